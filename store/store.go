@@ -1,0 +1,479 @@
+// Package store keeps retrylab's durable state in one bbolt file.
+//
+// The store knows buckets and bytes, not agents: the engine decides what an
+// event or a journal record means. It offers three things the engine needs:
+//
+//   - per-execution append-only histories with 8-byte big-endian sequence
+//     keys, so cursor order is numeric order;
+//   - named key/value collections (journal, outbox, key store, CRM, ...);
+//   - group commit: concurrent Update calls are folded into one fsynced bbolt
+//     transaction, and each caller returns only after that commit.
+//
+// A database is opened with a lock timeout, so a second process gets a clear
+// error naming the file instead of hanging, and carries a schema version.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this build writes and understands.
+const SchemaVersion = 1
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrLocked means another process holds the database file.
+	ErrLocked = errors.New("database is locked by another process")
+	// ErrCorrupt means the file is not a readable retrylab database.
+	ErrCorrupt = errors.New("database file is corrupt or not a retrylab database")
+	// ErrNewerSchema means the file was written by a newer retrylab.
+	ErrNewerSchema = errors.New("database was written by a newer retrylab")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("store is closed")
+	// ErrNotFound means the execution or record does not exist.
+	ErrNotFound = errors.New("not found")
+)
+
+// Bucket names a top-level key/value collection.
+type Bucket string
+
+// The top-level collections. Histories and journals are nested per execution.
+const (
+	bucketMeta       Bucket = "meta"
+	bucketExecutions Bucket = "executions"   // execution id -> record
+	bucketExecOrder  Bucket = "exec_order"   // 8-byte creation order -> execution id
+	bucketHistories  Bucket = "histories"    // execution id -> bucket of seq -> event
+	bucketJournals   Bucket = "journals"     // execution id -> bucket of step -> record
+	Outbox           Bucket = "world_outbox" // 8-byte seq -> delivered message
+	Keys             Bucket = "world_keys"   // idempotency key -> stored response
+	CRM              Bucket = "world_crm"    // record id -> record
+	CRMWrites        Bucket = "world_crm_writes"
+	World            Bucket = "world_meta" // clock offset and settings
+	Lessons          Bucket = "lessons"    // lesson progress
+)
+
+var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons}
+
+// WorldBuckets are the collections that hold the simulated world's state.
+var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World}
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock. Zero means one second.
+	LockTimeout time.Duration
+	// ReadOnly opens the file with a shared lock and refuses writes.
+	ReadOnly bool
+	// NoSync skips fsync on commit. Only benchmarks that measure the
+	// difference set it.
+	NoSync bool
+	// MaxBatch bounds how many Update calls share one commit. Zero means 1024.
+	MaxBatch int
+}
+
+// DB is an open retrylab database.
+type DB struct {
+	bolt     *bolt.DB
+	path     string
+	readOnly bool
+	maxBatch int
+
+	requests chan *request
+	stop     chan struct{}
+	done     chan struct{}
+	closeMu  sync.RWMutex
+	closed   bool
+}
+
+type request struct {
+	fn  func(*Tx) error
+	err chan error
+}
+
+// Open opens or creates the database at path, created with mode 0600.
+// An empty file is initialised as a new database (read-only: ErrCorrupt).
+// A file that is not a bbolt file, is truncated, or is a bbolt file from
+// another program fails with ErrCorrupt and is left unmodified.
+func Open(path string, opts Options) (db *DB, err error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.ReadOnly {
+		info, statErr := os.Stat(path)
+		if statErr != nil {
+			return nil, fmt.Errorf("open %s: %w", path, statErr)
+		}
+		if info.Size() == 0 {
+			return nil, fmt.Errorf("open %s: %w: empty file", path, ErrCorrupt)
+		}
+	}
+	// bbolt panics on some damaged pages and faults on pages past the end of
+	// a truncated file; both become ErrCorrupt. file is kept so that a panic
+	// inside bolt.Open, which returns no handle, still releases the file lock.
+	var (
+		b    *bolt.DB
+		file *os.File
+	)
+	defer func() {
+		if r := recover(); r != nil {
+			if b != nil {
+				_ = b.Close()
+			} else if file != nil {
+				releaseLock(file)
+				_ = file.Close()
+			}
+			db, err = nil, fmt.Errorf("open %s: %w (%v)", path, ErrCorrupt, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if !opts.ReadOnly {
+		if err := precheck(path, opts.LockTimeout); err != nil {
+			return nil, err
+		}
+	}
+	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
+	b, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
+		NoSync: opts.NoSync, OpenFile: openFile})
+	if err != nil {
+		return nil, classifyOpenError(path, err)
+	}
+	db = &DB{bolt: b, path: path, readOnly: opts.ReadOnly, maxBatch: opts.MaxBatch}
+	if err := db.prepare(); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	if !opts.ReadOnly {
+		db.requests = make(chan *request, opts.MaxBatch)
+		db.stop = make(chan struct{})
+		db.done = make(chan struct{})
+		go db.commitLoop()
+	}
+	return db, nil
+}
+
+func classifyOpenError(path string, err error) error {
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return fmt.Errorf("open %s: %w (another retrylab, or another program, has it open)", path, ErrLocked)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
+		errors.Is(err, bolterrors.ErrChecksum),
+		// bbolt has no sentinel for a file shorter than its two meta pages.
+		strings.Contains(err.Error(), "file size too small"):
+		return fmt.Errorf("open %s: %w: %v", path, ErrCorrupt, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("open %s: permission denied (is the directory writable?): %w", path, err)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// precheck looks at an existing, non-empty file through a read-only bbolt
+// handle before the read-write open. A read-write bolt.Open reads the
+// freelist page at once; in a truncated file that page can lie past the end,
+// and touching it raises SIGBUS, which no recover catches by default. A
+// read-only open reads only the two meta pages, so the high-water mark can be
+// checked first.
+func precheck(path string, timeout time.Duration) error {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() == 0 {
+		return nil // missing or empty: bolt.Open creates or reports it
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: true})
+	if err != nil {
+		return classifyOpenError(path, err)
+	}
+	defer b.Close()
+	return b.View(func(tx *bolt.Tx) error { return checkHighWater(path, tx) })
+}
+
+// checkHighWater reports ErrCorrupt when the pages the meta page claims reach
+// past the end of the file, as they do after the file is truncated.
+func checkHighWater(path string, tx *bolt.Tx) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if need := tx.Size(); info.Size() < need {
+		return fmt.Errorf("open %s: %w: file is %d bytes but its pages reach byte %d (truncated?)",
+			path, ErrCorrupt, info.Size(), need)
+	}
+	return nil
+}
+
+// prepare checks the schema version and creates every bucket in one transaction.
+func (db *DB) prepare() error {
+	check := func(tx *bolt.Tx) error {
+		if err := checkHighWater(db.path, tx); err != nil {
+			return err
+		}
+		meta := tx.Bucket([]byte(bucketMeta))
+		if meta == nil {
+			if k, _ := tx.Cursor().First(); db.readOnly || k != nil {
+				return fmt.Errorf("open %s: %w: no retrylab metadata", db.path, ErrCorrupt)
+			}
+			return nil
+		}
+		v := meta.Get([]byte("schema"))
+		if len(v) != 8 {
+			return fmt.Errorf("open %s: %w: bad schema record", db.path, ErrCorrupt)
+		}
+		if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
+			return fmt.Errorf("open %s: %w (schema v%d; this build understands up to v%d)", db.path, ErrNewerSchema, got, SchemaVersion)
+		}
+		return nil
+	}
+	if db.readOnly {
+		return db.bolt.View(check)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := check(tx); err != nil {
+			return err
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket([]byte(bucketMeta))
+		if meta.Get([]byte("schema")) == nil {
+			return meta.Put([]byte("schema"), U64(SchemaVersion))
+		}
+		return nil
+	})
+}
+
+// Path is the file the database lives in.
+func (db *DB) Path() string { return db.path }
+
+// Close waits for pending commits and closes the file.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if db.closed {
+		db.closeMu.Unlock()
+		return nil
+	}
+	db.closed = true
+	db.closeMu.Unlock()
+	if db.stop != nil {
+		close(db.stop)
+		<-db.done
+	}
+	return db.bolt.Close()
+}
+
+// Check runs bbolt's consistency check over the whole file. Problems are
+// reported in one error that wraps ErrCorrupt.
+func (db *DB) Check() (err error) {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	defer recoverCorrupt(db.path, &err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	check := func(tx *bolt.Tx) error {
+		if err := checkHighWater(db.path, tx); err != nil {
+			return err
+		}
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("check %s: %w: %w", db.path, ErrCorrupt, errors.Join(errs...))
+		}
+		return nil
+	}
+	if db.readOnly {
+		return db.bolt.View(check)
+	}
+	// A check in a read-only transaction reads bbolt's freelist while a
+	// concurrent commit rewrites it (a data race); a writable transaction
+	// excludes commits. It is always rolled back.
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := check(tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
+
+var errRollback = errors.New("rollback")
+
+// View runs fn in a read-only transaction. Values passed to fn are valid only
+// inside it; the Tx accessors return copies.
+func (db *DB) View(fn func(*Tx) error) (err error) {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	defer recoverCorrupt(db.path, &err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+}
+
+// Update runs fn in a read-write transaction and returns once it is durably
+// committed. Concurrent calls share one commit (group commit), so fn may run
+// more than once if another call in its group fails: it must not have effects
+// outside the transaction other than setting its own results.
+func (db *DB) Update(fn func(*Tx) error) error {
+	if db.readOnly {
+		return fmt.Errorf("write to %s: database opened read-only", db.path)
+	}
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return ErrClosed
+	}
+	req := &request{fn: fn, err: make(chan error, 1)}
+	db.requests <- req
+	db.closeMu.RUnlock()
+	return <-req.err
+}
+
+func (db *DB) commitLoop() {
+	defer close(db.done)
+	// Faults reading a damaged file become panics that runUpdate recovers.
+	debug.SetPanicOnFault(true)
+	batch := make([]*request, 0, db.maxBatch)
+	for {
+		var first *request
+		select {
+		case first = <-db.requests:
+		case <-db.stop:
+			// Close holds the write lock, so nothing new can be queued.
+			for {
+				select {
+				case r := <-db.requests:
+					db.commit([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < db.maxBatch {
+			select {
+			case r := <-db.requests:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		db.commit(batch)
+	}
+}
+
+// commit runs a group in one transaction; if any member fails, the group is
+// rolled back and each member runs alone so one failure does not sink the rest.
+func (db *DB) commit(batch []*request) {
+	if len(batch) == 1 {
+		batch[0].err <- db.runUpdate(batch[0].fn)
+		return
+	}
+	failed := -1
+	err := db.runUpdate(func(tx *Tx) error {
+		for i, r := range batch {
+			if err := r.fn(tx); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, r := range batch {
+			r.err <- nil
+		}
+		return
+	}
+	for i, r := range batch {
+		if i == failed {
+			r.err <- err
+			continue
+		}
+		r.err <- db.runUpdate(r.fn)
+	}
+}
+
+func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
+	defer recoverCorrupt(db.path, &err)
+	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+}
+
+// recoverCorrupt turns a panic in a transaction into an error. bbolt panics
+// on damaged pages, and memory faults on the mapped file panic too (callers
+// set debug.SetPanicOnFault); those wrap ErrCorrupt. A panic raised outside
+// bbolt, such as a bug in the caller's function, says nothing about the file,
+// so it is returned with its stack and without ErrCorrupt.
+func recoverCorrupt(path string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if panicFromFile(r) {
+		*err = fmt.Errorf("read %s: %w (%v)", path, ErrCorrupt, r)
+		return
+	}
+	*err = fmt.Errorf("transaction on %s panicked: %v\n%s", path, r, debug.Stack())
+}
+
+// panicFromFile reports whether the panic being recovered is a memory fault
+// or was raised inside bbolt. It must be called from the deferred function.
+func panicFromFile(r any) bool {
+	if _, ok := r.(interface{ Addr() uintptr }); ok {
+		return true // a fault with an address: the mapped file
+	}
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		// Skip the panic machinery (runtime.gopanic, runtime.panicIndex, ...)
+		// to reach the function that panicked.
+		if !strings.HasPrefix(f.Function, "runtime.") {
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// U64 encodes n as 8 big-endian bytes, the key form that sorts numerically.
+func U64(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+// DecodeU64 reverses U64; it returns 0 for a key of the wrong length.
+func DecodeU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
