@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/fixtures"
+)
+
+// defaultDB is where the database lives unless --db or RETRYLAB_DB says otherwise.
+const defaultDB = "retrylab.db"
+
+type app struct {
+	dbPath string
+	out    io.Writer
+	errOut io.Writer
+}
+
+func newRootCmd() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "retrylab",
+		Short: "See why retried agent tool calls duplicate side effects, and how to stop it",
+		Long: `retrylab runs scripted AI agents against simulated flaky tools (a mail API,
+a CRM) on loopback HTTP with real deadlines, records every attempt in a bbolt
+database, and shows the provider's outbox beside the agent's trace, so the
+duplicate that the trace hides is plain to see.
+
+Without a subcommand it opens the explorer on the database.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.explore(cmd)
+		},
+	}
+	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, msg: err.Error() + " (see --help)"}
+	})
+	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
+	root.AddCommand(a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
+		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd())
+	return root
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// openHost opens the database and starts the world and the runtime.
+func (a *app) openHost() (*engine.Host, error) {
+	return engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS})
+}
+
+// onOff parses an on|off flag value.
+type onOff struct{ v *bool }
+
+func (o onOff) String() string {
+	if o.v == nil || *o.v == false {
+		if o.v == nil {
+			return ""
+		}
+		return "off"
+	}
+	return "on"
+}
+
+func (o onOff) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "on", "true", "yes", "1":
+		*o.v = true
+	case "off", "false", "no", "0":
+		*o.v = false
+	default:
+		return fmt.Errorf("want on or off, not %q", s)
+	}
+	return nil
+}
+
+func (o onOff) Type() string { return "on|off" }
+
+func (a *app) runCmd() *cobra.Command {
+	var keys, journal bool
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario and narrate every attempt",
+		Long: `Run a scenario (a name from 'retrylab scenarios', or a path to a .yaml file),
+narrating each attempt as it happens, and end with the provider's outbox.
+If the scenario's execution already exists, this is a restart of it, as in the
+article: a new run of the same execution.
+
+Exit status: 0 when the execution completed, 137 when its worker was killed
+(resume it with 'retrylab resume'), 1 when it failed, 3 when it escalated.`,
+		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml",
+		Args:    exactArgs(1, "SCENARIO"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var opts engine.RunOptions
+			if cmd.Flags().Changed("keys") {
+				opts.Keys = &keys
+			}
+			if cmd.Flags().Changed("journal") {
+				opts.Journal = &journal
+			}
+			return a.runAndNarrate(func(h *engine.Host) (*engine.Run, error) { return h.Start(args[0], opts) })
+		},
+	}
+	cmd.Flags().Var(onOff{&keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
+	cmd.Flags().Var(onOff{&journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
+	return cmd
+}
+
+func (a *app) resumeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume [EXECUTION]",
+		Short: "Continue the latest (or the named) unfinished execution",
+		Long: `Start a new worker for an execution whose worker was killed. The worker knows
+nothing but what the database holds: with a journal, recorded steps are
+replayed; without one, they run again.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return a.runAndNarrate(func(h *engine.Host) (*engine.Run, error) { return h.Resume(id) })
+		},
+	}
+}
+
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &exitError{code: 2, msg: fmt.Sprintf("%s needs %s (see --help)", cmd.CommandPath(), names)}
+		}
+		return nil
+	}
+}
+
+// runAndNarrate starts a run, prints its narration as it happens, then the
+// outbox, and turns the run's end into the exit status.
+func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error {
+	h, err := a.openHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	notices, stop := h.Subscribe(1 << 14)
+	defer stop()
+	run, err := start(h)
+	if err != nil {
+		return err
+	}
+	if run.Deduplicated {
+		fmt.Fprintf(a.out, "[runtime]   start deduplicated: execution %s already exists (%s); nothing started\n", run.Execution, run.Result().Status)
+		return nil
+	}
+	n := narrate.New(run.Execution)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// Events recorded before we subscribed cannot be missed: the subscription
+	// starts before the run does.
+	for done := false; !done; {
+		select {
+		case no, ok := <-notices:
+			if !ok {
+				done = true
+				break
+			}
+			for _, l := range n.Lines(no) {
+				fmt.Fprintln(a.out, l)
+			}
+		case <-run.Done():
+			done = true
+		case <-sigs:
+			_ = h.Kill(run.Execution)
+			<-run.Done()
+			return &exitError{code: 130, msg: fmt.Sprintf("interrupted: worker of %s killed; resume it with 'retrylab resume %s'", run.Execution, run.Execution)}
+		}
+	}
+	// Drain what was published before the run ended.
+	for drained := false; !drained; {
+		select {
+		case no, ok := <-notices:
+			if !ok {
+				drained = true
+				break
+			}
+			for _, l := range n.Lines(no) {
+				fmt.Fprintln(a.out, l)
+			}
+		case <-time.After(50 * time.Millisecond):
+			drained = true
+		}
+	}
+	res, _ := run.Wait(context.Background())
+	msgs, err := h.World().Outbox(0, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(a.out)
+	for _, l := range narrate.OutboxSummary(msgs, run.Execution) {
+		fmt.Fprintln(a.out, l)
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	switch res.Status {
+	case history.StatusCompleted:
+		return nil
+	case history.StatusKilled:
+		return &exitError{code: engine.ExitKilled, msg: fmt.Sprintf("worker of %s was killed (exit 137); continue it with 'retrylab resume'", run.Execution)}
+	case history.StatusEscalated:
+		return &exitError{code: 3, msg: fmt.Sprintf("execution %s escalated: a human must check before anything is retried", run.Execution)}
+	}
+	x, _ := h.Execution(run.Execution)
+	return &exitError{code: 1, msg: fmt.Sprintf("execution %s %s: %s", run.Execution, res.Status, x.Error)}
+}
+
+func (a *app) resetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset",
+		Short: "Wipe executions, journals, the outbox, keys and the CRM",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := a.openHost()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			if err := h.Reset(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "reset %s: no executions, empty outbox, no keys, empty CRM\n", h.DBPath())
+			return nil
+		},
+	}
+}
+
+func (a *app) scenariosCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "scenarios",
+		Short: "List the scenario catalogue",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all, err := scenario.NewCatalog(fixtures.FS).All()
+			if err != nil {
+				return err
+			}
+			for _, s := range all {
+				fmt.Fprintf(a.out, "%-28s %-12s %s\n", s.Name, history.Policy{Keys: s.Policy.Keys, Journal: s.Policy.Journal}, s.Title)
+			}
+			return nil
+		},
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// withHost opens the host for a read or a small change and closes it after.
+func (a *app) withHost(fn func(*engine.Host) error) error {
+	h, err := a.openHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return fn(h)
+}
+
+func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/world"
+)
+
+func (a *app) showCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [EXECUTION]",
+		Short: "Print an execution's recorded history (default: the latest)",
+		Long: `Print every event of an execution's history: turns, tool calls, every attempt
+with its outcome, retries, journal writes and replays, faults, crashes, and
+the gaps while no worker ran. --json prints the record and the raw events.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				id, err := pickExecution(h, args)
+				if err != nil {
+					return err
+				}
+				x, err := h.Execution(id)
+				if err != nil {
+					return err
+				}
+				events, err := h.Events(id, 0, 0)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if events == nil {
+						events = []history.Event{}
+					}
+					return printJSON(a.out, struct {
+						Execution history.Execution `json:"execution"`
+						Events    []history.Event   `json:"events"`
+					}{x, events})
+				}
+				printHistory(a, x, events)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func pickExecution(h *engine.Host, args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	list, _, err := h.Executions(0, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "", fmt.Errorf("no executions yet (run a scenario first: retrylab run naive)")
+	}
+	return list[0].ID, nil
+}
+
+// gapWorth is how long a silence must last before show points it out.
+const gapWorth = time.Second
+
+func printHistory(a *app, x history.Execution, events []history.Event) {
+	took := x.Updated.Sub(x.Started)
+	fmt.Fprintf(a.out, "%s  scenario %s  policy %s  %s  runs %d  started %s  took %s\n\n",
+		x.ID, x.Scenario, x.Policy, x.Status, x.Runs, x.Started.Format(time.RFC3339), took.Round(time.Millisecond))
+	n := narrate.New(x.ID)
+	var prev time.Time
+	for _, ev := range events {
+		if !prev.IsZero() && ev.Time.Sub(prev) >= gapWorth && ev.Type == history.WorkerStarted {
+			fmt.Fprintf(a.out, "%9s   ┆ %s with no worker running\n", "", ev.Time.Sub(prev).Round(100*time.Millisecond))
+		}
+		prev = ev.Time
+		rel := ev.Time.Sub(x.Started).Seconds()
+		for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
+			fmt.Fprintf(a.out, "%+8.3fs  %s\n", rel, l)
+		}
+	}
+}
+
+func (a *app) outboxCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "outbox",
+		Short: "Print the mail provider's outbox: the ground truth the trace cannot show",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				msgs, err := h.World().Outbox(0, 0)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if msgs == nil {
+						msgs = []world.Message{}
+					}
+					return printJSON(a.out, msgs)
+				}
+				printOutbox(a, msgs)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printOutbox(a *app, msgs []world.Message) {
+	if len(msgs) == 0 {
+		fmt.Fprintln(a.out, "outbox is empty")
+		return
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, m := range msgs {
+		at := m.Attribution
+		cause := "unattributed (an external client)"
+		if at.Execution != "" {
+			cause = fmt.Sprintf("%s %s attempt %d", at.Execution, at.Step, at.Attempt)
+			if at.Key != "" {
+				cause += " key " + at.Key
+			}
+		}
+		fmt.Fprintf(a.out, "%s → %-20s %-22q %s\n", m.ID, m.To, m.Subject, cause)
+		if counts[m.To] == 0 {
+			order = append(order, m.To)
+		}
+		counts[m.To]++
+	}
+	fmt.Fprintln(a.out)
+	for _, to := range order {
+		fmt.Fprintln(a.out, narrate.CountLine(to, counts[to]))
+	}
+}
+
+func (a *app) stateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state --json",
+		Short: "Print the whole state as one JSON object (outbox, keys, journal, crm)",
+		Long:  "Print the outbox, the key store, every journal record and the CRM as one JSON object, like the article's state.json.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				s, err := h.State()
+				if err != nil {
+					return err
+				}
+				return printJSON(a.out, s)
+			})
+		},
+	}
+	cmd.Flags().Bool("json", true, "print JSON (the only format)")
+	return cmd
+}
+
+func (a *app) journalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "journal",
+		Short: "List or delete recorded step results",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list [EXECUTION]",
+		Short: "List journal records",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				id := ""
+				if len(args) == 1 {
+					id = args[0]
+				}
+				entries, err := h.Journal(id)
+				if err != nil {
+					return err
+				}
+				if len(entries) == 0 {
+					fmt.Fprintln(a.out, "no journal records")
+				}
+				for _, e := range entries {
+					fmt.Fprintf(a.out, "%s %s = %s (attempt %d, run %d, recorded %s)\n", e.Execution, e.Step,
+						narrate.Summary(e.Result), e.Attempt, e.Run, e.Recorded.Format(time.RFC3339))
+				}
+				return nil
+			})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "delete EXECUTION STEP",
+		Short: "Delete one step's recorded result (the article's exercise)",
+		Long: `Delete one step's journal record, then run the scenario again: without the
+journal, only the idempotency key stands between the retry and a duplicate.`,
+		Example: "  retrylab journal delete exec_01H8 step-4",
+		Args:    exactArgs(2, "EXECUTION and STEP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				if err := h.DeleteJournal(args[0], args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out, "deleted the journal record of %s %s\n", args[0], args[1])
+				return nil
+			})
+		},
+	})
+	return cmd
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Host the simulated world so any HTTP client can be the agent",
+		Long: `Start the mail API and the CRM on 127.0.0.1 and print their addresses, so an
+agent in any language can call them with plain HTTP. Requests without
+retrylab's attribution headers still work; their effects show as
+unattributed in the outbox. Stop with Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withHost(func(h *engine.Host) error {
+				fmt.Fprintf(a.out, "retrylab world on %s\n", h.DBPath())
+				fmt.Fprintf(a.out, "  mail API  POST %s/v1/send       (Idempotency-Key honoured)\n", h.MailURL())
+				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())
+				fmt.Fprintln(a.out, "press Ctrl-C to stop")
+				sigs := make(chan os.Signal, 1)
+				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+				defer signal.Stop(sigs)
+				<-sigs
+				fmt.Fprintln(a.out, "stopped")
+				return nil
+			})
+		},
+	}
+}
+
+func (a *app) explore(cmd *cobra.Command) error {
+	return cmd.Help()
+}

@@ -1,0 +1,416 @@
+// Package agent is the worker side of retrylab: a scripted agent (no LLM)
+// that plays a scenario's turns and tool calls against the simulated world,
+// with the scenario's retry policy and real per-attempt deadlines, reporting
+// every step to the host's runtime API.
+//
+// A worker keeps nothing of its own: everything it knows comes from its plan,
+// its journal reads and the answers of the tools. That is what makes a crash
+// (a real SIGKILL) honest: after it, only what the host recorded survives.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/world"
+)
+
+// MainIfWorker turns the process into a worker when the host started it as
+// one, and exits when the run ends. Call it first thing in main (and in
+// TestMain of packages whose tests start workers).
+func MainIfWorker() {
+	url := os.Getenv(engine.EnvWorker)
+	if url == "" {
+		return
+	}
+	run, _ := strconv.Atoi(os.Getenv(engine.EnvRun))
+	err := Run(context.Background(), url, os.Getenv(engine.EnvExecution), run, os.Getenv(engine.EnvToken))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// errStopped means the execution ended early (failed or escalated) and the
+// end is already recorded.
+var errStopped = errors.New("execution stopped")
+
+// Run plays one run of an execution to its end.
+func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
+	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token,
+		http: &http.Client{Timeout: 30 * time.Second}}
+	var plan engine.Plan
+	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {
+		return fmt.Errorf("fetch plan: %w", err)
+	}
+	if plan.Run != run {
+		return fmt.Errorf("plan is for run %d, worker was started for run %d", plan.Run, run)
+	}
+	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: &http.Client{}, results: map[string]any{}}
+	err := w.play(ctx)
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	if err != nil {
+		// Report what went wrong; if even that fails the host records the exit.
+		_ = rt.event(ctx, history.Event{Type: history.ExecutionFailed, Error: err.Error()})
+		return err
+	}
+	return rt.event(ctx, history.Event{Type: history.ExecutionCompleted})
+}
+
+type worker struct {
+	rt      *runtimeClient
+	plan    engine.Plan
+	scn     *scenario.Scenario
+	tools   *http.Client
+	turn    int
+	results map[string]any // step id -> decoded result, for ${step.field}
+}
+
+func (w *worker) play(ctx context.Context) error {
+	for _, turn := range w.scn.Turns {
+		if err := w.startTurn(ctx, turn.Text); err != nil {
+			return err
+		}
+		for _, call := range turn.Calls {
+			if err := w.call(ctx, call); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *worker) startTurn(ctx context.Context, text string) error {
+	w.turn++
+	return w.rt.event(ctx, history.Event{Type: history.TurnStarted, Turn: w.turn, Text: text})
+}
+
+// call runs one tool call to its end: replayed from the journal, done, or
+// (after the retry policy and any agent-level retries) failed or escalated.
+func (w *worker) call(ctx context.Context, c scenario.Call) error {
+	tool := w.scn.Tools[c.Tool]
+	args, err := w.args(c.Step)
+	if err != nil {
+		return err
+	}
+	step, order := c.Step, c.ArgOrder
+	retries := 0
+	for {
+		done, err := w.step(ctx, c, tool, step, args, order)
+		if err != nil || done {
+			return err
+		}
+		if c.AgentRetry == nil || retries >= c.AgentRetry.Max {
+			return w.stop(ctx, history.ExecutionFailed, step, fmt.Sprintf("%s: the retry policy gave up", step))
+		}
+		retries++
+		if err := w.startTurn(ctx, c.AgentRetry.Text); err != nil {
+			return err
+		}
+		if c.AgentRetry.FreshStep {
+			step = fmt.Sprintf("%s-retry%d", c.Step, retries)
+		}
+		if c.AgentRetry.Reorder {
+			order = reversed(order)
+		}
+	}
+}
+
+// step runs one step id under the retry policy. done is false when the
+// policy gave up and an agent-level retry may follow.
+func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, step string, args map[string]any, order []string) (done bool, err error) {
+	policy := w.plan.Policy
+	if policy.Journal {
+		rec, ok, err := w.rt.journal(ctx, step)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			w.results[c.Step] = decodeResult(rec.Result)
+			return true, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
+				Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result, ResultRun: rec.Run})
+		}
+	}
+	if tool.Kind == scenario.KindUnsafe && contains(w.plan.Unfinished, step) {
+		return false, w.stop(ctx, history.Escalated, step, fmt.Sprintf(
+			"%s: an earlier attempt's outcome is unknown and %s is unsafe to repeat; a human must check", step, c.Tool))
+	}
+	rendered := render(args, w.results, w.plan.Run).(map[string]any)
+	argsJSON, err := idemkey.Canonical(rendered)
+	if err != nil {
+		return false, fmt.Errorf("%s: arguments: %w", step, err)
+	}
+	if err := w.rt.event(ctx, history.Event{Type: history.ToolCallScheduled, Turn: w.turn, Step: step,
+		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)}); err != nil {
+		return false, err
+	}
+	retry := w.scn.Policy.Retry
+	for n := 1; ; n++ {
+		attempt := w.plan.Attempts[step] + 1
+		w.plan.Attempts[step] = attempt
+		key := ""
+		if policy.Keys && tool.Kind == scenario.KindKeyed {
+			if key, err = w.key(step, rendered, order, attempt); err != nil {
+				return false, err
+			}
+		}
+		req, exch, err := w.request(tool, step, rendered, attempt, key)
+		if err != nil {
+			return false, err
+		}
+		var grant engine.AttemptGrant
+		if err := w.rt.do(ctx, http.MethodPost, "/attempts", engine.AttemptRequest{Step: step, Tool: c.Tool,
+			Attempt: attempt, MaxAttempts: retry.MaxAttempts, Key: key, Request: exch}, &grant); err != nil {
+			return false, err
+		}
+		if grant.Crash == fault.CrashBeforeCall {
+			die()
+		}
+		res := w.send(ctx, req, retry.Timeout.D())
+		if grant.Crash == fault.CrashAfterEffect {
+			die() // the effect may have happened; nothing about it is recorded
+		}
+		fin := history.Event{Type: history.AttemptFinished, Step: step, Tool: c.Tool, Attempt: attempt, Key: key,
+			Outcome: res.outcome, Deduplicated: res.deduplicated, Duration: res.duration, Response: res.response, Error: res.err}
+		if err := w.rt.event(ctx, fin); err != nil {
+			return false, err
+		}
+		if res.outcome == history.OutcomeOK {
+			w.results[c.Step] = decodeResult(res.body)
+			if policy.Journal {
+				if err := w.rt.do(ctx, http.MethodPut, "/journal/"+step, history.JournalRecord{Tool: c.Tool,
+					Key: key, Attempt: attempt, Result: res.body}, nil); err != nil {
+					return false, err
+				}
+			}
+			if grant.Crash == fault.CrashAfterRecord {
+				die()
+			}
+			return true, nil
+		}
+		if grant.Crash == fault.CrashAfterRecord {
+			die()
+		}
+		if tool.Kind == scenario.KindUnsafe && (res.outcome == history.OutcomeTimeout || res.outcome == history.OutcomeError) {
+			return false, w.stop(ctx, history.Escalated, step, fmt.Sprintf(
+				"%s: %s outcome unknown (%s) and the tool is unsafe to repeat; stopping for a human", step, c.Tool, res.outcome))
+		}
+		if !retryable(res.outcome, retry.NonRetryable) {
+			return false, w.stop(ctx, history.ExecutionFailed, step, fmt.Sprintf("%s: %s is an answer, not a reason to retry (HTTP %d)", step, res.outcome, res.status))
+		}
+		if retry.MaxAttempts > 0 && n >= retry.MaxAttempts {
+			return false, nil
+		}
+		delay := retry.Delay(n)
+		if err := w.rt.event(ctx, history.Event{Type: history.RetryScheduled, Step: step, Attempt: attempt, Delay: delay,
+			MaxAttempts: retry.MaxAttempts}); err != nil {
+			return false, err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// stop records how the execution ended early.
+func (w *worker) stop(ctx context.Context, typ history.Type, step, msg string) error {
+	if err := w.rt.event(ctx, history.Event{Type: typ, Step: step, Error: msg}); err != nil {
+		return err
+	}
+	return errStopped
+}
+
+func retryable(o history.Outcome, nonRetryable []string) bool {
+	if o == history.OutcomeMismatch || o == history.OutcomeRejected {
+		return false
+	}
+	return !contains(nonRetryable, string(o))
+}
+
+// key derives the attempt's idempotency key the way the scenario's agent
+// does: from the intent (right), or with the attempt or the time mixed in,
+// or over arguments in the order the agent wrote them (wrong, to show why).
+func (w *worker) key(step string, args map[string]any, order []string, attempt int) (string, error) {
+	p := w.scn.Policy
+	scope := step
+	switch p.KeyFrom {
+	case scenario.KeyFromAttempt:
+		scope = fmt.Sprintf("%s#%d", step, attempt)
+	case scenario.KeyFromTimestamp:
+		scope = step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	if p.CanonicalArgs() {
+		return idemkey.Derive(w.plan.Execution, scope, args, p.KeyDigits)
+	}
+	written, err := idemkey.Ordered(args, order)
+	if err != nil {
+		return "", err
+	}
+	return idemkey.FromCanonical(w.plan.Execution, scope, written, p.KeyDigits)
+}
+
+func (w *worker) args(step string) (map[string]any, error) {
+	raw, ok := w.plan.Args[step]
+	if !ok {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil {
+		return nil, fmt.Errorf("%s: arguments: %w", step, err)
+	}
+	return args, nil
+}
+
+// request builds the HTTP request for a tool call and its trace form.
+func (w *worker) request(tool scenario.Tool, step string, args map[string]any, attempt int, key string) (*http.Request, *history.Exchange, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	var method, url string
+	id, _ := args["id"].(string)
+	switch tool.Service + "/" + tool.Op {
+	case "mail/send":
+		method, url = http.MethodPost, w.plan.MailURL+"/v1/send"
+	case "crm/upsert":
+		method, url = http.MethodPut, w.plan.CRMURL+"/v1/records/"+id
+	case "crm/create":
+		method, url = http.MethodPost, w.plan.CRMURL+"/v1/records"
+	case "crm/get":
+		method, url, body = http.MethodGet, w.plan.CRMURL+"/v1/records/"+id, nil
+	default:
+		return nil, nil, fmt.Errorf("%s: no such operation %s/%s", step, tool.Service, tool.Op)
+	}
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	headers := map[string]string{}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+		headers["Idempotency-Key"] = key
+	}
+	req.Header.Set(world.HeaderExecution, w.plan.Execution)
+	req.Header.Set(world.HeaderStep, step)
+	req.Header.Set(world.HeaderAttempt, strconv.Itoa(attempt))
+	req.Header.Set(world.HeaderRun, strconv.Itoa(w.plan.Run))
+	return req, &history.Exchange{Method: method, URL: req.URL.Path, Headers: headers, Body: body}, nil
+}
+
+type result struct {
+	outcome      history.Outcome
+	status       int
+	deduplicated bool
+	duration     time.Duration
+	body         json.RawMessage
+	response     *history.Exchange
+	err          string
+}
+
+// send makes one attempt with a real deadline and classifies its outcome.
+func (w *worker) send(ctx context.Context, req *http.Request, timeout time.Duration) result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := w.tools.Do(req.WithContext(ctx))
+	var r result
+	if err == nil {
+		defer resp.Body.Close()
+		var body []byte
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err == nil {
+			r.status = resp.StatusCode
+			r.body = validJSON(body)
+			headers := map[string]string{}
+			for _, h := range []string{"Idempotent-Replayed", "Retry-After", "Content-Type"} {
+				if v := resp.Header.Get(h); v != "" {
+					headers[h] = v
+				}
+			}
+			r.response = &history.Exchange{Status: resp.StatusCode, Headers: headers, Body: r.body}
+			r.deduplicated = resp.Header.Get("Idempotent-Replayed") == "true"
+		}
+	}
+	r.duration = time.Since(start)
+	switch {
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
+		r.outcome, r.err = history.OutcomeTimeout, fmt.Sprintf("no response within %s", timeout)
+	case err != nil:
+		r.outcome, r.err = history.OutcomeError, err.Error()
+	case r.status >= 200 && r.status < 300:
+		r.outcome = history.OutcomeOK
+	case r.status == http.StatusConflict:
+		r.outcome = history.OutcomeConflict
+	case r.status == http.StatusUnprocessableEntity:
+		r.outcome = history.OutcomeMismatch
+	case r.status >= 500:
+		r.outcome = history.OutcomeError
+	default:
+		r.outcome = history.OutcomeRejected
+	}
+	return r
+}
+
+func validJSON(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	q, _ := json.Marshal(string(b))
+	return q
+}
+
+func decodeResult(raw json.RawMessage) any {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// die is a crash: SIGKILL of this very process, exit code 137.
+func die() {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func reversed(in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[len(in)-1-i] = s
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+// Package history defines the events of an execution's history and the
+// execution record, and how both are encoded in the store.
+//
+// A history is append-only, in the spirit of Temporal's event history: every
+// attempt of every tool call is an event, each with the wall time it was
+// recorded, so a reader can see retries, replays and the gaps where no worker
+// ran.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Type names an event.
+type Type string
+
+// The event types.
+const (
+	ExecutionStarted   Type = "ExecutionStarted"
+	WorkerStarted      Type = "WorkerStarted"
+	TurnStarted        Type = "TurnStarted"
+	ToolCallScheduled  Type = "ToolCallScheduled"
+	AttemptStarted     Type = "AttemptStarted"
+	AttemptFinished    Type = "AttemptFinished"
+	RetryScheduled     Type = "RetryScheduled"
+	StepRecorded       Type = "StepRecorded"
+	StepReplayed       Type = "StepReplayed"
+	StepCompleted      Type = "StepCompleted"
+	FaultInjected      Type = "FaultInjected"
+	WorkerCrashed      Type = "WorkerCrashed"
+	Escalated          Type = "Escalated"
+	JournalDeleted     Type = "JournalDeleted"
+	ExecutionCompleted Type = "ExecutionCompleted"
+	ExecutionFailed    Type = "ExecutionFailed"
+)
+
+// Outcome classifies a finished attempt.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	OutcomeOK       Outcome = "ok"
+	OutcomeTimeout  Outcome = "timeout"
+	OutcomeError    Outcome = "error"    // 5xx, connection refused, ...
+	OutcomeConflict Outcome = "conflict" // 409: same key still in flight
+	OutcomeMismatch Outcome = "mismatch" // 422: same key, other payload
+	OutcomeRejected Outcome = "rejected" // other 4xx
+)
+
+// Exchange is one HTTP request or response as the trace shows it.
+type Exchange struct {
+	Method  string            `json:"method,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Status  int               `json:"status,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+}
+
+// Event is one entry of a history. Fields are filled according to Type.
+type Event struct {
+	Seq     uint64          `json:"seq"`
+	Type    Type            `json:"type"`
+	Time    time.Time       `json:"time"`
+	Run     int             `json:"run,omitempty"`
+	Turn    int             `json:"turn,omitempty"`
+	Text    string          `json:"text,omitempty"`
+	Step    string          `json:"step,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Key     string          `json:"key,omitempty"`
+	Attempt int             `json:"attempt,omitempty"`
+	// MaxAttempts is the policy's limit (0 = unlimited) on AttemptStarted.
+	MaxAttempts  int           `json:"max_attempts,omitempty"`
+	Outcome      Outcome       `json:"outcome,omitempty"`
+	Deduplicated bool          `json:"deduplicated,omitempty"`
+	Duration     time.Duration `json:"duration,omitempty"`
+	Delay        time.Duration `json:"delay,omitempty"`
+	Request      *Exchange     `json:"request,omitempty"`
+	Response     *Exchange     `json:"response,omitempty"`
+	// Result is the step's result: what the journal holds or replayed.
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultRun is the run whose journal record a replay came from.
+	ResultRun int `json:"result_run,omitempty"`
+	// Plan is 1 + the index of the scenario fault an injection came from; 0 for an armed fault.
+	Plan     int    `json:"plan,omitempty"`
+	Fault    string `json:"fault,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Scenario string `json:"scenario,omitempty"`
+}
+
+// Encode is the stored form of an event.
+func Encode(e Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
+	}
+	return b, nil
+}
+
+// Decode reads a stored event, refusing bytes that are not one.
+func Decode(data []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	if e.Type == "" {
+		return Event{}, fmt.Errorf("decode event: no type")
+	}
+	return e, nil
+}
+
+// Status is where an execution stands.
+type Status string
+
+// Execution statuses.
+const (
+	StatusRunning   Status = "running"
+	StatusCompleted Status = "completed"
+	StatusKilled    Status = "killed"    // the worker was killed; resume continues it
+	StatusFailed    Status = "failed"    // retries exhausted or a non-retryable answer
+	StatusEscalated Status = "escalated" // an unsafe tool's outcome is unknown: a human must look
+)
+
+// Finished reports whether resume has nothing to continue.
+func (s Status) Finished() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusEscalated
+}
+
+// Policy is the safety policy an execution ran with.
+type Policy struct {
+	Keys    bool `json:"keys"`
+	Journal bool `json:"journal"`
+}
+
+// String is the compact form shown in lists: "keys+journal", "keys", "journal", "none".
+func (p Policy) String() string {
+	switch {
+	case p.Keys && p.Journal:
+		return "keys+journal"
+	case p.Keys:
+		return "keys"
+	case p.Journal:
+		return "journal"
+	}
+	return "none"
+}
+
+// Execution is the record kept beside an execution's history.
+type Execution struct {
+	ID       string    `json:"id"`
+	Scenario string    `json:"scenario"`
+	Policy   Policy    `json:"policy"`
+	Status   Status    `json:"status"`
+	Runs     int       `json:"runs"`
+	Started  time.Time `json:"started"`
+	Updated  time.Time `json:"updated"`
+	// Ended is set when the execution finished.
+	Ended time.Time `json:"ended,omitzero"`
+	// StartKey is the run-level idempotency key it was started with, if any.
+	StartKey string `json:"start_key,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// EncodeExecution is the stored form of an execution record.
+func EncodeExecution(x Execution) ([]byte, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, fmt.Errorf("encode execution %s: %w", x.ID, err)
+	}
+	return b, nil
+}
+
+// DecodeExecution reads a stored execution record.
+func DecodeExecution(data []byte) (Execution, error) {
+	var x Execution
+	if err := json.Unmarshal(data, &x); err != nil {
+		return Execution{}, fmt.Errorf("decode execution: %w", err)
+	}
+	return x, nil
+}
+
+// JournalRecord is a step's durably recorded result.
+type JournalRecord struct {
+	Step     string          `json:"step"`
+	Tool     string          `json:"tool"`
+	Key      string          `json:"key,omitempty"`
+	Attempt  int             `json:"attempt"`
+	Run      int             `json:"run"`
+	Result   json.RawMessage `json:"result"`
+	Recorded time.Time       `json:"recorded"`
+}

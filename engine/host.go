@@ -1,0 +1,308 @@
+// Package engine is retrylab's runtime: it owns the database, hosts the
+// simulated world, runs scripted agents in worker processes, injects faults,
+// and records every attempt of every tool call.
+//
+// One host process owns the bbolt file. Workers are child processes of the
+// same binary; they are stateless and talk to the host over loopback HTTP
+// (the runtime API) and to the world's services over loopback HTTP with real
+// per-attempt deadlines. A crash is a real SIGKILL of a worker: afterwards
+// only what the store holds survives, and resuming replays the journal.
+//
+// The engine knows nothing of screens: faces (the CLI, the explorer) read
+// through Host's query methods and follow Subscribe.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Clock tells the time. Tests inject a fixed or stepped clock.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// SystemClock is the real wall clock.
+var SystemClock Clock = systemClock{}
+
+// Config configures a Host.
+type Config struct {
+	// DBPath is the database file; it is created 0600 if missing.
+	DBPath string
+	// Scenarios is where scenario names are looked up (fixtures.FS).
+	Scenarios fs.FS
+	// Clock stamps events and drives the world clock. Default: wall clock.
+	Clock Clock
+	// Executable is the binary started as a worker. Default: os.Executable().
+	// It must call agent.MainIfWorker early in main (or TestMain).
+	Executable string
+	// LockTimeout bounds the wait for the database lock. Default: 1s.
+	LockTimeout time.Duration
+	// NoSync skips fsync (benchmarks only).
+	NoSync bool
+}
+
+// Host owns the database, the world and the workers.
+type Host struct {
+	cfg     Config
+	clock   Clock
+	db      *store.DB
+	world   *world.World
+	catalog *scenario.Catalog
+	token   string
+
+	runtime     *http.Server
+	runtimeURL  string
+	runtimeDone chan struct{}
+
+	bus *bus
+
+	mu    sync.Mutex
+	execs map[string]*execState
+	armed []fault.Point
+	// counters for the status bar and checks
+	mailRequests map[string]int
+}
+
+// execState is what the host keeps in memory about an execution while it
+// can run: rebuilt from the history whenever a run starts.
+type execState struct {
+	scn        *scenario.Scenario
+	policy     history.Policy
+	run        int
+	attempts   map[string]int // last attempt number per step
+	firedPlan  map[int]bool
+	server     map[attemptKey][]fault.Point
+	crashPoint fault.Point // crash fault handed to the current attempt
+	worker     *workerProc
+}
+
+type attemptKey struct {
+	step    string
+	attempt int
+}
+
+// ErrBusy means an execution already has a live worker.
+var ErrBusy = errors.New("execution is already running")
+
+// ErrNoExecution means the execution id is not in the database.
+var ErrNoExecution = errors.New("no such execution")
+
+// Open opens the database, starts the world's services and the runtime API
+// on 127.0.0.1, and returns the host.
+func Open(cfg Config) (*Host, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock
+	}
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable for workers: %w", err)
+		}
+		cfg.Executable = exe
+	}
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.LockTimeout, NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("make runtime token: %w", err)
+	}
+	h := &Host{
+		cfg:          cfg,
+		clock:        cfg.Clock,
+		db:           db,
+		catalog:      scenario.NewCatalog(cfg.Scenarios),
+		token:        hex.EncodeToString(tok),
+		bus:          newBus(),
+		execs:        map[string]*execState{},
+		mailRequests: map[string]int{},
+	}
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	h.world = w
+	if err := w.Start(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("start world: %w", err)
+	}
+	if err := h.startRuntime(); err != nil {
+		w.Close()
+		db.Close()
+		return nil, err
+	}
+	if err := h.markOrphans(); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Host) startRuntime() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("start runtime API: %w", err)
+	}
+	h.runtimeURL = "http://" + ln.Addr().String()
+	h.runtime = &http.Server{Handler: h.runtimeHandler(), ReadHeaderTimeout: 5 * time.Second}
+	h.runtimeDone = make(chan struct{})
+	go func() {
+		defer close(h.runtimeDone)
+		_ = h.runtime.Serve(ln)
+	}()
+	return nil
+}
+
+// markOrphans marks executions left "running" by a host that died: no worker
+// of theirs can be alive, since workers die with their host.
+func (h *Host) markOrphans() error {
+	var orphans []history.Execution
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Executions(true, 0, func(id string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			if err == nil && x.Status == history.StatusRunning {
+				orphans = append(orphans, x)
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, x := range orphans {
+		_, err := h.record(x.ID, history.Event{Type: history.WorkerCrashed, Run: x.Runs, ExitCode: 137,
+			Error: "the host process died while this execution ran; its worker died with it"},
+			func(r *history.Execution) { r.Status = history.StatusKilled })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close kills live workers, stops the services and closes the database.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	var workers []*workerProc
+	for _, st := range h.execs {
+		if st.worker != nil && st.worker.cmd != nil {
+			workers = append(workers, st.worker)
+		}
+	}
+	h.mu.Unlock()
+	for _, w := range workers {
+		w.kill()
+		<-w.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = h.runtime.Shutdown(ctx)
+	<-h.runtimeDone
+	werr := h.world.Close()
+	h.bus.close()
+	return errors.Join(werr, h.db.Close())
+}
+
+// DBPath is the database file the host owns.
+func (h *Host) DBPath() string { return h.db.Path() }
+
+// MailURL and CRMURL are the world's service addresses.
+func (h *Host) MailURL() string { return h.world.MailURL() }
+
+// CRMURL is the CRM service's address.
+func (h *Host) CRMURL() string { return h.world.CRMURL() }
+
+// RuntimeURL is the runtime API's address.
+func (h *Host) RuntimeURL() string { return h.runtimeURL }
+
+// Catalog is the scenario catalogue the host runs from.
+func (h *Host) Catalog() *scenario.Catalog { return h.catalog }
+
+// Check runs the store's consistency check.
+func (h *Host) Check() error { return h.db.Check() }
+
+// record appends one event (stamped with the clock) and optionally updates
+// the execution record in the same durable commit, then publishes it.
+func (h *Host) record(exec string, ev history.Event, update func(*history.Execution)) (history.Event, error) {
+	ev.Time = h.clock.Now()
+	err := h.db.Update(func(tx *store.Tx) error {
+		e := ev
+		seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
+			e.Seq = seq
+			return history.Encode(e)
+		})
+		if err != nil {
+			return err
+		}
+		ev.Seq = seq
+		if update != nil {
+			return updateExecution(tx, exec, ev.Time, update)
+		}
+		return nil
+	})
+	if err != nil {
+		return ev, fmt.Errorf("record %s for %s: %w", ev.Type, exec, err)
+	}
+	h.bus.publish(Notice{Execution: exec, Event: &ev})
+	return ev, nil
+}
+
+func updateExecution(tx *store.Tx, exec string, now time.Time, update func(*history.Execution)) error {
+	data := tx.Execution(exec)
+	if data == nil {
+		return fmt.Errorf("%w: %s", ErrNoExecution, exec)
+	}
+	x, err := history.DecodeExecution(data)
+	if err != nil {
+		return err
+	}
+	update(&x)
+	x.Updated = now
+	if x.Status.Finished() && x.Ended.IsZero() {
+		x.Ended = now
+	}
+	enc, err := history.EncodeExecution(x)
+	if err != nil {
+		return err
+	}
+	return tx.PutExecution(exec, enc)
+}
+
+// observe receives the world's activity and forwards it to subscribers.
+func (h *Host) observe(a world.Activity) {
+	if a.Service == "mail" && a.Kind != "fault" {
+		h.mu.Lock()
+		h.mailRequests[a.Attribution.Execution]++
+		h.mu.Unlock()
+	}
+	h.bus.publish(Notice{Execution: a.Attribution.Execution, Activity: &a})
+}
+
+// MailRequests counts requests the mail API answered for an execution since
+// the host started.
+func (h *Host) MailRequests(exec string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mailRequests[exec]
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Execution reads one execution's record.
+func (h *Host) Execution(id string) (history.Execution, error) {
+	var data []byte
+	if err := h.db.View(func(tx *store.Tx) error { data = tx.Execution(id); return nil }); err != nil {
+		return history.Execution{}, err
+	}
+	if data == nil {
+		return history.Execution{}, fmt.Errorf("%w: %s", ErrNoExecution, id)
+	}
+	return history.DecodeExecution(data)
+}
+
+// Executions lists executions newest first, skipping skip, at most limit, and
+// returns the total count. The cost does not grow with the total.
+func (h *Host) Executions(skip, limit int) ([]history.Execution, int, error) {
+	var out []history.Execution
+	var total int
+	err := h.db.View(func(tx *store.Tx) error {
+		total = tx.ExecutionCount()
+		return tx.Executions(true, skip, func(_ string, rec []byte) bool {
+			if x, err := history.DecodeExecution(rec); err == nil {
+				out = append(out, x)
+			}
+			return limit <= 0 || len(out) < limit
+		})
+	})
+	return out, total, err
+}
+
+// LatestUnfinished is the most recently started execution that has not
+// finished.
+func (h *Host) LatestUnfinished() (history.Execution, bool, error) {
+	var found history.Execution
+	var ok bool
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Executions(true, 0, func(_ string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			if err == nil && !x.Status.Finished() {
+				found, ok = x, true
+				return false
+			}
+			return true
+		})
+	})
+	return found, ok, err
+}
+
+// Events reads an execution's history from seq from, at most limit events
+// (all when limit <= 0).
+func (h *Host) Events(id string, from uint64, limit int) ([]history.Event, error) {
+	var out []history.Event
+	var decodeErr error
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Events(id, from, func(seq uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				decodeErr = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				return false
+			}
+			out = append(out, ev)
+			return limit <= 0 || len(out) < limit
+		})
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return out, err
+}
+
+// JournalEntry is one journal record with its execution.
+type JournalEntry struct {
+	Execution string `json:"execution"`
+	history.JournalRecord
+}
+
+// Journal lists journal records, of one execution or (id "") of all.
+func (h *Host) Journal(id string) ([]JournalEntry, error) {
+	var out []JournalEntry
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.JournalEntries(func(exec, step string, data []byte) bool {
+			if id != "" && exec != id {
+				return true
+			}
+			var rec history.JournalRecord
+			if json.Unmarshal(data, &rec) == nil {
+				out = append(out, JournalEntry{Execution: exec, JournalRecord: rec})
+			}
+			return true
+		})
+	})
+	return out, err
+}
+
+// DeleteJournal removes a step's journal record (the article's exercise)
+// and notes it in the execution's history.
+func (h *Host) DeleteJournal(id, step string) error {
+	if _, err := h.Execution(id); err != nil {
+		return err
+	}
+	var existed bool
+	now := h.clock.Now()
+	ev := history.Event{Type: history.JournalDeleted, Time: now, Step: step, Text: "deleted by hand"}
+	err := h.db.Update(func(tx *store.Tx) error {
+		var err error
+		if existed, err = tx.DeleteJournal(id, step); err != nil || !existed {
+			return err
+		}
+		e := ev
+		ev.Seq, err = tx.AppendEvent(id, func(seq uint64) ([]byte, error) { e.Seq = seq; return history.Encode(e) })
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !existed {
+		return fmt.Errorf("execution %s has no journal record for step %q", id, step)
+	}
+	h.bus.publish(Notice{Execution: id, Event: &ev})
+	return nil
+}
+
+// World gives read access to the simulated providers' ledgers.
+func (h *Host) World() *world.World { return h.world }
+
+// AdvanceClock moves the world clock forward (to teach key retention).
+func (h *Host) AdvanceClock(d time.Duration) error { return h.world.Advance(d) }
+
+// WorldOffset is how far the world clock runs ahead of the wall clock.
+func (h *Host) WorldOffset() time.Duration { return h.world.Now().Sub(h.clock.Now()) }
+
+// ResetWorld empties the providers' outbox, key store and CRM.
+func (h *Host) ResetWorld() error {
+	if err := h.world.Reset(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.mailRequests = map[string]int{}
+	h.mu.Unlock()
+	h.bus.publish(Notice{Lagged: true})
+	return nil
+}
+
+// Reset wipes everything: executions, histories, journals and the world,
+// like the article's `reset`. It refuses while a worker runs.
+func (h *Host) Reset() error {
+	if running := h.Running(); len(running) > 0 {
+		return fmt.Errorf("cannot reset while %s is running", running[0])
+	}
+	if err := h.db.Update(func(tx *store.Tx) error { return tx.ClearAll() }); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	h.mu.Lock()
+	h.execs = map[string]*execState{}
+	h.armed = nil
+	h.mu.Unlock()
+	return h.ResetWorld()
+}
+
+// State is the whole state in one object, like the article's state.json.
+type State struct {
+	Outbox  []world.Message   `json:"outbox"`
+	Keys    []world.StoredKey `json:"keys"`
+	Journal []JournalEntry    `json:"journal"`
+	CRM     []world.Record    `json:"crm"`
+}
+
+// State reads the outbox, the key store, every journal and the CRM.
+func (h *Host) State() (State, error) {
+	var s State
+	var err error
+	if s.Outbox, err = h.world.Outbox(0, 0); err != nil {
+		return s, err
+	}
+	if s.Keys, err = h.world.Keys(0); err != nil {
+		return s, err
+	}
+	if s.Journal, err = h.Journal(""); err != nil {
+		return s, err
+	}
+	if s.CRM, err = h.world.Records(); err != nil {
+		return s, err
+	}
+	if s.Outbox == nil {
+		s.Outbox = []world.Message{}
+	}
+	if s.Keys == nil {
+		s.Keys = []world.StoredKey{}
+	}
+	if s.Journal == nil {
+		s.Journal = []JournalEntry{}
+	}
+	if s.CRM == nil {
+		s.CRM = []world.Record{}
+	}
+	return s, nil
+}

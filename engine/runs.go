@@ -1,0 +1,421 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Environment variables that turn the binary into a worker.
+const (
+	EnvWorker    = "RETRYLAB_WORKER"    // the runtime API's URL
+	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
+	EnvRun       = "RETRYLAB_RUN"       // the run number
+	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
+)
+
+// ExitKilled is the exit code of a process killed by SIGKILL (128 + 9).
+const ExitKilled = 137
+
+// RunOptions adjust a run.
+type RunOptions struct {
+	// Keys and Journal override the scenario's policy when set.
+	Keys, Journal *bool
+	// Execution overrides the scenario's execution id.
+	Execution string
+	// StartKey is a run-level idempotency key: starting twice with the same
+	// key gives one execution, unless the first one failed.
+	StartKey string
+}
+
+// Run is one worker run of an execution.
+type Run struct {
+	Execution string
+	Number    int
+	// Deduplicated is set when a start with a known StartKey found an
+	// existing execution: nothing was started.
+	Deduplicated bool
+	done         chan struct{}
+	result       RunResult
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	Status   history.Status
+	ExitCode int
+	Err      error
+}
+
+// Done is closed when the run's worker has exited and its end is recorded.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run ends or ctx is done.
+func (r *Run) Wait(ctx context.Context) (RunResult, error) {
+	select {
+	case <-r.done:
+		return r.result, nil
+	case <-ctx.Done():
+		return RunResult{}, ctx.Err()
+	}
+}
+
+type workerProc struct {
+	cmd    *exec.Cmd
+	pid    int
+	done   chan struct{}
+	stderr *boundedBuffer
+	killMu sync.Mutex
+	killed bool
+}
+
+func (w *workerProc) kill() {
+	w.killMu.Lock()
+	defer w.killMu.Unlock()
+	if w.cmd == nil || w.cmd.Process == nil {
+		return // still starting
+	}
+	w.killed = true
+	_ = w.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// Start runs a scenario. If its execution already exists, this is a restart
+// of that execution (a new run), as in the article.
+func (h *Host) Start(name string, opts RunOptions) (*Run, error) {
+	scn, err := h.catalog.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return h.StartScenario(scn, opts)
+}
+
+// StartScenario is Start for an already parsed scenario.
+func (h *Host) StartScenario(scn *scenario.Scenario, opts RunOptions) (*Run, error) {
+	policy := history.Policy{Keys: scn.Policy.Keys, Journal: scn.Policy.Journal}
+	if opts.Keys != nil {
+		policy.Keys = *opts.Keys
+	}
+	if opts.Journal != nil {
+		policy.Journal = *opts.Journal
+	}
+	id := opts.Execution
+	if id == "" {
+		id = scn.Execution
+	}
+	if opts.StartKey != "" {
+		sum := sha256.Sum256([]byte(scn.Name + "\x00" + opts.StartKey))
+		id = "exec_" + strings.ToUpper(fmt.Sprintf("%x", sum[:3]))
+		if x, err := h.Execution(id); err == nil && x.Status != history.StatusFailed {
+			r := &Run{Execution: id, Number: x.Runs, Deduplicated: true, done: make(chan struct{})}
+			r.result = RunResult{Status: x.Status}
+			close(r.done)
+			return r, nil
+		}
+	}
+	if id == "" {
+		id = h.newExecutionID(scn.Name)
+	}
+	return h.launch(id, scn, policy, opts.StartKey)
+}
+
+func (h *Host) newExecutionID(name string) string {
+	sum := sha256.Sum256([]byte(name + h.clock.Now().String() + h.token))
+	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	b := make([]byte, 4)
+	for i := range b {
+		b[i] = digits[sum[i]%32]
+	}
+	return "exec_" + string(b)
+}
+
+// Resume continues an unfinished execution with a new run. An empty id means
+// the most recently started unfinished execution.
+func (h *Host) Resume(id string) (*Run, error) {
+	if id == "" {
+		x, ok, err := h.LatestUnfinished()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("nothing to resume: every execution has finished (run a scenario first)")
+		}
+		id = x.ID
+	}
+	x, err := h.Execution(id)
+	if err != nil {
+		return nil, err
+	}
+	if x.Status.Finished() {
+		return nil, fmt.Errorf("execution %s has %s; nothing to resume (running its scenario again restarts it)", id, x.Status)
+	}
+	scn, err := h.catalog.Get(x.Scenario)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", id, err)
+	}
+	return h.launch(id, scn, x.Policy, x.StartKey)
+}
+
+// launch creates or restarts the execution record and starts a worker.
+func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, startKey string) (*Run, error) {
+	h.mu.Lock()
+	if st := h.execs[id]; st != nil && st.worker != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, st.worker.pid)
+	}
+	// Reserve the execution while the worker starts.
+	st := &execState{scn: scn, policy: policy, worker: &workerProc{done: make(chan struct{})}}
+	h.execs[id] = st
+	h.mu.Unlock()
+
+	release := func(err error) (*Run, error) {
+		h.mu.Lock()
+		st.worker = nil
+		h.mu.Unlock()
+		return nil, err
+	}
+	now := h.clock.Now()
+	var run int
+	var created bool
+	err := h.db.Update(func(tx *store.Tx) error {
+		created = false
+		data := tx.Execution(id)
+		var x history.Execution
+		if data == nil {
+			created = true
+			x = history.Execution{ID: id, Scenario: scn.Name, Started: now, StartKey: startKey}
+		} else {
+			var err error
+			if x, err = history.DecodeExecution(data); err != nil {
+				return err
+			}
+			if x.Scenario != scn.Name {
+				return fmt.Errorf("execution %s belongs to scenario %q, not %q (run `retrylab reset` to start over)", id, x.Scenario, scn.Name)
+			}
+		}
+		x.Runs++
+		x.Status = history.StatusRunning
+		x.Policy = policy
+		x.Updated = now
+		x.Ended = time.Time{}
+		x.Error = ""
+		run = x.Runs
+		enc, err := history.EncodeExecution(x)
+		if err != nil {
+			return err
+		}
+		return tx.PutExecution(id, enc)
+	})
+	if err != nil {
+		return release(err)
+	}
+	if created {
+		if _, err := h.record(id, history.Event{Type: history.ExecutionStarted, Run: run, Scenario: scn.Name,
+			Text: policy.String()}, nil); err != nil {
+			return release(err)
+		}
+	}
+	if err := h.rebuild(id, st, run); err != nil {
+		return release(err)
+	}
+	w, err := h.spawn(id, run)
+	if err != nil {
+		_, _ = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, Error: err.Error()},
+			func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = err.Error() })
+		return release(err)
+	}
+	h.mu.Lock()
+	st.worker = w
+	h.mu.Unlock()
+	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid}, nil); err != nil {
+		w.kill()
+	}
+	r := &Run{Execution: id, Number: run, done: make(chan struct{})}
+	go h.supervise(id, st, w, r)
+	return r, nil
+}
+
+// rebuild reads the history into the in-memory state for a new run.
+func (h *Host) rebuild(id string, st *execState, run int) error {
+	attempts := map[string]int{}
+	fired := map[int]bool{}
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Events(id, 0, func(_ uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				return true
+			}
+			switch ev.Type {
+			case history.AttemptStarted:
+				if ev.Attempt > attempts[ev.Step] {
+					attempts[ev.Step] = ev.Attempt
+				}
+			case history.FaultInjected:
+				if ev.Plan > 0 {
+					fired[ev.Plan-1] = true
+				}
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st.run = run
+	st.attempts = attempts
+	st.firedPlan = fired
+	st.server = map[attemptKey][]fault.Point{}
+	st.crashPoint = ""
+	return nil
+}
+
+func (h *Host) spawn(id string, run int) (*workerProc, error) {
+	cmd := exec.Command(h.cfg.Executable)
+	cmd.Env = append(os.Environ(),
+		EnvWorker+"="+h.runtimeURL,
+		EnvExecution+"="+id,
+		EnvRun+"="+strconv.Itoa(run),
+		EnvToken+"="+h.token,
+	)
+	stderr := &boundedBuffer{max: 8 << 10}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = workerProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker %s: %w", h.cfg.Executable, err)
+	}
+	return &workerProc{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), stderr: stderr}, nil
+}
+
+// supervise waits for a worker and records how it ended.
+func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
+	err := w.cmd.Wait()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	} else if err != nil {
+		code = -1
+	}
+	h.mu.Lock()
+	crash := st.crashPoint
+	run := st.run
+	h.mu.Unlock()
+
+	res := RunResult{ExitCode: code}
+	switch {
+	case code == ExitKilled:
+		why := "killed (SIGKILL) from outside"
+		if crash != "" && !w.killed {
+			why = "killed by the injected fault: " + crash.Describe()
+		}
+		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
+			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) { x.Status = history.StatusKilled })
+		res.Status = history.StatusKilled
+	default:
+		x, xerr := h.Execution(id)
+		if xerr != nil {
+			res.Err = xerr
+			break
+		}
+		res.Status = x.Status
+		if x.Status == history.StatusRunning {
+			msg := fmt.Sprintf("worker exited with code %d before finishing", code)
+			if tail := strings.TrimSpace(w.stderr.String()); tail != "" {
+				msg += ": " + lastLine(tail)
+			}
+			_, res.Err = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, ExitCode: code, Error: msg},
+				func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = msg })
+			res.Status = history.StatusFailed
+		}
+	}
+	h.mu.Lock()
+	if st.worker == w {
+		st.worker = nil
+	}
+	h.mu.Unlock()
+	close(w.done)
+	r.result = res
+	close(r.done)
+}
+
+// Kill sends SIGKILL to an execution's worker: the "kill the worker now" key.
+func (h *Host) Kill(id string) error {
+	h.mu.Lock()
+	st := h.execs[id]
+	var w *workerProc
+	if st != nil {
+		w = st.worker
+	}
+	h.mu.Unlock()
+	if w == nil || w.cmd == nil {
+		return fmt.Errorf("execution %s has no live worker", id)
+	}
+	w.kill()
+	return nil
+}
+
+// Running lists executions with a live worker.
+func (h *Host) Running() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for id, st := range h.execs {
+		if st.worker != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// boundedBuffer keeps the last max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if over := b.buf.Len() - b.max; over > 0 {
+		b.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Result is how the run ended; it is valid once Done is closed.
+func (r *Run) Result() RunResult {
+	<-r.done
+	return r.result
+}

@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/store"
+)
+
+// The runtime API is how workers reach the host: they fetch their plan,
+// report every event, ask for attempt numbers (and learn their faults), and
+// read and write the journal. It listens on 127.0.0.1 and requires the
+// bearer token handed to each worker.
+
+// Plan is what a worker needs to run an execution.
+type Plan struct {
+	Execution string             `json:"execution"`
+	Run       int                `json:"run"`
+	Scenario  *scenario.Scenario `json:"scenario"`
+	Policy    history.Policy     `json:"policy"`
+	MailURL   string             `json:"mail_url"`
+	CRMURL    string             `json:"crm_url"`
+	// Args holds each call's arguments as canonical JSON, keyed by step, so
+	// numbers keep their exact form across the wire.
+	Args map[string]json.RawMessage `json:"args"`
+	// Attempts is the last attempt number per step so far.
+	Attempts map[string]int `json:"attempts"`
+	// Unfinished lists steps whose last attempt started in an earlier run
+	// and never finished: their outcome is unknown.
+	Unfinished []string `json:"unfinished,omitempty"`
+}
+
+// AttemptRequest asks for permission to make an attempt.
+type AttemptRequest struct {
+	Step        string            `json:"step"`
+	Tool        string            `json:"tool"`
+	Attempt     int               `json:"attempt"`
+	MaxAttempts int               `json:"max_attempts"`
+	Key         string            `json:"key,omitempty"`
+	Request     *history.Exchange `json:"request,omitempty"`
+}
+
+// AttemptGrant answers an AttemptRequest: the crash the worker must carry
+// out at its point, if any.
+type AttemptGrant struct {
+	Seq   uint64      `json:"seq"`
+	Crash fault.Point `json:"crash,omitempty"`
+}
+
+const maxRuntimeBody = 4 << 20
+
+// workerEvents are the event types a worker may report itself.
+var workerEvents = map[history.Type]bool{
+	history.TurnStarted: true, history.ToolCallScheduled: true, history.AttemptFinished: true,
+	history.RetryScheduled: true, history.StepReplayed: true, history.StepCompleted: true,
+	history.Escalated: true, history.ExecutionCompleted: true, history.ExecutionFailed: true,
+}
+
+func (h *Host) runtimeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/executions/{id}/plan", h.handlePlan)
+	mux.HandleFunc("POST /v1/executions/{id}/events", h.handleEvent)
+	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
+	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
+	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+h.token {
+			http.Error(w, "missing or wrong runtime token", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// state returns the live state of an execution whose worker is running.
+func (h *Host) state(id string) (*execState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.execs[id]
+	if st == nil || st.worker == nil {
+		return nil, fmt.Errorf("execution %s has no running worker", id)
+	}
+	return st, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func readJSON(r *http.Request, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxRuntimeBody+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxRuntimeBody {
+		return errors.New("body too large")
+	}
+	return json.Unmarshal(data, v)
+}
+
+func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := h.state(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	h.mu.Lock()
+	plan := Plan{Execution: id, Run: st.run, Scenario: st.scn, Policy: st.policy,
+		MailURL: h.world.MailURL(), CRMURL: h.world.CRMURL(),
+		Args: map[string]json.RawMessage{}, Attempts: map[string]int{}}
+	for k, v := range st.attempts {
+		plan.Attempts[k] = v
+	}
+	h.mu.Unlock()
+	for _, turn := range st.scn.Turns {
+		for _, c := range turn.Calls {
+			args := c.Args
+			if args == nil {
+				args = map[string]any{}
+			}
+			canon, err := idemkey.Canonical(args)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("step %s: %v", c.Step, err), http.StatusInternalServerError)
+				return
+			}
+			plan.Args[c.Step] = canon
+		}
+	}
+	unfinished, err := h.unfinishedSteps(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	plan.Unfinished = unfinished
+	writeJSON(w, http.StatusOK, plan)
+}
+
+// unfinishedSteps finds steps whose last attempt never finished and were not
+// recorded or replayed afterwards.
+func (h *Host) unfinishedSteps(id string) ([]string, error) {
+	open := map[string]bool{}
+	var order []string
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Events(id, 0, func(_ uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				return true
+			}
+			switch ev.Type {
+			case history.AttemptStarted:
+				if !open[ev.Step] {
+					order = append(order, ev.Step)
+				}
+				open[ev.Step] = true
+			case history.AttemptFinished, history.StepRecorded, history.StepReplayed, history.Escalated:
+				open[ev.Step] = false
+			}
+			return true
+		})
+	})
+	var out []string
+	for _, s := range order {
+		if open[s] {
+			out = append(out, s)
+			open[s] = false
+		}
+	}
+	return out, err
+}
+
+func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := h.state(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	var ev history.Event
+	if err := readJSON(r, &ev); err != nil {
+		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !workerEvents[ev.Type] {
+		http.Error(w, fmt.Sprintf("a worker may not report %q", ev.Type), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	ev.Run = st.run
+	h.mu.Unlock()
+	var update func(*history.Execution)
+	switch ev.Type {
+	case history.ExecutionCompleted:
+		update = func(x *history.Execution) { x.Status = history.StatusCompleted }
+	case history.ExecutionFailed:
+		update = func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = ev.Error }
+	case history.Escalated:
+		update = func(x *history.Execution) { x.Status = history.StatusEscalated; x.Error = ev.Error }
+	}
+	rec, err := h.record(id, ev, update)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"seq": rec.Seq})
+}
+
+// handleAttempt numbers an attempt, decides which faults it meets, and
+// records AttemptStarted (and FaultInjected) before the worker may send.
+func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := h.state(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	var req AttemptRequest
+	if err := readJSON(r, &req); err != nil || req.Step == "" || req.Attempt < 1 {
+		http.Error(w, "bad attempt request", http.StatusBadRequest)
+		return
+	}
+	type injection struct {
+		point fault.Point
+		plan  int
+	}
+	var inj []injection
+	h.mu.Lock()
+	if req.Attempt <= st.attempts[req.Step] {
+		h.mu.Unlock()
+		http.Error(w, fmt.Sprintf("attempt %d of %s is not new (last was %d)", req.Attempt, req.Step, st.attempts[req.Step]), http.StatusConflict)
+		return
+	}
+	st.attempts[req.Step] = req.Attempt
+	for i, f := range st.scn.Faults {
+		if st.firedPlan[i] || (f.Step != "" && f.Step != req.Step) || (f.Attempt != 0 && f.Attempt != req.Attempt) {
+			continue
+		}
+		st.firedPlan[i] = true
+		inj = append(inj, injection{f.Point, i + 1})
+	}
+	for _, p := range h.armed {
+		inj = append(inj, injection{p, 0})
+	}
+	h.armed = nil
+	run := st.run
+	var grant AttemptGrant
+	key := attemptKey{req.Step, req.Attempt}
+	for _, in := range inj {
+		if in.point.Crash() {
+			if grant.Crash == "" {
+				grant.Crash = in.point
+				st.crashPoint = in.point
+			}
+		} else {
+			st.server[key] = append(st.server[key], in.point)
+		}
+	}
+	h.mu.Unlock()
+
+	ev, err := h.record(id, history.Event{Type: history.AttemptStarted, Run: run, Step: req.Step, Tool: req.Tool,
+		Attempt: req.Attempt, MaxAttempts: req.MaxAttempts, Key: req.Key, Request: req.Request}, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	grant.Seq = ev.Seq
+	for _, in := range inj {
+		src := "armed from the explorer"
+		if in.plan > 0 {
+			src = "from the scenario's fault plan"
+		}
+		if _, err := h.record(id, history.Event{Type: history.FaultInjected, Run: run, Step: req.Step,
+			Attempt: req.Attempt, Fault: string(in.point), Plan: in.plan, Text: src}, nil); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, grant)
+}
+
+func (h *Host) handleJournalGet(w http.ResponseWriter, r *http.Request) {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	var data []byte
+	if err := h.db.View(func(tx *store.Tx) error { data = tx.Journal(id, step); return nil }); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if data == nil {
+		http.Error(w, "no journal record", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
+
+// handleJournalPut writes a step's record and its StepRecorded event in one
+// durable commit: the step is finished when this returns.
+func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	st, err := h.state(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	var rec history.JournalRecord
+	if err := readJSON(r, &rec); err != nil {
+		http.Error(w, "bad journal record: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	run := st.run
+	h.mu.Unlock()
+	now := h.clock.Now()
+	rec.Step, rec.Run, rec.Recorded = step, run, now
+	data, err := json.Marshal(rec)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ev := history.Event{Type: history.StepRecorded, Time: now, Run: run, Step: step, Tool: rec.Tool,
+		Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result}
+	err = h.db.Update(func(tx *store.Tx) error {
+		if err := tx.PutJournal(id, step, data); err != nil {
+			return err
+		}
+		e := ev
+		seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { e.Seq = seq; return history.Encode(e) })
+		ev.Seq = seq
+		return err
+	})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.bus.publish(Notice{Execution: id, Event: &ev})
+	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
+}
+
+// ServerFaults tells the world which faults to carry out for a request. It
+// implements world.FaultSource. Unattributed requests (external clients of
+// `retrylab serve`) take the armed server-side faults.
+func (h *Host) ServerFaults(execution, step string, attempt int) []fault.Point {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if execution == "" {
+		var out, keep []fault.Point
+		for _, p := range h.armed {
+			if p.ServerSide() {
+				out = append(out, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		h.armed = keep
+		return out
+	}
+	st := h.execs[execution]
+	if st == nil {
+		return nil
+	}
+	key := attemptKey{step, attempt}
+	out := st.server[key]
+	delete(st.server, key)
+	return out
+}
+
+// Arm queues a fault for the next tool call of any execution.
+func (h *Host) Arm(p fault.Point) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.armed {
+		if a == p {
+			return
+		}
+	}
+	h.armed = append(h.armed, p)
+}
+
+// Disarm clears every armed fault.
+func (h *Host) Disarm() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armed = nil
+}
+
+// Armed lists the faults waiting for the next tool call.
+func (h *Host) Armed() []fault.Point {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]fault.Point(nil), h.armed...)
+}

@@ -1,0 +1,46 @@
+// Command retrylab shows, live, why retried AI-agent tool calls duplicate
+// side effects, and how idempotency keys and a journal of recorded results
+// stop it. Run without arguments it opens the explorer; the subcommands are
+// the same engine without a screen.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/retrylab/retrylab/engine/agent"
+)
+
+func main() {
+	// A worker is this same binary, started by the host with its address in
+	// the environment; it never reaches the CLI.
+	agent.MainIfWorker()
+	os.Exit(execute(os.Args[1:]))
+}
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func execute(args []string) int {
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "retrylab:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "retrylab:", oneLine(err.Error()))
+	return 1
+}
