@@ -1,0 +1,297 @@
+package world
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// StoredKey is an idempotency key record, as the key store holds it.
+type StoredKey struct {
+	Key         string          `json:"key"`
+	Fingerprint string          `json:"fingerprint"`      // sha256 of method, path and canonical body
+	Status      int             `json:"status,omitempty"` // stored response status; 0 while in flight
+	Body        json.RawMessage `json:"body,omitempty"`   // stored response body; nil while in flight
+	Created     time.Time       `json:"created"`          // world clock
+	Expires     time.Time       `json:"expires"`          // Created + retention: after it the key is forgotten
+	Expired     bool            `json:"expired"`          // Expires has passed by the world clock at read time
+	InFlight    bool            `json:"in_flight"`
+	Endpoint    string          `json:"endpoint"`      // service, method and path, e.g. "mail POST /v1/send"
+	Ref         string          `json:"ref,omitempty"` // message or record id the request produced
+	Attribution Attribution     `json:"attribution"`   // of the request that stored the key
+}
+
+// Record is a CRM row. Fields holds decoded JSON values, numbers as
+// json.Number.
+type Record struct {
+	ID          string         `json:"id"`
+	Fields      map[string]any `json:"fields"`
+	Version     int            `json:"version"`
+	Created     time.Time      `json:"created"`
+	Updated     time.Time      `json:"updated"`
+	Attribution Attribution    `json:"attribution"` // of the write that last changed the row
+}
+
+// Outbox returns up to limit messages with Seq >= fromSeq, in sequence
+// order; limit <= 0 means all. Page on with the last Seq + 1.
+func (w *World) Outbox(fromSeq uint64, limit int) ([]Message, error) {
+	var out []Message
+	err := w.db.View(func(tx *store.Tx) error {
+		return scanDecode(tx, store.Outbox, fromSeq, limit, func(v []byte) error {
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// MessagesFor returns the outbox messages attributed to an execution, in
+// sequence order; execution "" gives the unattributed ones. It reads an
+// index, so its cost follows the execution's messages, not the outbox.
+func (w *World) MessagesFor(execution string) ([]Message, error) {
+	var out []Message
+	err := w.db.View(func(tx *store.Tx) error {
+		prefix := execIndexKey(execution, 0)
+		prefix = prefix[:len(prefix)-8]
+		var seqs []uint64
+		if err := tx.Scan(store.World, prefix, false, func(k, _ []byte) bool {
+			if !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+				return false
+			}
+			seqs = append(seqs, store.DecodeU64(k[len(prefix):]))
+			return true
+		}); err != nil {
+			return err
+		}
+		for _, seq := range seqs {
+			v := tx.Get(store.Outbox, store.U64(seq))
+			if v == nil {
+				continue
+			}
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("decode outbox entry %d: %w", seq, err)
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read messages of %q: %w", execution, err)
+	}
+	return out, nil
+}
+
+// Recent returns the newest limit messages of the outbox, oldest first,
+// and the outbox's total size. limit <= 0 returns none, only the total.
+func (w *World) Recent(limit int) ([]Message, int, error) {
+	var out []Message
+	var total int
+	err := w.db.View(func(tx *store.Tx) error {
+		out = out[:0]
+		total = tx.Count(store.Outbox)
+		if limit <= 0 {
+			return nil
+		}
+		var derr error
+		if err := tx.Scan(store.Outbox, nil, true, func(k, v []byte) bool {
+			var m Message
+			if derr = json.Unmarshal(v, &m); derr != nil {
+				derr = fmt.Errorf("decode outbox entry %d: %w", store.DecodeU64(k), derr)
+				return false
+			}
+			out = append(out, m)
+			return len(out) < limit
+		}); err != nil {
+			return err
+		}
+		return derr
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read recent messages: %w", err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, total, nil
+}
+
+// OutboxCount is the number of messages in the outbox.
+func (w *World) OutboxCount() (int, error) {
+	var n int
+	if err := w.db.View(func(tx *store.Tx) error {
+		n = tx.Count(store.Outbox)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("count outbox: %w", err)
+	}
+	return n, nil
+}
+
+// CRMWrites returns up to limit CRM write log entries with Seq >= fromSeq,
+// in order; limit <= 0 means all.
+func (w *World) CRMWrites(fromSeq uint64, limit int) ([]CRMWrite, error) {
+	var out []CRMWrite
+	err := w.db.View(func(tx *store.Tx) error {
+		return scanDecode(tx, store.CRMWrites, fromSeq, limit, func(v []byte) error {
+			var wr CRMWrite
+			if err := json.Unmarshal(v, &wr); err != nil {
+				return err
+			}
+			out = append(out, wr)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read crm writes: %w", err)
+	}
+	return out, nil
+}
+
+// scanDecode walks a sequence-keyed collection from fromSeq.
+func scanDecode(tx *store.Tx, b store.Bucket, fromSeq uint64, limit int, decode func([]byte) error) error {
+	var derr error
+	n := 0
+	if err := tx.Scan(b, store.U64(fromSeq), false, func(k, v []byte) bool {
+		if limit > 0 && n >= limit {
+			return false
+		}
+		if derr = decode(v); derr != nil {
+			derr = fmt.Errorf("decode %s entry %d: %w", b, store.DecodeU64(k), derr)
+			return false
+		}
+		n++
+		return true
+	}); err != nil {
+		return err
+	}
+	return derr
+}
+
+func (w *World) storedKey(key string, rec keyRecord, now time.Time) StoredKey {
+	return StoredKey{Key: key, Fingerprint: rec.Fingerprint, Status: rec.Status, Body: rec.Body,
+		Created: rec.Created, Expires: rec.Created.Add(w.retention), Expired: w.expired(rec, now),
+		InFlight: rec.InFlight, Endpoint: rec.Endpoint, Ref: rec.Ref, Attribution: rec.Attribution}
+}
+
+// Keys returns up to limit key records in key order; limit <= 0 means all.
+// Expired records are included, marked Expired.
+func (w *World) Keys(limit int) ([]StoredKey, error) {
+	now := w.Now()
+	var out []StoredKey
+	var derr error
+	err := w.db.View(func(tx *store.Tx) error {
+		return tx.Scan(store.Keys, nil, false, func(k, v []byte) bool {
+			if limit > 0 && len(out) >= limit {
+				return false
+			}
+			rec, ok := decodeKeyRecord(v)
+			if !ok {
+				derr = fmt.Errorf("decode key record %q", k)
+				return false
+			}
+			out = append(out, w.storedKey(string(k), rec, now))
+			return true
+		})
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read keys: %w", err)
+	}
+	return out, nil
+}
+
+// LookupKey returns one key's record. An expired record is still returned,
+// marked Expired; found is false only when nothing is stored.
+func (w *World) LookupKey(key string) (StoredKey, bool, error) {
+	now := w.Now()
+	var v []byte
+	if err := w.db.View(func(tx *store.Tx) error {
+		v = tx.Get(store.Keys, []byte(key))
+		return nil
+	}); err != nil {
+		return StoredKey{}, false, fmt.Errorf("look up key %q: %w", key, err)
+	}
+	if v == nil {
+		return StoredKey{}, false, nil
+	}
+	rec, ok := decodeKeyRecord(v)
+	if !ok {
+		return StoredKey{}, false, fmt.Errorf("look up key %q: %w: undecodable record", key, store.ErrCorrupt)
+	}
+	return w.storedKey(key, rec, now), true, nil
+}
+
+// Records returns every CRM row in id order.
+func (w *World) Records() ([]Record, error) {
+	var out []Record
+	var derr error
+	err := w.db.View(func(tx *store.Tx) error {
+		return tx.Scan(store.CRM, nil, false, func(k, v []byte) bool {
+			var r Record
+			if r, derr = decodeRecord(v); derr != nil {
+				derr = fmt.Errorf("decode record %q: %w", k, derr)
+				return false
+			}
+			out = append(out, r)
+			return true
+		})
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
+	}
+	return out, nil
+}
+
+// Record returns one CRM row.
+func (w *World) Record(id string) (Record, bool, error) {
+	var v []byte
+	if err := w.db.View(func(tx *store.Tx) error {
+		v = tx.Get(store.CRM, []byte(id))
+		return nil
+	}); err != nil {
+		return Record{}, false, fmt.Errorf("read record %q: %w", id, err)
+	}
+	if v == nil {
+		return Record{}, false, nil
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read record %q: %w", id, err)
+	}
+	return r, true, nil
+}
+
+func decodeRecord(v []byte) (Record, error) {
+	var doc recordDoc
+	if err := json.Unmarshal(v, &doc); err != nil {
+		return Record{}, err
+	}
+	r := Record{ID: doc.ID, Version: doc.Version, Created: doc.Created, Updated: doc.Updated,
+		Attribution: doc.Attribution, Fields: make(map[string]any, len(doc.Fields))}
+	for k, raw := range doc.Fields {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var val any
+		if err := dec.Decode(&val); err != nil {
+			return Record{}, fmt.Errorf("field %q: %w", k, err)
+		}
+		r.Fields[k] = val
+	}
+	return r, nil
+}
