@@ -230,6 +230,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	if err := h.rebuild(id, st, run); err != nil {
 		return release(err)
 	}
+	h.configureWorld(id, scn)
 	w, err := h.spawn(id, run)
 	if err != nil {
 		_, _ = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, Error: err.Error()},
@@ -418,4 +419,19 @@ func (b *boundedBuffer) String() string {
 func (r *Run) Result() RunResult {
 	<-r.done
 	return r.result
+}
+
+// configureWorld applies the scenario's provider settings to the world for
+// this execution's requests: a mail tool declared without dedupe makes the
+// mail API ignore keys for it, and policy.retention is how long the
+// providers remember its keys.
+func (h *Host) configureWorld(id string, scn *scenario.Scenario) {
+	dedupe := true
+	for _, t := range scn.Tools {
+		if t.Service == "mail" && !t.Deduplicates() {
+			dedupe = false
+		}
+	}
+	h.world.SetDedupe(id, dedupe)
+	h.world.SetRetention(id, scn.Policy.Retention.D())
 }

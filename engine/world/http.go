@@ -215,7 +215,7 @@ func (w *World) serve(rw http.ResponseWriter, r *http.Request, ep endpoint, id s
 	var early *result // answered from the key store
 	var cl *claim
 	if in.key != "" && w.Dedupe(in.attr.Execution) {
-		c := &claim{key: in.key, endpoint: ep.service + " " + r.Method + " " + r.URL.Path,
+		c := &claim{retention: w.RetentionFor(in.attr.Execution), key: in.key, endpoint: ep.service + " " + r.Method + " " + r.URL.Path,
 			fp: fingerprint(r.Method, r.URL.Path, canon), token: w.newToken(), created: w.Now(), attr: in.attr}
 		out, prior, err := w.claimKey(c)
 		if err != nil {

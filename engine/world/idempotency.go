@@ -101,9 +101,12 @@ type keyRecord struct {
 	Body        json.RawMessage `json:"body,omitempty"`
 	Ref         string          `json:"ref,omitempty"` // message or record id of the effect
 	Created     time.Time       `json:"created"`
-	InFlight    bool            `json:"in_flight,omitempty"`
-	Token       string          `json:"token,omitempty"` // the claiming request's, while in flight
-	Attribution Attribution     `json:"attribution"`
+	// Retention is how long this key is remembered; zero means the world's
+	// default. It is fixed when the key is stored.
+	Retention   time.Duration `json:"retention,omitempty"`
+	InFlight    bool          `json:"in_flight,omitempty"`
+	Token       string        `json:"token,omitempty"` // the claiming request's, while in flight
+	Attribution Attribution   `json:"attribution"`
 }
 
 func decodeKeyRecord(v []byte) (keyRecord, bool) {
@@ -117,7 +120,15 @@ func decodeKeyRecord(v []byte) (keyRecord, bool) {
 // expired reports whether a record is older than the retention window by
 // the world clock, and so forgotten.
 func (w *World) expired(rec keyRecord, now time.Time) bool {
-	return now.Sub(rec.Created) > w.retention
+	return now.Sub(rec.Created) > w.retentionOf(rec)
+}
+
+// retentionOf is how long a stored key lives.
+func (w *World) retentionOf(rec keyRecord) time.Duration {
+	if rec.Retention > 0 {
+		return rec.Retention
+	}
+	return w.retention
 }
 
 // claimOutcome is what the key store says about a keyed request on arrival.
@@ -134,6 +145,7 @@ const (
 type claim struct {
 	key, endpoint, fp, token string
 	created                  time.Time
+	retention                time.Duration
 	attr                     Attribution
 }
 
@@ -158,7 +170,7 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 			return nil
 		}
 		data, err := json.Marshal(keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Created: c.created,
-			InFlight: true, Token: c.token, Attribution: c.attr})
+			Retention: c.retention, InFlight: true, Token: c.token, Attribution: c.attr})
 		if err != nil {
 			return err
 		}
@@ -176,7 +188,7 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 func (c *claim) settle(tx *store.Tx, res *result) error {
 	if res.status >= 200 && res.status < 300 {
 		data, err := json.Marshal(keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Status: res.status,
-			Body: res.body, Ref: res.ref, Created: c.created, Attribution: c.attr})
+			Body: res.body, Ref: res.ref, Created: c.created, Retention: c.retention, Attribution: c.attr})
 		if err != nil {
 			return err
 		}

@@ -180,7 +180,7 @@ func scanDecode(tx *store.Tx, b store.Bucket, fromSeq uint64, limit int, decode 
 
 func (w *World) storedKey(key string, rec keyRecord, now time.Time) StoredKey {
 	return StoredKey{Key: key, Fingerprint: rec.Fingerprint, Status: rec.Status, Body: rec.Body,
-		Created: rec.Created, Expires: rec.Created.Add(w.retention), Expired: w.expired(rec, now),
+		Created: rec.Created, Expires: rec.Created.Add(w.retentionOf(rec)), Expired: w.expired(rec, now),
 		InFlight: rec.InFlight, Endpoint: rec.Endpoint, Ref: rec.Ref, Attribution: rec.Attribution}
 }
 

@@ -784,3 +784,31 @@ func TestMessagesForAndRecent(t *testing.T) {
 		t.Errorf("index survived Reset: %+v", ms)
 	}
 }
+
+func TestPerExecutionRetention(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.SetRetention("exec_long", 72*time.Hour)
+	send := func(exec string) response {
+		t.Helper()
+		h := http.Header{"Idempotency-Key": {"k-" + exec}, HeaderExecution: {exec}}
+		r, err := call(t, e.mail.Client(), http.MethodPost, e.mail.URL+"/v1/send", `{"to":"a@b.c","subject":"s"}`, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	send("exec_long")
+	send("exec_short")
+	if err := e.w.Advance(25 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if r := send("exec_long"); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("a 72h key was forgotten after 25h")
+	}
+	if r := send("exec_short"); r.header.Get("Idempotent-Replayed") == "true" {
+		t.Errorf("a 24h key was still remembered after 25h")
+	}
+	if n, _ := e.w.OutboxCount(); n != 3 {
+		t.Errorf("outbox = %d, want 3 (two first sends and the late retry of the 24h key)", n)
+	}
+}

@@ -177,6 +177,7 @@ type World struct {
 	offset        time.Duration
 	dedupeDefault bool
 	dedupe        map[string]bool
+	retentions    map[string]time.Duration
 	started       bool
 	closed        bool
 	servers       []*http.Server
@@ -215,6 +216,7 @@ func New(cfg Config) (*World, error) {
 		closing:       make(chan struct{}),
 		dedupeDefault: true,
 		dedupe:        make(map[string]bool),
+		retentions:    make(map[string]time.Duration),
 	}
 	if w.retention == 0 {
 		w.retention = DefaultRetention
@@ -313,6 +315,30 @@ func (w *World) ClearDedupe(execution string) {
 		return
 	}
 	delete(w.dedupe, execution)
+}
+
+// SetRetention sets how long keys stored by one execution's requests are
+// remembered, by the world clock; zero restores the world's default. It is
+// the provider setting a scenario's policy.retention stands for. The setting
+// is kept in memory; the retention is stored with each key.
+func (w *World) SetRetention(execution string, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d <= 0 {
+		delete(w.retentions, execution)
+		return
+	}
+	w.retentions[execution] = d
+}
+
+// RetentionFor is the key retention applied to an execution's requests.
+func (w *World) RetentionFor(execution string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d, ok := w.retentions[execution]; ok && execution != "" {
+		return d
+	}
+	return w.retention
 }
 
 // Dedupe reports whether key handling is on for an execution.
