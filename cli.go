@@ -32,6 +32,7 @@ type app struct {
 
 func newRootCmd() *cobra.Command {
 	a := &app{}
+	var explore exploreFlags
 	root := &cobra.Command{
 		Use:   "retrylab",
 		Short: "See why retried agent tool calls duplicate side effects, and how to stop it",
@@ -45,9 +46,10 @@ Without a subcommand it opens the explorer on the database.`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.explore(cmd)
+			return a.explore(&explore)
 		},
 	}
+	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: 2, msg: err.Error() + " (see --help)"}

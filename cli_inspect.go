@@ -241,7 +241,3 @@ unattributed in the outbox. Stop with Ctrl-C.`,
 		},
 	}
 }
-
-func (a *app) explore(cmd *cobra.Command) error {
-	return cmd.Help()
-}

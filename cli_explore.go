@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-isatty"
+	"github.com/muesli/termenv"
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/tui"
+)
+
+// exploreFlags are the root command's explorer options.
+type exploreFlags struct {
+	run          string
+	highContrast bool
+}
+
+func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
+	cmd.Flags().StringVar(&f.run, "run", "", "start this scenario as soon as the explorer opens")
+	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme for projectors")
+}
+
+// explore opens the explorer on the database. It needs a terminal.
+func (a *app) explore(f *exploreFlags) error {
+	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
+		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
+			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}
+	}
+	h, err := a.openHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if tui.NoColor() {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	// Ask the terminal for its background once, before the program owns it.
+	lipgloss.SetHasDarkBackground(termenv.HasDarkBackground())
+	m := tui.New(tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Title: h.DBPath()})
+	defer m.Close()
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
+	if _, err := p.Run(); err != nil {
+		return fmt.Errorf("explorer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+)
+
+func init() {
+	// Golden views are plain text: no colour codes, whatever the terminal.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	lipgloss.SetHasDarkBackground(true)
+}
+
+// view runs the explorer over src in a teatest program at a fixed size,
+// presses keys once want appears, and returns the final frame.
+func view(t *testing.T, src Source, w, h int, want string, keys ...string) string {
+	t.Helper()
+	m := New(Options{Source: src, Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	for _, k := range keys {
+		tm.Send(keyMsg(k))
+	}
+	tm.Send(settleMsg{})
+	tm.Quit()
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	return final.View()
+}
+
+// settleMsg is sent after the keys, so the final model has seen them all.
+type settleMsg struct{}
+
+func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	v := view(t, snap, 160, 36, "duplicate send")
+	for _, want := range []string{"2 messages ← duplicate send", "◆ timeout", "✓ 200", "⚠ exec_7K2Q"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("naive view lacks %q", want)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	v := view(t, snap, 160, 36, "duplicate send", "f")
+	if strings.Contains(v, "#1 ◆") || !strings.Contains(v, "#2 ✓") || !strings.Contains(v, "2 messages ← duplicate send") {
+		t.Errorf("final-only view should hide attempt #1 but keep #2 and the outbox's duplicate:\n%s", v)
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenSafeDedupAndReplay(t *testing.T) {
+	snap := record(t, []string{"safe", "run", "run"})
+	v := view(t, snap, 160, 36, "replayed from journal")
+	for _, want := range []string{"↺ deduplicated by key", "ik_a94a0b1d", "⟲ send_invoice_email", "1 message ✓"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("safe view lacks %q", want)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
+	snap := record(t, []string{"invoice-crm", "run", "resume"})
+	v := view(t, snap, 160, 36, "replayed from journal")
+	for _, want := range []string{"☠ worker killed (exit 137)", "┆ 53.1s with no worker running", "⟲ send_invoice_email  step-4  replayed", "1 message ✓"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("invoice-crm view lacks %q", want)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenHelp(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	v := view(t, snap, 160, 36, "duplicate send", "?")
+	for _, want := range []string{"Faults", "arm: crash after effect, before recording", "kill the worker now"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenNarrow(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	v := view(t, snap, 80, 24, "Trace", "tab")
+	if !strings.Contains(v, "[ Outbox ]") || !strings.Contains(v, "2 messages ← duplicate send") {
+		t.Errorf("narrow layout should tab to the outbox:\n%s", v)
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenTooSmall(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	v := view(t, snap, 50, 10, "needs a terminal")
+	if !strings.Contains(v, "at least 60×16") || !strings.Contains(v, "50×10") || !strings.Contains(v, "retrylab --help") {
+		t.Errorf("too-small message:\n%s", v)
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+var _ tea.Msg = settleMsg{}

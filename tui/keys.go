@@ -1,0 +1,79 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key the explorer answers to, with its help text.
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Expand, Collapse, Toggle                key.Binding
+	NextPane, PrevPane, Filter              key.Binding
+
+	Run, Resume, KillNow                       key.Binding
+	TimeoutAfter, TimeoutBefore                key.Binding
+	CrashAfterEffect, CrashAfterRecord, Disarm key.Binding
+
+	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
+	AdvanceClock, ResetWorld, FinalOnly      key.Binding
+	OutboxTab, Help, Quit                    key.Binding
+}
+
+// DefaultKeyMap is the explorer's keymap.
+func DefaultKeyMap() KeyMap {
+	b := func(help, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return KeyMap{
+		Up:       b("↑/k", "up", "up", "k"),
+		Down:     b("↓/j", "down", "down", "j"),
+		PageUp:   b("pgup", "page up", "pgup", "ctrl+u"),
+		PageDown: b("pgdn", "page down", "pgdown", "ctrl+d"),
+		Top:      b("g/home", "first", "g", "home"),
+		Bottom:   b("G/end", "last", "G", "end"),
+		Expand:   b("→/l", "expand", "right", "l"),
+		Collapse: b("←/h", "collapse", "left", "h"),
+		Toggle:   b("enter", "expand/collapse", "enter", " "),
+		NextPane: b("tab", "next pane", "tab"),
+		PrevPane: b("shift+tab", "previous pane", "shift+tab"),
+		Filter:   b("/", "filter executions", "/"),
+
+		Run:              b("n", "run a scenario…", "n"),
+		Resume:           b("r", "resume selected execution", "r"),
+		KillNow:          b("x", "kill the worker now", "x"),
+		TimeoutAfter:     b("t", "arm: timeout after the effect", "t"),
+		TimeoutBefore:    b("T", "arm: timeout before the effect", "T"),
+		CrashAfterEffect: b("c", "arm: crash after effect, before recording", "c"),
+		CrashAfterRecord: b("C", "arm: crash after recording", "C"),
+		Disarm:           b("esc", "disarm / close", "esc"),
+
+		ToggleKeys:    b("K", "toggle idempotency keys", "K"),
+		ToggleJournal: b("J", "toggle journal", "J"),
+		DeleteJournal: b("D", "delete selected step's journal record", "D"),
+		AdvanceClock:  b("A", "advance world clock 25h (past key retention)", "A"),
+		ResetWorld:    b("R", "reset the world (outbox, keys, CRM)", "R"),
+		FinalOnly:     b("f", "final attempt only / every attempt", "f"),
+
+		OutboxTab: b("o", "outbox / CRM", "o"),
+		Help:      b("?", "help", "?"),
+		Quit:      b("q", "quit", "q", "ctrl+c"),
+	}
+}
+
+// ShortHelp is the status bar's reminder: the keys a presenter reaches for.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Run, k.TimeoutAfter, k.CrashAfterEffect, k.Resume, k.FinalOnly, k.Help, k.Quit}
+}
+
+// shortLabels are the status bar's words for ShortHelp's keys.
+var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "help", "quit"}
+
+// FullHelp groups every key; the fault keys have their own column.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
+		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.Help, k.Quit},
+		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld},
+	}
+}
+
+// helpGroups names FullHelp's columns.
+var helpGroups = []string{"Move", "Run", "Faults"}

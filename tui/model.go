@@ -1,0 +1,372 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/world"
+)
+
+// Minimum terminal size the explorer draws in.
+const (
+	MinWidth  = 60
+	MinHeight = 16
+	// wideWidth is where the panes stop being tabs and become columns.
+	wideWidth = 110
+	// maxTraceEvents bounds how much of one history is read at once.
+	maxTraceEvents = 50000
+	// outboxWindow is how many recent messages the outbox pane reads.
+	outboxWindow = 200
+)
+
+// Options configure the explorer.
+type Options struct {
+	Source Source
+	// Now is the explorer's clock (durations of running executions).
+	Now func() time.Time
+	// Run starts this scenario as soon as the explorer opens.
+	Run string
+	// HighContrast picks the projector theme.
+	HighContrast bool
+	// Title names the database in the status bar.
+	Title string
+}
+
+type pane int
+
+const (
+	paneExecs pane = iota
+	paneTrace
+	paneOutbox
+	paneDetail
+	paneCount
+)
+
+var paneNames = [paneCount]string{"Executions", "Trace", "Outbox", "Detail"}
+
+// Model is the explorer's state. All of it changes only in Update.
+type Model struct {
+	src   Source
+	now   func() time.Time
+	keys  KeyMap
+	theme Theme
+	title string
+
+	width, height int
+	focus         pane
+
+	// Executions pane: a window of the list, loaded by cursor.
+	execs      []execItem
+	execSkip   int // index of execs[0] in the full list
+	execTotal  int
+	execSel    int
+	execTop    int
+	filter     textinput.Model
+	filtering  bool
+	filterText string
+
+	// Trace pane.
+	selID     string
+	tr        *trace
+	rows      []row
+	traceSel  int
+	traceTop  int
+	collapsed map[string]bool
+	finalOnly bool
+	truncated bool
+
+	// Outbox and CRM.
+	msgs        []world.Message // the selected execution's deliveries
+	recent      []world.Message
+	outboxTotal int
+	records     []world.Record
+	crmTab      bool
+	outSel      int
+	outTop      int
+
+	// Policy overrides for runs started here, armed faults, world clock.
+	keysOn, journalOn *bool
+	armed             []fault.Point
+	worldOffset       time.Duration
+
+	scenarios []*scenario.Scenario
+	picking   bool
+	pickSel   int
+	showHelp  bool
+	flash     string
+	flashBad  bool
+
+	notices     <-chan engine.Notice
+	unsubscribe func()
+	startRun    string
+	quitting    bool
+}
+
+type execItem struct {
+	x          history.Execution
+	duplicates bool
+}
+
+// New builds the explorer. Call Close after the program ends.
+func New(o Options) *Model {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "scenario, id or status"
+	ti.CharLimit = 64
+	m := &Model{
+		src:       o.Source,
+		now:       o.Now,
+		keys:      DefaultKeyMap(),
+		theme:     NewTheme(o.HighContrast),
+		title:     o.Title,
+		focus:     paneTrace,
+		filter:    ti,
+		collapsed: map[string]bool{},
+		startRun:  o.Run,
+	}
+	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
+	return m
+}
+
+// Close stops following the source.
+func (m *Model) Close() {
+	if m.unsubscribe != nil {
+		m.unsubscribe()
+	}
+}
+
+// --- messages -------------------------------------------------------------
+
+type execsMsg struct {
+	skip  int
+	items []execItem
+	total int
+	err   error
+}
+
+type traceMsg struct {
+	id        string
+	x         history.Execution
+	events    []history.Event
+	msgs      []world.Message
+	truncated bool
+	err       error
+}
+
+type outboxMsg struct {
+	recent  []world.Message
+	total   int
+	records []world.Record
+	armed   []fault.Point
+	offset  time.Duration
+	err     error
+}
+
+type noticesMsg struct {
+	batch  []engine.Notice
+	closed bool
+}
+
+type scenariosMsg struct {
+	list []*scenario.Scenario
+	err  error
+}
+
+type actionMsg struct {
+	text string
+	err  error
+	// selectID moves the selection to this execution.
+	selectID string
+}
+
+// --- commands ---------------------------------------------------------------
+
+// Init loads everything and starts following the source.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox(), m.waitNotices(), m.loadScenarios()}
+	if m.startRun != "" {
+		cmds = append(cmds, m.start(m.startRun))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) execPageSize() int {
+	if m.height < 4 {
+		return 64
+	}
+	return m.height
+}
+
+func (m *Model) loadExecs() tea.Cmd {
+	src, filter := m.src, m.filterText
+	skip := m.execTop
+	limit := m.execPageSize()
+	return func() tea.Msg {
+		var list []history.Execution
+		var total int
+		var err error
+		if filter != "" {
+			list, err = filterExecutions(src, filter)
+			total = len(list)
+			if skip > len(list) {
+				skip = 0
+			}
+			end := min(skip+limit, len(list))
+			list = list[skip:end]
+		} else {
+			list, total, err = src.Executions(skip, limit)
+		}
+		items := make([]execItem, len(list))
+		for i, x := range list {
+			items[i] = execItem{x: x}
+			if msgs, merr := src.MessagesFor(x.ID); merr == nil {
+				items[i].duplicates = len(duplicateGroups(msgs)) > 0
+			}
+		}
+		return execsMsg{skip: skip, items: items, total: total, err: err}
+	}
+}
+
+// filterExecutions scans for executions whose id, scenario or status
+// contains text, newest first, at most 10 000.
+func filterExecutions(src Source, text string) ([]history.Execution, error) {
+	const page, max = 512, 10000
+	var out []history.Execution
+	for skip := 0; len(out) < max; skip += page {
+		list, total, err := src.Executions(skip, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range list {
+			if containsFold(x.ID, text) || containsFold(x.Scenario, text) || containsFold(string(x.Status), text) || containsFold(x.Policy.String(), text) {
+				out = append(out, x)
+			}
+		}
+		if skip+page >= total || len(list) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (m *Model) loadTrace(id string) tea.Cmd {
+	if id == "" {
+		return nil
+	}
+	src := m.src
+	return func() tea.Msg {
+		x, err := src.Execution(id)
+		if err != nil {
+			return traceMsg{id: id, err: err}
+		}
+		events, err := src.Events(id, 0, maxTraceEvents+1)
+		if err != nil {
+			return traceMsg{id: id, err: err}
+		}
+		truncated := len(events) > maxTraceEvents
+		if truncated {
+			events = events[:maxTraceEvents]
+		}
+		msgs, err := src.MessagesFor(id)
+		return traceMsg{id: id, x: x, events: events, msgs: msgs, truncated: truncated, err: err}
+	}
+}
+
+func (m *Model) loadOutbox() tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		recent, total, err := src.RecentMessages(outboxWindow)
+		if err != nil {
+			return outboxMsg{err: err}
+		}
+		records, err := src.Records()
+		return outboxMsg{recent: recent, total: total, records: records, armed: src.Armed(), offset: src.WorldOffset(), err: err}
+	}
+}
+
+func (m *Model) loadScenarios() tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		list, err := src.Scenarios()
+		return scenariosMsg{list: list, err: err}
+	}
+}
+
+// waitNotices blocks (in its own goroutine) for the next notices and
+// gathers what arrives within one frame, so a burst costs one refresh.
+func (m *Model) waitNotices() tea.Cmd {
+	ch := m.notices
+	return func() tea.Msg {
+		n, ok := <-ch
+		if !ok {
+			return noticesMsg{closed: true}
+		}
+		batch := []engine.Notice{n}
+		deadline := time.After(16 * time.Millisecond)
+		for {
+			select {
+			case n, ok := <-ch:
+				if !ok {
+					return noticesMsg{batch: batch, closed: true}
+				}
+				batch = append(batch, n)
+			case <-deadline:
+				return noticesMsg{batch: batch}
+			}
+		}
+	}
+}
+
+func (m *Model) start(name string) tea.Cmd {
+	src := m.src
+	opts := engine.RunOptions{Keys: m.keysOn, Journal: m.journalOn}
+	return func() tea.Msg {
+		r, err := src.Start(name, opts)
+		if err != nil {
+			return actionMsg{err: err}
+		}
+		if r.Deduplicated {
+			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution}
+		}
+		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution}
+	}
+}
+
+// act runs an engine action off the UI goroutine and reports its result.
+func act(text string, fn func() error) tea.Cmd {
+	return func() tea.Msg {
+		if err := fn(); err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{text: text}
+	}
+}
+
+func (m *Model) selectedExec() *execItem {
+	i := m.execSel - m.execSkip
+	if i < 0 || i >= len(m.execs) {
+		return nil
+	}
+	return &m.execs[i]
+}
+
+func (m *Model) selectedRow() *node {
+	if m.traceSel < 0 || m.traceSel >= len(m.rows) {
+		return nil
+	}
+	return m.rows[m.traceSel].n
+}
+
+func (m *Model) setFlash(text string, bad bool) {
+	m.flash, m.flashBad = text, bad
+}

@@ -1,0 +1,492 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+// retentionJump is how far A moves the world clock: past the default 24 h
+// key retention.
+const retentionJump = 25 * time.Hour
+
+// Update handles one message. It never blocks: reads and actions run as
+// commands and come back as messages.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.clampScroll()
+		return m, m.loadExecs()
+	case execsMsg:
+		return m, m.onExecs(msg)
+	case traceMsg:
+		m.onTrace(msg)
+		return m, nil
+	case outboxMsg:
+		if msg.err != nil {
+			m.setFlash(msg.err.Error(), true)
+			return m, nil
+		}
+		m.recent, m.outboxTotal, m.records, m.armed, m.worldOffset = msg.recent, msg.total, msg.records, msg.armed, msg.offset
+		return m, nil
+	case scenariosMsg:
+		if msg.err != nil {
+			m.setFlash(msg.err.Error(), true)
+		}
+		m.scenarios = msg.list
+		return m, nil
+	case noticesMsg:
+		return m, m.onNotices(msg)
+	case actionMsg:
+		if msg.err != nil {
+			m.setFlash(oneLine(msg.err.Error()), true)
+		} else {
+			m.setFlash(msg.text, false)
+		}
+		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
+		if msg.selectID != "" {
+			m.execSel, m.execTop, m.selID = 0, 0, ""
+			m.filterText = ""
+		}
+		return m, tea.Batch(cmds...)
+	case tea.MouseMsg:
+		return m, m.onMouse(msg)
+	case tea.KeyMsg:
+		return m, m.onKey(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) onExecs(msg execsMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash(msg.err.Error(), true)
+		return nil
+	}
+	m.execs, m.execSkip, m.execTotal = msg.items, msg.skip, msg.total
+	if m.execSel >= m.execTotal {
+		m.execSel = max(0, m.execTotal-1)
+	}
+	if sel := m.selectedExec(); sel != nil {
+		if sel.x.ID != m.selID {
+			m.selID = sel.x.ID
+			m.traceSel, m.traceTop = 0, 0
+			m.collapsed = map[string]bool{}
+			return m.loadTrace(m.selID)
+		}
+	} else if m.execTotal == 0 {
+		m.selID, m.tr, m.rows, m.msgs = "", nil, nil, nil
+	}
+	return nil
+}
+
+func (m *Model) onTrace(msg traceMsg) {
+	if msg.id != m.selID {
+		return // an answer for an execution no longer selected
+	}
+	if msg.err != nil {
+		m.setFlash(oneLine(msg.err.Error()), true)
+		return
+	}
+	following := m.traceSel >= len(m.rows)-1
+	m.tr = buildTrace(msg.x, msg.events, msg.msgs)
+	m.msgs = msg.msgs
+	m.truncated = msg.truncated
+	m.reflow()
+	if following && len(m.rows) > 0 {
+		m.traceSel = len(m.rows) - 1 // follow a live run's tail
+	}
+	m.clampScroll()
+}
+
+// reflow recomputes the visible trace rows after data or toggles changed.
+func (m *Model) reflow() {
+	if m.tr == nil {
+		m.rows = nil
+		return
+	}
+	var selID string
+	if n := m.selectedRow(); n != nil {
+		selID = n.id
+	}
+	m.rows = m.tr.flatten(m.collapsed, m.finalOnly)
+	for i, r := range m.rows {
+		if r.n.id == selID {
+			m.traceSel = i
+			break
+		}
+	}
+	m.traceSel = clamp(m.traceSel, 0, max(0, len(m.rows)-1))
+}
+
+func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
+	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}
+	reload := false
+	for _, n := range msg.batch {
+		if n.Lagged || n.Execution == m.selID || n.Execution == "" {
+			reload = true
+		}
+	}
+	if reload || m.selID == "" {
+		cmds = append(cmds, m.loadTrace(m.selID))
+	}
+	if !msg.closed {
+		cmds = append(cmds, m.waitNotices())
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	if m.filtering {
+		return m.onFilterKey(msg)
+	}
+	if m.picking {
+		return m.onPickerKey(msg)
+	}
+	if m.showHelp {
+		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		m.showHelp = false
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.NextPane):
+		m.focus = m.nextPane(1)
+	case key.Matches(msg, k.PrevPane):
+		m.focus = m.nextPane(-1)
+	case key.Matches(msg, k.Up):
+		return m.move(-1)
+	case key.Matches(msg, k.Down):
+		return m.move(1)
+	case key.Matches(msg, k.PageUp):
+		return m.move(-m.pageRows())
+	case key.Matches(msg, k.PageDown):
+		return m.move(m.pageRows())
+	case key.Matches(msg, k.Top):
+		return m.move(-1 << 30)
+	case key.Matches(msg, k.Bottom):
+		return m.move(1 << 30)
+	case key.Matches(msg, k.Expand):
+		m.setCollapsed(false)
+	case key.Matches(msg, k.Collapse):
+		m.setCollapsed(true)
+	case key.Matches(msg, k.Toggle):
+		if n := m.selectedRow(); n != nil && m.focus == paneTrace {
+			m.setCollapsed(!m.collapsed[n.id])
+		}
+	case key.Matches(msg, k.Filter):
+		m.filtering = true
+		m.filter.SetValue(m.filterText)
+		return m.filter.Focus()
+	case key.Matches(msg, k.Run):
+		if len(m.scenarios) == 0 {
+			m.setFlash("no scenarios in the catalogue", true)
+			return nil
+		}
+		m.picking = true
+	case key.Matches(msg, k.Resume):
+		sel := m.selectedExec()
+		if sel == nil {
+			m.setFlash("select an execution to resume", true)
+			return nil
+		}
+		id, src := sel.x.ID, m.src
+		return func() tea.Msg {
+			r, err := src.Resume(id)
+			if err != nil {
+				return actionMsg{err: err}
+			}
+			return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number)}
+		}
+	case key.Matches(msg, k.KillNow):
+		return m.killNow()
+	case key.Matches(msg, k.TimeoutAfter):
+		return m.arm(fault.TimeoutAfterEffect)
+	case key.Matches(msg, k.TimeoutBefore):
+		return m.arm(fault.TimeoutBeforeEffect)
+	case key.Matches(msg, k.CrashAfterEffect):
+		return m.arm(fault.CrashAfterEffect)
+	case key.Matches(msg, k.CrashAfterRecord):
+		return m.arm(fault.CrashAfterRecord)
+	case key.Matches(msg, k.Disarm):
+		if m.filterText != "" {
+			m.filterText = ""
+			return m.loadExecs()
+		}
+		m.src.Disarm()
+		m.armed = nil
+		m.setFlash("disarmed", false)
+	case key.Matches(msg, k.ToggleKeys):
+		m.keysOn = cycle(m.keysOn)
+		m.setFlash("next runs: idempotency keys "+tri(m.keysOn), false)
+	case key.Matches(msg, k.ToggleJournal):
+		m.journalOn = cycle(m.journalOn)
+		m.setFlash("next runs: journal "+tri(m.journalOn), false)
+	case key.Matches(msg, k.DeleteJournal):
+		return m.deleteJournal()
+	case key.Matches(msg, k.AdvanceClock):
+		src := m.src
+		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", retentionJump),
+			func() error { return src.AdvanceClock(retentionJump) })
+	case key.Matches(msg, k.ResetWorld):
+		src := m.src
+		return act("world reset: outbox, keys and CRM are empty", src.ResetWorld)
+	case key.Matches(msg, k.FinalOnly):
+		m.finalOnly = !m.finalOnly
+		if m.finalOnly {
+			m.setFlash("showing each step's final attempt only — what many engines record", false)
+		} else {
+			m.setFlash("showing every attempt", false)
+		}
+		m.reflow()
+		m.clampScroll()
+	case key.Matches(msg, k.OutboxTab):
+		m.crmTab = !m.crmTab
+		m.outSel, m.outTop = 0, 0
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	return tea.Quit
+}
+
+// cycle steps a policy override: scenario default -> on -> off -> default.
+func cycle(v *bool) *bool {
+	switch {
+	case v == nil:
+		t := true
+		return &t
+	case *v:
+		f := false
+		return &f
+	}
+	return nil
+}
+
+func tri(v *bool) string {
+	switch {
+	case v == nil:
+		return "as the scenario says"
+	case *v:
+		return "on"
+	}
+	return "off"
+}
+
+func (m *Model) arm(p fault.Point) tea.Cmd {
+	m.src.Arm(p)
+	m.armed = m.src.Armed()
+	m.setFlash("armed for the next tool call: "+p.Describe(), false)
+	return nil
+}
+
+func (m *Model) killNow() tea.Cmd {
+	id := m.selID
+	running := m.src.Running()
+	if len(running) > 0 && !contains(running, id) {
+		id = running[0]
+	}
+	if id == "" {
+		m.setFlash("no worker is running", true)
+		return nil
+	}
+	src := m.src
+	return act("sent SIGKILL to the worker of "+id, func() error { return src.Kill(id) })
+}
+
+func (m *Model) deleteJournal() tea.Cmd {
+	n := m.selectedRow()
+	if n == nil || n.step == "" || m.selID == "" {
+		m.setFlash("select a step (or its replay) in the trace to delete its journal record", true)
+		return nil
+	}
+	id, step, src := m.selID, n.step, m.src
+	return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+}
+
+func (m *Model) setCollapsed(c bool) {
+	if m.focus != paneTrace {
+		return
+	}
+	n := m.selectedRow()
+	if n == nil || len(n.children) == 0 {
+		return
+	}
+	if c {
+		m.collapsed[n.id] = true
+	} else {
+		delete(m.collapsed, n.id)
+	}
+	m.reflow()
+	m.clampScroll()
+}
+
+func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
+	switch msg.String() {
+	case "enter":
+		m.filtering = false
+		m.filter.Blur()
+		m.filterText = m.filter.Value()
+		m.execSel, m.execTop = 0, 0
+		return m.loadExecs()
+	case "esc":
+		m.filtering = false
+		m.filter.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	m.filter, cmd = m.filter.Update(msg)
+	return cmd
+}
+
+func (m *Model) onPickerKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Up):
+		m.pickSel = clamp(m.pickSel-1, 0, len(m.scenarios)-1)
+	case key.Matches(msg, m.keys.Down):
+		m.pickSel = clamp(m.pickSel+1, 0, len(m.scenarios)-1)
+	case msg.String() == "enter":
+		m.picking = false
+		return m.start(m.scenarios[m.pickSel].Name)
+	case msg.String() == "esc", msg.String() == "q":
+		m.picking = false
+	case msg.String() == "ctrl+c":
+		return m.quit()
+	}
+	return nil
+}
+
+func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }
+
+// move moves the focused pane's selection by delta rows.
+func (m *Model) move(delta int) tea.Cmd {
+	switch m.focus {
+	case paneExecs:
+		if m.execTotal == 0 {
+			return nil
+		}
+		m.execSel = clamp(m.execSel+delta, 0, m.execTotal-1)
+		vis := m.execVisible()
+		top := scrollTo(m.execSel, m.execTop, vis, m.execTotal)
+		if top != m.execTop || m.selectedExec() == nil {
+			m.execTop = top
+			return m.loadExecs()
+		}
+		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
+			m.selID = sel.x.ID
+			m.traceSel, m.traceTop = 0, 0
+			m.collapsed = map[string]bool{}
+			return m.loadTrace(m.selID)
+		}
+	case paneTrace, paneDetail:
+		m.traceSel = clamp(m.traceSel+delta, 0, max(0, len(m.rows)-1))
+	case paneOutbox:
+		n := m.outboxCount()
+		m.outSel = clamp(m.outSel+delta, 0, max(0, n-1))
+		m.revealLinkedAttempt()
+	}
+	m.clampScroll()
+	return nil
+}
+
+func (m *Model) outboxCount() int {
+	if m.crmTab {
+		return len(crmLines(m.records))
+	}
+	return len(outboxLines(m.msgs, m.outboxTotal))
+}
+
+// selectedMessage is the outbox message under the outbox selection.
+func (m *Model) selectedMessage() *outboxLine {
+	if m.crmTab {
+		return nil
+	}
+	lines := outboxLines(m.msgs, m.outboxTotal)
+	if m.outSel < 0 || m.outSel >= len(lines) || lines[m.outSel].msg == nil {
+		return nil
+	}
+	return &lines[m.outSel]
+}
+
+// revealLinkedAttempt moves the trace selection to the attempt that caused
+// the selected message, so the other half of the link is on screen.
+func (m *Model) revealLinkedAttempt() {
+	l := m.selectedMessage()
+	if l == nil {
+		return
+	}
+	at := l.msg.Attribution
+	for i, r := range m.rows {
+		if k, ok := r.n.link(); ok && k.step == at.Step && k.attempt == at.Attempt {
+			m.traceSel = i
+			return
+		}
+	}
+}
+
+func (m *Model) nextPane(dir int) pane {
+	p := m.focus
+	for i := 0; i < int(paneCount); i++ {
+		p = (p + pane(dir) + paneCount) % paneCount
+		if p != paneDetail || m.width < wideWidth {
+			return p
+		}
+	}
+	return p
+}
+
+func (m *Model) clampScroll() {
+	m.traceTop = scrollTo(m.traceSel, m.traceTop, m.paneHeight(paneTrace)-2, len(m.rows))
+	m.outTop = scrollTo(m.outSel, m.outTop, m.paneHeight(paneOutbox)-2, m.outboxCount())
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// statusBadge is an execution's badge: duplicates detected outranks the rest.
+func statusBadge(it execItem) (string, marker) {
+	if it.duplicates {
+		return "⚠", markAmbiguous
+	}
+	switch it.x.Status {
+	case history.StatusCompleted:
+		return "✓", markOK
+	case history.StatusRunning:
+		return "●", markRunning
+	case history.StatusKilled:
+		return "☠", markKilled
+	case history.StatusEscalated:
+		return "⚑", markEscalated
+	case history.StatusFailed:
+		return "✖", markFailed
+	}
+	return "?", markNone
+}

@@ -1,0 +1,542 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+const (
+	execPaneWidth   = 30
+	outboxPaneWidth = 40
+	detailHeight    = 8
+)
+
+// rect is a pane's place on screen.
+type rect struct{ x, y, w, h int }
+
+func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r.y && y < r.y+r.h }
+
+func (m *Model) wide() bool { return m.width >= wideWidth }
+
+// layout places every pane for the current size. In narrow terminals only
+// the focused pane is shown, under a tab bar.
+func (m *Model) layout() map[pane]rect {
+	if m.wide() {
+		topH := m.height - 1 - detailHeight
+		traceW := m.width - execPaneWidth - outboxPaneWidth
+		return map[pane]rect{
+			paneExecs:  {0, 0, execPaneWidth, topH},
+			paneTrace:  {execPaneWidth, 0, traceW, topH},
+			paneOutbox: {execPaneWidth + traceW, 0, outboxPaneWidth, topH},
+			paneDetail: {0, topH, m.width, detailHeight},
+		}
+	}
+	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
+}
+
+func (m *Model) paneHeight(p pane) int {
+	if m.wide() {
+		return m.layout()[p].h
+	}
+	return m.height - 2
+}
+
+// execVisible is how many executions fit (two lines each).
+func (m *Model) execVisible() int { return max(1, (m.paneHeight(paneExecs)-2)/2) }
+
+// View draws the screen.
+func (m *Model) View() string {
+	if m.width == 0 || m.height == 0 {
+		return "loading…"
+	}
+	if m.width < MinWidth || m.height < MinHeight {
+		return m.tooSmall()
+	}
+	if m.showHelp {
+		return m.helpView()
+	}
+	if m.picking {
+		return m.pickerView()
+	}
+	lay := m.layout()
+	if m.wide() {
+		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
+		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
+	}
+	return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
+}
+
+func (m *Model) tooSmall() string {
+	msg := fmt.Sprintf("retrylab needs a terminal of at least %d×%d; this one is %d×%d. Enlarge it, or use the headless commands (retrylab --help).", MinWidth, MinHeight, m.width, m.height)
+	wrapped := lipgloss.NewStyle().Width(m.width).Render(msg)
+	lines := strings.Split(wrapped, "\n")
+	if len(lines) > m.height {
+		lines = lines[:m.height]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) tabBar() string {
+	var parts []string
+	for p := pane(0); p < paneCount; p++ {
+		label := fmt.Sprintf(" %s ", paneNames[p])
+		if p == m.focus {
+			parts = append(parts, m.theme.TitleFocused.Render("["+label+"]"))
+		} else {
+			parts = append(parts, m.theme.Title.Render(" "+label+" "))
+		}
+	}
+	return fit(strings.Join(parts, "")+m.theme.Dim.Render("  tab: next pane"), m.width)
+}
+
+func (m *Model) paneView(p pane, lay map[pane]rect) string {
+	r := lay[p]
+	inner := r.h - 2
+	var title string
+	var lines []string
+	switch p {
+	case paneExecs:
+		title, lines = m.execsView(inner, r.w-2)
+	case paneTrace:
+		title, lines = m.traceView(inner, r.w-2)
+	case paneOutbox:
+		title, lines = m.outboxView(inner)
+	case paneDetail:
+		title, lines = "Detail", m.detailLines(r.w-2)
+	}
+	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
+}
+
+func (m *Model) markStyle(mk marker) lipgloss.Style {
+	t := m.theme
+	switch mk {
+	case markOK, markRecorded:
+		return t.OK
+	case markTimeout, markRetry, markRunning:
+		return t.Warn
+	case markDedup:
+		return t.Dedup
+	case markReplay:
+		return t.Replay
+	case markKilled, markFailed:
+		return t.Killed
+	case markAmbiguous, markEscalated, markFault:
+		return t.Bad
+	}
+	return lipgloss.NewStyle()
+}
+
+func (m *Model) execsView(height, width int) (string, []string) {
+	title := fmt.Sprintf("Executions %d", m.execTotal)
+	if m.filterText != "" {
+		title = fmt.Sprintf("Executions /%s %d", m.filterText, m.execTotal)
+	}
+	var lines []string
+	if m.filtering {
+		lines = append(lines, m.filter.View())
+	}
+	if m.execTotal == 0 {
+		return title, append(lines, m.theme.Dim.Render("none yet — press n to run a scenario"))
+	}
+	for i := 0; len(lines)+1 < height+1 && m.execTop+i < m.execSkip+len(m.execs); i++ {
+		idx := m.execTop + i
+		j := idx - m.execSkip
+		if j < 0 {
+			continue
+		}
+		it := m.execs[j]
+		badge, mk := statusBadge(it)
+		plain := fmt.Sprintf("%s %s  %s", badge, it.x.ID, it.x.Scenario)
+		l1 := fmt.Sprintf("%s %s  %s", m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
+		l2 := m.theme.Dim.Render(fmt.Sprintf("  %s · %s · %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
+		if idx == m.execSel {
+			l1 = m.theme.Selected.Render(fit(plain, width))
+		}
+		lines = append(lines, l1, l2)
+	}
+	return title, lines
+}
+
+func (m *Model) execDuration(x history.Execution) string {
+	end := x.Updated
+	if x.Status == history.StatusRunning {
+		end = m.now()
+	}
+	return roundDur(end.Sub(x.Started))
+}
+
+func (m *Model) traceView(height, width int) (string, []string) {
+	if m.tr == nil {
+		return "Trace", []string{m.theme.Dim.Render("select an execution")}
+	}
+	x := m.tr.exec
+	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, x.Policy)
+	if m.finalOnly {
+		title += " · final attempts only"
+	}
+	linked := m.linkedAttempt()
+	var lines []string
+	for i := m.traceTop; i < len(m.rows) && len(lines) < height; i++ {
+		r := m.rows[i]
+		lines = append(lines, m.renderRow(r, i == m.traceSel, linked, width))
+	}
+	if m.truncated && len(lines) < height {
+		lines = append(lines, m.theme.Dim.Render(fmt.Sprintf("(history cut at %d events)", maxTraceEvents)))
+	}
+	return title, lines
+}
+
+// linkedAttempt is the attempt that caused the selected outbox message.
+func (m *Model) linkedAttempt() *link {
+	if m.focus != paneOutbox {
+		return nil
+	}
+	if l := m.selectedMessage(); l != nil {
+		return &link{l.msg.Attribution.Step, l.msg.Attribution.Attempt}
+	}
+	return nil
+}
+
+func (m *Model) renderRow(r row, selected bool, linked *link, width int) string {
+	n := r.n
+	indent := strings.Repeat("  ", r.depth)
+	exp := "  "
+	if len(n.children) > 0 {
+		exp = "▾ "
+		if m.collapsed[n.id] {
+			exp = "▸ "
+		}
+	}
+	text := n.text
+	switch n.kind {
+	case kindRun:
+		text = m.theme.Bold.Render(text)
+	case kindGap:
+		text = m.theme.Dim.Render(text)
+	case kindTurn, kindStep:
+	default:
+		if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt {
+			text = m.markStyle(n.mark).Render(g) + " " + text
+		} else if n.kind == kindAttempt {
+			text = m.markStyle(n.mark).Render(text)
+		}
+	}
+	line := indent + exp + text
+	if selected {
+		return m.theme.Selected.Render(fit(indent+exp+n.plain(), width))
+	}
+	if k, ok := n.link(); ok && linked != nil && k == *linked {
+		return m.theme.Linked.Render(fit(indent+exp+n.plain(), width))
+	}
+	return line
+}
+
+// plain is a row's text with its glyph, without colour.
+func (n *node) plain() string {
+	if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt && n.kind != kindTurn && n.kind != kindStep && n.kind != kindRun && n.kind != kindGap {
+		return g + " " + n.text
+	}
+	return n.text
+}
+
+func (m *Model) outboxView(height int) (string, []string) {
+	if m.crmTab {
+		title := "CRM (provider's truth) · o: outbox"
+		all := crmLines(m.records)
+		return title, window(all, m.outTop, height, m.outSel, m.focus == paneOutbox, m.theme)
+	}
+	title := "Outbox (provider's truth) · o: CRM"
+	ls := outboxLines(m.msgs, m.outboxTotal)
+	highlight := m.selectedAttemptLink()
+	var lines []string
+	for i := m.outTop; i < len(ls) && len(lines) < height; i++ {
+		l := ls[i]
+		text := l.text
+		switch l.status {
+		case 1:
+			text = m.theme.OK.Render(text)
+		case 2:
+			text = m.theme.Bad.Render(text)
+		}
+		switch {
+		case m.focus == paneOutbox && i == m.outSel:
+			text = m.theme.Selected.Render(fit(l.text, outboxPaneWidth-2))
+		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
+			text = m.theme.Linked.Render(fit(l.text, outboxPaneWidth-2))
+		}
+		lines = append(lines, text)
+	}
+	return title, lines
+}
+
+// selectedAttemptLink is the selected trace attempt, whose deliveries the
+// outbox highlights.
+func (m *Model) selectedAttemptLink() *link {
+	if m.focus == paneOutbox {
+		return nil
+	}
+	if n := m.selectedRow(); n != nil {
+		if k, ok := n.link(); ok {
+			return &k
+		}
+	}
+	return nil
+}
+
+func window(all []string, top, height, sel int, focused bool, t Theme) []string {
+	var out []string
+	for i := top; i < len(all) && len(out) < height; i++ {
+		if focused && i == sel {
+			out = append(out, t.Selected.Render(all[i]))
+			continue
+		}
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// detailLines describes the selected attempt, step, replay or message.
+func (m *Model) detailLines(width int) []string {
+	if m.focus == paneOutbox {
+		if l := m.selectedMessage(); l != nil {
+			msg := l.msg
+			at := msg.Attribution
+			return []string{
+				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
+				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
+				"body: " + msg.Body,
+			}
+		}
+	}
+	n := m.selectedRow()
+	if n == nil {
+		return []string{m.theme.Dim.Render("select a row in the trace")}
+	}
+	switch {
+	case n.kind == kindAttempt:
+		return m.attemptDetail(n)
+	case n.kind == kindReplay || n.mark == markRecorded:
+		ev := n.event
+		return []string{
+			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", ev.Tool, ev.Step, ev.Attempt, max(ev.ResultRun, ev.Run), orDash(ev.Key)),
+			"result: " + compact(ev.Result),
+			m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
+		}
+	case n.kind == kindStep:
+		ev := n.event
+		return []string{fmt.Sprintf("%s %s  (%s tool)", ev.Tool, ev.Step, ev.Text), "args: " + compact(ev.Args)}
+	case n.kind == kindTurn:
+		return []string{fmt.Sprintf("turn %d: %s", n.event.Turn, n.event.Text)}
+	case n.kind == kindRun:
+		return []string{fmt.Sprintf("run %d: worker pid %d started %s", n.event.Run, n.event.PID, n.event.Time.Format(time.RFC3339))}
+	case n.event != nil:
+		return []string{n.plain(), fmt.Sprintf("%s at %s", n.event.Type, n.event.Time.Format("15:04:05.000"))}
+	}
+	return []string{n.plain()}
+}
+
+func (m *Model) attemptDetail(n *node) []string {
+	s := n.start
+	req := fmt.Sprintf("#%d %s %s", s.Attempt, reqMethod(s), reqURL(s))
+	if s.Key != "" {
+		req += "  Idempotency-Key: " + s.Key
+	}
+	lines := []string{req + "  body " + compact(reqBody(s))}
+	if f := n.finish; f != nil {
+		resp := fmt.Sprintf("→ %s in %s", f.Outcome, roundDur(f.Duration))
+		if f.Response != nil {
+			resp = fmt.Sprintf("→ %d %s in %s", f.Response.Status, f.Outcome, roundDur(f.Duration))
+			keys := make([]string, 0, len(f.Response.Headers))
+			for k := range f.Response.Headers {
+				if k != "Content-Type" {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				resp += "  " + k + ": " + f.Response.Headers[k]
+			}
+			resp += "  " + compact(f.Response.Body)
+		} else if f.Error != "" {
+			resp += "  (" + f.Error + ")"
+		}
+		lines = append(lines, resp)
+	} else if n.crashed {
+		lines = append(lines, "→ no answer: the worker was killed")
+	}
+	if len(n.faults) > 0 {
+		lines = append(lines, "faults injected: "+strings.Join(n.faults, ", "))
+	}
+	if len(n.delivered) > 0 {
+		ids := make([]string, len(n.delivered))
+		for i, d := range n.delivered {
+			ids[i] = d.ID
+		}
+		lines = append(lines, "provider delivered: "+strings.Join(ids, ", "))
+	} else {
+		lines = append(lines, "provider delivered: nothing for this attempt")
+	}
+	return lines
+}
+
+func reqMethod(e *history.Event) string {
+	if e.Request == nil {
+		return "?"
+	}
+	return e.Request.Method
+}
+
+func reqURL(e *history.Event) string {
+	if e.Request == nil {
+		return ""
+	}
+	return e.Request.URL
+}
+
+func reqBody(e *history.Event) json.RawMessage {
+	if e.Request == nil {
+		return nil
+	}
+	return e.Request.Body
+}
+
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "—"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func (m *Model) statusBar() string {
+	t := m.theme
+	armed := "—"
+	if len(m.armed) > 0 {
+		names := make([]string, len(m.armed))
+		for i, p := range m.armed {
+			names[i] = string(p)
+		}
+		armed = t.Bad.Render(strings.Join(names, ","))
+	}
+	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
+	left := fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock)
+	if m.flash != "" {
+		style := t.Info
+		if m.flashBad {
+			style = t.Bad
+		}
+		left += "│ " + style.Render(m.flash) + " "
+	}
+	var keys []string
+	for i, b := range m.keys.ShortHelp() {
+		keys = append(keys, t.StatusKey.Render(b.Help().Key)+" "+t.Status.Render(shortLabels[i]))
+	}
+	right := strings.Join(keys, "  ")
+	gap := m.width - lipglossWidth(left) - lipglossWidth(right)
+	if gap < 1 {
+		return fit(left, m.width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func lipglossWidth(s string) int { return lipgloss.Width(s) }
+
+func short(v *bool) string {
+	switch {
+	case v == nil:
+		return "scenario"
+	case *v:
+		return "on"
+	}
+	return "off"
+}
+
+func (m *Model) helpView() string {
+	t := m.theme
+	groups := m.keys.FullHelp()
+	colW := max(20, (m.width-2)/len(groups))
+	var cols []string
+	for i, g := range groups {
+		lines := []string{t.TitleFocused.Render(helpGroups[i])}
+		for _, b := range g {
+			lines = append(lines, fit(t.StatusKey.Render(fmt.Sprintf("%-8s", b.Help().Key))+" "+b.Help().Desc, colW-1))
+		}
+		cols = append(cols, lipgloss.NewStyle().Width(colW).Render(strings.Join(lines, "\n")))
+	}
+	body := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
+	markers := "markers: ✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ⚠ duplicates"
+	lines := strings.Split(body, "\n")
+	lines = append([]string{t.Bold.Render("retrylab — keys"), ""}, lines...)
+	lines = append(lines, "", markers, "", t.Dim.Render("press any key to close"))
+	return m.theme.box("Help", lines, m.width, m.height, true)
+}
+
+func (m *Model) pickerView() string {
+	lines := []string{"Run which scenario? (enter: run, esc: cancel)", ""}
+	for i, s := range m.scenarios {
+		l := fmt.Sprintf("%-26s %s", s.Name, s.Title)
+		if i == m.pickSel {
+			l = m.theme.Selected.Render(fit(l, m.width-4))
+		}
+		lines = append(lines, l)
+	}
+	lines = append(lines, "", fmt.Sprintf("policy for this run: keys %s · journal %s (K, J to change)", tri(m.keysOn), tri(m.journalOn)))
+	top := scrollTo(m.pickSel+2, 0, m.height-2, len(lines))
+	return m.theme.box("Run a scenario", lines[top:], m.width, m.height, true)
+}
+
+// onMouse selects with a click and scrolls with the wheel, in the pane
+// under the pointer.
+func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
+	if m.showHelp || m.picking {
+		return nil
+	}
+	for p, r := range m.layout() {
+		if !r.contains(msg.X, msg.Y) {
+			continue
+		}
+		switch {
+		case msg.Button == tea.MouseButtonWheelUp:
+			m.focus = p
+			return m.move(-3)
+		case msg.Button == tea.MouseButtonWheelDown:
+			m.focus = p
+			return m.move(3)
+		case msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft:
+			m.focus = p
+			row := msg.Y - r.y - 1
+			if row < 0 {
+				return nil
+			}
+			switch p {
+			case paneExecs:
+				return m.move(m.execTop + row/2 - m.execSel)
+			case paneTrace:
+				return m.move(m.traceTop + row - m.traceSel)
+			case paneOutbox:
+				return m.move(m.outTop + row - m.outSel)
+			}
+		}
+		return nil
+	}
+	return nil
+}
