@@ -38,8 +38,9 @@ func (a *app) explore(f *exploreFlags) error {
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	// Ask the terminal for its background once, before the program owns it.
-	lipgloss.SetHasDarkBackground(termenv.HasDarkBackground())
+	// Bubble Tea's init has already asked the terminal for its background
+	// (once, before the program owns the terminal), so adaptive colours
+	// never query it again.
 	m := tui.New(tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Title: h.DBPath()})
 	defer m.Close()
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())

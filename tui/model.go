@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -123,6 +124,7 @@ func New(o Options) *Model {
 	ti.Prompt = "/"
 	ti.Placeholder = "scenario, id or status"
 	ti.CharLimit = 64
+	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
 		src:       o.Source,
 		now:       o.Now,

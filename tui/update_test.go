@@ -3,6 +3,9 @@ package tui
 import (
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // article records the article's runs once per test binary run.
@@ -46,5 +49,185 @@ func TestFocusAndExecutionSelection(t *testing.T) {
 	}
 	if !strings.Contains(m.View(), "exec_3C5R") {
 		t.Fatal("view lacks the selected execution")
+	}
+}
+
+func TestCrossHighlightAttemptAndMessage(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	m := open(t, snap, 160, 36)
+	// Select attempt #1 in the trace: the outbox highlights the message it caused.
+	for i, r := range m.rows {
+		if k, ok := r.n.link(); ok && k.attempt == 1 {
+			m.traceSel = i
+		}
+	}
+	l := m.selectedAttemptLink()
+	if l == nil || l.step != "step-4" || l.attempt != 1 {
+		t.Fatalf("selected attempt link = %+v, want step-4 #1", l)
+	}
+	// Select the second message in the outbox: the trace moves to attempt #2.
+	press(t, m, "tab") // trace -> outbox
+	if m.focus != paneOutbox {
+		t.Fatalf("focus %s, want Outbox", paneNames[m.focus])
+	}
+	press(t, m, "j", "j")
+	msg := m.selectedMessage()
+	if msg == nil || msg.msg.Attribution.Attempt != 2 {
+		t.Fatalf("selected message = %+v, want the one attempt 2 delivered", msg)
+	}
+	n := m.selectedRow()
+	if k, ok := n.link(); !ok || k.attempt != 2 {
+		t.Fatalf("trace selection follows the message: got %q, want attempt #2", n.text)
+	}
+	if got := m.linkedAttempt(); got == nil || got.attempt != 2 {
+		t.Fatalf("linked attempt = %+v, want #2", got)
+	}
+	if d := strings.Join(m.detailLines(150), "\n"); !strings.Contains(d, "caused by exec_7K2Q step-4 attempt 2") {
+		t.Fatalf("detail of the selected message:\n%s", d)
+	}
+}
+
+func TestTraceExpandCollapseAndFinalOnly(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	m := open(t, snap, 160, 36)
+	all := len(m.rows)
+	press(t, m, "g") // the run row
+	if m.selectedRow().kind != kindRun {
+		t.Fatalf("g selects %q, want the run", m.selectedRow().text)
+	}
+	press(t, m, "h")
+	if len(m.rows) != 1 {
+		t.Fatalf("collapsing the run leaves %d rows, want 1", len(m.rows))
+	}
+	press(t, m, "l")
+	if len(m.rows) != all {
+		t.Fatalf("expanding restores %d rows, want %d", len(m.rows), all)
+	}
+	press(t, m, "enter")
+	if len(m.rows) != 1 {
+		t.Fatalf("enter toggles: %d rows, want 1", len(m.rows))
+	}
+	press(t, m, "enter", "f")
+	if len(m.rows) != all-1 || !m.finalOnly {
+		t.Fatalf("final-only hides one attempt: %d rows, want %d", len(m.rows), all-1)
+	}
+	press(t, m, "f")
+	if len(m.rows) != all {
+		t.Fatalf("every attempt again: %d rows, want %d", len(m.rows), all)
+	}
+	press(t, m, "G")
+	if m.traceSel != len(m.rows)-1 {
+		t.Fatalf("G: selection %d, want the last row %d", m.traceSel, len(m.rows)-1)
+	}
+}
+
+func TestHotkeysReachTheEngine(t *testing.T) {
+	snap := record(t, []string{"safe", "run", "run"})
+	m := open(t, snap, 160, 36)
+	press(t, m, "t", "T", "c", "C")
+	if got := strings.Join(snap.Calls(), "|"); got != "arm timeout-after-effect|arm timeout-before-effect|arm crash-after-effect|arm crash-after-record" {
+		t.Fatalf("fault keys: %s", got)
+	}
+	if len(m.armed) != 4 || !strings.Contains(m.statusBar(), "crash-after-effect") {
+		t.Fatalf("armed faults not shown: %v / %s", m.armed, m.statusBar())
+	}
+	press(t, m, "esc")
+	if len(m.armed) != 0 || snap.Calls()[4] != "disarm" {
+		t.Fatalf("esc disarms: %v %v", m.armed, snap.Calls())
+	}
+	press(t, m, "K", "J", "J")
+	if m.keysOn == nil || !*m.keysOn || m.journalOn == nil || *m.journalOn {
+		t.Fatalf("K once: keys on; J twice: journal off; got %s %s", tri(m.keysOn), tri(m.journalOn))
+	}
+	press(t, m, "n", "down", "down", "enter") // the third scenario in lesson order: safe
+	calls := snap.Calls()
+	if last := calls[len(calls)-1]; last != "start safe keys=on journal=off" {
+		t.Fatalf("picker start: %s", last)
+	}
+	press(t, m, "r")
+	if last := snap.Calls()[len(snap.Calls())-1]; last != "resume exec_01H8" {
+		t.Fatalf("r: %s", last)
+	}
+	press(t, m, "x")
+	if last := snap.Calls()[len(snap.Calls())-1]; last != "kill exec_01H8" {
+		t.Fatalf("x: %s", last)
+	}
+	// D needs a step: select the replay row.
+	for i, r := range m.rows {
+		if r.n.kind == kindReplay {
+			m.traceSel = i
+		}
+	}
+	press(t, m, "D", "A", "R")
+	got := snap.Calls()[len(snap.Calls())-3:]
+	want := []string{"delete-journal exec_01H8 step-4", "advance 25h0m0s", "reset-world"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("D A R: %v, want %v", got, want)
+	}
+	press(t, m, "o")
+	if !m.crmTab || !strings.Contains(m.View(), "CRM (provider's truth)") {
+		t.Fatal("o shows the CRM tab")
+	}
+	press(t, m, "?")
+	if !m.showHelp || !strings.Contains(m.View(), "Faults") {
+		t.Fatal("? shows grouped help")
+	}
+	press(t, m, "x") // any key closes help without acting
+	if m.showHelp || snap.Calls()[len(snap.Calls())-1] != "reset-world" {
+		t.Fatal("a key closes help and does nothing else")
+	}
+	_, cmd := m.Update(keyMsg("q"))
+	if cmd == nil || !m.quitting {
+		t.Fatal("q quits")
+	}
+}
+
+func TestFilterExecutions(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 160, 40)
+	press(t, m, "/", "s", "a", "f", "e", "enter")
+	if m.execTotal != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("filter 'safe': %d executions, selected %q", m.execTotal, m.selID)
+	}
+	press(t, m, "esc")
+	if m.execTotal != 3 {
+		t.Fatalf("esc clears the filter: %d executions, want 3", m.execTotal)
+	}
+}
+
+func TestMouseSelectsAndScrolls(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 160, 40)
+	// Click the second execution (rows 1-2 are the first, 3-4 the second).
+	_, cmd := m.Update(tea.MouseMsg{X: 5, Y: 3, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	drive(t, m, cmd)
+	if m.focus != paneExecs || m.selID != "exec_01H8" {
+		t.Fatalf("click: focus %s, selected %q", paneNames[m.focus], m.selID)
+	}
+	_, cmd = m.Update(tea.MouseMsg{X: 5, Y: 3, Action: tea.MouseActionPress, Button: tea.MouseButtonWheelDown})
+	drive(t, m, cmd)
+	if m.selID != "exec_7K2Q" {
+		t.Fatalf("wheel down: selected %q", m.selID)
+	}
+}
+
+func TestResizeAtAnyTime(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 160, 40)
+	for _, size := range [][2]int{{80, 24}, {0, 0}, {10, 3}, {200, 60}, {60, 16}} {
+		_, cmd := m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		drive(t, m, cmd)
+		v := m.View()
+		if size[0] >= MinWidth && size[1] >= MinHeight {
+			lines := strings.Split(v, "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%dx%d: %d lines drawn", size[0], size[1], len(lines))
+			}
+			for i, l := range lines {
+				if w := lipgloss.Width(l); w > size[0] {
+					t.Errorf("%dx%d: line %d is %d wide", size[0], size[1], i, w)
+				}
+			}
+		}
 	}
 }

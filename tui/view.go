@@ -144,7 +144,7 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		lines = append(lines, m.filter.View())
 	}
 	if m.execTotal == 0 {
-		return title, append(lines, m.theme.Dim.Render("none yet — press n to run a scenario"))
+		return title, append(lines, m.theme.Dim.Render("none yet: press n"))
 	}
 	for i := 0; len(lines)+1 < height+1 && m.execTop+i < m.execSkip+len(m.execs); i++ {
 		idx := m.execTop + i
