@@ -19,6 +19,7 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/store"
 )
 
 // defaultDB is where the database lives unless --db or RETRYLAB_DB says otherwise.
@@ -56,7 +57,7 @@ Without a subcommand it opens the explorer on the database.`,
 	})
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
-		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd())
+		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd())
 	return root
 }
 
@@ -73,6 +74,36 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// service attaches to the host that already owns the database (the
+// explorer in another terminal, say), or else opens the database and
+// becomes its host. Either way the caller works through the same Service.
+func (a *app) service() (engine.Service, error) {
+	if c, err := engine.Dial(a.dbPath); err == nil {
+		return c, nil
+	}
+	h, err := a.openHost()
+	if errors.Is(err, store.ErrLocked) {
+		// A host may have come up while we waited for the lock.
+		if c, derr := engine.Dial(a.dbPath); derr == nil {
+			return c, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// withService runs fn on the database's service and closes it after.
+func (a *app) withService(fn func(engine.Service) error) error {
+	s, err := a.service()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
 }
 
 // openHost opens the database and starts the world and the runtime.
@@ -129,7 +160,7 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 			if cmd.Flags().Changed("journal") {
 				opts.Journal = &journal
 			}
-			return a.runAndNarrate(func(h *engine.Host) (*engine.Run, error) { return h.Start(args[0], opts) })
+			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(args[0], opts) })
 		},
 	}
 	cmd.Flags().Var(onOff{&keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
@@ -150,7 +181,7 @@ replayed; without one, they run again.`,
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.runAndNarrate(func(h *engine.Host) (*engine.Run, error) { return h.Resume(id) })
+			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Resume(id) })
 		},
 	}
 }
@@ -166,8 +197,8 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // runAndNarrate starts a run, prints its narration as it happens, then the
 // outbox, and turns the run's end into the exit status.
-func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error {
-	h, err := a.openHost()
+func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) error {
+	h, err := a.service()
 	if err != nil {
 		return err
 	}
@@ -188,6 +219,12 @@ func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error
 	defer signal.Stop(sigs)
 	// Events recorded before we subscribed cannot be missed: the subscription
 	// starts before the run does.
+	say := func(no engine.Notice) {
+		for _, l := range n.Lines(no) {
+			fmt.Fprintln(a.out, l)
+		}
+	}
+	interrupted := false
 	for done := false; !done; {
 		select {
 		case no, ok := <-notices:
@@ -195,15 +232,14 @@ func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error
 				done = true
 				break
 			}
-			for _, l := range n.Lines(no) {
-				fmt.Fprintln(a.out, l)
-			}
+			say(no)
 		case <-run.Done():
 			done = true
 		case <-sigs:
+			// Ctrl-C kills the worker, as a crash would; the narration goes
+			// on until the host has recorded it.
+			interrupted = true
 			_ = h.Kill(run.Execution)
-			<-run.Done()
-			return &exitError{code: 130, msg: fmt.Sprintf("interrupted: worker of %s killed; resume it with 'retrylab resume %s'", run.Execution, run.Execution)}
 		}
 	}
 	// Drain what was published before the run ended.
@@ -214,15 +250,13 @@ func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error
 				drained = true
 				break
 			}
-			for _, l := range n.Lines(no) {
-				fmt.Fprintln(a.out, l)
-			}
+			say(no)
 		case <-time.After(50 * time.Millisecond):
 			drained = true
 		}
 	}
 	res, _ := run.Wait(context.Background())
-	msgs, err := h.World().Outbox(0, 0)
+	msgs, err := h.Outbox()
 	if err != nil {
 		return err
 	}
@@ -232,6 +266,9 @@ func (a *app) runAndNarrate(start func(*engine.Host) (*engine.Run, error)) error
 	}
 	if res.Err != nil {
 		return res.Err
+	}
+	if interrupted {
+		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: worker of %s killed; resume it with 'retrylab resume %s'", run.Execution, run.Execution)}
 	}
 	switch res.Status {
 	case history.StatusCompleted:
@@ -251,16 +288,13 @@ func (a *app) resetCmd() *cobra.Command {
 		Short: "Wipe executions, journals, the outbox, keys and the CRM",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.openHost()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if err := h.Reset(); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "reset %s: no executions, empty outbox, no keys, empty CRM\n", h.DBPath())
-			return nil
+			return a.withService(func(h engine.Service) error {
+				if err := h.Reset(); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out, "reset %s: no executions, empty outbox, no keys, empty CRM\n", h.DBPath())
+				return nil
+			})
 		},
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/tui"
 )
 
@@ -17,11 +19,13 @@ import (
 type exploreFlags struct {
 	run          string
 	highContrast bool
+	lesson       bool
 }
 
 func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 	cmd.Flags().StringVar(&f.run, "run", "", "start this scenario as soon as the explorer opens")
-	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme for projectors")
+	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme and roomier lesson text, for projectors")
+	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path through the catalogue")
 }
 
 // explore opens the explorer on the database. It needs a terminal.
@@ -30,7 +34,7 @@ func (a *app) explore(f *exploreFlags) error {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
 			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}
 	}
-	h, err := a.openHost()
+	h, err := a.service()
 	if err != nil {
 		return err
 	}
@@ -41,7 +45,19 @@ func (a *app) explore(f *exploreFlags) error {
 	// Bubble Tea's init has already asked the terminal for its background
 	// (once, before the program owns the terminal), so adaptive colours
 	// never query it again.
-	m := tui.New(tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Title: h.DBPath()})
+	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson}
+	if host, ok := h.(*engine.Host); ok {
+		// Lessons reset the database between steps, so only the process
+		// that owns it offers them.
+		if s, err := lesson.Open(host); err == nil {
+			opts.Lessons = s
+		} else if f.lesson {
+			return err
+		}
+	} else if f.lesson {
+		return &exitError{code: 1, msg: "lesson mode needs its own database: another retrylab owns " + a.dbPath + " (close it, or use --db)"}
+	}
+	m := tui.New(opts)
 	defer m.Close()
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	if _, err := p.Run(); err != nil {

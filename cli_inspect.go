@@ -16,13 +16,14 @@ import (
 )
 
 func (a *app) showCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, asMarkdown bool
 	cmd := &cobra.Command{
 		Use:   "show [EXECUTION]",
 		Short: "Print an execution's recorded history (default: the latest)",
 		Long: `Print every event of an execution's history: turns, tool calls, every attempt
 with its outcome, retries, journal writes and replays, faults, crashes, and
-the gaps while no worker ran. --json prints the record and the raw events.`,
+the gaps while no worker ran. --json prints the record and the raw events;
+--markdown writes a handout: the trace, the outbox and the scenario's lesson.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHost(func(h *engine.Host) error {
@@ -37,6 +38,9 @@ the gaps while no worker ran. --json prints the record and the raw events.`,
 				events, err := h.Events(id, 0, 0)
 				if err != nil {
 					return err
+				}
+				if asMarkdown {
+					return a.showMarkdown(h, x, events)
 				}
 				if asJSON {
 					if events == nil {
@@ -53,10 +57,11 @@ the gaps while no worker ran. --json prints the record and the raw events.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&asMarkdown, "markdown", false, "write a Markdown handout")
 	return cmd
 }
 
-func pickExecution(h *engine.Host, args []string) (string, error) {
+func pickExecution(h engine.Service, args []string) (string, error) {
 	if len(args) == 1 {
 		return args[0], nil
 	}
@@ -98,8 +103,8 @@ func (a *app) outboxCmd() *cobra.Command {
 		Short: "Print the mail provider's outbox: the ground truth the trace cannot show",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withHost(func(h *engine.Host) error {
-				msgs, err := h.World().Outbox(0, 0)
+			return a.withService(func(h engine.Service) error {
+				msgs, err := h.Outbox()
 				if err != nil {
 					return err
 				}
@@ -123,26 +128,27 @@ func printOutbox(a *app, msgs []world.Message) {
 		fmt.Fprintln(a.out, "outbox is empty")
 		return
 	}
-	counts := map[string]int{}
-	var order []string
-	for _, m := range msgs {
-		at := m.Attribution
-		cause := "unattributed (an external client)"
-		if at.Execution != "" {
-			cause = fmt.Sprintf("%s %s attempt %d", at.Execution, at.Step, at.Attempt)
-			if at.Key != "" {
-				cause += " key " + at.Key
+	groups := narrate.GroupByIntent(msgs)
+	for _, g := range groups {
+		for _, m := range g.Messages {
+			at := m.Attribution
+			cause := "unattributed (an external client)"
+			if at.Execution != "" {
+				cause = fmt.Sprintf("%s %s attempt %d", at.Execution, at.Step, at.Attempt)
+				if at.Key != "" {
+					cause += " key " + at.Key
+				}
 			}
+			fmt.Fprintf(a.out, "%s → %-20s %-22q %s\n", m.ID, m.To, m.Subject, cause)
 		}
-		fmt.Fprintf(a.out, "%s → %-20s %-22q %s\n", m.ID, m.To, m.Subject, cause)
-		if counts[m.To] == 0 {
-			order = append(order, m.To)
-		}
-		counts[m.To]++
 	}
 	fmt.Fprintln(a.out)
-	for _, to := range order {
-		fmt.Fprintln(a.out, narrate.CountLine(to, counts[to]))
+	for _, g := range groups {
+		who := g.Intent.Execution
+		if who == "" {
+			who = "unattributed"
+		}
+		fmt.Fprintf(a.out, "%-12s %s\n", who, narrate.CountLine(g.Intent.To, len(g.Messages)))
 	}
 }
 
@@ -153,7 +159,7 @@ func (a *app) stateCmd() *cobra.Command {
 		Long:  "Print the outbox, the key store, every journal record and the CRM as one JSON object, like the article's state.json.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withHost(func(h *engine.Host) error {
+			return a.withService(func(h engine.Service) error {
 				s, err := h.State()
 				if err != nil {
 					return err
@@ -176,7 +182,7 @@ func (a *app) journalCmd() *cobra.Command {
 		Short: "List journal records",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHost(func(h *engine.Host) error {
+			return a.withService(func(h engine.Service) error {
 				id := ""
 				if len(args) == 1 {
 					id = args[0]
@@ -204,7 +210,7 @@ journal, only the idempotency key stands between the retry and a duplicate.`,
 		Example: "  retrylab journal delete exec_01H8 step-4",
 		Args:    exactArgs(2, "EXECUTION and STEP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHost(func(h *engine.Host) error {
+			return a.withService(func(h engine.Service) error {
 				if err := h.DeleteJournal(args[0], args[1]); err != nil {
 					return err
 				}
@@ -226,7 +232,7 @@ retrylab's attribution headers still work; their effects show as
 unattributed in the outbox. Stop with Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withHost(func(h *engine.Host) error {
+			return a.withService(func(h engine.Service) error {
 				fmt.Fprintf(a.out, "retrylab world on %s\n", h.DBPath())
 				fmt.Fprintf(a.out, "  mail API  POST %s/v1/send       (Idempotency-Key honoured)\n", h.MailURL())
 				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/retrylab/retrylab/engine/agent"
 )
@@ -41,6 +42,12 @@ func execute(args []string) int {
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "retrylab:", oneLine(err.Error()))
+	msg := oneLine(err.Error())
+	if strings.HasPrefix(msg, "unknown command ") {
+		// A usage error, like a bad flag or a missing argument.
+		fmt.Fprintln(os.Stderr, "retrylab:", msg+" (see --help)")
+		return 2
+	}
+	fmt.Fprintln(os.Stderr, "retrylab:", msg)
 	return 1
 }

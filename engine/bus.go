@@ -11,10 +11,10 @@ import (
 // activity of the world. Lagged means the subscriber fell behind and missed
 // notices: it should re-read what it shows from the store.
 type Notice struct {
-	Execution string
-	Event     *history.Event
-	Activity  *world.Activity
-	Lagged    bool
+	Execution string          `json:"execution,omitempty"`
+	Event     *history.Event  `json:"event,omitempty"`
+	Activity  *world.Activity `json:"activity,omitempty"`
+	Lagged    bool            `json:"lagged,omitempty"`
 }
 
 // bus fans notices out to subscribers without ever blocking the publisher.

@@ -156,6 +156,10 @@ func Open(cfg Config) (*Host, error) {
 		h.Close()
 		return nil, err
 	}
+	if err := h.writeHostFile(); err != nil {
+		h.Close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -215,12 +219,15 @@ func (h *Host) Close() error {
 		w.kill()
 		<-w.done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	h.removeHostFile()
+	h.bus.close() // ends attached clients' notice streams and waits
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_ = h.runtime.Shutdown(ctx)
+	if err := h.runtime.Shutdown(ctx); err != nil {
+		_ = h.runtime.Close() // connections that never sent a request
+	}
 	<-h.runtimeDone
 	werr := h.world.Close()
-	h.bus.close()
 	return errors.Join(werr, h.db.Close())
 }
 

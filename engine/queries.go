@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
 )
@@ -206,3 +207,20 @@ func (h *Host) State() (State, error) {
 	}
 	return s, nil
 }
+
+// MessagesFor lists the outbox messages an execution caused, in order.
+func (h *Host) MessagesFor(execution string) ([]world.Message, error) {
+	return h.world.MessagesFor(execution)
+}
+
+// RecentMessages lists the newest limit messages of the whole outbox, oldest
+// first, and the outbox's total size.
+func (h *Host) RecentMessages(limit int) ([]world.Message, int, error) {
+	return h.world.Recent(limit)
+}
+
+// Records lists the CRM's rows.
+func (h *Host) Records() ([]world.Record, error) { return h.world.Records() }
+
+// Scenarios lists the catalogue in lesson order.
+func (h *Host) Scenarios() ([]*scenario.Scenario, error) { return h.catalog.All() }

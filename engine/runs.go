@@ -161,7 +161,11 @@ func (h *Host) Resume(id string) (*Run, error) {
 	if x.Status.Finished() {
 		return nil, fmt.Errorf("execution %s has %s; nothing to resume (running its scenario again restarts it)", id, x.Status)
 	}
-	scn, err := h.catalog.Get(x.Scenario)
+	name := x.Scenario
+	if x.Source != "" {
+		name = x.Source // a scenario run from a file is resumed from that file
+	}
+	scn, err := h.catalog.Get(name)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
@@ -188,14 +192,22 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	}
 	now := h.clock.Now()
 	var run int
-	var created bool
+	var started *history.Event
+	// The record and its first event are one commit: a host killed between
+	// them must not leave an execution without its ExecutionStarted.
 	err := h.db.Update(func(tx *store.Tx) error {
-		created = false
+		started = nil
 		data := tx.Execution(id)
 		var x history.Execution
 		if data == nil {
-			created = true
-			x = history.Execution{ID: id, Scenario: scn.Name, Started: now, StartKey: startKey}
+			x = history.Execution{ID: id, Scenario: scn.Name, Source: scn.File, Started: now, StartKey: startKey}
+			ev := history.Event{Type: history.ExecutionStarted, Time: now, Run: 1, Scenario: scn.Name, Text: policy.String()}
+			seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
+			if err != nil {
+				return err
+			}
+			ev.Seq = seq
+			started = &ev
 		} else {
 			var err error
 			if x, err = history.DecodeExecution(data); err != nil {
@@ -221,11 +233,8 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	if err != nil {
 		return release(err)
 	}
-	if created {
-		if _, err := h.record(id, history.Event{Type: history.ExecutionStarted, Run: run, Scenario: scn.Name,
-			Text: policy.String()}, nil); err != nil {
-			return release(err)
-		}
+	if started != nil {
+		h.bus.publish(Notice{Execution: id, Event: started})
 	}
 	if err := h.rebuild(id, st, run); err != nil {
 		return release(err)
@@ -325,6 +334,8 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 		why := "killed (SIGKILL) from outside"
 		if crash != "" && !w.killed {
 			why = "killed by the injected fault: " + crash.Describe()
+		} else {
+			crash = "" // a kill from outside is not the fault, even if one was armed
 		}
 		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
 			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) { x.Status = history.StatusKilled })

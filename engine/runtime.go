@@ -70,6 +70,7 @@ func (h *Host) runtimeHandler() http.Handler {
 	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
 	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
 	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
+	h.controlHandlers(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+h.token {
 			http.Error(w, "missing or wrong runtime token", http.StatusUnauthorized)
@@ -136,7 +137,7 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 			plan.Args[c.Step] = canon
 		}
 	}
-	unfinished, err := h.unfinishedSteps(id)
+	unfinished, err := h.unfinishedSteps(id, plan.Policy.Journal)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -146,8 +147,11 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 }
 
 // unfinishedSteps finds steps whose last attempt never finished and were not
-// recorded or replayed afterwards.
-func (h *Host) unfinishedSteps(id string) ([]string, error) {
+// recorded or replayed afterwards. With a journal, a step is finished only
+// when its result is recorded: an ok answer that never reached the journal
+// (the worker or the host died in between) leaves the step unfinished, so an
+// unsafe tool escalates instead of running again.
+func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 	open := map[string]bool{}
 	var order []string
 	err := h.db.View(func(tx *store.Tx) error {
@@ -162,7 +166,11 @@ func (h *Host) unfinishedSteps(id string) ([]string, error) {
 					order = append(order, ev.Step)
 				}
 				open[ev.Step] = true
-			case history.AttemptFinished, history.StepRecorded, history.StepReplayed, history.Escalated:
+			case history.AttemptFinished:
+				if !journal || ev.Outcome != history.OutcomeOK {
+					open[ev.Step] = false
+				}
+			case history.StepRecorded, history.StepReplayed, history.Escalated:
 				open[ev.Step] = false
 			}
 			return true

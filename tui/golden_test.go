@@ -24,6 +24,12 @@ func view(t *testing.T, src Source, w, h int, want string, keys ...string) strin
 	t.Helper()
 	m := New(Options{Source: src, Now: fixedNow})
 	t.Cleanup(m.Close)
+	return viewModel(t, m, w, h, want, keys...)
+}
+
+// viewModel is view for a model built by the caller.
+func viewModel(t *testing.T, m *Model, w, h int, want string, keys ...string) string {
+	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
 		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))

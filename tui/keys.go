@@ -14,7 +14,7 @@ type KeyMap struct {
 
 	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
-	OutboxTab, Help, Quit                    key.Binding
+	OutboxTab, Lesson, Help, Quit            key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -53,6 +53,7 @@ func DefaultKeyMap() KeyMap {
 		FinalOnly:     b("f", "final attempt only / every attempt", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),
+		Lesson:    b("L", "lesson mode: the guided path", "L"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q", "ctrl+c"),
 	}
@@ -70,7 +71,7 @@ var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "h
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
-		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.Help, k.Quit},
+		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.Lesson, k.Help, k.Quit},
 		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld},
 	}
 }

@@ -38,6 +38,12 @@ type Options struct {
 	HighContrast bool
 	// Title names the database in the status bar.
 	Title string
+	// Lessons is the guided path for lesson mode (L); nil turns it off.
+	Lessons Lessons
+	// Lesson opens the explorer in lesson mode.
+	Lesson bool
+	// Presenter spaces the lesson text out for a projector.
+	Presenter bool
 }
 
 type pane int
@@ -104,6 +110,11 @@ type Model struct {
 	flash     string
 	flashBad  bool
 
+	lessons   Lessons
+	lesson    lessonState
+	startLsn  bool
+	presenter bool
+
 	notices     <-chan engine.Notice
 	unsubscribe func()
 	startRun    string
@@ -135,6 +146,9 @@ func New(o Options) *Model {
 		filter:    ti,
 		collapsed: map[string]bool{},
 		startRun:  o.Run,
+		lessons:   o.Lessons,
+		startLsn:  o.Lesson,
+		presenter: o.Presenter,
 	}
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
@@ -199,6 +213,9 @@ func (m *Model) Init() tea.Cmd {
 	if m.startRun != "" {
 		cmds = append(cmds, m.start(m.startRun))
 	}
+	if m.startLsn {
+		cmds = append(cmds, m.startLesson())
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -232,7 +249,7 @@ func (m *Model) loadExecs() tea.Cmd {
 		for i, x := range list {
 			items[i] = execItem{x: x}
 			if msgs, merr := src.MessagesFor(x.ID); merr == nil {
-				items[i].duplicates = len(duplicateGroups(msgs)) > 0
+				items[i].duplicates = hasDuplicate(msgs)
 			}
 		}
 		return execsMsg{skip: skip, items: items, total: total, err: err}

@@ -4,54 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/world"
 )
-
-// intent is one logical operation as the provider sees it: the same
-// execution sending the same subject to the same recipient. More than one
-// delivery for one intent is a duplicate, whatever step ids or keys the
-// attempts carried.
-type intent struct {
-	execution, to, subject string
-}
-
-func intentOf(m world.Message) intent {
-	return intent{m.Attribution.Execution, m.To, m.Subject}
-}
-
-// group is the deliveries of one intent.
-type group struct {
-	intent intent
-	msgs   []world.Message
-}
-
-// groupMessages groups messages by intent, in order of first delivery.
-func groupMessages(msgs []world.Message) []group {
-	idx := map[intent]int{}
-	var out []group
-	for _, m := range msgs {
-		k := intentOf(m)
-		i, ok := idx[k]
-		if !ok {
-			i = len(out)
-			idx[k] = i
-			out = append(out, group{intent: k})
-		}
-		out[i].msgs = append(out[i].msgs, m)
-	}
-	return out
-}
-
-// duplicateGroups are the groups with more than one delivery.
-func duplicateGroups(msgs []world.Message) []group {
-	var out []group
-	for _, g := range groupMessages(msgs) {
-		if len(g.msgs) > 1 && g.intent.execution != "" {
-			out = append(out, g)
-		}
-	}
-	return out
-}
 
 // outboxLine is one row of the outbox pane; msg is nil for headers and totals.
 type outboxLine struct {
@@ -67,10 +22,10 @@ func outboxLines(msgs []world.Message, total int) []outboxLine {
 	if len(msgs) == 0 {
 		out = append(out, outboxLine{text: "no messages from this execution"})
 	}
-	for _, g := range groupMessages(msgs) {
-		out = append(out, outboxLine{text: fmt.Sprintf("%s · %q", g.intent.to, g.intent.subject)})
-		for i := range g.msgs {
-			m := g.msgs[i]
+	for _, g := range narrate.GroupByIntent(msgs) {
+		out = append(out, outboxLine{text: fmt.Sprintf("%s · %q", g.Intent.To, g.Intent.Subject)})
+		for i := range g.Messages {
+			m := g.Messages[i]
 			at := m.Attribution
 			cause := fmt.Sprintf("%s #%d", at.Step, at.Attempt)
 			if at.Key != "" {
@@ -80,8 +35,8 @@ func outboxLines(msgs []world.Message, total int) []outboxLine {
 			}
 			out = append(out, outboxLine{text: fmt.Sprintf("  %s  %s", m.ID, cause), msg: &m})
 		}
-		n := len(g.msgs)
-		if n > 1 {
+		n := len(g.Messages)
+		if g.Duplicate() {
 			out = append(out, outboxLine{text: fmt.Sprintf("  %d messages ← duplicate send", n), status: 2})
 		} else {
 			out = append(out, outboxLine{text: "  1 message ✓", status: 1})
@@ -121,4 +76,14 @@ func plural(n int) string {
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// hasDuplicate reports whether any intent among msgs was delivered twice.
+func hasDuplicate(msgs []world.Message) bool {
+	for _, g := range narrate.GroupByIntent(msgs) {
+		if g.Duplicate() {
+			return true
+		}
+	}
+	return false
 }

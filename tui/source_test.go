@@ -42,10 +42,29 @@ type snapshot struct {
 	calls     []string
 }
 
+var (
+	recordedMu sync.Mutex
+	recorded   = map[string]*snapshot{}
+)
+
 // record runs scripts of actions against a real host on a scratch
 // database and snapshots the result. Each script is a scenario name and
-// its actions: "run" or "resume".
+// its actions: "run" or "resume". Recordings are made once per test binary;
+// each caller gets its own copy to act on.
 func record(t *testing.T, scripts ...[]string) *snapshot {
+	t.Helper()
+	key := fmt.Sprint(scripts)
+	recordedMu.Lock()
+	defer recordedMu.Unlock()
+	snap, ok := recorded[key]
+	if !ok {
+		snap = recordNow(t, scripts...)
+		recorded[key] = snap
+	}
+	return &snapshot{execs: snap.execs, events: snap.events, msgs: snap.msgs, records: snap.records, scenarios: snap.scenarios}
+}
+
+func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 	t.Helper()
 	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS})
 	if err != nil {
@@ -120,7 +139,7 @@ func normalise(start time.Time, evs []history.Event) []history.Event {
 		if e.Type == history.AttemptFinished {
 			e.Duration = 2 * time.Millisecond
 			if e.Outcome == history.OutcomeTimeout {
-				e.Duration = 300 * time.Millisecond
+				e.Duration = time.Second
 			}
 		}
 	}

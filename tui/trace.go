@@ -173,7 +173,7 @@ func buildTrace(x history.Execution, events []history.Event, msgs []world.Messag
 				parent = run
 			}
 			add(parent, &node{kind: kindReplay, id: fmt.Sprintf("seq%d", ev.Seq), mark: markReplay,
-				text:  fmt.Sprintf("%s  %s  replayed from journal (run %d) → %s · no request", ev.Tool, ev.Step, ev.ResultRun, resultRef(ev.Result)),
+				text:  fmt.Sprintf("%s  %s  replayed from journal (run %d) → %s", ev.Tool, ev.Step, ev.ResultRun, resultRef(ev.Result)),
 				event: ev, step: ev.Step})
 		case history.WorkerCrashed:
 			for _, a := range attempts {

@@ -43,6 +43,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case noticesMsg:
 		return m, m.onNotices(msg)
+	case lessonRanMsg:
+		return m, m.onLessonRan(msg)
 	case actionMsg:
 		if msg.err != nil {
 			m.setFlash(oneLine(msg.err.Error()), true)
@@ -149,6 +151,16 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if m.picking {
 		return m.onPickerKey(msg)
 	}
+	if m.lesson.on {
+		switch m.lesson.phase {
+		case phasePredict:
+			return m.onLessonKey(msg)
+		case phaseFeedback, phaseFinished:
+			if s := msg.String(); s == "enter" || s == "esc" || s == "ctrl+c" {
+				return m.onLessonKey(msg)
+			}
+		}
+	}
 	if m.showHelp {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
 			return m.quit()
@@ -251,6 +263,12 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.reflow()
 		m.clampScroll()
+	case key.Matches(msg, k.Lesson):
+		if m.lesson.on {
+			m.lesson.on = false
+			return nil
+		}
+		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):
 		m.crmTab = !m.crmTab
 		m.outSel, m.outTop = 0, 0

@@ -14,9 +14,10 @@ import (
 )
 
 const (
-	execPaneWidth   = 30
+	execPaneWidth   = 34
 	outboxPaneWidth = 40
 	detailHeight    = 8
+	lessonHeight    = 12
 )
 
 // rect is a pane's place on screen.
@@ -30,6 +31,13 @@ func (m *Model) wide() bool { return m.width >= wideWidth }
 // the focused pane is shown, under a tab bar.
 func (m *Model) layout() map[pane]rect {
 	if m.wide() {
+		detailHeight := detailHeight
+		if m.lesson.on {
+			detailHeight = lessonHeight
+			if m.presenter {
+				detailHeight += 4
+			}
+		}
 		topH := m.height - 1 - detailHeight
 		traceW := m.width - execPaneWidth - outboxPaneWidth
 		return map[pane]rect{
@@ -110,7 +118,14 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	case paneOutbox:
 		title, lines = m.outboxView(inner)
 	case paneDetail:
-		title, lines = "Detail", m.detailLines(r.w-2)
+		if m.lesson.on {
+			title, lines = m.lessonLines(r.w - 2)
+			if m.presenter {
+				lines = spaced(lines)
+			}
+		} else {
+			title, lines = "Detail", m.detailLines(r.w-2)
+		}
 	}
 	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
 }
@@ -156,7 +171,7 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		badge, mk := statusBadge(it)
 		plain := fmt.Sprintf("%s %s  %s", badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s %s  %s", m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("  %s · %s · %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
+		l2 := m.theme.Dim.Render(fmt.Sprintf("  %s  %s  %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
 		if idx == m.execSel {
 			l1 = m.theme.Selected.Render(fit(plain, width))
 		}
@@ -539,4 +554,16 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	return nil
+}
+
+// spaced puts a blank line between lines, for reading from the back of a room.
+func spaced(lines []string) []string {
+	out := make([]string, 0, 2*len(lines))
+	for i, l := range lines {
+		if i > 0 {
+			out = append(out, "")
+		}
+		out = append(out, l)
+	}
+	return out
 }

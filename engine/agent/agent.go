@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,11 +79,14 @@ func Run(ctx context.Context, runtimeURL, execution string, run int, token strin
 }
 
 type worker struct {
-	rt      *runtimeClient
-	plan    engine.Plan
-	scn     *scenario.Scenario
-	tools   *http.Client
-	turn    int
+	rt    *runtimeClient
+	plan  engine.Plan
+	scn   *scenario.Scenario
+	tools *http.Client
+	turn  int
+	// mu guards results and plan.Attempts, which the concurrent copies of a
+	// call share, and keeps their attempt grants in order.
+	mu      sync.Mutex
 	results map[string]any // step id -> decoded result, for ${step.field}
 }
 
@@ -111,6 +117,9 @@ func (w *worker) call(ctx context.Context, c scenario.Call) error {
 	if err != nil {
 		return err
 	}
+	if c.Copies() > 1 {
+		return w.copies(ctx, c, tool, args)
+	}
 	step, order := c.Step, c.ArgOrder
 	retries := 0
 	for {
@@ -126,12 +135,82 @@ func (w *worker) call(ctx context.Context, c scenario.Call) error {
 			return err
 		}
 		if c.AgentRetry.FreshStep {
-			step = fmt.Sprintf("%s-retry%d", c.Step, retries)
+			step = scenario.FreshStepID(c.Step, retries)
 		}
 		if c.AgentRetry.Reorder {
 			order = reversed(order)
 		}
+		if len(c.AgentRetry.Args) > 0 {
+			if args, order, err = rewrite(args, order, c.AgentRetry.Args); err != nil {
+				return fmt.Errorf("%s: agent retry arguments: %w", step, err)
+			}
+		}
 	}
+}
+
+// copies runs the identical copies of a call at once, as a model that emits
+// the same parallel tool call twice would: same step id, same key. The call
+// is done when every copy is.
+func (w *worker) copies(ctx context.Context, c scenario.Call, tool scenario.Tool, args map[string]any) error {
+	type outcome struct {
+		done bool
+		err  error
+	}
+	out := make([]outcome, c.Copies())
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, err := w.step(ctx, c, tool, c.Step, args, c.ArgOrder)
+			out[i] = outcome{done, err}
+		}()
+	}
+	wg.Wait()
+	for _, o := range out {
+		if o.err != nil {
+			return o.err
+		}
+	}
+	for _, o := range out {
+		if !o.done {
+			return w.stop(ctx, history.ExecutionFailed, c.Step, fmt.Sprintf("%s: the retry policy gave up", c.Step))
+		}
+	}
+	return nil
+}
+
+// rewrite applies an agent-level retry's rewritten arguments: a copy of args
+// with some values replaced; new names are written last.
+func rewrite(args map[string]any, order []string, changes map[string]any) (map[string]any, []string, error) {
+	// Round-trip through JSON so numbers are json.Number, as in the plan.
+	raw, err := json.Marshal(changes)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var norm map[string]any
+	if err := dec.Decode(&norm); err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]any, len(args)+len(norm))
+	for k, v := range args {
+		out[k] = v
+	}
+	order = append([]string(nil), order...)
+	names := make([]string, 0, len(norm))
+	for k := range norm {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if _, ok := out[k]; !ok {
+			order = append(order, k)
+		}
+		out[k] = norm[k]
+	}
+	return out, order, nil
 }
 
 // step runs one step id under the retry policy. done is false when the
@@ -139,12 +218,12 @@ func (w *worker) call(ctx context.Context, c scenario.Call) error {
 func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, step string, args map[string]any, order []string) (done bool, err error) {
 	policy := w.plan.Policy
 	if policy.Journal {
-		rec, ok, err := w.rt.journal(ctx, step)
+		rec, ok, err := w.rt.journal(ctx, url.PathEscape(step))
 		if err != nil {
 			return false, err
 		}
 		if ok {
-			w.results[c.Step] = decodeResult(rec.Result)
+			w.setResult(c.Step, rec.Result)
 			return true, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
 				Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result, ResultRun: rec.Run})
 		}
@@ -153,7 +232,10 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		return false, w.stop(ctx, history.Escalated, step, fmt.Sprintf(
 			"%s: an earlier attempt's outcome is unknown and %s is unsafe to repeat; a human must check", step, c.Tool))
 	}
-	rendered := render(args, w.results, w.plan.Run).(map[string]any)
+	rendered, err := w.decide(ctx, c, step, args)
+	if err != nil {
+		return false, err
+	}
 	argsJSON, err := idemkey.Canonical(rendered)
 	if err != nil {
 		return false, fmt.Errorf("%s: arguments: %w", step, err)
@@ -164,21 +246,8 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 	}
 	retry := w.scn.Policy.Retry
 	for n := 1; ; n++ {
-		attempt := w.plan.Attempts[step] + 1
-		w.plan.Attempts[step] = attempt
-		key := ""
-		if policy.Keys && tool.Kind == scenario.KindKeyed {
-			if key, err = w.key(step, rendered, order, attempt); err != nil {
-				return false, err
-			}
-		}
-		req, exch, err := w.request(tool, step, rendered, attempt, key)
+		attempt, key, req, grant, err := w.begin(ctx, c, tool, step, rendered, order)
 		if err != nil {
-			return false, err
-		}
-		var grant engine.AttemptGrant
-		if err := w.rt.do(ctx, http.MethodPost, "/attempts", engine.AttemptRequest{Step: step, Tool: c.Tool,
-			Attempt: attempt, MaxAttempts: retry.MaxAttempts, Key: key, Request: exch}, &grant); err != nil {
 			return false, err
 		}
 		if grant.Crash == fault.CrashBeforeCall {
@@ -194,9 +263,9 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 			return false, err
 		}
 		if res.outcome == history.OutcomeOK {
-			w.results[c.Step] = decodeResult(res.body)
+			w.setResult(c.Step, res.body)
 			if policy.Journal {
-				if err := w.rt.do(ctx, http.MethodPut, "/journal/"+step, history.JournalRecord{Tool: c.Tool,
+				if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
 					Key: key, Attempt: attempt, Result: res.body}, nil); err != nil {
 					return false, err
 				}
@@ -232,6 +301,79 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 	}
 }
 
+// begin numbers the next attempt of a step, builds its request and asks the
+// host for it (learning the crash fault it meets, if any). Copies of a call
+// take their turns here, so attempt numbers reach the host in order.
+func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool, step string, args map[string]any,
+	order []string) (attempt int, key string, req *http.Request, grant engine.AttemptGrant, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	attempt = w.plan.Attempts[step] + 1
+	w.plan.Attempts[step] = attempt
+	if w.plan.Policy.Keys && tool.Kind == scenario.KindKeyed {
+		if key, err = w.key(step, args, order, attempt); err != nil {
+			return
+		}
+	}
+	req, exch, err := w.request(tool, step, args, attempt, key)
+	if err != nil {
+		return
+	}
+	err = w.rt.do(ctx, http.MethodPost, "/attempts", engine.AttemptRequest{Step: step, Tool: c.Tool,
+		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch}, &grant)
+	return
+}
+
+// setResult keeps a step's result for ${step.field} references.
+func (w *worker) setResult(step string, raw json.RawMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.results[step] = decodeResult(raw)
+}
+
+// decide renders a call's arguments (${run}, ${step.field}). When the policy
+// journals decisions, the rendered arguments are recorded under
+// "<step>#args" before the first attempt, and a later run reuses that record
+// instead of rendering again: arguments that would come out differently
+// after a restart then keep their key.
+func (w *worker) decide(ctx context.Context, c scenario.Call, step string, args map[string]any) (map[string]any, error) {
+	w.mu.Lock()
+	rendered := render(args, w.results, w.plan.Run).(map[string]any)
+	w.mu.Unlock()
+	if !w.plan.Policy.Journal || !w.scn.Policy.JournalDecisions {
+		return rendered, nil
+	}
+	name := step + scenario.DecisionSuffix
+	rec, ok, err := w.rt.journal(ctx, url.PathEscape(name))
+	if err != nil {
+		return nil, err
+	}
+	// A decision of this very run is not reused: an agent-level retry in a
+	// new turn may have rewritten the arguments on purpose.
+	if ok && rec.Run != w.plan.Run {
+		dec := json.NewDecoder(bytes.NewReader(rec.Result))
+		dec.UseNumber()
+		var prior map[string]any
+		if err := dec.Decode(&prior); err != nil {
+			return nil, fmt.Errorf("%s: recorded decision: %w", step, err)
+		}
+		if prior == nil {
+			return nil, fmt.Errorf("%s: recorded decision is not an argument object", step)
+		}
+		return prior, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: name, Tool: c.Tool,
+			Result: rec.Result, ResultRun: rec.Run, Text: history.ReplayDecision})
+	}
+	canon, err := idemkey.Canonical(rendered)
+	if err != nil {
+		return nil, fmt.Errorf("%s: arguments: %w", step, err)
+	}
+	if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(name),
+		history.JournalRecord{Tool: c.Tool, Result: canon}, nil); err != nil {
+		return nil, fmt.Errorf("%s: journal decision: %w", step, err)
+	}
+	return rendered, nil
+}
+
 // stop records how the execution ended early.
 func (w *worker) stop(ctx context.Context, typ history.Type, step, msg string) error {
 	if err := w.rt.event(ctx, history.Event{Type: typ, Step: step, Error: msg}); err != nil {
@@ -258,6 +400,8 @@ func (w *worker) key(step string, args map[string]any, order []string, attempt i
 		scope = fmt.Sprintf("%s#%d", step, attempt)
 	case scenario.KeyFromTimestamp:
 		scope = step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
+	case scenario.KeyFromStep:
+		return idemkey.FromCanonical(w.plan.Execution, step, nil, p.KeyDigits)
 	}
 	if p.CanonicalArgs() {
 		return idemkey.Derive(w.plan.Execution, scope, args, p.KeyDigits)

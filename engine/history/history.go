@@ -36,6 +36,10 @@ const (
 	ExecutionFailed    Type = "ExecutionFailed"
 )
 
+// ReplayDecision marks a StepReplayed event (in Text) that reused the
+// agent's recorded decision — the call's arguments — rather than a result.
+const ReplayDecision = "decision"
+
 // Outcome classifies a finished attempt.
 type Outcome string
 
@@ -151,13 +155,15 @@ func (p Policy) String() string {
 
 // Execution is the record kept beside an execution's history.
 type Execution struct {
-	ID       string    `json:"id"`
-	Scenario string    `json:"scenario"`
-	Policy   Policy    `json:"policy"`
-	Status   Status    `json:"status"`
-	Runs     int       `json:"runs"`
-	Started  time.Time `json:"started"`
-	Updated  time.Time `json:"updated"`
+	ID       string `json:"id"`
+	Scenario string `json:"scenario"`
+	// Source is the scenario file's path when it was not from the catalogue.
+	Source  string    `json:"source,omitempty"`
+	Policy  Policy    `json:"policy"`
+	Status  Status    `json:"status"`
+	Runs    int       `json:"runs"`
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
 	// Ended is set when the execution finished.
 	Ended time.Time `json:"ended,omitzero"`
 	// StartKey is the run-level idempotency key it was started with, if any.

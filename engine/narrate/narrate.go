@@ -62,7 +62,10 @@ func (n *Narrator) event(ev history.Event) []string {
 		n.args[ev.Step] = args
 		return []string{tag("agent") + fmt.Sprintf("%s: %s(%s)", ev.Step, ev.Tool, Args(args))}
 	case history.AttemptStarted:
-		line := tag("tool") + ev.Request.Method + " " + ev.Request.URL
+		line := tag("tool") + "attempt " + fmt.Sprint(ev.Attempt) + " of " + ev.Step
+		if ev.Request != nil {
+			line = tag("tool") + ev.Request.Method + " " + ev.Request.URL
+		}
 		if ev.Key != "" {
 			line += "  Idempotency-Key: " + ev.Key
 		}
@@ -80,6 +83,9 @@ func (n *Narrator) event(ev history.Event) []string {
 	case history.StepRecorded:
 		return []string{tag("journal") + fmt.Sprintf("recorded %s = %s", ev.Step, Summary(ev.Result))}
 	case history.StepReplayed:
+		if ev.Text == history.ReplayDecision {
+			return []string{tag("journal") + fmt.Sprintf("%s: reusing the arguments decided in run %d — the same intent, so the same key", ev.Step, ev.ResultRun)}
+		}
 		return []string{tag("journal") + fmt.Sprintf("%s already has a recorded result (%s, run %d) — skipping tool call", ev.Step, Summary(ev.Result), ev.ResultRun)}
 	case history.WorkerCrashed:
 		if ev.Fault != "" {
@@ -115,6 +121,9 @@ func attemptResult(ev history.Event) string {
 	case history.OutcomeTimeout:
 		return fmt.Sprintf("✖ attempt %d: timeout after %s — no response; the caller cannot tell whether it arrived", ev.Attempt, round(ev.Duration))
 	case history.OutcomeOK:
+		if ev.Response == nil {
+			return fmt.Sprintf("✓ attempt %d: OK", ev.Attempt)
+		}
 		s := fmt.Sprintf("✓ attempt %d: %d OK %s", ev.Attempt, ev.Response.Status, Summary(ev.Response.Body))
 		if ev.Deduplicated {
 			s += "  deduplicated: true (Idempotent-Replayed)"
@@ -130,7 +139,7 @@ func attemptResult(ev history.Event) string {
 	if ev.Response != nil {
 		status = ev.Response.Status
 	}
-	return fmt.Sprintf("✖ attempt %d: %s (%d) %s", ev.Attempt, ev.Outcome, status, problem(ev.Response))
+	return strings.TrimRight(fmt.Sprintf("✖ attempt %d: %s (%d) %s", ev.Attempt, ev.Outcome, status, problem(ev.Response)), " ")
 }
 
 func problem(x *history.Exchange) string {
@@ -233,26 +242,17 @@ func argRank(k string) int {
 	return 3
 }
 
-// OutboxSummary is the closing lines: messages per recipient that this
-// execution caused, with the article's duplicate flag.
+// OutboxSummary is the closing lines: per intent of this execution, how
+// many messages the provider holds, with the article's duplicate flag.
 func OutboxSummary(msgs []world.Message, execution string) []string {
-	counts := map[string]int{}
-	var order []string
-	for _, m := range msgs {
-		if m.Attribution.Execution != execution {
-			continue
-		}
-		if counts[m.To] == 0 {
-			order = append(order, m.To)
-		}
-		counts[m.To]++
-	}
-	if len(order) == 0 {
-		return []string{tag("mail-api") + "outbox: no messages from this execution"}
-	}
 	var out []string
-	for _, to := range order {
-		out = append(out, tag("mail-api")+CountLine(to, counts[to]))
+	for _, g := range GroupByIntent(msgs) {
+		if g.Intent.Execution == execution {
+			out = append(out, tag("mail-api")+CountLine(g.Intent.To, len(g.Messages)))
+		}
+	}
+	if len(out) == 0 {
+		return []string{tag("mail-api") + "outbox: no messages from this execution"}
 	}
 	return out
 }

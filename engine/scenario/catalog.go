@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -51,12 +52,20 @@ func (c *Catalog) All() ([]*Scenario, error) {
 // Get finds a scenario by name, or reads it from a file when name is a path
 // to a .yaml or .yml file.
 func (c *Catalog) Get(name string) (*Scenario, error) {
-	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
+	if IsPath(name) {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("scenario file: %w", err)
 		}
-		return Parse(name, data)
+		s, err := Parse(name, data)
+		if err != nil {
+			return nil, err
+		}
+		s.File = name
+		if abs, err := filepath.Abs(name); err == nil {
+			s.File = abs
+		}
+		return s, nil
 	}
 	file := name + ".yaml"
 	if _, err := fs.Stat(c.fsys, file); err == nil {
@@ -82,6 +91,12 @@ func (c *Catalog) Get(name string) (*Scenario, error) {
 	}
 	sort.Strings(names)
 	return nil, fmt.Errorf("%w %q (known: %s; or give a path to a .yaml file)", ErrUnknown, name, strings.Join(names, ", "))
+}
+
+// IsPath reports whether a scenario name is a file path rather than a name
+// in the catalogue.
+func IsPath(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator)
 }
 
 // Base is the file name of a scenario source, for display.

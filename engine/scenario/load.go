@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -44,7 +45,15 @@ func (e *Error) Error() string {
 }
 
 // Parse reads one scenario from YAML. file names it in errors.
-func Parse(file string, data []byte) (*Scenario, error) {
+func Parse(file string, data []byte) (scn *Scenario, err error) {
+	// yaml.v3 panics on some malformed documents (a merge key that is not a
+	// scalar, for one): a bad file must be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			msg := strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(fmt.Sprint(r))
+			scn, err = nil, &Error{File: file, Msg: "the YAML reader cannot handle this document (" + msg + ")"}
+		}
+	}()
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: file, Msg: fmt.Sprintf("file is %d bytes; a scenario is at most %d", len(data), MaxFileSize)}
 	}
@@ -63,7 +72,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(file, err)
+		return nil, withField(yamlError(file, err), root.Content[0])
 	}
 	s.Source = file
 	doc := root.Content[0]
@@ -122,11 +131,63 @@ func yamlError(file string, err error) error {
 		msg = te.Errors[0]
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
+	// A quoted value may span lines; the error must stay on one.
+	msg = strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(msg)
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: file, Line: line, Msg: friendlyYAML(m[2])}
 	}
 	return &Error{File: file, Msg: friendlyYAML(msg)}
+}
+
+// unknownField matches yaml.v3's unknown-field error after friendlyYAML.
+var unknownField = regexp.MustCompile(`^field (\S+) not found in \w+(.*)$`)
+
+// withField names the field a decoding error is about: an unknown field
+// by its own name, any other error by the key on its line.
+func withField(err error, doc *yaml.Node) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Field != "" || e.Line == 0 {
+		return err
+	}
+	if m := unknownField.FindStringSubmatch(e.Msg); m != nil {
+		path := fieldAt(doc, e.Line, nil)
+		if len(path) > 0 {
+			path = path[:len(path)-1]
+		}
+		e.Field = strings.Join(append(path, m[1]), ".")
+		e.Msg = "unknown field" + m[2]
+		return e
+	}
+	if path := fieldAt(doc, e.Line, nil); len(path) > 0 {
+		e.Field = strings.Join(path, ".")
+	}
+	return e
+}
+
+// fieldAt is the path of the deepest mapping key on a line.
+func fieldAt(n *yaml.Node, line int, path []string) []string {
+	var best []string
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := append(append([]string{}, path...), k.Value)
+			if k.Line == line {
+				best = p
+			}
+			if deeper := fieldAt(v, line, p); len(deeper) > len(best) {
+				best = deeper
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if deeper := fieldAt(c, line, append(append([]string{}, path...), strconv.Itoa(i))); len(deeper) > len(best) {
+				best = deeper
+			}
+		}
+	}
+	return best
 }
 
 var typeName = regexp.MustCompile(`in type scenario\.(\w+)`)
@@ -145,15 +206,15 @@ func friendlyYAML(msg string) string {
 func fieldsOf(typ string) string {
 	fields := map[string]string{
 		"Scenario":   "name, title, teaches, execution, policy, tools, turns, faults, narration, expect, order",
-		"Policy":     "keys, journal, key_digits, key_from, canonical, retention, retry",
+		"Policy":     "keys, journal, key_digits, key_from, canonical, retention, retry, journal_decisions",
 		"Retry":      "initial, backoff, max_interval, max_attempts, timeout, non_retryable",
 		"Tool":       "service, op, kind, dedupe",
 		"Turn":       "text, calls",
-		"Call":       "step, tool, args, agent_retry",
-		"AgentRetry": "text, fresh_step, max, reorder",
+		"Call":       "step, tool, args, agent_retry, concurrent",
+		"AgentRetry": "text, fresh_step, max, reorder, args",
 		"Fault":      "step, attempt, point",
 		"Narration":  "intro, outro, predict",
-		"Expect":     "script, outbox, crm_rows, status, mail_requests",
+		"Expect":     "script, outbox, crm_rows, crm_writes, status, mail_requests, executions, runs, attempts",
 	}
 	return fields[typ]
 }
@@ -206,7 +267,10 @@ func (e *fieldError) Error() string { return strings.Join(e.path, ".") + ": " + 
 
 func fieldErr(msg string, path ...string) error { return &fieldError{path: path, msg: msg} }
 
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+var (
+	validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	validStep = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
 
 func (s *Scenario) applyDefaults() {
 	if s.Policy.KeyDigits == 0 {
@@ -229,7 +293,7 @@ func (s *Scenario) applyDefaults() {
 		r.MaxInterval = r.Initial * 100
 	}
 	if r.Timeout == 0 {
-		r.Timeout = Duration(300e6)
+		r.Timeout = Duration(time.Second)
 	}
 	for ti := range s.Turns {
 		for ci := range s.Turns[ti].Calls {
@@ -272,8 +336,14 @@ func (s *Scenario) validate() error {
 	if !validName.MatchString(s.Name) {
 		return fieldErr(fmt.Sprintf("%q is not a valid name (lower-case letters, digits, - and _)", s.Name), "name")
 	}
-	if !oneOf(s.Policy.KeyFrom, KeyFromIntent, KeyFromAttempt, KeyFromTimestamp) {
-		return fieldErr(fmt.Sprintf("unknown value %q (valid: %s)", s.Policy.KeyFrom, list(KeyFromIntent, KeyFromAttempt, KeyFromTimestamp)), "policy", "key_from")
+	if s.Order < 0 {
+		return fieldErr("must be 0 (not in the lesson path) or more", "order")
+	}
+	if !oneOf(s.Policy.KeyFrom, KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep) {
+		return fieldErr(fmt.Sprintf("unknown value %q (valid: %s)", s.Policy.KeyFrom, list(KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep)), "policy", "key_from")
+	}
+	if s.Policy.JournalDecisions && !s.Policy.Journal {
+		return fieldErr("needs journal: true (decisions are written to the journal)", "policy", "journal_decisions")
 	}
 	if d := s.Policy.KeyDigits; d < 4 || d > 64 {
 		return fieldErr(fmt.Sprintf("%d is out of range (4 to 64)", d), "policy", "key_digits")
@@ -322,12 +392,32 @@ func (s *Scenario) validate() error {
 			if c.Step == "" {
 				return fieldErr("missing (every call needs a step id)", append(cp, "step")...)
 			}
+			if !validStep.MatchString(c.Step) {
+				return fieldErr(fmt.Sprintf("%q is not a valid step id (letters, digits, '.', '-' and '_')", c.Step), append(cp, "step")...)
+			}
 			if steps[c.Step] {
 				return fieldErr(fmt.Sprintf("step id %q is used twice", c.Step), append(cp, "step")...)
 			}
 			steps[c.Step] = true
 			if _, ok := s.Tools[c.Tool]; !ok {
 				return fieldErr(fmt.Sprintf("unknown tool %q (valid: %s)", c.Tool, strings.Join(names, ", ")), append(cp, "tool")...)
+			}
+			if c.Concurrent < 0 || c.Concurrent > MaxConcurrent {
+				return fieldErr(fmt.Sprintf("%d is out of range (1 to %d; 0 means 1)", c.Concurrent, MaxConcurrent), append(cp, "concurrent")...)
+			}
+			if ar := c.AgentRetry; ar != nil {
+				ap := append(append([]string{}, cp...), "agent_retry")
+				if c.Concurrent > 1 {
+					return fieldErr("a call with concurrent copies cannot have an agent_retry", ap...)
+				}
+				if ar.Max < 0 {
+					return fieldErr("must be 1 or more (0 means 1)", append(ap, "max")...)
+				}
+				for name := range ar.Args {
+					if name == "" {
+						return fieldErr("an argument name is empty", append(ap, "args")...)
+					}
+				}
 			}
 		}
 	}
@@ -343,13 +433,130 @@ func (s *Scenario) validate() error {
 			return fieldErr("must be 0 (any) or more", append(fp, "attempt")...)
 		}
 	}
-	for i, a := range s.Expect.Script {
+	if err := s.validateExpect(steps); err != nil {
+		return err
+	}
+	return s.validateLesson()
+}
+
+// MaxConcurrent bounds Call.Concurrent.
+const MaxConcurrent = 8
+
+// validateExpect checks the expected outcome and the verify script.
+func (s *Scenario) validateExpect(steps map[string]bool) error {
+	e := s.Expect
+	started := false
+	for i, a := range e.Script {
+		ap := []string{"expect", "script", strconv.Itoa(i)}
 		if err := ValidateAction(a); err != nil {
-			return fieldErr(err.Error(), "expect", "script", strconv.Itoa(i))
+			return fieldErr(err.Error(), ap...)
+		}
+		verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
+		switch verb {
+		case "run", "submit", "submit-twice":
+			started = true
+		case "resume", "delete-journal":
+			if !started {
+				return fieldErr(fmt.Sprintf("%q needs an execution: put run or submit before it", verb), ap...)
+			}
+		}
+		if verb == "delete-journal" {
+			if base := strings.TrimSuffix(arg, DecisionSuffix); !steps[base] {
+				return fieldErr(fmt.Sprintf("no call has step id %q", arg), ap...)
+			}
 		}
 	}
-	if s.Expect.Status != "" && !oneOf(s.Expect.Status, "completed", "killed", "failed", "escalated") {
-		return fieldErr(fmt.Sprintf("unknown status %q (valid: completed, killed, failed, escalated)", s.Expect.Status), "expect", "status")
+	if e.Status != "" && !oneOf(e.Status, "completed", "killed", "failed", "escalated") {
+		return fieldErr(fmt.Sprintf("unknown status %q (valid: completed, killed, failed, escalated)", e.Status), "expect", "status")
+	}
+	recipients := make([]string, 0, len(e.Outbox))
+	for to := range e.Outbox {
+		recipients = append(recipients, to)
+	}
+	sort.Strings(recipients)
+	for _, to := range recipients {
+		if !strings.Contains(to, "@") {
+			return fieldErr(fmt.Sprintf("%q is not an email address (write recipient: count)", to), "expect", "outbox", to)
+		}
+		if e.Outbox[to] < 0 {
+			return fieldErr("a message count cannot be negative", "expect", "outbox", to)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    *int
+	}{{"crm_rows", e.CRMRows}, {"crm_writes", e.CRMWrites}, {"mail_requests", e.MailRequests},
+		{"executions", e.Executions}, {"runs", e.Runs}} {
+		if c.v != nil && *c.v < 0 {
+			return fieldErr("cannot be negative", "expect", c.name)
+		}
+	}
+	attemptSteps := make([]string, 0, len(e.Attempts))
+	for step := range e.Attempts {
+		attemptSteps = append(attemptSteps, step)
+	}
+	sort.Strings(attemptSteps)
+	for _, step := range attemptSteps {
+		if !s.knownAttemptStep(step) {
+			return fieldErr(fmt.Sprintf("no call has step id %q (an agent retry with fresh_step uses STEP-retryN)", step), "expect", "attempts", step)
+		}
+		if e.Attempts[step] < 0 {
+			return fieldErr("an attempt count cannot be negative", "expect", "attempts", step)
+		}
+	}
+	return nil
+}
+
+// DecisionSuffix names the journal record of a call's decision (its rendered
+// arguments) when the policy journals decisions: step id + "#args".
+const DecisionSuffix = "#args"
+
+// knownAttemptStep reports whether attempts can be made under a step id:
+// a call's own, or the fresh step id of one of its agent-level retries.
+func (s *Scenario) knownAttemptStep(step string) bool {
+	for _, t := range s.Turns {
+		for _, c := range t.Calls {
+			if c.Step == step {
+				return true
+			}
+			if ar := c.AgentRetry; ar != nil && ar.FreshStep {
+				for n := 1; n <= ar.Max; n++ {
+					if step == FreshStepID(c.Step, n) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// FreshStepID is the step id an agent-level retry with fresh_step gives its
+// nth new call: the mistake that changes the key.
+func FreshStepID(step string, n int) string { return fmt.Sprintf("%s-retry%d", step, n) }
+
+// validateLesson checks what a scenario in the lesson path (order > 0) needs:
+// a title, an explanation, narration for each stage and a number to predict.
+func (s *Scenario) validateLesson() error {
+	if s.Order == 0 {
+		return nil
+	}
+	for _, f := range []struct {
+		v    string
+		path []string
+	}{
+		{s.Title, []string{"title"}},
+		{s.Teaches, []string{"teaches"}},
+		{s.Narration.Intro, []string{"narration", "intro"}},
+		{s.Narration.Predict, []string{"narration", "predict"}},
+		{s.Narration.Outro, []string{"narration", "outro"}},
+	} {
+		if strings.TrimSpace(f.v) == "" {
+			return fieldErr("missing (a scenario in the lesson path, order > 0, needs it)", f.path...)
+		}
+	}
+	if len(s.Expect.Outbox) == 0 && s.Expect.CRMRows == nil {
+		return fieldErr("a lesson asks the learner to predict a number: give expect.outbox or expect.crm_rows", "expect")
 	}
 	return nil
 }
@@ -358,7 +565,7 @@ func (s *Scenario) validate() error {
 func ValidateAction(a string) error {
 	verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
 	switch verb {
-	case "run", "resume", "reset-world", "submit-twice":
+	case "run", "resume", "reset-world", "submit", "submit-twice":
 		if arg != "" {
 			return fmt.Errorf("%q takes no argument", verb)
 		}
@@ -372,7 +579,7 @@ func ValidateAction(a string) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("unknown action %q (valid: run, resume, delete-journal STEP, advance DURATION, reset-world, submit-twice)", a)
+		return fmt.Errorf("unknown action %q (valid: run, resume, delete-journal STEP, advance DURATION, reset-world, submit, submit-twice)", a)
 	}
 	return nil
 }

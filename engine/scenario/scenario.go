@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/retrylab/retrylab/engine/fault"
 )
 
@@ -31,6 +33,9 @@ type Scenario struct {
 
 	// Source is where the scenario was read from (file name), for errors.
 	Source string `yaml:"-"`
+	// File is the path of a scenario read from a file outside the
+	// catalogue, so it can be read again to resume; empty for the catalogue.
+	File string `yaml:"-"`
 }
 
 // KeyFrom says what an agent builds its idempotency keys from.
@@ -41,6 +46,10 @@ const (
 	KeyFromIntent    KeyFrom = "intent"    // execution id, step id, canonical args
 	KeyFromAttempt   KeyFrom = "attempt"   // ... plus the attempt number: changes on every retry
 	KeyFromTimestamp KeyFrom = "timestamp" // ... plus the time: changes on every retry
+	// KeyFromStep leaves the arguments out (execution id and step id only),
+	// like a key minted once per operation: a retry that changes the
+	// arguments reuses the key, and the provider answers 422.
+	KeyFromStep KeyFrom = "step"
 )
 
 // Policy is how the agent protects its tool calls.
@@ -56,6 +65,12 @@ type Policy struct {
 	// Retention is the mail API's key retention for this scenario (default 24h).
 	Retention Duration `yaml:"retention"`
 	Retry     Retry    `yaml:"retry"`
+	// JournalDecisions makes the agent journal its decision (the rendered
+	// arguments of a call, under step "<step>#args") before the first
+	// attempt and reuse it after a restart, so arguments it would generate
+	// differently (${run}, a timestamp, an LLM's wording) keep their key.
+	// It needs journal: true.
+	JournalDecisions bool `yaml:"journal_decisions"`
 }
 
 // CanonicalArgs reports whether arguments are canonicalised before hashing.
@@ -132,7 +147,19 @@ type Call struct {
 	// AgentRetry makes the agent, once the retry policy gives up, start a new
 	// turn and call the tool again.
 	AgentRetry *AgentRetry `yaml:"agent_retry"`
+	// Concurrent is how many identical copies of the call the agent fires at
+	// once (default 1), like a model that emits the same parallel tool call
+	// twice: the copies share the step id, and so the key.
+	Concurrent int `yaml:"concurrent"`
 	line       int
+}
+
+// Copies is how many copies of the call run at once (at least 1).
+func (c Call) Copies() int {
+	if c.Concurrent < 1 {
+		return 1
+	}
+	return c.Concurrent
 }
 
 // AgentRetry is an agent-level retry: a new turn that calls the tool again.
@@ -145,6 +172,9 @@ type AgentRetry struct {
 	// Reorder makes the new turn write the same arguments in reverse order
 	// (harmless only when keys are built from canonical arguments).
 	Reorder bool `yaml:"reorder"`
+	// Args replaces some arguments in the new turn (the agent rewrote them),
+	// for example another body. References like ${run} work as in Call.Args.
+	Args map[string]any `yaml:"args"`
 }
 
 // Fault is one fault of the plan. Each fires at most once per execution.
@@ -168,7 +198,9 @@ type Narration struct {
 // Expect is the outcome a scenario must produce, checked by verify.
 type Expect struct {
 	// Script is what verify does, in order: "run", "resume",
-	// "delete-journal STEP", "advance DURATION", "reset-world".
+	// "delete-journal STEP", "advance DURATION", "reset-world", "submit"
+	// (a start with a run-level idempotency key) and "submit-twice" (two
+	// starts with the same key, at once). Default: [run].
 	Script []string `yaml:"script"`
 	// Outbox is the number of messages per recipient.
 	Outbox map[string]int `yaml:"outbox"`
@@ -176,8 +208,22 @@ type Expect struct {
 	CRMRows *int `yaml:"crm_rows"`
 	// Status is the execution's final status.
 	Status string `yaml:"status"`
-	// MailRequests bounds the requests the mail API received; nil means not checked.
+	// MailRequests is the number of requests the mail API answered for the
+	// scenario's executions; nil means not checked.
 	MailRequests *int `yaml:"mail_requests"`
+	// CRMWrites is the number of write requests the CRM applied (an upsert
+	// repeated with the same fields counts twice, yet leaves one row); nil
+	// means not checked.
+	CRMWrites *int `yaml:"crm_writes"`
+	// Executions is the number of executions the script created; nil means
+	// not checked.
+	Executions *int `yaml:"executions"`
+	// Runs is the number of runs (worker starts) of the last execution; nil
+	// means not checked.
+	Runs *int `yaml:"runs"`
+	// Attempts is the number of attempts per step id of the last execution,
+	// over all its runs. Steps not listed are not checked.
+	Attempts map[string]int `yaml:"attempts"`
 }
 
 // Duration is a time.Duration written as "300ms", "24h" in YAML.
@@ -188,6 +234,18 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // MarshalText writes the duration as "300ms".
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalYAML reads a duration and, when it is not one, says on which
+// line (a text unmarshaler's error would come without one).
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration like 300ms, 2s or 24h", n.Line)
+	}
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
 
 // UnmarshalText reads "300ms", "1.5s", "24h".
 func (d *Duration) UnmarshalText(b []byte) error {

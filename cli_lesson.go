@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/lesson"
+)
+
+func (a *app) lessonCmd() *cobra.Command {
+	var reset, presenter, quiet bool
+	var answers string
+	cmd := &cobra.Command{
+		Use:   "lesson",
+		Short: "Walk the lesson path: predict the outbox, run, see why",
+		Long: `Walk through the scenario catalogue in teaching order. Each lesson says what
+will happen, asks you to predict a number (the messages in the outbox, or the
+CRM rows), runs the scenario on the database, and confirms or explains.
+
+Progress is kept in the database (--db), so a workshop can stop (q, or
+Ctrl-D) and resume later where it left off. Each lesson starts from a clean
+slate: it wipes the database's executions, journals, outbox, keys and CRM,
+like the article's reset between experiments. Use a workshop database, not
+one whose histories you want to keep.
+
+--answers gives the predictions up front (scripted use, no prompts).`,
+		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var scripted []int
+			if cmd.Flags().Changed("answers") {
+				var err error
+				if scripted, err = parseAnswers(answers); err != nil {
+					return &exitError{code: 2, msg: "--answers: " + err.Error()}
+				}
+			}
+			h, err := a.openHost()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			s, err := lesson.Open(h)
+			if err != nil {
+				return err
+			}
+			if reset {
+				if err := s.Reset(); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.out, "Lesson progress reset.")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts := lesson.WalkOptions{Out: a.out, Answers: scripted, Presenter: presenter, Narrate: !quiet}
+			if scripted == nil {
+				opts.In = cmd.InOrStdin()
+			}
+			return lesson.Walk(ctx, s, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&reset, "reset", false, "forget the progress and start at the first lesson")
+	cmd.Flags().StringVar(&answers, "answers", "", "predictions for the next lessons, comma-separated (e.g. 2,2,1)")
+	cmd.Flags().BoolVar(&presenter, "presenter", false, "more spacing, for a projector")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not narrate each run's attempts")
+	return cmd
+}
+
+// parseAnswers reads "2,1,3" into numbers.
+func parseAnswers(s string) ([]int, error) {
+	out := []int{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count (want numbers like 2,1,1)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

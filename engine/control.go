@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+// The control API lets a second retrylab process drive a running host: the
+// host writes its address and token to a file beside the database (mode
+// 0600, so only the same user can read it), and Dial uses it. It shares the
+// runtime API's loopback listener and token.
+
+// hostInfo is the content of the file beside the database.
+type hostInfo struct {
+	PID   int    `json:"pid"`
+	URL   string `json:"url"`
+	Token string `json:"token"`
+	DB    string `json:"db"`
+}
+
+// HostFile is where a running host announces itself for a database.
+func HostFile(dbPath string) string { return dbPath + ".host" }
+
+func (h *Host) writeHostFile() error {
+	abs, err := filepath.Abs(h.cfg.DBPath)
+	if err != nil {
+		abs = h.cfg.DBPath
+	}
+	data, err := json.Marshal(hostInfo{PID: os.Getpid(), URL: h.runtimeURL, Token: h.token, DB: abs})
+	if err != nil {
+		return err
+	}
+	path := HostFile(h.cfg.DBPath)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("announce host: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("announce host: %w", err)
+	}
+	return nil
+}
+
+// removeHostFile removes the announcement if it is still this host's.
+func (h *Host) removeHostFile() {
+	path := HostFile(h.cfg.DBPath)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var info hostInfo
+	if json.Unmarshal(data, &info) == nil && info.PID == os.Getpid() {
+		_ = os.Remove(path)
+	}
+}
+
+// rpcError is an error as it crosses the control API.
+type rpcError struct {
+	Error string `json:"error"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, ErrNoExecution):
+		return "no_execution"
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	}
+	return ""
+}
+
+// runInfo describes a run across the control API.
+type runInfo struct {
+	Execution    string         `json:"execution"`
+	Number       int            `json:"number"`
+	Deduplicated bool           `json:"deduplicated,omitempty"`
+	Status       history.Status `json:"status,omitempty"`
+	ExitCode     int            `json:"exit_code,omitempty"`
+	Error        string         `json:"error,omitempty"`
+}
+
+func (h *Host) controlHandlers(mux *http.ServeMux) {
+	call := func(name string, fn func(r *http.Request) (any, error)) {
+		mux.HandleFunc("POST /v1/control/"+name, func(w http.ResponseWriter, r *http.Request) {
+			out, err := fn(r)
+			if err != nil {
+				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errorKind(err)})
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+	type args struct {
+		ID        string        `json:"id"`
+		Step      string        `json:"step"`
+		Name      string        `json:"name"`
+		Skip      int           `json:"skip"`
+		Limit     int           `json:"limit"`
+		From      uint64        `json:"from"`
+		Number    int           `json:"number"`
+		Point     fault.Point   `json:"point"`
+		Duration  time.Duration `json:"duration"`
+		Options   RunOptions    `json:"options"`
+		Execution string        `json:"execution"`
+	}
+	decode := func(r *http.Request) (args, error) {
+		var a args
+		err := readJSON(r, &a)
+		return a, err
+	}
+	with := func(fn func(a args) (any, error)) func(r *http.Request) (any, error) {
+		return func(r *http.Request) (any, error) {
+			a, err := decode(r)
+			if err != nil {
+				return nil, fmt.Errorf("bad control request: %w", err)
+			}
+			return fn(a)
+		}
+	}
+	type page[T any] struct {
+		List  []T `json:"list"`
+		Total int `json:"total"`
+	}
+	call("info", with(func(args) (any, error) {
+		return map[string]string{"db": h.DBPath(), "mail_url": h.MailURL(), "crm_url": h.CRMURL()}, nil
+	}))
+	call("execution", with(func(a args) (any, error) { return h.Execution(a.ID) }))
+	call("executions", with(func(a args) (any, error) {
+		list, total, err := h.Executions(a.Skip, a.Limit)
+		return page[history.Execution]{list, total}, err
+	}))
+	call("events", with(func(a args) (any, error) { return h.Events(a.ID, a.From, a.Limit) }))
+	call("journal", with(func(a args) (any, error) { return h.Journal(a.ID) }))
+	call("outbox", with(func(args) (any, error) { return h.Outbox() }))
+	call("messages_for", with(func(a args) (any, error) { return h.MessagesFor(a.Execution) }))
+	call("recent_messages", with(func(a args) (any, error) {
+		list, total, err := h.RecentMessages(a.Limit)
+		return page[any]{toAny(list), total}, err
+	}))
+	call("records", with(func(args) (any, error) { return h.Records() }))
+	call("state", with(func(args) (any, error) { return h.State() }))
+	call("scenarios", with(func(args) (any, error) { return h.Scenarios() }))
+	call("start", with(func(a args) (any, error) { return runOut(h.Start(a.Name, a.Options)) }))
+	call("resume", with(func(a args) (any, error) { return runOut(h.Resume(a.ID)) }))
+	call("wait", func(r *http.Request) (any, error) {
+		a, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		return h.waitRun(r, a.Execution, a.Number)
+	})
+	call("kill", with(func(a args) (any, error) { return struct{}{}, h.Kill(a.ID) }))
+	call("running", with(func(args) (any, error) { return h.Running(), nil }))
+	call("arm", with(func(a args) (any, error) {
+		p, err := fault.Parse(string(a.Point))
+		if err != nil {
+			return nil, err
+		}
+		h.Arm(p)
+		return struct{}{}, nil
+	}))
+	call("disarm", with(func(args) (any, error) { h.Disarm(); return struct{}{}, nil }))
+	call("armed", with(func(args) (any, error) { return h.Armed(), nil }))
+	call("delete_journal", with(func(a args) (any, error) { return struct{}{}, h.DeleteJournal(a.ID, a.Step) }))
+	call("advance", with(func(a args) (any, error) { return struct{}{}, h.AdvanceClock(a.Duration) }))
+	call("world_offset", with(func(args) (any, error) { return h.WorldOffset(), nil }))
+	call("reset_world", with(func(args) (any, error) { return struct{}{}, h.ResetWorld() }))
+	call("reset", with(func(args) (any, error) { return struct{}{}, h.Reset() }))
+	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
+}
+
+func toAny[T any](list []T) []any {
+	out := make([]any, len(list))
+	for i, v := range list {
+		out[i] = v
+	}
+	return out
+}
+
+func runOut(r *Run, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	info := runInfo{Execution: r.Execution, Number: r.Number, Deduplicated: r.Deduplicated}
+	if r.Deduplicated {
+		info.Status = r.Result().Status
+	}
+	return info, nil
+}
+
+// waitRun answers when run number of an execution has ended (or the caller
+// goes away), with how it ended.
+func (h *Host) waitRun(r *http.Request, id string, number int) (any, error) {
+	notices, stop := h.Subscribe(64)
+	defer stop()
+	for {
+		x, err := h.Execution(id)
+		if err != nil {
+			return nil, err
+		}
+		if x.Runs > number || (x.Runs == number && x.Status != history.StatusRunning) {
+			info := runInfo{Execution: id, Number: number, Status: x.Status, Error: x.Error}
+			if x.Runs > number {
+				info.Status = history.StatusKilled
+			}
+			if info.Status == history.StatusKilled {
+				info.ExitCode = ExitKilled
+			}
+			return info, nil
+		}
+		select {
+		case _, ok := <-notices:
+			if !ok {
+				return nil, errors.New("the host is closing")
+			}
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+}
+
+// streamNotices sends every notice as one JSON line until the client goes.
+func (h *Host) streamNotices(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	notices, stop := h.Subscribe(1 << 14)
+	defer stop()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case n, ok := <-notices:
+			if !ok {
+				return
+			}
+			if err := enc.Encode(n); err != nil {
+				return
+			}
+			flusher.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

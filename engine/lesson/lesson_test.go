@@ -1,0 +1,253 @@
+package lesson_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/verify"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/fixtures"
+)
+
+// TestMain lets the test binary double as the worker the hosts start.
+func TestMain(m *testing.M) {
+	agent.MainIfWorker()
+	// Workers are this binary: under -race each would sleep a second before
+	// exiting. A race in a worker still fails its run (exit status 66).
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
+	os.Exit(m.Run())
+}
+
+func openHost(t *testing.T, path string) *engine.Host {
+	t.Helper()
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestPath(t *testing.T) {
+	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path) < 20 {
+		t.Fatalf("path has %d steps; the catalogue teaches more", len(path))
+	}
+	if path[0].Name != "naive" || path[1].Name != "crash" || path[2].Name != "safe" || path[3].Name != "invoice-crm" {
+		t.Errorf("the path starts %s, %s, %s, %s; want the article's four first", path[0].Name, path[1].Name, path[2].Name, path[3].Name)
+	}
+	for i, st := range path {
+		if st.Number != i+1 || st.Of != len(path) {
+			t.Errorf("%s is %d of %d", st.Name, st.Number, st.Of)
+		}
+		if st.Scenario.Order == 0 {
+			t.Errorf("%s has order 0 but is in the path", st.Name)
+		}
+		if i > 0 && st.Scenario.Order <= path[i-1].Scenario.Order {
+			t.Errorf("%s comes after %s but its order is not higher", st.Name, path[i-1].Name)
+		}
+		if st.Intro == "" || st.Predict == "" || st.Outro == "" || st.Teaches == "" || len(st.Actions) == 0 {
+			t.Errorf("%s lacks intro, prediction, outro, explanation or actions: %+v", st.Name, st)
+		}
+	}
+	byName := map[string]lesson.Step{}
+	for _, st := range path {
+		byName[st.Name] = st
+	}
+	if st := byName["crash"]; st.Do() != "retrylab run crash → retrylab resume" || st.Expected != 2 || st.Measure != lesson.MeasureOutbox {
+		t.Errorf("crash: do %q, expected %d %s", st.Do(), st.Expected, st.Measure)
+	}
+	if st := byName["natural-idempotency"]; st.Measure != lesson.MeasureCRMRows || st.Expected != 1 {
+		t.Errorf("natural-idempotency measures %s, expects %d; want 1 CRM row", st.Measure, st.Expected)
+	}
+	if st := byName["journal-deleted"]; !strings.Contains(st.Do(), "retrylab journal delete exec_01HA step-4") {
+		t.Errorf("journal-deleted: do %q", st.Do())
+	}
+}
+
+func TestEmptyPath(t *testing.T) {
+	fsys := fstest.MapFS{"x.yaml": {Data: []byte(`name: x
+tools: {send: {service: mail, op: send, kind: keyed}}
+turns: [{text: hi, calls: [{step: s, tool: send, args: {to: a@b.c, subject: s}}]}]
+`)}}
+	if _, err := lesson.Path(scenario.NewCatalog(fsys)); err != lesson.ErrEmptyPath {
+		t.Errorf("Path of a catalogue without lessons: %v, want ErrEmptyPath", err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	naive := path[0]
+	two := verify.Outcome{Outbox: map[string]int{"jordan@acme.dev": 2}, Messages: make([]world.Message, 2)}
+	fb := lesson.Check(naive, 2, two)
+	if !fb.Correct || fb.Actual != 2 || !strings.HasPrefix(fb.Text, "✓ Right: 2 messages in the outbox.") ||
+		!strings.Contains(fb.Text, naive.Outro) || strings.Contains(fb.Text, "Why:") {
+		t.Errorf("right prediction: %+v", fb)
+	}
+	fb = lesson.Check(naive, 1, two)
+	if fb.Correct || !strings.HasPrefix(fb.Text, "✗ Not quite: you said 1; actual: 2 messages in the outbox.") ||
+		!strings.Contains(fb.Text, "Why: The mail API delivers the invoice") {
+		t.Errorf("wrong prediction: %+v", fb)
+	}
+	fb = lesson.Check(naive, -1, verify.Outcome{Messages: make([]world.Message, 1)})
+	if fb.Correct || !strings.HasPrefix(fb.Text, "No prediction. Actual: 1 message in the outbox.") ||
+		!strings.Contains(fb.Text, "⚠ The scenario expects 2 messages in the outbox, but this run produced 1") {
+		t.Errorf("no prediction, unexpected outcome: %+v", fb)
+	}
+}
+
+// TestWalkWholePath walks the whole lesson path headlessly with scripted
+// answers, stopping half way and resuming on a reopened host, and checks
+// that the progress persists in the database.
+func TestWalkWholePath(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "workshop.db")
+	h := openHost(t, db)
+	s, err := lesson.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	half := len(path) / 2
+	// Right answers for the first half, except the second lesson.
+	var first []int
+	for i, st := range path[:half] {
+		n := st.Expected
+		if i == 1 {
+			n++
+		}
+		first = append(first, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := lesson.Walk(ctx, s, lesson.WalkOptions{Out: &out, Answers: first}); err != nil {
+		t.Fatalf("walk: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"Lesson 1 of " + itoa(len(path)) + " · naive",
+		"✓ Right: 2 messages in the outbox.",
+		"✗ Not quite: you said 3; actual: 2 messages in the outbox.",
+		"Stopped at lesson " + itoa(half+1) + " of " + itoa(len(path)) + "; progress saved (" + itoa(half) + " done).",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("walk output lacks %q:\n%s", want, text)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The workshop resumes on a new host over the same database.
+	h = openHost(t, db)
+	defer h.Close()
+	s, err = lesson.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, right := s.Score()
+	if done != half || right != half-1 {
+		t.Fatalf("after reopening: %d done, %d right; want %d and %d", done, right, half, half-1)
+	}
+	next, ok := s.Next()
+	if !ok || next.Number != half+1 {
+		t.Fatalf("next step %d (%v), want %d", next.Number, ok, half+1)
+	}
+	// The rest, answered from "stdin", with one blank answer.
+	var in strings.Builder
+	for i, st := range path[half:] {
+		if i == 0 {
+			in.WriteString("\n")
+			continue
+		}
+		in.WriteString(itoa(st.Expected) + "\n")
+	}
+	out.Reset()
+	if err := lesson.Walk(ctx, s, lesson.WalkOptions{In: strings.NewReader(in.String()), Out: &out, Presenter: true}); err != nil {
+		t.Fatalf("walk: %v\n%s", err, out.String())
+	}
+	text = out.String()
+	if !strings.Contains(text, "Resuming at lesson "+itoa(half+1)) || !strings.Contains(text, "No prediction.") ||
+		!strings.Contains(text, "You have finished the path: "+itoa(len(path))+" lessons, "+itoa(len(path)-2)+" predicted right.") {
+		t.Errorf("second walk:\n%s", text)
+	}
+	if strings.Contains(text, "⚠ The scenario expects") {
+		t.Errorf("a lesson produced another outcome than its scenario expects:\n%s", text)
+	}
+	st, err := h.LessonProgress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Done) != len(path) || st.Updated.IsZero() {
+		t.Fatalf("saved progress: %d done, updated %v", len(st.Done), st.Updated)
+	}
+	for i, a := range st.Done {
+		if a.Scenario != path[i].Name || a.Actual != path[i].Expected {
+			t.Errorf("progress %d: %+v, want %s with %d", i, a, path[i].Name, path[i].Expected)
+		}
+	}
+	// Reset starts over.
+	if err := s.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if next, ok := s.Next(); !ok || next.Number != 1 {
+		t.Errorf("after Reset the next step is %d (%v)", next.Number, ok)
+	}
+	if st, _ := h.LessonProgress(); len(st.Done) != 0 {
+		t.Errorf("after Reset %d steps are still done", len(st.Done))
+	}
+}
+
+// TestResetForLessonKeepsProgress: a lesson wipes the executions and the
+// world before it runs, but not the progress.
+func TestResetForLessonKeepsProgress(t *testing.T) {
+	h := openHost(t, filepath.Join(t.TempDir(), "w.db"))
+	defer h.Close()
+	want := engine.LessonState{Done: []engine.LessonAnswer{{Scenario: "naive", Predicted: 2, Actual: 2, Correct: true}}}
+	if err := h.SetLessonProgress(want); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Start("one-send", engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ResetForLesson(); err != nil {
+		t.Fatal(err)
+	}
+	if xs, n, _ := h.Executions(0, 0); n != 0 || len(xs) != 0 {
+		t.Errorf("%d executions after ResetForLesson", n)
+	}
+	if n, _ := h.World().OutboxCount(); n != 0 {
+		t.Errorf("%d messages after ResetForLesson", n)
+	}
+	got, err := h.LessonProgress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Done) != 1 || got.Done[0] != want.Done[0] {
+		t.Errorf("progress after ResetForLesson: %+v", got)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/world"
+)
+
+// Service is what the faces (the CLI and the explorer) use of the engine.
+// *Host provides it in the process that owns the database; *Client provides
+// it in a second process attached to that host, so both can work on one
+// database at the same time without fighting over the file.
+type Service interface {
+	Execution(id string) (history.Execution, error)
+	Executions(skip, limit int) ([]history.Execution, int, error)
+	Events(id string, from uint64, limit int) ([]history.Event, error)
+	Journal(id string) ([]JournalEntry, error)
+	Outbox() ([]world.Message, error)
+	MessagesFor(execution string) ([]world.Message, error)
+	RecentMessages(limit int) ([]world.Message, int, error)
+	Records() ([]world.Record, error)
+	State() (State, error)
+	Scenarios() ([]*scenario.Scenario, error)
+	Subscribe(buffer int) (<-chan Notice, func())
+
+	Start(name string, opts RunOptions) (*Run, error)
+	Resume(id string) (*Run, error)
+	Kill(id string) error
+	Running() []string
+	Arm(p fault.Point)
+	Disarm()
+	Armed() []fault.Point
+	DeleteJournal(id, step string) error
+	AdvanceClock(d time.Duration) error
+	WorldOffset() time.Duration
+	ResetWorld() error
+	Reset() error
+
+	DBPath() string
+	MailURL() string
+	CRMURL() string
+	Close() error
+}
+
+var (
+	_ Service = (*Host)(nil)
+	_ Service = (*Client)(nil)
+)
+
+// Outbox lists every message the mail API delivered, in order.
+func (h *Host) Outbox() ([]world.Message, error) { return h.world.Outbox(0, 0) }
