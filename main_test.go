@@ -22,7 +22,7 @@ var bin string
 func TestMain(m *testing.M) {
 	// Tests that open a host in-process (to inspect a database) might start
 	// workers: this binary must then be one.
-	agent.MainIfWorker()
+	agent.MainForTests()
 	os.Exit(buildAndRun(m))
 }
 

@@ -22,18 +22,8 @@ import (
 
 // TestMain lets the host start this very test binary as its workers.
 func TestMain(m *testing.M) {
-	agent.MainIfWorker()
-	quickRaceExit()
+	agent.MainForTests()
 	os.Exit(m.Run())
-}
-
-// quickRaceExit stops race-enabled workers from sleeping a second at exit
-// (the race detector's default atexit_sleep_ms), which would only slow the
-// tests down; the workers inherit the setting.
-func quickRaceExit() {
-	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
-		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
-	}
 }
 
 // The article's ids, as the fixtures fix them.

@@ -19,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	agent.MainIfWorker() // the tests' hosts start this binary as their workers
+	agent.MainForTests() // the tests' hosts start this binary as their workers
 	os.Exit(m.Run())
 }
 

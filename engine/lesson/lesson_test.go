@@ -22,12 +22,7 @@ import (
 
 // TestMain lets the test binary double as the worker the hosts start.
 func TestMain(m *testing.M) {
-	agent.MainIfWorker()
-	// Workers are this binary: under -race each would sleep a second before
-	// exiting. A race in a worker still fails its run (exit status 66).
-	if os.Getenv("GORACE") == "" {
-		os.Setenv("GORACE", "atexit_sleep_ms=0")
-	}
+	agent.MainForTests()
 	os.Exit(m.Run())
 }
 
