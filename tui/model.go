@@ -25,6 +25,8 @@ const (
 	maxTraceEvents = 50000
 	// outboxWindow is how many recent messages the outbox pane reads.
 	outboxWindow = 200
+	// crmWindow is how many CRM rows the CRM tab reads at most.
+	crmWindow = 1000
 )
 
 // Options configure the explorer.
@@ -94,6 +96,7 @@ type Model struct {
 	recent      []world.Message
 	outboxTotal int
 	records     []world.Record
+	recordsCut  bool // more rows than crmWindow
 	crmTab      bool
 	outSel      int
 	outTop      int
@@ -180,9 +183,13 @@ type traceMsg struct {
 }
 
 type outboxMsg struct {
-	recent  []world.Message
-	total   int
+	recent []world.Message
+	total  int
+	// crm says records were read (only while the CRM tab shows); cut says
+	// there are more than crmWindow.
+	crm     bool
 	records []world.Record
+	cut     bool
 	armed   []fault.Point
 	offset  time.Duration
 	err     error
@@ -301,16 +308,45 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 	}
 }
 
+// loadOutbox reads the outbox's recent messages, the armed faults and the
+// world clock, and the CRM rows only while the CRM tab shows: they are the
+// one read here whose size follows the database's, and it runs again after
+// every burst of live notices.
 func (m *Model) loadOutbox() tea.Cmd {
-	src := m.src
+	src, crm := m.src, m.crmTab
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
 			return outboxMsg{err: err}
 		}
-		records, err := src.Records()
-		return outboxMsg{recent: recent, total: total, records: records, armed: src.Armed(), offset: src.WorldOffset(), err: err}
+		msg := outboxMsg{recent: recent, total: total, armed: src.Armed(), offset: src.WorldOffset(), crm: crm}
+		if crm {
+			msg.records, msg.cut, msg.err = loadRecords(src)
+		}
+		return msg
 	}
+}
+
+// recordPager is a Source that reads the CRM a page at a time, as
+// *engine.Host does.
+type recordPager interface {
+	RecordsPage(from string, limit int) ([]world.Record, error)
+}
+
+// loadRecords reads the first crmWindow CRM rows, through RecordsPage when
+// the source has it; cut says there are more.
+func loadRecords(src Source) ([]world.Record, bool, error) {
+	var records []world.Record
+	var err error
+	if p, ok := src.(recordPager); ok {
+		records, err = p.RecordsPage("", crmWindow+1)
+	} else {
+		records, err = src.Records()
+	}
+	if len(records) > crmWindow {
+		return records[:crmWindow], true, err
+	}
+	return records, false, err
 }
 
 func (m *Model) loadScenarios() tea.Cmd {

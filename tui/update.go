@@ -33,7 +33,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.recent, m.outboxTotal, m.records, m.armed, m.worldOffset = msg.recent, msg.total, msg.records, msg.armed, msg.offset
+		m.recent, m.outboxTotal, m.armed, m.worldOffset = msg.recent, msg.total, msg.armed, msg.offset
+		if msg.crm {
+			m.records, m.recordsCut = msg.records, msg.cut
+		}
 		return m, nil
 	case scenariosMsg:
 		if msg.err != nil {
@@ -272,6 +275,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.OutboxTab):
 		m.crmTab = !m.crmTab
 		m.outSel, m.outTop = 0, 0
+		if m.crmTab {
+			return m.loadOutbox() // the CRM rows are read only while shown
+		}
 	}
 	return nil
 }

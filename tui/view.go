@@ -159,7 +159,7 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		lines = append(lines, m.filter.View())
 	}
 	if m.execTotal == 0 {
-		return title, append(lines, m.theme.Dim.Render("none yet: press n"))
+		return title, append(lines, m.theme.Dim.Render(" none yet: press n"))
 	}
 	for i := 0; len(lines)+1 < height+1 && m.execTop+i < m.execSkip+len(m.execs); i++ {
 		idx := m.execTop + i
@@ -169,10 +169,11 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		}
 		it := m.execs[j]
 		badge, mk := statusBadge(it)
-		plain := fmt.Sprintf("%s %s  %s", badge, it.x.ID, it.x.Scenario)
-		l1 := fmt.Sprintf("%s %s  %s", m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("  %s  %s  %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
-		if idx == m.execSel {
+		sel := idx == m.execSel
+		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
+		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
+		l2 := m.theme.Dim.Render(fmt.Sprintf("   %s  %s  %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
+		if sel {
 			l1 = m.theme.Selected.Render(fit(plain, width))
 		}
 		lines = append(lines, l1, l2)
@@ -244,12 +245,12 @@ func (m *Model) renderRow(r row, selected bool, linked *link, width int) string 
 			text = m.markStyle(n.mark).Render(text)
 		}
 	}
-	line := indent + exp + text
+	line := selMark(selected) + indent + exp + text
 	if selected {
-		return m.theme.Selected.Render(fit(indent+exp+n.plain(), width))
+		return m.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
 	}
 	if k, ok := n.link(); ok && linked != nil && k == *linked {
-		return m.theme.Linked.Render(fit(indent+exp+n.plain(), width))
+		return m.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
 	}
 	return line
 }
@@ -265,6 +266,9 @@ func (n *node) plain() string {
 func (m *Model) outboxView(height int) (string, []string) {
 	if m.crmTab {
 		title := "CRM (provider's truth) · o: outbox"
+		if m.recordsCut {
+			title = fmt.Sprintf("CRM (first %d rows) · o: outbox", crmWindow)
+		}
 		all := crmLines(m.records)
 		return title, window(all, m.outTop, height, m.outSel, m.focus == paneOutbox, m.theme)
 	}
@@ -283,9 +287,11 @@ func (m *Model) outboxView(height int) (string, []string) {
 		}
 		switch {
 		case m.focus == paneOutbox && i == m.outSel:
-			text = m.theme.Selected.Render(fit(l.text, outboxPaneWidth-2))
+			text = m.theme.Selected.Render(fit(selMark(true)+l.text, outboxPaneWidth-2))
 		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
-			text = m.theme.Linked.Render(fit(l.text, outboxPaneWidth-2))
+			text = m.theme.Linked.Render(fit("•"+l.text, outboxPaneWidth-2))
+		default:
+			text = " " + text
 		}
 		lines = append(lines, text)
 	}
@@ -310,12 +316,22 @@ func window(all []string, top, height, sel int, focused bool, t Theme) []string 
 	var out []string
 	for i := top; i < len(all) && len(out) < height; i++ {
 		if focused && i == sel {
-			out = append(out, t.Selected.Render(all[i]))
+			out = append(out, t.Selected.Render(selMark(true)+all[i]))
 			continue
 		}
-		out = append(out, all[i])
+		out = append(out, " "+all[i])
 	}
 	return out
+}
+
+// selMark marks the selected row in text, so the selection shows without
+// colour (NO_COLOR, monochrome projectors); the colour highlight is extra.
+// Rows linked to the selection in another pane are marked •.
+func selMark(selected bool) string {
+	if selected {
+		return "›"
+	}
+	return " "
 }
 
 // detailLines describes the selected attempt, step, replay or message.
@@ -508,7 +524,7 @@ func (m *Model) helpView() string {
 func (m *Model) pickerView() string {
 	lines := []string{"Run which scenario? (enter: run, esc: cancel)", ""}
 	for i, s := range m.scenarios {
-		l := fmt.Sprintf("%-26s %s", s.Name, s.Title)
+		l := fmt.Sprintf("%s%-26s %s", selMark(i == m.pickSel), s.Name, s.Title)
 		if i == m.pickSel {
 			l = m.theme.Selected.Render(fit(l, m.width-4))
 		}
