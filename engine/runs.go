@@ -257,28 +257,40 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	return r, nil
 }
 
+// eachEvent calls fn for every event of an execution's history, in order.
+// An event that does not decode is an error naming it: the state rebuilt
+// from a history must not silently skip part of it.
+func (h *Host) eachEvent(id string, fn func(history.Event)) error {
+	var bad error
+	err := h.db.View(func(tx *store.Tx) error {
+		return tx.Events(id, 0, func(seq uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				return false
+			}
+			fn(ev)
+			return true
+		})
+	})
+	return errors.Join(err, bad)
+}
+
 // rebuild reads the history into the in-memory state for a new run.
 func (h *Host) rebuild(id string, st *execState, run int) error {
 	attempts := map[string]int{}
 	fired := map[int]bool{}
-	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, 0, func(_ uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				return true
+	err := h.eachEvent(id, func(ev history.Event) {
+		switch ev.Type {
+		case history.AttemptStarted:
+			if ev.Attempt > attempts[ev.Step] {
+				attempts[ev.Step] = ev.Attempt
 			}
-			switch ev.Type {
-			case history.AttemptStarted:
-				if ev.Attempt > attempts[ev.Step] {
-					attempts[ev.Step] = ev.Attempt
-				}
-			case history.FaultInjected:
-				if ev.Plan > 0 {
-					fired[ev.Plan-1] = true
-				}
+		case history.FaultInjected:
+			if ev.Plan > 0 {
+				fired[ev.Plan-1] = true
 			}
-			return true
-		})
+		}
 	})
 	if err != nil {
 		return err

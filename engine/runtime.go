@@ -154,27 +154,20 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 	open := map[string]bool{}
 	var order []string
-	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, 0, func(_ uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				return true
+	err := h.eachEvent(id, func(ev history.Event) {
+		switch ev.Type {
+		case history.AttemptStarted:
+			if !open[ev.Step] {
+				order = append(order, ev.Step)
 			}
-			switch ev.Type {
-			case history.AttemptStarted:
-				if !open[ev.Step] {
-					order = append(order, ev.Step)
-				}
-				open[ev.Step] = true
-			case history.AttemptFinished:
-				if !journal || ev.Outcome != history.OutcomeOK {
-					open[ev.Step] = false
-				}
-			case history.StepRecorded, history.StepReplayed, history.Escalated:
+			open[ev.Step] = true
+		case history.AttemptFinished:
+			if !journal || ev.Outcome != history.OutcomeOK {
 				open[ev.Step] = false
 			}
-			return true
-		})
+		case history.StepRecorded, history.StepReplayed, history.Escalated:
+			open[ev.Step] = false
+		}
 	})
 	var out []string
 	for _, s := range order {
