@@ -56,7 +56,7 @@ Without a subcommand it opens the explorer on the database.`,
 		return &exitError{code: 2, msg: err.Error() + " (see --help)"}
 	})
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
-	root.AddCommand(a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
+	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
 		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd())
 	return root
 }

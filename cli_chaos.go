@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/chaos"
+	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/store"
+)
+
+// maxListedViolations bounds the violations a table lists.
+const maxListedViolations = 25
+
+func (a *app) chaosCmd() *cobra.Command {
+	var cfg chaos.Config
+	var policy string
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Run many executions through random faults and real kills, then check them",
+		Long: `Run --runs executions of randomly planned scenarios (a single send, or two
+steps: send then CRM, CRM create then send, upsert then read) with random fault
+plans over every fault point of DESIGN.md, workers killed with SIGKILL by crash
+faults and from outside at random moments, and the host process itself killed
+with SIGKILL at random moments and started again on the same database (which
+must pass the consistency check). Every killed execution is resumed until it
+finishes. Then the checker classes every operation and holds each count to the
+model.
+
+The plan is deterministic for a given --seed; only the kill timing is not.
+Without --db, the database is a new file in a temporary directory, kept for
+'retrylab check --db'.
+
+Exit status: 0 when the check passes, 1 when it finds a violation.`,
+		Example: "  retrylab chaos --runs 200\n  retrylab chaos --runs 10000 --seed 7 --concurrency 8 --db chaos.db",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Policy = policy
+			if policy == "all" {
+				cfg.Policy = ""
+			}
+			db, err := a.chaosDB(cmd, cfg.Seed)
+			if err != nil {
+				return err
+			}
+			cfg.DB = db
+			return a.runChaos(cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Runs, "runs", 200, "number of executions")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the run plans")
+	f.IntVar(&cfg.Concurrency, "concurrency", 8, "executions in flight at once")
+	f.StringVar(&policy, "policy", "all", "none, keys, journal, keys+journal, or all (a random policy per run)")
+	f.IntVar(&cfg.HostKills, "host-kills", -1, "how often to kill the host with SIGKILL (default: one per 40 runs)")
+	f.StringVar(&cfg.Bug, "break", "", "plant a bug to show the checker catching it (tests only): "+chaos.BugKeyFromAttempt)
+	_ = f.MarkHidden("break")
+	return cmd
+}
+
+// chaosDB is --db when given, and otherwise a new file in a new temporary
+// directory.
+func (a *app) chaosDB(cmd *cobra.Command, seed uint64) (string, error) {
+	if cmd.Flags().Changed("db") || os.Getenv("RETRYLAB_DB") != "" {
+		return a.dbPath, nil
+	}
+	dir, err := os.MkdirTemp("", "retrylab-chaos-")
+	if err != nil {
+		return "", fmt.Errorf("make a directory for the chaos database: %w", err)
+	}
+	return filepath.Join(dir, fmt.Sprintf("chaos-%d.db", seed)), nil
+}
+
+func (a *app) runChaos(cfg chaos.Config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fmt.Fprintf(a.out, "chaos: %d runs, seed %d, concurrency %d, policy %s, database %s\n",
+		cfg.Runs, cfg.Seed, cfg.Concurrency, orAll(cfg.Policy), cfg.DB)
+
+	var res *chaos.Result
+	var err error
+	if isTerminal(a.out) {
+		res, err = chaosWithBar(ctx, cancel, cfg, a.out)
+	} else {
+		every := max(cfg.Runs/20, 1)
+		cfg.Progress = func(p chaos.Progress) {
+			if strings.HasPrefix(p.Line, "run ") && p.Runs%every != 0 && p.Runs != p.Total && !strings.Contains(p.Line, ": ") {
+				return
+			}
+			fmt.Fprintf(a.out, "[%d/%d runs · %d kills · %d violations] %s\n", p.Runs, p.Total, p.Kills, p.Violations, p.Line)
+		}
+		res, err = chaos.Run(ctx, cfg)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: 130, msg: "interrupted; the database is " + cfg.DB}
+		}
+		return err
+	}
+	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (%d killed); database %s\n\n",
+		res.Runs, res.Elapsed.Round(100*time.Millisecond), res.Hosts, res.HostKills, res.DB)
+	res.Report.Write(a.out, maxListedViolations)
+	if !res.Report.OK() {
+		return &exitError{code: 1, msg: fmt.Sprintf("chaos: the check found %d violations (re-check with: retrylab check --db %s)", len(res.Report.Violations), res.DB)}
+	}
+	return nil
+}
+
+func orAll(p string) string {
+	if p == "" {
+		return "all"
+	}
+	return p
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// chaosHostCmd is the host process the chaos runner starts and kills.
+func (a *app) chaosHostCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "chaos-host",
+		Short:  "A host process of 'retrylab chaos' (started by it; reads its job on stdin)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return chaos.ServeHost(os.Stdin, os.Stdout)
+		},
+	}
+}
+
+func (a *app) checkCmd() *cobra.Command {
+	var externalOK bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Class every operation of a database like Jepsen: ok, recovered, failed, lost, duplicated, unexpected",
+		Long: `Compare every execution's history with the providers' ledgers (the outbox and
+the CRM's write log, where every effect names the execution, step, attempt and
+key that caused it) and class each logical operation: ok (one effect, done),
+recovered (an outcome unknown to the caller, exactly one effect), failed (no
+effect, not done), lost (done, but no effect), duplicated (more than one effect
+for one intent), unexpected (an effect nobody asked for). Each count is also
+held to the model of DESIGN.md's fault matrix.
+
+The database is opened read-only; a running retrylab holds it locked.
+
+Exit status: 0 when the check passes; 1 when the keys+journal policy shows a
+lost, duplicated or unexpected operation, when any count departs from the
+model, or when the history breaks an invariant.`,
+		Example: "  retrylab check --db chaos.db",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runCheck(externalOK)
+		},
+	}
+	cmd.Flags().BoolVar(&externalOK, "external-ok", false, "accept effects without attribution (external clients of 'retrylab serve')")
+	return cmd
+}
+
+func (a *app) runCheck(externalOK bool) error {
+	if _, err := os.Stat(a.dbPath); err != nil {
+		return fmt.Errorf("check %s: %w", a.dbPath, err)
+	}
+	db, err := store.Open(a.dbPath, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Check(); err != nil {
+		return err
+	}
+	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
+	rep.Write(a.out, maxListedViolations)
+	if !rep.OK() {
+		return &exitError{code: 1, msg: fmt.Sprintf("check: %d violations", len(rep.Violations))}
+	}
+	return nil
+}
+
+// resolvePlan finds a scenario for the exact model: a chaos scenario is
+// regenerated from its name, anything else is looked up in the catalogue.
+func resolvePlan(name string) (check.Plan, bool) {
+	if p, ok := chaos.Resolve(name); ok {
+		return p, true
+	}
+	s, err := scenario.NewCatalog(fixtures.FS).Get(name)
+	if err != nil || strings.ContainsRune(name, os.PathSeparator) {
+		return check.Plan{}, false
+	}
+	return check.PlanOf(s), true
+}
+
+// --- progress bar ------------------------------------------------------------
+
+type chaosProgressMsg chaos.Progress
+
+type chaosDoneMsg struct{}
+
+// chaosModel is a small Bubble Tea program: a progress bar over the runs,
+// with the kills and violations so far and the latest event.
+// (bubbles/progress would need github.com/charmbracelet/harmonica, which
+// go.mod does not carry; this bar is drawn with lipgloss.)
+type chaosModel struct {
+	width  int
+	p      chaos.Progress
+	cancel context.CancelFunc
+}
+
+// Bar styles, built once.
+var (
+	barDone = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#5A56E0", Dark: "#7D79F6"})
+	barTodo = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#C8C8C8", Dark: "#3C3C3C"})
+	barBad  = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#C0392B", Dark: "#FF6B6B"}).Bold(true)
+)
+
+func (m chaosModel) Init() tea.Cmd { return nil }
+
+func (m chaosModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width = msg.Width
+	case chaosProgressMsg:
+		m.p = chaos.Progress(msg)
+	case chaosDoneMsg:
+		return m, tea.Quit
+	case tea.KeyMsg:
+		if msg.String() == "ctrl+c" || msg.String() == "q" {
+			m.cancel()
+			return m, tea.Quit
+		}
+	}
+	return m, nil
+}
+
+func (m chaosModel) View() string {
+	width := 60
+	if m.width > 0 {
+		width = max(min(m.width-12, 72), 10)
+	}
+	frac := 0.0
+	if m.p.Total > 0 {
+		frac = float64(m.p.Runs) / float64(m.p.Total)
+	}
+	filled := int(frac*float64(width) + 0.5)
+	bar := barDone.Render(strings.Repeat("█", filled)) + barTodo.Render(strings.Repeat("░", width-filled))
+	vio := fmt.Sprintf("violations %d", m.p.Violations)
+	if m.p.Violations > 0 {
+		vio = barBad.Render(vio)
+	}
+	line := m.p.Line
+	if w := width + 8; len(line) > w {
+		line = line[:w-1] + "…"
+	}
+	return fmt.Sprintf("\n  %s %3.0f%%\n  runs %d/%d · kills %d (host %d) · %s\n  %s\n",
+		bar, frac*100, m.p.Runs, m.p.Total, m.p.Kills, m.p.HostKills, vio, line)
+}
+
+// chaosWithBar runs chaos under the progress bar.
+func chaosWithBar(ctx context.Context, cancel context.CancelFunc, cfg chaos.Config, out io.Writer) (*chaos.Result, error) {
+	m := chaosModel{cancel: cancel}
+	prog := tea.NewProgram(m, tea.WithOutput(out), tea.WithContext(ctx))
+	cfg.Progress = func(p chaos.Progress) { prog.Send(chaosProgressMsg(p)) }
+	type outcome struct {
+		res *chaos.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := chaos.Run(ctx, cfg)
+		prog.Send(chaosDoneMsg{})
+		done <- outcome{res, err}
+	}()
+	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
+		cancel()
+		<-done
+		return nil, fmt.Errorf("progress display: %w", err)
+	}
+	o := <-done
+	return o.res, o.err
+}

@@ -1,0 +1,130 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/store"
+)
+
+// CheckDB checks every execution of a database. Open the database read-only
+// (store.Options{ReadOnly: true}): the check never writes. Undecodable
+// entries are durability violations, not errors; an error means the
+// database could not be read.
+func CheckDB(db *store.DB, opts Options) (*Report, error) {
+	c := New(opts)
+	var bad []Violation
+	err := db.View(func(tx *store.Tx) error {
+		if err := tx.Scan(store.Outbox, nil, false, func(k, v []byte) bool {
+			var m world.Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
+				return true
+			}
+			c.AddEffects(MessageEffect(m))
+			return true
+		}); err != nil {
+			return err
+		}
+		return tx.Scan(store.CRMWrites, nil, false, func(k, v []byte) bool {
+			var wr world.CRMWrite
+			if err := json.Unmarshal(v, &wr); err != nil {
+				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})
+				return true
+			}
+			c.AddEffects(WriteEffect(wr))
+			return true
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check %s: read the ledger: %w", db.Path(), err)
+	}
+	// Executions are read one at a time, so memory holds one history at once.
+	var ids []string
+	if err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool {
+			ids = append(ids, id)
+			return true
+		})
+	}); err != nil {
+		return nil, fmt.Errorf("check %s: list executions: %w", db.Path(), err)
+	}
+	for _, id := range ids {
+		var x history.Execution
+		var events []history.Event
+		err := db.View(func(tx *store.Tx) error {
+			rec := tx.Execution(id)
+			var err error
+			if x, err = history.DecodeExecution(rec); err != nil {
+				bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("execution record does not decode: %v", err)})
+				return nil
+			}
+			return tx.Events(id, 0, func(seq uint64, data []byte) bool {
+				ev, err := history.Decode(data)
+				if err != nil {
+					bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", seq, err)})
+					return true
+				}
+				events = append(events, ev)
+				return true
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("check %s: read %s: %w", db.Path(), id, err)
+		}
+		if x.ID == "" {
+			continue
+		}
+		c.Execution(x, events)
+	}
+	r := c.Report()
+	r.Violations = append(bad, r.Violations...)
+	return r, nil
+}
+
+// Live checks executions of a running host one by one, reading the ledger
+// incrementally: a chaos host uses it to count violations as it goes.
+type Live struct {
+	mu       sync.Mutex
+	c        *Checker
+	mailFrom uint64
+	crmFrom  uint64
+}
+
+// NewLive returns a live checker.
+func NewLive(opts Options) *Live { return &Live{c: New(opts), mailFrom: 1, crmFrom: 1} }
+
+// Execution checks one finished execution of h.
+func (l *Live) Execution(h *engine.Host, id string) (ExecResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msgs, err := h.World().Outbox(l.mailFrom, 0)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	for _, m := range msgs {
+		l.c.AddEffects(MessageEffect(m))
+		l.mailFrom = m.Seq + 1
+	}
+	writes, err := h.World().CRMWrites(l.crmFrom, 0)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	for _, wr := range writes {
+		l.c.AddEffects(WriteEffect(wr))
+		l.crmFrom = wr.Seq + 1
+	}
+	x, err := h.Execution(id)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	events, err := h.Events(id, 0, 0)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return l.c.Execution(x, events), nil
+}
