@@ -92,6 +92,11 @@ type execState struct {
 	server     map[attemptKey][]fault.Point
 	crashPoint fault.Point // crash fault handed to the current attempt
 	worker     *workerProc
+
+	// rec serialises what the run's worker reports with the recording of
+	// the run's end, so nothing a dead worker sent lands after its end.
+	rec   sync.Mutex
+	ended bool // the run's end is recorded; guarded by rec
 }
 
 type attemptKey struct {

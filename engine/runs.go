@@ -335,6 +335,10 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 	} else if err != nil {
 		code = -1
 	}
+	// From here no report of this worker is recorded: its end comes last.
+	st.rec.Lock()
+	defer st.rec.Unlock()
+	st.ended = true
 	h.mu.Lock()
 	crash := st.crashPoint
 	run := st.run

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -78,6 +79,32 @@ func (h *Host) runtimeHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// HeaderRun carries the worker's run number on every runtime request, so a
+// request from the worker of an earlier run is refused.
+const HeaderRun = "Retrylab-Run"
+
+// live finds the running state for a worker's request and holds its record
+// lock until release is called; it answers the request itself (409) when
+// the run has ended or belongs to another worker.
+func (h *Host) live(w http.ResponseWriter, r *http.Request) (st *execState, release func(), ok bool) {
+	id := r.PathValue("id")
+	st, err := h.state(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return nil, nil, false
+	}
+	st.rec.Lock()
+	h.mu.Lock()
+	run := st.run
+	h.mu.Unlock()
+	if st.ended || r.Header.Get(HeaderRun) != strconv.Itoa(run) {
+		st.rec.Unlock()
+		http.Error(w, fmt.Sprintf("run %s of %s is not the live run (%d)", r.Header.Get(HeaderRun), id, run), http.StatusConflict)
+		return nil, nil, false
+	}
+	return st, st.rec.Unlock, true
 }
 
 // state returns the live state of an execution whose worker is running.
@@ -181,11 +208,11 @@ func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 
 func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	st, err := h.state(id)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusConflict)
+	st, release, ok := h.live(w, r)
+	if !ok {
 		return
 	}
+	defer release()
 	var ev history.Event
 	if err := readJSON(r, &ev); err != nil {
 		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)
@@ -219,11 +246,11 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 // records AttemptStarted (and FaultInjected) before the worker may send.
 func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	st, err := h.state(id)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusConflict)
+	st, release, ok := h.live(w, r)
+	if !ok {
 		return
 	}
+	defer release()
 	var req AttemptRequest
 	if err := readJSON(r, &req); err != nil || req.Step == "" || req.Attempt < 1 {
 		http.Error(w, "bad attempt request", http.StatusBadRequest)
@@ -307,11 +334,11 @@ func (h *Host) handleJournalGet(w http.ResponseWriter, r *http.Request) {
 // durable commit: the step is finished when this returns.
 func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
-	st, err := h.state(id)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusConflict)
+	st, release, ok := h.live(w, r)
+	if !ok {
 		return
 	}
+	defer release()
 	var rec history.JournalRecord
 	if err := readJSON(r, &rec); err != nil {
 		http.Error(w, "bad journal record: "+err.Error(), http.StatusBadRequest)

@@ -69,7 +69,7 @@ var errStopped = errors.New("execution stopped")
 
 // Run plays one run of an execution to its end.
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
-	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token,
+	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token, run: strconv.Itoa(run),
 		http: &http.Client{Timeout: 30 * time.Second}}
 	var plan engine.Plan
 	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 )
 
@@ -15,6 +16,7 @@ import (
 type runtimeClient struct {
 	base  string
 	token string
+	run   string // this worker's run number, sent with every request
 	http  *http.Client
 }
 
@@ -32,6 +34,7 @@ func (c *runtimeClient) do(ctx context.Context, method, path string, in, out any
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(engine.HeaderRun, c.run)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -71,6 +74,7 @@ func (c *runtimeClient) journal(ctx context.Context, step string) (history.Journ
 		return rec, false, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(engine.HeaderRun, c.run)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)

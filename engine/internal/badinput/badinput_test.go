@@ -678,7 +678,7 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"event: malformed JSON": 400, "event: 6 MiB": 400, "event: a type workers may not report": 400,
 		"event: no type": 400, "attempt: malformed JSON": 400, "attempt: 6 MiB": 400, "attempt: no step": 400,
 		"journal: malformed JSON": 400, "journal: 6 MiB": 400, "event: no token": 401,
-		"another execution's plan": 409,
+		"another execution's plan": 409, "event: from another run's worker": 409,
 	}
 	for name, code := range want {
 		got, ok := statuses[name]
@@ -724,6 +724,10 @@ func probeMain(out string) int {
 		}
 		if auth {
 			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set(engine.HeaderRun, os.Getenv(engine.EnvRun))
+		}
+		if name == "event: from another run's worker" {
+			req.Header.Set(engine.HeaderRun, "99")
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -739,6 +743,7 @@ func probeMain(out string) int {
 	do("event: 6 MiB", "POST", base+"/events", big(), true)
 	do("event: a type workers may not report", "POST", base+"/events", s(`{"type":"WorkerCrashed"}`), true)
 	do("event: no type", "POST", base+"/events", s(`{}`), true)
+	do("event: from another run's worker", "POST", base+"/events", s(`{"type":"TurnStarted","text":"late"}`), true)
 	do("event: no token", "POST", base+"/events", s(`{"type":"TurnStarted"}`), false)
 	do("attempt: malformed JSON", "POST", base+"/attempts", s(`[1,2`), true)
 	do("attempt: 6 MiB", "POST", base+"/attempts", big(), true)
