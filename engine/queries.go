@@ -222,5 +222,11 @@ func (h *Host) RecentMessages(limit int) ([]world.Message, int, error) {
 // Records lists the CRM's rows.
 func (h *Host) Records() ([]world.Record, error) { return h.world.Records() }
 
+// RecordsPage lists at most limit CRM rows with id >= from, in id order,
+// at a cost that follows limit rather than the size of the CRM.
+func (h *Host) RecordsPage(from string, limit int) ([]world.Record, error) {
+	return h.world.RecordsPage(from, limit)
+}
+
 // Scenarios lists the catalogue in lesson order.
 func (h *Host) Scenarios() ([]*scenario.Scenario, error) { return h.catalog.All() }

@@ -21,8 +21,12 @@ const (
 	MinHeight = 16
 	// wideWidth is where the panes stop being tabs and become columns.
 	wideWidth = 110
-	// maxTraceEvents bounds how much of one history is read at once.
+	// maxTraceEvents bounds how much of one history the trace holds.
 	maxTraceEvents = 50000
+	// tracePage is how many events a trace reads at a time: the first page
+	// when an execution is selected, one more whenever the selection comes
+	// near the end of what is loaded, up to maxTraceEvents.
+	tracePage = 4000
 	// outboxWindow is how many recent messages the outbox pane reads.
 	outboxWindow = 200
 	// crmWindow is how many CRM rows the CRM tab reads at most.
@@ -89,7 +93,8 @@ type Model struct {
 	traceTop  int
 	collapsed map[string]bool
 	finalOnly bool
-	truncated bool
+	truncated bool // the history goes on beyond the loaded events
+	paging    bool // a further page of the trace is being read
 
 	// Outbox and CRM.
 	msgs        []world.Message // the selected execution's deliveries
@@ -179,6 +184,7 @@ type traceMsg struct {
 	events    []history.Event
 	msgs      []world.Message
 	truncated bool
+	from      uint64 // the first seq read for a further page; 0 for a fresh read
 	err       error
 }
 
@@ -285,26 +291,48 @@ func filterExecutions(src Source, text string) ([]history.Execution, error) {
 	return out, nil
 }
 
+// loadTrace reads an execution's history from its start: the first page,
+// or as much as the trace already holds when it is the one shown (a live
+// update must not drop what the reader paged in).
 func (m *Model) loadTrace(id string) tea.Cmd {
 	if id == "" {
 		return nil
 	}
+	limit := tracePage
+	if m.tr != nil && m.tr.exec.ID == id {
+		limit = max(limit, len(m.tr.events))
+	}
+	return m.readTrace(id, 0, limit)
+}
+
+// loadMoreTrace reads the next page of the shown history, once at a time.
+func (m *Model) loadMoreTrace() tea.Cmd {
+	if m.tr == nil || !m.truncated || m.paging || len(m.tr.events) >= maxTraceEvents {
+		return nil
+	}
+	m.paging = true
+	return m.readTrace(m.tr.exec.ID, m.tr.lastSeq+1, min(tracePage, maxTraceEvents-len(m.tr.events)))
+}
+
+// readTrace reads at most limit events of id from seq from (0: from the
+// start, with the execution record), through the store's cursor.
+func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {
 		x, err := src.Execution(id)
 		if err != nil {
-			return traceMsg{id: id, err: err}
+			return traceMsg{id: id, from: from, err: err}
 		}
-		events, err := src.Events(id, 0, maxTraceEvents+1)
+		events, err := src.Events(id, from, limit+1)
 		if err != nil {
-			return traceMsg{id: id, err: err}
+			return traceMsg{id: id, from: from, err: err}
 		}
-		truncated := len(events) > maxTraceEvents
+		truncated := len(events) > limit
 		if truncated {
-			events = events[:maxTraceEvents]
+			events = events[:limit]
 		}
 		msgs, err := src.MessagesFor(id)
-		return traceMsg{id: id, x: x, events: events, msgs: msgs, truncated: truncated, err: err}
+		return traceMsg{id: id, from: from, x: x, events: events, msgs: msgs, truncated: truncated, err: err}
 	}
 }
 

@@ -94,17 +94,29 @@ func (m *Model) onTrace(msg traceMsg) {
 	if msg.id != m.selID {
 		return // an answer for an execution no longer selected
 	}
+	if msg.from > 0 {
+		m.paging = false
+	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		return
 	}
-	following := m.traceSel >= len(m.rows)-1
-	m.tr = buildTrace(msg.x, msg.events, msg.msgs)
+	events := msg.events
+	if msg.from > 0 {
+		// A further page: it continues the trace shown, or came too late.
+		if m.tr == nil || m.tr.exec.ID != msg.id || m.tr.lastSeq+1 != msg.from {
+			return
+		}
+		events = append(append(make([]history.Event, 0, len(m.tr.events)+len(msg.events)), m.tr.events...), msg.events...)
+	}
+	// Follow a live run's tail, but not the end of a page still to come.
+	following := !m.truncated && m.traceSel >= len(m.rows)-1
+	m.tr = buildTrace(msg.x, events, msg.msgs)
 	m.msgs = msg.msgs
 	m.truncated = msg.truncated
 	m.reflow()
 	if following && len(m.rows) > 0 {
-		m.traceSel = len(m.rows) - 1 // follow a live run's tail
+		m.traceSel = len(m.rows) - 1
 	}
 	m.clampScroll()
 }
@@ -417,6 +429,10 @@ func (m *Model) move(delta int) tea.Cmd {
 		}
 	case paneTrace, paneDetail:
 		m.traceSel = clamp(m.traceSel+delta, 0, max(0, len(m.rows)-1))
+		if m.traceSel >= len(m.rows)-m.pageRows() {
+			m.clampScroll()
+			return m.loadMoreTrace() // near the end of what is loaded
+		}
 	case paneOutbox:
 		n := m.outboxCount()
 		m.outSel = clamp(m.outSel+delta, 0, max(0, n-1))

@@ -205,7 +205,11 @@ func (m *Model) traceView(height, width int) (string, []string) {
 		lines = append(lines, m.renderRow(r, i == m.traceSel, linked, width))
 	}
 	if m.truncated && len(lines) < height {
-		lines = append(lines, m.theme.Dim.Render(fmt.Sprintf("(history cut at %d events)", maxTraceEvents)))
+		more := "(more of the history below: keep scrolling)"
+		if len(m.tr.events) >= maxTraceEvents {
+			more = fmt.Sprintf("(history cut at %d events)", maxTraceEvents)
+		}
+		lines = append(lines, m.theme.Dim.Render(more))
 	}
 	return title, lines
 }

@@ -99,7 +99,7 @@ func (w *World) Recent(limit int) ([]Message, int, error) {
 	var total int
 	err := w.db.View(func(tx *store.Tx) error {
 		out = out[:0]
-		total = tx.Count(store.Outbox)
+		total = outboxSize(tx)
 		if limit <= 0 {
 			return nil
 		}
@@ -130,12 +130,20 @@ func (w *World) Recent(limit int) ([]Message, int, error) {
 func (w *World) OutboxCount() (int, error) {
 	var n int
 	if err := w.db.View(func(tx *store.Tx) error {
-		n = tx.Count(store.Outbox)
+		n = outboxSize(tx)
 		return nil
 	}); err != nil {
 		return 0, fmt.Errorf("count outbox: %w", err)
 	}
 	return n, nil
+}
+
+// outboxSize is the number of messages in the outbox, in constant time: the
+// outbox is only ever appended to (tx.Append, by the mail API) and emptied
+// whole (Reset, which also restarts its sequence), so its sequence number
+// is its size. tx.Count would walk every page of it.
+func outboxSize(tx *store.Tx) int {
+	return int(tx.Sequence(store.Outbox))
 }
 
 // CRMWrites returns up to limit CRM write log entries with Seq >= fromSeq,
@@ -254,6 +262,35 @@ func (w *World) Records() ([]Record, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
+	}
+	return out, nil
+}
+
+// RecordsPage returns at most limit CRM rows with id >= from, in id order
+// (limit <= 0 means all). Its cost follows limit, not the size of the CRM:
+// page on with the last id + "\x00".
+func (w *World) RecordsPage(from string, limit int) ([]Record, error) {
+	var out []Record
+	var derr error
+	err := w.db.View(func(tx *store.Tx) error {
+		return tx.Scan(store.CRM, []byte(from), false, func(k, v []byte) bool {
+			if limit > 0 && len(out) >= limit {
+				return false
+			}
+			var r Record
+			if r, derr = decodeRecord(v); derr != nil {
+				derr = fmt.Errorf("decode record %q: %w", k, derr)
+				return false
+			}
+			out = append(out, r)
+			return true
+		})
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read records from %q: %w", from, err)
 	}
 	return out, nil
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCLIGen(t *testing.T) {
+	db := newDB(t)
+	r := ok(t, db, "gen", "--executions", "30", "--attempts-per-step", "3", "--seed", "4", "--batch-events", "200")
+	has(t, r, "gen: 30/30 executions", "wrote 30 executions", "shapes: ", "status: ", "retrylab check --db")
+	r = ok(t, db, "check")
+	has(t, r, "30 executions", "verdict: PASS")
+	r = ok(t, db, "show")
+	has(t, r, "scenario gen-", "attempt 1")
+
+	// The same seed again would overwrite histories: refused.
+	msg := oneLineError(t, must(t, 1, db, "gen", "--executions", "5", "--seed", "4"))
+	if !strings.Contains(msg, "already exists") {
+		t.Errorf("regenerating a seed: %q", msg)
+	}
+	ok(t, db, "gen", "--executions", "5", "--seed", "5")
+	has(t, ok(t, db, "check"), "35 executions")
+
+	for _, args := range [][]string{
+		{"gen", "--executions", "0"},
+		{"gen", "--attempts-per-step", "0"},
+		{"gen", "--executions", "many"},
+	} {
+		oneLineError(t, must(t, 2, db, args...))
+	}
+}
