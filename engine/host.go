@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -183,23 +184,67 @@ func (h *Host) startRuntime() error {
 	return nil
 }
 
-// markOrphans marks executions left "running" by a host that died: no worker
-// of theirs can be alive, since workers die with their host.
-func (h *Host) markOrphans() error {
-	var orphans []history.Execution
+// activeIndexBuilt is the Meta key that says store.Active is complete.
+const activeIndexBuilt = "active_index"
+
+// ensureActiveIndex builds the index of unfinished executions for a
+// database written before it existed: one walk of the records, once.
+func (h *Host) ensureActiveIndex() error {
+	var built bool
+	if err := h.db.View(func(tx *store.Tx) error { built = tx.Meta(activeIndexBuilt) != nil; return nil }); err != nil || built {
+		return err
+	}
+	return h.db.Update(func(tx *store.Tx) error {
+		var unfinished []history.Execution
+		err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if x, err := history.DecodeExecution(rec); err == nil && !x.Status.Finished() {
+				unfinished = append(unfinished, x)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, x := range unfinished {
+			if err := tx.Put(store.Active, []byte(x.ID), []byte(x.Status)); err != nil {
+				return err
+			}
+		}
+		return tx.SetMeta(activeIndexBuilt, []byte{1})
+	})
+}
+
+// unfinished reads the records of the executions that have not finished,
+// through the index, so the cost does not grow with the history; only, when
+// given, those with one of the statuses (read from the index, no record
+// decoded for the rest).
+func (h *Host) unfinished(only ...history.Status) ([]history.Execution, error) {
+	var out []history.Execution
 	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Executions(true, 0, func(id string, rec []byte) bool {
-			x, err := history.DecodeExecution(rec)
-			if err == nil && x.Status == history.StatusRunning {
-				orphans = append(orphans, x)
+		return tx.Scan(store.Active, nil, false, func(id, status []byte) bool {
+			if len(only) > 0 && !slices.Contains(only, history.Status(status)) {
+				return true
+			}
+			if x, err := history.DecodeExecution(tx.Execution(string(id))); err == nil {
+				out = append(out, x)
 			}
 			return true
 		})
 	})
+	return out, err
+}
+
+// markOrphans marks executions left "running" by a host that died: no worker
+// of theirs can be alive, since workers die with their host.
+func (h *Host) markOrphans() error {
+	if err := h.ensureActiveIndex(); err != nil {
+		return err
+	}
+	running, err := h.unfinished(history.StatusRunning)
 	if err != nil {
 		return err
 	}
-	for _, x := range orphans {
+	for _, x := range running {
 		_, err := h.record(x.ID, history.Event{Type: history.WorkerCrashed, Run: x.Runs, ExitCode: 137,
 			Error: "the host process died while this execution ran; its worker died with it"},
 			func(r *history.Execution) { r.Status = history.StatusKilled })
@@ -258,12 +303,12 @@ func (h *Host) Check() error { return h.db.Check() }
 // the execution record in the same durable commit, then publishes it.
 func (h *Host) record(exec string, ev history.Event, update func(*history.Execution)) (history.Event, error) {
 	ev.Time = h.clock.Now()
-	err := h.db.Update(func(tx *store.Tx) error {
-		e := ev
-		seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
-			e.Seq = seq
-			return history.Encode(e)
-		})
+	prepared, err := history.Prepare(ev)
+	if err != nil {
+		return ev, err
+	}
+	err = h.db.Update(func(tx *store.Tx) error {
+		seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return prepared.WithSeq(seq), nil })
 		if err != nil {
 			return err
 		}
@@ -294,11 +339,7 @@ func updateExecution(tx *store.Tx, exec string, now time.Time, update func(*hist
 	if x.Status.Finished() && x.Ended.IsZero() {
 		x.Ended = now
 	}
-	enc, err := history.EncodeExecution(x)
-	if err != nil {
-		return err
-	}
-	return tx.PutExecution(exec, enc)
+	return history.Put(tx, x)
 }
 
 // observe receives the world's activity and forwards it to subscribers.

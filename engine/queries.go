@@ -43,19 +43,17 @@ func (h *Host) Executions(skip, limit int) ([]history.Execution, int, error) {
 // LatestUnfinished is the most recently started execution that has not
 // finished.
 func (h *Host) LatestUnfinished() (history.Execution, bool, error) {
-	var found history.Execution
-	var ok bool
-	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Executions(true, 0, func(_ string, rec []byte) bool {
-			x, err := history.DecodeExecution(rec)
-			if err == nil && !x.Status.Finished() {
-				found, ok = x, true
-				return false
-			}
-			return true
-		})
-	})
-	return found, ok, err
+	active, err := h.unfinished()
+	if err != nil || len(active) == 0 {
+		return history.Execution{}, false, err
+	}
+	latest := active[0]
+	for _, x := range active[1:] {
+		if x.Started.After(latest.Started) {
+			latest = x
+		}
+	}
+	return latest, true, nil
 }
 
 // Events reads an execution's history from seq from, at most limit events

@@ -224,11 +224,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		x.Ended = time.Time{}
 		x.Error = ""
 		run = x.Runs
-		enc, err := history.EncodeExecution(x)
-		if err != nil {
-			return err
-		}
-		return tx.PutExecution(id, enc)
+		return history.Put(tx, x)
 	})
 	if err != nil {
 		return release(err)

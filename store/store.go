@@ -62,13 +62,20 @@ const (
 	CRMWrites        Bucket = "world_crm_writes"
 	World            Bucket = "world_meta" // clock offset and settings
 	Lessons          Bucket = "lessons"    // lesson progress
+	// Active indexes the executions that have not finished (id -> empty),
+	// so a reader finds them without walking every execution. The engine
+	// keeps it; DeleteExecution and ClearAll keep it consistent.
+	Active Bucket = "active_executions"
+	// KeysInFlight indexes the idempotency keys claimed by a request that
+	// is still executing (key -> empty). The world keeps it.
+	KeysInFlight Bucket = "world_keys_in_flight"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight}
 
 // WorldBuckets are the collections that hold the simulated world's state.
-var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World}
+var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}
 
 // Options tune Open.
 type Options struct {

@@ -367,11 +367,7 @@ func generateOne(tx *store.Tx, opts Options, i int, st *Stats) error {
 	if s.err != nil {
 		return fmt.Errorf("execution %s: %w", id, s.err)
 	}
-	enc, err := history.EncodeExecution(s.x)
-	if err != nil {
-		return err
-	}
-	if err := tx.PutExecution(id, enc); err != nil {
+	if err := history.Put(tx, s.x); err != nil {
 		return err
 	}
 	st.Executions++

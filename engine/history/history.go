@@ -8,9 +8,13 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/retrylab/retrylab/store"
 )
 
 // Type names an event.
@@ -105,6 +109,40 @@ func Encode(e Event) ([]byte, error) {
 	return b, nil
 }
 
+// Prepared is an event encoded before its sequence number is known, so the
+// encoding happens outside the write transaction (where every writer of a
+// group commit would otherwise wait on it) and the number is spliced in.
+type Prepared struct {
+	rest []byte // the encoding after `{"seq":0,`
+}
+
+// seqPrefix is how every encoded event begins: Seq is the first field and
+// has no omitempty.
+const seqPrefix = `{"seq":0,`
+
+// Prepare encodes an event for WithSeq.
+func Prepare(e Event) (Prepared, error) {
+	e.Seq = 0
+	b, err := Encode(e)
+	if err != nil {
+		return Prepared{}, err
+	}
+	if !bytes.HasPrefix(b, []byte(seqPrefix)) {
+		return Prepared{}, fmt.Errorf("encode %s event: unexpected form %.20q", e.Type, b)
+	}
+	return Prepared{rest: b[len(seqPrefix):]}, nil
+}
+
+// WithSeq is the stored form of the prepared event numbered seq: the same
+// bytes Encode gives for the event with that Seq.
+func (p Prepared) WithSeq(seq uint64) []byte {
+	out := make([]byte, 0, len(p.rest)+28)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	out = append(out, ',')
+	return append(out, p.rest...)
+}
+
 // Decode reads a stored event, refusing bytes that are not one.
 func Decode(data []byte) (Event, error) {
 	var e Event
@@ -178,6 +216,23 @@ func EncodeExecution(x Execution) ([]byte, error) {
 		return nil, fmt.Errorf("encode execution %s: %w", x.ID, err)
 	}
 	return b, nil
+}
+
+// Put stores an execution record and keeps the index of unfinished
+// executions (store.Active: id -> status) in step with it, in the same
+// transaction.
+func Put(tx *store.Tx, x Execution) error {
+	enc, err := EncodeExecution(x)
+	if err != nil {
+		return err
+	}
+	if err := tx.PutExecution(x.ID, enc); err != nil {
+		return err
+	}
+	if x.Status.Finished() {
+		return tx.Delete(store.Active, []byte(x.ID))
+	}
+	return tx.Put(store.Active, []byte(x.ID), []byte(x.Status))
 }
 
 // DecodeExecution reads a stored execution record.

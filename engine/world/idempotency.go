@@ -153,25 +153,31 @@ type claim struct {
 // key is recorded as in flight for c.token; otherwise the existing live
 // record is returned.
 func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
+	// Most repeats find a completed key: answer those from a read
+	// transaction, without paying for a commit that writes nothing.
 	var out claimOutcome
 	var prior keyRecord
+	var decided bool
+	if err := w.db.View(func(tx *store.Tx) error {
+		out, prior, decided = w.existingClaim(tx, c)
+		return nil
+	}); err != nil {
+		return 0, keyRecord{}, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	if decided && out == claimReplay {
+		return out, prior, nil
+	}
 	err := w.db.Update(func(tx *store.Tx) error {
-		out, prior = claimNew, keyRecord{}
-		if rec, ok := decodeKeyRecord(tx.Get(store.Keys, []byte(c.key))); ok && !w.expired(rec, c.created) {
-			prior = rec
-			switch {
-			case rec.Endpoint != c.endpoint || rec.Fingerprint != c.fp:
-				out = claimMismatch
-			case rec.InFlight:
-				out = claimInUse
-			default:
-				out = claimReplay
-			}
+		if out, prior, decided = w.existingClaim(tx, c); decided {
 			return nil
 		}
+		out, prior = claimNew, keyRecord{}
 		data, err := json.Marshal(keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Created: c.created,
 			Retention: c.retention, InFlight: true, Token: c.token, Attribution: c.attr})
 		if err != nil {
+			return err
+		}
+		if err := tx.Put(store.KeysInFlight, []byte(c.key), nil); err != nil {
 			return err
 		}
 		return tx.Put(store.Keys, []byte(c.key), data)
@@ -180,6 +186,22 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 		return 0, keyRecord{}, fmt.Errorf("claim idempotency key: %w", err)
 	}
 	return out, prior, nil
+}
+
+// existingClaim looks the key up: decided is false when it is absent or
+// forgotten, so the request may claim it.
+func (w *World) existingClaim(tx *store.Tx, c *claim) (out claimOutcome, prior keyRecord, decided bool) {
+	rec, ok := decodeKeyRecord(tx.Get(store.Keys, []byte(c.key)))
+	if !ok || w.expired(rec, c.created) {
+		return claimNew, keyRecord{}, false
+	}
+	switch {
+	case rec.Endpoint != c.endpoint || rec.Fingerprint != c.fp:
+		return claimMismatch, rec, true
+	case rec.InFlight:
+		return claimInUse, rec, true
+	}
+	return claimReplay, rec, true
 }
 
 // settle runs inside the effect's transaction: a successful response is
@@ -192,6 +214,9 @@ func (c *claim) settle(tx *store.Tx, res *result) error {
 		if err != nil {
 			return err
 		}
+		if err := tx.Delete(store.KeysInFlight, []byte(c.key)); err != nil {
+			return err
+		}
 		return tx.Put(store.Keys, []byte(c.key), data)
 	}
 	return c.releaseIn(tx)
@@ -200,6 +225,9 @@ func (c *claim) settle(tx *store.Tx, res *result) error {
 // releaseIn deletes the key record if it is still this claim's.
 func (c *claim) releaseIn(tx *store.Tx) error {
 	if rec, ok := decodeKeyRecord(tx.Get(store.Keys, []byte(c.key))); ok && rec.InFlight && rec.Token == c.token {
+		if err := tx.Delete(store.KeysInFlight, []byte(c.key)); err != nil {
+			return err
+		}
 		return tx.Delete(store.Keys, []byte(c.key))
 	}
 	return nil
@@ -220,14 +248,37 @@ func (w *World) newToken() string {
 
 // dropInFlight deletes the in-flight key records a previous process left.
 func (w *World) dropInFlight() error {
+	// The usual case, nothing was in flight, must not cost a commit: on a
+	// large database every commit writes the free-page list.
+	var clean bool
+	if err := w.db.View(func(tx *store.Tx) error {
+		clean = tx.Meta(inFlightIndexBuilt) != nil && tx.Count(store.KeysInFlight) == 0
+		return nil
+	}); err != nil {
+		return fmt.Errorf("drop in-flight idempotency keys: %w", err)
+	}
+	if clean {
+		return nil
+	}
 	err := w.db.Update(func(tx *store.Tx) error {
 		var stale [][]byte
-		if err := tx.Scan(store.Keys, nil, false, func(k, v []byte) bool {
+		collect := func(k, v []byte) bool {
 			if rec, ok := decodeKeyRecord(v); ok && rec.InFlight {
 				stale = append(stale, k)
 			}
 			return true
-		}); err != nil {
+		}
+		var err error
+		if tx.Meta(inFlightIndexBuilt) != nil {
+			// The index names every in-flight key: look at those only.
+			err = tx.Scan(store.KeysInFlight, nil, false, func(k, _ []byte) bool {
+				return collect(k, tx.Get(store.Keys, k))
+			})
+		} else {
+			// A database from before the index: one walk of every key.
+			err = tx.Scan(store.Keys, nil, false, collect)
+		}
+		if err != nil {
 			return err
 		}
 		for _, k := range stale {
@@ -235,13 +286,20 @@ func (w *World) dropInFlight() error {
 				return err
 			}
 		}
-		return nil
+		if err := tx.Clear(store.KeysInFlight); err != nil {
+			return err
+		}
+		return tx.SetMeta(inFlightIndexBuilt, []byte{1})
 	})
 	if err != nil {
 		return fmt.Errorf("drop in-flight idempotency keys: %w", err)
 	}
 	return nil
 }
+
+// inFlightIndexBuilt is the store Meta key that says store.KeysInFlight
+// names every in-flight key. Resets empty both, so it stays true.
+const inFlightIndexBuilt = "world_in_flight_index"
 
 // markReplayed returns a stored response body with "deduplicated" set true.
 func markReplayed(body []byte) []byte {
