@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
@@ -103,8 +100,13 @@ func (a *app) runChaos(cfg chaos.Config) error {
 
 	var res *chaos.Result
 	var err error
-	if isTerminal(a.out) {
-		res, err = chaosWithBar(ctx, cancel, cfg, a.out)
+	if onTerminal(a.out) {
+		res, err = withProgress(ctx, cancel, a.out, func(report func(float64, ...string)) (*chaos.Result, error) {
+			cfg.Progress = func(p chaos.Progress) {
+				report(float64(p.Runs)/float64(max(p.Total, 1)), chaosFigures(p)...)
+			}
+			return chaos.Run(ctx, cfg)
+		})
 	} else {
 		every := max(cfg.Runs/20, 1)
 		cfg.Progress = func(p chaos.Progress) {
@@ -135,16 +137,6 @@ func orAll(p string) string {
 		return "all"
 	}
 	return p
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // chaosHostCmd is the host process the chaos runner starts and kills.
@@ -225,91 +217,14 @@ func resolvePlan(name string) (check.Plan, bool) {
 	return check.PlanOf(s), true
 }
 
-// --- progress bar ------------------------------------------------------------
+// violationStyle marks violations on the progress display; built once.
+var violationStyle = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#C0392B", Dark: "#FF6B6B"}).Bold(true)
 
-type chaosProgressMsg chaos.Progress
-
-type chaosDoneMsg struct{}
-
-// chaosModel is a small Bubble Tea program: a progress bar over the runs,
-// with the kills and violations so far and the latest event.
-// (bubbles/progress would need github.com/charmbracelet/harmonica, which
-// go.mod does not carry; this bar is drawn with lipgloss.)
-type chaosModel struct {
-	width  int
-	p      chaos.Progress
-	cancel context.CancelFunc
-}
-
-// Bar styles, built once.
-var (
-	barDone = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#5A56E0", Dark: "#7D79F6"})
-	barTodo = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#C8C8C8", Dark: "#3C3C3C"})
-	barBad  = lipgloss.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#C0392B", Dark: "#FF6B6B"}).Bold(true)
-)
-
-func (m chaosModel) Init() tea.Cmd { return nil }
-
-func (m chaosModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		m.width = msg.Width
-	case chaosProgressMsg:
-		m.p = chaos.Progress(msg)
-	case chaosDoneMsg:
-		return m, tea.Quit
-	case tea.KeyMsg:
-		if msg.String() == "ctrl+c" || msg.String() == "q" {
-			m.cancel()
-			return m, tea.Quit
-		}
+// chaosFigures are the lines under the progress bar.
+func chaosFigures(p chaos.Progress) []string {
+	vio := fmt.Sprintf("violations %d", p.Violations)
+	if p.Violations > 0 {
+		vio = violationStyle.Render(vio)
 	}
-	return m, nil
-}
-
-func (m chaosModel) View() string {
-	width := 60
-	if m.width > 0 {
-		width = max(min(m.width-12, 72), 10)
-	}
-	frac := 0.0
-	if m.p.Total > 0 {
-		frac = float64(m.p.Runs) / float64(m.p.Total)
-	}
-	filled := int(frac*float64(width) + 0.5)
-	bar := barDone.Render(strings.Repeat("█", filled)) + barTodo.Render(strings.Repeat("░", width-filled))
-	vio := fmt.Sprintf("violations %d", m.p.Violations)
-	if m.p.Violations > 0 {
-		vio = barBad.Render(vio)
-	}
-	line := m.p.Line
-	if w := width + 8; len(line) > w {
-		line = line[:w-1] + "…"
-	}
-	return fmt.Sprintf("\n  %s %3.0f%%\n  runs %d/%d · kills %d (host %d) · %s\n  %s\n",
-		bar, frac*100, m.p.Runs, m.p.Total, m.p.Kills, m.p.HostKills, vio, line)
-}
-
-// chaosWithBar runs chaos under the progress bar.
-func chaosWithBar(ctx context.Context, cancel context.CancelFunc, cfg chaos.Config, out io.Writer) (*chaos.Result, error) {
-	m := chaosModel{cancel: cancel}
-	prog := tea.NewProgram(m, tea.WithOutput(out), tea.WithContext(ctx))
-	cfg.Progress = func(p chaos.Progress) { prog.Send(chaosProgressMsg(p)) }
-	type outcome struct {
-		res *chaos.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := chaos.Run(ctx, cfg)
-		prog.Send(chaosDoneMsg{})
-		done <- outcome{res, err}
-	}()
-	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
-		cancel()
-		<-done
-		return nil, fmt.Errorf("progress display: %w", err)
-	}
-	o := <-done
-	return o.res, o.err
+	return []string{fmt.Sprintf("runs %d/%d · kills %d (host %d) · %s", p.Runs, p.Total, p.Kills, p.HostKills, vio), p.Line}
 }

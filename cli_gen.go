@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -12,9 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/charmbracelet/bubbles/progress"
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine/gen"
@@ -88,7 +84,12 @@ func (a *app) runGen(opts gen.Options) error {
 	start := time.Now()
 	var st gen.Stats
 	if onTerminal(a.out) {
-		st, err = genWithBar(ctx, cancel, db, opts, a.out)
+		st, err = withProgress(ctx, cancel, a.out, func(report func(float64, ...string)) (gen.Stats, error) {
+			opts.Progress = func(p gen.Progress) {
+				report(float64(p.Done)/float64(max(p.Total, 1)), progressLine(p, time.Since(start)), "ctrl+c stops after the current transaction")
+			}
+			return gen.Generate(ctx, db, opts)
+		})
 	} else {
 		every := max(opts.Executions/20, 1)
 		next := every
@@ -126,13 +127,6 @@ func (a *app) runGen(opts gen.Options) error {
 	return nil
 }
 
-// onTerminal reports whether w is a terminal, where the progress bar can be
-// drawn. A character device is not enough: /dev/null is one.
-func onTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
 func progressLine(p gen.Progress, elapsed time.Duration) string {
 	return fmt.Sprintf("%d/%d executions · %d attempts · %d events · %d messages · %.0f events/s",
 		p.Done, p.Total, p.Stats.Attempts, p.Stats.Events, p.Stats.Messages,
@@ -168,73 +162,4 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// --- progress bar ------------------------------------------------------------
-
-type genProgressMsg gen.Progress
-
-type genDoneMsg struct{}
-
-// genModel is a bubbles progress bar over the executions, with the counts
-// so far and the write rate. The bar is drawn at each reported fraction
-// rather than animated towards it.
-type genModel struct {
-	bar    progress.Model
-	p      gen.Progress
-	start  time.Time
-	cancel context.CancelFunc
-}
-
-func (m genModel) Init() tea.Cmd { return nil }
-
-func (m genModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		m.bar.Width = max(min(msg.Width-6, 80), 10)
-	case genProgressMsg:
-		m.p = gen.Progress(msg)
-	case genDoneMsg:
-		return m, tea.Quit
-	case tea.KeyMsg:
-		if msg.String() == "ctrl+c" || msg.String() == "q" {
-			m.cancel()
-			return m, tea.Quit
-		}
-	}
-	return m, nil
-}
-
-func (m genModel) View() string {
-	frac := 0.0
-	if m.p.Total > 0 {
-		frac = float64(m.p.Done) / float64(m.p.Total)
-	}
-	// Drawn at the exact fraction: a transaction's progress arrives in
-	// steps, and the last frame must say 100%.
-	return "\n  " + m.bar.ViewAs(frac) + "\n  " + progressLine(m.p, time.Since(m.start)) + "\n  ctrl+c stops after the current transaction\n"
-}
-
-// genWithBar generates under the progress bar.
-func genWithBar(ctx context.Context, cancel context.CancelFunc, db *store.DB, opts gen.Options, out io.Writer) (gen.Stats, error) {
-	m := genModel{bar: progress.New(progress.WithDefaultGradient()), start: time.Now(), cancel: cancel}
-	prog := tea.NewProgram(m, tea.WithOutput(out), tea.WithContext(ctx))
-	opts.Progress = func(p gen.Progress) { prog.Send(genProgressMsg(p)) }
-	type outcome struct {
-		st  gen.Stats
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		st, err := gen.Generate(ctx, db, opts)
-		prog.Send(genDoneMsg{})
-		done <- outcome{st, err}
-	}()
-	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
-		cancel()
-		<-done
-		return gen.Stats{}, fmt.Errorf("progress display: %w", err)
-	}
-	o := <-done
-	return o.st, o.err
 }
