@@ -83,18 +83,9 @@ func (a *app) chaosDB(cmd *cobra.Command, seed uint64) (string, error) {
 }
 
 func (a *app) runChaos(cfg chaos.Config) error {
-	ctx, cancel := context.WithCancel(context.Background())
+	// Ctrl-C (or q on the progress display) stops the job cleanly.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	fmt.Fprintf(a.out, "chaos: %d runs, seed %d, concurrency %d, policy %s, database %s\n",
 		cfg.Runs, cfg.Seed, cfg.Concurrency, orAll(cfg.Policy), cfg.DB)
 

@@ -66,18 +66,9 @@ func (a *app) runGen(opts gen.Options) error {
 	}
 	defer db.Close()
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// Ctrl-C (or q on the progress display) stops the job cleanly.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 
 	fmt.Fprintf(a.out, "gen: %d executions, %d attempts per step, seed %d, into %s\n",
 		opts.Executions, opts.AttemptsPerStep, opts.Seed, a.dbPath)

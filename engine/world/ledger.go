@@ -3,6 +3,7 @@ package world
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,21 +39,7 @@ type Record struct {
 // Outbox returns up to limit messages with Seq >= fromSeq, in sequence
 // order; limit <= 0 means all. Page on with the last Seq + 1.
 func (w *World) Outbox(fromSeq uint64, limit int) ([]Message, error) {
-	var out []Message
-	err := w.db.View(func(tx *store.Tx) error {
-		return scanDecode(tx, store.Outbox, fromSeq, limit, func(v []byte) error {
-			var m Message
-			if err := json.Unmarshal(v, &m); err != nil {
-				return err
-			}
-			out = append(out, m)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
-	}
-	return out, nil
+	return readLog[Message](w.db, store.Outbox, fromSeq, limit, "outbox")
 }
 
 // MessagesFor returns the outbox messages attributed to an execution, in
@@ -149,41 +136,35 @@ func outboxSize(tx *store.Tx) int {
 // CRMWrites returns up to limit CRM write log entries with Seq >= fromSeq,
 // in order; limit <= 0 means all.
 func (w *World) CRMWrites(fromSeq uint64, limit int) ([]CRMWrite, error) {
-	var out []CRMWrite
-	err := w.db.View(func(tx *store.Tx) error {
-		return scanDecode(tx, store.CRMWrites, fromSeq, limit, func(v []byte) error {
-			var wr CRMWrite
-			if err := json.Unmarshal(v, &wr); err != nil {
-				return err
-			}
-			out = append(out, wr)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read crm writes: %w", err)
-	}
-	return out, nil
+	return readLog[CRMWrite](w.db, store.CRMWrites, fromSeq, limit, "crm writes")
 }
 
-// scanDecode walks a sequence-keyed collection from fromSeq.
-func scanDecode(tx *store.Tx, b store.Bucket, fromSeq uint64, limit int, decode func([]byte) error) error {
-	var derr error
-	n := 0
-	if err := tx.Scan(b, store.U64(fromSeq), false, func(k, v []byte) bool {
-		if limit > 0 && n >= limit {
-			return false
-		}
-		if derr = decode(v); derr != nil {
-			derr = fmt.Errorf("decode %s entry %d: %w", b, store.DecodeU64(k), derr)
-			return false
-		}
-		n++
-		return true
-	}); err != nil {
-		return err
+// readLog reads up to limit JSON entries with seq >= fromSeq from an
+// append-only collection, in order; limit <= 0 reads all. what names the
+// collection in errors.
+func readLog[T any](db *store.DB, b store.Bucket, fromSeq uint64, limit int, what string) ([]T, error) {
+	var out []T
+	err := db.View(func(tx *store.Tx) error {
+		out = out[:0]
+		var derr error
+		err := tx.Scan(b, store.U64(fromSeq), false, func(k, v []byte) bool {
+			if limit > 0 && len(out) >= limit {
+				return false
+			}
+			var e T
+			if derr = json.Unmarshal(v, &e); derr != nil {
+				derr = fmt.Errorf("decode %s entry %d: %w", b, store.DecodeU64(k), derr)
+				return false
+			}
+			out = append(out, e)
+			return true
+		})
+		return errors.Join(err, derr)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	return derr
+	return out, nil
 }
 
 func (w *World) storedKey(key string, rec keyRecord, now time.Time) StoredKey {
