@@ -95,7 +95,11 @@ func (m *Model) tooSmall() string {
 func (m *Model) tabBar() string {
 	var parts []string
 	for p := pane(0); p < paneCount; p++ {
-		label := fmt.Sprintf(" %s ", paneNames[p])
+		name := paneNames[p]
+		if p == paneDetail && m.lesson.on {
+			name = "Lesson" // the lesson takes the Detail tab
+		}
+		label := fmt.Sprintf(" %s ", name)
 		if p == m.focus {
 			parts = append(parts, m.theme.TitleFocused.Render("["+label+"]"))
 		} else {
