@@ -224,28 +224,7 @@ func (w *World) LookupKey(key string) (StoredKey, bool, error) {
 }
 
 // Records returns every CRM row in id order.
-func (w *World) Records() ([]Record, error) {
-	var out []Record
-	var derr error
-	err := w.db.View(func(tx *store.Tx) error {
-		return tx.Scan(store.CRM, nil, false, func(k, v []byte) bool {
-			var r Record
-			if r, derr = decodeRecord(v); derr != nil {
-				derr = fmt.Errorf("decode record %q: %w", k, derr)
-				return false
-			}
-			out = append(out, r)
-			return true
-		})
-	})
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read records: %w", err)
-	}
-	return out, nil
-}
+func (w *World) Records() ([]Record, error) { return w.RecordsPage("", 0) }
 
 // RecordsPage returns at most limit CRM rows with id >= from, in id order
 // (limit <= 0 means all). Its cost follows limit, not the size of the CRM:
