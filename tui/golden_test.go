@@ -42,17 +42,23 @@ func viewModel(t *testing.T, m *Model, w, h int, want string, keys ...string) st
 	return final.View()
 }
 
+// mustShow fails the test for each text the view lacks.
+func mustShow(t *testing.T, v, what string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(v, want) {
+			t.Errorf("%s lacks %q", what, want)
+		}
+	}
+}
+
 // settleMsg is sent after the keys, so the final model has seen them all.
 type settleMsg struct{}
 
 func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send")
-	for _, want := range []string{"2 messages ← duplicate send", "◆ timeout", "✓ 200", "⚠ exec_7K2Q"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("naive view lacks %q", want)
-		}
-	}
+	mustShow(t, v, "naive view", "2 messages ← duplicate send", "◆ timeout", "✓ 200", "⚠ exec_7K2Q")
 	golden.RequireEqual(t, []byte(v))
 }
 
@@ -68,33 +74,21 @@ func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
 func TestGoldenSafeDedupAndReplay(t *testing.T) {
 	snap := record(t, []string{"safe", "run", "run"})
 	v := view(t, snap, 160, 36, "replayed from journal")
-	for _, want := range []string{"↺ deduplicated by key", "ik_a94a0b1d", "⟲ send_invoice_email", "1 message ✓"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("safe view lacks %q", want)
-		}
-	}
+	mustShow(t, v, "safe view", "↺ deduplicated by key", "ik_a94a0b1d", "⟲ send_invoice_email", "1 message ✓")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
 	snap := record(t, []string{"invoice-crm", "run", "resume"})
 	v := view(t, snap, 160, 36, "replayed from journal")
-	for _, want := range []string{"☠ worker killed (exit 137)", "┆ 53.1s with no worker running", "⟲ send_invoice_email  step-4  replayed", "1 message ✓"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("invoice-crm view lacks %q", want)
-		}
-	}
+	mustShow(t, v, "invoice-crm view", "☠ worker killed (exit 137)", "┆ 53.1s with no worker running", "⟲ send_invoice_email  step-4  replayed", "1 message ✓")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenHelp(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send", "?")
-	for _, want := range []string{"Faults", "arm: crash after effect, before recording", "kill the worker now"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("help lacks %q", want)
-		}
-	}
+	mustShow(t, v, "help", "Faults", "arm: crash after effect, before recording", "kill the worker now")
 	golden.RequireEqual(t, []byte(v))
 }
 
