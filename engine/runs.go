@@ -245,7 +245,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	h.mu.Lock()
 	st.worker = w
 	h.mu.Unlock()
-	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid}, nil); err != nil {
+	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid, Text: policy.String()}, nil); err != nil {
 		w.kill()
 	}
 	r := &Run{Execution: id, Number: run, done: make(chan struct{})}
