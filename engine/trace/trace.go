@@ -264,8 +264,11 @@ type Replay struct {
 	ResultRun int
 	// Decision is set when the recorded arguments, not a result, were reused.
 	Decision bool
-	Seq      uint64
-	Time     time.Time
+	// Attempt and Key are the recorded attempt's, when the source says.
+	Attempt int
+	Key     string
+	Seq     uint64
+	Time    time.Time
 }
 
 // ID is "seq<N>".
@@ -393,7 +396,7 @@ func (t *Trace) Apply(e Event) {
 		}
 	case StepReplayed:
 		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
-			Decision: e.Text == "decision", Seq: e.Seq, Time: e.Time}
+			Decision: e.Text == "decision", Attempt: e.Attempt, Key: e.Key, Seq: e.Seq, Time: e.Time}
 		if r.turn != nil {
 			r.turn.Nodes = append(r.turn.Nodes, p)
 		} else {
