@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,4 +249,33 @@ func BenchmarkExecutionsList(b *testing.B) {
 		total += n
 	}
 	b.ReportMetric(float64(total)/float64(b.N), "calls/redraw")
+}
+
+// Resetting the world empties the outbox, but the trace shows what was
+// recorded: the crashed attempt that delivered stays ◆, and the list's ⚠
+// stays (issue 13, item 8).
+func TestResetWorldKeepsThePast(t *testing.T) {
+	snap := record(t, []string{"crash", "run", "resume"})
+	m := open(t, snap, 160, 36)
+	ambiguous := func() bool {
+		for _, r := range m.rows {
+			if r.n.kind == kindAttempt && r.n.mark == markAmbiguous &&
+				strings.Contains(r.n.text, "worker died · ambiguous: provider delivered msg_") {
+				return true
+			}
+		}
+		return false
+	}
+	if !ambiguous() || !m.execs[0].duplicates {
+		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs[0].duplicates)
+	}
+	snap.msgs, snap.records = nil, nil // what ResetWorld leaves
+	_, cmd := m.Update(noticesMsg{batch: []engine.Notice{{Lagged: true}}, closed: true})
+	settleAll(t, m, cmd)
+	if len(m.msgs) != 0 {
+		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.msgs))
+	}
+	if !ambiguous() || !m.execs[0].duplicates {
+		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs[0].duplicates, m.View())
+	}
 }
