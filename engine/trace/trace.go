@@ -47,6 +47,19 @@ type Trace struct {
 	attempts map[attemptKey]*Attempt
 	// pending holds effects that arrived before their attempt.
 	pending map[attemptKey][]Effect
+	// progress is each call id's standing over all runs, in order of its
+	// first attempt.
+	progress map[string]*progress
+	order    []string
+	plans    map[int]bool
+}
+
+// progress is where a call id stands over all runs: its latest attempt
+// number, and whether it is still open when an ok answer closes it
+// (openAnswered) or only a journal record does (openRecorded).
+type progress struct {
+	last                       int
+	openAnswered, openRecorded bool
 }
 
 type attemptKey struct {
@@ -64,7 +77,8 @@ type Anomaly struct {
 // New starts an empty trace of one execution.
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
-		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}}
+		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
+		plans: map[int]bool{}}
 }
 
 // Fold applies events in order to a new trace.
@@ -376,6 +390,9 @@ func (t *Trace) Apply(e Event) {
 		}
 	case FaultInjected:
 		r.Faults = append(r.Faults, e.Fault)
+		if e.PlanIndex > 0 {
+			t.plans[e.PlanIndex] = true
+		}
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
 			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
@@ -395,11 +412,18 @@ func (t *Trace) Apply(e Event) {
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
+		if p := t.progress[e.Call]; p != nil {
+			p.openAnswered = false
+			if e.Outcome != OutcomeOK {
+				p.openRecorded = false
+			}
+		}
 	case RetryScheduled:
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Retry, a.RetryAt = e.Delay, e.Time
 		}
 	case StepRecorded:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkRecorded)
 		if c := t.lookupCall(r, e.Call); c != nil {
 			c.Recorded = n
@@ -415,6 +439,7 @@ func (t *Trace) Apply(e Event) {
 			r.Nodes = append(r.Nodes, n)
 		}
 	case StepReplayed:
+		t.closeCall(e.Call)
 		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
 			Decision: e.Text == "decision", Attempt: e.Attempt, Key: e.Key, Seq: e.Seq, Time: e.Time}
 		if r.turn != nil {
@@ -433,6 +458,7 @@ func (t *Trace) Apply(e Event) {
 		r.End = n
 		r.Nodes = append(r.Nodes, n)
 	case Escalated:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkEscalated)
 		r.End = n
 		t.End = n
@@ -485,6 +511,55 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	c.Nodes = append(c.Nodes, a)
 	t.attempts[k] = a
 	r.open[k] = a
+	p := t.progress[e.Call]
+	if p == nil {
+		p = &progress{}
+		t.progress[e.Call] = p
+		t.order = append(t.order, e.Call)
+	}
+	p.last = max(p.last, e.Attempt)
+	p.openAnswered, p.openRecorded = true, true
+}
+
+func (t *Trace) closeCall(id string) {
+	if p := t.progress[id]; p != nil {
+		p.openAnswered, p.openRecorded = false, false
+	}
+}
+
+// LastAttempts maps each call id to its latest attempt number over all
+// runs: where a new run's attempts go on counting.
+func (t *Trace) LastAttempts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.last
+	}
+	return out
+}
+
+// PlansFired is the set of fault-plan entries (1-based) already injected.
+func (t *Trace) PlansFired() map[int]bool {
+	out := make(map[int]bool, len(t.plans))
+	for i := range t.plans {
+		out[i] = true
+	}
+	return out
+}
+
+// Unfinished lists the calls whose latest attempt never finished and that
+// no record, replay or escalation closed since, in order of their first
+// attempt. With journal set, only a journal record (not an ok answer)
+// finishes a call: an answer that never reached the journal leaves it
+// unfinished.
+func (t *Trace) Unfinished(journal bool) []string {
+	var out []string
+	for _, id := range t.order {
+		p := t.progress[id]
+		if (journal && p.openRecorded) || (!journal && p.openAnswered) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // lookupCall finds the call an event names: this run's, else the latest.
