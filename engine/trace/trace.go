@@ -72,6 +72,8 @@ type Anomaly struct {
 	Seq  uint64
 	Call string
 	Text string
+	// Jump is set when events are missing: Seq jumped.
+	Jump bool
 }
 
 // New starts an empty trace of one execution.
@@ -175,6 +177,9 @@ type Call struct {
 	Seq   uint64
 	Time  time.Time
 	Attrs map[string]string
+	// Unscheduled is set when no CallScheduled announced it: it was made
+	// for an attempt (or a record) of an id the source never scheduled.
+	Unscheduled bool
 	// Attempts are the call's attempts in this run, in order.
 	Attempts []*Attempt
 	// Recorded is the journal's record of its result, if any.
@@ -336,7 +341,7 @@ func (t *Trace) Apply(e Event) {
 	if e.Seq == 0 {
 		e.Seq = t.LastSeq + 1
 	} else if t.LastSeq != 0 && e.Seq != t.LastSeq+1 {
-		t.anomaly(e, fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, e.Seq))
+		t.jump(e.Seq, e.Call)
 	}
 	t.LastSeq = e.Seq
 	t.Events++
@@ -576,7 +581,7 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 	if c := t.lookupCall(r, e.Call); c != nil {
 		return c
 	}
-	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time}
+	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
 	if r.turn != nil {
 		c.Turn = r.turn.Number
 		r.turn.Nodes = append(r.turn.Nodes, c)
@@ -629,6 +634,11 @@ func (t *Trace) runOf(e Event) *Run {
 func (t *Trace) note(e Event, m Mark) *Note {
 	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
 		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error}
+}
+
+func (t *Trace) jump(seq uint64, call string) {
+	t.Anomalies = append(t.Anomalies, Anomaly{Seq: seq, Call: call, Jump: true,
+		Text: fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, seq)})
 }
 
 func (t *Trace) anomaly(e Event, text string) {
