@@ -50,6 +50,7 @@ Without a subcommand it opens the explorer on the database.`,
 			return a.explore(&explore)
 		},
 	}
+	root.PersistentPreRunE = a.checkDBFlag
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -111,20 +112,25 @@ func (a *app) openHost() (*engine.Host, error) {
 	return engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS})
 }
 
-// onOff parses an on|off flag value.
-type onOff struct{ v *bool }
-
-func (o onOff) String() string {
-	if o.v == nil || *o.v == false {
-		if o.v == nil {
-			return ""
-		}
-		return "off"
-	}
-	return "on"
+// onOff parses an on|off flag value. It shows no default of its own: an
+// unset flag means what its usage line says (the scenario's policy), so
+// --help states one default, not two.
+type onOff struct {
+	v   *bool
+	set bool
 }
 
-func (o onOff) Set(s string) error {
+func (o *onOff) String() string {
+	if o == nil || o.v == nil || !o.set {
+		return ""
+	}
+	if *o.v {
+		return "on"
+	}
+	return "off"
+}
+
+func (o *onOff) Set(s string) error {
 	switch strings.ToLower(s) {
 	case "on", "true", "yes", "1":
 		*o.v = true
@@ -133,10 +139,11 @@ func (o onOff) Set(s string) error {
 	default:
 		return fmt.Errorf("want on or off, not %q", s)
 	}
+	o.set = true
 	return nil
 }
 
-func (o onOff) Type() string { return "on|off" }
+func (o *onOff) Type() string { return "on|off" }
 
 func (a *app) runCmd() *cobra.Command {
 	var keys, journal bool
@@ -163,8 +170,8 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(args[0], opts) })
 		},
 	}
-	cmd.Flags().Var(onOff{&keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
-	cmd.Flags().Var(onOff{&journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
 	return cmd
 }
 

@@ -73,7 +73,7 @@ Exit status: 0 when the check passes, 1 when it finds a violation.`,
 // directory.
 func (a *app) chaosDB(cmd *cobra.Command, seed uint64) (string, error) {
 	if cmd.Flags().Changed("db") || os.Getenv("RETRYLAB_DB") != "" {
-		return a.dbPath, nil
+		return a.dbPath, checkDBPath(a.dbPath)
 	}
 	dir, err := os.MkdirTemp("", "retrylab-chaos-")
 	if err != nil {
@@ -104,7 +104,8 @@ func (a *app) runChaos(cfg chaos.Config) error {
 			if strings.HasPrefix(p.Line, "run ") && p.Runs%every != 0 && p.Runs != p.Total && !strings.Contains(p.Line, ": ") {
 				return
 			}
-			fmt.Fprintf(a.out, "[%d/%d runs · %d kills · %d violations] %s\n", p.Runs, p.Total, p.Kills, p.Violations, p.Line)
+			fmt.Fprintf(a.out, "[%d/%d runs · workers killed %d · hosts killed %d · %d violations] %s\n",
+				p.Runs, p.Total, p.WorkersKilled, p.HostKills, p.Violations, p.Line)
 		}
 		res, err = chaos.Run(ctx, cfg)
 	}
@@ -114,7 +115,7 @@ func (a *app) runChaos(cfg chaos.Config) error {
 		}
 		return err
 	}
-	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (%d killed); database %s\n\n",
+	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (hosts killed %d); database %s\n\n",
 		res.Runs, res.Elapsed.Round(100*time.Millisecond), res.Hosts, res.HostKills, res.DB)
 	res.Report.Write(a.out, maxListedViolations)
 	if !res.Report.OK() {
@@ -217,5 +218,5 @@ func chaosFigures(p chaos.Progress) []string {
 	if p.Violations > 0 {
 		vio = violationStyle.Render(vio)
 	}
-	return []string{fmt.Sprintf("runs %d/%d · kills %d (host %d) · %s", p.Runs, p.Total, p.Kills, p.HostKills, vio), p.Line}
+	return []string{fmt.Sprintf("runs %d/%d · workers killed %d · hosts killed %d · %s", p.Runs, p.Total, p.WorkersKilled, p.HostKills, vio), p.Line}
 }
