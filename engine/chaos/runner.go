@@ -57,8 +57,8 @@ type Progress struct {
 	// counts them; HostKills counts host processes killed.
 	WorkersKilled int
 	HostKills     int
-	Hosts      int
-	Violations int
+	Hosts         int
+	Violations    int
 	// Line describes the latest event, for plain output.
 	Line string
 }
