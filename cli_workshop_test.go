@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The command-line items of the "workshop-ready" issue: what a new user and
@@ -84,4 +89,71 @@ func TestCLIChaosProgressCountsAsTheSummary(t *testing.T) {
 	if hosts == nil || hosts[1] != last[2] {
 		t.Errorf("progress says hosts killed %s, the summary %v\n%s", last[2], hosts, r)
 	}
+}
+
+// Item 21: a database with a damaged page is refused before anything is
+// written to it, and both run and check say so in our words, not bbolt's
+// assertion.
+func TestCLIDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "damaged.db")
+	must(t, 0, db, "run", "naive")
+	page := historyRoot(t, db, "exec_7K2Q")
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, 4000), int64(page)*int64(os.Getpagesize())); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("page %d is damaged (its header says it is page 4000)", page)
+	for _, args := range [][]string{{"run", "safe"}, {"check"}, {"show", "exec_7K2Q"}} {
+		r := rl(t, db, args...)
+		msg := oneLineError(t, r)
+		if !strings.Contains(msg, want) || !strings.Contains(msg, db) {
+			t.Errorf("%v: %q, want the file named and %q", args, msg, want)
+		}
+		for _, bad := range []string{"panic", "assertion"} {
+			if strings.Contains(msg, bad) {
+				t.Errorf("%v: %q says %q", args, msg, bad)
+			}
+		}
+		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+			t.Fatalf("%v wrote to the damaged file\n%s", args, r)
+		}
+	}
+}
+
+// historyRoot is the page where an execution's history bucket starts.
+func historyRoot(t *testing.T, path, exec string) uint64 {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var root uint64
+	err = b.View(func(tx *bolt.Tx) error {
+		h := tx.Bucket([]byte("histories")).Bucket([]byte(exec))
+		if h == nil {
+			return fmt.Errorf("no history bucket for %s", exec)
+		}
+		root = uint64(h.Root())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root == 0 {
+		t.Fatalf("the history of %s is inline; the test needs it on a page of its own", exec)
+	}
+	return root
 }
