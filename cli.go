@@ -79,31 +79,69 @@ func oneLine(s string) string {
 
 // service attaches to the host that already owns the database (the
 // explorer in another terminal, say), or else opens the database and
-// becomes its host. Either way the caller works through the same Service.
+// becomes its host. Either way the caller works through the same Service;
+// close it with a.release. An attached process holds the host, so the host
+// does not close under it (see release); a host that is closing is waited
+// out, and then this process opens the database itself.
 func (a *app) service() (engine.Service, error) {
-	if c, err := engine.Dial(a.dbPath); err == nil {
-		return c, nil
-	}
-	h, err := a.openHost()
-	if errors.Is(err, store.ErrLocked) {
-		// A host may have come up while we waited for the lock.
-		if c, derr := engine.Dial(a.dbPath); derr == nil {
-			return c, nil
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				return c, nil
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return nil, err
 		}
+		h, err := a.openHost()
+		if errors.Is(err, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := engine.Dial(a.dbPath); derr == nil {
+				if derr = c.Hold(); derr == nil {
+					return c, nil
+				}
+				c.Close()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
 }
 
-// withService runs fn on the database's service and closes it after.
+// release closes what service returned. A host this process owns first
+// waits for the runs and the processes it serves for others (a second
+// 'retrylab run' attached to it, say), so it never kills their workers;
+// Ctrl-C stops the wait.
+func (a *app) release(s engine.Service) error {
+	h, ok := s.(*engine.Host)
+	if !ok {
+		return s.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return h.CloseWhenIdle(ctx, func(running []string, holds int) {
+		what := fmt.Sprintf("%d attached", holds)
+		if len(running) > 0 {
+			what = "running " + strings.Join(running, ", ")
+		}
+		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
+			h.DBPath(), what)
+	})
+}
+
+// withService runs fn on the database's service and releases it after.
 func (a *app) withService(fn func(engine.Service) error) error {
 	s, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer a.release(s)
 	return fn(s)
 }
 
@@ -209,7 +247,7 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) err
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	defer a.release(h)
 	notices, stop := h.Subscribe(1 << 14)
 	defer stop()
 	run, err := start(h)

@@ -5,12 +5,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/retrylab/retrylab/engine"
 )
 
 // The command-line items of the "workshop-ready" issue: what a new user and
@@ -156,4 +161,120 @@ func historyRoot(t *testing.T, path, exec string) uint64 {
 		t.Fatalf("the history of %s is inline; the test needs it on a page of its own", exec)
 	}
 	return root
+}
+
+// started is a retrylab process running in the background.
+type started struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// background starts `retrylab --db db args...` and does not wait for it.
+func background(t *testing.T, db string, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
+	cmd.Dir = filepath.Dir(db)
+	cmd.Env = cliEnv()
+	s := &started{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.done
+	})
+	return s
+}
+
+// wait waits for the process to end and returns what it did.
+func (s *started) wait(t *testing.T) ran {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("retrylab %v did not end\nstdout %s\nstderr %s", s.cmd.Args, s.stdout, s.stderr)
+	}
+	return ran{args: s.cmd.Args[3:], stdout: s.stdout.String(), stderr: s.stderr.String(), code: s.cmd.ProcessState.ExitCode()}
+}
+
+// until polls cond (every 10 ms, for up to 10 s).
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// Item 20: two runs started together on one database. The second attaches
+// to the first's host; when the first run ends, its host waits for the
+// second's run instead of killing its worker.
+func TestCLITwoRunsOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	first := background(t, db, "run", "safe")
+	until(t, "the first run's host", func() bool { _, err := os.Stat(engine.HostFile(db)); return err == nil })
+	second := must(t, 0, db, "run", "naive")
+	has(t, second, "[agent]     execution completed", duplicateLine)
+	hasNot(t, second, "killed")
+	r := first.wait(t)
+	if r.code != 0 || !strings.Contains(r.stdout, "[agent]     execution completed") {
+		t.Fatalf("the first run\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "waiting for it before closing") {
+		t.Errorf("the first run's host did not wait for the second run\n%s", r)
+	}
+	for _, exec := range []string{"exec_7K2Q", "exec_01H8"} {
+		if s := show(t, db, exec); s.Execution.Status != "completed" || s.Execution.Runs != 1 {
+			t.Errorf("%s: %+v, want completed in one run", exec, s.Execution)
+		}
+	}
+}
+
+// Item 20 again, without timing: serve is stopped while a run attached to
+// it goes on; it waits for the run, says so, and the run completes.
+func TestCLIServeWaitsForAnAttachedRun(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve")
+	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	run := background(t, db, "run", "naive")
+	until(t, "the run to start", func() bool { return strings.Contains(run.stdout.String(), "[runtime]   execution exec_7K2Q started") })
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := run.wait(t)
+	if r.code != 0 {
+		t.Fatalf("the attached run\n%s", r)
+	}
+	has(t, r, "[agent]     execution completed", duplicateLine)
+	s := serve.wait(t)
+	if s.code != 0 || !strings.Contains(s.stderr, "(running exec_7K2Q); waiting for it before closing") {
+		t.Errorf("serve\n%s", s)
+	}
+	if sh := show(t, db, "exec_7K2Q"); sh.Execution.Status != "completed" || sh.Execution.Runs != 1 {
+		t.Errorf("exec_7K2Q: %+v", sh.Execution)
+	}
 }

@@ -74,6 +74,8 @@ func errorKind(err error) string {
 		return "no_execution"
 	case errors.Is(err, ErrBusy):
 		return "busy"
+	case errors.Is(err, ErrHostClosing):
+		return "closing"
 	}
 	return ""
 }
@@ -176,6 +178,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	call("reset_world", with(func(args) (any, error) { return struct{}{}, h.ResetWorld() }))
 	call("reset", with(func(args) (any, error) { return struct{}{}, h.Reset() }))
 	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
+	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
 }
 
 func toAny[T any](list []T) []any {

@@ -78,6 +78,10 @@ type Host struct {
 	mu    sync.Mutex
 	execs map[string]*execState
 	armed []fault.Point
+	// holds counts attached processes holding the host open; closing is set
+	// once CloseWhenIdle found it idle, and refuses new runs and holds.
+	holds   int
+	closing bool
 	// counters for the status bar and checks
 	mailRequests map[string]int
 }
