@@ -369,14 +369,4 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// withHost opens the host for a read or a small change and closes it after.
-func (a *app) withHost(fn func(*engine.Host) error) error {
-	h, err := a.openHost()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return fn(h)
-}
-
 func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }

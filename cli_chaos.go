@@ -17,7 +17,6 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
-	"github.com/retrylab/retrylab/store"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -157,7 +156,9 @@ effect, not done), lost (done, but no effect), duplicated (more than one effect
 for one intent), unexpected (an effect nobody asked for). Each count is also
 held to the model of DESIGN.md's fault matrix.
 
-The database is opened read-only; a running retrylab holds it locked.
+The database is opened read-only. While another retrylab has it open (the
+explorer, serve, a run), check reads a consistent copy of it that that
+retrylab writes, as of the moment check starts.
 
 Exit status: 0 when the check passes; 1 when the keys+journal policy shows a
 lost, duplicated or unexpected operation, when any count departs from the
@@ -173,20 +174,17 @@ model, or when the history breaks an invariant.`,
 }
 
 func (a *app) runCheck(externalOK bool) error {
-	if _, err := os.Stat(a.dbPath); err != nil {
-		return fmt.Errorf("check %s: %w", a.dbPath, err)
-	}
-	db, err := store.Open(a.dbPath, store.Options{ReadOnly: true})
+	db, name, done, err := a.readDB()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer done()
 	if err := db.Check(); err != nil {
-		return err
+		return name(err)
 	}
 	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
 	if err != nil {
-		return err
+		return name(err)
 	}
 	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep.Write(a.out, maxListedViolations)

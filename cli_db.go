@@ -6,9 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/store"
 )
 
 // noDB names the commands that never open --db (chaos checks it itself,
@@ -60,4 +64,60 @@ func checkDBPath(path string) error {
 		return &exitError{code: 2, msg: fmt.Sprintf("--db %s: %s is not a directory", path, dir)}
 	}
 	return nil
+}
+
+// readDB opens the database for a reader that needs the file itself (check):
+// read-only when no retrylab holds it, and otherwise a consistent copy that
+// the host holding it writes, so a reader never fails because the explorer
+// (or serve, or a run) is open. done closes it and removes any copy; name
+// rewords errors that name the copy to name --db.
+func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
+	same := func(err error) error { return err }
+	if _, err := os.Stat(a.dbPath); err != nil {
+		return nil, nil, nil, fmt.Errorf("read %s: %w", a.dbPath, err)
+	}
+	c, err := engine.Dial(a.dbPath)
+	if err != nil {
+		db, err := store.Open(a.dbPath, store.Options{ReadOnly: true})
+		if !errors.Is(err, store.ErrLocked) {
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return db, same, func() { db.Close() }, nil
+		}
+		// A host may have come up while we waited for the lock.
+		if c, err = engine.Dial(a.dbPath); err != nil {
+			return nil, nil, nil, fmt.Errorf("read %s: %w, and it announces no retrylab to ask for a copy", a.dbPath, store.ErrLocked)
+		}
+	}
+	defer c.Close()
+	dir, err := os.MkdirTemp("", "retrylab-read-")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("make a directory for a copy of %s: %w", a.dbPath, err)
+	}
+	copyPath := filepath.Join(dir, filepath.Base(a.dbPath))
+	removeCopy := func() { os.RemoveAll(dir) }
+	f, err := os.OpenFile(copyPath, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err == nil {
+		err = c.CopyDB(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		removeCopy()
+		return nil, nil, nil, fmt.Errorf("read %s through the retrylab that has it open (pid %d): %w", a.dbPath, c.HostPID(), err)
+	}
+	name := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return errors.New(strings.ReplaceAll(err.Error(), copyPath, a.dbPath))
+	}
+	db, err := store.Open(copyPath, store.Options{ReadOnly: true})
+	if err != nil {
+		removeCopy()
+		return nil, nil, nil, name(err)
+	}
+	return db, name, func() { db.Close(); removeCopy() }, nil
 }

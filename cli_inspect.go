@@ -26,7 +26,7 @@ the gaps while no worker ran. --json prints the record and the raw events;
 --markdown writes a handout: the trace, the outbox and the scenario's lesson.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHost(func(h *engine.Host) error {
+			return a.withService(func(h engine.Service) error {
 				id, err := pickExecution(h, args)
 				if err != nil {
 					return err

@@ -278,3 +278,30 @@ func TestCLIServeWaitsForAnAttachedRun(t *testing.T) {
 		t.Errorf("exec_7K2Q: %+v", sh.Execution)
 	}
 }
+
+// Item 4: every read command works while another retrylab (the explorer,
+// here serve) holds the database, and prints what it prints without one.
+func TestCLIReadCommandsAttach(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	must(t, 0, db, "run", "naive")
+	reads := [][]string{{"show"}, {"show", "--json"}, {"show", "--markdown"}, {"check"}, {"outbox"}, {"state", "--json"}, {"journal", "list"}}
+	alone := map[int]ran{}
+	for i, args := range reads {
+		alone[i] = ok(t, db, args...)
+	}
+	serve := background(t, db, "serve")
+	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	for i, args := range reads {
+		r := ok(t, db, args...)
+		if r.stdout != alone[i].stdout {
+			t.Errorf("%v while serve holds the database differs from without it\n%s\n--- without\n%s", args, r, alone[i].stdout)
+		}
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if s := serve.wait(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
+	}
+}

@@ -179,6 +179,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	call("reset", with(func(args) (any, error) { return struct{}{}, h.Reset() }))
 	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
 	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
+	mux.HandleFunc("GET /v1/control/copy", h.serveCopy)
 }
 
 func toAny[T any](list []T) []any {

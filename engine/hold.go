@@ -156,3 +156,39 @@ func (c *Client) Hold() error {
 	c.release = cancel
 	return nil
 }
+
+// CopyDB writes a consistent copy of the database to w (see store.CopyTo):
+// what a reader in another process opens, since the host holds the file.
+func (h *Host) CopyDB(w io.Writer) error {
+	_, err := h.db.CopyTo(w)
+	return err
+}
+
+// serveCopy streams a copy of the database.
+func (h *Host) serveCopy(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	// An error after the first byte can only cut the stream short, which
+	// the client sees as a copy that does not open.
+	_ = h.CopyDB(w)
+}
+
+// CopyDB writes a consistent copy of the host's database to w.
+func (c *Client) CopyDB(w io.Writer) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.info.URL+"/v1/control/copy", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.info.Token)
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return fmt.Errorf("copy the database from host pid %d: %w", c.info.PID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("copy the database from host pid %d: %s", c.info.PID, resp.Status)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("copy the database from host pid %d: %w", c.info.PID, err)
+	}
+	return nil
+}

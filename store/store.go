@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
@@ -390,6 +391,22 @@ func (db *DB) Check() (err error) {
 }
 
 var errRollback = errors.New("rollback")
+
+// CopyTo writes a consistent copy of the whole database, as of one moment,
+// to w, while commits go on. The copy is a database file of its own.
+func (db *DB) CopyTo(w io.Writer) (n int64, err error) {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	defer recoverCorrupt(db.path, &err)
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
 
 // View runs fn in a read-only transaction. Values passed to fn are valid only
 // inside it; the Tx accessors return copies.
