@@ -305,3 +305,22 @@ func TestCLIReadCommandsAttach(t *testing.T) {
 		t.Errorf("serve\n%s", s)
 	}
 }
+
+// Item 25: the README says how to get retrylab on the PATH before its first
+// `retrylab ...` command, and the way it says works.
+func TestREADMEInstallsBeforeUsing(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	first := regexp.MustCompile(`(?m)^retrylab (reset|run|resume|show|outbox|state|journal|serve|check|lesson|clock)\b`).FindStringIndex(readme)
+	install := strings.Index(readme, "go install .")
+	if first == nil || install < 0 || install > first[0] {
+		t.Fatalf("README: `go install .` at %d, the first retrylab command at %v", install, first)
+	}
+	if !strings.Contains(readme[:first[0]], `export PATH="$PATH:$(go env GOPATH)/bin"`) {
+		t.Error("README does not say how to put GOPATH/bin on the PATH before using retrylab")
+	}
+}
