@@ -29,6 +29,9 @@ type app struct {
 	dbPath string
 	out    io.Writer
 	errOut io.Writer
+	// ports fixes the host's ports when this process hosts the database
+	// (serve --port); zero: free ports.
+	mailPort, crmPort, controlPort int
 }
 
 func newRootCmd() *cobra.Command {
@@ -58,7 +61,7 @@ Without a subcommand it opens the explorer on the database.`,
 	})
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
 	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
-		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd())
+		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd(), a.clockCmd())
 	return root
 }
 
@@ -147,7 +150,13 @@ func (a *app) withService(fn func(engine.Service) error) error {
 
 // openHost opens the database and starts the world and the runtime.
 func (a *app) openHost() (*engine.Host, error) {
-	return engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
+			a.mailPort, a.controlPort, err)}
+	}
+	return h, err
 }
 
 // onOff parses an on|off flag value. It shows no default of its own: an

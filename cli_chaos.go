@@ -189,7 +189,13 @@ func (a *app) runCheck(externalOK bool) error {
 	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep.Write(a.out, maxListedViolations)
 	if !rep.OK() {
-		return &exitError{code: 1, msg: fmt.Sprintf("check: %d violations", len(rep.Violations))}
+		msg := fmt.Sprintf("check: %d violations", len(rep.Violations))
+		if rep.Unattributed > 0 && !externalOK {
+			// The usual cause: the database served an agent of one's own.
+			msg += fmt.Sprintf("; %d of the effects have no attribution, as an HTTP client of 'retrylab serve' makes them: if that client was yours, accept them with --external-ok",
+				rep.Unattributed)
+		}
+		return &exitError{code: 1, msg: msg}
 	}
 	return nil
 }

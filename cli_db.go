@@ -121,3 +121,19 @@ func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 	}
 	return db, name, func() { db.Close(); removeCopy() }, nil
 }
+
+// fixPorts makes the host this process opens listen on port (mail API),
+// port+1 (CRM) and port+2 (control API). Another process already hosting
+// the database cannot move its ports, so that is an error here.
+func (a *app) fixPorts(port int) error {
+	if port < 1 || port > 65535-2 {
+		return &exitError{code: 2, msg: fmt.Sprintf("--port %d: want a port from 1 to 65533 (the CRM takes N+1, the control API N+2)", port)}
+	}
+	if c, err := engine.Dial(a.dbPath); err == nil {
+		defer c.Close()
+		return &exitError{code: 1, msg: fmt.Sprintf("--port %d: another retrylab (pid %d) already hosts %s, its mail API on %s; close it, or leave out --port to use its addresses",
+			port, c.HostPID(), a.dbPath, c.MailURL())}
+	}
+	a.mailPort, a.crmPort, a.controlPort = port, port+1, port+2
+	return nil
+}

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -322,5 +326,135 @@ func TestREADMEInstallsBeforeUsing(t *testing.T) {
 	}
 	if !strings.Contains(readme[:first[0]], `export PATH="$PATH:$(go env GOPATH)/bin"`) {
 		t.Error("README does not say how to put GOPATH/bin on the PATH before using retrylab")
+	}
+}
+
+// Item 17: key-retention shown from the command line: the worker dies after
+// the send, the world clock moves 25 hours, the resumed step sends again.
+func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	has(t, ok(t, db, "clock"), "world clock +0h: the providers' clock runs 0h ahead of real time")
+	r := must(t, 137, db, "run", "key-retention")
+	if got := lastLine(r.stdout); got != singleLine {
+		t.Errorf("after the crash: %q, want %q", got, singleLine)
+	}
+	has(t, ok(t, db, "clock", "advance", "25h"), "world clock advanced 25h: now +25h")
+	has(t, ok(t, db, "clock"), "world clock +25h: the providers' clock runs 25h ahead of real time")
+	r = ok(t, db, "resume")
+	if got := lastLine(r.stdout); got != duplicateLine {
+		t.Errorf("after 25 hours: %q, want the duplicate the scenario's title promises\n%s", got, r)
+	}
+	for _, bad := range []struct{ arg, want string }{
+		{"soon", `clock advance: "soon" is not a duration (e.g. 25h, 90m, 2d)`},
+		{"0s", "the world clock only moves forward"},
+	} {
+		msg := oneLineError(t, must(t, 2, db, "clock", "advance", bad.arg))
+		if !strings.Contains(msg, bad.want) {
+			t.Errorf("clock advance %s: %q, want %q", bad.arg, msg, bad.want)
+		}
+	}
+	has(t, ok(t, db, "clock", "advance", "2d"), "world clock advanced 48h: now +73h")
+}
+
+// freePorts finds n consecutive free ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		lns := []net.Listener{ln}
+		for i := 1; i < n && err == nil; i++ {
+			var l net.Listener
+			if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i)); err == nil {
+				lns = append(lns, l)
+			}
+		}
+		for _, l := range lns {
+			l.Close()
+		}
+		if err == nil {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
+// Item 19 and the control endpoint of item 17: serve --port gives fixed,
+// printed addresses; an HTTP client moves the world clock through the
+// control API; check explains what the client's unattributed effects are.
+func TestCLIServeFixedPortsAndControl(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	port := freePorts(t, 3)
+	serve := background(t, db, "serve", "--port", strconv.Itoa(port))
+	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	mail := fmt.Sprintf("http://127.0.0.1:%d", port)
+	control := fmt.Sprintf("http://127.0.0.1:%d", port+2)
+	for _, want := range []string{
+		"  mail API  POST " + mail + "/v1/send",
+		fmt.Sprintf("  CRM       PUT  http://127.0.0.1:%d/v1/records/{id}", port+1),
+		"  control   POST " + control + `/v1/control/advance  {"duration": "25h"}  (bearer token: "token" in ` + engine.HostFile(db) + ")",
+	} {
+		if !strings.Contains(serve.stdout.String(), want) {
+			t.Errorf("serve's banner lacks %q\n%s", want, serve.stdout)
+		}
+	}
+
+	// An agent of one's own: plain HTTP, no attribution headers.
+	resp, err := http.Post(mail+"/v1/send", "application/json", strings.NewReader(`{"to":"sam@acme.dev","subject":"Hello","body":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/send: %s", resp.Status)
+	}
+	var info struct {
+		Token string `json:"token"`
+	}
+	data, err := os.ReadFile(engine.HostFile(db))
+	if err != nil || json.Unmarshal(data, &info) != nil || info.Token == "" {
+		t.Fatalf("host file: %v %s", err, data)
+	}
+	req, _ := http.NewRequest(http.MethodPost, control+"/v1/control/advance", strings.NewReader(`{"duration": "25h"}`))
+	req.Header.Set("Authorization", "Bearer "+info.Token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/control/advance: %s", resp.Status)
+	}
+	has(t, ok(t, db, "clock"), "world clock +25h")
+
+	// A second serve cannot take the same ports, and says why.
+	msg := oneLineError(t, rl(t, db, "serve", "--port", strconv.Itoa(port)))
+	if !strings.Contains(msg, "already hosts "+db) || !strings.Contains(msg, "leave out --port") {
+		t.Errorf("second serve --port: %q", msg)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	msg = oneLineError(t, rl(t, other, "serve", "--port", strconv.Itoa(port)))
+	if !strings.Contains(msg, fmt.Sprintf("ports %d-%d: one is in use", port, port+2)) {
+		t.Errorf("serve --port on busy ports: %q", msg)
+	}
+
+	// check, while serve still runs, says why the effect is unexpected.
+	r := must(t, 1, db, "check")
+	if msg := oneLineError(t, r); !strings.Contains(msg, "have no attribution, as an HTTP client of 'retrylab serve' makes them") ||
+		!strings.Contains(msg, "--external-ok") {
+		t.Errorf("check: %q", msg)
+	}
+	has(t, ok(t, db, "check", "--external-ok"), "verdict: PASS")
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if s := serve.wait(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
 	}
 }

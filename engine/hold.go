@@ -192,3 +192,32 @@ func (c *Client) CopyDB(w io.Writer) error {
 	}
 	return nil
 }
+
+// durationArg is a duration in a control request: nanoseconds, as Client
+// sends it, or a string such as "25h" for an HTTP client written by hand.
+type durationArg time.Duration
+
+func (d *durationArg) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = durationArg(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want nanoseconds or a string like \"25h\", not %s", b)
+	}
+	*d = durationArg(n)
+	return nil
+}
+
+// ControlURL is the base of the control API (POST /v1/control/...), which
+// takes the token in the host file as a bearer token.
+func (h *Host) ControlURL() string { return h.runtimeURL }
+
+// ControlURL is the base of the attached host's control API.
+func (c *Client) ControlURL() string { return c.info.URL }

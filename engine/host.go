@@ -58,6 +58,10 @@ type Config struct {
 	LockTimeout time.Duration
 	// NoSync skips fsync (benchmarks only).
 	NoSync bool
+	// MailPort, CRMPort and ControlPort fix the ports (on 127.0.0.1) of the
+	// mail API, the CRM and the runtime and control API, for clients that
+	// need known addresses (serve --port). Zero means any free port.
+	MailPort, CRMPort, ControlPort int
 }
 
 // Host owns the database, the world and the workers.
@@ -147,7 +151,7 @@ func Open(cfg Config) (*Host, error) {
 		execs:        map[string]*execState{},
 		mailRequests: map[string]int{},
 	}
-	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe})
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -155,7 +159,7 @@ func Open(cfg Config) (*Host, error) {
 	h.world = w
 	if err := w.Start(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("start world: %w", err)
+		return nil, err // it says "start world: ..."
 	}
 	if err := h.startRuntime(); err != nil {
 		w.Close()
@@ -174,7 +178,7 @@ func Open(cfg Config) (*Host, error) {
 }
 
 func (h *Host) startRuntime() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", h.cfg.ControlPort))
 	if err != nil {
 		return fmt.Errorf("start runtime API: %w", err)
 	}
