@@ -458,3 +458,33 @@ func TestCLIServeFixedPortsAndControl(t *testing.T) {
 		t.Errorf("serve\n%s", s)
 	}
 }
+
+// Item 24: a CRM 409 (the record id is taken with other fields) is narrated
+// as the CRM's, not as a mail API key in flight, live and in the handout.
+func TestCLICRMConflictNarratedAsTheCRMs(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	yaml := filepath.Join(filepath.Dir(db), "taken.yaml")
+	if err := os.WriteFile(yaml, []byte(`name: crm-id-taken
+title: "A CRM create whose id is taken with other fields"
+policy:
+  keys: false
+  journal: false
+  retry: {initial: 10ms, backoff: 2, max_attempts: 1, timeout: 1s}
+tools:
+  create_customer: {service: crm, op: create, kind: idempotent}
+turns:
+  - text: "Creating the customer twice, the second time with another name"
+    calls:
+      - {step: step-1, tool: create_customer, args: {id: cus_1, name: "Jordan"}}
+      - {step: step-2, tool: create_customer, args: {id: cus_1, name: "Jordan Lee"}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := must(t, 1, db, "run", yaml)
+	has(t, r, `[crm]       record "cus_1" already exists with different fields — 409, nothing written`)
+	hasNot(t, r, "Idempotency-Key", "[mail-api]  Idempotency")
+	md := ok(t, db, "show", "--markdown")
+	has(t, md, `✖ attempt 1: 409 conflict, record "cus_1" already exists with different fields; nothing written`)
+	hasNot(t, md, "still in flight")
+}

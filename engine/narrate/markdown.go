@@ -239,6 +239,9 @@ func (m *mdWriter) attemptLine(ev history.Event) string {
 		}
 	case history.OutcomeConflict:
 		s = fmt.Sprintf("✖ attempt %d: 409 conflict, the same key is still in flight; nothing sent", ev.Attempt)
+		if p := problem(ev.Response); p != "" && !strings.Contains(p, "Idempotency-Key") {
+			s = fmt.Sprintf("✖ attempt %d: 409 conflict, %s; nothing written", ev.Attempt, mdEscape(p))
+		}
 	case history.OutcomeMismatch:
 		s = fmt.Sprintf("✖ attempt %d: 422, the same key with another payload; nothing sent", ev.Attempt)
 	case history.OutcomeError:
