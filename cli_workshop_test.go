@@ -488,3 +488,72 @@ turns:
 	has(t, md, `✖ attempt 1: 409 conflict, record "cus_1" already exists with different fields; nothing written`)
 	hasNot(t, md, "still in flight")
 }
+
+// Item 23: scenario files. An error in an inline map names the key it is
+// about; a reference to no earlier step, a tab and a zero timeout are
+// refused with the file, the line and the field.
+func TestCLIScenarioFileErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "retrylab.db")
+	base := `name: mine
+title: "x"
+policy:
+  keys: true
+  journal: true
+  retry: RETRY
+tools:
+  send: {service: mail, op: send, kind: keyed}
+  record: {service: crm, op: upsert, kind: idempotent}
+turns:
+  - text: "Sending, then recording"
+    calls:
+      - {step: confirm, tool: send, args: {to: a@b.c, subject: x}}
+      - step: log
+        tool: record
+        args: {id: r1, message_id: "REF"}
+`
+	file := func(name, retry, ref string) string {
+		path := filepath.Join(dir, name)
+		body := strings.NewReplacer("RETRY", retry, "REF", ref).Replace(base)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tab := filepath.Join(dir, "tab.yaml")
+	if err := os.WriteFile(tab, []byte("\tname: mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path, want string
+	}{
+		{file("initial.yaml", "{initial: fifty, backoff: 2}", "${confirm.message_id}"),
+			`initial.yaml:6: policy.retry.initial: invalid duration "fifty"`},
+		{file("backoff.yaml", "{initial: 50ms, backoff: two}", "${confirm.message_id}"),
+			"backoff.yaml:6: policy.retry.backoff: cannot unmarshal str `two` into float64"},
+		{file("ref.yaml", "{initial: 50ms}", "${confirmx.message_id}"),
+			"ref.yaml:16: turns.0.calls.1.args.message_id: ${confirmx.message_id} refers to no earlier step's result (write ${STEP.field}; earlier steps: confirm)"},
+		{file("later.yaml", "{initial: 50ms}", "${log.id}"),
+			"later.yaml:16: turns.0.calls.1.args.message_id: ${log.id} refers to no earlier step's result"},
+		{file("malformed.yaml", "{initial: 50ms}", "${confirm.message_id"),
+			`malformed.yaml:16: turns.0.calls.1.args.message_id: "${confirm.message_id" has a malformed reference`},
+		{file("zero.yaml", "{initial: 50ms, timeout: 0s}", "${confirm.message_id}"),
+			"zero.yaml:6: policy.retry.timeout: 0s is not allowed: it must be more than 0 (leave it out for the default, 1s)"},
+		{tab, "tab.yaml:1: a tab character: YAML indents with spaces, never tabs"},
+	}
+	for _, c := range cases {
+		for _, cmd := range []string{"run", "verify"} {
+			msg := oneLineError(t, must(t, 1, db, cmd, c.path))
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("%s %s: %q\nwant %q", cmd, filepath.Base(c.path), msg, c.want)
+			}
+		}
+	}
+	// The right reference runs, and the CRM gets the message id, not the text.
+	ok(t, db, "run", file("good.yaml", "{initial: 50ms}", "${confirm.message_id}"))
+	s := state(t, db)
+	if len(s.CRM) != 1 || len(s.Outbox) != 1 || s.CRM[0].Fields["message_id"] != s.Outbox[0].ID {
+		t.Errorf("CRM %+v, outbox %+v", s.CRM, s.Outbox)
+	}
+}
