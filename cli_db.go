@@ -69,8 +69,9 @@ func checkDBPath(path string) error {
 // readDB opens the database for a reader that needs the file itself (check):
 // read-only when no retrylab holds it, and otherwise a consistent copy that
 // the host holding it writes, so a reader never fails because the explorer
-// (or serve, or a run) is open. done closes it and removes any copy; name
-// rewords errors that name the copy to name --db.
+// (or serve, or a run) is open. It returns the database, a function that
+// rewords errors naming the copy to name --db instead, and one that closes
+// the database and removes any copy.
 func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 	same := func(err error) error { return err }
 	if _, err := os.Stat(a.dbPath); err != nil {

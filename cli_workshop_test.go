@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/fixtures"
 )
 
 // The command-line items of the "workshop-ready" issue: what a new user and
@@ -234,13 +235,25 @@ func until(t *testing.T, what string, cond func() bool) {
 
 // Item 20: two runs started together on one database. The second attaches
 // to the first's host; when the first run ends, its host waits for the
-// second's run instead of killing its worker.
+// second's run instead of killing its worker. The second is naive with a 3 s
+// deadline, so it surely outlasts the first (safe, about 1 s).
 func TestCLITwoRunsOnOneDatabase(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
+	naive, err := fixtures.FS.ReadFile("naive.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(filepath.Dir(db), "naive-slow.yaml")
+	if !bytes.Contains(naive, []byte("timeout: 1s}")) {
+		t.Fatal("naive.yaml no longer has a 1 s deadline")
+	}
+	if err := os.WriteFile(slow, bytes.Replace(naive, []byte("timeout: 1s}"), []byte("timeout: 3s}"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	first := background(t, db, "run", "safe")
 	until(t, "the first run's host", func() bool { _, err := os.Stat(engine.HostFile(db)); return err == nil })
-	second := must(t, 0, db, "run", "naive")
+	second := must(t, 0, db, "run", slow)
 	has(t, second, "[agent]     execution completed", duplicateLine)
 	hasNot(t, second, "killed")
 	r := first.wait(t)
