@@ -29,6 +29,9 @@ type app struct {
 	dbPath string
 	out    io.Writer
 	errOut io.Writer
+	// ports fixes the host's ports when this process hosts the database
+	// (serve --port); zero: free ports.
+	mailPort, crmPort, controlPort int
 }
 
 func newRootCmd() *cobra.Command {
@@ -50,6 +53,7 @@ Without a subcommand it opens the explorer on the database.`,
 			return a.explore(&explore)
 		},
 	}
+	root.PersistentPreRunE = a.checkDBFlag
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -57,7 +61,7 @@ Without a subcommand it opens the explorer on the database.`,
 	})
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
 	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
-		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd())
+		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd(), a.clockCmd())
 	return root
 }
 
@@ -78,53 +82,102 @@ func oneLine(s string) string {
 
 // service attaches to the host that already owns the database (the
 // explorer in another terminal, say), or else opens the database and
-// becomes its host. Either way the caller works through the same Service.
+// becomes its host. Either way the caller works through the same Service;
+// close it with a.release. An attached process holds the host, so the host
+// does not close under it (see release); a host that is closing is waited
+// out, and then this process opens the database itself.
 func (a *app) service() (engine.Service, error) {
-	if c, err := engine.Dial(a.dbPath); err == nil {
-		return c, nil
-	}
-	h, err := a.openHost()
-	if errors.Is(err, store.ErrLocked) {
-		// A host may have come up while we waited for the lock.
-		if c, derr := engine.Dial(a.dbPath); derr == nil {
-			return c, nil
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				return c, nil
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return nil, err
 		}
+		h, err := a.openHost()
+		if errors.Is(err, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := engine.Dial(a.dbPath); derr == nil {
+				if derr = c.Hold(); derr == nil {
+					return c, nil
+				}
+				c.Close()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
 }
 
-// withService runs fn on the database's service and closes it after.
+// release closes what service returned. A host this process owns first
+// waits for the runs and the processes it serves for others (a second
+// 'retrylab run' attached to it, say), so it never kills their workers;
+// Ctrl-C stops the wait.
+func (a *app) release(s engine.Service) error {
+	h, ok := s.(*engine.Host)
+	if !ok {
+		return s.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return h.CloseWhenIdle(ctx, func(running []string, holds int) {
+		what := fmt.Sprintf("%d attached", holds)
+		if len(running) > 0 {
+			what = "running " + strings.Join(running, ", ")
+		}
+		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
+			h.DBPath(), what)
+	})
+}
+
+// withService runs fn on the database's service and releases it after.
 func (a *app) withService(fn func(engine.Service) error) error {
 	s, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer a.release(s)
 	return fn(s)
 }
 
 // openHost opens the database and starts the world and the runtime.
 func (a *app) openHost() (*engine.Host, error) {
-	return engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS})
-}
-
-// onOff parses an on|off flag value.
-type onOff struct{ v *bool }
-
-func (o onOff) String() string {
-	if o.v == nil || *o.v == false {
-		if o.v == nil {
-			return ""
-		}
-		return "off"
+	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
+			a.mailPort, a.controlPort, err)}
 	}
-	return "on"
+	return h, err
 }
 
-func (o onOff) Set(s string) error {
+// onOff parses an on|off flag value. It shows no default of its own: an
+// unset flag means what its usage line says (the scenario's policy), so
+// --help states one default, not two.
+type onOff struct {
+	v   *bool
+	set bool
+}
+
+func (o *onOff) String() string {
+	if o == nil || o.v == nil || !o.set {
+		return ""
+	}
+	if *o.v {
+		return "on"
+	}
+	return "off"
+}
+
+func (o *onOff) Set(s string) error {
 	switch strings.ToLower(s) {
 	case "on", "true", "yes", "1":
 		*o.v = true
@@ -133,10 +186,11 @@ func (o onOff) Set(s string) error {
 	default:
 		return fmt.Errorf("want on or off, not %q", s)
 	}
+	o.set = true
 	return nil
 }
 
-func (o onOff) Type() string { return "on|off" }
+func (o *onOff) Type() string { return "on|off" }
 
 func (a *app) runCmd() *cobra.Command {
 	var keys, journal bool
@@ -163,8 +217,8 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(args[0], opts) })
 		},
 	}
-	cmd.Flags().Var(onOff{&keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
-	cmd.Flags().Var(onOff{&journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
 	return cmd
 }
 
@@ -202,7 +256,7 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) err
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	defer a.release(h)
 	notices, stop := h.Subscribe(1 << 14)
 	defer stop()
 	run, err := start(h)
@@ -322,16 +376,6 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// withHost opens the host for a read or a small change and closes it after.
-func (a *app) withHost(fn func(*engine.Host) error) error {
-	h, err := a.openHost()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return fn(h)
 }
 
 func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }

@@ -17,7 +17,6 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
-	"github.com/retrylab/retrylab/store"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -73,7 +72,7 @@ Exit status: 0 when the check passes, 1 when it finds a violation.`,
 // directory.
 func (a *app) chaosDB(cmd *cobra.Command, seed uint64) (string, error) {
 	if cmd.Flags().Changed("db") || os.Getenv("RETRYLAB_DB") != "" {
-		return a.dbPath, nil
+		return a.dbPath, checkDBPath(a.dbPath)
 	}
 	dir, err := os.MkdirTemp("", "retrylab-chaos-")
 	if err != nil {
@@ -104,7 +103,8 @@ func (a *app) runChaos(cfg chaos.Config) error {
 			if strings.HasPrefix(p.Line, "run ") && p.Runs%every != 0 && p.Runs != p.Total && !strings.Contains(p.Line, ": ") {
 				return
 			}
-			fmt.Fprintf(a.out, "[%d/%d runs · %d kills · %d violations] %s\n", p.Runs, p.Total, p.Kills, p.Violations, p.Line)
+			fmt.Fprintf(a.out, "[%d/%d runs · workers killed %d · hosts killed %d · %d violations] %s\n",
+				p.Runs, p.Total, p.WorkersKilled, p.HostKills, p.Violations, p.Line)
 		}
 		res, err = chaos.Run(ctx, cfg)
 	}
@@ -114,7 +114,7 @@ func (a *app) runChaos(cfg chaos.Config) error {
 		}
 		return err
 	}
-	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (%d killed); database %s\n\n",
+	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (hosts killed %d); database %s\n\n",
 		res.Runs, res.Elapsed.Round(100*time.Millisecond), res.Hosts, res.HostKills, res.DB)
 	res.Report.Write(a.out, maxListedViolations)
 	if !res.Report.OK() {
@@ -156,7 +156,9 @@ effect, not done), lost (done, but no effect), duplicated (more than one effect
 for one intent), unexpected (an effect nobody asked for). Each count is also
 held to the model of the fault matrix (docs/FAULTS.md).
 
-The database is opened read-only; a running retrylab holds it locked.
+The database is opened read-only. While another retrylab has it open (the
+explorer, serve, a run), check reads a consistent copy of it that that
+retrylab writes, as of the moment check starts.
 
 Exit status: 0 when the check passes; 1 when the keys+journal policy shows a
 lost, duplicated or unexpected operation, when any count departs from the
@@ -172,25 +174,28 @@ model, or when the history breaks an invariant.`,
 }
 
 func (a *app) runCheck(externalOK bool) error {
-	if _, err := os.Stat(a.dbPath); err != nil {
-		return fmt.Errorf("check %s: %w", a.dbPath, err)
-	}
-	db, err := store.Open(a.dbPath, store.Options{ReadOnly: true})
+	db, name, done, err := a.readDB()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer done()
 	if err := db.Check(); err != nil {
-		return err
+		return name(err)
 	}
 	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
 	if err != nil {
-		return err
+		return name(err)
 	}
 	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep.Write(a.out, maxListedViolations)
 	if !rep.OK() {
-		return &exitError{code: 1, msg: fmt.Sprintf("check: %d violations", len(rep.Violations))}
+		msg := fmt.Sprintf("check: %d violations", len(rep.Violations))
+		if rep.Unattributed > 0 && !externalOK {
+			// The usual cause: the database served an agent of one's own.
+			msg += fmt.Sprintf("; %d of the effects have no attribution, as an HTTP client of 'retrylab serve' makes them: if that client was yours, accept them with --external-ok",
+				rep.Unattributed)
+		}
+		return &exitError{code: 1, msg: msg}
 	}
 	return nil
 }
@@ -217,5 +222,5 @@ func chaosFigures(p chaos.Progress) []string {
 	if p.Violations > 0 {
 		vio = violationStyle.Render(vio)
 	}
-	return []string{fmt.Sprintf("runs %d/%d · kills %d (host %d) · %s", p.Runs, p.Total, p.Kills, p.HostKills, vio), p.Line}
+	return []string{fmt.Sprintf("runs %d/%d · workers killed %d · hosts killed %d · %s", p.Runs, p.Total, p.WorkersKilled, p.HostKills, vio), p.Line}
 }

@@ -38,7 +38,7 @@ func (a *app) explore(f *exploreFlags) error {
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	defer a.release(h)
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}

@@ -45,7 +45,7 @@ one whose histories you want to keep.
 			if err != nil {
 				return err
 			}
-			defer h.Close()
+			defer a.release(h)
 			s, err := lesson.Open(h)
 			if err != nil {
 				return err

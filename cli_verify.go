@@ -72,9 +72,9 @@ scenario under all four policies and prints the outbox under each.`,
 			return nil
 		},
 	}
-	cmd.Flags().Var(onOff{&keys}, "keys", "send idempotency keys: on|off (default: each scenario's policy)")
-	cmd.Flags().Var(onOff{&journal}, "journal", "journal step results: on|off (default: each scenario's policy)")
-	cmd.Flags().Var(onOff{&startKeys}, "start-keys", "submit with a run-level idempotency key: on|off (default on)")
+	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: each scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: each scenario's policy)")
+	cmd.Flags().Var(&onOff{v: &startKeys}, "start-keys", "submit with a run-level idempotency key: on|off (default on)")
 	cmd.Flags().BoolVar(&allPolicies, "all-policies", false, "run each scenario under all four policies")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "scenarios verified at once")
 	return cmd

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/fixtures"
 )
 
 // A second process finds the running host through the file beside the
@@ -119,5 +121,59 @@ func TestHostFileRemovedOnClose(t *testing.T) {
 	}
 	if _, err := os.Stat(engine.HostFile(path)); !os.IsNotExist(err) {
 		t.Fatalf("host file after close: %v", err)
+	}
+}
+
+// A host waits, in CloseWhenIdle, for an attached process that holds it, and
+// closes once that process lets go.
+func TestCloseWhenIdleWaitsForAHold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "retrylab.db")
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := engine.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Hold(); err != nil {
+		t.Fatalf("hold: %v", err)
+	}
+	if n := h.Holds(); n != 1 {
+		t.Fatalf("holds %d, want 1", n)
+	}
+	told := make(chan int, 1)
+	closed := make(chan error, 1)
+	go func() {
+		closed <- h.CloseWhenIdle(context.Background(), func(running []string, holds int) { told <- holds })
+	}()
+	select {
+	case n := <-told:
+		if n != 1 {
+			t.Errorf("waiting for %d holds, want 1", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CloseWhenIdle never said what it waits for")
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("closed (%v) while a client held it", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The held client still works.
+	if _, err := c.Outbox(); err != nil {
+		t.Fatalf("outbox through the held host: %v", err)
+	}
+	c.Close()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CloseWhenIdle did not close after the hold ended")
+	}
+	if _, err := os.Stat(engine.HostFile(path)); !os.IsNotExist(err) {
+		t.Errorf("host file left behind: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,8 @@ type Client struct {
 	stream *http.Client // for waits and the notice stream
 	ctx    context.Context
 	cancel context.CancelFunc
+	// release ends the hold taken by Hold, if any.
+	release context.CancelFunc
 }
 
 // Dial attaches to the host that owns dbPath, if one is running.
@@ -92,6 +95,8 @@ func (c *Client) callWith(hc *http.Client, name string, in, out any) error {
 				return fmt.Errorf("%w: %s", ErrNoExecution, e.Error)
 			case "busy":
 				return fmt.Errorf("%w: %s", ErrBusy, e.Error)
+			case "closing":
+				return fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 			}
 			return errors.New(e.Error)
 		}
@@ -263,8 +268,11 @@ func (c *Client) MailURL() string { return c.urls["mail_url"] }
 // CRMURL is the host's CRM.
 func (c *Client) CRMURL() string { return c.urls["crm_url"] }
 
-// Close detaches; the host goes on.
+// Close detaches (releasing a hold); the host goes on.
 func (c *Client) Close() error {
+	if c.release != nil {
+		c.release()
+	}
 	c.cancel()
 	return nil
 }

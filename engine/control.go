@@ -74,6 +74,8 @@ func errorKind(err error) string {
 		return "no_execution"
 	case errors.Is(err, ErrBusy):
 		return "busy"
+	case errors.Is(err, ErrHostClosing):
+		return "closing"
 	}
 	return ""
 }
@@ -100,17 +102,17 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		})
 	}
 	type args struct {
-		ID        string        `json:"id"`
-		Step      string        `json:"step"`
-		Name      string        `json:"name"`
-		Skip      int           `json:"skip"`
-		Limit     int           `json:"limit"`
-		From      uint64        `json:"from"`
-		Number    int           `json:"number"`
-		Point     fault.Point   `json:"point"`
-		Duration  time.Duration `json:"duration"`
-		Options   RunOptions    `json:"options"`
-		Execution string        `json:"execution"`
+		ID        string      `json:"id"`
+		Step      string      `json:"step"`
+		Name      string      `json:"name"`
+		Skip      int         `json:"skip"`
+		Limit     int         `json:"limit"`
+		From      uint64      `json:"from"`
+		Number    int         `json:"number"`
+		Point     fault.Point `json:"point"`
+		Duration  durationArg `json:"duration"`
+		Options   RunOptions  `json:"options"`
+		Execution string      `json:"execution"`
 	}
 	decode := func(r *http.Request) (args, error) {
 		var a args
@@ -171,11 +173,13 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	call("disarm", with(func(args) (any, error) { h.Disarm(); return struct{}{}, nil }))
 	call("armed", with(func(args) (any, error) { return h.Armed(), nil }))
 	call("delete_journal", with(func(a args) (any, error) { return struct{}{}, h.DeleteJournal(a.ID, a.Step) }))
-	call("advance", with(func(a args) (any, error) { return struct{}{}, h.AdvanceClock(a.Duration) }))
+	call("advance", with(func(a args) (any, error) { return struct{}{}, h.AdvanceClock(time.Duration(a.Duration)) }))
 	call("world_offset", with(func(args) (any, error) { return h.WorldOffset(), nil }))
 	call("reset_world", with(func(args) (any, error) { return struct{}{}, h.ResetWorld() }))
 	call("reset", with(func(args) (any, error) { return struct{}{}, h.Reset() }))
 	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
+	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
+	mux.HandleFunc("GET /v1/control/copy", h.serveCopy)
 }
 
 func toAny[T any](list []T) []any {

@@ -58,6 +58,10 @@ type Config struct {
 	LockTimeout time.Duration
 	// NoSync skips fsync (benchmarks only).
 	NoSync bool
+	// MailPort, CRMPort and ControlPort fix the ports (on 127.0.0.1) of the
+	// mail API, the CRM and the runtime and control API, for clients that
+	// need known addresses (serve --port). Zero means any free port.
+	MailPort, CRMPort, ControlPort int
 }
 
 // Host owns the database, the world and the workers.
@@ -78,6 +82,10 @@ type Host struct {
 	mu    sync.Mutex
 	execs map[string]*execState
 	armed []fault.Point
+	// holds counts attached processes holding the host open; closing is set
+	// once CloseWhenIdle found it idle, and refuses new runs and holds.
+	holds   int
+	closing bool
 	// counters for the status bar and checks
 	mailRequests map[string]int
 }
@@ -143,7 +151,7 @@ func Open(cfg Config) (*Host, error) {
 		execs:        map[string]*execState{},
 		mailRequests: map[string]int{},
 	}
-	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect})
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -151,7 +159,7 @@ func Open(cfg Config) (*Host, error) {
 	h.world = w
 	if err := w.Start(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("start world: %w", err)
+		return nil, err // it says "start world: ..."
 	}
 	if err := h.startRuntime(); err != nil {
 		w.Close()
@@ -170,7 +178,7 @@ func Open(cfg Config) (*Host, error) {
 }
 
 func (h *Host) startRuntime() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", h.cfg.ControlPort))
 	if err != nil {
 		return fmt.Errorf("start runtime API: %w", err)
 	}

@@ -176,6 +176,10 @@ func (h *Host) Resume(id string) (*Run, error) {
 // launch creates or restarts the execution record and starts a worker.
 func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, startKey string) (*Run, error) {
 	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w; start %s again in a moment", ErrHostClosing, id)
+	}
 	if st := h.execs[id]; st != nil && st.worker != nil {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, st.worker.pid)

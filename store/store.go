@@ -17,8 +17,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -86,7 +88,17 @@ type Options struct {
 	NoSync bool
 	// MaxBatch bounds how many Update calls share one commit. Zero means 1024.
 	MaxBatch int
+	// CheckUpTo is the largest file a read-write Open checks in full (bbolt's
+	// consistency check, before anything is written), so a damaged page is
+	// refused before a write lands beside it. Zero means DefaultCheckUpTo;
+	// negative means never. Larger files are checked by `retrylab check`;
+	// a damaged page they hold fails the read or write that reaches it.
+	CheckUpTo int64
 }
+
+// DefaultCheckUpTo bounds the full check at open: about 0.2 ms per MB, so at
+// most some 15 ms, and never on the large databases whose open must stay flat.
+const DefaultCheckUpTo = 64 << 20
 
 // DB is an open retrylab database.
 type DB struct {
@@ -142,12 +154,15 @@ func Open(path string, opts Options) (db *DB, err error) {
 				releaseLock(file)
 				_ = file.Close()
 			}
-			db, err = nil, fmt.Errorf("open %s: %w (%v)", path, ErrCorrupt, r)
+			db, err = nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, damage(fmt.Sprint(r)))
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if !opts.ReadOnly {
-		if err := precheck(path, opts.LockTimeout); err != nil {
+		if opts.CheckUpTo == 0 {
+			opts.CheckUpTo = DefaultCheckUpTo
+		}
+		if err := precheck(path, opts.LockTimeout, opts.CheckUpTo); err != nil {
 			return nil, err
 		}
 	}
@@ -195,8 +210,9 @@ func classifyOpenError(path string, err error) error {
 // freelist page at once; in a truncated file that page can lie past the end,
 // and touching it raises SIGBUS, which no recover catches by default. A
 // read-only open reads only the two meta pages, so the high-water mark can be
-// checked first.
-func precheck(path string, timeout time.Duration) error {
+// checked first. A file of at most checkUpTo bytes is then checked in full,
+// so that damage is refused before the first write, not found after it.
+func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
 	info, err := os.Stat(path)
 	if err != nil || info.Size() == 0 {
 		return nil // missing or empty: bolt.Open creates or reports it
@@ -206,7 +222,58 @@ func precheck(path string, timeout time.Duration) error {
 		return classifyOpenError(path, err)
 	}
 	defer b.Close()
-	return b.View(func(tx *bolt.Tx) error { return checkHighWater(path, tx) })
+	defer recoverCorrupt(path, &err)
+	return b.View(func(tx *bolt.Tx) error {
+		if err := checkHighWater(path, tx); err != nil {
+			return err
+		}
+		if info.Size() > checkUpTo {
+			return nil
+		}
+		if err := checkTx(tx); err != nil {
+			return fmt.Errorf("open %s: %w: %s; nothing was written to it", path, ErrCorrupt, err)
+		}
+		return nil
+	})
+}
+
+// checkTx runs bbolt's consistency check and says what it found in one line,
+// in our words where bbolt asserts (a page whose header names another page,
+// or a page of no known type).
+func checkTx(tx *bolt.Tx) error {
+	var problems []string
+	for err := range tx.Check() {
+		problems = append(problems, damage(err.Error()))
+	}
+	switch len(problems) {
+	case 0:
+		return nil
+	case 1:
+		return errors.New(problems[0])
+	}
+	return fmt.Errorf("%s (and %d more problems)", problems[0], len(problems)-1)
+}
+
+var (
+	wrongPageID = regexp.MustCompile(`Page expected to be: (\d+), but self identifies as (\d+)`)
+	badPageType = regexp.MustCompile(`page (\d+): has unexpected type/flags: (\w+)`)
+)
+
+// damage rewords one of bbolt's check errors or assertion panics, and keeps
+// it to one line.
+func damage(msg string) string {
+	if m := wrongPageID.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("page %s is damaged (its header says it is page %s)", m[1], m[2])
+	}
+	if m := badPageType.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("page %s is damaged (its header has no known page type: flags 0x%s)", m[1], m[2])
+	}
+	msg = strings.TrimPrefix(msg, "panic: ")
+	msg = strings.TrimPrefix(msg, "assertion failed: ")
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return "a damaged page: " + msg
 }
 
 // checkHighWater reports ErrCorrupt when the pages the meta page claims reach
@@ -298,12 +365,8 @@ func (db *DB) Check() (err error) {
 		if err := checkHighWater(db.path, tx); err != nil {
 			return err
 		}
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("check %s: %w: %w", db.path, ErrCorrupt, errors.Join(errs...))
+		if err := checkTx(tx); err != nil {
+			return fmt.Errorf("check %s: %w: %w", db.path, ErrCorrupt, err)
 		}
 		return nil
 	}
@@ -326,6 +389,22 @@ func (db *DB) Check() (err error) {
 }
 
 var errRollback = errors.New("rollback")
+
+// CopyTo writes a consistent copy of the whole database, as of one moment,
+// to w, while commits go on. The copy is a database file of its own.
+func (db *DB) CopyTo(w io.Writer) (n int64, err error) {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	defer recoverCorrupt(db.path, &err)
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
 
 // View runs fn in a read-only transaction. Values passed to fn are valid only
 // inside it; the Tx accessors return copies.
@@ -441,7 +520,7 @@ func recoverCorrupt(path string, err *error) {
 		return
 	}
 	if panicFromFile(r) {
-		*err = fmt.Errorf("read %s: %w (%v)", path, ErrCorrupt, r)
+		*err = fmt.Errorf("read %s: %w: %s", path, ErrCorrupt, damage(fmt.Sprint(r)))
 		return
 	}
 	*err = fmt.Errorf("transaction on %s panicked: %v\n%s", path, r, debug.Stack())

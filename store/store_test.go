@@ -452,7 +452,13 @@ func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := Open(path, Options{})
+	// A file this small is checked in full at open (see
+	// TestDamagedPageRefusedBeforeAnyWrite); a large one is not, and then
+	// the damage surfaces where it is read.
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("Open of a small damaged file: %v, want it refused", err)
+	}
+	db, err := Open(path, Options{CheckUpTo: -1})
 	if err != nil {
 		t.Fatalf("Open: %v (the damage is only reachable through exec-07)", err)
 	}
@@ -494,6 +500,48 @@ func appendOne(db *DB, exec string) (uint64, error) {
 		return err
 	})
 	return got, err
+}
+
+// A damaged page in a small file is refused at open, in our words, before
+// anything is written: the file stays byte for byte as it was.
+func TestDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "damaged.db")
+	buildDB(t, path)
+	pageSize, root := historyRootPage(t, path, "exec-07")
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page's header names another page.
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, root+1000), int64(root)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{})
+	mustFail(t, err, ErrCorrupt, path)
+	want := fmt.Sprintf("page %d is damaged (its header says it is page %d); nothing was written to it", root, root+1000)
+	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "panic") || strings.Contains(err.Error(), "assertion") {
+		t.Errorf("Open: %v\nwant it to say %q", err, want)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("the damaged file was written to")
+	}
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	err = ro.Check()
+	mustFail(t, err, ErrCorrupt, path)
+	if !strings.Contains(err.Error(), fmt.Sprintf("page %d is damaged", root)) || strings.Contains(err.Error(), "panic") {
+		t.Errorf("Check: %v", err)
+	}
 }
 
 // A damaged freelist page makes bbolt panic inside bolt.Open itself. The

@@ -52,11 +52,13 @@ type Config struct {
 // Progress is how far a chaos run has come.
 type Progress struct {
 	Runs, Total int
-	// Kills counts worker kills in acknowledged runs, and host kills.
-	Kills      int
-	HostKills  int
-	Hosts      int
-	Violations int
+	// WorkersKilled counts worker deaths in acknowledged runs (by crash
+	// faults, from outside, and with their host), as the check's summary
+	// counts them; HostKills counts host processes killed.
+	WorkersKilled int
+	HostKills     int
+	Hosts         int
+	Violations    int
 	// Line describes the latest event, for plain output.
 	Line string
 }
@@ -184,7 +186,7 @@ func (r *runner) progress(line string) {
 		return
 	}
 	r.mu.Lock()
-	p := Progress{Runs: len(r.acks), Total: r.cfg.Runs, Kills: r.kills + r.hostKills, HostKills: r.hostKills,
+	p := Progress{Runs: len(r.acks), Total: r.cfg.Runs, WorkersKilled: r.kills, HostKills: r.hostKills,
 		Hosts: r.hosts, Violations: r.vio, Line: line}
 	r.mu.Unlock()
 	r.cfg.Progress(p)

@@ -269,6 +269,11 @@ func attemptLine(a *trace.Attempt) string {
 		}
 	case trace.OutcomeConflict:
 		s = fmt.Sprintf("%s attempt %d: 409 conflict, the same key is still in flight; nothing sent", trace.MarkFailed.Glyph(), a.N)
+		if a.Response != nil {
+			if p := problemOf(a.Response.Body); p != "" && !strings.Contains(p, "Idempotency-Key") {
+				s = fmt.Sprintf("%s attempt %d: 409 conflict, %s; nothing written", trace.MarkFailed.Glyph(), a.N, mdEscape(p))
+			}
+		}
 	case trace.OutcomeMismatch:
 		s = fmt.Sprintf("%s attempt %d: 422, the same key with another payload; nothing sent", trace.MarkFailed.Glyph(), a.N)
 	case trace.OutcomeError:

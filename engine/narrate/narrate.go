@@ -146,11 +146,16 @@ func problem(x *history.Exchange) string {
 	if x == nil {
 		return ""
 	}
+	return problemOf(x.Body)
+}
+
+// problemOf is the detail (else the title) of a problem+json body.
+func problemOf(body json.RawMessage) string {
 	var p struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
 	}
-	if json.Unmarshal(x.Body, &p) == nil && (p.Detail != "" || p.Title != "") {
+	if json.Unmarshal(body, &p) == nil && (p.Detail != "" || p.Title != "") {
 		if p.Detail != "" {
 			return p.Detail
 		}
@@ -173,7 +178,12 @@ func activity(a world.Activity) []string {
 	case "replayed":
 		return []string{tag("mail-api") + fmt.Sprintf("duplicate Idempotency-Key %s — returning original result, no send", a.Key)}
 	case "conflict":
-		return []string{tag("mail-api") + fmt.Sprintf("Idempotency-Key %s is still in flight — 409, no send", a.Key)}
+		if a.Detail != "" && !strings.Contains(a.Detail, "Idempotency-Key") {
+			// Not a key in flight: the CRM's record id is taken, with other
+			// fields ("record "cus_1" already exists with different fields").
+			return []string{tag(serviceTag(a.Service)) + fmt.Sprintf("%s — 409, %s", a.Detail, noEffect(a.Service))}
+		}
+		return []string{tag(serviceTag(a.Service)) + fmt.Sprintf("Idempotency-Key %s is still in flight — 409, %s", a.Key, noEffect(a.Service))}
 	case "mismatch":
 		return []string{tag("mail-api") + fmt.Sprintf("Idempotency-Key %s reused with another payload — 422, no send", a.Key)}
 	case "rejected":
@@ -182,6 +192,22 @@ func activity(a world.Activity) []string {
 		return []string{tag("crm") + fmt.Sprintf("%s %s", a.Detail, a.RecordID)}
 	}
 	return nil
+}
+
+// serviceTag is how narration names a service: [mail-api], [crm].
+func serviceTag(service string) string {
+	if service == world.ServiceMail {
+		return "mail-api"
+	}
+	return service
+}
+
+// noEffect says that a refused request had no effect, in the service's terms.
+func noEffect(service string) string {
+	if service == world.ServiceCRM {
+		return "nothing written"
+	}
+	return "no send"
 }
 
 // Summary is a short form of a tool result: its message or record id.

@@ -63,7 +63,7 @@ func Parse(file string, data []byte) (scn *Scenario, err error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
+		return nil, tabError(data, yamlError(file, err))
 	}
 	if len(root.Content) == 0 {
 		return nil, &Error{File: file, Line: 1, Msg: "file is empty"}
@@ -76,6 +76,11 @@ func Parse(file string, data []byte) (scn *Scenario, err error) {
 	}
 	s.Source = file
 	doc := root.Content[0]
+	if err := explicitZeros(doc); err != nil {
+		var fe *fieldError
+		errors.As(err, &fe)
+		return nil, &Error{File: file, Line: lineOf(doc, fe.path), Field: strings.Join(fe.path, "."), Msg: fe.msg}
+	}
 	for ti := range s.Turns {
 		for ci := range s.Turns[ti].Calls {
 			if n := find(doc, "turns", strconv.Itoa(ti), "calls", strconv.Itoa(ci), "args"); n != nil && n.Kind == yaml.MappingNode {
@@ -140,6 +145,56 @@ func yamlError(file string, err error) error {
 	return &Error{File: file, Msg: friendlyYAML(msg)}
 }
 
+// tabError rewords an error YAML gives for a tab, which YAML does not allow
+// in indentation, and gives it the tab's line when YAML gave none.
+func tabError(data []byte, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "cannot start any token") && !strings.Contains(e.Msg, "tab character") {
+		return err
+	}
+	lines := strings.Split(string(data), "\n")
+	at := func(line int) bool { return line >= 1 && line <= len(lines) && strings.Contains(lines[line-1], "\t") }
+	// Without a line, or when YAML names the tab but counts from the line
+	// before, the tab is on the first line from there that has one.
+	if !at(e.Line) && (e.Line == 0 || strings.Contains(e.Msg, "tab character")) {
+		for i := max(e.Line, 1); i <= len(lines); i++ {
+			if at(i) {
+				e.Line = i
+				break
+			}
+		}
+	}
+	if at(e.Line) {
+		e.Msg = "a tab character: YAML indents with spaces, never tabs (replace the tab with spaces)"
+	}
+	return e
+}
+
+// explicitZeros refuses a zero written for a setting whose zero means "the
+// default": written out, it would silently become the default instead.
+func explicitZeros(doc *yaml.Node) error {
+	for _, z := range []struct {
+		path []string
+		def  string
+	}{
+		{[]string{"policy", "retry", "timeout"}, "1s"},
+		{[]string{"policy", "retry", "initial"}, "50ms"},
+		{[]string{"policy", "retry", "max_interval"}, "100 × initial"},
+		{[]string{"policy", "retry", "backoff"}, "2"},
+		{[]string{"policy", "retention"}, "24h"},
+		{[]string{"policy", "key_digits"}, "8"},
+	} {
+		n := find(doc, z.path...)
+		if n == nil || n.Kind != yaml.ScalarNode {
+			continue
+		}
+		if d, err := time.ParseDuration(n.Value); (err == nil && d == 0) || n.Value == "0" {
+			return fieldErr(fmt.Sprintf("%s is not allowed: it must be more than 0 (leave it out for the default, %s)", n.Value, z.def), z.path...)
+		}
+	}
+	return nil
+}
+
 // unknownField matches yaml.v3's unknown-field error after friendlyYAML.
 var unknownField = regexp.MustCompile(`^field (\S+) not found in \w+(.*)$`)
 
@@ -162,7 +217,42 @@ func withField(err error, doc *yaml.Node) error {
 	if path := fieldAt(doc, e.Line, nil); len(path) > 0 {
 		e.Field = strings.Join(path, ".")
 	}
+	// Several keys on one line (an inline map such as retry: {initial: x,
+	// backoff: y}): the key whose value the error quotes is the one.
+	if m := quotedValue.FindStringSubmatch(e.Msg); m != nil {
+		v := m[1] + m[2]
+		if path := keyWithValue(doc, e.Line, v, nil); len(path) > 0 {
+			e.Field = strings.Join(path, ".")
+		}
+	}
 	return e
+}
+
+// quotedValue finds the value an error message quotes: `two` or "fifty".
+var quotedValue = regexp.MustCompile("`([^`]*)`|\"([^\"]*)\"")
+
+// keyWithValue is the path of a mapping key on line whose scalar value is v.
+func keyWithValue(n *yaml.Node, line int, v string, path []string) []string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			p := append(append([]string{}, path...), k.Value)
+			if val.Kind == yaml.ScalarNode && val.Line == line && val.Value == v {
+				return p
+			}
+			if found := keyWithValue(val, line, v, p); found != nil {
+				return found
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if found := keyWithValue(c, line, v, append(append([]string{}, path...), strconv.Itoa(i))); found != nil {
+				return found
+			}
+		}
+	}
+	return nil
 }
 
 // fieldAt is the path of the deepest mapping key on a line.
@@ -385,6 +475,7 @@ func (s *Scenario) validate() error {
 		return fieldErr("missing (the agent needs at least one turn)", "turns")
 	}
 	steps := map[string]bool{}
+	earlier := map[string]bool{} // steps whose results a later call may refer to
 	for ti, turn := range s.Turns {
 		tp := []string{"turns", strconv.Itoa(ti)}
 		for ci, c := range turn.Calls {
@@ -398,7 +489,21 @@ func (s *Scenario) validate() error {
 			if steps[c.Step] {
 				return fieldErr(fmt.Sprintf("step id %q is used twice", c.Step), append(cp, "step")...)
 			}
+			if err := checkRefs(c.Args, earlier, append(cp, "args")); err != nil {
+				return err
+			}
+			if c.AgentRetry != nil {
+				if err := checkRefs(c.AgentRetry.Args, earlier, append(cp, "agent_retry", "args")); err != nil {
+					return err
+				}
+			}
 			steps[c.Step] = true
+			earlier[c.Step] = true
+			if ar := c.AgentRetry; ar != nil && ar.FreshStep {
+				for n := 1; n <= max(ar.Max, 1); n++ {
+					earlier[FreshStepID(c.Step, n)] = true
+				}
+			}
 			if _, ok := s.Tools[c.Tool]; !ok {
 				return fieldErr(fmt.Sprintf("unknown tool %q (valid: %s)", c.Tool, strings.Join(names, ", ")), append(cp, "tool")...)
 			}
@@ -437,6 +542,67 @@ func (s *Scenario) validate() error {
 		return err
 	}
 	return s.validateLesson()
+}
+
+// argRef is a reference in an argument string: ${run} or ${STEP.field}, as
+// the agent substitutes them.
+var argRef = regexp.MustCompile(`\$\{([A-Za-z0-9_.-]+)\}`)
+
+// checkRefs refuses references to no earlier step (a misspelt step id would
+// otherwise reach the provider as literal text) and malformed ones.
+func checkRefs(v any, earlier map[string]bool, path []string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := checkRefs(x[k], earlier, append(append([]string{}, path...), k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkRefs(e, earlier, append(append([]string{}, path...), strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+	case string:
+		refs := argRef.FindAllStringSubmatch(x, -1)
+		if len(refs) < strings.Count(x, "${") {
+			return fieldErr(fmt.Sprintf("%q has a malformed reference (write ${run} or ${STEP.field}, e.g. ${step-4.message_id})", x), path...)
+		}
+		for _, m := range refs {
+			if m[1] == "run" || refersTo(m[1], earlier) {
+				continue
+			}
+			names := make([]string, 0, len(earlier))
+			for s := range earlier {
+				names = append(names, s)
+			}
+			sort.Strings(names)
+			known := "no call comes before this one"
+			if len(names) > 0 {
+				known = "earlier steps: " + strings.Join(names, ", ")
+			}
+			return fieldErr(fmt.Sprintf("%s refers to no earlier step's result (write ${STEP.field}; %s)", m[0], known), path...)
+		}
+	}
+	return nil
+}
+
+// refersTo reports whether ref is STEP.field for an earlier STEP (step ids
+// may hold dots: the agent takes the longest one that exists).
+func refersTo(ref string, earlier map[string]bool) bool {
+	parts := strings.Split(ref, ".")
+	for i := len(parts) - 1; i >= 1; i-- {
+		if earlier[strings.Join(parts[:i], ".")] {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxConcurrent bounds Call.Concurrent.

@@ -57,13 +57,13 @@ type Policy struct {
 	Keys    bool `yaml:"keys"`
 	Journal bool `yaml:"journal"`
 	// KeyDigits is how many hex digits of the hash a key keeps (default 8).
-	KeyDigits int     `yaml:"key_digits"`
+	KeyDigits int     `yaml:"key_digits,omitempty"`
 	KeyFrom   KeyFrom `yaml:"key_from"`
 	// Canonical sorts argument keys before hashing (default true). Off, the
 	// agent hashes arguments in the order it happened to write them.
 	Canonical *bool `yaml:"canonical"`
 	// Retention is the mail API's key retention for this scenario (default 24h).
-	Retention Duration `yaml:"retention"`
+	Retention Duration `yaml:"retention,omitempty"`
 	Retry     Retry    `yaml:"retry"`
 	// JournalDecisions makes the agent journal its decision (the rendered
 	// arguments of a call, under step "<step>#args") before the first
@@ -78,13 +78,13 @@ func (p Policy) CanonicalArgs() bool { return p.Canonical == nil || *p.Canonical
 
 // Retry mirrors Temporal's activity retry policy.
 type Retry struct {
-	Initial     Duration `yaml:"initial" json:"initial"`
-	Backoff     float64  `yaml:"backoff" json:"backoff"`
-	MaxInterval Duration `yaml:"max_interval" json:"max_interval"`
+	Initial     Duration `yaml:"initial,omitempty" json:"initial"`
+	Backoff     float64  `yaml:"backoff,omitempty" json:"backoff"`
+	MaxInterval Duration `yaml:"max_interval,omitempty" json:"max_interval"`
 	// MaxAttempts bounds attempts per step in one run; 0 means unlimited.
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
 	// Timeout is the per-attempt (start-to-close) deadline.
-	Timeout Duration `yaml:"timeout" json:"timeout"`
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout"`
 	// NonRetryable lists outcomes never retried (e.g. "mismatch", "rejected").
 	NonRetryable []string `yaml:"non_retryable" json:"non_retryable"`
 }

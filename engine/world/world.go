@@ -160,6 +160,9 @@ type Config struct {
 	SlowDelay time.Duration
 	// MaxBody caps request bodies. Zero means DefaultMaxBody.
 	MaxBody int64
+	// MailPort and CRMPort are the ports the services listen on, on
+	// 127.0.0.1. Zero means any free port.
+	MailPort, CRMPort int
 }
 
 // World is the simulated outside world. Its methods are safe for concurrent use.
@@ -173,6 +176,8 @@ type World struct {
 	slowDelay time.Duration
 	maxBody   int64
 	holdBound time.Duration
+	// mailPort and crmPort are the ports to listen on; 0: any free one.
+	mailPort, crmPort int
 
 	// afterClaim, when set (by tests), runs after a request claimed its key
 	// and before the effect.
@@ -228,6 +233,8 @@ func New(cfg Config) (*World, error) {
 		retention:     cfg.Retention,
 		slowDelay:     cfg.SlowDelay,
 		maxBody:       cfg.MaxBody,
+		mailPort:      cfg.MailPort,
+		crmPort:       cfg.CRMPort,
 		holdBound:     HoldBound,
 		closing:       make(chan struct{}),
 		dedupeDefault: true,
@@ -394,11 +401,11 @@ func (w *World) Start() error {
 	if w.started {
 		return fmt.Errorf("start world: %w", ErrStarted)
 	}
-	mailLn, err := net.Listen("tcp", "127.0.0.1:0")
+	mailLn, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", w.mailPort))
 	if err != nil {
 		return fmt.Errorf("start world: listen for mail: %w", err)
 	}
-	crmLn, err := net.Listen("tcp", "127.0.0.1:0")
+	crmLn, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", w.crmPort))
 	if err != nil {
 		mailLn.Close()
 		return fmt.Errorf("start world: listen for crm: %w", err)
