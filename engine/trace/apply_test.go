@@ -145,6 +145,9 @@ func TestApplyWhatARunStartsFrom(t *testing.T) {
 	if got := fmt.Sprint(tr.LastAttempts()); got != "map[a:2 b:1 c:1]" {
 		t.Errorf("last attempts %s", got)
 	}
+	if got := fmt.Sprint(tr.AttemptCounts()); got != "map[a:2 b:1 c:1]" {
+		t.Errorf("attempt counts %s", got)
+	}
 	if got := fmt.Sprint(tr.PlansFired()); got != "map[2:true]" {
 		t.Errorf("plans fired %s", got)
 	}

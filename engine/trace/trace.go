@@ -58,7 +58,7 @@ type Trace struct {
 // number, and whether it is still open when an ok answer closes it
 // (openAnswered) or only a journal record does (openRecorded).
 type progress struct {
-	last                       int
+	last, count                int
 	openAnswered, openRecorded bool
 }
 
@@ -523,6 +523,7 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 		t.order = append(t.order, e.Call)
 	}
 	p.last = max(p.last, e.Attempt)
+	p.count++
 	p.openAnswered, p.openRecorded = true, true
 }
 
@@ -538,6 +539,15 @@ func (t *Trace) LastAttempts() map[string]int {
 	out := make(map[string]int, len(t.progress))
 	for id, p := range t.progress {
 		out[id] = p.last
+	}
+	return out
+}
+
+// AttemptCounts maps each call id to how many attempts it made, over all runs.
+func (t *Trace) AttemptCounts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.count
 	}
 	return out
 }
