@@ -19,6 +19,14 @@ type Node interface {
 // the gaps where nothing ran) hold turns, turns hold tool calls, calls hold
 // their attempts. Build it with New and feed it with Apply; every method
 // reads the state so far, so a live trace is read between events.
+//
+// Reading it: walk Nodes (and each node's Children) for the tree in the
+// order things happened, or Runs for the runs alone; Attempt(call, n)
+// finds one attempt. Marks are decided here (Attempt.Mark, Run.Mark,
+// Note.Mark, Outcome), never by a reader: an attempt is ◆ when the caller
+// never learnt its outcome (Unknown) and the history records an effect of
+// it. LastAttempts, PlansFired, Unfinished and AttemptCounts answer what a
+// new run starts from; Anomalies list what cannot be true of a history.
 type Trace struct {
 	Execution string
 	Scenario  string
@@ -58,7 +66,7 @@ type Trace struct {
 // number, and whether it is still open when an ok answer closes it
 // (openAnswered) or only a journal record does (openRecorded).
 type progress struct {
-	last                       int
+	last, count                int
 	openAnswered, openRecorded bool
 }
 
@@ -523,6 +531,7 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 		t.order = append(t.order, e.Call)
 	}
 	p.last = max(p.last, e.Attempt)
+	p.count++
 	p.openAnswered, p.openRecorded = true, true
 }
 
@@ -538,6 +547,15 @@ func (t *Trace) LastAttempts() map[string]int {
 	out := make(map[string]int, len(t.progress))
 	for id, p := range t.progress {
 		out[id] = p.last
+	}
+	return out
+}
+
+// AttemptCounts maps each call id to how many attempts it made, over all runs.
+func (t *Trace) AttemptCounts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.count
 	}
 	return out
 }
@@ -627,6 +645,7 @@ func (t *Trace) runOf(e Event) *Run {
 	t.Nodes = append(t.Nodes, r)
 	if t.cur == nil || n > t.cur.Number {
 		t.cur = r
+		t.End = nil // a run after the end: the execution goes on
 	}
 	return r
 }
