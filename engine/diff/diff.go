@@ -137,7 +137,7 @@ type Result struct {
 	A    Side  `json:"a"`
 	B    Side  `json:"b"`
 	Rows []Row `json:"rows"`
-	// Common counts the rows matched by step id, arguments or run end.
+	// Common counts the calls and replays matched by step id or arguments.
 	Common int `json:"common"`
 	// Part is the index of the first row that differs, -1 when none does.
 	Part int `json:"part"`
@@ -169,7 +169,7 @@ func Compare(a, b *trace.Trace, labelA, labelB string) *Result {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		row.Differs, row.Why = differ(row)
-		if row.Match == MatchStep || row.Match == MatchArgs || row.Match == MatchEnd {
+		if row.Match == MatchStep || row.Match == MatchArgs {
 			r.Common++
 		}
 		if row.Differs && r.Part < 0 {
