@@ -186,8 +186,9 @@ type Attempt struct {
 	Ref         string
 	Started     time.Time
 	Request     *Exchange
-	// Faults are the faults injected into it.
-	Faults []string
+	// Faults are the faults injected into it; Injections say more of each.
+	Faults     []string
+	Injections []Injection
 	// Finished is set once its answer is known.
 	Finished     bool
 	Outcome      Outcome
@@ -196,8 +197,12 @@ type Attempt struct {
 	Duration     time.Duration
 	Response     *Exchange
 	Error        string
-	// Retry is the backoff before the next attempt, when one was scheduled.
-	Retry time.Duration
+	// Ended is when its answer was recorded (zero until Finished).
+	Ended time.Time
+	// Retry is the backoff before the next attempt, when one was scheduled
+	// (at RetryAt).
+	Retry   time.Duration
+	RetryAt time.Time
 	// Crashed is set when its worker died before an answer; CrashFault is
 	// the injected fault that killed it, if one did.
 	Crashed    bool
@@ -255,6 +260,16 @@ func (a *Attempt) Mark() Mark {
 	return MarkFailed
 }
 
+// Injection is one fault injected into an attempt.
+type Injection struct {
+	Fault string
+	// Plan is 1 + the index in the scenario's fault plan; 0 when armed by hand.
+	Plan int
+	// Text is how the source says where it came from.
+	Text string
+	Time time.Time
+}
+
 // Replay is a call answered from the journal: no request was sent.
 type Replay struct {
 	Call, Tool string
@@ -264,8 +279,11 @@ type Replay struct {
 	ResultRun int
 	// Decision is set when the recorded arguments, not a result, were reused.
 	Decision bool
-	Seq      uint64
-	Time     time.Time
+	// Attempt and Key are the recorded attempt's, when the source says.
+	Attempt int
+	Key     string
+	Seq     uint64
+	Time    time.Time
 }
 
 // ID is "seq<N>".
@@ -360,6 +378,7 @@ func (t *Trace) Apply(e Event) {
 		r.Faults = append(r.Faults, e.Fault)
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
+			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
 		} else {
 			t.anomaly(e, fmt.Sprintf("fault %s injected into attempt %d, which never started", e.Fault, e.Attempt))
 		}
@@ -372,13 +391,13 @@ func (t *Trace) Apply(e Event) {
 		}
 		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
 			true, e.Outcome, e.Deduplicated, e.Duration, e.Response, e.Error
-		a.Status = e.Response.status()
+		a.Status, a.Ended = e.Response.status(), e.Time
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
 	case RetryScheduled:
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
-			a.Retry = e.Delay
+			a.Retry, a.RetryAt = e.Delay, e.Time
 		}
 	case StepRecorded:
 		n := t.note(e, MarkRecorded)
@@ -388,12 +407,16 @@ func (t *Trace) Apply(e Event) {
 			if n.Tool == "" {
 				n.Tool = c.Tool
 			}
+		} else if r.turn != nil {
+			// A record of no call (a decision: the arguments) stays where
+			// it happened.
+			r.turn.Nodes = append(r.turn.Nodes, n)
 		} else {
-			t.Nodes = append(t.Nodes, n)
+			r.Nodes = append(r.Nodes, n)
 		}
 	case StepReplayed:
 		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
-			Decision: e.Text == "decision", Seq: e.Seq, Time: e.Time}
+			Decision: e.Text == "decision", Attempt: e.Attempt, Key: e.Key, Seq: e.Seq, Time: e.Time}
 		if r.turn != nil {
 			r.turn.Nodes = append(r.turn.Nodes, p)
 		} else {
