@@ -130,6 +130,8 @@ type Model struct {
 	unsubscribe func()
 	startRun    string
 	quitting    bool
+
+	cmp compareState // m marks, = compares: tui/diff.go
 }
 
 type execItem struct {

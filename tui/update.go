@@ -50,6 +50,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onNotices(msg)
 	case lessonRanMsg:
 		return m, m.onLessonRan(msg)
+	case compareMsg:
+		return m, m.onCompare(msg)
 	case actionMsg:
 		if msg.err != nil {
 			m.setFlash(oneLine(msg.err.Error()), true)
@@ -226,6 +228,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 				return m.onLessonKey(msg)
 			}
 		}
+	}
+	if cmd, ok := m.compareKey(msg); ok {
+		return cmd
 	}
 	if m.showHelp {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {

@@ -73,6 +73,9 @@ func (m *Model) View() string {
 	if m.picking {
 		return m.pickerView()
 	}
+	if m.cmp.open {
+		return m.compareView()
+	}
 	lay := m.layout()
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
