@@ -11,7 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/engine/verify"
+	"github.com/retrylab/retrylab/fixtures"
 )
 
 func (a *app) lessonCmd() *cobra.Command {
@@ -23,6 +26,8 @@ func (a *app) lessonCmd() *cobra.Command {
 		Long: `Walk through the scenario catalogue in teaching order. Each lesson says what
 will happen, asks you to predict a number (the messages in the outbox, or the
 CRM rows), runs the scenario on the database, and confirms or explains.
+A fix (safe, key-the-intent-fixed, ...) ends with a diff line: its run lined
+up with its mistake's, as 'retrylab diff' shows them.
 
 Progress is kept in the database (--db), so a workshop can stop (q, or
 Ctrl-D) and resume later where it left off. Each lesson starts from a clean
@@ -50,6 +55,9 @@ one whose histories you want to keep.
 			if err != nil {
 				return err
 			}
+			// A workshop resumed at a fix runs the mistake on a scratch
+			// database, to show the fix as a difference.
+			s.Scratch = verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
 			if reset {
 				if err := s.Reset(); err != nil {
 					return err

@@ -295,13 +295,16 @@ func side(t *trace.Trace, items []*Item, label string) Side {
 	return s
 }
 
-// identity is what a row is matched by in one pass; "" never matches.
-func identity(it *Item, pass int) string {
+// identity is what a row is matched by in one pass; "" never matches. nth
+// counts the rows before it of the same kind and call id: a step scheduled
+// again (resumed by a later run, retried by the agent under its step id)
+// is matched in order, its first time with the other side's first.
+func identity(it *Item, pass, nth int) string {
 	switch pass {
 	case 0:
 		switch it.Kind {
 		case KindCall, KindReplay, KindDeleted:
-			return string(it.Kind) + "\x00" + it.Call
+			return fmt.Sprintf("%s\x00%s\x00%d", it.Kind, it.Call, nth)
 		default:
 			return string(it.Kind)
 		}
@@ -325,8 +328,11 @@ func align(a, b []*Item, pass int, rows []Row) []Row {
 	next := rune(1)
 	intern := func(items []*Item) []rune {
 		rs := make([]rune, len(items))
+		seen := map[string]int{}
 		for i, it := range items {
-			id := identity(it, pass)
+			k := string(it.Kind) + "\x00" + it.Call
+			id := identity(it, pass, seen[k])
+			seen[k]++
 			r, ok := ids[id]
 			if !ok || id == "" {
 				r = next
@@ -340,8 +346,19 @@ func align(a, b []*Item, pass int, rows []Row) []Row {
 		return rs
 	}
 	ra, rb := intern(a), intern(b)
-	pa, pb := 0, 0
 	match := passMatch[pass]
+	// The common head and tail are matched before the library looks for
+	// the longest common subsequence of the middle, so that of two equally
+	// long alignments the one that keeps the sides' starts together wins.
+	head := 0
+	for head < len(ra) && head < len(rb) && ra[head] == rb[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(ra)-head && tail < len(rb)-head && ra[len(ra)-1-tail] == rb[len(rb)-1-tail] {
+		tail++
+	}
+	pa, pb := 0, 0
 	same := func(n int) {
 		for i := 0; i < n; i++ {
 			m := match
@@ -351,11 +368,13 @@ func align(a, b []*Item, pass int, rows []Row) []Row {
 			rows = append(rows, Row{A: a[pa+i], B: b[pb+i], Match: m})
 		}
 	}
-	for _, d := range lcs.DiffRunes(ra, rb) {
-		same(d.Start - pa)
-		pa, pb = d.Start, d.ReplStart
-		rows = align(a[d.Start:d.End], b[d.ReplStart:d.ReplEnd], pass+1, rows)
-		pa, pb = d.End, d.ReplEnd
+	same(head)
+	pa, pb = head, head
+	for _, d := range lcs.DiffRunes(ra[head:len(ra)-tail], rb[head:len(rb)-tail]) {
+		same(head + d.Start - pa)
+		pa, pb = head+d.Start, head+d.ReplStart
+		rows = align(a[head+d.Start:head+d.End], b[head+d.ReplStart:head+d.ReplEnd], pass+1, rows)
+		pa, pb = head+d.End, head+d.ReplEnd
 	}
 	same(len(a) - pa)
 	return rows

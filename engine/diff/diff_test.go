@@ -266,3 +266,24 @@ func TestManyAttemptsOneLine(t *testing.T) {
 		t.Errorf("tries %q, want %q", got, want)
 	}
 }
+
+// The agent-retry pair as recorded: a step scheduled twice on one side is
+// matched in order, its first time with the other side's only step-4, and
+// the retry under a fresh step id by its arguments.
+func TestRepeatedStepMatchedInOrder(t *testing.T) {
+	fresh := newHist("fresh", "keys+journal").runStart().turn(1).call("step-4", send, args).
+		attempt("step-4", 1, trace.OutcomeTimeout, false, jd).turn(2).call("step-4-retry1", send, args).
+		attempt("step-4-retry1", 1, trace.OutcomeOK, false, jd).end().fold("A")
+	same := newHist("same", "keys+journal").runStart().turn(1).call("step-4", send, args).
+		attempt("step-4", 1, trace.OutcomeTimeout, false, jd).turn(2).call("step-4", send, args).
+		attempt("step-4", 2, trace.OutcomeOK, true).end().fold("B")
+	r := diff.Compare(fresh, same, "", "")
+	var got []string
+	for _, row := range r.Rows {
+		got = append(got, fmt.Sprintf("%s %s %s", row.Marker(), row.Match, row.Why))
+	}
+	want := []string{"= step ", "≠ args #1 ✓ vs #2 ↺; 1 vs 0 effects", "= end "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q\nwant %q", got, want)
+	}
+}

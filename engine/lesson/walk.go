@@ -131,6 +131,15 @@ func (w *walker) step(ctx context.Context, step Step) error {
 	w.gap()
 	fb := Check(step, prediction, out)
 	w.line(fb.Text)
+	// A fix is shown as a difference from its mistake.
+	line, err := w.s.Diff(ctx, step)
+	if err != nil {
+		line = "diff: cannot compare with " + step.Scenario.Fixes + ": " + err.Error()
+	}
+	if line != "" {
+		w.gap()
+		w.line(line)
+	}
 	if err := w.s.Record(step, fb); err != nil {
 		return err
 	}
