@@ -130,3 +130,29 @@ func TestCLIDiffErrorsAndNothingInCommon(t *testing.T) {
 		}
 	}
 }
+
+// The handout of a mistake or its fix ends with the pair's diff line: with
+// both executions in the database, and with only one (the other half is
+// run on a scratch database, which leaves this one alone).
+func TestCLIShowMarkdownPairDiff(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "run", "key-the-intent")
+	ok(t, db, "run", "key-the-intent-fixed")
+	line := "diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1, step-4 send_invoice_email: #2 ✓ vs ↺; 2 vs 1 effects"
+	for _, id := range []string{"exec_2KT2", "exec_2KT1"} {
+		has(t, ok(t, db, "show", id, "--markdown"), "## What the fix changes", "key-the-intent-fixed fixes key-the-intent:", line,
+			"`retrylab diff exec_2KT1 exec_2KT2` lines the two up call by call.")
+	}
+	// No pair, no section.
+	ok(t, db, "run", "one-send")
+	hasNot(t, ok(t, db, "show", "--markdown"), "## What the fix changes")
+
+	only := newDB(t)
+	ok(t, only, "run", "key-the-intent-fixed")
+	has(t, ok(t, only, "show", "--markdown"), line,
+		"This database holds no execution of key-the-intent: it was run on a scratch database for this comparison.")
+	if n := count(ok(t, only, "outbox").stdout, "jordan@acme.dev"); n != 2 {
+		t.Errorf("the scratch run touched the database's outbox: %d lines name jordan@acme.dev, want 2 (one message, one summary)", n)
+	}
+}
