@@ -426,19 +426,43 @@ func differ(r *Row) (bool, string) {
 	if len(a.Attempts) != len(b.Attempts) {
 		why = append(why, fmt.Sprintf("%d vs %d attempts", len(a.Attempts), len(b.Attempts)))
 	}
+	// The first few attempts that differ are named; the rest counted.
+	more := 0
 	for i := 0; i < len(a.Attempts) && i < len(b.Attempts); i++ {
 		x, y := a.Attempts[i], b.Attempts[i]
-		switch {
-		case x.N != y.N:
+		if x.N == y.N && x.Mark == y.Mark {
+			continue
+		}
+		if more > 0 || countAttemptsIn(why) == maxWhy {
+			more++
+			continue
+		}
+		if x.N != y.N {
 			why = append(why, fmt.Sprintf("#%d %s vs #%d %s", x.N, x.Glyph, y.N, y.Glyph))
-		case x.Mark != y.Mark:
+		} else {
 			why = append(why, fmt.Sprintf("#%d %s vs %s", x.N, x.Glyph, y.Glyph))
 		}
+	}
+	if more > 0 {
+		why = append(why, fmt.Sprintf("%d more attempts differ", more))
 	}
 	if ea, eb := a.Effects(), b.Effects(); ea != eb {
 		why = append(why, fmt.Sprintf("%d vs %d effects", ea, eb))
 	}
 	return len(why) > 0, strings.Join(why, "; ")
+}
+
+// maxWhy is how many differing attempts a row names.
+const maxWhy = 3
+
+func countAttemptsIn(why []string) int {
+	n := 0
+	for _, w := range why {
+		if strings.HasPrefix(w, "#") {
+			n++
+		}
+	}
+	return n
 }
 
 func parting(r *Result) string {
@@ -627,6 +651,9 @@ func EffectLines(a, b Side) []string {
 	for _, tool := range union(a.Effects.Calls, b.Effects.Calls) {
 		x, y := get(a.Effects.Calls, tool), get(b.Effects.Calls, tool)
 		what := "calls took effect"
+		if x.N == 1 {
+			what = "call took effect"
+		}
 		if a.Effects.Inferred || b.Effects.Inferred {
 			what += " (inferred)"
 		}

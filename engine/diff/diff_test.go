@@ -210,7 +210,7 @@ func TestInferredEffects(t *testing.T) {
 		return h.fold(map[bool]string{true: "trace-a", false: "trace-b"}[dups])
 	}
 	r := diff.Compare(mk(true), mk(false), "", "")
-	want := "trace-a: 1 charge calls took effect (inferred); trace-b: 0 (outcome unknown: 1 vs 1)"
+	want := "trace-a: 1 charge call took effect (inferred); trace-b: 0 (outcome unknown: 1 vs 1)"
 	if len(r.EffectLines) != 1 || r.EffectLines[0] != want || !r.A.Effects.Inferred {
 		t.Errorf("effects %q, want %q", r.EffectLines, want)
 	}
@@ -285,5 +285,20 @@ func TestRepeatedStepMatchedInOrder(t *testing.T) {
 	want := []string{"= step ", "≠ args #1 ✓ vs #2 ↺; 1 vs 0 effects", "= end "}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("rows %q\nwant %q", got, want)
+	}
+}
+
+// A row names at most three attempts that differ and counts the rest.
+func TestWhyIsShort(t *testing.T) {
+	mk := func(out trace.Outcome, id string) *trace.Trace {
+		h := newHist("x", "none").runStart().call("s", send, args)
+		for n := 1; n <= 10; n++ {
+			h.attempt("s", n, out, false)
+		}
+		return h.fold(id)
+	}
+	r := diff.Compare(mk(trace.OutcomeTimeout, "A"), mk(trace.OutcomeError, "B"), "", "")
+	if got, want := r.Rows[0].Why, "#1 ⏱ vs ✖; #2 ⏱ vs ✖; #3 ⏱ vs ✖; 7 more attempts differ"; got != want {
+		t.Errorf("why %q, want %q", got, want)
 	}
 }
