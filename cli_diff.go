@@ -44,7 +44,7 @@ supported yet: import the file into the database first.`,
 				// The two histories are read and folded at once: reading
 				// (decoding every event) is most of the command's time. It
 				// allocates a lot that lives until the command exits, so a
-				// lazier collector saves a third of it (BENCHMARKS.md, 6).
+				// lazier collector saves a third of it (BENCHMARKS.md, 7).
 				defer debug.SetGCPercent(debug.SetGCPercent(400))
 				var tb *trace.Trace
 				var errB error

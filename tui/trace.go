@@ -87,11 +87,45 @@ func (n *node) link() (link, bool) {
 type traceView struct {
 	exec history.Execution
 	t    *trace.Trace
+	// rows made so far, so a live update words only what changed: an
+	// attempt again when its signature moved, a run every time (they are
+	// few), every other node once.
+	made map[trace.Node]*node
+	sigs map[*trace.Attempt]attemptSig
+}
+
+// attemptSig is what an attempt's row says changes with.
+type attemptSig struct {
+	finished, crashed bool
+	effects, faults   int
+	retry             time.Duration
 }
 
 // newTraceView folds a first page of events.
 func newTraceView(x history.Execution, events []history.Event) *traceView {
-	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events)}
+	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events), made: map[trace.Node]*node{},
+		sigs: map[*trace.Attempt]attemptSig{}}
+}
+
+// row is the row of a model node, made again only when its words changed.
+func (tv *traceView) row(tn trace.Node) *node {
+	n := tv.made[tn]
+	switch v := tn.(type) {
+	case *trace.Run:
+		n = nil
+	case *trace.Attempt:
+		sig := attemptSig{v.Finished, v.Crashed, len(v.Effects), len(v.Faults), v.Retry}
+		if old, ok := tv.sigs[v]; !ok || old != sig {
+			tv.sigs[v] = sig
+			n = nil
+		}
+	}
+	if n == nil {
+		n = makeNode(tn, tv.t)
+		tv.made[tn] = n
+	}
+	n.children = tn.Children()
+	return n
 }
 
 // events is how many events the trace holds.
@@ -308,7 +342,7 @@ func (tv *traceView) flatten(collapsed map[string]bool, finalOnly bool) []row {
 			if g, ok := tn.(*trace.Gap); ok && !g.AfterCrash {
 				continue
 			}
-			n := makeNode(tn, tv.t)
+			n := tv.row(tn)
 			out = append(out, row{n: n, depth: depth})
 			if len(n.children) > 0 && !collapsed[n.id] {
 				walk(n.children, depth+1)

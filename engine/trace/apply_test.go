@@ -122,3 +122,39 @@ func TestLegend(t *testing.T) {
 		t.Error("no glyph for no mark")
 	}
 }
+
+// What a new run starts from: where each call's attempts go on counting,
+// which planned faults fired, and which calls never finished (with a
+// journal, an ok answer that never reached it leaves the call unfinished).
+func TestApplyWhatARunStartsFrom(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.CallScheduled, Run: 1, Call: "a"},
+		{Seq: 2, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 1},
+		{Seq: 3, Kind: trace.FaultInjected, Run: 1, Call: "a", Attempt: 1, Fault: "timeout-after-effect", PlanIndex: 2},
+		{Seq: 4, Kind: trace.AttemptFinished, Run: 1, Call: "a", Attempt: 1, Outcome: trace.OutcomeTimeout},
+		{Seq: 5, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 2},
+		{Seq: 6, Kind: trace.AttemptFinished, Run: 1, Call: "a", Attempt: 2, Outcome: trace.OutcomeOK},
+		{Seq: 7, Kind: trace.CallScheduled, Run: 1, Call: "b"},
+		{Seq: 8, Kind: trace.AttemptStarted, Run: 1, Call: "b", Attempt: 1},
+		{Seq: 9, Kind: trace.CallScheduled, Run: 1, Call: "c"},
+		{Seq: 10, Kind: trace.AttemptStarted, Run: 1, Call: "c", Attempt: 1},
+		{Seq: 11, Kind: trace.AttemptFinished, Run: 1, Call: "c", Attempt: 1, Outcome: trace.OutcomeOK},
+		{Seq: 12, Kind: trace.StepRecorded, Run: 1, Call: "c"},
+		{Seq: 13, Kind: trace.RunCrashed, Run: 1, ExitCode: 137},
+	})
+	if got := fmt.Sprint(tr.LastAttempts()); got != "map[a:2 b:1 c:1]" {
+		t.Errorf("last attempts %s", got)
+	}
+	if got := fmt.Sprint(tr.AttemptCounts()); got != "map[a:2 b:1 c:1]" {
+		t.Errorf("attempt counts %s", got)
+	}
+	if got := fmt.Sprint(tr.PlansFired()); got != "map[2:true]" {
+		t.Errorf("plans fired %s", got)
+	}
+	if got := fmt.Sprint(tr.Unfinished(true)); got != "[a b]" {
+		t.Errorf("unfinished with a journal %s, want [a b]", got)
+	}
+	if got := fmt.Sprint(tr.Unfinished(false)); got != "[b]" {
+		t.Errorf("unfinished without %s, want [b]", got)
+	}
+}

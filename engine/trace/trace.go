@@ -47,6 +47,19 @@ type Trace struct {
 	attempts map[attemptKey]*Attempt
 	// pending holds effects that arrived before their attempt.
 	pending map[attemptKey][]Effect
+	// progress is each call id's standing over all runs, in order of its
+	// first attempt.
+	progress map[string]*progress
+	order    []string
+	plans    map[int]bool
+}
+
+// progress is where a call id stands over all runs: its latest attempt
+// number, and whether it is still open when an ok answer closes it
+// (openAnswered) or only a journal record does (openRecorded).
+type progress struct {
+	last, count                int
+	openAnswered, openRecorded bool
 }
 
 type attemptKey struct {
@@ -59,12 +72,15 @@ type Anomaly struct {
 	Seq  uint64
 	Call string
 	Text string
+	// Jump is set when events are missing: Seq jumped.
+	Jump bool
 }
 
 // New starts an empty trace of one execution.
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
-		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}}
+		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
+		plans: map[int]bool{}}
 }
 
 // Fold applies events in order to a new trace.
@@ -161,6 +177,9 @@ type Call struct {
 	Seq   uint64
 	Time  time.Time
 	Attrs map[string]string
+	// Unscheduled is set when no CallScheduled announced it: it was made
+	// for an attempt (or a record) of an id the source never scheduled.
+	Unscheduled bool
 	// Attempts are the call's attempts in this run, in order.
 	Attempts []*Attempt
 	// Recorded is the journal's record of its result, if any.
@@ -322,7 +341,7 @@ func (t *Trace) Apply(e Event) {
 	if e.Seq == 0 {
 		e.Seq = t.LastSeq + 1
 	} else if t.LastSeq != 0 && e.Seq != t.LastSeq+1 {
-		t.anomaly(e, fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, e.Seq))
+		t.jump(e.Seq, e.Call)
 	}
 	t.LastSeq = e.Seq
 	t.Events++
@@ -376,6 +395,9 @@ func (t *Trace) Apply(e Event) {
 		}
 	case FaultInjected:
 		r.Faults = append(r.Faults, e.Fault)
+		if e.PlanIndex > 0 {
+			t.plans[e.PlanIndex] = true
+		}
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
 			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
@@ -395,11 +417,18 @@ func (t *Trace) Apply(e Event) {
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
+		if p := t.progress[e.Call]; p != nil {
+			p.openAnswered = false
+			if e.Outcome != OutcomeOK {
+				p.openRecorded = false
+			}
+		}
 	case RetryScheduled:
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Retry, a.RetryAt = e.Delay, e.Time
 		}
 	case StepRecorded:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkRecorded)
 		if c := t.lookupCall(r, e.Call); c != nil {
 			c.Recorded = n
@@ -415,6 +444,7 @@ func (t *Trace) Apply(e Event) {
 			r.Nodes = append(r.Nodes, n)
 		}
 	case StepReplayed:
+		t.closeCall(e.Call)
 		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
 			Decision: e.Text == "decision", Attempt: e.Attempt, Key: e.Key, Seq: e.Seq, Time: e.Time}
 		if r.turn != nil {
@@ -433,6 +463,7 @@ func (t *Trace) Apply(e Event) {
 		r.End = n
 		r.Nodes = append(r.Nodes, n)
 	case Escalated:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkEscalated)
 		r.End = n
 		t.End = n
@@ -485,6 +516,65 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	c.Nodes = append(c.Nodes, a)
 	t.attempts[k] = a
 	r.open[k] = a
+	p := t.progress[e.Call]
+	if p == nil {
+		p = &progress{}
+		t.progress[e.Call] = p
+		t.order = append(t.order, e.Call)
+	}
+	p.last = max(p.last, e.Attempt)
+	p.count++
+	p.openAnswered, p.openRecorded = true, true
+}
+
+func (t *Trace) closeCall(id string) {
+	if p := t.progress[id]; p != nil {
+		p.openAnswered, p.openRecorded = false, false
+	}
+}
+
+// LastAttempts maps each call id to its latest attempt number over all
+// runs: where a new run's attempts go on counting.
+func (t *Trace) LastAttempts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.last
+	}
+	return out
+}
+
+// AttemptCounts maps each call id to how many attempts it made, over all runs.
+func (t *Trace) AttemptCounts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.count
+	}
+	return out
+}
+
+// PlansFired is the set of fault-plan entries (1-based) already injected.
+func (t *Trace) PlansFired() map[int]bool {
+	out := make(map[int]bool, len(t.plans))
+	for i := range t.plans {
+		out[i] = true
+	}
+	return out
+}
+
+// Unfinished lists the calls whose latest attempt never finished and that
+// no record, replay or escalation closed since, in order of their first
+// attempt. With journal set, only a journal record (not an ok answer)
+// finishes a call: an answer that never reached the journal leaves it
+// unfinished.
+func (t *Trace) Unfinished(journal bool) []string {
+	var out []string
+	for _, id := range t.order {
+		p := t.progress[id]
+		if (journal && p.openRecorded) || (!journal && p.openAnswered) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // lookupCall finds the call an event names: this run's, else the latest.
@@ -501,7 +591,7 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 	if c := t.lookupCall(r, e.Call); c != nil {
 		return c
 	}
-	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time}
+	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
 	if r.turn != nil {
 		c.Turn = r.turn.Number
 		r.turn.Nodes = append(r.turn.Nodes, c)
@@ -554,6 +644,11 @@ func (t *Trace) runOf(e Event) *Run {
 func (t *Trace) note(e Event, m Mark) *Note {
 	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
 		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error}
+}
+
+func (t *Trace) jump(seq uint64, call string) {
+	t.Anomalies = append(t.Anomalies, Anomaly{Seq: seq, Call: call, Jump: true,
+		Text: fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, seq)})
 }
 
 func (t *Trace) anomaly(e Event, text string) {
