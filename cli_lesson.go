@@ -55,9 +55,6 @@ one whose histories you want to keep.
 			if err != nil {
 				return err
 			}
-			// A workshop resumed at a fix runs the mistake on a scratch
-			// database, to show the fix as a difference.
-			s.Scratch = verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
 			if reset {
 				if err := s.Reset(); err != nil {
 					return err
@@ -67,6 +64,9 @@ one whose histories you want to keep.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts := lesson.WalkOptions{Out: a.out, Answers: scripted, Presenter: presenter, Narrate: !quiet}
+			// A workshop resumed at a fix runs the mistake on a scratch
+			// database, to show the fix as a difference.
+			opts.Scratch = verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
 			if scripted == nil {
 				opts.In = cmd.InOrStdin()
 			}

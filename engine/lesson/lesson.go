@@ -22,7 +22,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/scenario"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
 )
 
@@ -222,12 +221,6 @@ type Session struct {
 	h     *engine.Host
 	path  []Step
 	state engine.LessonState
-	// traces are the executions this session's steps ran, by scenario, so
-	// a fix step can be shown beside its mistake (Diff).
-	traces map[string]*trace.Trace
-	// Scratch, when set, runs a fix's mistake on a scratch database when
-	// this session did not run it (a workshop resumed at the fix).
-	Scratch verify.Opener
 }
 
 // Open starts or resumes the walk: the path comes from the host's catalogue
@@ -241,7 +234,7 @@ func Open(h *engine.Host) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{h: h, path: path, state: st, traces: map[string]*trace.Trace{}}, nil
+	return &Session{h: h, path: path, state: st}, nil
 }
 
 // Path is the session's lesson path.
@@ -292,13 +285,6 @@ func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
 	out, err := verify.Run(ctx, s.h, step.Scenario, verify.Options{})
 	if err != nil {
 		return out, fmt.Errorf("lesson %s: %w", step.Name, err)
-	}
-	if out.Execution != "" {
-		tr, err := FoldExecution(s.h, out.Execution)
-		if err != nil {
-			return out, fmt.Errorf("lesson %s: %w", step.Name, err)
-		}
-		s.traces[step.Name] = tr
 	}
 	return out, nil
 }

@@ -82,31 +82,51 @@ func RunScratch(ctx context.Context, open verify.Opener, scn *scenario.Scenario)
 	return FoldExecution(h, out.Execution)
 }
 
-// Diff is the diff line of a fix step: its run beside the mistake's. The
-// mistake's trace is the one this session ran, or (a workshop resumed at
-// the fix) a run on a scratch database when Scratch is set. It returns ""
-// for a step that fixes nothing, or when the fix has not run.
-func (s *Session) Diff(ctx context.Context, step Step) (string, error) {
+// Pairs remembers the executions a walk ran, by scenario, and shows each
+// fix beside its mistake. It works on the walk's host right after a step
+// ran, before the next step's reset wipes the execution.
+type Pairs struct {
+	h      *engine.Host
+	traces map[string]*trace.Trace
+	// scratch, when set, runs a fix's mistake on a scratch database when
+	// the walk did not run it (a workshop resumed at the fix).
+	scratch verify.Opener
+}
+
+// NewPairs follows the steps run on h; scratch may be nil.
+func NewPairs(h *engine.Host, scratch verify.Opener) *Pairs {
+	return &Pairs{h: h, traces: map[string]*trace.Trace{}, scratch: scratch}
+}
+
+// Line keeps the execution a step just ran (out.Execution) and, for a fix,
+// returns its diff line beside its mistake's: the one this walk ran, or a
+// run on the scratch database. It returns "" for a step that fixes
+// nothing, and for a fix whose mistake is at hand nowhere.
+func (p *Pairs) Line(ctx context.Context, step Step, out verify.Outcome) (string, error) {
+	if out.Execution == "" {
+		return "", nil
+	}
+	fix, err := FoldExecution(p.h, out.Execution)
+	if err != nil {
+		return "", err
+	}
+	p.traces[step.Name] = fix
 	if step.Scenario == nil || step.Scenario.Fixes == "" {
 		return "", nil
 	}
-	fix := s.traces[step.Name]
-	if fix == nil {
-		return "", nil
-	}
-	mistake := s.traces[step.Scenario.Fixes]
+	mistake := p.traces[step.Scenario.Fixes]
 	if mistake == nil {
-		if s.Scratch == nil {
+		if p.scratch == nil {
 			return "", nil
 		}
-		m, err := s.h.Catalog().Get(step.Scenario.Fixes)
+		m, err := p.h.Catalog().Get(step.Scenario.Fixes)
 		if err != nil {
 			return "", err
 		}
-		if mistake, err = RunScratch(ctx, s.Scratch, m); err != nil {
+		if mistake, err = RunScratch(ctx, p.scratch, m); err != nil {
 			return "", err
 		}
-		s.traces[m.Name] = mistake
+		p.traces[m.Name] = mistake
 	}
 	return DiffLine(mistake, fix), nil
 }

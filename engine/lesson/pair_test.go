@@ -62,7 +62,7 @@ func TestDiffOfAFixRunsTheMistakeOnScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Scratch = verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
+	pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true}))
 	var step lesson.Step
 	for _, st := range s.Path() {
 		if st.Name == "key-the-intent-fixed" {
@@ -71,13 +71,14 @@ func TestDiffOfAFixRunsTheMistakeOnScratch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if line, err := s.Diff(ctx, step); line != "" || err != nil {
+	if line, err := pairs.Line(ctx, step, verify.Outcome{}); line != "" || err != nil {
 		t.Errorf("before the fix ran: %q, %v; want nothing", line, err)
 	}
-	if _, err := s.Run(ctx, step); err != nil {
+	out, err := s.Run(ctx, step)
+	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := s.Diff(ctx, step)
+	line, err := pairs.Line(ctx, step, out)
 	if err != nil {
 		t.Fatal(err)
 	}
