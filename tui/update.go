@@ -46,12 +46,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.scenarios = msg.list
 		return m, nil
+	case compareMsg:
+		return m, m.onCompare(msg)
 	case noticesMsg:
 		return m, m.onNotices(msg)
 	case lessonRanMsg:
 		return m, m.onLessonRan(msg)
-	case compareMsg:
-		return m, m.onCompare(msg)
 	case actionMsg:
 		if msg.err != nil {
 			m.setFlash(oneLine(msg.err.Error()), true)
