@@ -10,6 +10,8 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/engine/verify"
+	"github.com/retrylab/retrylab/fixtures"
 )
 
 func (a *app) diffCmd() *cobra.Command {
@@ -75,6 +77,12 @@ supported yet: import the file into the database first.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the alignment as JSON")
 	cmd.Flags().BoolVar(&asMarkdown, "markdown", false, "write the comparison as Markdown")
 	return cmd
+}
+
+// scratchOpener opens throwaway hosts for the other half of a
+// mistake/fix pair that the database at hand does not hold.
+func scratchOpener() verify.Opener {
+	return verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
 }
 
 // loadTrace folds one execution's whole history.

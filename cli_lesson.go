@@ -11,10 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
-	"github.com/retrylab/retrylab/engine/verify"
-	"github.com/retrylab/retrylab/fixtures"
 )
 
 func (a *app) lessonCmd() *cobra.Command {
@@ -66,7 +63,7 @@ one whose histories you want to keep.
 			opts := lesson.WalkOptions{Out: a.out, Answers: scripted, Presenter: presenter, Narrate: !quiet}
 			// A workshop resumed at a fix runs the mistake on a scratch
 			// database, to show the fix as a difference.
-			opts.Scratch = verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
+			opts.Scratch = scratchOpener()
 			if scripted == nil {
 				opts.In = cmd.InOrStdin()
 			}

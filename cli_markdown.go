@@ -13,8 +13,6 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
-	"github.com/retrylab/retrylab/engine/verify"
-	"github.com/retrylab/retrylab/fixtures"
 )
 
 // showMarkdown writes the handout of one execution: `show --markdown`.
@@ -72,7 +70,7 @@ func (a *app) pairMarkdown(h *engine.Host, scn *scenario.Scenario, x history.Exe
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		t, err := lesson.RunScratch(ctx, verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true}), other)
+		t, err := lesson.RunScratch(ctx, scratchOpener(), other)
 		if err != nil {
 			return fmt.Errorf("handout: compare with %s: %w", other.Name, err)
 		}
