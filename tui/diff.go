@@ -45,6 +45,9 @@ type compareMsg struct {
 func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
 	if !m.cmp.open {
+		if m.showHelp {
+			return nil, false // the help is closed by any key first
+		}
 		switch {
 		case key.Matches(msg, k.MarkExec):
 			return m.markExec(), true
