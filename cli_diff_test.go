@@ -139,7 +139,7 @@ func TestCLIShowMarkdownPairDiff(t *testing.T) {
 	db := newDB(t)
 	ok(t, db, "run", "key-the-intent")
 	ok(t, db, "run", "key-the-intent-fixed")
-	line := "diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1, step-4 send_invoice_email: #2 ✓ vs ↺; 2 vs 1 effects"
+	line := "diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1, step-4 send_invoice_email: #2 ✓ vs ↺; new key at #2 vs the same key; 2 vs 1 effects"
 	for _, id := range []string{"exec_2KT2", "exec_2KT1"} {
 		has(t, ok(t, db, "show", id, "--markdown"), "## What the fix changes", "key-the-intent-fixed fixes key-the-intent:", line,
 			"`retrylab diff exec_2KT1 exec_2KT2` lines the two up call by call.")

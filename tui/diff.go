@@ -103,11 +103,19 @@ func (m *Model) openCompare() tea.Cmd {
 	a, b, src := m.cmp.marked, sel.x.ID, m.src
 	m.cmp = compareState{marked: a, open: true, loading: true, a: a, b: b}
 	return func() tea.Msg {
+		// Both histories are read and folded at once.
+		var tb *trace.Trace
+		var errB error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tb, errB = foldExecution(src, b)
+		}()
 		ta, err := foldExecution(src, a)
-		if err != nil {
-			return compareMsg{a: a, b: b, err: err}
+		<-done
+		if err == nil {
+			err = errB
 		}
-		tb, err := foldExecution(src, b)
 		if err != nil {
 			return compareMsg{a: a, b: b, err: err}
 		}

@@ -100,6 +100,18 @@ func (it *Item) Effects() int {
 	return n
 }
 
+// KeyChange is the first attempt whose idempotency key differs from the
+// attempt before it (a key built from the attempt or the time), 0 when
+// every attempt carried the same key or none.
+func (it *Item) KeyChange() int {
+	for i := 1; i < len(it.Attempts); i++ {
+		if k, prev := it.Attempts[i].Key, it.Attempts[i-1].Key; k != "" && prev != "" && k != prev {
+			return it.Attempts[i].N
+		}
+	}
+	return 0
+}
+
 // Row is one line of the comparison: an item of A, of B, or of both.
 type Row struct {
 	A     *Item `json:"a"`
@@ -445,6 +457,15 @@ func differ(r *Row) (bool, string) {
 	}
 	if more > 0 {
 		why = append(why, fmt.Sprintf("%d more attempts differ", more))
+	}
+	// A retry under a new key is the mistake the key-the-intent lessons
+	// are about: say where one side's key changed and the other's did not.
+	if ka, kb := a.KeyChange(), b.KeyChange(); (ka > 0) != (kb > 0) {
+		if ka > 0 {
+			why = append(why, fmt.Sprintf("new key at #%d vs the same key", ka))
+		} else {
+			why = append(why, fmt.Sprintf("the same key vs new key at #%d", kb))
+		}
 	}
 	if ea, eb := a.Effects(), b.Effects(); ea != eb {
 		why = append(why, fmt.Sprintf("%d vs %d effects", ea, eb))

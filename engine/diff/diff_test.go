@@ -302,3 +302,19 @@ func TestWhyIsShort(t *testing.T) {
 		t.Errorf("why %q, want %q", got, want)
 	}
 }
+
+// A key that changes between attempts is named as the difference.
+func TestKeyChange(t *testing.T) {
+	mk := func(id, k2 string) *trace.Trace {
+		h := newHist(id, "keys").runStart().call("s", send, args)
+		h.add(trace.Event{Kind: trace.AttemptStarted, Call: "s", Attempt: 1, Key: "ik_1"})
+		h.add(trace.Event{Kind: trace.AttemptFinished, Call: "s", Attempt: 1, Outcome: trace.OutcomeTimeout})
+		h.add(trace.Event{Kind: trace.AttemptStarted, Call: "s", Attempt: 2, Key: k2})
+		h.add(trace.Event{Kind: trace.AttemptFinished, Call: "s", Attempt: 2, Outcome: trace.OutcomeOK, Deduplicated: k2 == "ik_1"})
+		return h.fold(id)
+	}
+	r := diff.Compare(mk("attempt-key", "ik_2"), mk("intent-key", "ik_1"), "", "")
+	if got, want := r.Rows[0].Why, "#2 ✓ vs ↺; new key at #2 vs the same key"; got != want {
+		t.Errorf("why %q, want %q", got, want)
+	}
+}
