@@ -279,3 +279,44 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs[0].duplicates, m.View())
 	}
 }
+
+// A live trace stops at the cap like a read one, and says where it cut.
+func TestLiveTraceStopsAtTheCap(t *testing.T) {
+	all := synthHistory(maxTraceEvents + 100)
+	m, src := liveFixture(t, maxTraceEvents, all)
+	if calls, by := burst(t, m, src, all, 100); by["Events"] > 0 || calls > 2 {
+		t.Fatalf("a burst past the cap read the history: %d calls %v", calls, by)
+	}
+	if m.tr.events() != maxTraceEvents || !m.truncated {
+		t.Fatalf("holds %d events (truncated %v), want the cap %d", m.tr.events(), m.truncated, maxTraceEvents)
+	}
+	m.traceTop = len(m.rows) - 1 // the end of the trace, with room below
+	if _, lines := m.traceView(5, 120); !strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("history cut at %d events", maxTraceEvents)) {
+		t.Fatalf("the view does not say where the history was cut:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// The header says each run's policy when they differ, as recorded, not the
+// policy the record holds now (issue 13, item 6).
+func TestTraceHeaderShowsTheRunsPolicies(t *testing.T) {
+	evs := []history.Event{
+		{Seq: 1, Type: history.ExecutionStarted, Run: 1, Scenario: "naive", Text: "none", Time: base},
+		{Seq: 2, Type: history.WorkerStarted, Run: 1, PID: 4001, Text: "none", Time: base},
+		{Seq: 3, Type: history.WorkerCrashed, Run: 1, ExitCode: 137, Error: "killed (SIGKILL) from outside", Time: base.Add(time.Second)},
+		{Seq: 4, Type: history.WorkerStarted, Run: 2, PID: 4002, Text: "keys+journal", Time: base.Add(time.Minute)},
+	}
+	x := history.Execution{ID: "exec_POL", Scenario: "naive", Policy: history.Policy{Keys: true, Journal: true},
+		Status: history.StatusRunning, Runs: 2, Started: base, Updated: base.Add(time.Minute)}
+	snap := &snapshot{execs: []history.Execution{x}, events: map[string][]history.Event{x.ID: evs}}
+	m := open(t, snap, 160, 36)
+	title, lines := m.traceView(10, 150)
+	if !strings.Contains(title, "exec_POL · naive · none → keys+journal") {
+		t.Fatalf("title %q", title)
+	}
+	body := strings.Join(lines, "\n")
+	for _, want := range []string{"run 1 · pid 4001 · policy none · ☠ killed", "run 2 · pid 4002 · policy keys+journal · … running"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the trace lacks %q:\n%s", want, body)
+		}
+	}
+}

@@ -128,6 +128,22 @@ func (tv *traceView) row(tn trace.Node) *node {
 	return n
 }
 
+// policies is the policy the execution's runs ran with, as recorded: one
+// word when all runs agree, else each run's in turn ("none → keys+journal").
+// Before any run is recorded it is the record's.
+func (tv *traceView) policies() string {
+	var out []string
+	for _, r := range tv.t.Runs {
+		if r.Policy != "" && (len(out) == 0 || out[len(out)-1] != r.Policy) {
+			out = append(out, r.Policy)
+		}
+	}
+	if len(out) == 0 {
+		return tv.exec.Policy.String()
+	}
+	return strings.Join(out, " → ")
+}
+
 // events is how many events the trace holds.
 func (tv *traceView) events() int { return tv.t.Events }
 

@@ -177,6 +177,8 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 				reload = true // its first read is still to come
 			case m.truncated || m.paging:
 				m.stale = m.stale || m.paging // paging reads on to it
+			case m.tr.events() >= maxTraceEvents:
+				m.truncated = true // the cap: the view says where it cut
 			case !gap && m.tr.apply([]history.Event{*n.Event}):
 				changed = true
 			default:

@@ -200,7 +200,7 @@ func (m *Model) traceView(height, width int) (string, []string) {
 		return "Trace", []string{m.theme.Dim.Render("select an execution")}
 	}
 	x := m.tr.exec
-	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, x.Policy)
+	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, m.tr.policies())
 	if m.finalOnly {
 		title += " · final attempts only"
 	}

@@ -158,3 +158,19 @@ func TestApplyWhatARunStartsFrom(t *testing.T) {
 		t.Errorf("unfinished without %s, want [b]", got)
 	}
 }
+
+// A run started after the execution ended (the safe scenario run twice)
+// makes it run again: its outcome is the new run's, not the old end.
+func TestApplyRunAfterTheEnd(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.RunStarted, Run: 1},
+		{Seq: 2, Kind: trace.ExecutionEnded, Run: 1, Outcome: trace.OutcomeOK},
+	})
+	if tr.Outcome() != trace.MarkOK {
+		t.Fatalf("ended: %s", tr.Outcome())
+	}
+	tr.Apply(trace.Event{Seq: 3, Kind: trace.RunStarted, Run: 2})
+	if tr.Outcome() != trace.MarkRunning || tr.End != nil || tr.Runs[0].Mark() != trace.MarkOK {
+		t.Fatalf("running again: outcome %s, end %+v, run 1 %s", tr.Outcome(), tr.End, tr.Runs[0].Mark())
+	}
+}

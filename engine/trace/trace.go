@@ -19,6 +19,14 @@ type Node interface {
 // the gaps where nothing ran) hold turns, turns hold tool calls, calls hold
 // their attempts. Build it with New and feed it with Apply; every method
 // reads the state so far, so a live trace is read between events.
+//
+// Reading it: walk Nodes (and each node's Children) for the tree in the
+// order things happened, or Runs for the runs alone; Attempt(call, n)
+// finds one attempt. Marks are decided here (Attempt.Mark, Run.Mark,
+// Note.Mark, Outcome), never by a reader: an attempt is ◆ when the caller
+// never learnt its outcome (Unknown) and the history records an effect of
+// it. LastAttempts, PlansFired, Unfinished and AttemptCounts answer what a
+// new run starts from; Anomalies list what cannot be true of a history.
 type Trace struct {
 	Execution string
 	Scenario  string
@@ -637,6 +645,7 @@ func (t *Trace) runOf(e Event) *Run {
 	t.Nodes = append(t.Nodes, r)
 	if t.cur == nil || n > t.cur.Number {
 		t.cur = r
+		t.End = nil // a run after the end: the execution goes on
 	}
 	return r
 }
