@@ -89,6 +89,15 @@ func (m *Model) markExec() tea.Cmd {
 	return nil
 }
 
+// markedTag starts the second line of an execution in the list: " A " for
+// the marked one (side A of the next comparison), else blanks.
+func (m *Model) markedTag(id string) string {
+	if id != "" && id == m.cmp.marked {
+		return " A "
+	}
+	return "   "
+}
+
 // openCompare starts comparing the marked execution with the selected one.
 func (m *Model) openCompare() tea.Cmd {
 	sel := m.selectedExec()

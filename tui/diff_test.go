@@ -70,7 +70,11 @@ func TestCompareKeys(t *testing.T) {
 	if m.cmp.open || !strings.Contains(m.flash, "press m on an execution first") {
 		t.Fatalf("= without a mark: open %v, flash %q", m.cmp.open, m.flash)
 	}
-	press(t, m, compareKeys...)
+	press(t, m, compareKeys[:3]...)
+	if v := m.View(); !strings.Contains(v, "│ A none  ") || strings.Count(v, "│ A ") != 1 {
+		t.Errorf("the marked execution is not tagged once in the list:\n%s", v)
+	}
+	press(t, m, compareKeys[3:]...)
 	if !m.cmp.open || m.cmp.res == nil || m.cmp.a != "exec_7K2Q" || m.cmp.b != "exec_01H8" {
 		t.Fatalf("compare not open on naive vs safe: %+v", m.cmp)
 	}

@@ -178,7 +178,7 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		sel := idx == m.execSel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("   %s  %s  %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
+		l2 := m.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", m.markedTag(it.x.ID), it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
 		if sel {
 			l1 = m.theme.Selected.Render(fit(plain, width))
 		}
