@@ -31,6 +31,9 @@ type compareState struct {
 	res     *xdiff.Result
 	sel     int // the selected row
 	top     int // the first row shown
+	// whatA and whatB are the widest subjects of each side, measured once
+	// when the result arrives, so a frame measures only the rows it shows.
+	whatA, whatB int
 }
 
 // compareMsg is the comparison, computed off the UI goroutine.
@@ -157,6 +160,14 @@ func (m *Model) onCompare(msg compareMsg) tea.Cmd {
 	}
 	m.cmp.res = msg.res
 	m.cmp.sel, m.cmp.top = 0, 0
+	for _, row := range msg.res.Rows {
+		if row.A != nil {
+			m.cmp.whatA = max(m.cmp.whatA, ansi.StringWidth(row.A.What()))
+		}
+		if row.B != nil {
+			m.cmp.whatB = max(m.cmp.whatB, ansi.StringWidth(row.B.What()))
+		}
+	}
 	if msg.res.Part > 0 {
 		m.moveCompare(msg.res.Part) // open where they part
 	}
@@ -270,15 +281,7 @@ func (m *Model) compareRows(n int) []string {
 		return out
 	}
 	aw, bw := m.compareColumns()
-	whatA, whatB := 0, 0
-	for _, row := range r.Rows {
-		if row.A != nil {
-			whatA = max(whatA, ansi.StringWidth(row.A.What()))
-		}
-		if row.B != nil {
-			whatB = max(whatB, ansi.StringWidth(row.B.What()))
-		}
-	}
+	whatA, whatB := m.cmp.whatA, m.cmp.whatB
 	for i := m.cmp.top; i < len(r.Rows) && len(out) < n; i++ {
 		row := r.Rows[i]
 		line := fmt.Sprintf("%s%s %s │ %s", selMark(i == m.cmp.sel), row.Marker(), fit(cell(row.A, whatA), aw), fit(cell(row.B, whatB), bw))
