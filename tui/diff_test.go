@@ -102,3 +102,15 @@ func TestCompareKeys(t *testing.T) {
 		t.Errorf("the mark is kept after closing: %q", m.cmp.marked)
 	}
 }
+
+// A marked execution that is gone (the database was reset) closes the
+// comparison with a one-line message.
+func TestCompareMarkedGone(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	m := open(t, snap, 80, 24)
+	m.cmp.marked = "exec_GONE"
+	press(t, m, "=")
+	if m.cmp.open || !strings.Contains(m.flash, "compare: no such execution: exec_GONE") || !m.flashBad {
+		t.Errorf("open %v, flash %q", m.cmp.open, m.flash)
+	}
+}
