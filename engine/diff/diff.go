@@ -196,14 +196,14 @@ func Compare(a, b *trace.Trace, labelA, labelB string) *Result {
 // Items flattens a trace into its rows, in the order they happened.
 func Items(t *trace.Trace) []*Item {
 	var out []*Item
-	var walk func(nodes []trace.Node, turn int)
-	walk = func(nodes []trace.Node, turn int) {
+	var walk func(nodes []trace.Node, run, turn int)
+	walk = func(nodes []trace.Node, run, turn int) {
 		for _, n := range nodes {
 			switch n := n.(type) {
 			case *trace.Run:
-				walk(n.Nodes, 0)
+				walk(n.Nodes, n.Number, 0)
 			case *trace.Turn:
-				walk(n.Nodes, n.Number)
+				walk(n.Nodes, run, n.Number)
 			case *trace.Call:
 				out = append(out, callItem(n))
 			case *trace.Replay:
@@ -221,12 +221,15 @@ func Items(t *trace.Trace) []*Item {
 				out = append(out, it)
 			case *trace.Note:
 				if it := noteItem(n); it != nil {
+					if it.Run == 0 {
+						it.Run = run // an importer's events carry no run number
+					}
 					out = append(out, it)
 				}
 			}
 		}
 	}
-	walk(t.Nodes, 0)
+	walk(t.Nodes, 0, 0)
 	for _, it := range out {
 		it.Glyph = it.Mark.Glyph()
 	}

@@ -318,3 +318,23 @@ func TestKeyChange(t *testing.T) {
 		t.Errorf("why %q, want %q", got, want)
 	}
 }
+
+// Events without run numbers (an importer's) still place each row in its run.
+func TestRunsOfAnImportersEvents(t *testing.T) {
+	tr := trace.Fold("imp", []trace.Event{
+		{Kind: trace.ExecutionStarted, Time: t0, Scenario: "wf"},
+		{Kind: trace.RunStarted, Time: t0},
+		{Kind: trace.CallScheduled, Time: t0, Call: "5", Tool: "charge"},
+		{Kind: trace.AttemptStarted, Time: t0, Call: "5", Attempt: 1},
+		{Kind: trace.RunCrashed, Time: t0},
+		{Kind: trace.RunStarted, Time: t0.Add(time.Second)},
+		{Kind: trace.ExecutionEnded, Time: t0.Add(time.Second), Outcome: trace.OutcomeOK},
+	})
+	var where []string
+	for _, it := range diff.Items(tr) {
+		where = append(where, it.Where()+" "+it.What())
+	}
+	if got, want := strings.Join(where, "|"), "r1 5 charge|r1 ☠ worker killed|r2 ✓ completed"; got != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}

@@ -33,7 +33,7 @@ func (r Row) Marker() string {
 
 // Where is the item's place: "r1 t2", "r2".
 func (it *Item) Where() string {
-	if it == nil {
+	if it == nil || it.Run == 0 {
 		return ""
 	}
 	if it.Turn > 0 {
