@@ -25,7 +25,9 @@ func (a *app) showCmd() *cobra.Command {
 		Long: `Print every event of an execution's history: turns, tool calls, every attempt
 with its outcome, retries, journal writes and replays, faults, crashes, and
 the gaps while no worker ran. --json prints the record and the raw events;
---markdown writes a handout: the trace, the outbox and the scenario's lesson.`,
+--markdown writes a handout: the trace, the outbox and the scenario's lesson;
+for a mistake or its fix, the pair's diff line (the other half from this
+database, or run on a scratch database when this one has none).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withService(func(h engine.Service) error {

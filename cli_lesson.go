@@ -23,6 +23,8 @@ func (a *app) lessonCmd() *cobra.Command {
 		Long: `Walk through the scenario catalogue in teaching order. Each lesson says what
 will happen, asks you to predict a number (the messages in the outbox, or the
 CRM rows), runs the scenario on the database, and confirms or explains.
+A fix (safe, key-the-intent-fixed, ...) ends with a diff line: its run lined
+up with its mistake's, as 'retrylab diff' shows them.
 
 Progress is kept in the database (--db), so a workshop can stop (q, or
 Ctrl-D) and resume later where it left off. Each lesson starts from a clean
@@ -59,6 +61,9 @@ one whose histories you want to keep.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts := lesson.WalkOptions{Out: a.out, Answers: scripted, Presenter: presenter, Narrate: !quiet}
+			// A workshop resumed at a fix runs the mistake on a scratch
+			// database, to show the fix as a difference.
+			opts.Scratch = scratchOpener()
 			if scripted == nil {
 				opts.In = cmd.InOrStdin()
 			}

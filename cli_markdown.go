@@ -1,10 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
@@ -21,8 +29,81 @@ func (a *app) showMarkdown(h engine.Service, x history.Execution, events []histo
 	ho := narrate.Handout{Execution: x, Events: events, Messages: msgs, Records: recs}
 	// A scenario run from a file outside the catalogue has no explanation
 	// to add; the trace and the outbox still make the handout.
-	if scn, err := scenario.NewCatalog(fixtures.FS).Get(x.Scenario); err == nil {
+	cat := scenario.NewCatalog(fixtures.FS)
+	if scn, err := cat.Get(x.Scenario); err == nil {
 		ho.Scenario = scn
 	}
-	return narrate.Markdown(a.out, ho)
+	if err := narrate.Markdown(a.out, ho); err != nil {
+		return err
+	}
+	if ho.Scenario == nil {
+		return nil
+	}
+	return a.pairMarkdown(h, cat, ho.Scenario, x, events)
+}
+
+// pairMarkdown ends the handout of a mistake or its fix with the diff
+// line of the pair: this execution beside the latest execution of the
+// other half in the database, or else a run of the other half on a scratch
+// database.
+func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenario.Scenario, x history.Execution, events []history.Event) error {
+	pair, ok := lesson.PairOf(cat, scn)
+	if !ok {
+		return nil
+	}
+	this := trace.FoldHistory(x.ID, events)
+	other := pair.Fix
+	if scn == pair.Fix {
+		other = pair.Mistake
+	}
+	var that *trace.Trace
+	where := ""
+	if id, found := latestOf(h, other); found {
+		t, err := lesson.FoldExecution(h, id)
+		if err != nil {
+			return err
+		}
+		that = t
+		if scn == pair.Fix {
+			where = fmt.Sprintf("`%s` lines the two up call by call.", lesson.Command(id, x.ID))
+		} else {
+			where = fmt.Sprintf("`%s` lines the two up call by call.", lesson.Command(x.ID, id))
+		}
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		t, err := lesson.RunScratch(ctx, scratchOpener(), other)
+		if err != nil {
+			return fmt.Errorf("handout: compare with %s: %w", other.Name, err)
+		}
+		that = t
+		where = fmt.Sprintf("This database holds no execution of %s: it was run on a scratch database for this comparison.", other.Name)
+	}
+	mistake, fix := that, this
+	if scn == pair.Mistake {
+		mistake, fix = this, that
+	}
+	_, err := fmt.Fprintf(a.out, "\n## What the fix changes\n\n%s fixes %s:\n\n%s\n\n%s\n", pair.Fix.Name, pair.Mistake.Name,
+		lesson.DiffLine(mistake, fix), where)
+	return err
+}
+
+// latestOf finds the newest execution of a scenario: its fixed id, or the
+// newest of the last thousand executions that ran it.
+func latestOf(h engine.Service, scn *scenario.Scenario) (string, bool) {
+	if scn.Execution != "" {
+		if x, err := h.Execution(scn.Execution); err == nil && x.Scenario == scn.Name {
+			return x.ID, true
+		}
+	}
+	list, _, err := h.Executions(0, 1000)
+	if err != nil {
+		return "", false
+	}
+	for _, x := range list {
+		if x.Scenario == scn.Name {
+			return x.ID, true
+		}
+	}
+	return "", false
 }

@@ -15,6 +15,7 @@ type KeyMap struct {
 	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
+	MarkExec, Compare                        key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -56,6 +57,9 @@ func DefaultKeyMap() KeyMap {
 		Lesson:    b("L", "lesson mode: the guided path", "L"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q", "ctrl+c"),
+
+		MarkExec: b("m", "mark the execution to compare", "m"),
+		Compare:  b("=", "compare marked and selected, side by side", "="),
 	}
 }
 
@@ -71,7 +75,7 @@ var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "h
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
-		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.Lesson, k.Help, k.Quit},
+		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.MarkExec, k.Compare, k.Lesson, k.Help, k.Quit},
 		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld},
 	}
 }

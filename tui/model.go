@@ -109,6 +109,9 @@ type Model struct {
 	outSel      int
 	outTop      int
 
+	// cmp is the comparison of two executions (m, =): tui/diff.go.
+	cmp compareState
+
 	// Policy overrides for runs started here, armed faults, world clock.
 	keysOn, journalOn *bool
 	armed             []fault.Point

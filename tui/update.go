@@ -46,6 +46,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.scenarios = msg.list
 		return m, nil
+	case compareMsg:
+		return m, m.onCompare(msg)
 	case noticesMsg:
 		return m, m.onNotices(msg)
 	case lessonRanMsg:
@@ -228,6 +230,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 				return m.onLessonKey(msg)
 			}
 		}
+	}
+	if cmd, ok := m.compareKey(msg); ok {
+		return cmd
 	}
 	if m.showHelp {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {

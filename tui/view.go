@@ -73,6 +73,9 @@ func (m *Model) View() string {
 	if m.picking {
 		return m.pickerView()
 	}
+	if m.cmp.open {
+		return m.compareView()
+	}
 	lay := m.layout()
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
@@ -175,7 +178,7 @@ func (m *Model) execsView(height, width int) (string, []string) {
 		sel := idx == m.execSel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("   %s  %s  %s", it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
+		l2 := m.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", m.markedTag(it.x.ID), it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
 		if sel {
 			l1 = m.theme.Selected.Render(fit(plain, width))
 		}

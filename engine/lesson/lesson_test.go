@@ -142,6 +142,11 @@ func TestWalkWholePath(t *testing.T) {
 		"✓ Right: 2 messages in the outbox.",
 		"✗ Not quite: you said 3; actual: 2 messages in the outbox.",
 		"Stopped at lesson " + itoa(half+1) + " of " + itoa(len(path)) + "; progress saved (" + itoa(half) + " done).",
+		// Each fix is shown as a difference from its mistake.
+		"diff: naive: 2 messages to jordan@acme.dev; safe: 1 — they part at row 1",
+		"diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1",
+		"diff: canonicalise: 2 messages to jordan@acme.dev; canonicalise-fixed: 1 — they part at row ",
+		"diff: agent-retry-fresh-step: 2 messages to jordan@acme.dev; agent-retry-same-step: 1 — they part at row ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("walk output lacks %q:\n%s", want, text)
@@ -183,6 +188,14 @@ func TestWalkWholePath(t *testing.T) {
 	if !strings.Contains(text, "Resuming at lesson "+itoa(half+1)) || !strings.Contains(text, "No prediction.") ||
 		!strings.Contains(text, "You have finished the path: "+itoa(len(path))+" lessons, "+itoa(len(path)-2)+" predicted right.") {
 		t.Errorf("second walk:\n%s", text)
+	}
+	for _, want := range []string{
+		"diff: regenerated-args: 2 messages to jordan@acme.dev; regenerated-args-fixed: 1 — they part at row ",
+		"diff: key-retention: 2 messages to jordan@acme.dev; key-retention-fixed: 1 — they part at row ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("second walk lacks %q", want)
+		}
 	}
 	if strings.Contains(text, "⚠ The scenario expects") {
 		t.Errorf("a lesson produced another outcome than its scenario expects:\n%s", text)

@@ -30,6 +30,9 @@ type WalkOptions struct {
 	// Narrate prints the run's narration ([agent], [tool], [mail-api] ...)
 	// as it happens.
 	Narrate bool
+	// Scratch, when set, runs a fix's mistake on a scratch database when
+	// this walk did not run it, to show the fix as a difference.
+	Scratch verify.Opener
 }
 
 // errStop means the learner (or the end of the input) stopped the walk.
@@ -40,7 +43,7 @@ var errStop = errors.New("stopped")
 // after each. It returns nil when the input ends or the learner stops: the
 // next walk resumes there.
 func Walk(ctx context.Context, s *Session, o WalkOptions) error {
-	w := &walker{s: s, o: o, out: o.Out}
+	w := &walker{s: s, o: o, out: o.Out, pairs: NewPairs(s.h, o.Scratch)}
 	if o.In != nil {
 		w.in = bufio.NewReader(o.In)
 	}
@@ -75,6 +78,8 @@ type walker struct {
 	out io.Writer
 	in  *bufio.Reader
 	n   int // answers used
+	// pairs shows each fix beside its mistake.
+	pairs *Pairs
 }
 
 func (w *walker) line(s string) {
@@ -131,6 +136,15 @@ func (w *walker) step(ctx context.Context, step Step) error {
 	w.gap()
 	fb := Check(step, prediction, out)
 	w.line(fb.Text)
+	// A fix is shown as a difference from its mistake.
+	line, err := w.pairs.Line(ctx, step, out)
+	if err != nil {
+		line = "diff: cannot compare with " + step.Scenario.Fixes + ": " + err.Error()
+	}
+	if line != "" {
+		w.gap()
+		w.line(line)
+	}
 	if err := w.s.Record(step, fb); err != nil {
 		return err
 	}

@@ -295,7 +295,7 @@ func friendlyYAML(msg string) string {
 // fieldsOf lists the YAML fields of a scenario type, for error messages.
 func fieldsOf(typ string) string {
 	fields := map[string]string{
-		"Scenario":   "name, title, teaches, execution, policy, tools, turns, faults, narration, expect, order",
+		"Scenario":   "name, title, teaches, execution, policy, tools, turns, faults, narration, expect, order, fixes",
 		"Policy":     "keys, journal, key_digits, key_from, canonical, retention, retry, journal_decisions",
 		"Retry":      "initial, backoff, max_interval, max_attempts, timeout, non_retryable",
 		"Tool":       "service, op, kind, dedupe",
@@ -428,6 +428,9 @@ func (s *Scenario) validate() error {
 	}
 	if s.Order < 0 {
 		return fieldErr("must be 0 (not in the lesson path) or more", "order")
+	}
+	if s.Fixes != "" && (!validName.MatchString(s.Fixes) || s.Fixes == s.Name) {
+		return fieldErr(fmt.Sprintf("%q is not the name of another scenario", s.Fixes), "fixes")
 	}
 	if !oneOf(s.Policy.KeyFrom, KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep) {
 		return fieldErr(fmt.Sprintf("unknown value %q (valid: %s)", s.Policy.KeyFrom, list(KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep)), "policy", "key_from")

@@ -30,6 +30,9 @@ type Scenario struct {
 	Expect    Expect          `yaml:"expect"`
 	// Order places the scenario in the lesson path; 0 leaves it out.
 	Order int `yaml:"order"`
+	// Fixes names the scenario whose mistake this one fixes: lessons and
+	// handouts show the pair as a difference (retrylab diff).
+	Fixes string `yaml:"fixes"`
 
 	// Source is where the scenario was read from (file name), for errors.
 	Source string `yaml:"-"`

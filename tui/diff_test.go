@@ -1,0 +1,116 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+)
+
+// compareKeys select naive (listed under the newer safe), mark it, go back
+// to safe and compare: A naive, B safe.
+var compareKeys = []string{"shift+tab", "j", "m", "k", "="}
+
+// compareView runs the explorer in a teatest program, presses the keys once
+// the list shows, and returns the frame once the comparison is in.
+func compareView(t *testing.T, src Source, w, h int, keys ...string) string {
+	t.Helper()
+	m := New(Options{Source: src, Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
+	wait := func(want string) {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	wait("exec_01H8")
+	for _, k := range keys {
+		tm.Send(keyMsg(k))
+	}
+	wait("effects")
+	tm.Send(settleMsg{})
+	tm.Quit()
+	return tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
+}
+
+func TestGoldenCompareWide(t *testing.T) {
+	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
+	v := compareView(t, snap, 160, 45, compareKeys...)
+	mustShow(t, v, "compare view", "Compare  A exec_7K2Q  ⇄  B exec_01H8",
+		"A  exec_7K2Q naive · none", "B  exec_01H8 safe · keys+journal",
+		"›≠ r1 t1 step-4 send_invoice_email  #1 ◆+1 #2 ✓+1", "#1 ◆+1 #2 ↺",
+		"⟲ step-4 replayed from journal (run 1)", " > — ",
+		"effects  naive: 2 messages to jordan@acme.dev; safe: 1", "esc/= close")
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenCompareNarrow(t *testing.T) {
+	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
+	v := compareView(t, snap, 80, 24, compareKeys...)
+	mustShow(t, v, "stacked compare view", "›≠ A r1 t1 step-4 send_invoice_email  #1 ◆+1 #2 ✓+1",
+		"   B r1 t1 step-4 send_invoice_email  #1 ◆+1 #2 ↺", "effects  naive: 2 messages to jordan@acme.dev; safe: 1")
+	for i, l := range strings.Split(v, "\n") {
+		if w := len([]rune(l)); w > 80 {
+			t.Errorf("line %d is %d columns wide: %q", i, w, l)
+		}
+	}
+	if n := strings.Count(v, "\n") + 1; n != 24 {
+		t.Errorf("%d lines, want 24", n)
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+// Both sides scroll together; the rows that differ carry their marker in
+// text; esc closes; = without a mark says what to do.
+func TestCompareKeys(t *testing.T) {
+	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
+	m := open(t, snap, 160, 45)
+	press(t, m, "=")
+	if m.cmp.open || !strings.Contains(m.flash, "press m on an execution first") {
+		t.Fatalf("= without a mark: open %v, flash %q", m.cmp.open, m.flash)
+	}
+	press(t, m, compareKeys[:3]...)
+	if v := m.View(); !strings.Contains(v, "│ A none  ") || strings.Count(v, "│ A ") != 1 {
+		t.Errorf("the marked execution is not tagged once in the list:\n%s", v)
+	}
+	press(t, m, compareKeys[3:]...)
+	if !m.cmp.open || m.cmp.res == nil || m.cmp.a != "exec_7K2Q" || m.cmp.b != "exec_01H8" {
+		t.Fatalf("compare not open on naive vs safe: %+v", m.cmp)
+	}
+	var markers []string
+	for _, r := range m.cmp.res.Rows {
+		markers = append(markers, r.Marker())
+	}
+	if got := strings.Join(markers, ""); got != "≠=>>" {
+		t.Errorf("row markers %q, want ≠=>>", got)
+	}
+	press(t, m, "down", "down")
+	v := m.View()
+	if m.cmp.sel != 2 || !strings.Contains(v, "›> — ") || !strings.Contains(v, "row 3 > only in B") {
+		t.Errorf("down twice should select row 3 on both sides at once (sel %d)\n%s", m.cmp.sel, v)
+	}
+	press(t, m, "G")
+	if m.cmp.sel != 3 {
+		t.Errorf("G: row %d, want the last (3)", m.cmp.sel)
+	}
+	press(t, m, "esc")
+	if m.cmp.open || strings.Contains(m.View(), "Compare  A") {
+		t.Errorf("esc did not close the comparison")
+	}
+	if m.cmp.marked != "exec_7K2Q" {
+		t.Errorf("the mark is kept after closing: %q", m.cmp.marked)
+	}
+}
+
+// A marked execution that is gone (the database was reset) closes the
+// comparison with a one-line message.
+func TestCompareMarkedGone(t *testing.T) {
+	snap := record(t, []string{"naive", "run"})
+	m := open(t, snap, 80, 24)
+	m.cmp.marked = "exec_GONE"
+	press(t, m, "=")
+	if m.cmp.open || !strings.Contains(m.flash, "compare: no such execution: exec_GONE") || !m.flashBad {
+		t.Errorf("open %v, flash %q", m.cmp.open, m.flash)
+	}
+}
