@@ -159,6 +159,13 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 }
 
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	if burst := splitBurst(msg); burst != nil {
+		cmds := make([]tea.Cmd, 0, len(burst))
+		for _, one := range burst {
+			cmds = append(cmds, m.onKey(one))
+		}
+		return tea.Batch(cmds...)
+	}
 	k := m.keys
 	if m.filtering {
 		return m.onFilterKey(msg)
