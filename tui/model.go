@@ -127,6 +127,11 @@ type Model struct {
 	unsubscribe func()
 	startRun    string
 	quitting    bool
+
+	// follow is a run started here whose execution the selection moves to
+	// once the list has it; started is the last one, which x kills when
+	// the selected execution has no worker.
+	follow, started string
 }
 
 type execItem struct {

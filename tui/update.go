@@ -56,10 +56,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
-			m.execSel, m.execTop, m.selID = 0, 0, ""
+			// Follow the run just started, wherever its execution is listed.
+			m.follow, m.started = msg.selectID, msg.selectID
 			m.filterText = ""
+			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case locatedMsg:
+		return m, m.onLocated(msg)
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -337,11 +341,7 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 }
 
 func (m *Model) killNow() tea.Cmd {
-	id := m.selID
-	running := m.src.Running()
-	if len(running) > 0 && !contains(running, id) {
-		id = running[0]
-	}
+	id := killTarget(m.selID, m.started, m.src.Running())
 	if id == "" {
 		m.setFlash("no worker is running", true)
 		return nil
