@@ -67,6 +67,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // shortLabels are the status bar's words for ShortHelp's keys.
 var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "help", "quit"}
 
+// essential marks the ShortHelp keys the status bar keeps when it is too
+// narrow for all: run, crash, resume, help, quit.
+var essential = []bool{true, false, true, true, false, true, true}
+
 // FullHelp groups every key; the fault keys have their own column.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{

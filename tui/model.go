@@ -44,12 +44,16 @@ type Options struct {
 	HighContrast bool
 	// Title names the database in the status bar.
 	Title string
-	// Lessons is the guided path for lesson mode (L); nil turns it off.
-	Lessons Lessons
+	// OpenLessons opens lesson mode's own database (L); nil turns lesson
+	// mode off. It is called once, off the UI goroutine.
+	OpenLessons func() (*LessonRoom, error)
 	// Lesson opens the explorer in lesson mode.
 	Lesson bool
 	// Presenter spaces the lesson text out for a projector.
 	Presenter bool
+	// FlashFor is how long a status message stays in the footer; zero
+	// keeps it until the next one. DefaultFlashFor suits people.
+	FlashFor time.Duration
 }
 
 type pane int
@@ -117,11 +121,13 @@ type Model struct {
 	showHelp  bool
 	flash     string
 	flashBad  bool
+	flashSeq  int // counts status messages, so only the newest expires
+	flashFor  time.Duration
 
-	lessons   Lessons
-	lesson    lessonState
-	startLsn  bool
-	presenter bool
+	openLessons func() (*LessonRoom, error)
+	lesson      lessonState
+	startLsn    bool
+	presenter   bool
 
 	notices     <-chan engine.Notice
 	unsubscribe func()
@@ -132,6 +138,8 @@ type Model struct {
 	// once the list has it; started is the last one, which x kills when
 	// the selected execution has no worker.
 	follow, started string
+	// srcGen counts source switches; results of an older source are dropped.
+	srcGen int
 }
 
 type execItem struct {
@@ -150,18 +158,19 @@ func New(o Options) *Model {
 	ti.CharLimit = 64
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
-		src:       o.Source,
-		now:       o.Now,
-		keys:      DefaultKeyMap(),
-		theme:     NewTheme(o.HighContrast),
-		title:     o.Title,
-		focus:     paneTrace,
-		filter:    ti,
-		collapsed: map[string]bool{},
-		startRun:  o.Run,
-		lessons:   o.Lessons,
-		startLsn:  o.Lesson,
-		presenter: o.Presenter,
+		src:         o.Source,
+		now:         o.Now,
+		keys:        DefaultKeyMap(),
+		theme:       NewTheme(o.HighContrast),
+		title:       o.Title,
+		focus:       paneTrace,
+		filter:      ti,
+		collapsed:   map[string]bool{},
+		startRun:    o.Run,
+		openLessons: o.OpenLessons,
+		startLsn:    o.Lesson,
+		presenter:   o.Presenter,
+		flashFor:    o.FlashFor,
 	}
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
@@ -234,7 +243,7 @@ func (m *Model) Init() tea.Cmd {
 	if m.startLsn {
 		cmds = append(cmds, m.startLesson())
 	}
-	return tea.Batch(cmds...)
+	return m.tag(tea.Batch(cmds...))
 }
 
 func (m *Model) execPageSize() int {
@@ -457,4 +466,5 @@ func (m *Model) selectedRow() *node {
 
 func (m *Model) setFlash(text string, bad bool) {
 	m.flash, m.flashBad = text, bad
+	m.flashSeq++
 }

@@ -17,8 +17,25 @@ const retentionJump = 25 * time.Hour
 
 // Update handles one message. It never blocks: reads and actions run as
 // commands and come back as messages.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
+	flash := m.flashSeq
+	defer func() {
+		if m.flashSeq != flash {
+			cmd = tea.Batch(cmd, m.expireFlash())
+		}
+		cmd = m.tag(cmd)
+	}()
 	switch msg := msg.(type) {
+	case sourced:
+		if msg.gen != m.srcGen {
+			return m, nil // a result of the source shown before a switch
+		}
+		return m.Update(msg.msg)
+	case flashExpiredMsg:
+		if msg.seq == m.flashSeq {
+			m.flash, m.flashBad = "", false
+		}
+		return m, nil
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.clampScroll()
@@ -46,8 +63,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case noticesMsg:
 		return m, m.onNotices(msg)
-	case lessonRanMsg:
-		return m, m.onLessonRan(msg)
+	case lessonMsg:
+		return m, m.onLesson(msg)
 	case actionMsg:
 		if msg.err != nil {
 			m.setFlash(oneLine(msg.err.Error()), true)
@@ -177,15 +194,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if m.picking {
 		return m.onPickerKey(msg)
 	}
-	if m.lesson.on {
-		switch m.lesson.phase {
-		case phasePredict:
-			return m.onLessonKey(msg)
-		case phaseFeedback, phaseFinished:
-			if s := msg.String(); s == "enter" || s == "esc" || s == "ctrl+c" {
-				return m.onLessonKey(msg)
-			}
-		}
+	if m.lesson.on && m.lessonTakes(msg.String()) {
+		return m.onLessonKey(msg)
 	}
 	if m.showHelp {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
@@ -291,8 +301,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.clampScroll()
 	case key.Matches(msg, k.Lesson):
 		if m.lesson.on {
-			m.lesson.on = false
-			return nil
+			return m.leaveLesson()
 		}
 		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):

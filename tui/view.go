@@ -466,37 +466,6 @@ func orDash(s string) string {
 	return s
 }
 
-func (m *Model) statusBar() string {
-	t := m.theme
-	armed := "—"
-	if len(m.armed) > 0 {
-		names := make([]string, len(m.armed))
-		for i, p := range m.armed {
-			names[i] = string(p)
-		}
-		armed = t.Bad.Render(strings.Join(names, ","))
-	}
-	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
-	left := fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock)
-	if m.flash != "" {
-		style := t.Info
-		if m.flashBad {
-			style = t.Bad
-		}
-		left += "│ " + style.Render(m.flash) + " "
-	}
-	var keys []string
-	for i, b := range m.keys.ShortHelp() {
-		keys = append(keys, t.StatusKey.Render(b.Help().Key)+" "+t.Status.Render(shortLabels[i]))
-	}
-	right := strings.Join(keys, "  ")
-	gap := m.width - lipglossWidth(left) - lipglossWidth(right)
-	if gap < 1 {
-		return fit(left, m.width)
-	}
-	return left + strings.Repeat(" ", gap) + right
-}
-
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
 
 func short(v *bool) string {

@@ -1,10 +1,13 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/retrylab/retrylab/engine"
 )
@@ -63,5 +66,47 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 	press(t, m, "x")
 	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" {
 		t.Fatalf("x after the restart: %v", calls)
+	}
+}
+
+// TestStatusMessagesExpire: a status message goes after FlashFor; an old
+// message's expiry does not clear a newer one.
+func TestStatusMessagesExpire(t *testing.T) {
+	m := New(Options{Source: article(t), Now: fixedNow, FlashFor: time.Millisecond})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(t, m, cmd)
+	press(t, m, "K")
+	if m.flash != "" || m.keysOn == nil {
+		t.Fatalf("the status message outlived FlashFor: %q", m.flash)
+	}
+	m.flashFor = 0 // messages stay: expire by hand
+	press(t, m, "K")
+	old := m.flashSeq
+	press(t, m, "J")
+	_, _ = m.Update(flashExpiredMsg{seq: old})
+	if !strings.Contains(m.flash, "journal") {
+		t.Fatalf("an older message's expiry cleared the newer one: %q", m.flash)
+	}
+	_, _ = m.Update(flashExpiredMsg{seq: m.flashSeq})
+	if m.flash != "" {
+		t.Fatalf("flash stayed: %q", m.flash)
+	}
+}
+
+// TestFooterKeepsKeyHints: a long status message never pushes the key
+// hints off the footer, at 80 columns or 160.
+func TestFooterKeepsKeyHints(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		m := open(t, article(t), w, 24)
+		m.setFlash("showing each step's final attempt only — what many engines record, and a good deal more text", false)
+		bar := m.statusBar()
+		if lipgloss.Width(bar) != w {
+			t.Errorf("%d columns: footer is %d wide", w, lipgloss.Width(bar))
+		}
+		mustShow(t, bar, fmt.Sprintf("footer at %d", w), "n run", "c crash", "r resume", "? help", "q quit", "showing each step's final")
+		m.setFlash("", false)
+		mustShow(t, m.statusBar(), fmt.Sprintf("footer at %d without a message", w), "armed", "? help")
 	}
 }
