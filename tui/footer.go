@@ -61,6 +61,10 @@ func (m *Model) statusBar() string {
 	}
 	room := m.width - lipgloss.Width(right) - 2
 	right = "  " + right
+	if m.confirm != nil {
+		// A question needs its answer keys, not the usual hints.
+		return fit(" "+t.Warn.Render(m.confirm.question), m.width)
+	}
 	flash := ""
 	if m.flash != "" {
 		style := t.Info

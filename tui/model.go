@@ -140,6 +140,10 @@ type Model struct {
 	follow, started string
 	// srcGen counts source switches; results of an older source are dropped.
 	srcGen int
+	// confirm is a destructive key waiting for y; waitingQuit says q
+	// waits for the running workers to end.
+	confirm     *confirmation
+	waitingQuit bool
 }
 
 type execItem struct {

@@ -81,6 +81,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, tea.Batch(cmds...)
 	case locatedMsg:
 		return m, m.onLocated(msg)
+	case runningMsg:
+		return m, m.onRunning(msg)
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -188,6 +190,14 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmds...)
 	}
 	k := m.keys
+	if m.confirm != nil {
+		return m.onConfirmKey(msg)
+	}
+	if m.waitingQuit && msg.String() == "esc" {
+		m.waitingQuit = false
+		m.setFlash("staying: the run goes on", false)
+		return nil
+	}
 	if m.filtering {
 		return m.onFilterKey(msg)
 	}
@@ -206,7 +216,10 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		if msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		return m.askRunning(false, 0)
 	case key.Matches(msg, k.Help):
 		m.showHelp = true
 	case key.Matches(msg, k.NextPane):
@@ -289,7 +302,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			func() error { return src.AdvanceClock(retentionJump) })
 	case key.Matches(msg, k.ResetWorld):
 		src := m.src
-		return act("world reset: outbox, keys and CRM are empty", src.ResetWorld)
+		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · other keys: keep",
+			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 	case key.Matches(msg, k.FinalOnly):
 		m.finalOnly = !m.finalOnly
 		if m.finalOnly {
@@ -366,7 +380,10 @@ func (m *Model) deleteJournal() tea.Cmd {
 		return nil
 	}
 	id, step, src := m.selID, n.step, m.src
-	return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · other keys: keep", id, step),
+		func() tea.Cmd {
+			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+		})
 }
 
 func (m *Model) setCollapsed(c bool) {

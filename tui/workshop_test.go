@@ -110,3 +110,63 @@ func TestFooterKeepsKeyHints(t *testing.T) {
 		mustShow(t, m.statusBar(), fmt.Sprintf("footer at %d without a message", w), "armed", "? help")
 	}
 }
+
+// TestDestructiveKeysAskFirst: D and R ask, and act only on y; the
+// question fits the footer at 80 columns.
+func TestDestructiveKeysAskFirst(t *testing.T) {
+	snap := record(t, []string{"safe", "run", "run"})
+	m := open(t, snap, 80, 24)
+	for i, r := range m.rows {
+		if r.n.kind == kindReplay {
+			m.traceSel = i
+		}
+	}
+	press(t, m, "D")
+	if len(snap.Calls()) != 0 || m.confirm == nil {
+		t.Fatalf("D acted at once: %v", snap.Calls())
+	}
+	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · other keys: keep")
+	press(t, m, "n")
+	if len(snap.Calls()) != 0 || m.confirm != nil || m.picking {
+		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picking)
+	}
+	press(t, m, "R")
+	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset")
+	press(t, m, "y")
+	if calls := snap.Calls(); strings.Join(calls, "|") != "reset-world" {
+		t.Fatalf("R y: %v", calls)
+	}
+}
+
+// TestQuitDuringARunAsks: q with a worker running asks; y quits (the worker
+// is killed), w waits for the run to end, other keys stay. Without a run q
+// quits at once.
+func TestQuitDuringARunAsks(t *testing.T) {
+	src := &restarting{snapshot: article(t), id: "exec_7K2Q", running: []string{"exec_7K2Q"}}
+	m := open(t, src, 80, 24)
+	press(t, m, "q")
+	if m.quitting || m.confirm == nil {
+		t.Fatalf("q during a run quit at once")
+	}
+	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit and kill it · w: quit when it ends")
+	press(t, m, "j")
+	if m.quitting || m.confirm != nil {
+		t.Fatal("another key stays")
+	}
+	press(t, m, "q", "y")
+	if !m.quitting {
+		t.Fatal("q y quits")
+	}
+	m = open(t, src, 80, 24)
+	press(t, m, "q")
+	src.running = nil // the run ends while the question shows
+	press(t, m, "w")
+	if !m.quitting {
+		t.Fatal("q w quits once the run has ended")
+	}
+	m = open(t, article(t), 80, 24)
+	press(t, m, "q")
+	if !m.quitting {
+		t.Fatal("q with nothing running quits at once")
+	}
+}
