@@ -33,24 +33,24 @@ func DefaultKeyMap() KeyMap {
 		Collapse: b("←/h", "collapse", "left", "h"),
 		Toggle:   b("enter", "expand/collapse", "enter", " "),
 		NextPane: b("tab", "next pane", "tab"),
-		PrevPane: b("shift+tab", "previous pane", "shift+tab"),
+		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
 
-		Run:              b("n", "run a scenario…", "n"),
+		Run:              b("n", "run a scenario (picker)", "n"),
 		Resume:           b("r", "resume selected execution", "r"),
 		KillNow:          b("x", "kill the worker now", "x"),
-		TimeoutAfter:     b("t", "arm: timeout after the effect", "t"),
-		TimeoutBefore:    b("T", "arm: timeout before the effect", "T"),
-		CrashAfterEffect: b("c", "arm: crash after effect, before recording", "c"),
+		TimeoutAfter:     b("t", "arm: timeout after effect", "t"),
+		TimeoutBefore:    b("T", "arm: timeout before effect", "T"),
+		CrashAfterEffect: b("c", "arm: crash, effect unrecorded", "c"),
 		CrashAfterRecord: b("C", "arm: crash after recording", "C"),
 		Disarm:           b("esc", "disarm / close", "esc"),
 
 		ToggleKeys:    b("K", "toggle idempotency keys", "K"),
 		ToggleJournal: b("J", "toggle journal", "J"),
-		DeleteJournal: b("D", "delete selected step's journal record", "D"),
-		AdvanceClock:  b("A", "advance world clock 25h (past key retention)", "A"),
-		ResetWorld:    b("R", "reset the world (outbox, keys, CRM)", "R"),
-		FinalOnly:     b("f", "final attempt only / every attempt", "f"),
+		DeleteJournal: b("D", "delete journal record (asks)", "D"),
+		AdvanceClock:  b("A", "clock +25 h: keys expire", "A"),
+		ResetWorld:    b("R", "reset the world (asks)", "R"),
+		FinalOnly:     b("f", "final attempt only / all", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),
 		Lesson:    b("L", "lesson mode: the guided path", "L"),
@@ -82,3 +82,10 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 
 // helpGroups names FullHelp's columns.
 var helpGroups = []string{"Move", "Run", "Faults"}
+
+// markerLegend says what each marker of the trace and the list means.
+var markerLegend = [][2]string{
+	{"✓", "ok"}, {"⏱", "timeout"}, {"↺", "deduplicated by key"}, {"⟲", "replayed from the journal"},
+	{"☠", "worker killed"}, {"⚑", "escalated"}, {"◆", "unknown to caller; delivered"},
+	{"⚠", "duplicates delivered"}, {"●", "running"}, {"✖", "failed"},
+}

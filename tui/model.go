@@ -119,6 +119,7 @@ type Model struct {
 	picking   bool
 	pickSel   int
 	showHelp  bool
+	helpPage  int
 	flash     string
 	flashBad  bool
 	flashSeq  int // counts status messages, so only the newest expires

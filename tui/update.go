@@ -211,7 +211,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
 			return m.quit()
 		}
-		m.showHelp = false
+		if !m.onHelpKey(msg.String()) {
+			m.showHelp = false
+		}
 		return nil
 	}
 	switch {
@@ -221,7 +223,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.askRunning(false, 0)
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.helpPage = true, 0
 	case key.Matches(msg, k.NextPane):
 		m.focus = m.nextPane(1)
 	case key.Matches(msg, k.PrevPane):

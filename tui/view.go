@@ -478,26 +478,6 @@ func short(v *bool) string {
 	return "off"
 }
 
-func (m *Model) helpView() string {
-	t := m.theme
-	groups := m.keys.FullHelp()
-	colW := max(20, (m.width-2)/len(groups))
-	var cols []string
-	for i, g := range groups {
-		lines := []string{t.TitleFocused.Render(helpGroups[i])}
-		for _, b := range g {
-			lines = append(lines, fit(t.StatusKey.Render(fmt.Sprintf("%-8s", b.Help().Key))+" "+b.Help().Desc, colW-1))
-		}
-		cols = append(cols, lipgloss.NewStyle().Width(colW).Render(strings.Join(lines, "\n")))
-	}
-	body := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
-	markers := "markers: ✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ⚠ duplicates"
-	lines := strings.Split(body, "\n")
-	lines = append([]string{t.Bold.Render("retrylab — keys"), ""}, lines...)
-	lines = append(lines, "", markers, "", t.Dim.Render("press any key to close"))
-	return m.theme.box("Help", lines, m.width, m.height, true)
-}
-
 func (m *Model) pickerView() string {
 	lines := []string{"Run which scenario? (enter: run, esc: cancel)", ""}
 	for i, s := range m.scenarios {

@@ -170,3 +170,46 @@ func TestQuitDuringARunAsks(t *testing.T) {
 		t.Fatal("q with nothing running quits at once")
 	}
 }
+
+// TestHelpFitsAt80x24: every key and marker is on some page of the help,
+// whole, at 80×24 and at 160×36; nothing is cut.
+func TestHelpFitsAt80x24(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 36}} {
+		m := open(t, article(t), size[0], size[1])
+		press(t, m, "?")
+		var seen strings.Builder
+		for page := 0; page < 10 && m.showHelp; page++ {
+			v := m.View()
+			lines := strings.Split(v, "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%v: help page %d is %d lines", size, page, len(lines))
+			}
+			for _, l := range lines {
+				if lipgloss.Width(l) > size[0] {
+					t.Errorf("%v: a help line is %d wide", size, lipgloss.Width(l))
+				}
+			}
+			if strings.Contains(v, "…") {
+				t.Errorf("%v: help page %d cuts a line:\n%s", size, page, v)
+			}
+			seen.WriteString(v)
+			if !strings.Contains(v, "next page") {
+				break
+			}
+			press(t, m, "j")
+		}
+		all := seen.String()
+		for _, g := range m.keys.FullHelp() {
+			for _, b := range g {
+				mustShow(t, all, fmt.Sprintf("help at %v", size), b.Help().Desc)
+			}
+		}
+		for _, mk := range markerLegend {
+			mustShow(t, all, fmt.Sprintf("help at %v", size), mk[0], mk[1])
+		}
+		press(t, m, "x")
+		if m.showHelp {
+			t.Errorf("%v: x closes help", size)
+		}
+	}
+}
