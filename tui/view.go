@@ -14,10 +14,8 @@ import (
 )
 
 const (
-	execPaneWidth   = 34
-	outboxPaneWidth = 40
-	detailHeight    = 8
-	lessonHeight    = 12
+	detailHeight = 8
+	lessonHeight = 12
 )
 
 // rect is a pane's place on screen.
@@ -27,8 +25,26 @@ func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r
 
 func (m *Model) wide() bool { return m.width >= wideWidth }
 
-// layout places every pane for the current size. In narrow terminals only
-// the focused pane is shown, under a tab bar.
+// columnWidths shares a wide terminal's width in proportion: about a fifth
+// for the executions, a quarter for the outbox, the rest for the trace,
+// within bounds that keep each readable.
+func columnWidths(width int) (execs, trace, outbox int) {
+	execs = clamp(width*21/100, 30, 48)
+	outbox = clamp(width*26/100, 38, 64)
+	return execs, width - execs - outbox, outbox
+}
+
+// splitHeights shares a narrow terminal's height between the trace and the
+// outbox under it, so the trace and its effects show together: the outbox
+// gets two fifths, at least 6 rows.
+func splitHeights(height int) (trace, outbox int) {
+	outbox = max(6, height*2/5)
+	return height - outbox, outbox
+}
+
+// layout places every pane for the current size. In narrow terminals the
+// panes are tabs, but the trace and the outbox share one: the outbox under
+// the trace.
 func (m *Model) layout() map[pane]rect {
 	if m.wide() {
 		detailHeight := detailHeight
@@ -39,20 +55,27 @@ func (m *Model) layout() map[pane]rect {
 			}
 		}
 		topH := m.height - 1 - detailHeight
-		traceW := m.width - execPaneWidth - outboxPaneWidth
+		execW, traceW, outW := columnWidths(m.width)
 		return map[pane]rect{
-			paneExecs:  {0, 0, execPaneWidth, topH},
-			paneTrace:  {execPaneWidth, 0, traceW, topH},
-			paneOutbox: {execPaneWidth + traceW, 0, outboxPaneWidth, topH},
+			paneExecs:  {0, 0, execW, topH},
+			paneTrace:  {execW, 0, traceW, topH},
+			paneOutbox: {execW + traceW, 0, outW, topH},
 			paneDetail: {0, topH, m.width, detailHeight},
+		}
+	}
+	if m.focus == paneTrace || m.focus == paneOutbox {
+		traceH, outH := splitHeights(m.height - 2)
+		return map[pane]rect{
+			paneTrace:  {0, 1, m.width, traceH},
+			paneOutbox: {0, 1 + traceH, m.width, outH},
 		}
 	}
 	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
 }
 
 func (m *Model) paneHeight(p pane) int {
-	if m.wide() {
-		return m.layout()[p].h
+	if r, ok := m.layout()[p]; ok {
+		return r.h
 	}
 	return m.height - 2
 }
@@ -78,6 +101,9 @@ func (m *Model) View() string {
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
 		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
+	}
+	if len(lay) == 2 { // the trace with the outbox under it
+		return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay), m.statusBar())
 	}
 	return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
 }
@@ -120,7 +146,7 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	case paneTrace:
 		title, lines = m.traceView(inner, r.w-2)
 	case paneOutbox:
-		title, lines = m.outboxView(inner)
+		title, lines = m.outboxView(inner, r.w-2)
 	case paneDetail:
 		if m.lesson.on {
 			title, lines = m.lessonLines(r.w - 2)
@@ -131,8 +157,17 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 			title, lines = "Detail", m.detailLines(r.w-2)
 		}
 	}
+	if m.focus == p {
+		title = focusMark + title
+	}
 	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
 }
+
+// focusMark starts the focused pane's title, so focus shows without colour
+// (NO_COLOR, monochrome projectors): › marks the selected row in every
+// pane, and only this says which pane the keys move.
+const focusMark = "▶ "
+
 
 func (m *Model) markStyle(mk marker) lipgloss.Style {
 	t := m.theme
@@ -271,7 +306,7 @@ func (n *node) plain() string {
 	return n.text
 }
 
-func (m *Model) outboxView(height int) (string, []string) {
+func (m *Model) outboxView(height, width int) (string, []string) {
 	if m.crmTab {
 		title := "CRM (provider's truth) · o: outbox"
 		if m.recordsCut {
@@ -295,9 +330,9 @@ func (m *Model) outboxView(height int) (string, []string) {
 		}
 		switch {
 		case m.focus == paneOutbox && i == m.outSel:
-			text = m.theme.Selected.Render(fit(selMark(true)+l.text, outboxPaneWidth-2))
+			text = m.theme.Selected.Render(fit(selMark(true)+l.text, width))
 		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
-			text = m.theme.Linked.Render(fit("•"+l.text, outboxPaneWidth-2))
+			text = m.theme.Linked.Render(fit("•"+l.text, width))
 		default:
 			text = " " + text
 		}

@@ -213,3 +213,56 @@ func TestHelpFitsAt80x24(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceAndOutboxTogetherWhenNarrow: at 80×24 and 100×30 the outbox
+// sits under the trace, so a duplicate shows beside the run that sent it.
+func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}} {
+		m := open(t, record(t, []string{"naive", "run"}), size[0], size[1])
+		for _, focus := range []string{"trace", "outbox"} {
+			v := m.View()
+			mustShow(t, v, fmt.Sprintf("%v with the %s focused", size, focus), "✓ execution completed", "2 messages ← duplicate send")
+			if lines := strings.Split(v, "\n"); len(lines) != size[1] {
+				t.Errorf("%v: %d lines", size, len(lines))
+			}
+			press(t, m, "tab")
+		}
+		if m.focus != paneDetail {
+			t.Fatalf("%v: tab from the outbox goes to %s", size, paneNames[m.focus])
+		}
+	}
+}
+
+// TestPanesShareWidthInProportion: the columns grow with the terminal.
+func TestPanesShareWidthInProportion(t *testing.T) {
+	prev := [3]int{}
+	for _, w := range []int{110, 160, 200, 240} {
+		e, tr, o := columnWidths(w)
+		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o {
+			t.Errorf("%d columns: executions %d, trace %d, outbox %d", w, e, tr, o)
+		}
+		if e < prev[0] || tr <= prev[1] || o < prev[2] {
+			t.Errorf("%d columns: a pane shrank: %v -> %v", w, prev, [3]int{e, tr, o})
+		}
+		prev = [3]int{e, tr, o}
+	}
+	if _, _, o := columnWidths(240); o <= 40 {
+		t.Errorf("the outbox stays %d wide at 240 columns", o)
+	}
+}
+
+// TestFocusMarkedInText: without colour (the tests' profile, as NO_COLOR)
+// exactly one pane title carries the focus mark, the focused one.
+func TestFocusMarkedInText(t *testing.T) {
+	for _, size := range [][2]int{{160, 40}, {80, 24}} {
+		m := open(t, article(t), size[0], size[1])
+		for i := 0; i < 3; i++ {
+			v := m.View()
+			if n := strings.Count(v, focusMark); n != 1 {
+				t.Errorf("%v focus %s: %d focus marks", size, paneNames[m.focus], n)
+			}
+			mustShow(t, v, "focused title", focusMark+paneNames[m.focus])
+			press(t, m, "tab")
+		}
+	}
+}
