@@ -168,7 +168,6 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 // pane, and only this says which pane the keys move.
 const focusMark = "▶ "
 
-
 func (m *Model) markStyle(mk marker) lipgloss.Style {
 	t := m.theme
 	switch mk {
