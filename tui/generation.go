@@ -24,32 +24,32 @@ func fromSource(msg tea.Msg) bool {
 // tag makes cmd's source results carry the current source generation,
 // through batches; every other message passes as it is.
 func (m *Model) tag(cmd tea.Cmd) tea.Cmd {
+	gen := m.srcGen
+	return wrapMsgs(cmd, func(msg tea.Msg) tea.Msg {
+		if fromSource(msg) {
+			return sourced{gen: gen, msg: msg}
+		}
+		return msg
+	})
+}
+
+// wrapMsgs applies wrap to the messages cmd produces, through batches.
+func wrapMsgs(cmd tea.Cmd, wrap func(tea.Msg) tea.Msg) tea.Cmd {
 	if cmd == nil {
 		return nil
 	}
-	gen := m.srcGen
-	var wrap func(tea.Cmd) tea.Cmd
-	wrap = func(c tea.Cmd) tea.Cmd {
-		if c == nil {
-			return nil
-		}
-		return func() tea.Msg {
-			msg := c()
-			switch msg := msg.(type) {
-			case tea.BatchMsg:
-				out := make(tea.BatchMsg, len(msg))
-				for i, inner := range msg {
-					out[i] = wrap(inner)
-				}
-				return out
-			case sourced:
-				return msg
+	return func() tea.Msg {
+		switch msg := cmd().(type) {
+		case tea.BatchMsg:
+			out := make(tea.BatchMsg, len(msg))
+			for i, inner := range msg {
+				out[i] = wrapMsgs(inner, wrap)
 			}
-			if fromSource(msg) {
-				return sourced{gen: gen, msg: msg}
-			}
+			return out
+		case sourced, pickerMsg:
 			return msg
+		default:
+			return wrap(msg)
 		}
 	}
-	return wrap(cmd)
 }

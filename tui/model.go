@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -117,7 +118,8 @@ type Model struct {
 
 	scenarios []*scenario.Scenario
 	picking   bool
-	pickSel   int
+	picker    list.Model
+	pickSeq   int // numbers the picker's keys; see pickerMsg
 	showHelp  bool
 	helpPage  int
 	flash     string

@@ -39,6 +39,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.clampScroll()
+		m.sizePicker()
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)
@@ -79,6 +80,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case pickerMsg:
+		return m, m.onPickerMsg(msg)
 	case locatedMsg:
 		return m, m.onLocated(msg)
 	case runningMsg:
@@ -253,11 +256,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.filter.SetValue(m.filterText)
 		return m.filter.Focus()
 	case key.Matches(msg, k.Run):
-		if len(m.scenarios) == 0 {
-			m.setFlash("no scenarios in the catalogue", true)
-			return nil
-		}
-		m.picking = true
+		return m.openPicker()
 	case key.Matches(msg, k.Resume):
 		sel := m.selectedExec()
 		if sel == nil {
@@ -421,23 +420,6 @@ func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	m.filter, cmd = m.filter.Update(msg)
 	return cmd
-}
-
-func (m *Model) onPickerKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		m.pickSel = clamp(m.pickSel-1, 0, len(m.scenarios)-1)
-	case key.Matches(msg, m.keys.Down):
-		m.pickSel = clamp(m.pickSel+1, 0, len(m.scenarios)-1)
-	case msg.String() == "enter":
-		m.picking = false
-		return m.start(m.scenarios[m.pickSel].Name)
-	case msg.String() == "esc", msg.String() == "q":
-		m.picking = false
-	case msg.String() == "ctrl+c":
-		return m.quit()
-	}
-	return nil
 }
 
 func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }

@@ -409,7 +409,12 @@ func (m *Model) detailLines(width int) []string {
 	case n.kind == kindTurn:
 		return []string{fmt.Sprintf("turn %d: %s", n.event.Turn, n.event.Text)}
 	case n.kind == kindRun:
-		return []string{fmt.Sprintf("run %d: worker pid %d started %s", n.event.Run, n.event.PID, n.event.Time.Format(time.RFC3339))}
+		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", n.event.Run, n.event.PID, n.event.Time.Format(time.RFC3339))}
+		if s := m.scenarioOf(); s != nil {
+			lines = append(lines, m.theme.Bold.Render(s.Name+" — "+s.Title))
+			lines = append(lines, scenarioInfo(s, width, 4, 2)...)
+		}
+		return lines
 	case n.event != nil:
 		return []string{n.plain(), fmt.Sprintf("%s at %s", n.event.Type, n.event.Time.Format("15:04:05.000"))}
 	}
@@ -510,20 +515,6 @@ func short(v *bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func (m *Model) pickerView() string {
-	lines := []string{"Run which scenario? (enter: run, esc: cancel)", ""}
-	for i, s := range m.scenarios {
-		l := fmt.Sprintf("%s%-26s %s", selMark(i == m.pickSel), s.Name, s.Title)
-		if i == m.pickSel {
-			l = m.theme.Selected.Render(fit(l, m.width-4))
-		}
-		lines = append(lines, l)
-	}
-	lines = append(lines, "", fmt.Sprintf("policy for this run: keys %s · journal %s (K, J to change)", tri(m.keysOn), tri(m.journalOn)))
-	top := scrollTo(m.pickSel+2, 0, m.height-2, len(lines))
-	return m.theme.box("Run a scenario", lines[top:], m.width, m.height, true)
 }
 
 // onMouse selects with a click and scrolls with the wheel, in the pane

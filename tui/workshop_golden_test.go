@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
 )
 
 func TestGoldenHelpAt80x24(t *testing.T) {
@@ -21,5 +24,25 @@ func TestGoldenHelpAt80x24SecondPage(t *testing.T) {
 func TestGoldenTraceWithOutboxAt100x30(t *testing.T) {
 	v := view(t, record(t, []string{"naive", "run"}), 100, 30, "duplicate send")
 	mustShow(t, v, "100×30", "▶ Trace", "◆ timeout", "2 messages ← duplicate send")
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenPickerAt80x24(t *testing.T) {
+	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+	waitFor := func(want string) {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitFor("execution completed")
+	for _, k := range []string{"n", "/", "retention", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor("18 filtered") // the list filters in a command of its own
+	tm.Send(settleMsg{})
+	tm.Quit()
+	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
+	mustShow(t, v, "picker", "Run which scenario?", "key-retention", "teaches:", "keys: n (run the scenario) → A")
 	golden.RequireEqual(t, []byte(v))
 }

@@ -266,3 +266,45 @@ func TestFocusMarkedInText(t *testing.T) {
 		}
 	}
 }
+
+// TestPickerFilters: / then a few letters finds one-send, the last of 23
+// scenarios, without 22 presses of j.
+func TestPickerFilters(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 80, 24)
+	press(t, m, "n", "/", "one-s", "enter")
+	mustShow(t, m.View(), "filtered picker", "one-send", "One send: the base of the fault matrix")
+	press(t, m, "enter")
+	if calls := snap.Calls(); len(calls) != 1 || calls[0] != "start one-send keys=as the scenario says journal=as the scenario says" {
+		t.Fatalf("picked: %v", calls)
+	}
+	if m.picking {
+		t.Fatal("the picker stays open after a run starts")
+	}
+	// The list pages: pgdown moves a page, not a row.
+	press(t, m, "n", "pgdown")
+	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.Index() < 3 {
+		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.Index())
+	}
+	press(t, m, "esc")
+	if m.picking {
+		t.Fatal("esc closes the picker")
+	}
+}
+
+// TestScenarioPurposeAndKeys: the picker and the detail pane say what a
+// scenario teaches and the keys it needs.
+func TestScenarioPurposeAndKeys(t *testing.T) {
+	m := open(t, article(t), 80, 24)
+	press(t, m, "n", "/", "key-retention", "enter")
+	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
+		press(t, m, "down") // the filter may rank key-retention-fixed first
+	}
+	v := m.View()
+	mustShow(t, v, "picker on key-retention", "teaches: What goes wrong.",
+		"keys: n (run the scenario) → A (advance the world clock by 25h) → r (resume", "the killed execution)")
+	press(t, m, "esc", "esc")
+	m = open(t, record(t, []string{"naive", "run"}), 160, 40)
+	press(t, m, "g") // the run row
+	mustShow(t, strings.Join(m.detailLines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
+}
