@@ -89,6 +89,8 @@ type Model struct {
 	filter     textinput.Model
 	filtering  bool
 	filterText string
+	// filterBefore is the filter the box opened with; esc restores it.
+	filterBefore string
 
 	// Trace pane.
 	selID     string
@@ -161,7 +163,7 @@ func New(o Options) *Model {
 	}
 	ti := textinput.New()
 	ti.Prompt = "/"
-	ti.Placeholder = "scenario, id or status"
+	ti.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
 	ti.CharLimit = 64
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
@@ -290,8 +292,8 @@ func (m *Model) loadExecs() tea.Cmd {
 	}
 }
 
-// filterExecutions scans for executions whose id, scenario or status
-// contains text, newest first, at most 10 000.
+// filterExecutions scans for executions that answer text (matchExecution),
+// newest first, at most 10 000.
 func filterExecutions(src Source, text string) ([]history.Execution, error) {
 	const page, max = 512, 10000
 	var out []history.Execution
@@ -301,7 +303,7 @@ func filterExecutions(src Source, text string) ([]history.Execution, error) {
 			return nil, err
 		}
 		for _, x := range list {
-			if containsFold(x.ID, text) || containsFold(x.Scenario, text) || containsFold(string(x.Status), text) || containsFold(x.Policy.String(), text) {
+			if matchExecution(src, x, text) {
 				out = append(out, x)
 			}
 		}

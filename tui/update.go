@@ -80,6 +80,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case filterTypedMsg:
+		return m, m.onFilterTyped(msg)
 	case pickerMsg:
 		return m, m.onPickerMsg(msg)
 	case locatedMsg:
@@ -253,6 +255,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
+		m.filterBefore = m.filterText
 		m.filter.SetValue(m.filterText)
 		return m.filter.Focus()
 	case key.Matches(msg, k.Run):
@@ -402,24 +405,6 @@ func (m *Model) setCollapsed(c bool) {
 	}
 	m.reflow()
 	m.clampScroll()
-}
-
-func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter":
-		m.filtering = false
-		m.filter.Blur()
-		m.filterText = m.filter.Value()
-		m.execSel, m.execTop = 0, 0
-		return m.loadExecs()
-	case "esc":
-		m.filtering = false
-		m.filter.Blur()
-		return nil
-	}
-	var cmd tea.Cmd
-	m.filter, cmd = m.filter.Update(msg)
-	return cmd
 }
 
 func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }

@@ -308,3 +308,30 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 	press(t, m, "g") // the run row
 	mustShow(t, strings.Join(m.detailLines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
 }
+
+// TestExecutionsFilterAsYouTypeAndByMarker: the list narrows while the
+// filter is typed, and a marker (or "dup" for ⚠) finds executions by badge.
+func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
+	m := open(t, article(t), 160, 40)
+	press(t, m, "/", "s", "a", "f")
+	if !m.filtering || m.execTotal != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filtering, m.execTotal, m.selID)
+	}
+	press(t, m, "esc")
+	if m.filtering || m.execTotal != 3 {
+		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execTotal)
+	}
+	press(t, m, "/", "dup", "enter")
+	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execTotal, m.selID)
+	}
+	mustShow(t, m.View(), "filtered list", "Executions /dup 1", "⚠ exec_7K2Q")
+	press(t, m, "esc", "/", "⚠", "enter")
+	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execTotal, m.selID)
+	}
+	press(t, m, "esc", "/", "✓", "enter")
+	if m.execTotal != 2 {
+		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
+	}
+}
