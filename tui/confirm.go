@@ -79,11 +79,11 @@ func (m *Model) onRunning(msg runningMsg) tea.Cmd {
 		runs = fmt.Sprintf("%s and %d more", runs, len(msg.running)-1)
 	}
 	m.confirm = &confirmation{
-		question: fmt.Sprintf("%s is running · y: quit and kill it · w: quit when it ends · other keys: stay", runs),
+		question: fmt.Sprintf("%s is running · y: quit, killing it · w: quit when it ends · else: stay", runs),
 		yes:      m.quit,
 		wait: func() tea.Cmd {
 			m.waitingQuit = true
-			m.setFlash(fmt.Sprintf("waiting for %s to end, then quitting · esc: stay", runs), false)
+			m.setFlash(fmt.Sprintf("quitting when %s ends · esc: stay", runs), false)
 			return m.askRunning(true, 0)
 		},
 	}

@@ -148,7 +148,7 @@ func TestQuitDuringARunAsks(t *testing.T) {
 	if m.quitting || m.confirm == nil {
 		t.Fatalf("q during a run quit at once")
 	}
-	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit and kill it · w: quit when it ends")
+	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit, killing it · w: quit when it ends · else: stay")
 	press(t, m, "j")
 	if m.quitting || m.confirm != nil {
 		t.Fatal("another key stays")
@@ -335,3 +335,4 @@ func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
 	}
 }
+
