@@ -26,7 +26,7 @@ type exploreFlags struct {
 func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 	cmd.Flags().StringVar(&f.run, "run", "", "start this scenario as soon as the explorer opens")
 	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme and roomier lesson text, for projectors")
-	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path through the catalogue")
+	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path, in the lessons' own database beside --db (never --db itself)")
 }
 
 // explore opens the explorer on the database. It needs a terminal.
