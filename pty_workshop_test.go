@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,4 +34,30 @@ func TestExplorerKeysInOneBurst(t *testing.T) {
 	s.waitFor("one row up", "›✓ exec_01H8")
 	s.press("q")
 	<-s.done
+}
+
+// TestLessonLeavesTheUsersDatabase: L runs the lessons in a database of
+// their own beside the user's; the user's executions are all there during
+// and after the lesson.
+func TestLessonLeavesTheUsersDatabase(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "retrylab.db")
+	seed(t, bin, db, "safe", "one-send")
+	s := startScreen(t, bin, db, 160, 40)
+	s.waitFor("the user's executions", "Executions 2", "exec_M4TX", "exec_01H8")
+	s.press("L")
+	s.waitFor("the first lesson", "Lesson 1/", "Predict:", filepath.Join(dir, "retrylab.lessons.db"))
+	s.press("2\r")
+	s.waitFor("waiting for the key", "▶ press n")
+	s.press("n")
+	s.waitFor("the lesson ran in its own database", "Executions 1", "exec_7K2Q", "Right: 2 messages in the outbox")
+	s.press("\x1b") // esc: back to the user's database
+	s.waitFor("the user's database is back", "Executions 2", "exec_M4TX", "exec_01H8")
+	s.press("q")
+	<-s.done
+	out, err := exec.Command(bin, "--db", db, "show", "exec_01H8").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "execution completed") {
+		t.Fatalf("the user's execution after the lesson: %v\n%s", err, out)
+	}
 }
