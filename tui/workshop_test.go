@@ -60,6 +60,9 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 	if m.selID != "exec_7K2Q" || m.tr == nil || m.tr.exec.ID != "exec_7K2Q" {
 		t.Fatalf("after restarting exec_7K2Q the explorer shows %q", m.selID)
 	}
+	if m.traceSel != len(m.rows)-1 {
+		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.traceSel, len(m.rows))
+	}
 	if !strings.Contains(m.flash, "run 2 of exec_7K2Q") {
 		t.Fatalf("flash: %q", m.flash)
 	}
