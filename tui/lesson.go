@@ -273,6 +273,9 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		m.lesson.phase, m.lesson.next = phaseActing, 0
 		m.execSel, m.execTop, m.selID = 0, 0, ""
+		if !m.wide() {
+			m.focus = paneTrace // the trace and outbox, with the lesson's next key under them
+		}
 		if len(msg.step.Actions) == 0 {
 			return m.finishLesson(verify.Outcome{})
 		}
@@ -306,6 +309,9 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 func (m *Model) finishLesson(out verify.Outcome) tea.Cmd {
 	fb := lesson.Check(m.lesson.step, m.lesson.guess, out)
 	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
+	if !m.wide() {
+		m.focus = paneDetail // the feedback takes the lesson's tab
+	}
 	if err := m.lesson.room.Lessons.Record(m.lesson.step, fb); err != nil {
 		m.lesson.err = err
 	}
@@ -432,4 +438,34 @@ func wrapText(s string, width int) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
+}
+
+// lessonStripHeight is the height of the lesson's strip under the trace and
+// outbox in a narrow terminal, while a step waits for or plays its keys; 0
+// when there is none.
+func (m *Model) lessonStripHeight() int {
+	if m.wide() || !m.lesson.on || (m.lesson.phase != phaseActing && m.lesson.phase != phaseRunning) {
+		return 0
+	}
+	return 4
+}
+
+// lessonStrip is the narrow layout's reminder of the lesson: the next key
+// and what the last one left.
+func (m *Model) lessonStrip(height int) string {
+	st := m.lesson.step
+	var lines []string
+	if i := m.lesson.next; i < len(st.Actions) {
+		a := st.Actions[i]
+		if m.lesson.phase == phaseRunning {
+			lines = append(lines, fmt.Sprintf("● %s  %s … watch the trace and the outbox", lessonKeyFor(a.Verb), a.Say))
+		} else {
+			lines = append(lines, m.theme.Bold.Render(fmt.Sprintf("▶ press %s  %s", lessonKeyFor(a.Verb), a.Say)))
+		}
+	}
+	if m.lesson.after != "" {
+		lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
+	}
+	title := fmt.Sprintf("Lesson %d/%d · %s · tab tab: the lesson's text", st.Number, st.Of, st.Name)
+	return m.theme.box(title, lines, m.width, height, false)
 }

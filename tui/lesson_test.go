@@ -240,3 +240,23 @@ func TestGoldenLessonStep(t *testing.T) {
 	mustShow(t, v, "lesson view", "Lesson 1/", "naive", "Predict: How many invoices will jordan@acme.dev receive?", "your prediction >")
 	golden.RequireEqual(t, []byte(v))
 }
+
+// TestLessonAt80x24ShowsTraceOutboxAndNextKey: in a narrow terminal a
+// step's keys are played with the trace and outbox in view, the next key
+// under them; the feedback takes the lesson's tab.
+func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L")
+	mustShow(t, m.View(), "narrow lesson tab", "[ Lesson ]", "Predict:")
+	press(t, m, "1", "enter", "n")
+	v := m.View()
+	mustShow(t, v, "narrow lesson paused on the crash", "[ Trace ]", "✓ execution completed", "2 messages ← duplicate send",
+		"▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
+	if lines := strings.Split(v, "\n"); len(lines) != 24 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	press(t, m, "r")
+	mustShow(t, m.View(), "narrow feedback", "[ Lesson ]", "you said 1")
+}

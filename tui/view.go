@@ -64,7 +64,7 @@ func (m *Model) layout() map[pane]rect {
 		}
 	}
 	if m.focus == paneTrace || m.focus == paneOutbox {
-		traceH, outH := splitHeights(m.height - 2)
+		traceH, outH := splitHeights(m.height - 2 - m.lessonStripHeight())
 		return map[pane]rect{
 			paneTrace:  {0, 1, m.width, traceH},
 			paneOutbox: {0, 1 + traceH, m.width, outH},
@@ -102,8 +102,12 @@ func (m *Model) View() string {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
 		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
 	}
-	if len(lay) == 2 { // the trace with the outbox under it
-		return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay), m.statusBar())
+	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
+		parts := []string{m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)}
+		if h := m.lessonStripHeight(); h > 0 {
+			parts = append(parts, m.lessonStrip(h))
+		}
+		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusBar())...)
 	}
 	return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
 }

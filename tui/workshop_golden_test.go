@@ -7,6 +7,8 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/retrylab/retrylab/engine/lesson"
 )
 
 func TestGoldenHelpAt80x24(t *testing.T) {
@@ -44,5 +46,17 @@ func TestGoldenPickerAt80x24(t *testing.T) {
 	tm.Quit()
 	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
 	mustShow(t, v, "picker", "Run which scenario?", "key-retention", "teaches:", "keys: n (run the scenario) → A")
+	golden.RequireEqual(t, []byte(v))
+}
+
+// TestGoldenLessonPausedOnTheCrashAt80x24: the crash lesson after n, at
+// 80×24: the killed run, its one message, and the next key.
+func TestGoldenLessonPausedOnTheCrashAt80x24(t *testing.T) {
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L", "1", "enter", "n")
+	v := m.View()
+	mustShow(t, v, "paused lesson", "▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
 	golden.RequireEqual(t, []byte(v))
 }

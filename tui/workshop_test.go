@@ -338,3 +338,4 @@ func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
 	}
 }
+
