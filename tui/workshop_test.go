@@ -338,4 +338,3 @@ func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
 	}
 }
-
