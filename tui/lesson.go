@@ -153,6 +153,9 @@ func (m *Model) nextLesson() tea.Cmd {
 	}
 	m.lesson.step, m.lesson.phase, m.lesson.err, m.lesson.after = step, phasePredict, nil, ""
 	m.lesson.input = newLessonInput()
+	if !m.wide() {
+		m.focus = paneDetail // the prediction is asked on the lesson's tab
+	}
 	return m.lesson.input.Focus()
 }
 
@@ -309,9 +312,6 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 func (m *Model) finishLesson(out verify.Outcome) tea.Cmd {
 	fb := lesson.Check(m.lesson.step, m.lesson.guess, out)
 	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
-	if !m.wide() {
-		m.focus = paneDetail // the feedback takes the lesson's tab
-	}
 	if err := m.lesson.room.Lessons.Record(m.lesson.step, fb); err != nil {
 		m.lesson.err = err
 	}
@@ -364,7 +364,9 @@ func (m *Model) lessonLines(width int) (string, []string) {
 		lines = append(lines, m.theme.Bold.Render("Predict: "+st.Predict))
 		lines = append(lines, m.lesson.input.View()+m.theme.Dim.Render("   enter: start"))
 		if m.lesson.err != nil {
-			lines = append(lines, m.theme.Bad.Render(m.lesson.err.Error()))
+			for _, l := range wrap(m.lesson.err.Error()) {
+				lines = append(lines, m.theme.Bad.Render(l))
+			}
 		}
 		lines = append(lines, where)
 	case phaseActing, phaseRunning:
@@ -441,17 +443,17 @@ func wrapText(s string, width int) string {
 }
 
 // lessonStripHeight is the height of the lesson's strip under the trace and
-// outbox in a narrow terminal, while a step waits for or plays its keys; 0
-// when there is none.
+// outbox in a narrow terminal, while a step waits for or plays its keys and
+// while its verdict shows; 0 when there is none.
 func (m *Model) lessonStripHeight() int {
-	if m.wide() || !m.lesson.on || (m.lesson.phase != phaseActing && m.lesson.phase != phaseRunning) {
+	if m.wide() || !m.lesson.on || m.lesson.phase == phasePredict || m.lesson.phase == phaseFinished {
 		return 0
 	}
 	return 4
 }
 
 // lessonStrip is the narrow layout's reminder of the lesson: the next key
-// and what the last one left.
+// and what the last one left, or the verdict.
 func (m *Model) lessonStrip(height int) string {
 	st := m.lesson.step
 	var lines []string
@@ -463,9 +465,17 @@ func (m *Model) lessonStrip(height int) string {
 			lines = append(lines, m.theme.Bold.Render(fmt.Sprintf("▶ press %s  %s", lessonKeyFor(a.Verb), a.Say)))
 		}
 	}
-	if m.lesson.after != "" {
+	title := fmt.Sprintf("Lesson %d/%d · %s · tab tab: the lesson's text", st.Number, st.Of, st.Name)
+	if m.lesson.phase == phaseFeedback {
+		// The verdict beside the outbox it counts; the why is a tab away.
+		verdict := oneLine(m.lesson.feedback.Text)
+		if m.lesson.err != nil {
+			verdict = oneLine(m.lesson.err.Error())
+		}
+		title = fmt.Sprintf("Lesson %d/%d · %s · tab tab: why", st.Number, st.Of, st.Name)
+		lines = []string{m.theme.Bold.Render(verdict), m.theme.Dim.Render("enter: next lesson · esc: back to your database")}
+	} else if m.lesson.after != "" {
 		lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
 	}
-	title := fmt.Sprintf("Lesson %d/%d · %s · tab tab: the lesson's text", st.Number, st.Of, st.Name)
 	return m.theme.box(title, lines, m.width, height, false)
 }

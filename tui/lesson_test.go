@@ -243,7 +243,7 @@ func TestGoldenLessonStep(t *testing.T) {
 
 // TestLessonAt80x24ShowsTraceOutboxAndNextKey: in a narrow terminal a
 // step's keys are played with the trace and outbox in view, the next key
-// under them; the feedback takes the lesson's tab.
+// under them, then the verdict; the why is on the lesson's tab.
 func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
 	fl := newFakeLessons(t)
 	fl.done["naive"] = lesson.Feedback{Correct: true}
@@ -258,5 +258,9 @@ func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
 		t.Fatalf("%d lines", len(lines))
 	}
 	press(t, m, "r")
-	mustShow(t, m.View(), "narrow feedback", "[ Lesson ]", "you said 1")
+	mustShow(t, m.View(), "narrow verdict beside the outbox", "[ Trace ]", "2 messages ← duplicate send", "Not quite: you said 1", "tab tab: why")
+	press(t, m, "tab", "tab")
+	mustShow(t, m.View(), "narrow feedback", "[ Lesson ]", "you said 1", "enter: next lesson")
+	press(t, m, "shift+tab", "enter")
+	mustShow(t, m.View(), "the next lesson asks on its tab", "[ Lesson ]", "Predict:", "your prediction >")
 }
