@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -25,7 +26,7 @@ type exploreFlags struct {
 func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 	cmd.Flags().StringVar(&f.run, "run", "", "start this scenario as soon as the explorer opens")
 	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme and roomier lesson text, for projectors")
-	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path through the catalogue")
+	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path, in the lessons' own database beside --db (never --db itself)")
 }
 
 // explore opens the explorer on the database. It needs a terminal.
@@ -45,17 +46,36 @@ func (a *app) explore(f *exploreFlags) error {
 	// Bubble Tea's init has already asked the terminal for its background
 	// (once, before the program owns the terminal), so adaptive colours
 	// never query it again.
-	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson}
-	if host, ok := h.(*engine.Host); ok {
-		// Lessons reset the database between steps, so only the process
-		// that owns it offers them.
-		if s, err := lesson.Open(host); err == nil {
-			opts.Lessons = s
-		} else if f.lesson {
-			return err
+	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,
+		FlashFor: tui.DefaultFlashFor}
+	// Lessons wipe their database between steps, so they run in one of
+	// their own beside the user's, opened the first time L is pressed.
+	var (
+		lessonMu   sync.Mutex
+		lessonHost *engine.Host
+	)
+	defer func() {
+		lessonMu.Lock()
+		defer lessonMu.Unlock()
+		if lessonHost != nil {
+			lessonHost.Close()
 		}
-	} else if f.lesson {
-		return &exitError{code: 1, msg: "lesson mode needs its own database: another retrylab owns " + a.dbPath + " (close it, or use --db)"}
+	}()
+	opts.OpenLessons = func() (*tui.LessonRoom, error) {
+		lessonMu.Lock()
+		defer lessonMu.Unlock()
+		if lessonHost == nil {
+			lh, err := a.openLessonHost()
+			if err != nil {
+				return nil, err
+			}
+			lessonHost = lh
+		}
+		s, err := lesson.Open(lessonHost)
+		if err != nil {
+			return nil, err
+		}
+		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath()}, nil
 	}
 	m := tui.New(opts)
 	defer m.Close()

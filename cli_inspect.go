@@ -159,8 +159,8 @@ func ambiguousLine(at *trace.Attempt) string {
 	for i, fx := range at.Effects {
 		ids[i] = fx.ID
 	}
-	return fmt.Sprintf("%-11s %s attempt %d of %s: %s %s", "[trace]", trace.MarkAmbiguous.Glyph(), at.N, at.Call,
-		trace.MarkAmbiguous.Word(), strings.Join(ids, ", "))
+	return fmt.Sprintf("%-11s %s attempt %d of %s: outcome unknown, provider delivered %s", "[trace]", trace.MarkAmbiguous.Glyph(),
+		at.N, at.Call, strings.Join(ids, ", "))
 }
 
 // crashedIn lists the attempts a run's worker died in.

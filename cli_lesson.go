@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) lessonCmd() *cobra.Command {
@@ -26,11 +30,12 @@ CRM rows), runs the scenario on the database, and confirms or explains.
 A fix (safe, key-the-intent-fixed, ...) ends with a diff line: its run lined
 up with its mistake's, as 'retrylab diff' shows them.
 
-Progress is kept in the database (--db), so a workshop can stop (q, or
-Ctrl-D) and resume later where it left off. Each lesson starts from a clean
-slate: it wipes the database's executions, journals, outbox, keys and CRM,
-like the article's reset between experiments. Use a workshop database, not
-one whose histories you want to keep.
+Lessons run in a database of their own beside --db (retrylab.db →
+retrylab.lessons.db): each lesson starts from a clean slate, wiping that
+database's executions, journals, outbox, keys and CRM like the article's
+reset between experiments, and never touches --db itself. The explorer's
+lesson mode (L) uses the same one, so progress is shared, and a workshop can
+stop (q, or Ctrl-D) and resume later where it left off.
 
 --answers gives the predictions up front (scripted use, no prompts).`,
 		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
@@ -43,11 +48,12 @@ one whose histories you want to keep.
 					return &exitError{code: 2, msg: "--answers: " + err.Error()}
 				}
 			}
-			h, err := a.openHost()
+			h, err := a.openLessonHost()
 			if err != nil {
 				return err
 			}
 			defer a.release(h)
+			fmt.Fprintf(a.out, "Lessons run in %s (your %s is not touched).\n", h.DBPath(), a.dbPath)
 			s, err := lesson.Open(h)
 			if err != nil {
 				return err
@@ -92,4 +98,14 @@ func parseAnswers(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// openLessonHost opens the lessons' own database, beside --db.
+func (a *app) openLessonHost() (*engine.Host, error) {
+	path := lesson.DBPath(a.dbPath)
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
+	}
+	return h, err
 }

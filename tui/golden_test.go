@@ -88,7 +88,7 @@ func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
 func TestGoldenHelp(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send", "?")
-	mustShow(t, v, "help", "Faults", "arm: crash after effect, before recording", "kill the worker now")
+	mustShow(t, v, "help", "Faults", "arm: crash, effect unrecorded", "kill the worker now")
 	golden.RequireEqual(t, []byte(v))
 }
 

@@ -34,32 +34,32 @@ func DefaultKeyMap() KeyMap {
 		Collapse: b("←/h", "collapse", "left", "h"),
 		Toggle:   b("enter", "expand/collapse", "enter", " "),
 		NextPane: b("tab", "next pane", "tab"),
-		PrevPane: b("shift+tab", "previous pane", "shift+tab"),
+		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
 
-		Run:              b("n", "run a scenario…", "n"),
+		Run:              b("n", "run a scenario (picker)", "n"),
 		Resume:           b("r", "resume selected execution", "r"),
 		KillNow:          b("x", "kill the worker now", "x"),
-		TimeoutAfter:     b("t", "arm: timeout after the effect", "t"),
-		TimeoutBefore:    b("T", "arm: timeout before the effect", "T"),
-		CrashAfterEffect: b("c", "arm: crash after effect, before recording", "c"),
+		TimeoutAfter:     b("t", "arm: timeout after effect", "t"),
+		TimeoutBefore:    b("T", "arm: timeout before effect", "T"),
+		CrashAfterEffect: b("c", "arm: crash, effect unrecorded", "c"),
 		CrashAfterRecord: b("C", "arm: crash after recording", "C"),
 		Disarm:           b("esc", "disarm / close", "esc"),
 
 		ToggleKeys:    b("K", "toggle idempotency keys", "K"),
 		ToggleJournal: b("J", "toggle journal", "J"),
-		DeleteJournal: b("D", "delete selected step's journal record", "D"),
-		AdvanceClock:  b("A", "advance world clock 25h (past key retention)", "A"),
-		ResetWorld:    b("R", "reset the world (outbox, keys, CRM)", "R"),
-		FinalOnly:     b("f", "final attempt only / every attempt", "f"),
+		DeleteJournal: b("D", "delete journal record (asks)", "D"),
+		AdvanceClock:  b("A", "clock +25 h: keys expire", "A"),
+		ResetWorld:    b("R", "reset the world (asks)", "R"),
+		FinalOnly:     b("f", "final attempt only / all", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),
 		Lesson:    b("L", "lesson mode: the guided path", "L"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q", "ctrl+c"),
 
-		MarkExec: b("m", "mark the execution to compare", "m"),
-		Compare:  b("=", "compare marked and selected, side by side", "="),
+		MarkExec: b("m", "mark to compare", "m"),
+		Compare:  b("=", "compare with the marked one", "="),
 	}
 }
 
@@ -70,6 +70,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 
 // shortLabels are the status bar's words for ShortHelp's keys.
 var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "help", "quit"}
+
+// essential marks the ShortHelp keys the status bar keeps when it is too
+// narrow for all: run, crash, resume, help, quit.
+var essential = []bool{true, false, true, true, false, true, true}
 
 // FullHelp groups every key; the fault keys have their own column.
 func (k KeyMap) FullHelp() [][]key.Binding {

@@ -3,25 +3,36 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/verify"
 )
 
 // Lessons is the guided path the explorer's lesson mode walks;
-// *lesson.Session is one. Run resets the database and plays a step's
-// script, so lesson mode exists only where the explorer owns the database.
+// *lesson.Session is one. Begin resets the lessons' own database for a
+// step, Act plays one of its actions, Outcome reads what they left.
 type Lessons interface {
 	Path() []lesson.Step
 	Next() (lesson.Step, bool)
 	Score() (done, right int)
-	Run(ctx context.Context, step lesson.Step) (verify.Outcome, error)
+	Begin(step lesson.Step) error
+	Act(ctx context.Context, step lesson.Step, i int) (string, error)
+	Outcome() (verify.Outcome, error)
 	Record(step lesson.Step, fb lesson.Feedback) error
+}
+
+// LessonRoom is where lessons run: a database of their own, never the
+// user's, shown through Source while lesson mode is on.
+type LessonRoom struct {
+	Lessons Lessons
+	Source  Source
+	// Where names the lessons' database, for the lesson pane.
+	Where string
 }
 
 // lessonPhase is where the current step stands.
@@ -29,7 +40,8 @@ type lessonPhase int
 
 const (
 	phasePredict  lessonPhase = iota // waiting for the learner's number
-	phaseRunning                     // the script is playing
+	phaseActing                      // waiting for the key of the next action
+	phaseRunning                     // an action is playing
 	phaseFeedback                    // confirmed or explained
 	phaseFinished                    // the whole path is done
 )
@@ -37,125 +49,294 @@ const (
 // lessonState is the explorer's lesson mode.
 type lessonState struct {
 	on       bool
+	opening  bool
+	room     *LessonRoom
+	userSrc  Source // the user's source, back when the lesson ends
 	step     lesson.Step
 	phase    lessonPhase
 	input    textinput.Model
 	guess    int
+	next     int    // the action the learner's next key plays
+	after    string // what the last action left: "worker killed · 1 message in the outbox"
 	feedback lesson.Feedback
 	err      error
 }
 
-type lessonRanMsg struct {
+// lessonMsg reports lesson work done off the UI goroutine.
+type lessonMsg struct {
+	kind    lessonMsgKind
+	room    *LessonRoom
 	step    lesson.Step
+	action  int
+	exec    string
 	outcome verify.Outcome
 	err     error
 }
+
+type lessonMsgKind int
+
+const (
+	lessonOpened lessonMsgKind = iota // the room is open
+	lessonBegun                       // the lessons' database is reset for step
+	lessonActed                       // action ran; outcome is the state after it
+)
 
 func newLessonInput() textinput.Model {
 	in := textinput.New()
 	in.Prompt = "your prediction > "
 	in.CharLimit = 4
-	in.Placeholder = "a number"
-	in.Validate = func(s string) error {
-		if s == "" {
-			return nil
-		}
-		_, err := strconv.Atoi(s)
-		return err
-	}
+	in.Placeholder = "a number, or nothing to skip"
 	return in
 }
 
-// startLesson enters lesson mode at the first unfinished step.
+// startLesson enters lesson mode at the first unfinished step, opening the
+// lessons' own database the first time and showing it instead of the
+// user's until the lesson ends.
 func (m *Model) startLesson() tea.Cmd {
-	if m.lessons == nil {
-		m.setFlash("lesson mode needs the explorer to own the database (close the other retrylab, or run `retrylab lesson`)", true)
-		return nil
+	if m.lesson.room == nil {
+		if m.openLessons == nil {
+			m.setFlash("lesson mode is not available here: run `retrylab lesson` in a terminal", true)
+			return nil
+		}
+		if m.lesson.opening {
+			return nil
+		}
+		m.lesson.opening = true
+		m.setFlash("opening the lessons' own database…", false)
+		open := m.openLessons
+		return func() tea.Msg {
+			room, err := open()
+			return lessonMsg{kind: lessonOpened, room: room, err: err}
+		}
 	}
 	m.lesson.on = true
 	if !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
-	return m.nextLesson()
+	m.lesson.userSrc = m.src
+	return tea.Batch(m.useSource(m.lesson.room.Source), m.nextLesson())
+}
+
+// leaveLesson ends lesson mode and brings the user's database back.
+func (m *Model) leaveLesson() tea.Cmd {
+	m.lesson.on = false
+	if m.lesson.userSrc == nil {
+		return nil
+	}
+	src := m.lesson.userSrc
+	m.lesson.userSrc = nil
+	m.setFlash("left the lesson: your database is back; L returns to the lesson", false)
+	return m.useSource(src)
+}
+
+// useSource shows another source: the lessons' database or the user's.
+func (m *Model) useSource(src Source) tea.Cmd {
+	if m.unsubscribe != nil {
+		m.unsubscribe() // ends the wait on the old notices
+	}
+	m.src = src
+	m.srcGen++
+	m.notices, m.unsubscribe = src.Subscribe(4096)
+	m.execs, m.execSkip, m.execTotal, m.execSel, m.execTop = nil, 0, 0, 0, 0
+	m.selID, m.tr, m.rows, m.msgs, m.traceSel, m.traceTop = "", nil, nil, nil, 0, 0
+	m.collapsed = map[string]bool{}
+	m.filterText, m.follow, m.started = "", "", ""
+	m.recent, m.records, m.armed = nil, nil, nil
+	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
 }
 
 func (m *Model) nextLesson() tea.Cmd {
-	step, ok := m.lessons.Next()
+	step, ok := m.lesson.room.Lessons.Next()
 	if !ok {
 		m.lesson.phase = phaseFinished
 		return nil
 	}
-	m.lesson.step, m.lesson.phase, m.lesson.err = step, phasePredict, nil
+	m.lesson.step, m.lesson.phase, m.lesson.err, m.lesson.after = step, phasePredict, nil, ""
 	m.lesson.input = newLessonInput()
+	if !m.wide() {
+		m.focus = paneDetail // the prediction is asked on the lesson's tab
+	}
 	return m.lesson.input.Focus()
+}
+
+// lessonKeyFor is the explorer key that plays a script verb.
+func lessonKeyFor(verb string) string {
+	switch verb {
+	case "run", "submit", "submit-twice":
+		return "n"
+	case "resume":
+		return "r"
+	case "delete-journal":
+		return "D"
+	case "advance":
+		return "A"
+	case "reset-world":
+		return "R"
+	}
+	return "enter"
+}
+
+// lessonTakes says whether the lesson answers key s now, rather than the
+// explorer: while it waits for an action, the key of that action and the
+// other action keys (which would run something the lesson did not ask
+// for); while a step plays, the action keys too.
+func (m *Model) lessonTakes(s string) bool {
+	switch m.lesson.phase {
+	case phasePredict:
+		return true
+	case phaseActing, phaseRunning:
+		switch s {
+		case "n", "r", "D", "A", "R", "esc", "ctrl+c":
+			return true
+		}
+		return m.lesson.phase == phaseActing && s == lessonKeyFor(m.lesson.step.Actions[m.lesson.next].Verb)
+	case phaseFeedback, phaseFinished:
+		return s == "enter" || s == "esc" || s == "ctrl+c"
+	}
+	return false
 }
 
 // onLessonKey handles keys while the lesson pane has the keyboard.
 func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
 	switch msg.String() {
 	case "esc":
-		m.lesson.on = false
-		m.setFlash("left the lesson; L comes back to it", false)
-		return nil
+		return m.leaveLesson()
 	case "ctrl+c":
 		return m.quit()
 	}
+	lessons := m.lesson.room.Lessons
 	switch m.lesson.phase {
 	case phasePredict:
 		if msg.String() != "enter" {
 			var cmd tea.Cmd
 			m.lesson.input, cmd = m.lesson.input.Update(msg)
+			m.lesson.err = nil
 			return cmd
 		}
-		m.lesson.guess = -1
-		if n, err := strconv.Atoi(strings.TrimSpace(m.lesson.input.Value())); err == nil {
-			m.lesson.guess = n
+		guess, err := lesson.ParsePrediction(m.lesson.input.Value(), m.lesson.step.Measure)
+		if err != nil {
+			m.lesson.err = err
+			return nil
+		}
+		m.lesson.guess, m.lesson.err = guess, nil
+		m.lesson.phase = phaseRunning
+		step := m.lesson.step
+		return func() tea.Msg {
+			return lessonMsg{kind: lessonBegun, step: step, err: lessons.Begin(step)}
+		}
+	case phaseActing:
+		step, i := m.lesson.step, m.lesson.next
+		want := lessonKeyFor(step.Actions[i].Verb)
+		if msg.String() != want {
+			m.setFlash(fmt.Sprintf("the lesson's next key is %s: %s", want, strings.ToLower(step.Actions[i].Say)), true)
+			return nil
 		}
 		m.lesson.phase = phaseRunning
-		m.execSel, m.execTop, m.selID = 0, 0, ""
-		step, lessons := m.lesson.step, m.lessons
 		return func() tea.Msg {
-			out, err := lessons.Run(context.Background(), step)
-			return lessonRanMsg{step: step, outcome: out, err: err}
+			exec, err := lessons.Act(context.Background(), step, i)
+			out, oerr := lessons.Outcome()
+			if err == nil {
+				err = oerr
+			}
+			return lessonMsg{kind: lessonActed, step: step, action: i, exec: exec, outcome: out, err: err}
 		}
+	case phaseRunning:
+		m.setFlash("the lesson is running: watch the trace and the outbox", false)
 	case phaseFeedback:
-		if msg.String() == "enter" || msg.String() == "n" {
+		if msg.String() == "enter" {
 			return m.nextLesson()
 		}
 	case phaseFinished:
 		if msg.String() == "enter" {
-			m.lesson.on = false
+			return m.leaveLesson()
 		}
 	}
 	return nil
 }
 
-func (m *Model) onLessonRan(msg lessonRanMsg) tea.Cmd {
-	if msg.err != nil {
-		m.lesson.err = msg.err
-		m.lesson.phase = phaseFeedback
-		return nil
+// onLesson takes lesson work's results.
+func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
+	switch msg.kind {
+	case lessonOpened:
+		m.lesson.opening = false
+		if msg.err != nil {
+			m.setFlash("lesson mode: "+oneLine(msg.err.Error()), true)
+			return nil
+		}
+		m.lesson.room = msg.room
+		m.setFlash("lessons run in "+msg.room.Where+"; your database is not touched", false)
+		return m.startLesson()
+	case lessonBegun:
+		if !m.lesson.on {
+			return nil
+		}
+		if msg.err != nil {
+			m.lesson.err, m.lesson.phase = msg.err, phaseFeedback
+			return nil
+		}
+		m.lesson.phase, m.lesson.next = phaseActing, 0
+		m.execSel, m.execTop, m.selID = 0, 0, ""
+		if !m.wide() {
+			m.focus = paneTrace // the trace and outbox, with the lesson's next key under them
+		}
+		if len(msg.step.Actions) == 0 {
+			return m.finishLesson(verify.Outcome{})
+		}
+		return tea.Batch(m.loadExecs(), m.loadOutbox())
+	case lessonActed:
+		cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}
+		if !m.lesson.on {
+			return nil // left while the action played; the user's database shows
+		}
+		if msg.exec != "" {
+			m.follow, m.started = msg.exec, msg.exec
+			cmds = append(cmds, m.locate(msg.exec))
+		}
+		if msg.err != nil {
+			m.lesson.err, m.lesson.phase = msg.err, phaseFeedback
+			return tea.Batch(cmds...)
+		}
+		m.lesson.after = afterAction(msg.outcome, m.lesson.step.Measure)
+		m.lesson.next = msg.action + 1
+		if m.lesson.next >= len(m.lesson.step.Actions) {
+			cmds = append(cmds, m.finishLesson(msg.outcome))
+		} else {
+			m.lesson.phase = phaseActing
+		}
+		return tea.Batch(cmds...)
 	}
-	fb := lesson.Check(msg.step, m.lesson.guess, msg.outcome)
-	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
-	if err := m.lessons.Record(msg.step, fb); err != nil {
-		m.lesson.err = err
-	}
-	return tea.Batch(m.loadExecs(), m.loadOutbox())
+	return nil
 }
 
-// byHand names the explorer keys that would play a step's actions.
+// finishLesson checks the prediction against the step's outcome.
+func (m *Model) finishLesson(out verify.Outcome) tea.Cmd {
+	fb := lesson.Check(m.lesson.step, m.lesson.guess, out)
+	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
+	if err := m.lesson.room.Lessons.Record(m.lesson.step, fb); err != nil {
+		m.lesson.err = err
+	}
+	return nil
+}
+
+// afterAction says what an action left, the state the lesson pauses on:
+// "worker killed · 1 message in the outbox".
+func afterAction(out verify.Outcome, measure lesson.Measure) string {
+	status := string(out.Status)
+	if out.Status == history.StatusKilled {
+		status = "worker killed"
+	}
+	count := measure.Count(measure.Of(out))
+	if status == "" {
+		return count
+	}
+	return status + " · " + count
+}
+
+// byHand names the explorer keys that play a step's actions.
 func byHand(step lesson.Step) string {
-	keys := map[string]string{"run": "n", "submit": "n", "submit-twice": "n n", "resume": "r",
-		"delete-journal": "D", "advance": "A", "reset-world": "R"}
 	var parts []string
 	for _, a := range step.Actions {
-		k := keys[a.Verb]
-		if k == "" {
-			parts = append(parts, a.Say)
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", k, strings.ToLower(a.Say)))
+		parts = append(parts, fmt.Sprintf("%s (%s)", lessonKeyFor(a.Verb), strings.ToLower(a.Say)))
 	}
 	return strings.Join(parts, " → ")
 }
@@ -163,7 +344,7 @@ func byHand(step lesson.Step) string {
 // lessonLines is the lesson pane's text.
 func (m *Model) lessonLines(width int) (string, []string) {
 	st := m.lesson.step
-	done, right := m.lessons.Score()
+	done, right := m.lesson.room.Lessons.Score()
 	title := fmt.Sprintf("Lesson %d/%d · %s — %s · %d done, %d predicted right · esc: leave", st.Number, st.Of, st.Name, st.Title, done, right)
 	wrap := func(s string) []string {
 		if s == "" {
@@ -171,19 +352,41 @@ func (m *Model) lessonLines(width int) (string, []string) {
 		}
 		return strings.Split(wrapText(s, width), "\n")
 	}
+	where := m.theme.Dim.Render("in " + m.lesson.room.Where + " (your database is untouched; esc brings it back)")
 	var lines []string
 	switch m.lesson.phase {
 	case phaseFinished:
 		return fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done),
-			[]string{"Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.", "", "enter: back to the explorer"}
+			[]string{"Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.", "", "enter: back to your database"}
 	case phasePredict:
 		lines = append(lines, wrap(st.Intro)...)
-		lines = append(lines, m.theme.Dim.Render("what happens: "+byHand(st)))
+		lines = append(lines, m.theme.Dim.Render("what you will do: "+byHand(st)))
 		lines = append(lines, m.theme.Bold.Render("Predict: "+st.Predict))
-		lines = append(lines, m.lesson.input.View()+m.theme.Dim.Render("   enter: run it"))
-	case phaseRunning:
-		lines = append(lines, wrap(st.Intro)...)
-		lines = append(lines, m.theme.Warn.Render(fmt.Sprintf("running %s… watch the trace and the outbox", st.Name)))
+		lines = append(lines, m.lesson.input.View()+m.theme.Dim.Render("   enter: start"))
+		if m.lesson.err != nil {
+			for _, l := range wrap(m.lesson.err.Error()) {
+				lines = append(lines, m.theme.Bad.Render(l))
+			}
+		}
+		lines = append(lines, where)
+	case phaseActing, phaseRunning:
+		lines = append(lines, fmt.Sprintf("you predicted %s", predicted(m.lesson.guess, st.Measure)))
+		for i, a := range st.Actions {
+			mark, text := "  ", fmt.Sprintf("%s  %s", lessonKeyFor(a.Verb), a.Say)
+			switch {
+			case i < m.lesson.next:
+				mark = "✓ "
+			case i == m.lesson.next && m.lesson.phase == phaseRunning:
+				mark, text = "● ", text+" … watch the trace and the outbox"
+			case i == m.lesson.next:
+				mark, text = "▶ ", m.theme.Bold.Render("press "+text)
+			}
+			lines = append(lines, mark+text)
+		}
+		if m.lesson.after != "" {
+			lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
+		}
+		lines = append(lines, where)
 	case phaseFeedback:
 		if m.lesson.err != nil {
 			lines = append(lines, m.theme.Bad.Render(oneLine(m.lesson.err.Error())))
@@ -202,9 +405,17 @@ func (m *Model) lessonLines(width int) (string, []string) {
 				}
 			}
 		}
-		lines = append(lines, m.theme.Dim.Render("enter: next lesson · esc: explore this run"))
+		lines = append(lines, m.theme.Dim.Render("enter: next lesson · esc: back to your database"))
 	}
 	return title, lines
+}
+
+// predicted says a prediction: "2 messages in the outbox", or "nothing".
+func predicted(guess int, m lesson.Measure) string {
+	if guess < 0 {
+		return "nothing (no prediction)"
+	}
+	return m.Count(guess)
 }
 
 // wrapText breaks s into lines of at most width cells, at spaces.
@@ -229,4 +440,42 @@ func wrapText(s string, width int) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
+}
+
+// lessonStripHeight is the height of the lesson's strip under the trace and
+// outbox in a narrow terminal, while a step waits for or plays its keys and
+// while its verdict shows; 0 when there is none.
+func (m *Model) lessonStripHeight() int {
+	if m.wide() || !m.lesson.on || m.lesson.phase == phasePredict || m.lesson.phase == phaseFinished {
+		return 0
+	}
+	return 4
+}
+
+// lessonStrip is the narrow layout's reminder of the lesson: the next key
+// and what the last one left, or the verdict.
+func (m *Model) lessonStrip(height int) string {
+	st := m.lesson.step
+	var lines []string
+	if i := m.lesson.next; i < len(st.Actions) {
+		a := st.Actions[i]
+		if m.lesson.phase == phaseRunning {
+			lines = append(lines, fmt.Sprintf("● %s  %s … watch the trace and the outbox", lessonKeyFor(a.Verb), a.Say))
+		} else {
+			lines = append(lines, m.theme.Bold.Render(fmt.Sprintf("▶ press %s  %s", lessonKeyFor(a.Verb), a.Say)))
+		}
+	}
+	title := fmt.Sprintf("Lesson %d/%d · %s · tab tab: the lesson's text", st.Number, st.Of, st.Name)
+	if m.lesson.phase == phaseFeedback {
+		// The verdict beside the outbox it counts; the why is a tab away.
+		verdict := oneLine(m.lesson.feedback.Text)
+		if m.lesson.err != nil {
+			verdict = oneLine(m.lesson.err.Error())
+		}
+		title = fmt.Sprintf("Lesson %d/%d · %s · tab tab: why", st.Number, st.Of, st.Name)
+		lines = []string{m.theme.Bold.Render(verdict), m.theme.Dim.Render("enter: next lesson · esc: back to your database")}
+	} else if m.lesson.after != "" {
+		lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
+	}
+	return m.theme.box(title, lines, m.width, height, false)
 }

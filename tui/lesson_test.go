@@ -2,11 +2,15 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -14,12 +18,18 @@ import (
 	"github.com/retrylab/retrylab/fixtures"
 )
 
-// fakeLessons walks the real path but "runs" a step by reporting the
-// outcome its scenario expects, with one message per expected delivery.
+// fakeLessons walks the real path but plays a step's actions by reporting
+// what its scenario expects: after an action that leaves more to do, the
+// worker is killed with one message delivered (the state a crash lesson
+// pauses on); after the last, one message per expected delivery.
 type fakeLessons struct {
-	path []lesson.Step
-	done map[string]lesson.Feedback
-	ran  []string
+	path   []lesson.Step
+	done   map[string]lesson.Feedback
+	ran    []string
+	step   lesson.Step
+	acted  int
+	begun  bool
+	execID string
 }
 
 func newFakeLessons(t *testing.T) *fakeLessons {
@@ -28,7 +38,7 @@ func newFakeLessons(t *testing.T) *fakeLessons {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeLessons{path: path, done: map[string]lesson.Feedback{}}
+	return &fakeLessons{path: path, done: map[string]lesson.Feedback{}, execID: "exec_7K2Q"}
 }
 
 func (f *fakeLessons) Path() []lesson.Step { return f.path }
@@ -52,9 +62,27 @@ func (f *fakeLessons) Score() (done, right int) {
 	return done, right
 }
 
-func (f *fakeLessons) Run(_ context.Context, s lesson.Step) (verify.Outcome, error) {
-	f.ran = append(f.ran, s.Name)
-	out := verify.Outcome{CRMRows: s.Expected}
+func (f *fakeLessons) Begin(s lesson.Step) error {
+	f.ran = append(f.ran, "begin "+s.Name)
+	f.step, f.acted, f.begun = s, 0, true
+	return nil
+}
+
+func (f *fakeLessons) Act(_ context.Context, s lesson.Step, i int) (string, error) {
+	if !f.begun || s.Name != f.step.Name || i != f.acted {
+		return "", fmt.Errorf("act %s %d out of turn", s.Name, i)
+	}
+	f.ran = append(f.ran, s.Name+":"+s.Actions[i].Verb)
+	f.acted++
+	return f.execID, nil
+}
+
+func (f *fakeLessons) Outcome() (verify.Outcome, error) {
+	s := f.step
+	if f.acted < len(s.Actions) {
+		return verify.Outcome{Status: history.StatusKilled, Messages: []world.Message{{To: "jordan@acme.dev"}}}, nil
+	}
+	out := verify.Outcome{CRMRows: s.Expected, Status: history.StatusCompleted}
 	for i := 0; i < s.Expected; i++ {
 		out.Messages = append(out.Messages, world.Message{To: "jordan@acme.dev"})
 	}
@@ -66,29 +94,120 @@ func (f *fakeLessons) Record(s lesson.Step, fb lesson.Feedback) error {
 	return nil
 }
 
-func TestLessonModeWalksSteps(t *testing.T) {
-	snap := record(t, []string{"naive", "run"})
+// lessonRoom opens lessons over their own recorded database.
+func lessonRoom(t *testing.T, fl *fakeLessons) (func() (*LessonRoom, error), *snapshot) {
+	t.Helper()
+	src := record(t, []string{"naive", "run"})
+	return func() (*LessonRoom, error) {
+		return &LessonRoom{Lessons: fl, Source: src, Where: "/work/retrylab.lessons.db"}, nil
+	}, src
+}
+
+// openWithLessons is open with lesson mode available.
+func openWithLessons(t *testing.T, user Source, fl *fakeLessons, w, h int) *Model {
+	t.Helper()
+	openRoom, _ := lessonRoom(t, fl)
+	m := New(Options{Source: user, Now: fixedNow, OpenLessons: openRoom})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	drive(t, m, cmd)
+	return m
+}
+
+// TestLessonRunsInItsOwnDatabase: L shows the lessons' database, never
+// acts on the user's, and esc brings the user's back.
+func TestLessonRunsInItsOwnDatabase(t *testing.T) {
+	user := article(t)
 	fl := newFakeLessons(t)
-	m := open(t, snap, 160, 44)
-	m.lessons = fl
+	m := openWithLessons(t, user, fl, 160, 44)
+	if m.execTotal != 3 {
+		t.Fatalf("the user's database has 3 executions, shown %d", m.execTotal)
+	}
+	press(t, m, "L")
+	if !m.lesson.on || m.execTotal != 1 {
+		t.Fatalf("L: lesson on=%v, %d executions shown, want the lessons' database's 1", m.lesson.on, m.execTotal)
+	}
+	mustShow(t, m.View(), "lesson view", "in /work/retrylab.lessons.db (your database is untouched")
+	press(t, m, "2", "enter", "n")
+	if m.lesson.phase != phaseFeedback {
+		t.Fatalf("naive played: phase %d", m.lesson.phase)
+	}
+	if calls := user.Calls(); len(calls) != 0 {
+		t.Fatalf("the lesson acted on the user's database: %v", calls)
+	}
+	press(t, m, "esc")
+	if m.lesson.on || m.src != Source(user) || m.execTotal != 3 || m.selID != "exec_3C5R" {
+		t.Fatalf("esc: lesson on=%v, %d executions, selected %q; want the user's 3 back", m.lesson.on, m.execTotal, m.selID)
+	}
+}
+
+// TestLessonStepsOneKeyAtATime: the crash lesson waits for n, runs, pauses
+// on the killed worker with one message in the outbox, then waits for r.
+func TestLessonStepsOneKeyAtATime(t *testing.T) {
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	press(t, m, "L")
+	if m.lesson.step.Name != "crash" {
+		t.Fatalf("first unfinished lesson: %q", m.lesson.step.Name)
+	}
+	press(t, m, "1", "enter")
+	if m.lesson.phase != phaseActing || strings.Join(fl.ran, "|") != "begin crash" {
+		t.Fatalf("enter after the prediction waits for a key: phase %d, ran %v", m.lesson.phase, fl.ran)
+	}
+	mustShow(t, m.View(), "waiting for n", "▶ press n  Run the scenario", "r  Resume the killed execution")
+	press(t, m, "r")
+	if len(fl.ran) != 1 || !strings.Contains(m.flash, "next key is n") {
+		t.Fatalf("r before n: ran %v, flash %q", fl.ran, m.flash)
+	}
+	press(t, m, "n")
+	if m.lesson.phase != phaseActing || m.lesson.next != 1 {
+		t.Fatalf("after n the lesson pauses: phase %d next %d", m.lesson.phase, m.lesson.next)
+	}
+	mustShow(t, m.View(), "paused on the crash", "✓ n  Run the scenario", "▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
+	press(t, m, "r")
+	if m.lesson.phase != phaseFeedback || strings.Join(fl.ran, "|") != "begin crash|crash:run|crash:resume" {
+		t.Fatalf("r finishes the lesson: phase %d ran %v", m.lesson.phase, fl.ran)
+	}
+	mustShow(t, m.View(), "feedback", "you said 1", "enter: next lesson")
+}
+
+// TestLessonPredictionRule: the explorer reads a prediction as `retrylab
+// lesson` does: nothing is no prediction, a non-number is refused.
+func TestLessonPredictionRule(t *testing.T) {
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	press(t, m, "L", "x", "enter")
+	if m.lesson.phase != phasePredict || len(fl.ran) != 0 {
+		t.Fatalf("x is refused: phase %d ran %v", m.lesson.phase, fl.ran)
+	}
+	mustShow(t, m.View(), "refusal", `"x" is not a number of messages in the outbox: type a number, or nothing to skip`)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyBackspace})
+	drive(t, m, cmd)
+	press(t, m, "enter", "n")
+	if m.lesson.phase != phaseFeedback || m.lesson.guess != -1 {
+		t.Fatalf("an empty prediction is none: phase %d guess %d", m.lesson.phase, m.lesson.guess)
+	}
+	mustShow(t, m.View(), "no prediction", "No prediction. Actual: 2 messages in the outbox.")
+}
+
+func TestLessonModeWalksSteps(t *testing.T) {
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, record(t, []string{"naive", "run"}), fl, 160, 44)
 	press(t, m, "L")
 	if !m.lesson.on || m.lesson.step.Name != "naive" || m.lesson.phase != phasePredict {
 		t.Fatalf("L opens the first lesson: on=%v step=%q phase=%d", m.lesson.on, m.lesson.step.Name, m.lesson.phase)
 	}
 	// Typing goes to the prediction, not to the explorer's keys.
-	press(t, m, "1", "enter")
-	if len(fl.ran) != 1 || fl.ran[0] != "naive" {
-		t.Fatalf("enter runs the step: %v", fl.ran)
+	press(t, m, "1", "enter", "n")
+	if strings.Join(fl.ran, "|") != "begin naive|naive:run" {
+		t.Fatalf("enter then n runs the step: %v", fl.ran)
 	}
 	if m.lesson.phase != phaseFeedback || m.lesson.feedback.Correct {
 		t.Fatalf("a wrong prediction gets feedback: phase %d correct %v", m.lesson.phase, m.lesson.feedback.Correct)
 	}
-	v := m.View()
-	for _, want := range []string{"Not quite: you said 1; actual: 2 messages in the outbox", "Why:", "enter: next lesson"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("feedback lacks %q:\n%s", want, v)
-		}
-	}
+	mustShow(t, m.View(), "feedback", "Not quite: you said 1; actual: 2 messages in the outbox", "Why:", "enter: next lesson")
 	// While reading feedback, the explorer's keys work again.
 	press(t, m, "f")
 	if !m.finalOnly {
@@ -107,16 +226,41 @@ func TestLessonModeWalksSteps(t *testing.T) {
 func TestLessonModeNeedsLessons(t *testing.T) {
 	m := open(t, record(t, []string{"naive", "run"}), 160, 44)
 	press(t, m, "L")
-	if m.lesson.on || !strings.Contains(m.flash, "lesson mode needs") {
+	if m.lesson.on || !strings.Contains(m.flash, "lesson mode is not available") {
 		t.Fatalf("without lessons L explains: on=%v flash=%q", m.lesson.on, m.flash)
 	}
 }
 
 func TestGoldenLessonStep(t *testing.T) {
-	snap := record(t, []string{"naive", "run"})
-	m := New(Options{Source: snap, Now: fixedNow, Lessons: newFakeLessons(t), Lesson: true})
+	fl := newFakeLessons(t)
+	openRoom, _ := lessonRoom(t, fl)
+	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: openRoom, Lesson: true})
 	t.Cleanup(m.Close)
 	v := viewModel(t, m, 160, 44, "Predict:")
 	mustShow(t, v, "lesson view", "Lesson 1/", "naive", "Predict: How many invoices will jordan@acme.dev receive?", "your prediction >")
 	golden.RequireEqual(t, []byte(v))
+}
+
+// TestLessonAt80x24ShowsTraceOutboxAndNextKey: in a narrow terminal a
+// step's keys are played with the trace and outbox in view, the next key
+// under them, then the verdict; the why is on the lesson's tab.
+func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L")
+	mustShow(t, m.View(), "narrow lesson tab", "[ Lesson ]", "Predict:")
+	press(t, m, "1", "enter", "n")
+	v := m.View()
+	mustShow(t, v, "narrow lesson paused on the crash", "[ Trace ]", "✓ execution completed", "2 messages ← duplicate send",
+		"▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
+	if lines := strings.Split(v, "\n"); len(lines) != 24 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	press(t, m, "r")
+	mustShow(t, m.View(), "narrow verdict beside the outbox", "[ Trace ]", "2 messages ← duplicate send", "Not quite: you said 1", "tab tab: why")
+	press(t, m, "tab", "tab")
+	mustShow(t, m.View(), "narrow feedback", "[ Lesson ]", "you said 1", "enter: next lesson")
+	press(t, m, "shift+tab", "enter")
+	mustShow(t, m.View(), "the next lesson asks on its tab", "[ Lesson ]", "Predict:", "your prediction >")
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -44,12 +45,16 @@ type Options struct {
 	HighContrast bool
 	// Title names the database in the status bar.
 	Title string
-	// Lessons is the guided path for lesson mode (L); nil turns it off.
-	Lessons Lessons
+	// OpenLessons opens lesson mode's own database (L); nil turns lesson
+	// mode off. It is called once, off the UI goroutine.
+	OpenLessons func() (*LessonRoom, error)
 	// Lesson opens the explorer in lesson mode.
 	Lesson bool
 	// Presenter spaces the lesson text out for a projector.
 	Presenter bool
+	// FlashFor is how long a status message stays in the footer; zero
+	// keeps it until the next one. DefaultFlashFor suits people.
+	FlashFor time.Duration
 }
 
 type pane int
@@ -84,6 +89,8 @@ type Model struct {
 	filter     textinput.Model
 	filtering  bool
 	filterText string
+	// filterBefore is the filter the box opened with; esc restores it.
+	filterBefore string
 
 	// Trace pane.
 	selID     string
@@ -119,20 +126,35 @@ type Model struct {
 
 	scenarios []*scenario.Scenario
 	picking   bool
-	pickSel   int
+	picker    list.Model
+	pickSeq   int // numbers the picker's keys; see pickerMsg
 	showHelp  bool
+	helpPage  int
 	flash     string
 	flashBad  bool
+	flashSeq  int // counts status messages, so only the newest expires
+	flashFor  time.Duration
 
-	lessons   Lessons
-	lesson    lessonState
-	startLsn  bool
-	presenter bool
+	openLessons func() (*LessonRoom, error)
+	lesson      lessonState
+	startLsn    bool
+	presenter   bool
 
 	notices     <-chan engine.Notice
 	unsubscribe func()
 	startRun    string
 	quitting    bool
+
+	// follow is a run started here whose execution the selection moves to
+	// once the list has it; started is the last one, which x kills when
+	// the selected execution has no worker.
+	follow, started string
+	// srcGen counts source switches; results of an older source are dropped.
+	srcGen int
+	// confirm is a destructive key waiting for y; waitingQuit says q
+	// waits for the running workers to end.
+	confirm     *confirmation
+	waitingQuit bool
 }
 
 type execItem struct {
@@ -147,22 +169,23 @@ func New(o Options) *Model {
 	}
 	ti := textinput.New()
 	ti.Prompt = "/"
-	ti.Placeholder = "scenario, id or status"
+	ti.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
 	ti.CharLimit = 64
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
-		src:       o.Source,
-		now:       o.Now,
-		keys:      DefaultKeyMap(),
-		theme:     NewTheme(o.HighContrast),
-		title:     o.Title,
-		focus:     paneTrace,
-		filter:    ti,
-		collapsed: map[string]bool{},
-		startRun:  o.Run,
-		lessons:   o.Lessons,
-		startLsn:  o.Lesson,
-		presenter: o.Presenter,
+		src:         o.Source,
+		now:         o.Now,
+		keys:        DefaultKeyMap(),
+		theme:       NewTheme(o.HighContrast),
+		title:       o.Title,
+		focus:       paneTrace,
+		filter:      ti,
+		collapsed:   map[string]bool{},
+		startRun:    o.Run,
+		openLessons: o.OpenLessons,
+		startLsn:    o.Lesson,
+		presenter:   o.Presenter,
+		flashFor:    o.FlashFor,
 	}
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
@@ -238,7 +261,7 @@ func (m *Model) Init() tea.Cmd {
 	if m.startLsn {
 		cmds = append(cmds, m.startLesson())
 	}
-	return tea.Batch(cmds...)
+	return m.tag(tea.Batch(cmds...))
 }
 
 func (m *Model) execPageSize() int {
@@ -277,8 +300,8 @@ func (m *Model) loadExecs() tea.Cmd {
 	}
 }
 
-// filterExecutions scans for executions whose id, scenario or status
-// contains text, newest first, at most 10 000.
+// filterExecutions scans for executions that answer text (matchExecution),
+// newest first, at most 10 000.
 func filterExecutions(src Source, text string) ([]history.Execution, error) {
 	const page, max = 512, 10000
 	var out []history.Execution
@@ -288,7 +311,7 @@ func filterExecutions(src Source, text string) ([]history.Execution, error) {
 			return nil, err
 		}
 		for _, x := range list {
-			if containsFold(x.ID, text) || containsFold(x.Scenario, text) || containsFold(string(x.Status), text) || containsFold(x.Policy.String(), text) {
+			if matchExecution(src, x, text) {
 				out = append(out, x)
 			}
 		}
@@ -486,4 +509,5 @@ func (m *Model) selectedRow() *node {
 
 func (m *Model) setFlash(text string, bad bool) {
 	m.flash, m.flashBad = text, bad
+	m.flashSeq++
 }

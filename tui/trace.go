@@ -370,7 +370,7 @@ func (tv *traceView) flatten(collapsed map[string]bool, finalOnly bool) []row {
 }
 
 // traceDetail describes the selected row of the trace.
-func (m *Model) traceDetail(n *node) []string {
+func (m *Model) traceDetail(n *node, width int) []string {
 	switch v := n.src.(type) {
 	case *trace.Attempt:
 		return attemptDetail(v)
@@ -394,7 +394,12 @@ func (m *Model) traceDetail(n *node) []string {
 	case *trace.Turn:
 		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
 	case *trace.Run:
-		return []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
+		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
+		if s := m.scenarioOf(); s != nil {
+			lines = append(lines, m.theme.Bold.Render(s.Name+" — "+s.Title))
+			lines = append(lines, scenarioInfo(s, width, 4, 2)...)
+		}
+		return lines
 	}
 	return []string{n.plain()}
 }
@@ -465,24 +470,4 @@ func eventName(v *trace.Note) string {
 		return string(history.ExecutionFailed)
 	}
 	return string(v.Kind)
-}
-
-// legendLines is the markers legend from the one glyph table, wrapped to
-// width between entries.
-func legendLines(width int) []string {
-	var out []string
-	line := "markers:"
-	for _, m := range trace.LegendMarks {
-		entry := m.Glyph() + " " + m.Word()
-		if len([]rune(line))+2+len([]rune(entry)) > width && line != "markers:" {
-			out = append(out, line)
-			line = "        "
-		}
-		sep := "  "
-		if line == "markers:" {
-			sep = " "
-		}
-		line += sep + entry
-	}
-	return append(out, line)
 }

@@ -17,11 +17,29 @@ const retentionJump = 25 * time.Hour
 
 // Update handles one message. It never blocks: reads and actions run as
 // commands and come back as messages.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
+	flash := m.flashSeq
+	defer func() {
+		if m.flashSeq != flash {
+			cmd = tea.Batch(cmd, m.expireFlash())
+		}
+		cmd = m.tag(cmd)
+	}()
 	switch msg := msg.(type) {
+	case sourced:
+		if msg.gen != m.srcGen {
+			return m, nil // a result of the source shown before a switch
+		}
+		return m.Update(msg.msg)
+	case flashExpiredMsg:
+		if msg.seq == m.flashSeq {
+			m.flash, m.flashBad = "", false
+		}
+		return m, nil
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.clampScroll()
+		m.sizePicker()
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)
@@ -50,8 +68,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onCompare(msg)
 	case noticesMsg:
 		return m, m.onNotices(msg)
-	case lessonRanMsg:
-		return m, m.onLessonRan(msg)
+	case lessonMsg:
+		return m, m.onLesson(msg)
 	case actionMsg:
 		if msg.err != nil {
 			m.setFlash(oneLine(msg.err.Error()), true)
@@ -60,10 +78,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
-			m.execSel, m.execTop, m.selID = 0, 0, ""
+			// Follow the run just started, wherever its execution is listed.
+			m.follow, m.started = msg.selectID, msg.selectID
 			m.filterText = ""
+			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case filterTypedMsg:
+		return m, m.onFilterTyped(msg)
+	case pickerMsg:
+		return m, m.onPickerMsg(msg)
+	case locatedMsg:
+		return m, m.onLocated(msg)
+	case runningMsg:
+		return m, m.onRunning(msg)
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -214,22 +242,30 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 }
 
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	if burst := splitBurst(msg); burst != nil {
+		cmds := make([]tea.Cmd, 0, len(burst))
+		for _, one := range burst {
+			cmds = append(cmds, m.onKey(one))
+		}
+		return tea.Batch(cmds...)
+	}
 	k := m.keys
+	if m.confirm != nil {
+		return m.onConfirmKey(msg)
+	}
+	if m.waitingQuit && msg.String() == "esc" {
+		m.waitingQuit = false
+		m.setFlash("staying: the run goes on", false)
+		return nil
+	}
 	if m.filtering {
 		return m.onFilterKey(msg)
 	}
 	if m.picking {
 		return m.onPickerKey(msg)
 	}
-	if m.lesson.on {
-		switch m.lesson.phase {
-		case phasePredict:
-			return m.onLessonKey(msg)
-		case phaseFeedback, phaseFinished:
-			if s := msg.String(); s == "enter" || s == "esc" || s == "ctrl+c" {
-				return m.onLessonKey(msg)
-			}
-		}
+	if m.lesson.on && m.lessonTakes(msg.String()) {
+		return m.onLessonKey(msg)
 	}
 	if cmd, ok := m.compareKey(msg); ok {
 		return cmd
@@ -238,14 +274,19 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
 			return m.quit()
 		}
-		m.showHelp = false
+		if !m.onHelpKey(msg.String()) {
+			m.showHelp = false
+		}
 		return nil
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		if msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		return m.askRunning(false, 0)
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.helpPage = true, 0
 	case key.Matches(msg, k.NextPane):
 		m.focus = m.nextPane(1)
 	case key.Matches(msg, k.PrevPane):
@@ -272,14 +313,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
+		m.filterBefore = m.filterText
 		m.filter.SetValue(m.filterText)
 		return m.filter.Focus()
 	case key.Matches(msg, k.Run):
-		if len(m.scenarios) == 0 {
-			m.setFlash("no scenarios in the catalogue", true)
-			return nil
-		}
-		m.picking = true
+		return m.openPicker()
 	case key.Matches(msg, k.Resume):
 		sel := m.selectedExec()
 		if sel == nil {
@@ -326,7 +364,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			func() error { return src.AdvanceClock(retentionJump) })
 	case key.Matches(msg, k.ResetWorld):
 		src := m.src
-		return act("world reset: outbox, keys and CRM are empty", src.ResetWorld)
+		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · other keys: keep",
+			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 	case key.Matches(msg, k.FinalOnly):
 		m.finalOnly = !m.finalOnly
 		if m.finalOnly {
@@ -338,8 +377,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.clampScroll()
 	case key.Matches(msg, k.Lesson):
 		if m.lesson.on {
-			m.lesson.on = false
-			return nil
+			return m.leaveLesson()
 		}
 		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):
@@ -388,11 +426,7 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 }
 
 func (m *Model) killNow() tea.Cmd {
-	id := m.selID
-	running := m.src.Running()
-	if len(running) > 0 && !contains(running, id) {
-		id = running[0]
-	}
+	id := killTarget(m.selID, m.started, m.src.Running())
 	if id == "" {
 		m.setFlash("no worker is running", true)
 		return nil
@@ -408,7 +442,10 @@ func (m *Model) deleteJournal() tea.Cmd {
 		return nil
 	}
 	id, step, src := m.selID, n.step, m.src
-	return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · other keys: keep", id, step),
+		func() tea.Cmd {
+			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+		})
 }
 
 func (m *Model) setCollapsed(c bool) {
@@ -426,41 +463,6 @@ func (m *Model) setCollapsed(c bool) {
 	}
 	m.reflow()
 	m.clampScroll()
-}
-
-func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter":
-		m.filtering = false
-		m.filter.Blur()
-		m.filterText = m.filter.Value()
-		m.execSel, m.execTop = 0, 0
-		return m.loadExecs()
-	case "esc":
-		m.filtering = false
-		m.filter.Blur()
-		return nil
-	}
-	var cmd tea.Cmd
-	m.filter, cmd = m.filter.Update(msg)
-	return cmd
-}
-
-func (m *Model) onPickerKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		m.pickSel = clamp(m.pickSel-1, 0, len(m.scenarios)-1)
-	case key.Matches(msg, m.keys.Down):
-		m.pickSel = clamp(m.pickSel+1, 0, len(m.scenarios)-1)
-	case msg.String() == "enter":
-		m.picking = false
-		return m.start(m.scenarios[m.pickSel].Name)
-	case msg.String() == "esc", msg.String() == "q":
-		m.picking = false
-	case msg.String() == "ctrl+c":
-		return m.quit()
-	}
-	return nil
 }
 
 func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -13,10 +12,8 @@ import (
 )
 
 const (
-	execPaneWidth   = 34
-	outboxPaneWidth = 40
-	detailHeight    = 8
-	lessonHeight    = 12
+	detailHeight = 8
+	lessonHeight = 12
 )
 
 // rect is a pane's place on screen.
@@ -26,8 +23,26 @@ func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r
 
 func (m *Model) wide() bool { return m.width >= wideWidth }
 
-// layout places every pane for the current size. In narrow terminals only
-// the focused pane is shown, under a tab bar.
+// columnWidths shares a wide terminal's width in proportion: about a fifth
+// for the executions, a quarter for the outbox, the rest for the trace,
+// within bounds that keep each readable.
+func columnWidths(width int) (execs, trace, outbox int) {
+	execs = clamp(width*21/100, 30, 48)
+	outbox = clamp(width*26/100, 38, 64)
+	return execs, width - execs - outbox, outbox
+}
+
+// splitHeights shares a narrow terminal's height between the trace and the
+// outbox under it, so the trace and its effects show together: the outbox
+// gets two fifths, at least 6 rows.
+func splitHeights(height int) (trace, outbox int) {
+	outbox = max(6, height*2/5)
+	return height - outbox, outbox
+}
+
+// layout places every pane for the current size. In narrow terminals the
+// panes are tabs, but the trace and the outbox share one: the outbox under
+// the trace.
 func (m *Model) layout() map[pane]rect {
 	if m.wide() {
 		detailHeight := detailHeight
@@ -38,20 +53,27 @@ func (m *Model) layout() map[pane]rect {
 			}
 		}
 		topH := m.height - 1 - detailHeight
-		traceW := m.width - execPaneWidth - outboxPaneWidth
+		execW, traceW, outW := columnWidths(m.width)
 		return map[pane]rect{
-			paneExecs:  {0, 0, execPaneWidth, topH},
-			paneTrace:  {execPaneWidth, 0, traceW, topH},
-			paneOutbox: {execPaneWidth + traceW, 0, outboxPaneWidth, topH},
+			paneExecs:  {0, 0, execW, topH},
+			paneTrace:  {execW, 0, traceW, topH},
+			paneOutbox: {execW + traceW, 0, outW, topH},
 			paneDetail: {0, topH, m.width, detailHeight},
+		}
+	}
+	if m.focus == paneTrace || m.focus == paneOutbox {
+		traceH, outH := splitHeights(m.height - 2 - m.lessonStripHeight())
+		return map[pane]rect{
+			paneTrace:  {0, 1, m.width, traceH},
+			paneOutbox: {0, 1 + traceH, m.width, outH},
 		}
 	}
 	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
 }
 
 func (m *Model) paneHeight(p pane) int {
-	if m.wide() {
-		return m.layout()[p].h
+	if r, ok := m.layout()[p]; ok {
+		return r.h
 	}
 	return m.height - 2
 }
@@ -80,6 +102,13 @@ func (m *Model) View() string {
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
 		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
+	}
+	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
+		parts := []string{m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)}
+		if h := m.lessonStripHeight(); h > 0 {
+			parts = append(parts, m.lessonStrip(h))
+		}
+		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusBar())...)
 	}
 	return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
 }
@@ -122,7 +151,7 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	case paneTrace:
 		title, lines = m.traceView(inner, r.w-2)
 	case paneOutbox:
-		title, lines = m.outboxView(inner)
+		title, lines = m.outboxView(inner, r.w-2)
 	case paneDetail:
 		if m.lesson.on {
 			title, lines = m.lessonLines(r.w - 2)
@@ -133,8 +162,16 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 			title, lines = "Detail", m.detailLines(r.w-2)
 		}
 	}
+	if m.focus == p {
+		title = focusMark + title
+	}
 	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
 }
+
+// focusMark starts the focused pane's title, so focus shows without colour
+// (NO_COLOR, monochrome projectors): › marks the selected row in every
+// pane, and only this says which pane the keys move.
+const focusMark = "▶ "
 
 func (m *Model) markStyle(mk marker) lipgloss.Style {
 	t := m.theme
@@ -273,7 +310,7 @@ func (n *node) plain() string {
 	return n.text
 }
 
-func (m *Model) outboxView(height int) (string, []string) {
+func (m *Model) outboxView(height, width int) (string, []string) {
 	if m.crmTab {
 		title := "CRM (provider's truth) · o: outbox"
 		if m.recordsCut {
@@ -297,9 +334,9 @@ func (m *Model) outboxView(height int) (string, []string) {
 		}
 		switch {
 		case m.focus == paneOutbox && i == m.outSel:
-			text = m.theme.Selected.Render(fit(selMark(true)+l.text, outboxPaneWidth-2))
+			text = m.theme.Selected.Render(fit(selMark(true)+l.text, width))
 		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
-			text = m.theme.Linked.Render(fit("•"+l.text, outboxPaneWidth-2))
+			text = m.theme.Linked.Render(fit("•"+l.text, width))
 		default:
 			text = " " + text
 		}
@@ -361,7 +398,7 @@ func (m *Model) detailLines(width int) []string {
 	if n == nil {
 		return []string{m.theme.Dim.Render("select a row in the trace")}
 	}
-	return m.traceDetail(n)
+	return m.traceDetail(n, width)
 }
 
 func compact(raw json.RawMessage) string {
@@ -383,37 +420,6 @@ func orDash(s string) string {
 	return s
 }
 
-func (m *Model) statusBar() string {
-	t := m.theme
-	armed := "—"
-	if len(m.armed) > 0 {
-		names := make([]string, len(m.armed))
-		for i, p := range m.armed {
-			names[i] = string(p)
-		}
-		armed = t.Bad.Render(strings.Join(names, ","))
-	}
-	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
-	left := fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock)
-	if m.flash != "" {
-		style := t.Info
-		if m.flashBad {
-			style = t.Bad
-		}
-		left += "│ " + style.Render(m.flash) + " "
-	}
-	var keys []string
-	for i, b := range m.keys.ShortHelp() {
-		keys = append(keys, t.StatusKey.Render(b.Help().Key)+" "+t.Status.Render(shortLabels[i]))
-	}
-	right := strings.Join(keys, "  ")
-	gap := m.width - lipglossWidth(left) - lipglossWidth(right)
-	if gap < 1 {
-		return fit(left, m.width)
-	}
-	return left + strings.Repeat(" ", gap) + right
-}
-
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
 
 func short(v *bool) string {
@@ -424,39 +430,6 @@ func short(v *bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func (m *Model) helpView() string {
-	t := m.theme
-	groups := m.keys.FullHelp()
-	colW := max(20, (m.width-2)/len(groups))
-	var cols []string
-	for i, g := range groups {
-		lines := []string{t.TitleFocused.Render(helpGroups[i])}
-		for _, b := range g {
-			lines = append(lines, fit(t.StatusKey.Render(fmt.Sprintf("%-8s", b.Help().Key))+" "+b.Help().Desc, colW-1))
-		}
-		cols = append(cols, lipgloss.NewStyle().Width(colW).Render(strings.Join(lines, "\n")))
-	}
-	body := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
-	lines := strings.Split(body, "\n")
-	lines = append([]string{t.Bold.Render("retrylab — keys"), ""}, lines...)
-	lines = append(append(append(lines, ""), legendLines(m.width-4)...), "", t.Dim.Render("press any key to close"))
-	return m.theme.box("Help", lines, m.width, m.height, true)
-}
-
-func (m *Model) pickerView() string {
-	lines := []string{"Run which scenario? (enter: run, esc: cancel)", ""}
-	for i, s := range m.scenarios {
-		l := fmt.Sprintf("%s%-26s %s", selMark(i == m.pickSel), s.Name, s.Title)
-		if i == m.pickSel {
-			l = m.theme.Selected.Render(fit(l, m.width-4))
-		}
-		lines = append(lines, l)
-	}
-	lines = append(lines, "", fmt.Sprintf("policy for this run: keys %s · journal %s (K, J to change)", tri(m.keysOn), tri(m.journalOn)))
-	top := scrollTo(m.pickSel+2, 0, m.height-2, len(lines))
-	return m.theme.box("Run a scenario", lines[top:], m.width, m.height, true)
 }
 
 // onMouse selects with a click and scrolls with the wheel, in the pane

@@ -117,7 +117,7 @@ B  exec_01H8 safe · keys+journal · ✓ · 2 runs, 1 call, 2 attempts, 1 ↺, 1
 they part at row 1, step-4 send_invoice_email: #2 ✓ vs ↺; 2 vs 1 effects
 effects  naive: 2 messages to jordan@acme.dev; safe: 1
 
-= same  ≠ differs  < only in A  > only in B  +N effects  ✓ ok  ↺ deduplicated by key  ⟲ replayed from journal  ◆ outcome unknown, provider delivered
+= same  ≠ differs  < only in A  > only in B  +N effects  ✓ ok  ↺ deduplicated by key  ⟲ replayed from journal  ◆ unknown to caller; delivered
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/retrylab/retrylab/engine"
@@ -216,11 +218,46 @@ func Check(step Step, prediction int, outcome verify.Outcome) Feedback {
 // oneParagraph joins wrapped lines into one.
 func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Session is a workshop's walk along the path on one host.
+// ParsePrediction reads what a learner typed as a prediction of m, the
+// one rule for the terminal walk and the explorer: nothing (or spaces)
+// means no prediction (-1); a whole number of 0 or more is the prediction;
+// anything else is refused, with a message that says what to type.
+func ParsePrediction(text string, m Measure) (int, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a number of %s: type a number, or nothing to skip", text, strings.TrimPrefix(m.Count(2), "2 "))
+	}
+	return n, nil
+}
+
+// DBPath is where the lessons of the database at db run: a database of
+// their own beside it (retrylab.db → retrylab.lessons.db), because every
+// lesson starts by wiping executions, journals and the world, and a user's
+// database must never be wiped by a lesson. The progress lives there too.
+func DBPath(db string) string {
+	dir, base := filepath.Split(db)
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if base == "" {
+		base = "retrylab"
+	}
+	return filepath.Join(dir, base+".lessons.db")
+}
+
+// Session is a workshop's walk along the path on one host: the lessons'
+// own database (DBPath), never the user's.
 type Session struct {
 	h     *engine.Host
 	path  []Step
 	state engine.LessonState
+	// play is the step under way, one action at a time.
+	play    *verify.Script
+	playing string
 }
 
 // Open starts or resumes the walk: the path comes from the host's catalogue
@@ -279,14 +316,52 @@ func (s *Session) Score() (done, right int) {
 // way the article resets between experiments, then carries out the step's
 // script and returns what it produced.
 func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
-	if err := s.h.ResetForLesson(); err != nil {
+	if err := s.Begin(step); err != nil {
 		return verify.Outcome{}, err
 	}
-	out, err := verify.Run(ctx, s.h, step.Scenario, verify.Options{})
-	if err != nil {
-		return out, fmt.Errorf("lesson %s: %w", step.Name, err)
+	for i := range step.Actions {
+		if _, err := s.Act(ctx, step, i); err != nil {
+			out, _ := s.Outcome()
+			return out, err
+		}
 	}
-	return out, nil
+	return s.Outcome()
+}
+
+// Begin starts a step that the learner plays one action at a time (Act):
+// it resets the host as Run does.
+func (s *Session) Begin(step Step) error {
+	s.play, s.playing = nil, ""
+	if err := s.h.ResetForLesson(); err != nil {
+		return err
+	}
+	s.play, s.playing = verify.NewScript(s.h, step.Scenario, verify.Options{}), step.Name
+	return nil
+}
+
+// Act carries out the step's action i (Step.Actions[i]), waiting for a
+// worker it starts to end, and returns the execution it ran.
+func (s *Session) Act(ctx context.Context, step Step, i int) (string, error) {
+	if s.play == nil || s.playing != step.Name {
+		return "", fmt.Errorf("lesson %s has not begun", step.Name)
+	}
+	if i < 0 || i >= len(step.Actions) {
+		return "", fmt.Errorf("lesson %s has no action %d", step.Name, i+1)
+	}
+	a := step.Actions[i]
+	action := strings.TrimSpace(a.Verb + " " + a.Arg)
+	if err := s.play.Do(ctx, action); err != nil {
+		return s.play.Current(), fmt.Errorf("lesson %s: %w", step.Name, err)
+	}
+	return s.play.Current(), nil
+}
+
+// Outcome is what the step's actions so far left behind.
+func (s *Session) Outcome() (verify.Outcome, error) {
+	if s.play == nil {
+		return verify.Outcome{}, errors.New("no lesson has begun")
+	}
+	return s.play.Outcome()
 }
 
 // Record saves a finished step and its feedback as progress.

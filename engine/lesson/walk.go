@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -182,13 +181,12 @@ func (w *walker) ask(step Step) (int, error) {
 		switch strings.ToLower(text) {
 		case "q", "quit", "exit":
 			return 0, errStop
-		case "":
-			return -1, nil
 		}
-		if n, convErr := strconv.Atoi(text); convErr == nil && n >= 0 {
+		n, perr := ParsePrediction(text, step.Measure)
+		if perr == nil {
 			return n, nil
 		}
-		w.line(fmt.Sprintf("%q is not a number of %s; try again.", text, strings.TrimPrefix(step.Measure.Count(2), "2 ")))
+		w.line(perr.Error() + ".")
 		if err != nil {
 			return 0, errStop
 		}

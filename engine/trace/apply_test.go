@@ -114,7 +114,7 @@ run 2 policy=keys faults=[] end=…
 
 // Glyphs and words come from one table; the legend lists ✎ too.
 func TestLegend(t *testing.T) {
-	want := "✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ✎ journaled  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ✖ failed  ⚠ duplicates"
+	want := "✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ✎ journaled  ☠ worker killed  ⚑ escalated  ◆ unknown to caller; delivered  ✖ failed  ⚠ duplicates"
 	if got := trace.Legend(); got != want {
 		t.Errorf("legend\n%q\nwant\n%q", got, want)
 	}

@@ -41,7 +41,7 @@ var marks = [markCount]markInfo{
 	MarkReplay:     {"⟲", "replayed from journal"},
 	MarkKilled:     {"☠", "worker killed"},
 	MarkEscalated:  {"⚑", "escalated"},
-	MarkAmbiguous:  {"◆", "outcome unknown, provider delivered"},
+	MarkAmbiguous:  {"◆", "unknown to caller; delivered"},
 	MarkFailed:     {"✖", "failed"},
 	MarkRecorded:   {"✎", "journaled"},
 	MarkFault:      {"⚡", "fault injected"},

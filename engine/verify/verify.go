@@ -260,6 +260,41 @@ func Run(ctx context.Context, h *engine.Host, scn *scenario.Scenario, opts Optio
 	return out, s.err
 }
 
+// Script carries out a scenario's script one action at a time, for a
+// learner who presses a key per action and looks at the state in between
+// (the explorer's lesson mode). Run is Script for the whole script at once.
+type Script struct{ s *script }
+
+// NewScript prepares scn's script on h. It does not reset h.
+func NewScript(h *engine.Host, scn *scenario.Scenario, opts Options) *Script {
+	return &Script{s: &script{h: h, scn: scn, opts: opts, seen: map[string]bool{}}}
+}
+
+// Do carries out one action (an entry of scn.Expect.Script), waiting for a
+// worker it starts to end, within Options.Timeout (DefaultTimeout if zero).
+func (p *Script) Do(ctx context.Context, action string) error {
+	timeout := p.s.opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.s.do(ctx, action); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrScript, action, err)
+	}
+	return nil
+}
+
+// Current is the execution the last action ran, "" before any.
+func (p *Script) Current() string { return p.s.cur }
+
+// Outcome reads what the actions so far left behind.
+func (p *Script) Outcome() (Outcome, error) {
+	p.s.err = nil
+	out := p.s.outcome()
+	return out, p.s.err
+}
+
 // script carries out actions and remembers the executions it touched.
 type script struct {
 	h     *engine.Host

@@ -1,0 +1,106 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// DefaultFlashFor is how long a status message stays in the footer: long
+// enough to read aloud, short enough not to describe a screen that moved on.
+const DefaultFlashFor = 6 * time.Second
+
+// flashExpiredMsg clears the status message numbered seq, if still shown.
+type flashExpiredMsg struct{ seq int }
+
+// expireFlash clears the newest status message after flashFor; nil when
+// messages stay (flashFor zero).
+func (m *Model) expireFlash() tea.Cmd {
+	if m.flashFor <= 0 || m.flash == "" {
+		return nil
+	}
+	seq := m.flashSeq
+	return tea.Tick(m.flashFor, func(time.Time) tea.Msg { return flashExpiredMsg{seq: seq} })
+}
+
+// statusBar is the footer: the policy for the next runs, armed faults and
+// world clock on the left, a status message, and the key hints on the
+// right. The hints always show (the essential ones when narrow); a status
+// message comes before the state, which shortens, then yields to it.
+func (m *Model) statusBar() string {
+	t := m.theme
+	armed := "—"
+	if len(m.armed) > 0 {
+		names := make([]string, len(m.armed))
+		for i, p := range m.armed {
+			names[i] = string(p)
+		}
+		armed = t.Bad.Render(strings.Join(names, ","))
+	}
+	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
+	states := []string{
+		fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock),
+		fmt.Sprintf(" keys %s  journal %s  armed %s  %s ", shorter(m.keysOn), shorter(m.journalOn), armed, clock),
+		"",
+	}
+	hints := func(all bool) string {
+		var keys []string
+		for i, b := range m.keys.ShortHelp() {
+			if all || essential[i] {
+				keys = append(keys, t.StatusKey.Render(b.Help().Key)+" "+t.Status.Render(shortLabels[i]))
+			}
+		}
+		return strings.Join(keys, "  ")
+	}
+	right := hints(true)
+	if lipgloss.Width(right)+40 > m.width {
+		right = hints(false)
+	}
+	room := m.width - lipgloss.Width(right) - 2
+	right = "  " + right
+	if m.confirm != nil {
+		// A question needs its answer keys, not the usual hints.
+		return fit(" "+t.Warn.Render(m.confirm.question), m.width)
+	}
+	flash := ""
+	if m.flash != "" {
+		style := t.Info
+		if m.flashBad {
+			style = t.Bad
+		}
+		flash = style.Render(m.flash)
+	}
+	// The full state with the message; the compact state with it; the
+	// message alone; the compact state with the message cut to no less
+	// than 24 cells; the message cut.
+	for _, state := range states[:2] {
+		left := state
+		if flash != "" {
+			left += "│ " + flash + " "
+		}
+		if lipgloss.Width(left) <= room {
+			return fit(left, room) + right
+		}
+	}
+	if flash == "" {
+		return fit(states[1], room) + right
+	}
+	if lipgloss.Width(flash)+1 <= room {
+		return fit(" "+flash, room) + right
+	}
+	if rest := room - lipgloss.Width(states[1]) - 2; rest >= 24 {
+		return fit(states[1]+"│ "+fit(flash, rest), room) + right
+	}
+	return fit(" "+flash, room) + right
+}
+
+// shorter is short for a narrow footer.
+func shorter(v *bool) string {
+	if v == nil {
+		return "scn"
+	}
+	return short(v)
+}

@@ -1,0 +1,62 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/retrylab/retrylab/engine/lesson"
+)
+
+func TestGoldenHelpAt80x24(t *testing.T) {
+	v := view(t, record(t, []string{"naive", "run"}), 80, 24, "execution completed", "?")
+	mustShow(t, v, "help at 80×24", "Help · page 1 of 2", "Move", "Run", "next page")
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenHelpAt80x24SecondPage(t *testing.T) {
+	v := view(t, record(t, []string{"naive", "run"}), 80, 24, "execution completed", "?", "j")
+	mustShow(t, v, "help page 2 at 80×24", "Help · page 2 of 2", "Markers", "Faults", "◆       unknown to caller; delivered")
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenTraceWithOutboxAt100x30(t *testing.T) {
+	v := view(t, record(t, []string{"naive", "run"}), 100, 30, "duplicate send")
+	mustShow(t, v, "100×30", "▶ Trace", "◆ timeout", "2 messages ← duplicate send")
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenPickerAt80x24(t *testing.T) {
+	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+	waitFor := func(want string) {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitFor("execution completed")
+	for _, k := range []string{"n", "/", "retention", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor("18 filtered") // the list filters in a command of its own
+	tm.Send(settleMsg{})
+	tm.Quit()
+	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
+	mustShow(t, v, "picker", "Run which scenario?", "key-retention", "teaches:", "keys: n (run the scenario) → A")
+	golden.RequireEqual(t, []byte(v))
+}
+
+// TestGoldenLessonPausedOnTheCrashAt80x24: the crash lesson after n, at
+// 80×24: the killed run, its one message, and the next key.
+func TestGoldenLessonPausedOnTheCrashAt80x24(t *testing.T) {
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L", "1", "enter", "n")
+	v := m.View()
+	mustShow(t, v, "paused lesson", "▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
+	golden.RequireEqual(t, []byte(v))
+}

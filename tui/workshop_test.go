@@ -1,0 +1,340 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/retrylab/retrylab/engine"
+)
+
+// TestKeysInOneBurstAllCount: the reader hands keys typed together over as
+// one message with several runes; each must act.
+func TestKeysInOneBurstAllCount(t *testing.T) {
+	m := open(t, article(t), 160, 40)
+	press(t, m, "shift+tab")
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jj")})
+	drive(t, m, cmd)
+	if m.selID != "exec_7K2Q" {
+		t.Fatalf("jj in one burst: selected %q, want the third execution exec_7K2Q", m.selID)
+	}
+	// A burst that opens the filter types the rest into it.
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/safe")})
+	drive(t, m, cmd)
+	if !m.filtering || m.filter.Value() != "safe" {
+		t.Fatalf("/safe in one burst: filtering=%v value %q", m.filtering, m.filter.Value())
+	}
+}
+
+// restarting is a snapshot whose Start restarts an existing execution, as
+// running a scenario with a fixed execution id does, and keeps its worker
+// running.
+type restarting struct {
+	*snapshot
+	id      string
+	running []string
+}
+
+func (r *restarting) Start(name string, o engine.RunOptions) (*engine.Run, error) {
+	r.snapshot.log("start %s", name)
+	r.running = []string{r.id}
+	return &engine.Run{Execution: r.id, Number: 2}, nil
+}
+
+func (r *restarting) Running() []string { return r.running }
+
+// TestRerunFollowsTheRunItStarted: running the scenario of an older
+// execution restarts that execution; the explorer selects it (not the
+// newest), and x kills its worker.
+func TestRerunFollowsTheRunItStarted(t *testing.T) {
+	src := &restarting{snapshot: article(t), id: "exec_7K2Q"}
+	m := open(t, src, 160, 40)
+	if m.selID != "exec_3C5R" {
+		t.Fatalf("starts on the newest: %q", m.selID)
+	}
+	press(t, m, "n", "enter") // naive, first in lesson order
+	if m.selID != "exec_7K2Q" || m.tr == nil || m.tr.exec.ID != "exec_7K2Q" {
+		t.Fatalf("after restarting exec_7K2Q the explorer shows %q", m.selID)
+	}
+	if m.traceSel != len(m.rows)-1 {
+		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.traceSel, len(m.rows))
+	}
+	if !strings.Contains(m.flash, "run 2 of exec_7K2Q") {
+		t.Fatalf("flash: %q", m.flash)
+	}
+	press(t, m, "x")
+	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" {
+		t.Fatalf("x after the restart: %v", calls)
+	}
+}
+
+// TestStatusMessagesExpire: a status message goes after FlashFor; an old
+// message's expiry does not clear a newer one.
+func TestStatusMessagesExpire(t *testing.T) {
+	m := New(Options{Source: article(t), Now: fixedNow, FlashFor: time.Millisecond})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(t, m, cmd)
+	press(t, m, "K")
+	if m.flash != "" || m.keysOn == nil {
+		t.Fatalf("the status message outlived FlashFor: %q", m.flash)
+	}
+	m.flashFor = 0 // messages stay: expire by hand
+	press(t, m, "K")
+	old := m.flashSeq
+	press(t, m, "J")
+	_, _ = m.Update(flashExpiredMsg{seq: old})
+	if !strings.Contains(m.flash, "journal") {
+		t.Fatalf("an older message's expiry cleared the newer one: %q", m.flash)
+	}
+	_, _ = m.Update(flashExpiredMsg{seq: m.flashSeq})
+	if m.flash != "" {
+		t.Fatalf("flash stayed: %q", m.flash)
+	}
+}
+
+// TestFooterKeepsKeyHints: a long status message never pushes the key
+// hints off the footer, at 80 columns or 160.
+func TestFooterKeepsKeyHints(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		m := open(t, article(t), w, 24)
+		m.setFlash("showing each step's final attempt only — what many engines record, and a good deal more text", false)
+		bar := m.statusBar()
+		if lipgloss.Width(bar) != w {
+			t.Errorf("%d columns: footer is %d wide", w, lipgloss.Width(bar))
+		}
+		mustShow(t, bar, fmt.Sprintf("footer at %d", w), "n run", "c crash", "r resume", "? help", "q quit", "showing each step's final")
+		m.setFlash("", false)
+		mustShow(t, m.statusBar(), fmt.Sprintf("footer at %d without a message", w), "armed", "? help")
+	}
+}
+
+// TestDestructiveKeysAskFirst: D and R ask, and act only on y; the
+// question fits the footer at 80 columns.
+func TestDestructiveKeysAskFirst(t *testing.T) {
+	snap := record(t, []string{"safe", "run", "run"})
+	m := open(t, snap, 80, 24)
+	for i, r := range m.rows {
+		if r.n.kind == kindReplay {
+			m.traceSel = i
+		}
+	}
+	press(t, m, "D")
+	if len(snap.Calls()) != 0 || m.confirm == nil {
+		t.Fatalf("D acted at once: %v", snap.Calls())
+	}
+	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · other keys: keep")
+	press(t, m, "n")
+	if len(snap.Calls()) != 0 || m.confirm != nil || m.picking {
+		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picking)
+	}
+	press(t, m, "R")
+	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset")
+	press(t, m, "y")
+	if calls := snap.Calls(); strings.Join(calls, "|") != "reset-world" {
+		t.Fatalf("R y: %v", calls)
+	}
+}
+
+// TestQuitDuringARunAsks: q with a worker running asks; y quits (the worker
+// is killed), w waits for the run to end, other keys stay. Without a run q
+// quits at once.
+func TestQuitDuringARunAsks(t *testing.T) {
+	src := &restarting{snapshot: article(t), id: "exec_7K2Q", running: []string{"exec_7K2Q"}}
+	m := open(t, src, 80, 24)
+	press(t, m, "q")
+	if m.quitting || m.confirm == nil {
+		t.Fatalf("q during a run quit at once")
+	}
+	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit, killing it · w: quit when it ends · else: stay")
+	press(t, m, "j")
+	if m.quitting || m.confirm != nil {
+		t.Fatal("another key stays")
+	}
+	press(t, m, "q", "y")
+	if !m.quitting {
+		t.Fatal("q y quits")
+	}
+	m = open(t, src, 80, 24)
+	press(t, m, "q")
+	src.running = nil // the run ends while the question shows
+	press(t, m, "w")
+	if !m.quitting {
+		t.Fatal("q w quits once the run has ended")
+	}
+	m = open(t, article(t), 80, 24)
+	press(t, m, "q")
+	if !m.quitting {
+		t.Fatal("q with nothing running quits at once")
+	}
+}
+
+// TestHelpFitsAt80x24: every key and marker is on some page of the help,
+// whole, at 80×24 and at 160×36; nothing is cut.
+func TestHelpFitsAt80x24(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 36}} {
+		m := open(t, article(t), size[0], size[1])
+		press(t, m, "?")
+		var seen strings.Builder
+		for page := 0; page < 10 && m.showHelp; page++ {
+			v := m.View()
+			lines := strings.Split(v, "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%v: help page %d is %d lines", size, page, len(lines))
+			}
+			for _, l := range lines {
+				if lipgloss.Width(l) > size[0] {
+					t.Errorf("%v: a help line is %d wide", size, lipgloss.Width(l))
+				}
+			}
+			if strings.Contains(v, "…") {
+				t.Errorf("%v: help page %d cuts a line:\n%s", size, page, v)
+			}
+			seen.WriteString(v)
+			if !strings.Contains(v, "next page") {
+				break
+			}
+			press(t, m, "j")
+		}
+		all := seen.String()
+		for _, g := range m.keys.FullHelp() {
+			for _, b := range g {
+				mustShow(t, all, fmt.Sprintf("help at %v", size), b.Help().Desc)
+			}
+		}
+		for _, mk := range legendEntries() {
+			mustShow(t, all, fmt.Sprintf("help at %v", size), mk[0], mk[1])
+		}
+		press(t, m, "x")
+		if m.showHelp {
+			t.Errorf("%v: x closes help", size)
+		}
+	}
+}
+
+// TestTraceAndOutboxTogetherWhenNarrow: at 80×24 and 100×30 the outbox
+// sits under the trace, so a duplicate shows beside the run that sent it.
+func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}} {
+		m := open(t, record(t, []string{"naive", "run"}), size[0], size[1])
+		for _, focus := range []string{"trace", "outbox"} {
+			v := m.View()
+			mustShow(t, v, fmt.Sprintf("%v with the %s focused", size, focus), "✓ execution completed", "2 messages ← duplicate send")
+			if lines := strings.Split(v, "\n"); len(lines) != size[1] {
+				t.Errorf("%v: %d lines", size, len(lines))
+			}
+			press(t, m, "tab")
+		}
+		if m.focus != paneDetail {
+			t.Fatalf("%v: tab from the outbox goes to %s", size, paneNames[m.focus])
+		}
+	}
+}
+
+// TestPanesShareWidthInProportion: the columns grow with the terminal.
+func TestPanesShareWidthInProportion(t *testing.T) {
+	prev := [3]int{}
+	for _, w := range []int{110, 160, 200, 240} {
+		e, tr, o := columnWidths(w)
+		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o {
+			t.Errorf("%d columns: executions %d, trace %d, outbox %d", w, e, tr, o)
+		}
+		if e < prev[0] || tr <= prev[1] || o < prev[2] {
+			t.Errorf("%d columns: a pane shrank: %v -> %v", w, prev, [3]int{e, tr, o})
+		}
+		prev = [3]int{e, tr, o}
+	}
+	if _, _, o := columnWidths(240); o <= 40 {
+		t.Errorf("the outbox stays %d wide at 240 columns", o)
+	}
+}
+
+// TestFocusMarkedInText: without colour (the tests' profile, as NO_COLOR)
+// exactly one pane title carries the focus mark, the focused one.
+func TestFocusMarkedInText(t *testing.T) {
+	for _, size := range [][2]int{{160, 40}, {80, 24}} {
+		m := open(t, article(t), size[0], size[1])
+		for i := 0; i < 3; i++ {
+			v := m.View()
+			if n := strings.Count(v, focusMark); n != 1 {
+				t.Errorf("%v focus %s: %d focus marks", size, paneNames[m.focus], n)
+			}
+			mustShow(t, v, "focused title", focusMark+paneNames[m.focus])
+			press(t, m, "tab")
+		}
+	}
+}
+
+// TestPickerFilters: / then a few letters finds one-send, the last of 23
+// scenarios, without 22 presses of j.
+func TestPickerFilters(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 80, 24)
+	press(t, m, "n", "/", "one-s", "enter")
+	mustShow(t, m.View(), "filtered picker", "one-send", "One send: the base of the fault matrix")
+	press(t, m, "enter")
+	if calls := snap.Calls(); len(calls) != 1 || calls[0] != "start one-send keys=as the scenario says journal=as the scenario says" {
+		t.Fatalf("picked: %v", calls)
+	}
+	if m.picking {
+		t.Fatal("the picker stays open after a run starts")
+	}
+	// The list pages: pgdown moves a page, not a row.
+	press(t, m, "n", "pgdown")
+	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.Index() < 3 {
+		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.Index())
+	}
+	press(t, m, "esc")
+	if m.picking {
+		t.Fatal("esc closes the picker")
+	}
+}
+
+// TestScenarioPurposeAndKeys: the picker and the detail pane say what a
+// scenario teaches and the keys it needs.
+func TestScenarioPurposeAndKeys(t *testing.T) {
+	m := open(t, article(t), 80, 24)
+	press(t, m, "n", "/", "key-retention", "enter")
+	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
+		press(t, m, "down") // the filter may rank key-retention-fixed first
+	}
+	v := m.View()
+	mustShow(t, v, "picker on key-retention", "teaches: What goes wrong.",
+		"keys: n (run the scenario) → A (advance the world clock by 25h) → r (resume", "the killed execution)")
+	press(t, m, "esc", "esc")
+	m = open(t, record(t, []string{"naive", "run"}), 160, 40)
+	press(t, m, "g") // the run row
+	mustShow(t, strings.Join(m.detailLines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
+}
+
+// TestExecutionsFilterAsYouTypeAndByMarker: the list narrows while the
+// filter is typed, and a marker (or "dup" for ⚠) finds executions by badge.
+func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
+	m := open(t, article(t), 160, 40)
+	press(t, m, "/", "s", "a", "f")
+	if !m.filtering || m.execTotal != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filtering, m.execTotal, m.selID)
+	}
+	press(t, m, "esc")
+	if m.filtering || m.execTotal != 3 {
+		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execTotal)
+	}
+	press(t, m, "/", "dup", "enter")
+	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execTotal, m.selID)
+	}
+	mustShow(t, m.View(), "filtered list", "Executions /dup 1", "⚠ exec_7K2Q")
+	press(t, m, "esc", "/", "⚠", "enter")
+	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execTotal, m.selID)
+	}
+	press(t, m, "esc", "/", "✓", "enter")
+	if m.execTotal != 2 {
+		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
+	}
+}
