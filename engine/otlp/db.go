@@ -60,9 +60,8 @@ func sanitize(s string) string {
 // whole file in one, so a file that fails leaves nothing). A span already
 // stored byte for byte is skipped, so a re-sent batch or a re-imported file
 // changes nothing; a span id seen twice with other content is refused.
-// source says where the spans came from (a file, a receiver); now stamps
-// the execution records.
-func Save(tx *store.Tx, spans []Span, source string, now time.Time) (Stats, error) {
+// source says where the spans came from (a file, a receiver).
+func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	var st Stats
 	byTrace := map[string][]int{}
 	var traces []string
@@ -124,7 +123,7 @@ func Save(tx *store.Tx, spans []Span, source string, now time.Time) (Stats, erro
 		if len(fresh) == 0 && prev == exec {
 			continue
 		}
-		if err := updateRecord(tx, exec, fresh, source, now); err != nil {
+		if err := updateRecord(tx, exec, fresh, source); err != nil {
 			return st, err
 		}
 		if !seenExec[exec] {
@@ -176,12 +175,12 @@ func moveTrace(tx *store.Tx, trace, from, to string) error {
 			return err
 		}
 	}
-	return updateRecord(tx, to, moved, "", time.Time{})
+	return updateRecord(tx, to, moved, "")
 }
 
 // updateRecord folds new spans into the execution's record: its time span,
 // its name (the root span's), and failed when a root span failed.
-func updateRecord(tx *store.Tx, exec string, fresh []*Span, source string, now time.Time) error {
+func updateRecord(tx *store.Tx, exec string, fresh []*Span, source string) error {
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	if rec := tx.Execution(exec); rec != nil {
 		old, err := history.DecodeExecution(rec)
@@ -219,11 +218,9 @@ func updateRecord(tx *store.Tx, exec string, fresh []*Span, source string, now t
 			x.Scenario = "(" + firstNonEmpty(s.Service, s.Scope, "spans") + ")"
 		}
 	}
-	if !now.IsZero() {
-		x.Updated = now.UTC()
-	} else if x.Updated.IsZero() {
-		x.Updated = x.Ended
-	}
+	// An imported execution was last updated when its last span ended,
+	// not when it was imported: lists show how long it took.
+	x.Updated = x.Ended
 	return history.Put(tx, x)
 }
 
