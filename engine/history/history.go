@@ -38,7 +38,24 @@ const (
 	JournalDeleted     Type = "JournalDeleted"
 	ExecutionCompleted Type = "ExecutionCompleted"
 	ExecutionFailed    Type = "ExecutionFailed"
+	// EffectObserved is recorded by the host, in the provider's own
+	// transaction, when the world acts on behalf of an attempt (Step,
+	// Attempt, Run, Key): a message delivered, a CRM row written. The
+	// history keeps what the attempt caused whatever the world is later
+	// (reset, expired keys).
+	EffectObserved Type = "EffectObserved"
 )
+
+// Effect is what a provider did, as an EffectObserved event records it.
+type Effect struct {
+	Service string `json:"service"`          // "mail" or "crm"
+	ID      string `json:"id"`               // the message id or record id
+	Target  string `json:"target,omitempty"` // the recipient, for mail
+	// Summary is the mail's subject, or the CRM write's detail.
+	Summary string `json:"summary,omitempty"`
+	// Version is the CRM row's version after the write.
+	Version int `json:"version,omitempty"`
+}
 
 // ReplayDecision marks a StepReplayed event (in Text) that reused the
 // agent's recorded decision — the call's arguments — rather than a result.
@@ -98,6 +115,8 @@ type Event struct {
 	PID      int    `json:"pid,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Scenario string `json:"scenario,omitempty"`
+	// Effect is set on EffectObserved.
+	Effect *Effect `json:"effect,omitempty"`
 }
 
 // Encode is the stored form of an event.
@@ -211,7 +230,16 @@ type Execution struct {
 	// StartKey is the run-level idempotency key it was started with, if any.
 	StartKey string `json:"start_key,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Sends counts the mail delivered on its behalf per intent (SendIntent:
+	// recipient and subject), as its EffectObserved events record them;
+	// Duplicates is set once one intent was delivered twice. Both are what
+	// happened, whatever the world holds now.
+	Sends      map[string]int `json:"sends,omitempty"`
+	Duplicates bool           `json:"duplicates,omitempty"`
 }
+
+// SendIntent is the key of Execution.Sends: one intended message.
+func SendIntent(to, subject string) string { return to + "\n" + subject }
 
 // EncodeExecution is the stored form of an execution record.
 func EncodeExecution(x Execution) ([]byte, error) {

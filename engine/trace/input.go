@@ -99,6 +99,8 @@ type Effect struct {
 	ID      string `json:"id"`
 	Target  string `json:"target,omitempty"`
 	Summary string `json:"summary,omitempty"`
+	// Version is a written row's version after the write, when known.
+	Version int `json:"version,omitempty"`
 }
 
 // Event is one input of the fold. Fields are filled according to Kind.

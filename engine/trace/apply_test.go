@@ -1,0 +1,124 @@
+package trace_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+var t0 = time.Date(2026, 6, 30, 9, 0, 0, 0, time.UTC)
+
+// An importer's events carry no run numbers and may keep only an
+// activity's last attempt (Temporal): the fold still makes runs, attempts
+// not kept, and effects that arrived before their attempt.
+func TestApplyImporterEvents(t *testing.T) {
+	events := []trace.Event{
+		{Kind: trace.ExecutionStarted, Time: t0, Scenario: "OrderWorkflow", Text: "temporal"},
+		{Kind: trace.RunStarted, Time: t0},
+		{Kind: trace.CallScheduled, Time: t0, Call: "5", Tool: "ChargeCard"},
+		{Kind: trace.AttemptsNotKept, Time: t0, Call: "5", Attempt: 4, Error: "card service 503"},
+		{Kind: trace.EffectObserved, Time: t0, Call: "5", Attempt: 4, Effect: &trace.Effect{Service: "payments", ID: "ch_1"}},
+		{Kind: trace.AttemptStarted, Time: t0.Add(time.Second), Call: "5", Attempt: 4},
+		{Kind: trace.AttemptFinished, Time: t0.Add(2 * time.Second), Call: "5", Attempt: 4, Outcome: trace.OutcomeOK},
+		{Kind: trace.RunCrashed, Time: t0.Add(3 * time.Second)},
+		{Kind: trace.RunStarted, Time: t0.Add(13 * time.Second)},
+		{Kind: trace.ExecutionEnded, Time: t0.Add(14 * time.Second), Outcome: trace.OutcomeOK},
+	}
+	tr := trace.Fold("wf-1", events)
+	want := `run 1 policy=temporal faults=[] end=☠
+  call ChargeCard 5
+    ⋯ #3 error
+    ✓ #4 ok effect=payments:
+  ☠ run.crashed
+gap before run 2 afterCrash=true
+run 2 policy=temporal faults=[] end=✓
+  ✓ execution.ended
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if r := tr.Runs[1]; r.Idle != 10*time.Second {
+		t.Errorf("idle before run 2: %s, want 10s", r.Idle)
+	}
+	if tr.LastSeq != uint64(len(events)) {
+		t.Errorf("LastSeq %d: events without Seq are numbered in order", tr.LastSeq)
+	}
+	if a := tr.Attempt("5", 4); a == nil || len(a.Effects) != 1 || tr.UnmatchedEffects() != 0 {
+		t.Errorf("the early effect did not reach attempt 4: %+v, %d unmatched", a, tr.UnmatchedEffects())
+	}
+}
+
+// What cannot be true of a history is reported, not folded silently.
+func TestApplyAnomalies(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.RunStarted, Run: 1},
+		{Seq: 2, Kind: trace.AttemptStarted, Run: 1, Call: "s1", Attempt: 1},
+		{Seq: 3, Kind: trace.AttemptStarted, Run: 1, Call: "s1", Attempt: 1},
+		{Seq: 5, Kind: trace.AttemptFinished, Run: 1, Call: "s2", Attempt: 1},
+		{Seq: 6, Kind: trace.FaultInjected, Run: 1, Call: "s3", Attempt: 2, Fault: "server-error"},
+		{Seq: 7, Kind: trace.EffectObserved, Run: 1, Call: "s4", Attempt: 1, Effect: &trace.Effect{Service: "mail", ID: "m"}},
+	})
+	want := []string{
+		"2 s1 attempt 1 of a call that was never scheduled",
+		"3 s1 attempt 1 started twice",
+		"5 s2 history jumps from event 3 to 5",
+		"5 s2 attempt 1 finished without starting",
+		"6 s3 fault server-error injected into attempt 2, which never started",
+	}
+	if len(tr.Anomalies) != len(want) {
+		t.Fatalf("anomalies %+v, want %d", tr.Anomalies, len(want))
+	}
+	for i, a := range tr.Anomalies {
+		if got := fmt.Sprintf("%d %s %s", a.Seq, a.Call, a.Text); got != want[i] {
+			t.Errorf("anomaly %d: %q, want %q", i, got, want[i])
+		}
+	}
+	if tr.UnmatchedEffects() != 1 {
+		t.Errorf("unmatched effects %d, want 1", tr.UnmatchedEffects())
+	}
+}
+
+// A run's worker may report before its start is recorded: the run number,
+// not RunStarted, opens the run, and the attempt left open by a crash is
+// the only one the crash marks.
+func TestApplyRunOpenedByNumber(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.ExecutionStarted, Run: 1, Text: "none", Time: t0},
+		{Seq: 2, Kind: trace.RunStarted, Run: 1, PID: 10, Time: t0},
+		{Seq: 3, Kind: trace.CallScheduled, Run: 1, Call: "a", Tool: "t", Time: t0},
+		{Seq: 4, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 1, Time: t0},
+		{Seq: 5, Kind: trace.AttemptFinished, Run: 1, Call: "a", Attempt: 1, Outcome: trace.OutcomeTimeout, Time: t0},
+		{Seq: 6, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 2, Time: t0},
+		{Seq: 7, Kind: trace.RunCrashed, Run: 1, ExitCode: 137, Time: t0.Add(time.Second)},
+		{Seq: 8, Kind: trace.TurnStarted, Run: 2, Turn: 1, Time: t0.Add(5 * time.Second)},
+		{Seq: 9, Kind: trace.RunStarted, Run: 2, PID: 11, Text: "keys", Time: t0.Add(5 * time.Second)},
+	})
+	want := `run 1 policy=none faults=[] end=☠
+  call t a
+    ⏱ #1 timeout
+    ☠ #2
+  ☠ run.crashed
+gap before run 2 afterCrash=true
+run 2 policy=keys faults=[] end=…
+  turn 1
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if tr.Runs[1].PID != 11 || tr.Runs[1].Idle != 4*time.Second {
+		t.Errorf("run 2: pid %d idle %s", tr.Runs[1].PID, tr.Runs[1].Idle)
+	}
+}
+
+// Glyphs and words come from one table; the legend lists ✎ too.
+func TestLegend(t *testing.T) {
+	want := "✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ✎ recorded in the journal  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ✖ failed  ⚠ duplicates"
+	if got := trace.Legend(); got != want {
+		t.Errorf("legend\n%q\nwant\n%q", got, want)
+	}
+	if trace.Mark(-1).Glyph() != "" || trace.MarkNone.Glyph() != "" {
+		t.Error("no glyph for no mark")
+	}
+}

@@ -1,0 +1,592 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Node is one element of the trace tree: a *Run, *Gap, *Turn, *Call,
+// *Attempt, *Replay or *Note. ID is stable while events are applied, so a
+// view can keep its expanded and selected state across updates.
+type Node interface {
+	ID() string
+	// Children are the node's own nodes in the order they happened.
+	Children() []Node
+}
+
+// Trace is one execution's history, folded: runs (worker lifetimes, with
+// the gaps where nothing ran) hold turns, turns hold tool calls, calls hold
+// their attempts. Build it with New and feed it with Apply; every method
+// reads the state so far, so a live trace is read between events.
+type Trace struct {
+	Execution string
+	Scenario  string
+	// Policy is the policy in words the execution started with.
+	Policy  string
+	Started time.Time
+	// Last is the time of the latest event.
+	Last time.Time
+	// LastSeq is the Seq of the latest event applied; Events counts them.
+	LastSeq uint64
+	Events  int
+
+	// Nodes is the top level: runs, the gaps between them, and notes that
+	// belong to no run (a journal record deleted by hand).
+	Nodes []Node
+	Runs  []*Run
+	// End is the execution's end, nil while it has not ended.
+	End *Note
+	// Anomalies are what the events say that cannot be true of a history:
+	// a jump in Seq, an attempt of a call never scheduled, ...
+	Anomalies []Anomaly
+
+	runs     map[int]*Run
+	cur      *Run
+	calls    map[string]*Call // the latest call of each id
+	attempts map[attemptKey]*Attempt
+	// pending holds effects that arrived before their attempt.
+	pending map[attemptKey][]Effect
+}
+
+type attemptKey struct {
+	call    string
+	attempt int
+}
+
+// Anomaly is an event that does not fit the history before it.
+type Anomaly struct {
+	Seq  uint64
+	Call string
+	Text string
+}
+
+// New starts an empty trace of one execution.
+func New(execution string) *Trace {
+	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
+		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}}
+}
+
+// Fold applies events in order to a new trace.
+func Fold(execution string, events []Event) *Trace {
+	t := New(execution)
+	for _, e := range events {
+		t.Apply(e)
+	}
+	return t
+}
+
+// Run is one worker lifetime.
+type Run struct {
+	Number int
+	PID    int
+	// Policy is the policy in words the run ran with.
+	Policy string
+	Seq    uint64 // the first event of the run
+	// Started and Last are the times of its first and latest events.
+	Started, Last time.Time
+	// Idle is the time before it with no worker running, from the previous
+	// run's last event (0 for the first run).
+	Idle  time.Duration
+	Nodes []Node
+	// Faults are the faults injected during the run, in order.
+	Faults []string
+	// End is how the run ended: its worker's death, or the execution's
+	// end; nil while it runs (or when its end left no record).
+	End *Note
+
+	turn  *Turn
+	calls map[string]*Call // this run's calls by id
+	open  map[attemptKey]*Attempt
+}
+
+// ID is "run<N>".
+func (r *Run) ID() string { return fmt.Sprintf("run%d", r.Number) }
+
+// Children are the run's turns, calls outside a turn, replays and notes.
+func (r *Run) Children() []Node { return r.Nodes }
+
+// Mark is how the run ended: ☠, ✓, ✖, ⚑, or … while it has no end.
+func (r *Run) Mark() Mark {
+	if r.End == nil {
+		return MarkRunning
+	}
+	return r.End.Mark
+}
+
+// Crashed reports whether the run's worker died.
+func (r *Run) Crashed() bool { return r.End != nil && r.End.Kind == RunCrashed }
+
+// Gap is the time before a run when no worker ran.
+type Gap struct {
+	Run      int // the run it precedes
+	Seq      uint64
+	Duration time.Duration
+	// AfterCrash is set when the run before it died.
+	AfterCrash bool
+}
+
+// ID is "gap<seq>".
+func (g *Gap) ID() string { return fmt.Sprintf("gap%d", g.Seq) }
+
+// Children: none.
+func (g *Gap) Children() []Node { return nil }
+
+// Turn is one turn of the agent.
+type Turn struct {
+	Run, Number int
+	Text        string
+	Seq         uint64
+	Time        time.Time
+	Nodes       []Node
+}
+
+// ID is "run<R>/turn<N>".
+func (t *Turn) ID() string { return fmt.Sprintf("run%d/turn%d", t.Run, t.Number) }
+
+// Children are the turn's calls and replays.
+func (t *Turn) Children() []Node { return t.Nodes }
+
+// Call is one tool call as a run scheduled it. A call resumed in a later
+// run is a new Call with the same ID; its attempts go on counting.
+type Call struct {
+	Call string // the call's id in the execution (a step id)
+	Tool string
+	// Kind is the tool's safety kind when known.
+	Kind  string
+	Args  json.RawMessage
+	Key   string
+	Run   int
+	Turn  int
+	Seq   uint64
+	Time  time.Time
+	Attrs map[string]string
+	// Attempts are the call's attempts in this run, in order.
+	Attempts []*Attempt
+	// Recorded is the journal's record of its result, if any.
+	Recorded *Note
+	Nodes    []Node
+}
+
+// ID is "run<R>/<call>".
+func (c *Call) ID() string { return fmt.Sprintf("run%d/%s", c.Run, c.Call) }
+
+// Children are its attempts and its journal record.
+func (c *Call) Children() []Node { return c.Nodes }
+
+// Attempt is one try of a call.
+type Attempt struct {
+	Call        string
+	Tool        string
+	N           int
+	Run         int
+	Key         string
+	MaxAttempts int
+	Seq         uint64
+	Ref         string
+	Started     time.Time
+	Request     *Exchange
+	// Faults are the faults injected into it.
+	Faults []string
+	// Finished is set once its answer is known.
+	Finished     bool
+	Outcome      Outcome
+	Status       int
+	Deduplicated bool
+	Duration     time.Duration
+	Response     *Exchange
+	Error        string
+	// Retry is the backoff before the next attempt, when one was scheduled.
+	Retry time.Duration
+	// Crashed is set when its worker died before an answer; CrashFault is
+	// the injected fault that killed it, if one did.
+	Crashed    bool
+	CrashFault string
+	// Effects are what the providers did on its behalf, as recorded.
+	Effects []Effect
+	// NotKept > 0 says this stands for that many attempts the source did
+	// not keep (attempts N-NotKept+1 .. N); Error is the last one's.
+	NotKept int
+	Attrs   map[string]string
+}
+
+// ID is "seq<N>" of its start.
+func (a *Attempt) ID() string {
+	if a.NotKept > 0 {
+		return fmt.Sprintf("notkept%d/%s", a.Seq, a.Call)
+	}
+	return fmt.Sprintf("seq%d", a.Seq)
+}
+
+// Children: none.
+func (a *Attempt) Children() []Node { return nil }
+
+// Unknown reports whether the caller never learnt the outcome: a timeout,
+// a cancellation, or a worker that died with the request out.
+func (a *Attempt) Unknown() bool {
+	if !a.Finished {
+		return a.Crashed
+	}
+	return a.Outcome == OutcomeTimeout || a.Outcome == OutcomeCancelled
+}
+
+// Ambiguous reports whether the caller never learnt the outcome, but the
+// history records an effect of the attempt.
+func (a *Attempt) Ambiguous() bool { return a.Unknown() && len(a.Effects) > 0 }
+
+// Mark is the attempt's glyph, decided by the fold.
+func (a *Attempt) Mark() Mark {
+	switch {
+	case a.NotKept > 0:
+		return MarkNotKept
+	case a.Ambiguous():
+		return MarkAmbiguous
+	case !a.Finished && a.Crashed:
+		return MarkKilled
+	case !a.Finished:
+		return MarkRunning
+	case a.Outcome == OutcomeTimeout || a.Outcome == OutcomeCancelled:
+		return MarkTimeout
+	case a.Outcome == OutcomeOK && a.Deduplicated:
+		return MarkDedup
+	case a.Outcome == OutcomeOK:
+		return MarkOK
+	}
+	return MarkFailed
+}
+
+// Replay is a call answered from the journal: no request was sent.
+type Replay struct {
+	Call, Tool string
+	Run        int
+	Result     json.RawMessage
+	// ResultRun is the run whose record was replayed.
+	ResultRun int
+	// Decision is set when the recorded arguments, not a result, were reused.
+	Decision bool
+	Seq      uint64
+	Time     time.Time
+}
+
+// ID is "seq<N>".
+func (r *Replay) ID() string { return fmt.Sprintf("seq%d", r.Seq) }
+
+// Children: none.
+func (r *Replay) Children() []Node { return nil }
+
+// Note is an event shown as one line: a journal record, a crash, an
+// escalation, the execution's end, a record deleted by hand.
+type Note struct {
+	Kind     Kind
+	Mark     Mark
+	Seq      uint64
+	Time     time.Time
+	Run      int
+	Call     string
+	Tool     string
+	Attempt  int
+	Key      string
+	Result   json.RawMessage
+	Fault    string
+	ExitCode int
+	Error    string
+}
+
+// ID is "note<seq>".
+func (n *Note) ID() string { return fmt.Sprintf("note%d", n.Seq) }
+
+// Children: none.
+func (n *Note) Children() []Node { return nil }
+
+// Apply folds one event into the trace. It costs O(1) amortised: lookups go
+// through maps, and a crash visits only the attempts its run left open.
+func (t *Trace) Apply(e Event) {
+	if e.Seq == 0 {
+		e.Seq = t.LastSeq + 1
+	} else if t.LastSeq != 0 && e.Seq != t.LastSeq+1 {
+		t.anomaly(e, fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, e.Seq))
+	}
+	t.LastSeq = e.Seq
+	t.Events++
+	if e.Kind == ExecutionStarted {
+		t.Scenario, t.Policy, t.Started = e.Scenario, e.Text, e.Time
+		if e.Run == 0 {
+			t.Last = e.Time
+			return
+		}
+	}
+	r := t.runOf(e)
+	if e.Time.After(r.Last) {
+		r.Last = e.Time
+	}
+	if e.Time.After(t.Last) {
+		t.Last = e.Time
+	}
+	switch e.Kind {
+	case ExecutionStarted:
+		if r.Policy == "" {
+			r.Policy = e.Text
+		}
+	case RunStarted:
+		r.PID = e.PID
+		if e.Text != "" {
+			r.Policy = e.Text
+		}
+	case TurnStarted:
+		r.turn = &Turn{Run: r.Number, Number: e.Turn, Text: e.Text, Seq: e.Seq, Time: e.Time}
+		r.Nodes = append(r.Nodes, r.turn)
+	case CallScheduled:
+		c := &Call{Call: e.Call, Tool: e.Tool, Kind: e.Text, Args: e.Args, Key: e.Key, Run: r.Number, Turn: e.Turn,
+			Seq: e.Seq, Time: e.Time, Attrs: e.Attrs}
+		if r.turn != nil {
+			c.Turn = r.turn.Number
+			r.turn.Nodes = append(r.turn.Nodes, c)
+		} else {
+			r.Nodes = append(r.Nodes, c)
+		}
+		r.calls[e.Call] = c
+		t.calls[e.Call] = c
+	case AttemptStarted:
+		t.attemptStarted(r, e)
+	case AttemptsNotKept:
+		c := t.callOf(r, e)
+		if e.Attempt > 1 {
+			a := &Attempt{Call: e.Call, Tool: c.Tool, N: e.Attempt - 1, Run: r.Number, Seq: e.Seq, Ref: e.Ref, Started: e.Time,
+				Finished: true, Outcome: OutcomeError, Error: e.Error, NotKept: e.Attempt - 1, Attrs: e.Attrs}
+			c.Attempts = append(c.Attempts, a)
+			c.Nodes = append(c.Nodes, a)
+		}
+	case FaultInjected:
+		r.Faults = append(r.Faults, e.Fault)
+		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
+			a.Faults = append(a.Faults, e.Fault)
+		} else {
+			t.anomaly(e, fmt.Sprintf("fault %s injected into attempt %d, which never started", e.Fault, e.Attempt))
+		}
+	case AttemptFinished:
+		k := attemptKey{e.Call, e.Attempt}
+		a := t.attempts[k]
+		if a == nil {
+			t.anomaly(e, fmt.Sprintf("attempt %d finished without starting", e.Attempt))
+			return
+		}
+		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
+			true, e.Outcome, e.Deduplicated, e.Duration, e.Response, e.Error
+		a.Status = e.Response.status()
+		if ar := t.runs[a.Run]; ar != nil {
+			delete(ar.open, k)
+		}
+	case RetryScheduled:
+		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
+			a.Retry = e.Delay
+		}
+	case StepRecorded:
+		n := t.note(e, MarkRecorded)
+		if c := t.lookupCall(r, e.Call); c != nil {
+			c.Recorded = n
+			c.Nodes = append(c.Nodes, n)
+			if n.Tool == "" {
+				n.Tool = c.Tool
+			}
+		} else {
+			t.Nodes = append(t.Nodes, n)
+		}
+	case StepReplayed:
+		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
+			Decision: e.Text == "decision", Seq: e.Seq, Time: e.Time}
+		if r.turn != nil {
+			r.turn.Nodes = append(r.turn.Nodes, p)
+		} else {
+			r.Nodes = append(r.Nodes, p)
+		}
+	case RunCrashed:
+		for k, a := range r.open {
+			if !a.Finished {
+				a.Crashed, a.CrashFault = true, e.Fault
+			}
+			delete(r.open, k)
+		}
+		n := t.note(e, MarkKilled)
+		r.End = n
+		r.Nodes = append(r.Nodes, n)
+	case Escalated:
+		n := t.note(e, MarkEscalated)
+		r.End = n
+		t.End = n
+		r.Nodes = append(r.Nodes, n)
+	case JournalDeleted:
+		t.Nodes = append(t.Nodes, t.note(e, MarkDeleted))
+	case ExecutionEnded:
+		m := MarkFailed
+		if e.Outcome == OutcomeOK {
+			m = MarkOK
+		}
+		n := t.note(e, m)
+		r.End = n
+		t.End = n
+		r.Nodes = append(r.Nodes, n)
+	case EffectObserved:
+		if e.Effect == nil {
+			return
+		}
+		k := attemptKey{e.Call, e.Attempt}
+		if a := t.attempts[k]; a != nil {
+			a.Effects = append(a.Effects, *e.Effect)
+		} else {
+			t.pending[k] = append(t.pending[k], *e.Effect)
+		}
+	}
+}
+
+func (t *Trace) attemptStarted(r *Run, e Event) {
+	c := t.lookupCall(r, e.Call)
+	if c == nil {
+		t.anomaly(e, fmt.Sprintf("attempt %d of a call that was never scheduled", e.Attempt))
+		c = t.callOf(r, e)
+	}
+	k := attemptKey{e.Call, e.Attempt}
+	if t.attempts[k] != nil {
+		t.anomaly(e, fmt.Sprintf("attempt %d started twice", e.Attempt))
+	}
+	tool := e.Tool
+	if tool == "" {
+		tool = c.Tool
+	}
+	a := &Attempt{Call: e.Call, Tool: tool, N: e.Attempt, Run: r.Number, Key: e.Key, MaxAttempts: e.MaxAttempts,
+		Seq: e.Seq, Ref: e.Ref, Started: e.Time, Request: e.Request, Attrs: e.Attrs}
+	if fx, ok := t.pending[k]; ok {
+		a.Effects = fx
+		delete(t.pending, k)
+	}
+	c.Attempts = append(c.Attempts, a)
+	c.Nodes = append(c.Nodes, a)
+	t.attempts[k] = a
+	r.open[k] = a
+}
+
+// lookupCall finds the call an event names: this run's, else the latest.
+func (t *Trace) lookupCall(r *Run, id string) *Call {
+	if c := r.calls[id]; c != nil {
+		return c
+	}
+	return t.calls[id]
+}
+
+// callOf finds the call an event names, scheduling it in this run when no
+// event did (a source that reports attempts without their call).
+func (t *Trace) callOf(r *Run, e Event) *Call {
+	if c := t.lookupCall(r, e.Call); c != nil {
+		return c
+	}
+	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time}
+	if r.turn != nil {
+		c.Turn = r.turn.Number
+		r.turn.Nodes = append(r.turn.Nodes, c)
+	} else {
+		r.Nodes = append(r.Nodes, c)
+	}
+	r.calls[e.Call] = c
+	t.calls[e.Call] = c
+	return c
+}
+
+// runOf finds the run an event belongs to, opening it (and the gap before
+// it) when the event is the run's first: a run is opened by its number,
+// not by RunStarted, since a worker may report before its start is
+// recorded.
+func (t *Trace) runOf(e Event) *Run {
+	n := e.Run
+	if n == 0 {
+		switch {
+		case t.cur == nil:
+			n = 1
+		case e.Kind == RunStarted && (t.cur.PID != 0 || t.cur.End != nil):
+			n = t.cur.Number + 1
+		default:
+			return t.cur
+		}
+	}
+	if r := t.runs[n]; r != nil {
+		return r
+	}
+	r := &Run{Number: n, Seq: e.Seq, Started: e.Time, Last: e.Time, calls: map[string]*Call{}, open: map[attemptKey]*Attempt{}}
+	if prev := t.cur; prev != nil {
+		r.Policy = prev.Policy
+		if !t.Last.IsZero() && e.Time.After(t.Last) {
+			r.Idle = e.Time.Sub(t.Last)
+		}
+		t.Nodes = append(t.Nodes, &Gap{Run: n, Seq: e.Seq, Duration: r.Idle, AfterCrash: prev.Crashed()})
+	} else {
+		r.Policy = t.Policy
+	}
+	t.runs[n] = r
+	t.Runs = append(t.Runs, r)
+	t.Nodes = append(t.Nodes, r)
+	if t.cur == nil || n > t.cur.Number {
+		t.cur = r
+	}
+	return r
+}
+
+func (t *Trace) note(e Event, m Mark) *Note {
+	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
+		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error}
+}
+
+func (t *Trace) anomaly(e Event, text string) {
+	t.Anomalies = append(t.Anomalies, Anomaly{Seq: e.Seq, Call: e.Call, Text: text})
+}
+
+func (x *Exchange) status() int {
+	if x == nil {
+		return 0
+	}
+	return x.Status
+}
+
+// Attempt is attempt n of a call, or nil.
+func (t *Trace) Attempt(call string, n int) *Attempt { return t.attempts[attemptKey{call, n}] }
+
+// LastCall is the latest call scheduled under an id, or nil.
+func (t *Trace) LastCall(id string) *Call { return t.calls[id] }
+
+// UnmatchedEffects are effects attributed to attempts the trace never saw start.
+func (t *Trace) UnmatchedEffects() int {
+	n := 0
+	for _, fx := range t.pending {
+		n += len(fx)
+	}
+	return n
+}
+
+// Outcome is the execution's mark: its end, ☠ when its last run's worker
+// died, … while it runs.
+func (t *Trace) Outcome() Mark {
+	if t.End != nil {
+		return t.End.Mark
+	}
+	if t.cur != nil && t.cur.Crashed() {
+		return MarkKilled
+	}
+	return MarkRunning
+}
+
+// Duplicates reports whether the history records more than one mail
+// delivered for one intent (the same recipient and subject): the
+// duplicate send the lesson is about.
+func (t *Trace) Duplicates() bool {
+	seen := map[[2]string]bool{}
+	for _, a := range t.attempts {
+		for _, fx := range a.Effects {
+			if fx.Service != "mail" {
+				continue
+			}
+			k := [2]string{fx.Target, fx.Summary}
+			if seen[k] {
+				return true
+			}
+			seen[k] = true
+		}
+	}
+	return false
+}
