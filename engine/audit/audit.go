@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -168,11 +169,12 @@ func Run(traces []*trace.Trace, opts Options) Report {
 						continue
 					}
 					rep.Attempts++
-					k := c.Tool + "\x00" + string(c.Args)
+					args := canonical(c.Args)
+					k := c.Tool + "\x00" + string(args)
 					if _, ok := groups[k]; !ok {
 						order = append(order, k)
 					}
-					groups[k] = append(groups[k], attempt{exec: t.Execution, a: a, args: string(c.Args)})
+					groups[k] = append(groups[k], attempt{exec: t.Execution, a: a, args: string(args)})
 				}
 			})
 		}
@@ -204,6 +206,18 @@ func Run(traces []*trace.Trace, opts Options) Report {
 		}
 	}
 	return rep
+}
+
+// canonical is retrylab's canonical JSON of a call's arguments, so the
+// same arguments spaced or ordered otherwise group together.
+func canonical(args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return nil
+	}
+	if c, err := idemkey.Canonical(args); err == nil {
+		return c
+	}
+	return args
 }
 
 // walk visits the calls under nodes.
