@@ -371,7 +371,9 @@ func TestImportedNeverOverwritesNative(t *testing.T) {
 	db := openDB(t)
 	spans := readFixture(t, "openllmetry-ticket.json")
 	exec := ExecutionID(spans[0].TraceID, "")
-	db.Update(func(tx *store.Tx) error { return history.Put(tx, history.Execution{ID: exec, Status: history.StatusCompleted}) })
+	db.Update(func(tx *store.Tx) error {
+		return history.Put(tx, history.Execution{ID: exec, Status: history.StatusCompleted})
+	})
 	err := db.Update(func(tx *store.Tx) error { _, err := Save(tx, spans, "x"); return err })
 	if err == nil || !strings.Contains(err.Error(), "was not imported") {
 		t.Fatalf("error %v", err)
