@@ -118,19 +118,24 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		doc := append(line, rest...)
 		return FormatJSON, decodeJSON(doc, 0, fn)
 	}
+	// JSON Lines; a file of one line is a plain OTLP/JSON document.
 	for n := 1; ; n++ {
+		next, err := readLine(br, n+1, maxLine)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return FormatJSONL, err
+		}
+		if n == 1 && errors.Is(err, io.EOF) {
+			return FormatJSON, decodeJSON(line, 0, fn)
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if err := decodeJSON(line, n, fn); err != nil {
 				return FormatJSONL, err
 			}
 		}
-		line, err = readLine(br, n+1, maxLine)
 		if errors.Is(err, io.EOF) {
 			return FormatJSONL, nil
 		}
-		if err != nil {
-			return FormatJSONL, err
-		}
+		line = next
 	}
 }
 

@@ -174,7 +174,7 @@ func encodings(t *testing.T, name string) map[string]string {
 	dir := t.TempDir()
 	files := map[string][]byte{
 		"doc.json": raw, "doc.json.gz": gz(raw), "spans.pb": pb, "spans.pb.gz": gz(pb),
-		"lines.jsonl": append(append(line, '\n'), '\n'), "lines.jsonl.gz": gz(append(line, '\n')),
+		"lines.jsonl": append(append(line, '\n'), "\n{}\n"...), "lines.jsonl.gz": gz(append(line, "\n{}\n"...)),
 	}
 	out := map[string]string{}
 	for n, b := range files {
