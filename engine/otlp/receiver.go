@@ -52,6 +52,11 @@ const (
 )
 
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeStatus(w, encJSON, http.StatusMethodNotAllowed, "POST spans to /v1/traces")
+		return
+	}
 	enc := encProto
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
@@ -61,11 +66,6 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeStatus(w, encJSON, http.StatusUnsupportedMediaType,
 			fmt.Sprintf("content type %q: send application/x-protobuf or application/json", ct))
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeStatus(w, enc, http.StatusMethodNotAllowed, "POST spans to /v1/traces")
 		return
 	}
 	limit := rc.MaxBody
