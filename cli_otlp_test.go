@@ -2,12 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
 )
 
 func fixturePaths(t *testing.T) []string {
@@ -127,5 +134,112 @@ func TestFixturesAreOTLP(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// modelOf is what a reader sees of a folded execution, without its id:
+// runs, turns, calls, attempts with their marks, replays and ends.
+func modelOf(t *trace.Trace) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s, policy %q, outcome %s\n", t.Scenario, t.Policy, t.Outcome())
+	var nodes func([]trace.Node, string)
+	nodes = func(ns []trace.Node, indent string) {
+		for _, n := range ns {
+			switch x := n.(type) {
+			case *trace.Turn:
+				fmt.Fprintf(&b, "%sturn %d %q\n", indent, x.Number, x.Text)
+				nodes(x.Nodes, indent+"  ")
+			case *trace.Call:
+				args, _ := idemkey.Canonical(x.Args)
+				fmt.Fprintf(&b, "%scall %s %s %s key=%s kind=%s recorded=%v\n", indent, x.Call, x.Tool, args, x.Key, x.Kind, x.Recorded != nil)
+				for _, a := range x.Attempts {
+					var fx []string
+					for _, e := range a.Effects {
+						fx = append(fx, e.Service+":"+e.ID)
+					}
+					fmt.Fprintf(&b, "%s  attempt %d %s %s dedup=%v key=%s faults=%v effects=%v retry=%s status=%d crashed=%v\n", indent,
+						a.N, a.Mark(), a.Outcome, a.Deduplicated, a.Key, a.Faults, fx, a.Retry, a.Status, a.Crashed)
+				}
+			case *trace.Replay:
+				fmt.Fprintf(&b, "%sreplay %s %s from run %d decision=%v\n", indent, x.Call, x.Tool, x.ResultRun, x.Decision)
+			}
+		}
+	}
+	for _, r := range t.Runs {
+		fmt.Fprintf(&b, "run %d %q end %s faults %v\n", r.Number, r.Policy, r.Mark(), r.Faults)
+		nodes(r.Nodes, "  ")
+	}
+	return b.String()
+}
+
+func foldAll(t *testing.T, path string) map[string]*trace.Trace {
+	t.Helper()
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]*trace.Trace{}
+	var ids []string
+	db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+	})
+	for _, id := range ids {
+		tr, err := foldOne(db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = tr
+	}
+	return out
+}
+
+// Export then import gives the same model, and the file is OTLP as pdata
+// reads it.
+func TestCLIExportImportSameModel(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	must(t, 137, db, "run", "crash")
+	ok(t, db, "resume")
+	ok(t, db, "run", "safe")
+	must(t, 3, db, "run", "unsafe-escalates")
+	file := filepath.Join(t.TempDir(), "out.json")
+	r := ok(t, db, "export", "--otlp", file)
+	has(t, r, "wrote 4 executions")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	if err != nil || td.SpanCount() == 0 {
+		t.Fatalf("pdata reads %d spans: %v", td.SpanCount(), err)
+	}
+	db2 := newDB(t)
+	ok(t, db2, "import", file)
+	native, imported := foldAll(t, db), foldAll(t, db2)
+	if len(imported) != len(native) {
+		t.Fatalf("%d executions imported, %d exported", len(imported), len(native))
+	}
+	for id, tr := range native {
+		back := imported[otlp.ExecutionID("", id)]
+		if back == nil {
+			t.Errorf("%s not imported", id)
+			continue
+		}
+		if want, got := modelOf(tr), modelOf(back); want != got {
+			t.Errorf("%s: the model changed on the way:\n--- native\n%s--- imported\n%s", id, want, got)
+		}
+		if len(back.Anomalies) > 0 {
+			t.Errorf("%s: anomalies %+v", id, back.Anomalies)
+		}
+	}
+	// Exported executions audit the same as the natives they came from.
+	a1, a2 := must(t, 1, db, "audit", "--json"), must(t, 1, db2, "audit", "--json")
+	strip := func(s string) string {
+		s = regexp.MustCompile(`"(execution|ref)": "[^"]*"`).ReplaceAllString(s, "")
+		return s
+	}
+	if strip(a1.stdout) != strip(a2.stdout) {
+		t.Errorf("audits differ:\n%s\n%s", a1.stdout, a2.stdout)
 	}
 }
