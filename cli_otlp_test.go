@@ -76,6 +76,22 @@ func TestCLIImportAndAudit(t *testing.T) {
 	r = ok(t, db, "audit", "otlp-4bf92f3577b34da6a3ce929d0e0e4736")
 	has(t, r, "audit of 1 executions", "0 duplicate, 0 possible, 1 absorbed")
 
+	r = ok(t, db, "show", "otlp-conv-conv-9")
+	has(t, r, "otlp-conv-conv-9  imported from ", "genai-semconv.json  scenario invoke_agent invoicer  completed  runs 2  spans 9",
+		"orphans (parent never arrived, kept): d000000000000005",
+		"✖ attempt 1  failed  500ms  span d000000000000003  upstream unavailable",
+		"✓ attempt 1  ok  100ms  span d000000000000005  (orphan: parent d000000000000099 never arrived)",
+		" +60.000s  run 2  invoke_agent invoicer", "⏱ attempt 1  timeout  2.9s  span e000000000000004  cancelled",
+		"✓ execution ended\n")
+	r = ok(t, db, "show", "otlp-conv-conv-9", "--json")
+	var shown struct {
+		Execution struct{ Imported, Source string }
+		Events    []struct{ Kind, Ref string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.Execution.Imported != "otlp" || len(shown.Events) < 10 {
+		t.Errorf("show --json: %v %+v", err, shown)
+	}
+
 	oneLineError(t, must(t, 2, db, "audit", "--effects", "[bad"))
 	oneLineError(t, must(t, 2, db, "audit", "--json", "--markdown"))
 	oneLineError(t, must(t, 1, db, "audit", "nope"))
