@@ -74,10 +74,13 @@ const (
 	OTLPSpans Bucket = "otlp_spans"
 	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
 	OTLPTraces Bucket = "otlp_traces"
+	// OTLPImports holds the file imports still in progress (or cut short by
+	// a crash), whose spans readers skip; engine/otlp owns it.
+	OTLPImports Bucket = "otlp_imports"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces, OTLPImports}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}
