@@ -22,7 +22,20 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// spanKey is the key of a stored span: execution, NUL, trace id, span id.
+// indexEntry is an index value: the span's sequence in store.OTLPSpans
+// and the import that wrote it.
+func indexEntry(seq, importID uint64) []byte {
+	return append(store.U64(seq), store.U64(importID)...)
+}
+
+func decodeIndex(v []byte) (seq, importID uint64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return store.DecodeU64(v[:8]), store.DecodeU64(v[8:])
+}
+
+// spanKey is the index key of a stored span: execution, NUL, trace id, span id.
 func spanKey(exec, trace, span string) []byte {
 	k := make([]byte, 0, len(exec)+1+len(trace)+len(span))
 	k = append(k, exec...)
@@ -194,7 +207,6 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		}
 		for _, i := range byTrace[t] {
 			s := spans[i]
-			s.Import = w.importID
 			enc, err := json.Marshal(&s)
 			if err != nil {
 				return fmt.Errorf("span %s: encode: %w", s.SpanID, err)
@@ -208,18 +220,23 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
 	for _, p := range puts {
-		old := tx.Get(store.OTLPSpans, p.key)
-		if old == nil && p.old != nil {
-			old = tx.Get(store.OTLPSpans, p.old)
+		ent := tx.Get(store.OTLPIndex, p.key)
+		if ent == nil && p.old != nil {
+			ent = tx.Get(store.OTLPIndex, p.old)
 		}
-		if old != nil {
-			if sameSpan(old, p.val) {
+		if ent != nil {
+			seq, _ := decodeIndex(ent)
+			if bytes.Equal(tx.Get(store.OTLPSpans, store.U64(seq)), p.val) {
 				w.stats.Repeated++
 				continue
 			}
 			return &SpanError{SpanID: p.span.SpanID, Reason: "appears twice with different content (duplicate span id)"}
 		}
-		if err := tx.Put(store.OTLPSpans, p.key, p.val); err != nil {
+		seq, err := tx.Append(store.OTLPSpans, func(uint64) ([]byte, error) { return p.val, nil })
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(store.OTLPIndex, p.key, indexEntry(seq, w.importID)); err != nil {
 			return err
 		}
 		w.stats.Spans++
@@ -237,21 +254,6 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		}
 	}
 	return nil
-}
-
-// sameSpan compares two stored spans, whichever import wrote them.
-func sameSpan(a, b []byte) bool {
-	return bytes.Equal(dropImport(a), dropImport(b))
-}
-
-func dropImport(v []byte) []byte {
-	if !bytes.HasPrefix(v, []byte(`{"imp":`)) {
-		return v
-	}
-	if i := bytes.IndexByte(v, ','); i > 0 {
-		return append([]byte{'{'}, v[i+1:]...)
-	}
-	return v
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -301,35 +303,36 @@ func (w *writer) finish(tx *store.Tx) error {
 // summarised already).
 func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary, error) {
 	prefix := spanKey(from, trace, "")
-	var keys, values [][]byte
-	if err := tx.Scan(store.OTLPSpans, prefix, false, func(k, v []byte) bool {
+	var keys, entries [][]byte
+	if err := tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
-		keys, values = append(keys, k), append(values, v)
+		keys, entries = append(keys, k), append(entries, v)
 		return true
 	}); err != nil {
 		return nil, err
 	}
 	m := &summary{}
 	for i, k := range keys {
-		var s Span
-		if err := json.Unmarshal(values[i], &s); err != nil {
-			return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
-		}
-		if s.Import != importID || importID == 0 {
+		seq, imp := decodeIndex(entries[i])
+		if imp != importID || importID == 0 {
+			var s Span
+			if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
+			}
 			m.add(&s)
 		}
-		if err := tx.Delete(store.OTLPSpans, k); err != nil {
+		if err := tx.Delete(store.OTLPIndex, k); err != nil {
 			return nil, err
 		}
-		if err := tx.Put(store.OTLPSpans, spanKey(to, trace, s.SpanID), values[i]); err != nil {
+		if err := tx.Put(store.OTLPIndex, spanKey(to, trace, string(k[len(prefix):])), entries[i]); err != nil {
 			return nil, err
 		}
 	}
 	rest := false
 	fromAll := spanKey(from, "", "")
-	if err := tx.Scan(store.OTLPSpans, fromAll, false, func(k, _ []byte) bool {
+	if err := tx.Scan(store.OTLPIndex, fromAll, false, func(k, _ []byte) bool {
 		rest = bytes.HasPrefix(k, fromAll)
 		return false
 	}); err != nil {
@@ -405,18 +408,21 @@ func Load(tx *store.Tx, exec string) ([]Span, error) {
 	}
 	var spans []Span
 	var bad error
-	err = tx.Scan(store.OTLPSpans, prefix, false, func(k, v []byte) bool {
+	err = tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
+		seq, imp := decodeIndex(v)
+		if pending[imp] {
+			return true
+		}
 		var s Span
-		if err := json.Unmarshal(v, &s); err != nil {
+		if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
 			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
 			return false
 		}
-		if !pending[s.Import] {
-			spans = append(spans, s)
-		}
+		s.Import = imp
+		spans = append(spans, s)
 		return true
 	})
 	if err != nil {

@@ -1,11 +1,9 @@
 package otlp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/retrylab/retrylab/store"
 )
@@ -117,15 +115,14 @@ func CleanPending(db *store.DB) error {
 // discard deletes the spans a pending import wrote, a chunk per
 // transaction, then forgets the import.
 func discard(db *store.DB, id uint64) error {
-	mark := []byte(`{"imp":` + strconv.FormatUint(id, 10) + `,`)
 	var from []byte
 	for {
-		var keys [][]byte
+		var keys, seqs [][]byte
 		if err := db.View(func(tx *store.Tx) error {
-			return tx.Scan(store.OTLPSpans, from, false, func(k, v []byte) bool {
+			return tx.Scan(store.OTLPIndex, from, false, func(k, v []byte) bool {
 				from = append(k, 0)
-				if bytes.HasPrefix(v, mark) {
-					keys = append(keys, k)
+				if seq, imp := decodeIndex(v); imp == id {
+					keys, seqs = append(keys, k), append(seqs, store.U64(seq))
 				}
 				return len(keys) < chunkSpans
 			})
@@ -136,8 +133,11 @@ func discard(db *store.DB, id uint64) error {
 			break
 		}
 		if err := db.Update(func(tx *store.Tx) error {
-			for _, k := range keys {
-				if err := tx.Delete(store.OTLPSpans, k); err != nil {
+			for i, k := range keys {
+				if err := tx.Delete(store.OTLPIndex, k); err != nil {
+					return err
+				}
+				if err := tx.Delete(store.OTLPSpans, seqs[i]); err != nil {
 					return err
 				}
 			}
