@@ -146,6 +146,7 @@ type writer struct {
 	execOf   map[string]string   // trace -> its execution, as decided here
 	from     map[string]string   // trace -> the execution its earlier spans are under, to move at the end
 	sums     map[string]*summary // trace -> what its new spans say
+	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
 	traces   []string            // in order of first mention
 	stats    Stats
 }
@@ -259,41 +260,63 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 // finish moves the traces whose conversation became known and writes the
 // records of every execution that changed, in one transaction.
 func (w *writer) finish(tx *store.Tx) error {
-	perExec := map[string]*summary{}
-	var execs []string
-	note := func(exec string) *summary {
-		m := perExec[exec]
-		if m == nil {
-			m = &summary{}
-			perExec[exec] = m
-			execs = append(execs, exec)
-		}
-		return m
-	}
+	return w.publish(tx, w.toPublish(), true)
+}
+
+// toPublish sums up, per execution, what the new spans say, and lists the
+// executions whose records must be written: those that receive a moved
+// trace first (their records go with the move), then in order of first
+// mention. It lets go of the per-trace sums.
+func (w *writer) toPublish() []string {
+	w.perExec = map[string]*summary{}
+	var targets, rest []string
 	for _, t := range w.traces {
 		exec := w.execOf[t]
-		if from := w.from[t]; from != "" {
+		m := w.perExec[exec]
+		if m == nil {
+			m = &summary{}
+			w.perExec[exec] = m
+			if w.from[t] != "" {
+				targets = append(targets, exec)
+			} else {
+				rest = append(rest, exec)
+			}
+		}
+		m.merge(w.sums[t])
+	}
+	w.sums = nil
+	w.stats.Executions = append(append([]string(nil), targets...), rest...)
+	return w.stats.Executions
+}
+
+// publish writes the records of execs (the first batch also moves the
+// traces whose conversation became known: their targets lead toPublish's
+// list, so they are in it).
+func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
+	if moves {
+		for _, t := range w.traces {
+			from := w.from[t]
+			if from == "" {
+				continue
+			}
+			exec := w.execOf[t]
 			moved, err := moveTrace(tx, t, from, exec, w.importID)
 			if err != nil {
 				return err
 			}
-			note(exec).merge(moved)
+			w.perExec[exec].merge(moved)
 			if err := tx.Put(store.OTLPTraces, []byte(t), []byte(exec)); err != nil {
 				return err
 			}
-		}
-		if m := w.sums[t]; m != nil {
-			note(exec).merge(m)
 		}
 	}
 	sorted := append([]string(nil), execs...)
 	sort.Strings(sorted)
 	for _, exec := range sorted {
-		if err := updateRecord(tx, exec, perExec[exec], w.source); err != nil {
+		if err := updateRecord(tx, exec, w.perExec[exec], w.source); err != nil {
 			return err
 		}
 	}
-	w.stats.Executions = execs
 	return nil
 }
 

@@ -1,10 +1,12 @@
 package otlp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -73,12 +75,22 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
 	}
 	if err == nil {
-		err = db.Update(func(tx *store.Tx) error {
-			if err := w.finish(tx); err != nil {
-				return err
-			}
-			return tx.Delete(store.OTLPImports, store.U64(id))
-		})
+		// The records go in batches too; the last one drops the pending
+		// mark, which makes the spans visible.
+		execs := w.toPublish()
+		for i := 0; err == nil && (i == 0 || i < len(execs)); i += chunkSpans {
+			batch := execs[i:min(i+chunkSpans, len(execs))]
+			last := i+chunkSpans >= len(execs)
+			err = db.Update(func(tx *store.Tx) error {
+				if err := w.publish(tx, batch, i == 0); err != nil {
+					return err
+				}
+				if last {
+					return tx.Delete(store.OTLPImports, store.U64(id))
+				}
+				return nil
+			})
+		}
 		if err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
@@ -113,9 +125,12 @@ func CleanPending(db *store.DB) error {
 }
 
 // discard deletes the spans a pending import wrote, a chunk per
-// transaction, then forgets the import.
+// transaction, and the records it published of executions that are left
+// with no span (a crash while the records were being written), then
+// forgets the import.
 func discard(db *store.DB, id uint64) error {
 	var from []byte
+	execs := map[string]bool{}
 	for {
 		var keys, seqs [][]byte
 		if err := db.View(func(tx *store.Tx) error {
@@ -123,6 +138,9 @@ func discard(db *store.DB, id uint64) error {
 				from = append(k, 0)
 				if seq, imp := decodeIndex(v); imp == id {
 					keys, seqs = append(keys, k), append(seqs, store.U64(seq))
+					if i := bytes.IndexByte(k, 0); i > 0 {
+						execs[string(k[:i])] = true
+					}
 				}
 				return len(keys) < chunkSpans
 			})
@@ -146,7 +164,31 @@ func discard(db *store.DB, id uint64) error {
 			return err
 		}
 	}
-	return db.Update(func(tx *store.Tx) error { return tx.Delete(store.OTLPImports, store.U64(id)) })
+	return db.Update(func(tx *store.Tx) error {
+		for exec := range execs {
+			rec := tx.Execution(exec)
+			if rec == nil || hasSpans(tx, exec) {
+				continue
+			}
+			if x, err := history.DecodeExecution(rec); err == nil && x.Imported == ImportedFormat {
+				if err := tx.DeleteExecution(exec); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Delete(store.OTLPImports, store.U64(id))
+	})
+}
+
+// hasSpans reports whether any span is indexed under exec.
+func hasSpans(tx *store.Tx, exec string) bool {
+	prefix := spanKey(exec, "", "")
+	found := false
+	_ = tx.Scan(store.OTLPIndex, prefix, false, func(k, _ []byte) bool {
+		found = bytes.HasPrefix(k, prefix)
+		return false
+	})
+	return found
 }
 
 // pendingImports are the imports whose spans readers must not see yet.

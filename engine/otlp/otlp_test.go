@@ -428,3 +428,33 @@ func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
 		t.Errorf("%+v %v", res.Stats, err)
 	}
 }
+
+// A crash while an import's records were being written leaves records of
+// executions whose spans are pending; the clean-up removes both.
+func TestCrashWhilePublishingIsCleaned(t *testing.T) {
+	db := openDB(t)
+	spans := readFixture(t, "openllmetry-ticket.json")
+	db.Update(func(tx *store.Tx) error {
+		id, err := tx.Append(store.OTLPImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		if err != nil {
+			return err
+		}
+		w := newWriter("crashed.json", id)
+		if err := w.write(tx, spans); err != nil {
+			return err
+		}
+		return w.publish(tx, w.toPublish(), true) // and the pending mark is never dropped
+	})
+	if xs := executions(t, db); len(xs) != 1 {
+		t.Fatalf("set-up: %d executions", len(xs))
+	}
+	if got, _ := LoadSpans(db, executions(t, db)[0].ID); len(got) != 0 {
+		t.Errorf("%d spans of a pending import visible", len(got))
+	}
+	if err := CleanPending(db); err != nil {
+		t.Fatal(err)
+	}
+	if xs := executions(t, db); len(xs) != 0 {
+		t.Errorf("%d executions left after the clean-up", len(xs))
+	}
+}
