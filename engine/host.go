@@ -143,7 +143,7 @@ func Open(cfg Config) (*Host, error) {
 		execs:        map[string]*execState{},
 		mailRequests: map[string]int{},
 	}
-	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe})
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -342,8 +342,67 @@ func updateExecution(tx *store.Tx, exec string, now time.Time, update func(*hist
 	return history.Put(tx, x)
 }
 
-// observe receives the world's activity and forwards it to subscribers.
+// effectEvent is the history event that records an effect of the world.
+func effectEvent(a world.Activity) history.Event {
+	at := a.Attribution
+	ev := history.Event{Type: history.EffectObserved, Seq: a.Recorded, Time: a.RecordedAt, Run: at.Run, Step: at.Step,
+		Attempt: at.Attempt, Key: at.Key, Effect: &history.Effect{Service: a.Service}}
+	switch a.Kind {
+	case world.KindDelivered:
+		ev.Effect.ID, ev.Effect.Target, ev.Effect.Summary = a.MessageID, a.To, a.Subject
+	default:
+		ev.Effect.ID, ev.Effect.Summary = a.RecordID, a.Detail
+	}
+	return ev
+}
+
+// recordEffect appends the EffectObserved event of an effect to the
+// attributed execution's history, inside the world's transaction that
+// makes the effect: what an attempt caused is part of the recorded past,
+// and a reset of the world later cannot rewrite it. Effects of external
+// clients, or attributed to no execution this database holds, are not
+// recorded.
+func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
+	id := a.Attribution.Execution
+	if id == "" {
+		return nil
+	}
+	data := tx.Execution(id)
+	if data == nil {
+		return nil
+	}
+	x, err := history.DecodeExecution(data)
+	if err != nil {
+		return err
+	}
+	a.RecordedAt = h.clock.Now()
+	ev := effectEvent(*a)
+	seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
+	if err != nil {
+		return err
+	}
+	a.Recorded = seq
+	if a.Kind != world.KindDelivered {
+		return nil
+	}
+	if x.Sends == nil {
+		x.Sends = map[string]int{}
+	}
+	k := history.SendIntent(a.To, a.Subject)
+	x.Sends[k]++
+	if x.Sends[k] > 1 {
+		x.Duplicates = true
+	}
+	return history.Put(tx, x)
+}
+
+// observe receives the world's activity and forwards it to subscribers:
+// an effect recorded in a history first as that history's event.
 func (h *Host) observe(a world.Activity) {
+	if a.Recorded != 0 {
+		ev := effectEvent(a)
+		h.bus.publish(Notice{Execution: a.Attribution.Execution, Event: &ev})
+	}
 	if a.Service == "mail" && a.Kind != "fault" {
 		h.mu.Lock()
 		h.mailRequests[a.Attribution.Execution]++

@@ -42,8 +42,6 @@ var (
 	ErrNewerSchema = errors.New("database was written by a newer retrylab")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store is closed")
-	// ErrNotFound means the execution or record does not exist.
-	ErrNotFound = errors.New("not found")
 )
 
 // Bucket names a top-level key/value collection.
@@ -62,7 +60,7 @@ const (
 	CRMWrites        Bucket = "world_crm_writes"
 	World            Bucket = "world_meta" // clock offset and settings
 	Lessons          Bucket = "lessons"    // lesson progress
-	// Active indexes the executions that have not finished (id -> empty),
+	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. The engine
 	// keeps it; DeleteExecution and ClearAll keep it consistent.
 	Active Bucket = "active_executions"

@@ -301,6 +301,15 @@ func (w *World) execute(ep endpoint, in *input, cl *claim) (*result, error) {
 				return err
 			}
 		}
+		if w.record != nil && ep.write {
+			for i := range r.acts {
+				if r.acts[i].Effect() {
+					if err := w.record(tx, &r.acts[i]); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		res = r
 		return nil
 	}

@@ -126,7 +126,16 @@ type Activity struct {
 	RecordID    string      `json:"record_id,omitempty"`
 	Detail      string      `json:"detail,omitempty"`
 	Status      int         `json:"status,omitempty"`
+	// Recorded is the Seq of the history event that records this effect in
+	// its execution's history (Config.Record), RecordedAt that event's time;
+	// zero when nothing recorded it.
+	Recorded   uint64    `json:"recorded,omitempty"`
+	RecordedAt time.Time `json:"recorded_at,omitzero"`
 }
+
+// Effect reports whether the activity is an effect: a message delivered
+// or a CRM row written.
+func (a Activity) Effect() bool { return a.Kind == KindDelivered || a.Kind == KindCRMWrite }
 
 // Config configures New.
 type Config struct {
@@ -139,6 +148,11 @@ type Config struct {
 	// Observe receives every Activity after its transaction committed. May be
 	// nil. It is called on the request's goroutine and must not block.
 	Observe func(Activity)
+	// Record is called for each effect inside the transaction that makes
+	// it, so the effect and its record in the attributed execution's
+	// history commit together. It may set a.Recorded and a.RecordedAt; an
+	// error aborts the request. May be nil.
+	Record func(tx *store.Tx, a *Activity) error
 	// Retention is how long, by the world clock, a key is remembered.
 	// Zero means DefaultRetention.
 	Retention time.Duration
@@ -154,6 +168,7 @@ type World struct {
 	clock     Clock
 	faults    FaultSource
 	observe   func(Activity)
+	record    func(*store.Tx, *Activity) error
 	retention time.Duration
 	slowDelay time.Duration
 	maxBody   int64
@@ -209,6 +224,7 @@ func New(cfg Config) (*World, error) {
 		clock:         cfg.Clock,
 		faults:        cfg.Faults,
 		observe:       cfg.Observe,
+		record:        cfg.Record,
 		retention:     cfg.Retention,
 		slowDelay:     cfg.SlowDelay,
 		maxBody:       cfg.MaxBody,
