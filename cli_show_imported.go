@@ -70,7 +70,7 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 		}
 	}
 	for _, r := range t.Runs {
-		fmt.Fprintf(a.out, "%s  run %d  %s\n", rel(r.Started), r.Number, r.Policy)
+		fmt.Fprintf(a.out, "%s  run %d\n", rel(r.Started), r.Number)
 		nodes(r.Nodes, "  ")
 	}
 	return nil

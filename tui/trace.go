@@ -107,6 +107,12 @@ func newTraceView(x history.Execution, events []history.Event) *traceView {
 		sigs: map[*trace.Attempt]attemptSig{}}
 }
 
+// newImportedTraceView folds an imported execution's trace, read whole.
+func newImportedTraceView(x history.Execution, events []trace.Event) *traceView {
+	return &traceView{exec: x, t: trace.Fold(x.ID, events), made: map[trace.Node]*node{},
+		sigs: map[*trace.Attempt]attemptSig{}}
+}
+
 // row is the row of a model node, made again only when its words changed.
 func (tv *traceView) row(tn trace.Node) *node {
 	n := tv.made[tn]
