@@ -1,9 +1,14 @@
 package tui
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -30,7 +35,57 @@ func TestImportedExecutionShowsItsTrace(t *testing.T) {
 	defer m.Close()
 	view := ansi.Strip(frame)
 	for _, want := range []string{"otlp-conv-conv-9", "policy unknown (imported)", "▾ run 2", `turn 2  "chat gpt-4o"`,
-		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ timeout"} {
+		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ timeout",
+		// No provider saw these effects: the pane infers them.
+		"Effects (inferred)", "DUPLICATE send_invoice", "two attempts succeeded", "✓ call_a #2  14:50:01.500", "span d000000000000004",
+		"✓ call_b #1  14:51:00.600", "span e000000000000003", "5 side-effecting attempts", "1 duplicate · 0 possible · 0 absorbed"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+}
+
+// Spans that arrive at the receiver while the explorer is open show up in
+// it: the receiver announces each execution it changed.
+func TestReceivedSpansArriveLive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.db")
+	h := openHost(t, path)
+	defer h.Close()
+	rc := &otlp.Receiver{DB: h.Store(), Source: "test", Stored: func(execs []string) {
+		for _, x := range execs {
+			h.Announce(x)
+		}
+	}}
+	srv := httptest.NewServer(rc.Handler())
+	defer srv.Close()
+	post := func(file string) {
+		t.Helper()
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(srv.URL+"/v1/traces", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("post %s: %d", file, resp.StatusCode)
+		}
+	}
+	post("../fixtures/otlp/openllmetry-ticket.json")
+	m, r, _ := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	post("../fixtures/otlp/genai-semconv.json")
+	select {
+	case msg := <-r.msgs: // the notice, answering the follower's command
+		r.handle(msg)
+	case <-time.After(time.Minute):
+		t.Fatal("no notice of the received spans")
+	}
+	r.settle(t)
+	view := ansi.Strip(m.View())
+	for _, want := range []string{"Executions 2", "otlp-conv-conv-9", "otlp-4bf92f3577b34da6a3"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the explorer lacks %q:\n%s", want, view)
 		}

@@ -92,6 +92,10 @@ type traceView struct {
 	// few), every other node once.
 	made map[trace.Node]*node
 	sigs map[*trace.Attempt]attemptSig
+	// effects are an imported trace's inferred effects (effects.go), as of
+	// effectsAt events.
+	effects   []string
+	effectsAt int
 }
 
 // attemptSig is what an attempt's row says changes with.
