@@ -77,11 +77,16 @@ func TestReceivedSpansArriveLive(t *testing.T) {
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
 	post("../fixtures/otlp/genai-semconv.json")
-	select {
-	case msg := <-r.msgs: // the notice, answering the follower's command
-		r.handle(msg)
-	case <-time.After(time.Minute):
-		t.Fatal("no notice of the received spans")
+	// Run the explorer as the runtime would until the notice has been
+	// followed by the reads it calls for.
+	deadline := time.After(time.Minute)
+	for !strings.Contains(ansi.Strip(m.View()), "Executions 2") {
+		select {
+		case msg := <-r.msgs:
+			r.handle(msg)
+		case <-deadline:
+			t.Fatalf("the received execution never showed:\n%s", ansi.Strip(m.View()))
+		}
 	}
 	r.settle(t)
 	view := ansi.Strip(m.View())
