@@ -96,3 +96,28 @@ func TestReceivedSpansArriveLive(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExplorerOpenImported opens the explorer on a database of
+// imported traces (RETRYLAB_BENCH_IMPORTED_DB, made with `retrylab import`;
+// BENCHMARKS.md says how) to its first full frame, as BenchmarkExplorerOpen
+// does for native ones.
+func BenchmarkExplorerOpenImported(b *testing.B) {
+	path := os.Getenv("RETRYLAB_BENCH_IMPORTED_DB")
+	if path == "" {
+		b.Skip("set RETRYLAB_BENCH_IMPORTED_DB to a database of imported traces")
+	}
+	openOnce(b, path) // warm the page cache and the code paths
+	var ts []time.Duration
+	var peak int64
+	b.ResetTimer()
+	for range b.N {
+		t, _, p := openOnce(b, path)
+		ts = append(ts, t)
+		peak = max(peak, p)
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(median(ts)), "first-frame-ms")
+	if peak > 0 {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+	}
+}
