@@ -65,7 +65,7 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 					fmt.Fprintln(a.out, line)
 				}
 			case *trace.Note:
-				fmt.Fprintln(a.out, strings.TrimSpace(fmt.Sprintf("%s  %s%s %s %s", rel(v.Time), indent, v.Mark, strings.ReplaceAll(string(v.Kind), ".", " "), v.Error)))
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s", rel(v.Time), indent, v.Mark, strings.ReplaceAll(string(v.Kind), ".", " "), v.Error), " "))
 			}
 		}
 	}
