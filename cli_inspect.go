@@ -39,6 +39,9 @@ database, or run on a scratch database when this one has none).`,
 				if err != nil {
 					return err
 				}
+				if x.Imported != "" {
+					return a.showImported(h, x, asJSON)
+				}
 				events, err := h.Events(id, 0, 0)
 				if err != nil {
 					return err
@@ -307,6 +310,7 @@ journal, only the idempotency key stands between the retry and a duplicate.`,
 
 func (a *app) serveCmd() *cobra.Command {
 	var port int
+	var otlpAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Host the simulated world so any HTTP client can be the agent",
@@ -336,6 +340,11 @@ is how an HTTP client moves the world clock: see README.`,
 					fmt.Fprintf(a.out, "  control   POST %s/v1/control/advance  {\"duration\": \"25h\"}  (bearer token: \"token\" in %s)\n",
 						c.ControlURL(), engine.HostFile(a.dbPath))
 				}
+				stopOTLP, err := a.startOTLP(h, otlpAddr)
+				if err != nil {
+					return err
+				}
+				defer stopOTLP()
 				fmt.Fprintln(a.out, "press Ctrl-C to stop")
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -347,5 +356,6 @@ is how an HTTP client moves the world clock: see README.`,
 		},
 	}
 	cmd.Flags().IntVar(&port, "port", 0, "fixed ports: the mail API on `N`, the CRM on N+1, the control API on N+2 (default: free ports)")
+	addOTLPFlag(cmd, &otlpAddr)
 	return cmd
 }

@@ -69,10 +69,21 @@ const (
 	// KeysInFlight indexes the idempotency keys claimed by a request that
 	// is still executing (key -> empty). The world keeps it.
 	KeysInFlight Bucket = "world_keys_in_flight"
+	// OTLPSpans holds the spans of executions imported from OpenTelemetry,
+	// in the order they arrived (8-byte sequence -> span); engine/otlp owns it.
+	OTLPSpans Bucket = "otlp_spans"
+	// OTLPIndex finds them by execution (execution id, 0, trace id, span id
+	// -> sequence and import); engine/otlp owns it.
+	OTLPIndex Bucket = "otlp_index"
+	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
+	OTLPTraces Bucket = "otlp_traces"
+	// OTLPImports holds the file imports still in progress (or cut short by
+	// a crash), whose spans readers skip; engine/otlp owns it.
+	OTLPImports Bucket = "otlp_imports"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPIndex, OTLPTraces, OTLPImports}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}
