@@ -109,7 +109,7 @@ func (s *screen) press(keys string) {
 // and reads the duplicate in the outbox and the killed worker in the trace
 // off the screen of the real binary.
 func TestExplorerInPseudoTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	s := startScreen(t, bin, db, 160, 40)
 	s.waitFor("empty database", "Executions 0", "none yet: press n")
@@ -144,7 +144,7 @@ func TestExplorerInPseudoTerminal(t *testing.T) {
 }
 
 func TestExplorerRefusesWithoutTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	cmd := exec.Command(bin, "--db", filepath.Join(t.TempDir(), "retrylab.db"))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -156,37 +156,9 @@ func TestExplorerRefusesWithoutTerminal(t *testing.T) {
 }
 
 func TestExplorerTooSmallTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	s := startScreen(t, bin, filepath.Join(t.TempDir(), "retrylab.db"), 50, 12)
 	s.waitFor("too small", "at least 60×16", "50×12")
 	s.press("q")
 	<-s.done
-}
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildBinary builds retrylab once per test run, as a user would.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "retrylab-pty")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "retrylab")
-		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			builtBin = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build: %v: %s", buildErr, builtBin)
-	}
-	return builtBin
 }

@@ -67,6 +67,7 @@ func (f *fakeLessons) Record(s lesson.Step, fb lesson.Feedback) error {
 }
 
 func TestLessonModeWalksSteps(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	fl := newFakeLessons(t)
 	m := open(t, snap, 160, 44)
@@ -105,6 +106,7 @@ func TestLessonModeWalksSteps(t *testing.T) {
 }
 
 func TestLessonModeNeedsLessons(t *testing.T) {
+	t.Parallel()
 	m := open(t, record(t, []string{"naive", "run"}), 160, 44)
 	press(t, m, "L")
 	if m.lesson.on || !strings.Contains(m.flash, "lesson mode needs") {
@@ -113,6 +115,7 @@ func TestLessonModeNeedsLessons(t *testing.T) {
 }
 
 func TestGoldenLessonStep(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	m := New(Options{Source: snap, Now: fixedNow, Lessons: newFakeLessons(t), Lesson: true})
 	t.Cleanup(m.Close)
