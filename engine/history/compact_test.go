@@ -99,7 +99,7 @@ func TestCompactEdges(t *testing.T) {
 		Request: &Exchange{Method: "POST", URL: "/v1/send", Headers: map[string]string{"Idempotency-Key": "ik_00ff00ff00ff00ff00ff00ff00ff00ff", "X": ""},
 			Body: json.RawMessage(`{"a":"<b>"}`)},
 		Response: &Exchange{Status: 200, Headers: map[string]string{"Idempotent-Replayed": "true"}, Body: json.RawMessage(`"msg_1a2b3c"`)},
-		Result: json.RawMessage(`null`), ResultRun: 2, Plan: 1, Fault: "timeout-after-effect", ExitCode: -1, PID: 1 << 30,
+		Result:   json.RawMessage(`null`), ResultRun: 2, Plan: 1, Fault: "timeout-after-effect", ExitCode: -1, PID: 1 << 30,
 		Error: "ik_00ff00ff00ff00ff00ff00ff00ff00ff", Scenario: "gen-safe"}
 	cases := []Event{
 		full,
