@@ -18,15 +18,25 @@ import (
 // screen is the real binary running in a pseudo-terminal, read through a
 // VT100 emulator so the test sees what a person would.
 type screen struct {
-	t    *testing.T
+	t    testing.TB
 	pty  *os.File
 	term vt10x.Terminal
 	cmd  *exec.Cmd
 	done chan error
 	mu   sync.Mutex
+	// reads gets the time of every read of the program's output, when set
+	// before startScreen returns (see startScreenTimed).
+	reads chan time.Time
 }
 
 func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *screen {
+	t.Helper()
+	return startScreenTimed(t, nil, bin, db, cols, rows, args...)
+}
+
+// startScreenTimed is startScreen that also sends the time of every read of
+// the program's output to reads (dropping times when reads is full).
+func startScreenTimed(t testing.TB, reads chan time.Time, bin, db string, cols, rows int, args ...string) *screen {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "RETRYLAB_DB="+db, "TERM=xterm-256color")
@@ -34,12 +44,18 @@ func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *
 	if err != nil {
 		t.Fatalf("start in a pty: %v", err)
 	}
-	s := &screen{t: t, pty: f, term: vt10x.New(vt10x.WithSize(cols, rows)), cmd: cmd, done: make(chan error, 1)}
+	s := &screen{t: t, pty: f, term: vt10x.New(vt10x.WithSize(cols, rows)), cmd: cmd, done: make(chan error, 1), reads: reads}
 	go func() {
 		r := bufio.NewReader(f)
 		buf := make([]byte, 4096)
 		for {
 			n, err := r.Read(buf)
+			if n > 0 && s.reads != nil {
+				select {
+				case s.reads <- time.Now():
+				default:
+				}
+			}
 			if n > 0 {
 				s.answerQueries(buf[:n])
 				s.mu.Lock()
