@@ -3,6 +3,7 @@ package lesson_test
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,17 +19,24 @@ import (
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // TestMain lets the test binary double as the worker the hosts start.
 func TestMain(m *testing.M) {
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
 func openHost(t *testing.T, path string) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, NoSync: true})
+	return openHostWith(t, path, fixtures.FS)
+}
+
+func openHostWith(t *testing.T, path string, scenarios fs.FS) *engine.Host {
+	t.Helper()
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: scenarios, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +117,31 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestWalkWholePath walks the whole lesson path headlessly with scripted
-// answers, stopping half way and resuming on a reopened host, and checks
-// that the progress persists in the database.
+// walkFS is a catalogue of six lessons for the walk's tests: the article's
+// four, and two later ones. Each lesson whose response is lost waits out a
+// real 1 s client timeout; only naive and safe do here. (Every lesson of the
+// whole catalogue is run by TestEveryLessonHasItsOutcome.)
+func walkFS(t *testing.T) fs.FS {
+	t.Helper()
+	out := fstest.MapFS{}
+	for _, name := range []string{"naive", "crash", "safe", "invoice-crm", "regenerated-args", "key-retention"} {
+		data, err := fs.ReadFile(fixtures.FS, name+".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name+".yaml"] = &fstest.MapFile{Data: data}
+	}
+	return out
+}
+
+// TestWalkWholePath walks a lesson path headlessly with scripted answers,
+// stopping half way and resuming on a reopened host, and checks that the
+// progress persists in the database.
 func TestWalkWholePath(t *testing.T) {
+	t.Parallel()
+	lessons := walkFS(t)
 	db := filepath.Join(t.TempDir(), "workshop.db")
-	h := openHost(t, db)
+	h := openHostWith(t, db, lessons)
 	s, err := lesson.Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +179,7 @@ func TestWalkWholePath(t *testing.T) {
 	}
 
 	// The workshop resumes on a new host over the same database.
-	h = openHost(t, db)
+	h = openHostWith(t, db, lessons)
 	defer h.Close()
 	s, err = lesson.Open(h)
 	if err != nil {
@@ -208,6 +235,44 @@ func TestWalkWholePath(t *testing.T) {
 	}
 	if st, _ := h.LessonProgress(); len(st.Done) != 0 {
 		t.Errorf("after Reset %d steps are still done", len(st.Done))
+	}
+}
+
+// TestEveryLessonHasItsOutcome runs every lesson of the catalogue as the
+// walk does (on one host per group, each lesson after a ResetForLesson of
+// what the one before it left) and checks the outcome a right prediction
+// expects: no lesson says "⚠ The scenario expects". The groups run at once;
+// their lessons mostly wait on client timeouts.
+func TestEveryLessonHasItsOutcome(t *testing.T) {
+	t.Parallel()
+	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const groups = 4
+	for g := range groups {
+		t.Run(strconv.Itoa(g), func(t *testing.T) {
+			t.Parallel()
+			h := openHost(t, filepath.Join(t.TempDir(), "lessons.db"))
+			defer h.Close()
+			s, err := lesson.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for i := g; i < len(path); i += groups {
+				step := path[i]
+				out, err := s.Run(ctx, step)
+				if err != nil {
+					t.Fatalf("%s: %v", step.Name, err)
+				}
+				fb := lesson.Check(step, step.Expected, out)
+				if !fb.Correct || fb.Actual != step.Expected || strings.Contains(fb.Text, "⚠") {
+					t.Errorf("%s: expected %d, got %+v", step.Name, step.Expected, fb)
+				}
+			}
+		})
 	}
 }
 
