@@ -115,9 +115,9 @@ func (c *Catalog) Get(name string) (*Scenario, error) {
 	defer c.mu.Unlock()
 	file := name + ".yaml"
 	s, ok := c.parsed[file]
-	// Once every file is parsed, a name not among them is not in the
-	// file system either.
-	if !ok && c.all == nil && fs.ValidPath(file) {
+	// A name not parsed yet may still be a file (chaos.FS lists no files
+	// but opens any name it generates), so look even after All.
+	if !ok && fs.ValidPath(file) {
 		if _, err := fs.Stat(c.fsys, file); err == nil {
 			if s, err = c.load(file); err != nil {
 				return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/retrylab/retrylab/fixtures"
 )
 
-// countingFS counts the opens of each file.
+// countingFS counts the opens of each file that exists (a parse each).
 type countingFS struct {
 	fs.FS
 	mu    sync.Mutex
@@ -21,11 +21,17 @@ type countingFS struct {
 }
 
 func (c *countingFS) Open(name string) (fs.File, error) {
-	c.mu.Lock()
-	c.opens[name]++
-	c.mu.Unlock()
-	return c.FS.Open(name)
+	f, err := c.FS.Open(name)
+	if err == nil && name != "." {
+		c.mu.Lock()
+		c.opens[name]++
+		c.mu.Unlock()
+	}
+	return f, err
 }
+
+// Stat answers without an open, as embed.FS does, so Open counts reads.
+func (c *countingFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(c.FS, name) }
 
 // TestCatalogParsesEachFileOnce: a checker resolves every execution's
 // scenario, most of them not in the catalogue; each lookup used to parse
@@ -127,5 +133,28 @@ func TestCatalogUnknownAfterAll(t *testing.T) {
 		if _, err := cat.Get("other"); !errors.Is(err, scenario.ErrUnknown) || !strings.Contains(err.Error(), "known: minimal") {
 			t.Fatalf("other: %v", err)
 		}
+	}
+}
+
+// hiddenFS opens its one file but lists none, as chaos.FS generates files
+// on demand.
+type hiddenFS struct{ data []byte }
+
+func (h hiddenFS) Open(name string) (fs.File, error) {
+	if name == "minimal.yaml" {
+		return fstest.MapFS{name: {Data: h.data}}.Open(name)
+	}
+	return fstest.MapFS{}.Open(name)
+}
+
+// TestCatalogFindsUnlistedFiles: after All (which lists nothing here), a
+// name is still looked up in the file system.
+func TestCatalogFindsUnlistedFiles(t *testing.T) {
+	cat := scenario.NewCatalog(hiddenFS{data: []byte(minimal)})
+	if all, err := cat.All(); err != nil || len(all) != 0 {
+		t.Fatalf("all: %d, %v", len(all), err)
+	}
+	if s, err := cat.Get("minimal"); err != nil || s.Name != "minimal" {
+		t.Fatalf("minimal after All: %v", err)
 	}
 }
