@@ -31,7 +31,10 @@ import (
 // table entry (a uvarint index) followed by v>>2 bytes written as lowercase hex
 // (the keys "ik_<32 hex digits>" take 18 bytes instead of 35); 3 is the event's
 // Key (an Idempotency-Key header repeats it). JSON values (Args, Result,
-// bodies) are stored compacted and escaped, as encoding/json stored them.
+// bodies) are kept byte for byte as encoding/json stored them (compacted,
+// escaped); a flat object is stored as its members (a uvarint n<<1|1, then n
+// times a name, 0 for a string or 1 for a literal, and the string or literal),
+// anything else as its bytes (a uvarint len<<1, then the bytes).
 
 // compactMagic starts every compactly encoded event.
 const compactMagic = 0xC1
@@ -105,6 +108,11 @@ var table = [...]string{
 	"killed by the injected fault: crash after the effect, before recording",
 	"The send timed out; trying again", "Recording the invoice in the CRM",
 	"ik_", "msg_",
+	// 75-: names and values of bodies and problem documents
+	"to", "subject", "body", "\u2026", "message_id", "deduplicated", "status", "sent", "id",
+	"type", "title", "detail", "urn:retrylab:problem:server-error", "Internal Server Error",
+	"injected fault: the server failed before doing anything", "urn:retrylab:problem:response-lost",
+	"Gateway Timeout", "urn:retrylab:problem:shutting-down", "Service Unavailable", "null",
 }
 
 // tableIndex finds a string's table entry; built once, never changed.
@@ -214,9 +222,9 @@ func encodeCompact(e Event) ([]byte, error) {
 		case fTurn:
 			b = binary.AppendVarint(b, int64(e.Turn))
 		case fArgs:
-			b, err = appendJSON(b, e.Args)
+			b, err = w.json(b, e.Args)
 		case fResult:
-			b, err = appendJSON(b, e.Result)
+			b, err = w.json(b, e.Result)
 		case fResultRun:
 			b = binary.AppendVarint(b, int64(e.ResultRun))
 		case fExitCode:
@@ -301,21 +309,124 @@ func (w compactWriter) exchange(b []byte, x *Exchange) ([]byte, error) {
 		}
 	}
 	if bits&xBody != 0 {
-		return appendJSON(b, x.Body)
+		return w.json(b, x.Body)
 	}
 	return b, nil
 }
 
-// appendJSON appends a JSON value as encoding/json stores a RawMessage
-// (compacted, with <, > and & escaped), refusing what is not JSON as it does.
-func appendJSON(b []byte, v json.RawMessage) ([]byte, error) {
+// json appends a JSON value as encoding/json stores a RawMessage (compacted,
+// with <, > and & escaped), refusing what is not JSON as it does. A flat
+// object (string or scalar members only: request and response bodies,
+// problem documents) is stored member by member, its names and strings
+// through the table; anything else as its bytes.
+func (w compactWriter) json(b []byte, v json.RawMessage) ([]byte, error) {
 	var c, h bytes.Buffer
 	if err := json.Compact(&c, v); err != nil {
 		return nil, fmt.Errorf("json value: %w", err)
 	}
 	json.HTMLEscape(&h, c.Bytes())
-	b = binary.AppendUvarint(b, uint64(h.Len()))
-	return append(b, h.Bytes()...), nil
+	text := h.Bytes()
+	if members, ok := flatObject(text); ok {
+		b = binary.AppendUvarint(b, uint64(len(members))<<1|1)
+		for _, m := range members {
+			b = w.str(b, m.name, false)
+			if m.isString {
+				b = append(b, 0)
+			} else {
+				b = append(b, 1)
+			}
+			b = w.str(b, m.value, false)
+		}
+		return b, nil
+	}
+	b = binary.AppendUvarint(b, uint64(len(text))<<1)
+	return append(b, text...), nil
+}
+
+// member is one name and value of a flat JSON object; value is a string's
+// text without its quotes, or a scalar's literal.
+type member struct {
+	name, value string
+	isString    bool
+}
+
+// flatObject splits compact JSON text that is an object of strings without
+// escapes and scalars into its members, if it is one and writing the
+// members back gives the same text.
+func flatObject(text []byte) ([]member, bool) {
+	if len(text) < 2 || text[0] != '{' || text[len(text)-1] != '}' || len(text) == 2 {
+		return nil, false
+	}
+	var out []member
+	rest := text[1 : len(text)-1]
+	for len(rest) > 0 {
+		name, after, ok := plainString(rest)
+		if !ok || len(after) == 0 || after[0] != ':' {
+			return nil, false
+		}
+		rest = after[1:]
+		m := member{name: name}
+		if len(rest) > 0 && rest[0] == '"' {
+			if m.value, rest, ok = plainString(rest); !ok {
+				return nil, false
+			}
+			m.isString = true
+		} else {
+			end := bytes.IndexByte(rest, ',')
+			if end < 0 {
+				end = len(rest)
+			}
+			lit := rest[:end]
+			if len(lit) == 0 || bytes.ContainsAny(lit, "{}[]\\\"") {
+				return nil, false
+			}
+			m.value, rest = string(lit), rest[end:]
+		}
+		out = append(out, m)
+		if len(rest) > 0 {
+			if rest[0] != ',' || len(rest) == 1 {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+	}
+	if !bytes.Equal(flatText(out), text) {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainString reads a JSON string without backslashes at the start of b.
+func plainString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 || bytes.IndexByte(b[1:1+end], '\\') >= 0 {
+		return "", nil, false
+	}
+	return string(b[1 : 1+end]), b[2+end:], true
+}
+
+// flatText writes a flat object's members back as compact JSON.
+func flatText(ms []member) []byte {
+	out := []byte{'{'}
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, m.name...)
+		out = append(out, '"', ':')
+		if m.isString {
+			out = append(out, '"')
+			out = append(out, m.value...)
+			out = append(out, '"')
+		} else {
+			out = append(out, m.value...)
+		}
+	}
+	return append(out, '}')
 }
 
 func isLowerHex(s string) bool {
@@ -430,12 +541,39 @@ func (r *compactReader) str() string {
 }
 
 func (r *compactReader) json() json.RawMessage {
-	raw := r.bytes(r.uvarint())
-	if r.err != nil || len(raw) == 0 || !json.Valid(raw) {
+	v := r.uvarint()
+	var text []byte
+	if v&1 == 0 {
+		text = append([]byte(nil), r.bytes(v>>1)...)
+	} else {
+		n := v >> 1
+		if n == 0 || n > uint64(len(r.b)) {
+			r.fail()
+			return nil
+		}
+		ms := make([]member, n)
+		for i := range ms {
+			ms[i].name = r.str()
+			kind := r.bytes(1)
+			ms[i].value = r.str()
+			if r.err != nil || kind[0] > 1 {
+				r.fail()
+				return nil
+			}
+			ms[i].isString = kind[0] == 0
+		}
+		text = flatText(ms)
+		// Only what the writer stores this way: the same members again.
+		if again, ok := flatObject(text); !ok || len(again) != len(ms) {
+			r.fail()
+			return nil
+		}
+	}
+	if r.err != nil || len(text) == 0 || !json.Valid(text) {
 		r.fail()
 		return nil
 	}
-	return json.RawMessage(append([]byte(nil), raw...))
+	return json.RawMessage(text)
 }
 
 func (r *compactReader) exchange() *Exchange {

@@ -112,6 +112,18 @@ func TestCompactEdges(t *testing.T) {
 		{Type: WorkerStarted, Time: at.In(time.FixedZone("", -(3*3600 + 30*60)))},
 		{Type: WorkerStarted, Time: at.Local()},
 		{Type: StepRecorded, Request: &Exchange{}, Response: &Exchange{Headers: map[string]string{}}, Key: "k", Text: "k"},
+		// JSON values: flat objects (stored by member) and everything else.
+		{Type: StepRecorded, Result: json.RawMessage(`{"type":"urn:retrylab:problem:server-error","title":"Internal Server Error","status":500,"detail":"injected fault: the server failed before doing anything"}`)},
+		{Type: StepRecorded, Result: json.RawMessage(` { "a" : -1.5e3 , "b" : true, "c":null, "d":"" , "":"x"} `)},
+		{Type: StepRecorded, Result: json.RawMessage(`{"a":"x\"y","b":"<&>"}`)},
+		{Type: StepRecorded, Result: json.RawMessage(`{"a":"\u2028","b":"é…"}`)},
+		{Type: StepRecorded, Result: json.RawMessage(`{"a":{"b":1},"c":[1,2]}`)},
+		{Type: StepRecorded, Result: json.RawMessage(`{}`)},
+		{Type: StepRecorded, Result: json.RawMessage(`{"a":1,"a":2}`)},
+		{Type: StepRecorded, Result: json.RawMessage(`"just a string"`)},
+		{Type: StepRecorded, Result: json.RawMessage(`[{"a":1}]`)},
+		{Type: StepRecorded, Args: json.RawMessage(`{"to":"a@b.c","subject":"Your June invoice","body":"…"}`),
+			Request: &Exchange{Body: json.RawMessage(`{"message_id":"msg_1a2b3c","deduplicated":false,"status":"sent"}`)}},
 	}
 	for _, e := range cases {
 		sameAsJSON(t, e)
@@ -125,7 +137,7 @@ func TestCompactEdges(t *testing.T) {
 // Damaged compact events are refused, never half read.
 func TestCompactRefusesDamage(t *testing.T) {
 	good, err := Encode(Event{Type: AttemptStarted, Time: time.Unix(1, 2), Step: "step-4", Key: "ik_00ff00ff00ff00ff00ff00ff00ff00ff",
-		Request: &Exchange{Method: "POST", Body: json.RawMessage(`{"x":1}`)}})
+		Request: &Exchange{Method: "POST", Body: json.RawMessage(`{"x":[1]}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +152,10 @@ func TestCompactRefusesDamage(t *testing.T) {
 	if _, err := Encode(Event{Type: StepRecorded, Result: json.RawMessage(`{bad`)}); err == nil {
 		t.Error("a result that is not JSON was encoded")
 	}
-	bad := bytes.Replace(good, []byte(`{"x":1}`), []byte(`{"x":}`), 1)
+	bad := bytes.Replace(good, []byte(`{"x":[1]}`), []byte(`{"x":[}}`), 1)
+	if bytes.Equal(bad, good) {
+		t.Fatal("the body is not stored as its bytes")
+	}
 	if _, err := Decode(bad); err == nil {
 		t.Error("a body that is not JSON was accepted")
 	}
