@@ -153,14 +153,19 @@ func ServeHost(in io.Reader, out io.Writer) error {
 			}
 		}()
 	}
-	// What the last host left unfinished goes first: a key-expiry run, which
-	// has the host to itself, must not expire the keys of an execution
-	// waiting to be resumed.
+	// What the last host left unfinished goes first: a key-expiry run must
+	// not expire the keys of an execution waiting to be resumed. Within each
+	// pass the key-expiry runs come last, together: they share the host with
+	// each other but not with other runs, so apart they would each stop it
+	// for their whole run (a 1 s timeout).
 	order := make([]int, 0, job.Runs)
 	for pass := range 2 {
-		for i := 0; i < job.Runs; i++ {
-			if !skip[i] && unfinished[Spec{Seed: job.Seed, Index: i}.Execution()] == (pass == 0) {
-				order = append(order, i)
+		for _, expiring := range []bool{false, true} {
+			for i := 0; i < job.Runs; i++ {
+				spec := Spec{Seed: job.Seed, Index: i}
+				if !skip[i] && unfinished[spec.Execution()] == (pass == 0) && Generate(job.Seed, i, policy).ExpireKeys == expiring {
+					order = append(order, i)
+				}
 			}
 		}
 	}
@@ -194,10 +199,11 @@ type hostSession struct {
 	policy *history.Policy
 	h      *engine.Host
 	live   *check.Live
-	// iso lets a key-expiry run have the host to itself: its clock jump
-	// expires every key in the world. The feeder acquires it; the worker
-	// that carried the run out releases it.
-	iso   sync.RWMutex
+	// gate keeps key-expiry runs apart from all other runs: their clock
+	// jump expires every key in the world, which they all want and no other
+	// run expects. The feeder enters it; the worker that carried the run out
+	// leaves it.
+	gate  runGate
 	encMu sync.Mutex
 	enc   *json.Encoder
 }
@@ -283,19 +289,40 @@ func (s *hostSession) runOne(ctx context.Context, spec Spec) RunReport {
 	return rep
 }
 
-func (s *hostSession) acquire(spec Spec) {
-	if spec.ExpireKeys {
-		s.iso.Lock()
-	} else {
-		s.iso.RLock()
-	}
+func (s *hostSession) acquire(spec Spec) { s.gate.enter(spec.ExpireKeys) }
+
+func (s *hostSession) release(Spec) { s.gate.leave() }
+
+// runGate admits runs of one kind at a time, any number of them: ordinary
+// runs, or key-expiry runs. A run of the other kind waits until the last one
+// in has left. (Runs enter in the feeder's order, one at a time, so a kind
+// waiting to enter holds back everything after it.)
+type runGate struct {
+	mu       sync.Mutex
+	left     sync.Cond // signalled when the last run in leaves
+	expiring bool      // the kind inside, while in > 0
+	in       int
 }
 
-func (s *hostSession) release(spec Spec) {
-	if spec.ExpireKeys {
-		s.iso.Unlock()
-	} else {
-		s.iso.RUnlock()
+func (g *runGate) enter(expiring bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.left.L == nil {
+		g.left.L = &g.mu
+	}
+	for g.in > 0 && g.expiring != expiring {
+		g.left.Wait()
+	}
+	g.expiring = expiring
+	g.in++
+}
+
+func (g *runGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.in--
+	if g.in == 0 {
+		g.left.Broadcast()
 	}
 }
 
