@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -182,7 +183,7 @@ func (a *app) runCheck(externalOK bool) error {
 	if err := db.Check(); err != nil {
 		return name(err)
 	}
-	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
+	rep, err := check.CheckDB(db, check.Options{Resolve: planResolver(scenario.NewCatalog(fixtures.FS)), ExternalOK: externalOK})
 	if err != nil {
 		return name(err)
 	}
@@ -200,14 +201,39 @@ func (a *app) runCheck(externalOK bool) error {
 	return nil
 }
 
-// resolvePlan finds a scenario for the exact model: a chaos scenario is
-// regenerated from its name, anything else is looked up in the catalogue.
-func resolvePlan(name string) (check.Plan, bool) {
+// planResolver finds a scenario for the exact model: a chaos scenario is
+// regenerated from its name, anything else is looked up in cat, which
+// parses its files once. The checker asks up to three times per execution,
+// one execution after another, so the last answer is kept.
+func planResolver(cat *scenario.Catalog) func(name string) (check.Plan, bool) {
+	var (
+		mu       sync.Mutex
+		lastName string
+		last     check.Plan
+		lastOK   bool
+		asked    bool
+	)
+	return func(name string) (check.Plan, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if asked && name == lastName {
+			return last, lastOK
+		}
+		last, lastOK = resolvePlan(cat, name)
+		lastName, asked = name, true
+		return last, lastOK
+	}
+}
+
+func resolvePlan(cat *scenario.Catalog, name string) (check.Plan, bool) {
 	if p, ok := chaos.Resolve(name); ok {
 		return p, true
 	}
-	s, err := scenario.NewCatalog(fixtures.FS).Get(name)
-	if err != nil || strings.ContainsRune(name, os.PathSeparator) {
+	if strings.ContainsRune(name, os.PathSeparator) {
+		return check.Plan{}, false
+	}
+	s, err := cat.Get(name)
+	if err != nil {
 		return check.Plan{}, false
 	}
 	return check.PlanOf(s), true

@@ -13,6 +13,7 @@ import (
 // then the checker. It must pass within a minute, and `retrylab check` on
 // the database it leaves must agree.
 func TestCLIChaos200(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chaos.db")
 	start := time.Now()
 	r := rl(t, db, "chaos", "--runs", "200", "--seed", "1", "--concurrency", "8")
@@ -41,6 +42,7 @@ func TestCLIChaos200(t *testing.T) {
 // attempt number) under keys+journal: the chaos run and a later check both
 // report duplicated operations and exit 1.
 func TestCLIChaosCatchesABrokenEngine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "broken.db")
 	r := rl(t, db, "chaos", "--runs", "60", "--seed", "6", "--policy", "keys+journal", "--host-kills", "0",
 		"--break", "key-from-attempt")
@@ -59,6 +61,7 @@ func TestCLIChaosCatchesABrokenEngine(t *testing.T) {
 }
 
 func TestCLIChaosAndCheckErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	used := filepath.Join(dir, "used.db")
 	must(t, 0, used, "run", "naive")

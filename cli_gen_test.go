@@ -6,6 +6,7 @@ import (
 )
 
 func TestCLIGen(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	r := ok(t, db, "gen", "--executions", "30", "--attempts-per-step", "3", "--seed", "4", "--batch-events", "200")
 	has(t, r, "gen: 30/30 executions", "wrote 30 executions", "shapes: ", "status: ", "retrylab check --db")

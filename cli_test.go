@@ -280,6 +280,7 @@ func TestCLIInvoiceCRMCrashBetweenSteps(t *testing.T) {
 
 // Done-when 7: kill -9 of the host at random moments during runs.
 func TestCLIHostKilledAtRandomMoments(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	rng := rand.New(rand.NewPCG(20250614, 2))
 	var orphans, resumed int

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) {
 	// Tests that open a host in-process (to inspect a database) might start
 	// workers: this binary must then be one.
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(buildAndRun(m))
 }
 

@@ -18,15 +18,25 @@ import (
 // screen is the real binary running in a pseudo-terminal, read through a
 // VT100 emulator so the test sees what a person would.
 type screen struct {
-	t    *testing.T
+	t    testing.TB
 	pty  *os.File
 	term vt10x.Terminal
 	cmd  *exec.Cmd
 	done chan error
 	mu   sync.Mutex
+	// reads gets the time of every read of the program's output, when set
+	// before startScreen returns (see startScreenTimed).
+	reads chan time.Time
 }
 
 func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *screen {
+	t.Helper()
+	return startScreenTimed(t, nil, bin, db, cols, rows, args...)
+}
+
+// startScreenTimed is startScreen that also sends the time of every read of
+// the program's output to reads (dropping times when reads is full).
+func startScreenTimed(t testing.TB, reads chan time.Time, bin, db string, cols, rows int, args ...string) *screen {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "RETRYLAB_DB="+db, "TERM=xterm-256color")
@@ -34,12 +44,18 @@ func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *
 	if err != nil {
 		t.Fatalf("start in a pty: %v", err)
 	}
-	s := &screen{t: t, pty: f, term: vt10x.New(vt10x.WithSize(cols, rows)), cmd: cmd, done: make(chan error, 1)}
+	s := &screen{t: t, pty: f, term: vt10x.New(vt10x.WithSize(cols, rows)), cmd: cmd, done: make(chan error, 1), reads: reads}
 	go func() {
 		r := bufio.NewReader(f)
 		buf := make([]byte, 4096)
 		for {
 			n, err := r.Read(buf)
+			if n > 0 && s.reads != nil {
+				select {
+				case s.reads <- time.Now():
+				default:
+				}
+			}
 			if n > 0 {
 				s.answerQueries(buf[:n])
 				s.mu.Lock()
@@ -109,7 +125,7 @@ func (s *screen) press(keys string) {
 // and reads the duplicate in the outbox and the killed worker in the trace
 // off the screen of the real binary.
 func TestExplorerInPseudoTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	s := startScreen(t, bin, db, 160, 40)
 	s.waitFor("empty database", "Executions 0", "none yet: press n")
@@ -144,7 +160,7 @@ func TestExplorerInPseudoTerminal(t *testing.T) {
 }
 
 func TestExplorerRefusesWithoutTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	cmd := exec.Command(bin, "--db", filepath.Join(t.TempDir(), "retrylab.db"))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -156,37 +172,9 @@ func TestExplorerRefusesWithoutTerminal(t *testing.T) {
 }
 
 func TestExplorerTooSmallTerminal(t *testing.T) {
-	bin := buildBinary(t)
+	t.Parallel()
 	s := startScreen(t, bin, filepath.Join(t.TempDir(), "retrylab.db"), 50, 12)
 	s.waitFor("too small", "at least 60×16", "50×12")
 	s.press("q")
 	<-s.done
-}
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildBinary builds retrylab once per test run, as a user would.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "retrylab-pty")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "retrylab")
-		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			builtBin = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build: %v: %s", buildErr, builtBin)
-	}
-	return builtBin
 }

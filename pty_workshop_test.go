@@ -21,7 +21,6 @@ func seed(t *testing.T, bin, db string, scenarios ...string) {
 // jjj or a fast typist does: the terminal reader hands them over as one
 // message, and every key must still count.
 func TestExplorerKeysInOneBurst(t *testing.T) {
-	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	seed(t, bin, db, "naive", "safe", "one-send")
 	s := startScreen(t, bin, db, 160, 40)
@@ -40,7 +39,6 @@ func TestExplorerKeysInOneBurst(t *testing.T) {
 // their own beside the user's; the user's executions are all there during
 // and after the lesson.
 func TestLessonLeavesTheUsersDatabase(t *testing.T) {
-	bin := buildBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "retrylab.db")
 	seed(t, bin, db, "safe", "one-send")

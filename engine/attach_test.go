@@ -18,6 +18,7 @@ import (
 // database and drives it: its runs are recorded by the one host and show
 // up in the host's own subscribers.
 func TestClientAttachesToRunningHost(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
 	h := openHostAt(t, path, nil)
 	info, err := os.Stat(engine.HostFile(path))
@@ -97,6 +98,7 @@ func TestClientAttachesToRunningHost(t *testing.T) {
 }
 
 func TestDialWithoutHost(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
 	if _, err := engine.Dial(path); !errors.Is(err, engine.ErrNoHost) {
 		t.Fatalf("dial with no host: %v", err)
@@ -111,6 +113,7 @@ func TestDialWithoutHost(t *testing.T) {
 }
 
 func TestHostFileRemovedOnClose(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
 	h, err := engine.Open(engine.Config{DBPath: path})
 	if err != nil {

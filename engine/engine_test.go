@@ -17,12 +17,14 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
 )
 
 // TestMain lets the host start this very test binary as its workers.
 func TestMain(m *testing.M) {
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
@@ -232,6 +234,7 @@ func wantOutbox(t *testing.T, msgs []world.Message, n int) {
 // Done-when 1: the response is lost after the mail API delivered; the retry
 // delivers again; the trace is green and the outbox holds two.
 func TestNaiveTimeoutDuplicates(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	p := start(t, h, "naive")
 	wantStatus(t, p, history.StatusCompleted, 0)
@@ -301,6 +304,7 @@ func TestNaiveTimeoutDuplicates(t *testing.T) {
 // Done-when 2: the worker is killed after the delivery; resuming runs the
 // step again, because nothing recorded that it ran.
 func TestCrashThenResumeDuplicates(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	p := start(t, h, "crash")
 	wantStatus(t, p, history.StatusKilled, engine.ExitKilled)
@@ -407,6 +411,7 @@ func safeFirstRun(t *testing.T, h *engine.Host) (msgID string) {
 // Done-when 3: the key absorbs the retry; running again, the journal
 // answers and no request reaches the mail API.
 func TestSafeKeyThenJournal(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	msgID := safeFirstRun(t, h)
 
@@ -441,6 +446,7 @@ func TestSafeKeyThenJournal(t *testing.T) {
 
 // Done-when 4: with the journal record deleted, the key alone holds.
 func TestSafeKeyAloneAfterJournalDelete(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	msgID := safeFirstRun(t, h)
 	wantStatus(t, start(t, h, "safe"), history.StatusCompleted, 0)
@@ -494,6 +500,7 @@ func TestSafeKeyAloneAfterJournalDelete(t *testing.T) {
 // from the journal, writes the CRM once with the email's message id, and
 // the history shows the gap while no worker ran.
 func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
+	t.Parallel()
 	clock := &offsetClock{}
 	h := openHost(t, clock)
 	p := start(t, h, "invoice-crm")
@@ -569,6 +576,7 @@ func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
 // An execution left "running" by a host that died is marked killed by the
 // next host, and resume finishes it.
 func TestOrphanMarkedKilledAndResumed(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
 	// What a host killed in the middle of a run leaves behind: the record
 	// says running, the history ends with the worker's start.
@@ -632,6 +640,7 @@ func TestOrphanMarkedKilledAndResumed(t *testing.T) {
 }
 
 func TestServicesListenOnLoopback(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	for name, u := range map[string]string{"mail": h.MailURL(), "crm": h.CRMURL(), "runtime": h.RuntimeURL()} {
 		if !strings.HasPrefix(u, "http://127.0.0.1:") {

@@ -114,6 +114,7 @@ func outboxLen(t *testing.T, h *engine.Host) int {
 const invoice = `{"to": "jordan@acme.dev", "subject": "Your June invoice", "body": "…"}`
 
 func TestMailAPIReplayAndMismatch(t *testing.T) {
+	t.Parallel()
 	h := openAPIHost(t)
 	first := send(t, h, invoice, "k-replay")
 	if first.status != 200 || first.deduped || first.msgID == "" || first.header.Get("Idempotent-Replayed") != "" {
@@ -160,6 +161,7 @@ func TestMailAPIReplayAndMismatch(t *testing.T) {
 }
 
 func TestMailAPIBadRequestsAreNotStored(t *testing.T) {
+	t.Parallel()
 	h := openAPIHost(t)
 	// Invalid message: 400, and the key is not stored.
 	wantProblem(t, send(t, h, `{"to": "jordan@acme.dev"}`, "k-400"), http.StatusBadRequest)
@@ -193,6 +195,7 @@ func TestMailAPIBadRequestsAreNotStored(t *testing.T) {
 }
 
 func TestMailAPIKeyExpiresWithWorldClock(t *testing.T) {
+	t.Parallel()
 	h := openAPIHost(t)
 	first := send(t, h, invoice, "k-expiry")
 	if first.status != 200 || first.deduped {
@@ -227,6 +230,7 @@ func TestMailAPIKeyExpiresWithWorldClock(t *testing.T) {
 // 50 concurrent requests with one key while the first is in flight: 409s,
 // and exactly one delivery.
 func TestMailAPIConcurrentSameKey(t *testing.T) {
+	t.Parallel()
 	h := openAPIHost(t)
 	ch, stop := h.Subscribe(1 << 12)
 	defer stop()

@@ -32,7 +32,12 @@ import (
 )
 
 // SchemaVersion is the layout version this build writes and understands.
-const SchemaVersion = 1
+//
+// v2: history events are stored in engine/history's compact encoding; v1
+// stored them as JSON. This build reads both; a writer raises a v1 file to v2
+// when it opens it (the next event it appends is compact), so a build that
+// knows only v1 refuses the file instead of misreading it.
+const SchemaVersion = 2
 
 // Sentinel errors, checked with errors.Is.
 var (
@@ -336,7 +341,7 @@ func (db *DB) prepare() error {
 			}
 		}
 		meta := tx.Bucket([]byte(bucketMeta))
-		if meta.Get([]byte("schema")) == nil {
+		if v := meta.Get([]byte("schema")); v == nil || binary.BigEndian.Uint64(v) < SchemaVersion {
 			return meta.Put([]byte("schema"), U64(SchemaVersion))
 		}
 		return nil

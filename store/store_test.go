@@ -785,3 +785,29 @@ func TestPanicInFnIsNotCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A writer raises a v1 file (events stored as JSON) to v2 as it opens it, so
+// a build that knows only v1 refuses the file once compact events are in it;
+// a reader leaves the file as it is.
+func TestWriterRaisesV1ToCurrentSchema(t *testing.T) {
+	db, path := newDB(t)
+	if err := db.Update(func(tx *Tx) error {
+		return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(1))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := openDB(t, path, Options{ReadOnly: true})
+	if got := schemaOf(t, ro); got != 1 {
+		t.Fatalf("a reader changed the schema to %d", got)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{})
+	if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 2 {
+		t.Fatalf("schema after a writer opened a v1 file: %d, want %d", got, SchemaVersion)
+	}
+}

@@ -56,6 +56,7 @@ func mustShow(t *testing.T, v, what string, wants ...string) {
 type settleMsg struct{}
 
 func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send")
 	mustShow(t, v, "naive view", "2 messages ← duplicate send", "◆ timeout", "✓ 200", "⚠ exec_7K2Q")
@@ -63,6 +64,7 @@ func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
 }
 
 func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send", "f")
 	if strings.Contains(v, "#1 ◆") || !strings.Contains(v, "#2 ✓") || !strings.Contains(v, "2 messages ← duplicate send") {
@@ -72,6 +74,7 @@ func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
 }
 
 func TestGoldenSafeDedupAndReplay(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"safe", "run", "run"})
 	v := view(t, snap, 160, 36, "replayed from journal")
 	mustShow(t, v, "safe view", "↺ deduplicated by key", "ik_a94a0b1d", "⟲ send_invoice_email", "1 message ✓")
@@ -79,6 +82,7 @@ func TestGoldenSafeDedupAndReplay(t *testing.T) {
 }
 
 func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"invoice-crm", "run", "resume"})
 	v := view(t, snap, 160, 36, "replayed from journal")
 	mustShow(t, v, "invoice-crm view", "☠ worker killed (exit 137)", "┆ 53.1s with no worker running", "⟲ send_invoice_email  step-4  replayed", "1 message ✓")
@@ -86,6 +90,7 @@ func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
 }
 
 func TestGoldenHelp(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 160, 36, "duplicate send", "?")
 	mustShow(t, v, "help", "Faults", "arm: crash, effect unrecorded", "kill the worker now")
@@ -93,6 +98,7 @@ func TestGoldenHelp(t *testing.T) {
 }
 
 func TestGoldenNarrow(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 80, 24, "Trace", "tab")
 	if !strings.Contains(v, "[ Outbox ]") || !strings.Contains(v, "2 messages ← duplicate send") {
@@ -102,6 +108,7 @@ func TestGoldenNarrow(t *testing.T) {
 }
 
 func TestGoldenTooSmall(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	v := view(t, snap, 50, 10, "needs a terminal")
 	if !strings.Contains(v, "at least 60×16") || !strings.Contains(v, "50×10") || !strings.Contains(v, "retrylab --help") {

@@ -193,6 +193,7 @@ func TestLessonPredictionRule(t *testing.T) {
 }
 
 func TestLessonModeWalksSteps(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, record(t, []string{"naive", "run"}), fl, 160, 44)
 	press(t, m, "L")
@@ -224,6 +225,7 @@ func TestLessonModeWalksSteps(t *testing.T) {
 }
 
 func TestLessonModeNeedsLessons(t *testing.T) {
+	t.Parallel()
 	m := open(t, record(t, []string{"naive", "run"}), 160, 44)
 	press(t, m, "L")
 	if m.lesson.on || !strings.Contains(m.flash, "lesson mode is not available") {
@@ -232,6 +234,7 @@ func TestLessonModeNeedsLessons(t *testing.T) {
 }
 
 func TestGoldenLessonStep(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	openRoom, _ := lessonRoom(t, fl)
 	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: openRoom, Lesson: true})

@@ -17,10 +17,12 @@ import (
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 func TestMain(m *testing.M) {
 	agent.MainForTests() // the tests' hosts start this binary as their workers
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
@@ -45,22 +47,41 @@ type snapshot struct {
 
 var (
 	recordedMu sync.Mutex
-	recorded   = map[string]*snapshot{}
+	recorded   = map[string]*recording{}
 )
+
+// recording is one script's recording, made by the first test that asks
+// for it while the others asking for the same one wait.
+type recording struct {
+	done chan struct{}
+	snap *snapshot
+}
 
 // record runs scripts of actions against a real host on a scratch
 // database and snapshots the result. Each script is a scenario name and
-// its actions: "run" or "resume". Recordings are made once per test binary;
+// its actions: "run" or "resume". Recordings are made once per test binary
+// (different ones at the same time: they wait on timeouts, not the CPU);
 // each caller gets its own copy to act on.
 func record(t *testing.T, scripts ...[]string) *snapshot {
 	t.Helper()
 	key := fmt.Sprint(scripts)
 	recordedMu.Lock()
-	defer recordedMu.Unlock()
-	snap, ok := recorded[key]
+	rec, ok := recorded[key]
 	if !ok {
-		snap = recordNow(t, scripts...)
-		recorded[key] = snap
+		rec = &recording{done: make(chan struct{})}
+		recorded[key] = rec
+	}
+	recordedMu.Unlock()
+	if !ok {
+		func() {
+			defer close(rec.done)
+			rec.snap = recordNow(t, scripts...)
+		}()
+	}
+	<-rec.done
+	snap := rec.snap
+	if snap == nil {
+		t.Fatalf("recording %s failed in another test", key)
 	}
 	return &snapshot{execs: snap.execs, events: snap.events, msgs: snap.msgs, records: snap.records, scenarios: snap.scenarios}
 }

@@ -15,6 +15,7 @@ func article(t *testing.T) *snapshot {
 }
 
 func TestFocusAndExecutionSelection(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	if m.focus != paneTrace {
@@ -53,6 +54,7 @@ func TestFocusAndExecutionSelection(t *testing.T) {
 }
 
 func TestCrossHighlightAttemptAndMessage(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
 	// Select attempt #1 in the trace: the outbox highlights the message it caused.
@@ -88,6 +90,7 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 }
 
 func TestTraceExpandCollapseAndFinalOnly(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
 	all := len(m.rows)
@@ -122,6 +125,7 @@ func TestTraceExpandCollapseAndFinalOnly(t *testing.T) {
 }
 
 func TestHotkeysReachTheEngine(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"safe", "run", "run"})
 	m := open(t, snap, 160, 36)
 	press(t, m, "t", "T", "c", "C")
@@ -184,6 +188,7 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 }
 
 func TestFilterExecutions(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	press(t, m, "/", "s", "a", "f", "e", "enter")
@@ -197,6 +202,7 @@ func TestFilterExecutions(t *testing.T) {
 }
 
 func TestMouseSelectsAndScrolls(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	// Click the second execution (rows 1-2 are the first, 3-4 the second).
@@ -213,6 +219,7 @@ func TestMouseSelectsAndScrolls(t *testing.T) {
 }
 
 func TestResizeAtAnyTime(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	for _, size := range [][2]int{{80, 24}, {0, 0}, {10, 3}, {200, 60}, {60, 16}} {

@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // TestMain lets the runner start this very test binary as its hosts, and
@@ -24,10 +25,12 @@ import (
 func TestMain(m *testing.M) {
 	agent.MainForTests()
 	chaos.MainIfHost()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
+	t.Parallel()
 	for i := range 50 {
 		a, b := chaos.Generate(7, i, nil), chaos.Generate(7, i, nil)
 		if !reflect.DeepEqual(a, b) {
@@ -49,6 +52,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 // TestPlansCoverEverything: 400 runs reach every template, every fault
 // point, every policy, kills from outside and key expiry.
 func TestPlansCoverEverything(t *testing.T) {
+	t.Parallel()
 	templates := map[chaos.Template]bool{}
 	points := map[fault.Point]bool{}
 	policies := map[string]bool{}
@@ -79,6 +83,7 @@ func TestPlansCoverEverything(t *testing.T) {
 // TestScenariosParse: every generated scenario is a valid scenario file,
 // served by the catalogue under its name, and inside the model.
 func TestScenariosParse(t *testing.T) {
+	t.Parallel()
 	cat := scenario.NewCatalog(chaos.FS{Seed: 3})
 	for i := range 100 {
 		spec := chaos.Generate(3, i, nil)
@@ -107,6 +112,7 @@ func TestScenariosParse(t *testing.T) {
 }
 
 func TestRefusesADatabaseInUse(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chaos.db")
 	if _, err := chaos.Run(context.Background(), chaos.Config{DB: db, Seed: 1, Runs: 3, HostKills: 0}); err != nil {
 		t.Fatal(err)
@@ -122,6 +128,7 @@ func TestRefusesADatabaseInUse(t *testing.T) {
 // worker kills (crash faults and from outside) and five host kills, every
 // killed execution resumed to its end, then the checker. It must pass.
 func TestChaos200(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaos.Config{Seed: 1, Runs: 200, Concurrency: 8, HostKills: 5}, true)
 }
 
@@ -157,6 +164,7 @@ func runChaos(t *testing.T, cfg chaos.Config, wantOK bool) *chaos.Result {
 // provider sends again. Under keys+journal the checker must find the
 // duplicates and fail.
 func TestChaosCatchesKeysDerivedFromTheAttempt(t *testing.T) {
+	t.Parallel()
 	p := history.Policy{Keys: true, Journal: true}
 	cfg := chaos.Config{Seed: 6, Runs: 60, Concurrency: 8, Policy: "keys+journal", HostKills: 0, Bug: chaos.BugKeyFromAttempt}
 	// The plan must hold keyed steps whose first attempt takes effect and is

@@ -137,15 +137,22 @@ func ServeHost(in io.Reader, out io.Writer) error {
 		skip[i] = true
 	}
 	conc := max(job.Concurrency, 1)
-	next := make(chan Spec)
+	// A run is handed out with whether it will move the world clock: a
+	// key-expiry run that has not started yet. (One resumed from an earlier
+	// host does not jump again.)
+	type fed struct {
+		spec  Spec
+		jumps bool
+	}
+	next := make(chan fed)
 	var wg sync.WaitGroup
 	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for spec := range next {
-				rep := s.runOne(ctx, spec)
-				s.release(spec)
+			for f := range next {
+				rep := s.runOne(ctx, f.spec)
+				s.release(f.spec, f.jumps)
 				if ctx.Err() != nil {
 					return
 				}
@@ -153,28 +160,34 @@ func ServeHost(in io.Reader, out io.Writer) error {
 			}
 		}()
 	}
-	// What the last host left unfinished goes first: a key-expiry run, which
-	// has the host to itself, must not expire the keys of an execution
-	// waiting to be resumed.
+	// What the last host left unfinished goes first: a clock jump must not
+	// expire the keys of an execution waiting to be resumed. Then the
+	// key-expiry runs, together: once their clock jumps have landed, the
+	// other runs go on beside them while they wait out their 1 s timeouts.
 	order := make([]int, 0, job.Runs)
-	for pass := range 2 {
+	for _, pass := range []func(unfinished, expiring bool) bool{
+		func(unfinished, _ bool) bool { return unfinished },
+		func(unfinished, expiring bool) bool { return !unfinished && expiring },
+		func(unfinished, expiring bool) bool { return !unfinished && !expiring },
+	} {
 		for i := 0; i < job.Runs; i++ {
-			if !skip[i] && unfinished[Spec{Seed: job.Seed, Index: i}.Execution()] == (pass == 0) {
+			if !skip[i] && pass(unfinished[Spec{Seed: job.Seed, Index: i}.Execution()], Generate(job.Seed, i, policy).ExpireKeys) {
 				order = append(order, i)
 			}
 		}
 	}
 feed:
 	for _, i := range order {
-		// The feeder takes the lock, so every run handed out before a
-		// key-expiry run has finished before it starts, and every run after
-		// it starts after it ends.
+		// The feeder enters the gate, so a key-expiry run starts only once
+		// every other run handed out before it has ended, and every run
+		// after the key-expiry runs starts once their clocks have jumped.
 		spec := Generate(job.Seed, i, policy)
-		s.acquire(spec)
+		f := fed{spec: spec, jumps: spec.ExpireKeys && !unfinished[spec.Execution()]}
+		s.acquire(spec, f.jumps)
 		select {
-		case next <- spec:
+		case next <- f:
 		case <-ctx.Done():
-			s.release(spec)
+			s.release(spec, f.jumps)
 			break feed
 		}
 	}
@@ -194,10 +207,12 @@ type hostSession struct {
 	policy *history.Policy
 	h      *engine.Host
 	live   *check.Live
-	// iso lets a key-expiry run have the host to itself: its clock jump
-	// expires every key in the world. The feeder acquires it; the worker
-	// that carried the run out releases it.
-	iso   sync.RWMutex
+	// gate keeps key-expiry runs' clock jumps apart from all other runs:
+	// a jump expires every key in the world, which every key-expiry run
+	// wants and no other run expects. The feeder enters it; the run lets
+	// the others on once its jump has landed (or it ended); the worker that
+	// carried the run out leaves it.
+	gate  runGate
 	encMu sync.Mutex
 	enc   *json.Encoder
 }
@@ -226,6 +241,13 @@ func (s *hostSession) runOne(ctx context.Context, spec Spec) RunReport {
 	case errors.Is(err, engine.ErrNoExecution):
 		if spec.ExpireKeys {
 			jumped = s.jumpAfterFirstEffect(id)
+			go func() {
+				select {
+				case <-jumped:
+					s.gate.landed(spec.Index)
+				case <-ctx.Done():
+				}
+			}()
 		}
 		keys, journal := spec.Policy.Keys, spec.Policy.Journal
 		run, err = h.Start(spec.Name(), engine.RunOptions{Execution: id, Keys: &keys, Journal: &journal})
@@ -283,20 +305,76 @@ func (s *hostSession) runOne(ctx context.Context, spec Spec) RunReport {
 	return rep
 }
 
-func (s *hostSession) acquire(spec Spec) {
-	if spec.ExpireKeys {
-		s.iso.Lock()
+func (s *hostSession) acquire(spec Spec, jumps bool) {
+	if jumps {
+		s.gate.enterJumping(spec.Index)
 	} else {
-		s.iso.RLock()
+		s.gate.enter()
 	}
 }
 
-func (s *hostSession) release(spec Spec) {
-	if spec.ExpireKeys {
-		s.iso.Unlock()
+func (s *hostSession) release(spec Spec, jumps bool) {
+	if jumps {
+		s.gate.landed(spec.Index)
 	} else {
-		s.iso.RUnlock()
+		s.gate.leave()
 	}
+}
+
+// runGate keeps the clock jumps of key-expiry runs apart from other runs. A
+// run that will jump enters once no other run is in, and holds the others
+// back until its jump has landed (or it ended without one); runs that jump
+// enter beside each other. Runs enter in the feeder's order, one at a time, so a
+// run waiting to enter holds back everything after it.
+type runGate struct {
+	mu      sync.Mutex
+	changed sync.Cond
+	in      int          // other runs in
+	pending map[int]bool // key-expiry runs in whose jump has not landed
+}
+
+func (g *runGate) init() {
+	if g.changed.L == nil {
+		g.changed.L = &g.mu
+		g.pending = map[int]bool{}
+	}
+}
+
+func (g *runGate) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for len(g.pending) > 0 {
+		g.changed.Wait()
+	}
+	g.in++
+}
+
+func (g *runGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.in--
+	g.changed.Broadcast()
+}
+
+func (g *runGate) enterJumping(run int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for g.in > 0 {
+		g.changed.Wait()
+	}
+	g.pending[run] = true
+}
+
+// landed lets the other runs on as far as run is concerned; it may be
+// called more than once.
+func (g *runGate) landed(run int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	delete(g.pending, run)
+	g.changed.Broadcast()
 }
 
 // resume starts a new run, waiting out the moment in which the last

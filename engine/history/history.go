@@ -8,10 +8,9 @@
 package history
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/retrylab/retrylab/store"
@@ -119,8 +118,14 @@ type Event struct {
 	Effect *Effect `json:"effect,omitempty"`
 }
 
-// Encode is the stored form of an event.
+// Encode is the stored form of an event: the compact encoding (compact.go).
 func Encode(e Event) ([]byte, error) {
+	return encodeCompact(e)
+}
+
+// EncodeJSON is the form events were stored in before the compact encoding
+// (schema v1 of the store), which Decode still reads.
+func EncodeJSON(e Event) ([]byte, error) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
@@ -132,12 +137,8 @@ func Encode(e Event) ([]byte, error) {
 // encoding happens outside the write transaction (where every writer of a
 // group commit would otherwise wait on it) and the number is spliced in.
 type Prepared struct {
-	rest []byte // the encoding after `{"seq":0,`
+	rest []byte // the encoding after the magic byte and Seq
 }
-
-// seqPrefix is how every encoded event begins: Seq is the first field and
-// has no omitempty.
-const seqPrefix = `{"seq":0,`
 
 // Prepare encodes an event for WithSeq.
 func Prepare(e Event) (Prepared, error) {
@@ -146,24 +147,28 @@ func Prepare(e Event) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	if !bytes.HasPrefix(b, []byte(seqPrefix)) {
+	// Seq 0 is the one byte after the magic byte.
+	if len(b) < 2 || b[0] != compactMagic || b[1] != 0 {
 		return Prepared{}, fmt.Errorf("encode %s event: unexpected form %.20q", e.Type, b)
 	}
-	return Prepared{rest: b[len(seqPrefix):]}, nil
+	return Prepared{rest: b[2:]}, nil
 }
 
 // WithSeq is the stored form of the prepared event numbered seq: the same
 // bytes Encode gives for the event with that Seq.
 func (p Prepared) WithSeq(seq uint64) []byte {
-	out := make([]byte, 0, len(p.rest)+28)
-	out = append(out, `{"seq":`...)
-	out = strconv.AppendUint(out, seq, 10)
-	out = append(out, ',')
+	out := make([]byte, 0, len(p.rest)+1+binary.MaxVarintLen64)
+	out = append(out, compactMagic)
+	out = binary.AppendUvarint(out, seq)
 	return append(out, p.rest...)
 }
 
-// Decode reads a stored event, refusing bytes that are not one.
+// Decode reads a stored event in either encoding, refusing bytes that are not
+// one.
 func Decode(data []byte) (Event, error) {
+	if len(data) > 0 && data[0] == compactMagic {
+		return decodeCompact(data)
+	}
 	var e Event
 	if err := json.Unmarshal(data, &e); err != nil {
 		return Event{}, fmt.Errorf("decode event: %w", err)

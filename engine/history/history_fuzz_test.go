@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode, as a damaged or hostile
@@ -12,6 +13,19 @@ import (
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"type":"ExecutionStarted","time":"2026-06-01T09:00:00Z","run":1,"text":"none","scenario":"naive"}`))
 	f.Add([]byte(`{"type":"AttemptFinished","outcome":"timeout","duration":300000000,"response":{"status":504,"body":"x"}}`))
+	for _, e := range []Event{
+		{Seq: 5, Type: AttemptStarted, Time: time.Date(2026, 6, 1, 9, 0, 0, 1, time.UTC), Run: 1, Step: "step-4", Tool: "send_invoice_email",
+			Key: "ik_8b162d1a691046347573d88b5a09239a", Attempt: 1, MaxAttempts: 3, Request: &Exchange{Method: "POST", URL: "/v1/send",
+				Headers: map[string]string{"Idempotency-Key": "ik_8b162d1a691046347573d88b5a09239a"}, Body: []byte(`{"to":"a@b.c"}`)}},
+		{Seq: 7, Type: AttemptFinished, Time: time.Date(2026, 6, 1, 9, 0, 1, 0, time.FixedZone("", 3600)), Outcome: OutcomeOK,
+			Response: &Exchange{Status: 200, Body: []byte(`{"message_id":"msg_1a2b3c"}`)}, Result: []byte(`[1,"x"]`)},
+	} {
+		b, err := Encode(e)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte(`[]`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -3,6 +3,7 @@ package lesson_test
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,17 +19,24 @@ import (
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // TestMain lets the test binary double as the worker the hosts start.
 func TestMain(m *testing.M) {
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
 func openHost(t *testing.T, path string) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, NoSync: true})
+	return openHostWith(t, path, fixtures.FS)
+}
+
+func openHostWith(t *testing.T, path string, scenarios fs.FS) *engine.Host {
+	t.Helper()
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: scenarios, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +117,31 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestWalkWholePath walks the whole lesson path headlessly with scripted
-// answers, stopping half way and resuming on a reopened host, and checks
-// that the progress persists in the database.
+// walkFS is a catalogue of six lessons for the walk's tests: the article's
+// four, and two later ones. Each lesson whose response is lost waits out a
+// real 1 s client timeout; only naive and safe do here. (Every lesson of the
+// whole catalogue is run by TestEveryLessonHasItsOutcome.)
+func walkFS(t *testing.T) fs.FS {
+	t.Helper()
+	out := fstest.MapFS{}
+	for _, name := range []string{"naive", "crash", "safe", "invoice-crm", "regenerated-args", "key-retention"} {
+		data, err := fs.ReadFile(fixtures.FS, name+".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name+".yaml"] = &fstest.MapFile{Data: data}
+	}
+	return out
+}
+
+// TestWalkWholePath walks a lesson path headlessly with scripted answers,
+// stopping half way and resuming on a reopened host, and checks that the
+// progress persists in the database.
 func TestWalkWholePath(t *testing.T) {
+	t.Parallel()
+	lessons := walkFS(t)
 	db := filepath.Join(t.TempDir(), "workshop.db")
-	h := openHost(t, db)
+	h := openHostWith(t, db, lessons)
 	s, err := lesson.Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +170,8 @@ func TestWalkWholePath(t *testing.T) {
 		"✗ Not quite: you said 3; actual: 2 messages in the outbox.",
 		"Stopped at lesson " + itoa(half+1) + " of " + itoa(len(path)) + "; progress saved (" + itoa(half) + " done).",
 		// Each fix is shown as a difference from its mistake.
+		// (Every other pair's line is checked by TestEveryLessonHasItsOutcome.)
 		"diff: naive: 2 messages to jordan@acme.dev; safe: 1 — they part at row 1",
-		"diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1",
-		"diff: canonicalise: 2 messages to jordan@acme.dev; canonicalise-fixed: 1 — they part at row ",
-		"diff: agent-retry-fresh-step: 2 messages to jordan@acme.dev; agent-retry-same-step: 1 — they part at row ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("walk output lacks %q:\n%s", want, text)
@@ -157,7 +182,7 @@ func TestWalkWholePath(t *testing.T) {
 	}
 
 	// The workshop resumes on a new host over the same database.
-	h = openHost(t, db)
+	h = openHostWith(t, db, lessons)
 	defer h.Close()
 	s, err = lesson.Open(h)
 	if err != nil {
@@ -189,14 +214,6 @@ func TestWalkWholePath(t *testing.T) {
 		!strings.Contains(text, "You have finished the path: "+itoa(len(path))+" lessons, "+itoa(len(path)-2)+" predicted right.") {
 		t.Errorf("second walk:\n%s", text)
 	}
-	for _, want := range []string{
-		"diff: regenerated-args: 2 messages to jordan@acme.dev; regenerated-args-fixed: 1 — they part at row ",
-		"diff: key-retention: 2 messages to jordan@acme.dev; key-retention-fixed: 1 — they part at row ",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("second walk lacks %q", want)
-		}
-	}
 	if strings.Contains(text, "⚠ The scenario expects") {
 		t.Errorf("a lesson produced another outcome than its scenario expects:\n%s", text)
 	}
@@ -221,6 +238,58 @@ func TestWalkWholePath(t *testing.T) {
 	}
 	if st, _ := h.LessonProgress(); len(st.Done) != 0 {
 		t.Errorf("after Reset %d steps are still done", len(st.Done))
+	}
+}
+
+// TestEveryLessonHasItsOutcome runs every lesson of the catalogue as the
+// walk does (on one host per group, each lesson after a ResetForLesson of
+// what the one before it left) and checks the outcome a right prediction
+// expects: no lesson says "⚠ The scenario expects". The groups run at once;
+// their lessons mostly wait on client timeouts.
+func TestEveryLessonHasItsOutcome(t *testing.T) {
+	t.Parallel()
+	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const groups = 4
+	for g := range groups {
+		t.Run(strconv.Itoa(g), func(t *testing.T) {
+			t.Parallel()
+			h := openHost(t, filepath.Join(t.TempDir(), "lessons.db"))
+			defer h.Close()
+			s, err := lesson.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// A fix's mistake runs in another group: the pair's line runs it
+			// again on a scratch database, as a workshop resumed at the fix.
+			pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true}))
+			for i := g; i < len(path); i += groups {
+				step := path[i]
+				out, err := s.Run(ctx, step)
+				if err != nil {
+					t.Fatalf("%s: %v", step.Name, err)
+				}
+				line, err := pairs.Line(ctx, step, out)
+				if err != nil {
+					t.Fatalf("%s: diff line: %v", step.Name, err)
+				}
+				if step.Scenario != nil && step.Scenario.Fixes != "" {
+					// Each fix is shown as a difference from its mistake.
+					want := "diff: " + step.Scenario.Fixes + ": 2 messages to jordan@acme.dev; " + step.Name + ": 1 — they part at row "
+					if !strings.HasPrefix(line, want) {
+						t.Errorf("%s: diff line %q, want it to start %q", step.Name, line, want)
+					}
+				}
+				fb := lesson.Check(step, step.Expected, out)
+				if !fb.Correct || fb.Actual != step.Expected || strings.Contains(fb.Text, "⚠") {
+					t.Errorf("%s: expected %d, got %+v", step.Name, step.Expected, fb)
+				}
+			}
+		})
 	}
 }
 

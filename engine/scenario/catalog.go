@@ -9,28 +9,71 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // ErrUnknown means no scenario has the requested name.
 var ErrUnknown = errors.New("unknown scenario")
 
 // Catalog is the set of scenarios in a file system, one YAML file each.
+//
+// The file system must not change while the catalogue is in use (fixtures.FS
+// is embedded; chaos.FS generates the same file for the same name): each file
+// is parsed once and kept, and callers get deep copies of what was parsed, so
+// they may change them. Files named by a path (Get("./mine.yaml")) are read
+// on every call, so an edited file is seen.
 type Catalog struct {
 	fsys fs.FS
+
+	mu     sync.Mutex
+	parsed map[string]*Scenario // by file name in fsys; never handed out
+	all    []*Scenario          // every file, in lesson order, once All has succeeded
 }
 
 // NewCatalog reads scenarios from fsys (for example fixtures.FS).
-func NewCatalog(fsys fs.FS) *Catalog { return &Catalog{fsys: fsys} }
+func NewCatalog(fsys fs.FS) *Catalog { return &Catalog{fsys: fsys, parsed: map[string]*Scenario{}} }
+
+// load parses a file of the catalogue, or returns what it parsed before.
+// Failures are not kept. c.mu is held.
+func (c *Catalog) load(file string) (*Scenario, error) {
+	if s, ok := c.parsed[file]; ok {
+		return s, nil
+	}
+	s, err := Load(c.fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	c.parsed[file] = s
+	return s, nil
+}
 
 // All parses every scenario, sorted by lesson order then name.
 func (c *Catalog) All() ([]*Scenario, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all, err := c.loadAll()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Scenario, len(all))
+	for i, s := range all {
+		out[i] = s.Clone()
+	}
+	return out, nil
+}
+
+// loadAll is All without the copies. c.mu is held.
+func (c *Catalog) loadAll() ([]*Scenario, error) {
+	if c.all != nil {
+		return c.all, nil
+	}
 	names, err := fs.Glob(c.fsys, "*.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("list scenarios: %w", err)
 	}
 	out := make([]*Scenario, 0, len(names))
 	for _, n := range names {
-		s, err := Load(c.fsys, n)
+		s, err := c.load(n)
 		if err != nil {
 			return nil, err
 		}
@@ -46,6 +89,7 @@ func (c *Catalog) All() ([]*Scenario, error) {
 		}
 		return out[i].Name < out[j].Name
 	})
+	c.all = out
 	return out, nil
 }
 
@@ -67,25 +111,34 @@ func (c *Catalog) Get(name string) (*Scenario, error) {
 		}
 		return s, nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	file := name + ".yaml"
-	if _, err := fs.Stat(c.fsys, file); err == nil {
-		s, err := Load(c.fsys, file)
-		if err != nil {
-			return nil, err
+	s, ok := c.parsed[file]
+	// A name not parsed yet may still be a file (chaos.FS lists no files
+	// but opens any name it generates), so look even after All.
+	if !ok && fs.ValidPath(file) {
+		if _, err := fs.Stat(c.fsys, file); err == nil {
+			if s, err = c.load(file); err != nil {
+				return nil, err
+			}
+			ok = true
 		}
+	}
+	if ok {
 		if s.Name != name {
 			return nil, fmt.Errorf("%s: name is %q, but the file is named for %q", file, s.Name, name)
 		}
-		return s, nil
+		return s.Clone(), nil
 	}
-	all, err := c.All()
+	all, err := c.loadAll()
 	if err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(all))
 	for _, s := range all {
 		if s.Name == name {
-			return s, nil
+			return s.Clone(), nil
 		}
 		names = append(names, s.Name)
 	}

@@ -16,11 +16,13 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // TestMain lets the test binary double as the worker the hosts start.
 func TestMain(m *testing.M) {
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
@@ -40,6 +42,7 @@ func load(t *testing.T, name string) *scenario.Scenario {
 func ptr[T any](v T) *T { return &v }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	e := scenario.Expect{
 		Outbox:   map[string]int{"jordan@acme.dev": 1},
 		CRMRows:  ptr(1),
@@ -79,6 +82,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestReportLine(t *testing.T) {
+	t.Parallel()
 	pass := verify.Report{Scenario: "naive", Checks: []verify.Check{
 		{Field: "outbox jordan@acme.dev", Got: "2", Want: "2", OK: true},
 		{Field: "status", Got: "completed", Want: "completed", OK: true},
@@ -100,6 +104,7 @@ func TestReportLine(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
+	t.Parallel()
 	s := load(t, "safe")
 	o := verify.Options{Keys: ptr(false), StartKeys: ptr(true)}
 	if got := o.Overrides(); got != "keys off, start-keys on" {
@@ -116,6 +121,7 @@ func TestOptions(t *testing.T) {
 // TestScriptError: an action that cannot be carried out fails the report
 // (with ErrScript) rather than the call.
 func TestScriptError(t *testing.T) {
+	t.Parallel()
 	s := load(t, "one-send")
 	s.Expect.Script = []string{"run", "resume"} // nothing to resume: it completed
 	rep, err := verify.Verify(context.Background(), opener(), s, verify.Options{})
@@ -135,6 +141,7 @@ func TestScriptError(t *testing.T) {
 
 // TestOpenError: a host that cannot be opened is an error, not a report.
 func TestOpenError(t *testing.T) {
+	t.Parallel()
 	bad := func() (*engine.Host, func() error, error) { return nil, nil, errors.New("no disk") }
 	if _, err := verify.Verify(context.Background(), bad, load(t, "naive"), verify.Options{}); err == nil {
 		t.Fatal("Verify with a failing opener returned no error")
@@ -165,6 +172,7 @@ var matrixPolicies = [4]history.Policy{{}, {Keys: true}, {Journal: true}, {Keys:
 // TestFaultMatrix holds the engine to the fault matrix (docs/FAULTS.md): one send, each
 // fault point, the four policies.
 func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
 	type cell struct {
 		name string
 		want int
@@ -173,7 +181,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	var cells []*cell
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, 8) // the runs wait on timeouts, not the CPU
 	for _, row := range matrix {
 		for col, p := range matrixPolicies {
 			s := load(t, "one-send")

@@ -27,6 +27,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(probeMain(out))
 	}
 	agent.MainForTests()
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 
@@ -212,6 +214,7 @@ func copyFile(t *testing.T, from, to string) {
 // they were; one damaged meta page is survived from the other. The intact
 // database keeps everything.
 func TestCorruptDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.db")
 	before := seed(t, good)
@@ -324,6 +327,7 @@ func olderMeta(data []byte, page int) int {
 // TestNewerSchema: a database written by a newer retrylab is refused, named,
 // and left untouched; this build's own reads it again once it is its version.
 func TestNewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "newer.db")
 	before := seed(t, path)
 	setSchema := func(v uint64) {
@@ -359,6 +363,7 @@ func TestNewerSchema(t *testing.T) {
 // exclusive flock on the file; opening fails quickly with ErrLocked instead
 // of hanging, and works once the lock is gone.
 func TestLockedByAnotherProgram(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "locked.db")
 	before := seed(t, path)
 	cmd := exec.Command(os.Args[0])
@@ -429,6 +434,7 @@ func mountTmpfs(t *testing.T, opts string) string {
 // regular file, and a read-only mounted file system. A writer is refused
 // with the reason; a reader still gets everything.
 func TestReadOnlyDirectory(t *testing.T) {
+	t.Parallel()
 	t.Run("under a regular file", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "notadir")
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
@@ -478,6 +484,7 @@ func TestReadOnlyDirectory(t *testing.T) {
 // unfinished rather than half-recorded, and once space is freed the
 // database passes the consistency check with everything recorded before.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, "size=256k")
 	path := filepath.Join(dir, "retrylab.db")
 	h := mustOpen(t, path)
@@ -589,6 +596,7 @@ func snapshotHost(t *testing.T, h *engine.Host) snapshot {
 // write endpoint of the simulated services: each gets a 4xx problem, nothing
 // is sent or written, and the service goes on answering.
 func TestMalformedAndHugeBodies(t *testing.T) {
+	t.Parallel()
 	h := mustOpen(t, filepath.Join(t.TempDir(), "bodies.db"))
 	defer h.Close()
 	huge := func() io.Reader { return io.LimitReader(zeros{}, 8<<20) }
@@ -763,6 +771,7 @@ func probeMain(out string) int {
 // send such headers): each is refused with 400 and sends nothing; a key of
 // exactly 255 characters works.
 func TestIdempotencyKeyBadValues(t *testing.T) {
+	t.Parallel()
 	h := mustOpen(t, filepath.Join(t.TempDir(), "keys.db"))
 	defer h.Close()
 	addr := strings.TrimPrefix(h.MailURL(), "http://")
@@ -813,6 +822,7 @@ func rawPost(t *testing.T, addr, path, key, body string) (int, string) {
 // TestScenarioNotUTF8: a scenario file with a Latin-1 byte on line 3 is
 // refused with file:line, and nothing is started or recorded.
 func TestScenarioNotUTF8(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latin1.yaml")
 	text := "name: latin1\ntitle: x\nteaches: caf\xe9 au lait\n"
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {

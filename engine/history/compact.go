@@ -1,0 +1,722 @@
+package history
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The compact encoding of an event, which Encode writes since schema v2 of
+// the store. (Before it, every event was a JSON object; Decode reads both, so
+// databases written before still open.) A JSON event repeated its field
+// names, its type, the tool, the key and the request in full in every
+// attempt: about 300 bytes. The compact one is a byte string:
+//
+//	0xC1                 the magic byte: no JSON text starts with it
+//	uvarint              Seq
+//	string               Type
+//	uvarint              which fields follow (the f* bits), then each of
+//	                     them in bit order
+//
+// Numbers are varints (signed ones zigzag); Time is its Unix nanoseconds as 8
+// little-endian bytes (or seconds and nanoseconds as varints outside 1678-2262),
+// and its zone offset when not UTC. A string is a uvarint v and what v says:
+// v&3 = 0 is entry v>>2 of the table below; 1 is v>>2 bytes of text; 2 is a
+// table entry (a uvarint index) followed by v>>2 bytes written as lowercase hex
+// (the keys "ik_<32 hex digits>" take 18 bytes instead of 35); 3 is the event's
+// Key (an Idempotency-Key header repeats it). JSON values (Args, Result,
+// bodies) are kept byte for byte as encoding/json stored them (compacted,
+// escaped); a flat object is stored as its members (a uvarint n<<1|1, then n
+// times a name, 0 for a string or 1 for a literal, and the string or literal),
+// anything else as its bytes (a uvarint len<<1, then the bytes).
+
+// compactMagic starts every compactly encoded event.
+const compactMagic = 0xC1
+
+// Field bits, most frequent first so most events need one or two bytes.
+const (
+	fTime = 1 << iota
+	fRun
+	fStep
+	fTool
+	fKey
+	fAttempt
+	fText
+	fOutcome
+	fFault
+	fPlan
+	fMaxAttempts
+	fDuration
+	fDelay
+	fRequest
+	fResponse
+	fError
+	fDeduplicated
+	fTurn
+	fArgs
+	fResult
+	fResultRun
+	fExitCode
+	fPID
+	fScenario
+	fZone     // Time's zone offset in seconds, when not 0
+	fWideTime // Time outside what int64 nanoseconds hold
+	fEffect   // EffectObserved's Effect
+	fLast     // the first bit not in use
+)
+
+// Exchange field bits.
+const (
+	xMethod = 1 << iota
+	xURL
+	xStatus
+	xHeaders
+	xBody
+	xLast
+)
+
+// table holds the strings stored as an index. It is part of the format:
+// entries are only ever appended, never changed, removed or reordered.
+var table = [...]string{
+	// 0: the empty string, also the prefix of plain hex strings
+	"",
+	// 1-16: event types
+	"ExecutionStarted", "WorkerStarted", "TurnStarted", "ToolCallScheduled", "AttemptStarted",
+	"AttemptFinished", "RetryScheduled", "StepRecorded", "StepReplayed", "StepCompleted",
+	"FaultInjected", "WorkerCrashed", "Escalated", "JournalDeleted", "ExecutionCompleted",
+	"ExecutionFailed",
+	// 17-22: outcomes
+	"ok", "timeout", "error", "conflict", "mismatch", "rejected",
+	// 23-29: fault points
+	"timeout-before-effect", "timeout-after-effect", "crash-before-call", "crash-after-effect",
+	"crash-after-record", "server-error", "slow-response",
+	// 30-: frequent steps, tools, texts, requests and errors
+	"step-1", "step-2", "step-3", "step-4", "step-5", "step-6", "step-7", "step-8",
+	"send_invoice_email", "record_invoice", "open_ticket", "lookup_customer", "save_customer",
+	"from the scenario's fault plan", "keyed", "read", "idempotent", "unsafe",
+	"none", "keys", "journal", "keys+journal", "decision", "deleted by hand",
+	"POST", "PUT", "GET", "DELETE", "/v1/send", "/v1/records",
+	"Idempotency-Key", "Idempotent-Replayed", "Content-Type", "true", "false",
+	"application/json", "application/problem+json",
+	"no response within 300ms", "no response within 1s",
+	"killed by the injected fault: crash after recording",
+	"killed by the injected fault: crash after the effect, before recording",
+	"The send timed out; trying again", "Recording the invoice in the CRM",
+	"ik_", "msg_",
+	// 75-: names and values of bodies and problem documents
+	"to", "subject", "body", "\u2026", "message_id", "deduplicated", "status", "sent", "id",
+	"type", "title", "detail", "urn:retrylab:problem:server-error", "Internal Server Error",
+	"injected fault: the server failed before doing anything", "urn:retrylab:problem:response-lost",
+	"Gateway Timeout", "urn:retrylab:problem:shutting-down", "Service Unavailable", "null",
+	// 95-: effects recorded in the history
+	"EffectObserved", "mail", "crm",
+}
+
+// tableIndex finds a string's table entry; built once, never changed.
+var tableIndex = func() map[string]int {
+	m := make(map[string]int, len(table))
+	for i, s := range table {
+		m[s] = i
+	}
+	return m
+}()
+
+// hexPrefixes are the table entries tried as the prefix of a hex string.
+var hexPrefixes = []string{"ik_", "msg_", ""}
+
+// encodeCompact is Encode's form of an event.
+func encodeCompact(e Event) ([]byte, error) {
+	w := compactWriter{key: e.Key}
+	b := make([]byte, 0, 128)
+	b = append(b, compactMagic)
+	b = binary.AppendUvarint(b, e.Seq)
+	b = w.str(b, string(e.Type), false)
+
+	var bits uint64
+	set := func(bit uint64, present bool) {
+		if present {
+			bits |= bit
+		}
+	}
+	_, offset := e.Time.Zone()
+	wide := false
+	if !e.Time.IsZero() {
+		y := e.Time.Year()
+		wide = y < 1678 || y > 2261
+		set(fWideTime, wide)
+		set(fTime, !wide)
+		set(fZone, offset != 0)
+	}
+	set(fRun, e.Run != 0)
+	set(fStep, e.Step != "")
+	set(fTool, e.Tool != "")
+	set(fKey, e.Key != "")
+	set(fAttempt, e.Attempt != 0)
+	set(fText, e.Text != "")
+	set(fOutcome, e.Outcome != "")
+	set(fFault, e.Fault != "")
+	set(fPlan, e.Plan != 0)
+	set(fMaxAttempts, e.MaxAttempts != 0)
+	set(fDuration, e.Duration != 0)
+	set(fDelay, e.Delay != 0)
+	set(fRequest, e.Request != nil)
+	set(fResponse, e.Response != nil)
+	set(fError, e.Error != "")
+	set(fDeduplicated, e.Deduplicated)
+	set(fTurn, e.Turn != 0)
+	set(fArgs, len(e.Args) != 0)
+	set(fResult, len(e.Result) != 0)
+	set(fResultRun, e.ResultRun != 0)
+	set(fExitCode, e.ExitCode != 0)
+	set(fPID, e.PID != 0)
+	set(fScenario, e.Scenario != "")
+	set(fEffect, e.Effect != nil)
+	b = binary.AppendUvarint(b, bits)
+
+	var err error
+	for bit := uint64(1); bit < fLast; bit <<= 1 {
+		if bits&bit == 0 {
+			continue
+		}
+		switch bit {
+		case fTime:
+			b = binary.LittleEndian.AppendUint64(b, uint64(e.Time.UnixNano()))
+		case fWideTime:
+			b = binary.AppendVarint(b, e.Time.Unix())
+			b = binary.AppendUvarint(b, uint64(e.Time.Nanosecond()))
+		case fZone:
+			b = binary.AppendVarint(b, int64(offset))
+		case fRun:
+			b = binary.AppendVarint(b, int64(e.Run))
+		case fStep: // Step and Tool come before Key: they cannot refer to it
+			b = w.str(b, e.Step, false)
+		case fTool:
+			b = w.str(b, e.Tool, false)
+		case fKey:
+			b = w.str(b, e.Key, false)
+		case fAttempt:
+			b = binary.AppendVarint(b, int64(e.Attempt))
+		case fText:
+			b = w.str(b, e.Text, true)
+		case fOutcome:
+			b = w.str(b, string(e.Outcome), true)
+		case fFault:
+			b = w.str(b, e.Fault, true)
+		case fPlan:
+			b = binary.AppendVarint(b, int64(e.Plan))
+		case fMaxAttempts:
+			b = binary.AppendVarint(b, int64(e.MaxAttempts))
+		case fDuration:
+			b = binary.AppendVarint(b, int64(e.Duration))
+		case fDelay:
+			b = binary.AppendVarint(b, int64(e.Delay))
+		case fRequest:
+			b, err = w.exchange(b, e.Request)
+		case fResponse:
+			b, err = w.exchange(b, e.Response)
+		case fError:
+			b = w.str(b, e.Error, true)
+		case fDeduplicated:
+		case fTurn:
+			b = binary.AppendVarint(b, int64(e.Turn))
+		case fArgs:
+			b, err = w.json(b, e.Args)
+		case fResult:
+			b, err = w.json(b, e.Result)
+		case fResultRun:
+			b = binary.AppendVarint(b, int64(e.ResultRun))
+		case fExitCode:
+			b = binary.AppendVarint(b, int64(e.ExitCode))
+		case fPID:
+			b = binary.AppendVarint(b, int64(e.PID))
+		case fScenario:
+			b = w.str(b, e.Scenario, true)
+		case fEffect:
+			fx := e.Effect
+			b = w.str(b, fx.Service, false)
+			b = w.str(b, fx.ID, false)
+			b = w.str(b, fx.Target, false)
+			b = w.str(b, fx.Summary, false)
+			b = binary.AppendVarint(b, int64(fx.Version))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
+		}
+	}
+	return b, nil
+}
+
+// compactWriter writes the strings of one event.
+type compactWriter struct {
+	key string // the event's Key, which other strings may refer to
+}
+
+// str appends a string; mayBeKey lets it refer to the event's Key.
+func (w compactWriter) str(b []byte, s string, mayBeKey bool) []byte {
+	if i, ok := tableIndex[s]; ok {
+		return binary.AppendUvarint(b, uint64(i)<<2)
+	}
+	if mayBeKey && s == w.key {
+		return binary.AppendUvarint(b, 3)
+	}
+	for _, p := range hexPrefixes {
+		h, ok := strings.CutPrefix(s, p)
+		if ok && len(h) >= 8 && len(h)%2 == 0 && isLowerHex(h) {
+			b = binary.AppendUvarint(b, uint64(len(h)/2)<<2|2)
+			b = binary.AppendUvarint(b, uint64(tableIndex[p]))
+			for i := 0; i < len(h); i += 2 {
+				b = append(b, unhex(h[i])<<4|unhex(h[i+1]))
+			}
+			return b
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(s))<<2|1)
+	return append(b, s...)
+}
+
+func (w compactWriter) exchange(b []byte, x *Exchange) ([]byte, error) {
+	var bits uint64
+	if x.Method != "" {
+		bits |= xMethod
+	}
+	if x.URL != "" {
+		bits |= xURL
+	}
+	if x.Status != 0 {
+		bits |= xStatus
+	}
+	if len(x.Headers) != 0 {
+		bits |= xHeaders
+	}
+	if len(x.Body) != 0 {
+		bits |= xBody
+	}
+	b = binary.AppendUvarint(b, bits)
+	if bits&xMethod != 0 {
+		b = w.str(b, x.Method, true)
+	}
+	if bits&xURL != 0 {
+		b = w.str(b, x.URL, true)
+	}
+	if bits&xStatus != 0 {
+		b = binary.AppendVarint(b, int64(x.Status))
+	}
+	if bits&xHeaders != 0 {
+		names := make([]string, 0, len(x.Headers))
+		for k := range x.Headers {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		b = binary.AppendUvarint(b, uint64(len(names)))
+		for _, k := range names {
+			b = w.str(b, k, true)
+			b = w.str(b, x.Headers[k], true)
+		}
+	}
+	if bits&xBody != 0 {
+		return w.json(b, x.Body)
+	}
+	return b, nil
+}
+
+// json appends a JSON value as encoding/json stores a RawMessage (compacted,
+// with <, > and & escaped), refusing what is not JSON as it does. A flat
+// object (string or scalar members only: request and response bodies,
+// problem documents) is stored member by member, its names and strings
+// through the table; anything else as its bytes.
+func (w compactWriter) json(b []byte, v json.RawMessage) ([]byte, error) {
+	var c, h bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		return nil, fmt.Errorf("json value: %w", err)
+	}
+	json.HTMLEscape(&h, c.Bytes())
+	text := h.Bytes()
+	if members, ok := flatObject(text); ok {
+		b = binary.AppendUvarint(b, uint64(len(members))<<1|1)
+		for _, m := range members {
+			b = w.str(b, m.name, false)
+			if m.isString {
+				b = append(b, 0)
+			} else {
+				b = append(b, 1)
+			}
+			b = w.str(b, m.value, false)
+		}
+		return b, nil
+	}
+	b = binary.AppendUvarint(b, uint64(len(text))<<1)
+	return append(b, text...), nil
+}
+
+// member is one name and value of a flat JSON object; value is a string's
+// text without its quotes, or a scalar's literal.
+type member struct {
+	name, value string
+	isString    bool
+}
+
+// flatObject splits compact JSON text that is an object of strings without
+// escapes and scalars into its members, if it is one and writing the
+// members back gives the same text.
+func flatObject(text []byte) ([]member, bool) {
+	if len(text) < 2 || text[0] != '{' || text[len(text)-1] != '}' || len(text) == 2 {
+		return nil, false
+	}
+	var out []member
+	rest := text[1 : len(text)-1]
+	for len(rest) > 0 {
+		name, after, ok := plainString(rest)
+		if !ok || len(after) == 0 || after[0] != ':' {
+			return nil, false
+		}
+		rest = after[1:]
+		m := member{name: name}
+		if len(rest) > 0 && rest[0] == '"' {
+			if m.value, rest, ok = plainString(rest); !ok {
+				return nil, false
+			}
+			m.isString = true
+		} else {
+			end := bytes.IndexByte(rest, ',')
+			if end < 0 {
+				end = len(rest)
+			}
+			lit := rest[:end]
+			if len(lit) == 0 || bytes.ContainsAny(lit, "{}[]\\\"") {
+				return nil, false
+			}
+			m.value, rest = string(lit), rest[end:]
+		}
+		out = append(out, m)
+		if len(rest) > 0 {
+			if rest[0] != ',' || len(rest) == 1 {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+	}
+	if !bytes.Equal(flatText(out), text) {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainString reads a JSON string without backslashes at the start of b.
+func plainString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 || bytes.IndexByte(b[1:1+end], '\\') >= 0 {
+		return "", nil, false
+	}
+	return string(b[1 : 1+end]), b[2+end:], true
+}
+
+// flatText writes a flat object's members back as compact JSON.
+func flatText(ms []member) []byte {
+	out := []byte{'{'}
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, m.name...)
+		out = append(out, '"', ':')
+		if m.isString {
+			out = append(out, '"')
+			out = append(out, m.value...)
+			out = append(out, '"')
+		} else {
+			out = append(out, m.value...)
+		}
+	}
+	return append(out, '}')
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
+
+const hexDigits = "0123456789abcdef"
+
+// errCompact is every reason a compact event is refused.
+var errCompact = errors.New("damaged compact event")
+
+// compactReader reads one compact event; the first problem sticks.
+type compactReader struct {
+	b   []byte
+	err error
+	key string
+}
+
+func (r *compactReader) fail() {
+	if r.err == nil {
+		r.err = errCompact
+	}
+	r.b = nil
+}
+
+func (r *compactReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *compactReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// int reads a signed varint that must fit an int.
+func (r *compactReader) int() int {
+	v := r.varint()
+	if v < math.MinInt || v > math.MaxInt {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *compactReader) bytes(n uint64) []byte {
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *compactReader) str() string {
+	v := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	switch v & 3 {
+	case 0:
+		if v>>2 >= uint64(len(table)) {
+			r.fail()
+			return ""
+		}
+		return table[v>>2]
+	case 1:
+		return string(r.bytes(v >> 2))
+	case 2:
+		p := r.uvarint()
+		raw := r.bytes(v >> 2)
+		if r.err != nil || p >= uint64(len(table)) {
+			r.fail()
+			return ""
+		}
+		out := make([]byte, 0, len(table[p])+2*len(raw))
+		out = append(out, table[p]...)
+		for _, c := range raw {
+			out = append(out, hexDigits[c>>4], hexDigits[c&15])
+		}
+		return string(out)
+	default:
+		if v != 3 || r.key == "" {
+			r.fail()
+			return ""
+		}
+		return r.key
+	}
+}
+
+func (r *compactReader) json() json.RawMessage {
+	v := r.uvarint()
+	var text []byte
+	if v&1 == 0 {
+		text = append([]byte(nil), r.bytes(v>>1)...)
+	} else {
+		n := v >> 1
+		if n == 0 || n > uint64(len(r.b)) {
+			r.fail()
+			return nil
+		}
+		ms := make([]member, n)
+		for i := range ms {
+			ms[i].name = r.str()
+			kind := r.bytes(1)
+			ms[i].value = r.str()
+			if r.err != nil || kind[0] > 1 {
+				r.fail()
+				return nil
+			}
+			ms[i].isString = kind[0] == 0
+		}
+		text = flatText(ms)
+		// Only what the writer stores this way: the same members again.
+		if again, ok := flatObject(text); !ok || len(again) != len(ms) {
+			r.fail()
+			return nil
+		}
+	}
+	if r.err != nil || len(text) == 0 || !json.Valid(text) {
+		r.fail()
+		return nil
+	}
+	return json.RawMessage(text)
+}
+
+func (r *compactReader) exchange() *Exchange {
+	bits := r.uvarint()
+	if bits >= xLast {
+		r.fail()
+	}
+	x := &Exchange{}
+	if bits&xMethod != 0 {
+		x.Method = r.str()
+	}
+	if bits&xURL != 0 {
+		x.URL = r.str()
+	}
+	if bits&xStatus != 0 {
+		x.Status = r.int()
+	}
+	if bits&xHeaders != 0 {
+		n := r.uvarint()
+		if n == 0 || n > uint64(len(r.b)) {
+			r.fail()
+			return nil
+		}
+		x.Headers = make(map[string]string, n)
+		for range n {
+			k := r.str()
+			x.Headers[k] = r.str()
+		}
+	}
+	if bits&xBody != 0 {
+		x.Body = r.json()
+	}
+	return x
+}
+
+// decodeCompact reads what encodeCompact wrote.
+func decodeCompact(data []byte) (Event, error) {
+	r := &compactReader{b: data[1:]}
+	var e Event
+	e.Seq = r.uvarint()
+	e.Type = Type(r.str())
+	bits := r.uvarint()
+	if bits >= fLast || bits&fTime != 0 && bits&fWideTime != 0 || bits&fZone != 0 && bits&(fTime|fWideTime) == 0 {
+		r.fail()
+	}
+	for bit := uint64(1); bit < fLast && r.err == nil; bit <<= 1 {
+		if bits&bit == 0 {
+			continue
+		}
+		switch bit {
+		case fTime:
+			n := r.bytes(8)
+			if r.err == nil {
+				e.Time = time.Unix(0, int64(binary.LittleEndian.Uint64(n))).UTC()
+			}
+		case fWideTime:
+			sec := r.varint()
+			n := r.uvarint()
+			if n >= 1e9 {
+				r.fail()
+			}
+			e.Time = time.Unix(sec, int64(n)).UTC()
+		case fZone:
+			off := r.varint()
+			if off == 0 || off < -24*3600 || off > 24*3600 {
+				r.fail()
+				break
+			}
+			// As encoding/json reads an offset: the local zone if it has
+			// that offset at that time, else a zone without a name.
+			if _, lo := e.Time.In(time.Local).Zone(); int64(lo) == off {
+				e.Time = e.Time.In(time.Local)
+			} else {
+				e.Time = e.Time.In(time.FixedZone("", int(off)))
+			}
+		case fRun:
+			e.Run = r.int()
+		case fStep:
+			e.Step = r.str()
+		case fTool:
+			e.Tool = r.str()
+		case fKey:
+			e.Key = r.str()
+			r.key = e.Key
+		case fAttempt:
+			e.Attempt = r.int()
+		case fText:
+			e.Text = r.str()
+		case fOutcome:
+			e.Outcome = Outcome(r.str())
+		case fFault:
+			e.Fault = r.str()
+		case fPlan:
+			e.Plan = r.int()
+		case fMaxAttempts:
+			e.MaxAttempts = r.int()
+		case fDuration:
+			e.Duration = time.Duration(r.varint())
+		case fDelay:
+			e.Delay = time.Duration(r.varint())
+		case fRequest:
+			e.Request = r.exchange()
+		case fResponse:
+			e.Response = r.exchange()
+		case fError:
+			e.Error = r.str()
+		case fDeduplicated:
+			e.Deduplicated = true
+		case fTurn:
+			e.Turn = r.int()
+		case fArgs:
+			e.Args = r.json()
+		case fResult:
+			e.Result = r.json()
+		case fResultRun:
+			e.ResultRun = r.int()
+		case fExitCode:
+			e.ExitCode = r.int()
+		case fPID:
+			e.PID = r.int()
+		case fScenario:
+			e.Scenario = r.str()
+		case fEffect:
+			e.Effect = &Effect{Service: r.str(), ID: r.str(), Target: r.str(), Summary: r.str()}
+			e.Effect.Version = r.int()
+		}
+	}
+	if r.err == nil && (len(r.b) != 0 || e.Type == "") {
+		r.fail()
+	}
+	if r.err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", r.err)
+	}
+	return e, nil
+}
