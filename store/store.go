@@ -69,10 +69,15 @@ const (
 	// KeysInFlight indexes the idempotency keys claimed by a request that
 	// is still executing (key -> empty). The world keeps it.
 	KeysInFlight Bucket = "world_keys_in_flight"
+	// OTLPSpans holds the spans of executions imported from OpenTelemetry
+	// (execution id, 0, trace id, span id -> span); engine/otlp owns it.
+	OTLPSpans Bucket = "otlp_spans"
+	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
+	OTLPTraces Bucket = "otlp_traces"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}

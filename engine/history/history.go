@@ -214,13 +214,17 @@ func (p Policy) String() string {
 type Execution struct {
 	ID       string `json:"id"`
 	Scenario string `json:"scenario"`
-	// Source is the scenario file's path when it was not from the catalogue.
-	Source  string    `json:"source,omitempty"`
-	Policy  Policy    `json:"policy"`
-	Status  Status    `json:"status"`
-	Runs    int       `json:"runs"`
-	Started time.Time `json:"started"`
-	Updated time.Time `json:"updated"`
+	// Source is the scenario file's path when it was not from the catalogue;
+	// for an imported execution, the file or receiver it came from.
+	Source string `json:"source,omitempty"`
+	// Imported names the format of an execution that retrylab did not run
+	// but imported ("otlp"); empty for retrylab's own executions.
+	Imported string    `json:"imported,omitempty"`
+	Policy   Policy    `json:"policy"`
+	Status   Status    `json:"status"`
+	Runs     int       `json:"runs"`
+	Started  time.Time `json:"started"`
+	Updated  time.Time `json:"updated"`
 	// Ended is set when the execution finished.
 	Ended time.Time `json:"ended,omitzero"`
 	// StartKey is the run-level idempotency key it was started with, if any.

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/store"
+)
+
+func (a *app) importCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Load OpenTelemetry traces of real agents into the database",
+		Long: `Import OpenTelemetry traces into the database, beside retrylab's own
+executions, marked as imported with the file they came from. Each file may be
+OTLP/JSON ({"resourceSpans": ...}; other signals in the same document, such as
+resourceLogs, are ignored), the OTLP file exporter's JSON Lines (one
+TracesData a line), OTLP protobuf, or gzip of any of them; the encoding is
+recognised from the content.
+
+An execution is a trace, or the traces that share gen_ai.conversation.id.
+Spans are read as the GenAI semantic conventions (old and new names),
+OpenInference, OpenLLMetry and Google ADK write them: execute_tool spans are
+the attempts of tool calls; invoke_agent spans and model calls are turns.
+
+Each file is imported whole or not at all: a file that fails leaves nothing
+behind, and the error names the file, the line (JSON Lines) and the span.
+Spans already imported are skipped, so importing a file twice changes
+nothing. A span whose parent never arrives is kept and marked as an orphan.
+Refused: malformed JSON or protobuf, ids of the wrong length, a span id
+used twice with different content, a span that ends before it starts or
+whose times lie outside 2000-2200, a JSON line over 64 MiB, a whole
+document or protobuf file over 512 MiB (write JSON Lines instead).
+
+Exit status: 0 when every file was imported, 1 when any failed.`,
+		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.importFiles(args)
+		},
+	}
+}
+
+// openStore opens the database for a command that works on the store
+// alone (no world, no workers).
+func (a *app) openStore(readOnly bool) (*store.DB, error) {
+	db, err := store.Open(a.dbPath, store.Options{ReadOnly: readOnly})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w; stop the explorer or 'retrylab serve' on %s first", err, a.dbPath)
+	}
+	return db, err
+}
+
+func (a *app) importFiles(paths []string) error {
+	db, err := a.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	failed := 0
+	for _, p := range paths {
+		res, err := otlp.ImportFile(db, p)
+		if err != nil {
+			failed++
+			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+			continue
+		}
+		fmt.Fprintf(a.out, "%s: %s, %d spans imported", p, res.Format, res.Spans)
+		if res.Repeated > 0 {
+			fmt.Fprintf(a.out, ", %d already there", res.Repeated)
+		}
+		for i, x := range res.Executions {
+			sep := " -> "
+			if i > 0 {
+				sep = ", "
+			}
+			fmt.Fprint(a.out, sep+x)
+		}
+		fmt.Fprintln(a.out)
+	}
+	if failed > 0 {
+		return &exitError{code: 1, msg: ""}
+	}
+	return nil
+}

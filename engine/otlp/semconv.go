@@ -1,0 +1,229 @@
+package otlp
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// What a span is, read from the names real emitters use: the GenAI
+// semantic conventions (current and older names), OpenInference
+// (Arize/Phoenix), OpenLLMetry (Traceloop) and Google ADK.
+
+// Role is what a span stands for in the model.
+type Role int
+
+// Span roles.
+const (
+	RoleOther Role = iota
+	RoleAgent      // invoke_agent: a turn
+	RoleModel      // a model call (chat, generate_content, ...): a turn unless inside another
+	RoleTool       // execute_tool: an attempt of a tool call
+)
+
+// modelOps are gen_ai.operation.name values of a model call.
+var modelOps = map[string]bool{"chat": true, "generate_content": true, "text_completion": true,
+	"completion": true, "embeddings": false}
+
+// Role says what s stands for.
+func (s *Span) Role() Role {
+	op := s.Attrs["gen_ai.operation.name"]
+	switch {
+	case op == "execute_tool":
+		return RoleTool
+	case op == "invoke_agent":
+		return RoleAgent
+	case modelOps[op]:
+		return RoleModel
+	}
+	switch strings.ToUpper(s.Attrs["openinference.span.kind"]) {
+	case "TOOL":
+		return RoleTool
+	case "AGENT":
+		return RoleAgent
+	case "LLM":
+		return RoleModel
+	}
+	switch strings.ToLower(s.Attrs["traceloop.span.kind"]) {
+	case "tool":
+		return RoleTool
+	case "agent":
+		return RoleAgent
+	}
+	if op == "" {
+		// Span names alone, as emitters that set no operation attribute do:
+		// "execute_tool get_weather", "invoke_agent planner", "call_llm".
+		switch name := s.Name; {
+		case strings.HasPrefix(name, "execute_tool"):
+			return RoleTool
+		case strings.HasPrefix(name, "invoke_agent"):
+			return RoleAgent
+		case name == "call_llm" || strings.HasPrefix(name, "chat ") || strings.HasPrefix(name, "generate_content"):
+			return RoleModel
+		}
+		if _, ok := s.Attrs["gen_ai.request.model"]; ok {
+			return RoleModel
+		}
+		if _, ok := s.Attrs["llm.model_name"]; ok {
+			return RoleModel
+		}
+	}
+	return RoleOther
+}
+
+// Tool is the tool's name.
+func (s *Span) Tool() string {
+	for _, k := range []string{"gen_ai.tool.name", "tool.name", "traceloop.entity.name"} {
+		if v := s.Attrs[k]; v != "" {
+			return v
+		}
+	}
+	name := s.Name
+	name = strings.TrimPrefix(name, "execute_tool ")
+	name = strings.TrimSuffix(name, ".tool") // OpenLLMetry: "send_email.tool"
+	return name
+}
+
+// CallID is the tool call's id as the model gave it, or "".
+func (s *Span) CallID() string {
+	for _, k := range []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id", "tool.id"} {
+		if v := s.Attrs[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// argKeys are where emitters put a tool call's arguments, best first.
+var argKeys = []string{
+	"gen_ai.tool.call.arguments",      // GenAI semantic conventions
+	"gcp.vertex.agent.tool_call_args", // Google ADK
+	"tool.parameters",                 // OpenInference, with input.value
+	"traceloop.entity.input",          // OpenLLMetry
+	"input.value",                     // OpenInference
+}
+
+// resultKeys are where emitters put a tool call's result.
+var resultKeys = []string{
+	"gen_ai.tool.call.result",
+	"gcp.vertex.agent.tool_response",
+	"traceloop.entity.output",
+	"output.value",
+}
+
+// Args is the call's arguments as JSON (a JSON string when an emitter
+// recorded plain text), or nil when the span has none.
+func (s *Span) Args() json.RawMessage {
+	for _, k := range argKeys {
+		v, ok := s.Attrs[k]
+		if !ok || v == "" {
+			continue
+		}
+		if k == "tool.parameters" && s.Attrs["input.value"] != "" {
+			continue // OpenInference: tool.parameters is the schema when input.value is there
+		}
+		raw := asJSON(v)
+		if k == "traceloop.entity.input" {
+			raw = traceloopArgs(raw)
+		}
+		return raw
+	}
+	return nil
+}
+
+// Result is the call's result as JSON, or nil.
+func (s *Span) Result() json.RawMessage {
+	for _, k := range resultKeys {
+		if v, ok := s.Attrs[k]; ok && v != "" {
+			raw := asJSON(v)
+			if k == "traceloop.entity.output" {
+				raw = unwrapOutput(raw)
+			}
+			return raw
+		}
+	}
+	return nil
+}
+
+// Key is the idempotency key the call carried, or "".
+func (s *Span) Key() string {
+	for _, k := range []string{"retrylab.idempotency_key", "http.request.header.idempotency-key", "http.request.header.idempotency_key"} {
+		if v := s.Attrs[k]; v != "" {
+			return strings.Trim(v, `[]"`)
+		}
+	}
+	return ""
+}
+
+// Conversation is gen_ai.conversation.id (or an older or framework name for
+// it), which joins traces into one execution.
+func (s *Span) Conversation() string {
+	for _, k := range []string{"gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "traceloop.association.properties.session_id"} {
+		if v := s.Attrs[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// ErrorType is error.type, or the type of an exception event, or "".
+func (s *Span) ErrorType() string {
+	if v := s.Attrs["error.type"]; v != "" {
+		return v
+	}
+	for _, e := range s.Events {
+		if e.Name == "exception" && e.Attrs["exception.type"] != "" {
+			return e.Attrs["exception.type"]
+		}
+	}
+	return ""
+}
+
+// ErrorText is the most telling error message the span holds.
+func (s *Span) ErrorText() string {
+	if s.Message != "" {
+		return s.Message
+	}
+	for _, e := range s.Events {
+		if e.Name == "exception" && e.Attrs["exception.message"] != "" {
+			return e.Attrs["exception.message"]
+		}
+	}
+	return s.ErrorType()
+}
+
+func asJSON(v string) json.RawMessage {
+	v = strings.TrimSpace(v)
+	if json.Valid([]byte(v)) {
+		return json.RawMessage(v)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// traceloopArgs turns OpenLLMetry's {"args": [...], "kwargs": {...}} into
+// the call's arguments: the keyword arguments when there are no positional
+// ones, else the whole record.
+func traceloopArgs(raw json.RawMessage) json.RawMessage {
+	var in struct {
+		Args   []json.RawMessage          `json:"args"`
+		Kwargs map[string]json.RawMessage `json:"kwargs"`
+	}
+	if json.Unmarshal(raw, &in) != nil || in.Kwargs == nil || len(in.Args) > 0 {
+		return raw
+	}
+	b, err := json.Marshal(in.Kwargs)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// unwrapOutput reads OpenLLMetry's output, which some versions wrap as
+// {"output": ...}.
+func unwrapOutput(raw json.RawMessage) json.RawMessage {
+	var out map[string]json.RawMessage
+	if json.Unmarshal(raw, &out) == nil && len(out) == 1 && out["output"] != nil {
+		return out["output"]
+	}
+	return raw
+}

@@ -1,0 +1,199 @@
+// Package otlp reads OpenTelemetry traces of AI agents (OTLP/JSON, the OTLP
+// file exporter's JSON Lines, OTLP protobuf, gzip of any, and live
+// OTLP/HTTP) and translates their spans into retrylab's source-neutral
+// trace events (engine/trace). It also writes retrylab's own executions back
+// out as OTLP/JSON.
+//
+// Spans are kept as they arrived, in a compact form (Span), in buckets this
+// package owns; a trace's events are derived from its spans when it is read,
+// so spans that arrive in several batches (a live receiver) or out of order
+// make the same execution as spans that arrived at once. The adapter
+// translates; the fold decides what the events mean.
+package otlp
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Span is one span as retrylab keeps it: ids in hex, times in Unix
+// nanoseconds, attributes flattened to strings.
+type Span struct {
+	TraceID  string `json:"trace"`
+	SpanID   string `json:"span"`
+	ParentID string `json:"parent,omitempty"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind,omitempty"`
+	Start    int64  `json:"start"`
+	End      int64  `json:"end"`
+	// Status is "ok", "error" or "" (unset); Message is the status message.
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Service is the resource's service.name; Scope the instrumentation scope.
+	Service string            `json:"service,omitempty"`
+	Scope   string            `json:"scope,omitempty"`
+	Attrs   map[string]string `json:"attrs,omitempty"`
+	// Events are the span's events (exceptions, mostly), by name, with
+	// their attributes.
+	Events []SpanEvent `json:"events,omitempty"`
+}
+
+// SpanEvent is an event recorded on a span.
+type SpanEvent struct {
+	Name  string            `json:"name"`
+	Time  int64             `json:"time"`
+	Attrs map[string]string `json:"attrs,omitempty"`
+}
+
+// maxAttr bounds an attribute value kept from a span. Arguments and results
+// of tool calls are kept whole (they are what the audit compares); other
+// values longer than this (model prompts, mostly) are cut, saying so.
+const maxAttr = 4 << 10
+
+// Limits on time: a span outside them is refused, since a clock that far off
+// makes every duration and ordering in the trace meaningless.
+var (
+	minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+)
+
+// SpanError is a span that cannot be imported; it names the span.
+type SpanError struct {
+	SpanID string
+	Reason string
+}
+
+func (e *SpanError) Error() string {
+	if e.SpanID == "" {
+		return "span: " + e.Reason
+	}
+	return "span " + e.SpanID + ": " + e.Reason
+}
+
+// Spans converts decoded traces into retrylab's spans, refusing a span
+// with an empty or zero id, no name, a time outside 2000-2200, or an end
+// before its start.
+func Spans(td ptrace.Traces) ([]Span, error) {
+	out := make([]Span, 0, td.SpanCount())
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s, err := convert(spans.At(k), service, ss.Scope().Name())
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+func convert(s ptrace.Span, service, scope string) (Span, error) {
+	sp := Span{Name: s.Name(), Service: service, Scope: scope,
+		Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp())}
+	sid := s.SpanID()
+	if sid.IsEmpty() {
+		return sp, &SpanError{Reason: fmt.Sprintf("%q has an empty span id", s.Name())}
+	}
+	sp.SpanID = hex.EncodeToString(sid[:])
+	tid := s.TraceID()
+	if tid.IsEmpty() {
+		return sp, &SpanError{SpanID: sp.SpanID, Reason: "empty trace id"}
+	}
+	sp.TraceID = hex.EncodeToString(tid[:])
+	if pid := s.ParentSpanID(); !pid.IsEmpty() {
+		sp.ParentID = hex.EncodeToString(pid[:])
+		if sp.ParentID == sp.SpanID {
+			return sp, &SpanError{SpanID: sp.SpanID, Reason: "is its own parent"}
+		}
+	}
+	if sp.Name == "" {
+		return sp, &SpanError{SpanID: sp.SpanID, Reason: "has no name"}
+	}
+	if err := checkTime(sp.Start, "start"); err != nil {
+		return sp, &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
+	}
+	if err := checkTime(sp.End, "end"); err != nil {
+		return sp, &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
+	}
+	if sp.End < sp.Start {
+		return sp, &SpanError{SpanID: sp.SpanID, Reason: fmt.Sprintf("ends %s before it starts", time.Duration(sp.Start-sp.End))}
+	}
+	switch s.Status().Code() {
+	case ptrace.StatusCodeOk:
+		sp.Status = "ok"
+	case ptrace.StatusCodeError:
+		sp.Status = "error"
+	}
+	sp.Message = s.Status().Message()
+	if s.Kind() != ptrace.SpanKindUnspecified {
+		sp.Kind = strings.ToLower(s.Kind().String())
+	}
+	sp.Attrs = flatten(s.Attributes())
+	evs := s.Events()
+	for i := 0; i < evs.Len(); i++ {
+		e := evs.At(i)
+		sp.Events = append(sp.Events, SpanEvent{Name: e.Name(), Time: int64(e.Timestamp()), Attrs: flatten(e.Attributes())})
+	}
+	return sp, nil
+}
+
+func checkTime(ns int64, what string) error {
+	if ns < minTime || ns > maxTime {
+		return fmt.Errorf("%s time %s is outside 2000-2200 (a zero or corrupt timestamp?)",
+			what, time.Unix(0, ns).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// keepWhole are the attributes kept whatever their length: a tool call's
+// arguments and result in each emitter's naming.
+var keepWhole = map[string]bool{}
+
+func init() {
+	for _, k := range argKeys {
+		keepWhole[k] = true
+	}
+	for _, k := range resultKeys {
+		keepWhole[k] = true
+	}
+}
+
+func flatten(m pcommon.Map) map[string]string {
+	if m.Len() == 0 {
+		return nil
+	}
+	out := make(map[string]string, m.Len())
+	m.Range(func(k string, v pcommon.Value) bool {
+		s := v.AsString()
+		if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 && strings.HasPrefix(k, "http.request.header.") {
+			s = v.Slice().At(0).AsString() // header values are arrays of one
+		}
+		if len(s) > maxAttr && !keepWhole[k] {
+			cut := maxAttr
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			s = fmt.Sprintf("%s… (%d bytes cut)", s[:cut], len(s)-cut)
+		}
+		out[k] = s
+		return true
+	})
+	return out
+}

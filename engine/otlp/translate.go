@@ -1,0 +1,388 @@
+package otlp
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+// Events translates one execution's spans into the fold's input events, in
+// time order:
+//
+//   - the execution starts with its first span and ends with its last; it
+//     failed when a root span has status ERROR;
+//   - each trace is a run (a conversation's traces are its runs);
+//   - each invoke_agent span, and each model call not inside another, is a
+//     turn;
+//   - each execute_tool span is an attempt of a tool call. Spans with the
+//     same gen_ai.tool.call.id, or with the same parent, tool and canonical
+//     arguments, are attempts of one call;
+//   - an attempt's outcome comes from the span's status and error.type: a
+//     timeout or cancellation is reported as such (the fold treats both as
+//     ambiguous), 409/422/4xx HTTP statuses as conflict/mismatch/rejected;
+//   - span ids are the events' Ref; the parent and other attributes are in
+//     Attrs; a span whose parent never arrived (or whose parents form a
+//     cycle) is kept and marked "orphan" in Attrs, never dropped.
+func Events(spans []Span) []trace.Event {
+	if len(spans) == 0 {
+		return nil
+	}
+	spans = append([]Span(nil), spans...)
+	SortSpans(spans)
+	t := newTranslation(spans)
+	return t.events()
+}
+
+type translation struct {
+	spans   []Span
+	byID    map[string]int // trace+span -> index
+	orphan  map[int]string // index -> why
+	runOf   map[string]int // trace -> run number
+	out     []timed
+	orphans []string
+	// turnAt lists the turns' starts, in order, for the calls to find theirs.
+	turnAt []turnStart
+}
+
+type turnStart struct {
+	at   int64
+	run  int
+	turn int
+}
+
+// turnOf is the latest turn of run that started at or before at (0: none).
+func (t *translation) turnOf(run int, at int64) int {
+	n := 0
+	for _, ts := range t.turnAt {
+		if ts.at > at {
+			break
+		}
+		if ts.run == run {
+			n = ts.turn
+		}
+	}
+	return n
+}
+
+// timed is an event with the order it is emitted in at one instant.
+type timed struct {
+	at    int64
+	order int
+	ev    trace.Event
+}
+
+func newTranslation(spans []Span) *translation {
+	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{}}
+	for i := range spans {
+		t.byID[spans[i].TraceID+spans[i].SpanID] = i
+	}
+	for i := range spans {
+		if why := t.orphanReason(i); why != "" {
+			t.orphan[i] = why
+			t.orphans = append(t.orphans, spans[i].SpanID)
+		}
+	}
+	return t
+}
+
+// parent returns the index of span i's parent, or -1.
+func (t *translation) parent(i int) int {
+	s := &t.spans[i]
+	if s.ParentID == "" {
+		return -1
+	}
+	if p, ok := t.byID[s.TraceID+s.ParentID]; ok {
+		return p
+	}
+	return -1
+}
+
+func (t *translation) orphanReason(i int) string {
+	s := &t.spans[i]
+	if s.ParentID == "" {
+		return ""
+	}
+	if t.parent(i) < 0 {
+		return "parent " + s.ParentID + " never arrived"
+	}
+	seen := map[int]bool{i: true}
+	for p := t.parent(i); p >= 0; p = t.parent(p) {
+		if seen[p] {
+			return "parent cycle through " + t.spans[p].SpanID
+		}
+		seen[p] = true
+	}
+	return ""
+}
+
+// ancestors calls fn for span i's ancestors, nearest first, stopping at a
+// cycle or when fn returns false.
+func (t *translation) ancestors(i int, fn func(int) bool) {
+	seen := map[int]bool{i: true}
+	for p := t.parent(i); p >= 0 && !seen[p]; p = t.parent(p) {
+		seen[p] = true
+		if !fn(p) {
+			return
+		}
+	}
+}
+
+func (t *translation) emit(at int64, ev trace.Event) {
+	ev.Time = time.Unix(0, at).UTC()
+	t.out = append(t.out, timed{at: at, order: len(t.out), ev: ev})
+}
+
+func (t *translation) events() []trace.Event {
+	first, last := t.spans[0].Start, t.spans[0].End
+	var root *Span
+	failed := ""
+	traces := []string{}
+	for i := range t.spans {
+		s := &t.spans[i]
+		if s.End > last {
+			last = s.End
+		}
+		if _, ok := t.runOf[s.TraceID]; !ok {
+			t.runOf[s.TraceID] = len(traces) + 1
+			traces = append(traces, s.TraceID)
+		}
+		if s.ParentID == "" {
+			if root == nil {
+				root = s
+			}
+			if s.Status == "error" && failed == "" {
+				failed = firstNonEmpty(s.ErrorText(), "root span "+s.SpanID+" has status ERROR")
+			}
+		}
+	}
+	start := trace.Event{Kind: trace.ExecutionStarted, Attrs: map[string]string{
+		"source": "OpenTelemetry", "spans": strconv.Itoa(len(t.spans)), "traces": strconv.Itoa(len(traces))}}
+	if root != nil {
+		start.Ref, start.Scenario = root.SpanID, root.Name
+		start.Text = "imported from OpenTelemetry"
+		if root.Service != "" {
+			start.Text += ", service " + root.Service
+			start.Attrs["service.name"] = root.Service
+		}
+	} else {
+		start.Scenario = "(no root span)"
+		start.Text = "imported from OpenTelemetry; no root span arrived"
+	}
+	if len(t.orphans) > 0 {
+		start.Attrs["orphans"] = strings.Join(t.orphans, " ")
+	}
+	t.emit(first, start)
+	t.runs(traces)
+	t.turns()
+	t.calls()
+	end := trace.Event{Kind: trace.ExecutionEnded, Outcome: trace.OutcomeOK}
+	if failed != "" {
+		end.Outcome, end.Error = trace.OutcomeError, failed
+	}
+	t.emit(last, end)
+
+	sort.SliceStable(t.out, func(i, j int) bool {
+		a, b := t.out[i], t.out[j]
+		if a.at != b.at {
+			return a.at < b.at
+		}
+		return a.order < b.order
+	})
+	evs := make([]trace.Event, len(t.out))
+	for i, x := range t.out {
+		x.ev.Seq = uint64(i + 1)
+		evs[i] = x.ev
+	}
+	return evs
+}
+
+func (t *translation) runs(traces []string) {
+	for _, tr := range traces {
+		var root *Span
+		at := int64(-1)
+		for i := range t.spans {
+			s := &t.spans[i]
+			if s.TraceID != tr {
+				continue
+			}
+			if at < 0 {
+				at = s.Start
+			}
+			if s.ParentID == "" && root == nil {
+				root = s
+			}
+		}
+		ev := trace.Event{Kind: trace.RunStarted, Run: t.runOf[tr], Attrs: map[string]string{"trace.id": tr}}
+		if root != nil {
+			ev.Ref, ev.Text = root.SpanID, root.Name
+		} else {
+			ev.Text = "trace " + tr + " (its root span never arrived)"
+		}
+		t.emit(at, ev)
+	}
+}
+
+// isTurn says whether span i opens a turn.
+func (t *translation) isTurn(i int) bool {
+	switch t.spans[i].Role() {
+	case RoleAgent:
+		return true
+	case RoleModel:
+		inner := false
+		t.ancestors(i, func(p int) bool {
+			if t.spans[p].Role() == RoleModel {
+				inner = true
+				return false
+			}
+			return t.spans[p].Role() != RoleAgent
+		})
+		return !inner
+	}
+	return false
+}
+
+func (t *translation) turns() {
+	n := 0
+	for i := range t.spans {
+		if !t.isTurn(i) {
+			continue
+		}
+		n++
+		s := &t.spans[i]
+		t.turnAt = append(t.turnAt, turnStart{at: s.Start, run: t.runOf[s.TraceID], turn: n})
+		t.emit(s.Start, trace.Event{Kind: trace.TurnStarted, Run: t.runOf[s.TraceID], Turn: n, Text: s.Name,
+			Ref: s.SpanID, Attrs: t.attrs(i)})
+	}
+}
+
+// call is one tool call being assembled from its spans.
+type call struct {
+	id       string
+	attempts []int
+}
+
+func (t *translation) calls() {
+	var calls []*call
+	byID := map[string]*call{}
+	bySig := map[string]*call{}
+	for i := range t.spans {
+		s := &t.spans[i]
+		if s.Role() != RoleTool {
+			continue
+		}
+		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(canonical(s.Args()))
+		cid := s.CallID()
+		c := byID[cid]
+		if cid == "" || c == nil {
+			c = bySig[sig]
+		}
+		if c == nil {
+			c = &call{id: firstNonEmpty(cid, s.SpanID)}
+			calls = append(calls, c)
+		}
+		if cid != "" && byID[cid] == nil {
+			byID[cid] = c
+		}
+		if bySig[sig] == nil {
+			bySig[sig] = c
+		}
+		c.attempts = append(c.attempts, i)
+	}
+	for _, c := range calls {
+		f := &t.spans[c.attempts[0]]
+		args := canonical(f.Args())
+		run := t.runOf[f.TraceID]
+		sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, f.Start), Call: c.id, Tool: f.Tool(),
+			Args: args, Key: f.Key(), Ref: f.SpanID, Attrs: map[string]string{"span.parent": f.ParentID}}
+		if cid := f.CallID(); cid != "" {
+			sched.Attrs["tool.call.id"] = cid
+		}
+		t.emit(f.Start, sched)
+		for n, i := range c.attempts {
+			s := &t.spans[i]
+			a := canonical(s.Args())
+			t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: t.runOf[s.TraceID], Call: c.id, Tool: s.Tool(),
+				Attempt: n + 1, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
+			outcome, status := s.outcome()
+			fin := trace.Event{Kind: trace.AttemptFinished, Run: t.runOf[s.TraceID], Call: c.id, Tool: s.Tool(),
+				Attempt: n + 1, Outcome: outcome, Duration: time.Duration(s.End - s.Start), Ref: s.SpanID}
+			if res := s.Result(); res != nil || status != 0 {
+				fin.Response = &trace.Exchange{Status: status, Body: res}
+			}
+			if outcome != trace.OutcomeOK {
+				fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
+			}
+			t.emit(s.End, fin)
+		}
+	}
+}
+
+// attrs are what the detail pane shows of span i: its attributes and ids.
+func (t *translation) attrs(i int) map[string]string {
+	s := &t.spans[i]
+	m := make(map[string]string, len(s.Attrs)+4)
+	for k, v := range s.Attrs {
+		m[k] = v
+	}
+	m["span.id"] = s.SpanID
+	m["trace.id"] = s.TraceID
+	if s.ParentID != "" {
+		m["span.parent"] = s.ParentID
+	}
+	if why := t.orphan[i]; why != "" {
+		m["orphan"] = why
+	}
+	if s.Status == "error" && s.Message != "" {
+		m["status.message"] = s.Message
+	}
+	return m
+}
+
+// outcome classifies a tool span's end, and gives its HTTP status if any.
+func (s *Span) outcome() (trace.Outcome, int) {
+	status, _ := strconv.Atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
+	etype := s.ErrorType()
+	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
+		return trace.OutcomeOK, status
+	}
+	what := strings.ToLower(etype + " " + s.Message)
+	switch {
+	case strings.Contains(what, "timeout"), strings.Contains(what, "timedout"), strings.Contains(what, "timed out"),
+		strings.Contains(what, "deadline"):
+		return trace.OutcomeTimeout, status
+	case strings.Contains(what, "cancel"):
+		return trace.OutcomeCancelled, status
+	case status == 409:
+		return trace.OutcomeConflict, status
+	case status == 422:
+		return trace.OutcomeMismatch, status
+	case status >= 400 && status < 500:
+		return trace.OutcomeRejected, status
+	}
+	return trace.OutcomeError, status
+}
+
+// canonical is retrylab's canonical JSON of args (keys sorted, as Python's
+// json.dumps(sort_keys=True)), so equal arguments compare equal however an
+// emitter spaced or ordered them.
+func canonical(args json.RawMessage) json.RawMessage {
+	if args == nil {
+		return nil
+	}
+	c, err := idemkey.Canonical(args)
+	if err != nil {
+		return args
+	}
+	return c
+}
+
+// Describe is a one-line account of a span, for errors and evidence.
+func (s *Span) Describe() string {
+	return fmt.Sprintf("span %s %q at %s", s.SpanID, s.Name, time.Unix(0, s.Start).UTC().Format(time.RFC3339Nano))
+}
