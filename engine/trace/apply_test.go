@@ -122,3 +122,33 @@ func TestLegend(t *testing.T) {
 		t.Error("no glyph for no mark")
 	}
 }
+
+// A run that ends with the execution going on elsewhere (continue-as-new)
+// ends the run, not the execution; notes land in the current turn.
+func TestApplyRunEndedAndNotes(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Kind: trace.ExecutionStarted, Run: 1, Scenario: "Loop", Time: t0},
+		{Kind: trace.TurnStarted, Run: 1, Turn: 1, Time: t0},
+		{Kind: trace.Noted, Run: 1, Text: "timer 1 started (1s)", Time: t0},
+		{Kind: trace.RunEnded, Run: 1, Outcome: trace.OutcomeOK, Text: "continued as new", Time: t0.Add(time.Second)},
+		{Kind: trace.RunStarted, Run: 2, Time: t0.Add(2 * time.Second)},
+		{Kind: trace.Noted, Run: 2, Text: "signal go", Time: t0.Add(2 * time.Second)},
+	})
+	want := `run 1 policy= faults=[] end=✓
+  turn 1
+     noted
+  ✓ run.ended
+gap before run 2 afterCrash=false
+run 2 policy= faults=[] end=…
+   noted
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if tr.End != nil || tr.Outcome() != trace.MarkRunning {
+		t.Errorf("a run that continued as new ended the execution: %+v", tr.End)
+	}
+	if n := tr.Runs[0].End; n == nil || n.Text != "continued as new" {
+		t.Errorf("run 1 end %+v", n)
+	}
+}

@@ -67,6 +67,13 @@ const (
 	// EffectObserved: a provider did something attributed to (Call,
 	// Attempt): Effect says what.
 	EffectObserved Kind = "effect.observed"
+	// Noted: something on the timeline that is neither a call nor an
+	// attempt (Text; Call when it concerns one): a timer, a signal, a
+	// marker, a workflow task that failed (Temporal).
+	Noted Kind = "noted"
+	// RunEnded: the run ended and the execution goes on in another
+	// (Temporal's continue-as-new, a workflow retry): Outcome, Text, Error.
+	RunEnded Kind = "run.ended"
 )
 
 // Outcome is how an attempt (or an execution) ended.

@@ -290,6 +290,8 @@ type Note struct {
 	Fault    string
 	ExitCode int
 	Error    string
+	// Text is what a Noted or RunEnded event says.
+	Text string
 }
 
 // ID is "note<seq>".
@@ -425,6 +427,22 @@ func (t *Trace) Apply(e Event) {
 		r.End = n
 		t.End = n
 		r.Nodes = append(r.Nodes, n)
+	case Noted:
+		n := t.note(e, MarkNone)
+		if r.turn != nil {
+			r.turn.Nodes = append(r.turn.Nodes, n)
+		} else {
+			r.Nodes = append(r.Nodes, n)
+		}
+	case RunEnded:
+		m := MarkFailed
+		if e.Outcome == OutcomeOK {
+			m = MarkOK
+		}
+		n := t.note(e, m)
+		r.End = n
+		r.turn = nil
+		r.Nodes = append(r.Nodes, n)
 	case EffectObserved:
 		if e.Effect == nil {
 			return
@@ -530,7 +548,7 @@ func (t *Trace) runOf(e Event) *Run {
 
 func (t *Trace) note(e Event, m Mark) *Note {
 	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
-		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error}
+		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text}
 }
 
 func (t *Trace) anomaly(e Event, text string) {
