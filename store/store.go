@@ -74,10 +74,15 @@ const (
 	OTLPSpans Bucket = "otlp_spans"
 	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
 	OTLPTraces Bucket = "otlp_traces"
+	// TemporalEvents holds the events of executions imported from Temporal
+	// workflow histories (execution id, 0, run id, 0, 8-byte event id ->
+	// the event as protobuf); engine/temporal owns it.
+	TemporalEvents Bucket = "temporal_events"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces,
+	TemporalEvents}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}
