@@ -223,7 +223,8 @@ journal, only the idempotency key stands between the retry and a duplicate.`,
 }
 
 func (a *app) serveCmd() *cobra.Command {
-	return &cobra.Command{
+	var otlpAddr string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Host the simulated world so any HTTP client can be the agent",
 		Long: `Start the mail API and the CRM on 127.0.0.1 and print their addresses, so an
@@ -236,6 +237,11 @@ unattributed in the outbox. Stop with Ctrl-C.`,
 				fmt.Fprintf(a.out, "retrylab world on %s\n", h.DBPath())
 				fmt.Fprintf(a.out, "  mail API  POST %s/v1/send       (Idempotency-Key honoured)\n", h.MailURL())
 				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())
+				stopOTLP, err := a.startOTLP(h, otlpAddr)
+				if err != nil {
+					return err
+				}
+				defer stopOTLP()
 				fmt.Fprintln(a.out, "press Ctrl-C to stop")
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -246,4 +252,6 @@ unattributed in the outbox. Stop with Ctrl-C.`,
 			})
 		},
 	}
+	addOTLPFlag(cmd, &otlpAddr)
+	return cmd
 }

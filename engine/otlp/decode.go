@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -60,7 +61,10 @@ func ReadFile(path string, fn func(Batch) error) (Format, error) {
 }
 
 // Read is ReadFile on a stream.
-func Read(r io.Reader, fn func(Batch) error) (Format, error) {
+func Read(r io.Reader, fn func(Batch) error) (Format, error) { return read(r, MaxLine, fn) }
+
+// read is Read with a bound on a JSON line.
+func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -70,9 +74,25 @@ func Read(r io.Reader, fn func(Batch) error) (Format, error) {
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 1<<20)
 	}
-	first, err := firstByte(br)
+	first, lead, err := firstByte(br)
 	if err != nil {
 		return "", err
+	}
+	if first == '{' && lead > 0 {
+		// White space before '{' may be JSON, or protobuf whose first
+		// field is a record of 123 bytes ("\n{"): try JSON, then protobuf.
+		data, err := readAll(br)
+		if err != nil {
+			return FormatJSON, err
+		}
+		format, jerr := read(bytes.NewReader(bytes.TrimLeft(data, " \t\r\n")), maxLine, fn)
+		if jerr == nil {
+			return format, nil
+		}
+		if td, perr := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data); perr == nil && td.SpanCount() > 0 {
+			return FormatProto, deliver(td, 0, fn)
+		}
+		return format, jerr
 	}
 	if first != '{' {
 		data, err := readAll(br)
@@ -85,7 +105,7 @@ func Read(r io.Reader, fn func(Batch) error) (Format, error) {
 		}
 		return FormatProto, deliver(td, 0, fn)
 	}
-	line, err := readLine(br, 1)
+	line, err := readLine(br, 1, maxLine)
 	if err != nil {
 		return FormatJSON, err
 	}
@@ -98,26 +118,33 @@ func Read(r io.Reader, fn func(Batch) error) (Format, error) {
 		doc := append(line, rest...)
 		return FormatJSON, decodeJSON(doc, 0, fn)
 	}
+	// JSON Lines; a file of one line is a plain OTLP/JSON document.
 	for n := 1; ; n++ {
+		next, err := readLine(br, n+1, maxLine)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return FormatJSONL, err
+		}
+		if n == 1 && errors.Is(err, io.EOF) {
+			return FormatJSON, decodeJSON(line, 0, fn)
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if err := decodeJSON(line, n, fn); err != nil {
 				return FormatJSONL, err
 			}
 		}
-		line, err = readLine(br, n+1)
 		if errors.Is(err, io.EOF) {
 			return FormatJSONL, nil
 		}
-		if err != nil {
-			return FormatJSONL, err
-		}
+		line = next
 	}
 }
 
 func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc)
 	if err != nil {
-		return atLine(line, fmt.Errorf("not OTLP/JSON: %w", err))
+		// json-iterator quotes the bytes around the fault, new lines and all.
+		msg := strings.Join(strings.Fields(err.Error()), " ")
+		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 	}
 	return deliver(td, line, fn)
 }
@@ -137,31 +164,35 @@ func atLine(line int, err error) error {
 	return fmt.Errorf("line %d: %w", line, err)
 }
 
-// firstByte skips leading white space and returns the first byte left.
-func firstByte(br *bufio.Reader) (byte, error) {
-	for {
-		b, err := br.ReadByte()
-		if errors.Is(err, io.EOF) {
-			return 0, errors.New("empty file: no spans")
+// firstByte finds the first byte that is not white space, without
+// consuming anything, and says how much white space came before it.
+func firstByte(br *bufio.Reader) (byte, int, error) {
+	for n := 1; ; n++ {
+		b, err := br.Peek(n)
+		if len(b) < n {
+			if n == 1 || errors.Is(err, io.EOF) {
+				return 0, 0, errors.New("empty file: no spans")
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return 0, 0, errors.New("no content in the first MiB: only white space")
+			}
+			return 0, 0, err
 		}
-		if err != nil {
-			return 0, err
-		}
-		switch b {
+		switch b[n-1] {
 		case ' ', '\t', '\r', '\n':
 			continue
 		}
-		return b, br.UnreadByte()
+		return b[n-1], n - 1, nil
 	}
 }
 
 // readLine returns the next line without its end, io.EOF when none is left.
-func readLine(br *bufio.Reader, n int) ([]byte, error) {
+func readLine(br *bufio.Reader, n, maxLine int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxLine {
-			return nil, fmt.Errorf("line %d: longer than %d MiB; split the batch", n, MaxLine>>20)
+		if len(line)+len(chunk) > maxLine {
+			return nil, fmt.Errorf("line %d: longer than %d MiB; split the batch", n, maxLine>>20)
 		}
 		line = append(line, chunk...)
 		switch {

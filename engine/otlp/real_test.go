@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,22 +32,73 @@ func readReal(t *testing.T, name string) []Span {
 	return spans
 }
 
-func TestRealADKWeather(t *testing.T) {
-	spans := readReal(t, "adk-S2.json")
-	if len(spans) != 10 {
-		t.Fatalf("got %d spans, want 10", len(spans))
-	}
-	evs := Events(spans)
-	for _, e := range evs {
-		t.Logf("%d %s %s call=%s tool=%s args=%s outcome=%s ref=%s turn=%d text=%q", e.Seq, e.Time.Format("15:04:05.000000"), e.Kind, e.Call, e.Tool, e.Args, e.Outcome, e.Ref, e.Turn, e.Text)
-	}
-	var tools []string
-	for _, e := range evs {
-		if e.Kind == trace.CallScheduled {
-			tools = append(tools, e.Tool+string(e.Args))
-		}
-	}
-	if len(tools) != 2 || tools[0] != `get_weather{"city": "Paris"}` || tools[1] != `get_time{"city": "Paris"}` {
-		t.Errorf("calls %q", tools)
+// truth is the part of an agentevals truth file the model must agree with.
+type truth struct {
+	Turns []struct {
+		ToolCalls []struct {
+			Name      string          `json:"name"`
+			Args      json.RawMessage `json:"args"`
+			Result    json.RawMessage `json:"result"`
+			IsError   bool            `json:"is_error"`
+			ErrorType *string         `json:"error_type"`
+		} `json:"tool_calls"`
+	} `json:"turns"`
+}
+
+// Google ADK's recordings (OTLP/JSON with log records in the same
+// document) give the tool calls their truth files list.
+func TestRealADKAgainstTruth(t *testing.T) {
+	for _, name := range []string{"adk-S2", "adk-S6a"} {
+		t.Run(name, func(t *testing.T) {
+			spans := readReal(t, name+".json")
+			raw, err := os.ReadFile(filepath.Join(realTraces(), name+".truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr truth
+			if err := json.Unmarshal(raw, &tr); err != nil {
+				t.Fatal(err)
+			}
+			folded := trace.Fold(name, Events(spans))
+			if len(folded.Anomalies) > 0 {
+				t.Errorf("anomalies %+v", folded.Anomalies)
+			}
+			var calls []*trace.Call
+			for _, r := range folded.Runs {
+				for _, n := range r.Nodes {
+					if tn, ok := n.(*trace.Turn); ok {
+						for _, c := range tn.Nodes {
+							calls = append(calls, c.(*trace.Call))
+						}
+					}
+				}
+			}
+			i := 0
+			for _, turn := range tr.Turns {
+				for _, want := range turn.ToolCalls {
+					if i >= len(calls) {
+						t.Fatalf("only %d calls; truth has more", len(calls))
+					}
+					c := calls[i]
+					i++
+					if c.Tool != want.Name || string(c.Args) != string(canonical(want.Args)) {
+						t.Errorf("call %d: %s %s, want %s %s", i, c.Tool, c.Args, want.Name, canonical(want.Args))
+					}
+					a := c.Attempts[len(c.Attempts)-1]
+					if failed := a.Outcome != trace.OutcomeOK; failed != want.IsError {
+						t.Errorf("call %d: outcome %s, truth is_error %v", i, a.Outcome, want.IsError)
+					}
+					if want.IsError && want.ErrorType != nil && a.Error == "" {
+						t.Errorf("call %d: no error text, truth says %s", i, *want.ErrorType)
+					}
+					if !want.IsError && string(canonical(a.Response.Body)) != string(canonical(want.Result)) {
+						t.Errorf("call %d: result %s, want %s", i, a.Response.Body, want.Result)
+					}
+				}
+			}
+			if i != len(calls) {
+				t.Errorf("%d calls, truth has %d", len(calls), i)
+			}
+		})
 	}
 }

@@ -78,9 +78,38 @@ func (e *SpanError) Error() string {
 
 // Spans converts decoded traces into retrylab's spans, refusing a span
 // with an empty or zero id, no name, a time outside 2000-2200, or an end
-// before its start.
+// before its start: the first such span fails the whole batch.
 func Spans(td ptrace.Traces) ([]Span, error) {
 	out := make([]Span, 0, td.SpanCount())
+	err := each(td, func(s Span, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// SpansLenient converts what it can and counts the spans it refuses, with
+// the first refusal's reason: the OTLP receiver's partial success.
+func SpansLenient(td ptrace.Traces) (spans []Span, rejected int, first error) {
+	spans = make([]Span, 0, td.SpanCount())
+	_ = each(td, func(s Span, err error) error {
+		if err != nil {
+			rejected++
+			if first == nil {
+				first = err
+			}
+			return nil
+		}
+		spans = append(spans, s)
+		return nil
+	})
+	return spans, rejected, first
+}
+
+func each(td ptrace.Traces, fn func(Span, error) error) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -93,15 +122,13 @@ func Spans(td ptrace.Traces) ([]Span, error) {
 			ss := sss.At(j)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
-				s, err := convert(spans.At(k), service, ss.Scope().Name())
-				if err != nil {
-					return nil, err
+				if err := fn(convert(spans.At(k), service, ss.Scope().Name())); err != nil {
+					return err
 				}
-				out = append(out, s)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func convert(s ptrace.Span, service, scope string) (Span, error) {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+func (a *app) auditCmd() *cobra.Command {
+	var (
+		effects          string
+		window           time.Duration
+		asJSON, markdown bool
+	)
+	cmd := &cobra.Command{
+		Use:   "audit [EXECUTION...]",
+		Short: "Find tool calls whose side effects probably happened twice",
+		Long: `Audit executions (all of them, or those named) for repeated side effects, as an
+outbox would show them where no simulated provider saw the effects: imported
+OpenTelemetry traces above all. Side-effecting tool calls are grouped by tool
+and canonical arguments, within an execution and across executions whose
+attempts lie within --window of each other, and graded:
+
+  duplicate  two attempts of the same effect succeeded
+  possible   an attempt whose outcome is unknown (timeout, cancellation, a
+             dead worker) was followed by another
+  absorbed   the repeat carried the same idempotency key (read from
+             retrylab.idempotency_key or http.request.header.idempotency-key),
+             or the provider answered it from its key store
+
+Each finding shows its evidence: every attempt's outcome, start time,
+execution, call, attempt number and span id. Tool-call ids are not trusted to
+tell calls apart (real frameworks give each retry a new one); the arguments
+are. Which tools have side effects is --effects: patterns of tool names,
+matched case-insensitively; tools whose names start with get_, list_, read_,
+search_, fetch_, find_, lookup_, query_, describe_ or check_ are reads and
+never count.
+
+Exit status: 1 when a duplicate is found (so a CI job can gate on it), 0
+otherwise, 2 for bad flags.`,
+		Example: "  retrylab audit\n  retrylab audit --effects 'send_*,charge_*' --markdown >> $GITHUB_STEP_SUMMARY\n  retrylab audit otlp-conv-session-42 --json",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && markdown {
+				return &exitError{code: 2, msg: "audit: --json and --markdown exclude each other"}
+			}
+			pats, err := audit.ParseEffects(effects)
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			if window <= 0 {
+				return &exitError{code: 2, msg: "audit: --window must be positive"}
+			}
+			traces, err := a.foldExecutions(args)
+			if err != nil {
+				return err
+			}
+			rep := audit.Run(traces, audit.Options{Effects: pats, Window: window})
+			switch {
+			case asJSON:
+				err = printJSON(a.out, rep)
+			case markdown:
+				err = rep.Markdown(a.out)
+			default:
+				err = rep.Text(a.out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Counts.Duplicate > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("audit: %d duplicate effect(s) found", rep.Counts.Duplicate)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&effects, "effects", audit.DefaultEffects, "tool-name patterns that have side effects, comma-separated")
+	cmd.Flags().DurationVar(&window, "window", audit.DefaultWindow, "how close in time repeats in different executions must be")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the findings as Markdown")
+	return cmd
+}
+
+// foldExecutions folds the named executions, or all, each from its own
+// source: retrylab's history, or imported spans.
+func (a *app) foldExecutions(ids []string) ([]*trace.Trace, error) {
+	db, err := a.openStore(false)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if len(ids) == 0 {
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.Executions(false, 0, func(id string, _ []byte) bool {
+				ids = append(ids, id)
+				return true
+			})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	traces := make([]*trace.Trace, 0, len(ids))
+	for _, id := range ids {
+		t, err := foldOne(db, id)
+		if err != nil {
+			return nil, err
+		}
+		traces = append(traces, t)
+	}
+	return traces, nil
+}
+
+func foldOne(db *store.DB, id string) (*trace.Trace, error) {
+	var t *trace.Trace
+	err := db.View(func(tx *store.Tx) error {
+		rec := tx.Execution(id)
+		if rec == nil {
+			return fmt.Errorf("no execution %q in %s", id, db.Path())
+		}
+		x, err := history.DecodeExecution(rec)
+		if err != nil {
+			return fmt.Errorf("execution %s: %w", id, err)
+		}
+		if x.Imported == otlp.ImportedFormat {
+			spans, err := otlp.Load(tx, id)
+			if err != nil {
+				return err
+			}
+			t = trace.Fold(id, otlp.Events(spans))
+			return nil
+		}
+		t = trace.New(id)
+		var bad error
+		if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				bad = fmt.Errorf("execution %s: %w", id, err)
+				return false
+			}
+			t.ApplyHistory(ev)
+			return true
+		}); err != nil {
+			return err
+		}
+		return bad
+	})
+	return t, err
+}

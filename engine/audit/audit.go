@@ -1,0 +1,318 @@
+// Package audit infers duplicated side effects from folded traces, where no
+// simulated provider saw the effects: an outbox for traces retrylab did not
+// run. Side-effecting tool calls (chosen by name) are grouped by tool and
+// canonical arguments, within an execution and across executions close in
+// time, and each group with more than one attempt that may have acted is
+// graded:
+//
+//   - duplicate: two attempts succeeded without a shared idempotency key;
+//   - possible: an attempt whose outcome the caller never learnt (timeout,
+//     cancellation, a dead worker) was followed by another;
+//   - absorbed: the repeat carried the same idempotency key (or the provider
+//     answered it from its key store), so it should have done nothing new.
+//
+// Real frameworks give each agent-level retry a new tool-call id, so ids are
+// never trusted to tell calls apart: the arguments are.
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+// DefaultEffects are the tool-name patterns counted as side effects unless
+// the caller says otherwise.
+const DefaultEffects = "send_*,charge_*,create_*,post_*,pay_*,book_*,transfer_*,refund_*,submit_*,place_*,delete_*,update_*,write_*,upsert_*"
+
+// readPrefixes name tools that only read; they never count, whatever the
+// patterns say.
+var readPrefixes = []string{"get_", "list_", "read_", "search_", "fetch_", "find_", "lookup_", "query_", "describe_", "check_"}
+
+// DefaultWindow is how close in time attempts of different executions must
+// be to count as repeats of one effect.
+const DefaultWindow = 10 * time.Minute
+
+// Grade is how sure a finding is.
+type Grade string
+
+// The grades, worst first.
+const (
+	Duplicate Grade = "duplicate"
+	Possible  Grade = "possible"
+	Absorbed  Grade = "absorbed"
+)
+
+func (g Grade) rank() int {
+	switch g {
+	case Duplicate:
+		return 3
+	case Possible:
+		return 2
+	case Absorbed:
+		return 1
+	}
+	return 0
+}
+
+// Options choose what counts.
+type Options struct {
+	// Effects are tool-name patterns (path.Match syntax, case-insensitive).
+	Effects []string
+	// Window bounds the time between repeats in different executions.
+	Window time.Duration
+}
+
+// ParseEffects splits a comma-separated pattern list and checks each.
+func ParseEffects(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("effects pattern %q: %w", p, err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("effects: no patterns in %q", s)
+	}
+	return out, nil
+}
+
+// SideEffecting reports whether a tool counts as a side effect.
+func (o Options) SideEffecting(tool string) bool {
+	name := strings.ToLower(tool)
+	for _, p := range readPrefixes {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	for _, p := range o.Effects {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Evidence is one attempt of a finding.
+type Evidence struct {
+	Execution string    `json:"execution"`
+	Call      string    `json:"call"`
+	Attempt   int       `json:"attempt"`
+	Ref       string    `json:"ref"` // the span id (or history event) of the attempt
+	Started   time.Time `json:"started"`
+	Outcome   string    `json:"outcome"` // the fold's word for its mark
+	Mark      string    `json:"mark"`
+	Key       string    `json:"key,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// Finding is one effect that may have happened more than once.
+type Finding struct {
+	Grade Grade           `json:"grade"`
+	Tool  string          `json:"tool"`
+	Args  json.RawMessage `json:"args"`
+	// Why says which attempts make the grade, in words.
+	Why      string     `json:"why"`
+	Attempts []Evidence `json:"attempts"`
+}
+
+// Report is an audit of some executions.
+type Report struct {
+	Effects    []string  `json:"effects"`
+	Executions int       `json:"executions"`
+	Attempts   int       `json:"side_effecting_attempts"`
+	Findings   []Finding `json:"findings"`
+	Counts     Counts    `json:"counts"`
+}
+
+// Counts are the findings by grade.
+type Counts struct {
+	Duplicate int `json:"duplicate"`
+	Possible  int `json:"possible"`
+	Absorbed  int `json:"absorbed"`
+}
+
+// attempt is one side-effecting attempt with what grading needs.
+type attempt struct {
+	exec string
+	a    *trace.Attempt
+	args string
+}
+
+// Run audits folded traces.
+func Run(traces []*trace.Trace, opts Options) Report {
+	if opts.Window == 0 {
+		opts.Window = DefaultWindow
+	}
+	rep := Report{Effects: opts.Effects, Executions: len(traces), Findings: []Finding{}}
+	groups := map[string][]attempt{}
+	var order []string
+	for _, t := range traces {
+		for _, r := range t.Runs {
+			walk(r.Nodes, func(c *trace.Call) {
+				if !opts.SideEffecting(c.Tool) {
+					return
+				}
+				for _, a := range c.Attempts {
+					if a.NotKept > 0 {
+						continue
+					}
+					rep.Attempts++
+					args := canonical(c.Args)
+					k := c.Tool + "\x00" + string(args)
+					if _, ok := groups[k]; !ok {
+						order = append(order, k)
+					}
+					groups[k] = append(groups[k], attempt{exec: t.Execution, a: a, args: string(args)})
+				}
+			})
+		}
+	}
+	for _, k := range order {
+		g := groups[k]
+		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
+		for _, cl := range clusters(g, opts.Window) {
+			if f, ok := grade(cl); ok {
+				rep.Findings = append(rep.Findings, f)
+			}
+		}
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.Grade.rank() != b.Grade.rank() {
+			return a.Grade.rank() > b.Grade.rank()
+		}
+		return a.Attempts[0].Started.Before(b.Attempts[0].Started)
+	})
+	for _, f := range rep.Findings {
+		switch f.Grade {
+		case Duplicate:
+			rep.Counts.Duplicate++
+		case Possible:
+			rep.Counts.Possible++
+		case Absorbed:
+			rep.Counts.Absorbed++
+		}
+	}
+	return rep
+}
+
+// canonical is retrylab's canonical JSON of a call's arguments, so the
+// same arguments spaced or ordered otherwise group together.
+func canonical(args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return nil
+	}
+	if c, err := idemkey.Canonical(args); err == nil {
+		return c
+	}
+	return args
+}
+
+// walk visits the calls under nodes.
+func walk(nodes []trace.Node, fn func(*trace.Call)) {
+	for _, n := range nodes {
+		switch x := n.(type) {
+		case *trace.Call:
+			fn(x)
+		case *trace.Turn:
+			walk(x.Nodes, fn)
+		}
+	}
+}
+
+// clusters splits a time-ordered group where attempts of different
+// executions lie more than window apart.
+func clusters(g []attempt, window time.Duration) [][]attempt {
+	var out [][]attempt
+	var cur []attempt
+	for _, a := range g {
+		if len(cur) > 0 {
+			prev := cur[len(cur)-1]
+			if prev.exec != a.exec && a.a.Started.Sub(prev.a.Started) > window {
+				out = append(out, cur)
+				cur = nil
+			}
+		}
+		cur = append(cur, a)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// acted says whether an attempt may have had its effect: it succeeded (and
+// was not answered from a key store), or its outcome is unknown.
+func acted(a *trace.Attempt) (ok, unknown bool) {
+	if a.Unknown() {
+		return false, true
+	}
+	return a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated, false
+}
+
+// grade finds the worst pair in a cluster: an earlier attempt that may have
+// acted, and a later one.
+func grade(cl []attempt) (Finding, bool) {
+	best := Grade("")
+	why := ""
+	involved := map[int]bool{}
+	for j := 1; j < len(cl); j++ {
+		bOK, bUnknown := acted(cl[j].a)
+		if !bOK && !bUnknown && !cl[j].a.Deduplicated {
+			continue // a definite failure did nothing
+		}
+		for i := 0; i < j; i++ {
+			aOK, aUnknown := acted(cl[i].a)
+			if !aOK && !aUnknown {
+				continue
+			}
+			var g Grade
+			var w string
+			switch {
+			case cl[j].a.Deduplicated || (cl[j].a.Key != "" && cl[j].a.Key == cl[i].a.Key):
+				g, w = Absorbed, "the repeat carried the same idempotency key"
+			case aOK && bOK:
+				g, w = Duplicate, "two attempts succeeded"
+			case aUnknown:
+				g, w = Possible, "an attempt with an unknown outcome was followed by another"
+			default:
+				continue // the earlier succeeded, the later one's outcome is unknown
+			}
+			if g == Absorbed && cl[j].a.Key != "" {
+				w += " (" + cl[j].a.Key + ")"
+			}
+			involved[i], involved[j] = true, true
+			if g.rank() > best.rank() {
+				best, why = g, w
+			}
+		}
+	}
+	if best == "" {
+		return Finding{}, false
+	}
+	f := Finding{Grade: best, Tool: cl[0].a.Tool, Args: json.RawMessage(cl[0].args), Why: why}
+	if len(f.Args) == 0 {
+		f.Args = json.RawMessage("null")
+	}
+	for i, x := range cl {
+		if !involved[i] {
+			continue
+		}
+		m := x.a.Mark()
+		f.Attempts = append(f.Attempts, Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, Ref: x.a.Ref,
+			Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error})
+	}
+	return f, true
+}

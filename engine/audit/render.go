@@ -1,0 +1,77 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// stamp is how evidence times are printed: UTC to the microsecond.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+
+func (r Report) summary() string {
+	return fmt.Sprintf("%d duplicate, %d possible, %d absorbed", r.Counts.Duplicate, r.Counts.Possible, r.Counts.Absorbed)
+}
+
+// Text writes the report for a terminal.
+func (r Report) Text(w io.Writer) error {
+	fmt.Fprintf(w, "audit of %d executions: %d side-effecting attempts (effects: %s; reads never count)\n",
+		r.Executions, r.Attempts, strings.Join(r.Effects, ","))
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "\n%-9s %s %s\n          %s\n", strings.ToUpper(string(f.Grade)), f.Tool, f.Args, f.Why)
+		for _, e := range f.Attempts {
+			fmt.Fprintf(w, "  %s %-8s %s  %s  call %s attempt %d  ref %s", e.Mark, e.Outcome, stamp(e.Started), e.Execution, e.Call, e.Attempt, e.Ref)
+			if e.Key != "" {
+				fmt.Fprintf(w, "  key %s", e.Key)
+			}
+			if e.Error != "" {
+				fmt.Fprintf(w, "  error %q", e.Error)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", r.summary())
+	return err
+}
+
+// Markdown writes the report as a Markdown document, for a CI summary or a
+// pull request.
+func (r Report) Markdown(w io.Writer) error {
+	fmt.Fprintf(w, "# Effect audit\n\n%d executions, %d side-effecting attempts. Effects: %s (reads never count).\n\n**%s**\n",
+		r.Executions, r.Attempts, code(strings.Join(r.Effects, ", ")), r.summary())
+	for i, f := range r.Findings {
+		fmt.Fprintf(w, "\n## %d. %s: %s\n\nArguments: %s\n\n%s.\n\n", i+1, f.Grade, code(f.Tool), code(string(f.Args)), upperFirst(f.Why))
+		fmt.Fprintln(w, "| outcome | started (UTC) | execution | call | attempt | span / ref | key |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, e := range f.Attempts {
+			out := e.Mark + " " + e.Outcome
+			if e.Error != "" {
+				out += ": " + e.Error
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s |\n", cell(out), stamp(e.Started), code(e.Execution),
+				code(e.Call), e.Attempt, code(e.Ref), code(e.Key))
+		}
+	}
+	return nil
+}
+
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.ReplaceAll(s, "`", "'")
+	return "`" + cell(s) + "`"
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,247 @@
+package otlp
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// DefaultMaxBody bounds a request body, compressed or not, as received and
+// as decompressed.
+const DefaultMaxBody = 32 << 20
+
+// Receiver is an OTLP/HTTP trace receiver (POST /v1/traces) that stores
+// what it receives as imported executions. It answers as the OTLP
+// specification says: 200 with an ExportTraceServiceResponse (and a
+// partial success naming the refused spans) once the spans are durably
+// committed, 400 for data that does not decode, 413 for a body over the
+// limit, 415 for a content type or encoding it does not speak, 405 for a
+// method other than POST. Concurrent requests share the store's group
+// commit, so many exporters cost few fsyncs.
+type Receiver struct {
+	DB *store.DB
+	// Source names the receiver in the execution records.
+	Source string
+	// MaxBody bounds a body; zero means DefaultMaxBody.
+	MaxBody int64
+	// Stored, if set, is told which executions each request changed.
+	Stored func(executions []string)
+}
+
+// Handler serves /v1/traces.
+func (rc *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/traces", rc.serve)
+	return mux
+}
+
+type encoding int
+
+const (
+	encProto encoding = iota
+	encJSON
+)
+
+func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeStatus(w, encJSON, http.StatusMethodNotAllowed, "POST spans to /v1/traces")
+		return
+	}
+	enc := encProto
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/x-protobuf", "application/protobuf":
+	case "application/json":
+		enc = encJSON
+	default:
+		writeStatus(w, encJSON, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("content type %q: send application/x-protobuf or application/json", ct))
+		return
+	}
+	limit := rc.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			writeStatus(w, enc, http.StatusBadRequest, "gzip: "+err.Error())
+			return
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		writeStatus(w, enc, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("content encoding %q: send gzip or none", r.Header.Get("Content-Encoding")))
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig) || int64(len(data)) > limit:
+		writeStatus(w, enc, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes: send smaller batches", limit))
+		return
+	case err != nil:
+		writeStatus(w, enc, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	// ExportTraceServiceRequest has TracesData's fields and numbers, so
+	// ptrace's unmarshalers read it (without pulling gRPC into the binary).
+	var td ptrace.Traces
+	if enc == encJSON {
+		td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(data)
+	} else {
+		td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
+	}
+	if err != nil {
+		writeStatus(w, enc, http.StatusBadRequest, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
+		return
+	}
+	spans, rejected, why := SpansLenient(td)
+	stats, dropped, err := rc.store(spans)
+	if err != nil {
+		writeStatus(w, enc, http.StatusServiceUnavailable, "store: "+err.Error())
+		return
+	}
+	if rejected += dropped.n; why == nil {
+		why = dropped.first
+	}
+	if rc.Stored != nil && len(stats.Executions) > 0 {
+		rc.Stored(stats.Executions)
+	}
+	var msg string
+	if rejected > 0 {
+		msg = why.Error()
+	}
+	if enc == encJSON {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(exportResponse(enc, rejected, msg))
+}
+
+// exportResponse encodes ExportTraceServiceResponse: empty on full
+// success, else partial_success{rejected_spans, error_message}.
+func exportResponse(enc encoding, rejected int, msg string) []byte {
+	if enc == encJSON {
+		if rejected == 0 {
+			return []byte("{}")
+		}
+		return fmt.Appendf(nil, "{\"partialSuccess\":{\"rejectedSpans\":\"%d\",\"errorMessage\":%s}}", rejected, jsonString(msg))
+	}
+	if rejected == 0 {
+		return nil
+	}
+	inner := []byte{0x08}
+	inner = appendVarint(inner, uint64(rejected))
+	inner = append(inner, 0x12)
+	inner = appendVarint(inner, uint64(len(msg)))
+	inner = append(inner, msg...)
+	out := []byte{0x0a}
+	out = appendVarint(out, uint64(len(inner)))
+	return append(out, inner...)
+}
+
+type refused struct {
+	n     int
+	first error
+}
+
+// store commits spans, dropping one that conflicts with a stored span of
+// the same id (and trying again) rather than refusing the whole batch.
+func (rc *Receiver) store(spans []Span) (Stats, refused, error) {
+	var dropped refused
+	for {
+		var st Stats
+		err := rc.DB.Update(func(tx *store.Tx) error {
+			var err error
+			st, err = Save(tx, spans, rc.Source)
+			return err
+		})
+		var se *SpanError
+		if err == nil || !errors.As(err, &se) || len(spans) == 0 {
+			return st, dropped, err
+		}
+		kept := spans[:0:0]
+		for _, s := range spans {
+			if s.SpanID != se.SpanID {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) == len(spans) {
+			return st, dropped, err
+		}
+		dropped.n += len(spans) - len(kept)
+		if dropped.first == nil {
+			dropped.first = se
+		}
+		spans = kept
+	}
+}
+
+// writeStatus answers an error with a google.rpc.Status, in the request's
+// encoding as the OTLP/HTTP specification asks.
+func writeStatus(w http.ResponseWriter, enc encoding, code int, msg string) {
+	if enc == encJSON {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "{\"code\":%d,\"message\":%s}\n", grpcCode(code), jsonString(msg))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(code)
+	_, _ = w.Write(statusProto(grpcCode(code), msg))
+}
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// grpcCode is the google.rpc.Code that goes with an HTTP status.
+func grpcCode(http int) int {
+	switch http {
+	case 400:
+		return 3 // INVALID_ARGUMENT
+	case 413:
+		return 8 // RESOURCE_EXHAUSTED
+	case 415, 405:
+		return 12 // UNIMPLEMENTED
+	case 503:
+		return 14 // UNAVAILABLE
+	}
+	return 13 // INTERNAL
+}
+
+// statusProto encodes google.rpc.Status{code, message}: field 1 a varint,
+// field 2 a string. pdata has no public type for it.
+func statusProto(code int, msg string) []byte {
+	b := []byte{0x08}
+	b = appendVarint(b, uint64(code))
+	b = append(b, 0x12)
+	b = appendVarint(b, uint64(len(msg)))
+	return append(b, msg...)
+}
+
+func appendVarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}

@@ -1,0 +1,185 @@
+package otlp_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+func receiver(t *testing.T, maxBody int64) (*httptest.Server, *store.DB, *[]string) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stored []string
+	rc := &otlp.Receiver{DB: db, Source: "test receiver", MaxBody: maxBody, Stored: func(x []string) {
+		mu.Lock()
+		stored = append(stored, x...)
+		mu.Unlock()
+	}}
+	srv := httptest.NewServer(rc.Handler())
+	t.Cleanup(func() { srv.Close(); db.Close() })
+	return srv, db, &stored
+}
+
+func folded(t *testing.T, db *store.DB) []*trace.Trace {
+	t.Helper()
+	var out []*trace.Trace
+	err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			if err != nil || x.Imported != otlp.ImportedFormat {
+				t.Errorf("execution %s: %+v %v", id, x, err)
+			}
+			spans, err := otlp.Load(tx, id)
+			if err != nil {
+				t.Error(err)
+			}
+			out = append(out, trace.Fold(id, otlp.Events(spans)))
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The OpenTelemetry Go SDK's own OTLP/HTTP exporter is the client: an
+// agent that retries a send under a new tool-call id shows as a duplicate.
+func TestReceiverTakesTheGoSDKExporter(t *testing.T) {
+	srv, db, stored := receiver(t, 0)
+	ctx := context.Background()
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"),
+		otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tr := tp.Tracer("retrylab-test-agent")
+	agentCtx, agent := tr.Start(ctx, "invoke_agent mailer")
+	agent.SetAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.conversation.id", "sdk-conv-1"))
+	for i, outcome := range []codes.Code{codes.Error, codes.Ok, codes.Ok} {
+		_, tool := tr.Start(agentCtx, "execute_tool send_email")
+		tool.SetAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", "send_email"),
+			attribute.String("gen_ai.tool.call.id", []string{"call_1", "call_2", "call_3"}[i]),
+			attribute.String("gen_ai.tool.call.arguments", `{"to":"ana@example.com","subject":"Invoice 42"}`))
+		if outcome == codes.Error {
+			tool.SetAttributes(attribute.String("error.type", "TimeoutError"))
+		}
+		tool.SetStatus(outcome, "")
+		tool.End()
+	}
+	agent.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	traces := folded(t, db)
+	if len(traces) != 1 || traces[0].Execution != "otlp-conv-sdk-conv-1" {
+		t.Fatalf("executions %d", len(traces))
+	}
+	if len(*stored) == 0 {
+		t.Error("the explorer was never told")
+	}
+	p, _ := audit.ParseEffects(audit.DefaultEffects)
+	rep := audit.Run(traces, audit.Options{Effects: p})
+	if rep.Counts.Duplicate != 1 || len(rep.Findings[0].Attempts) != 3 {
+		t.Errorf("audit %+v", rep)
+	}
+}
+
+func post(t *testing.T, url, ctype, encoding string, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/traces", bytes.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if encoding != "" {
+		req.Header.Set("Content-Encoding", encoding)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestReceiverStatusCodes(t *testing.T) {
+	srv, db, _ := receiver(t, 64<<10)
+	doc, err := os.ReadFile("../../fixtures/otlp/genai-semconv.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(doc)
+	zw.Close()
+	bad := `{"resourceSpans":[{"scopeSpans":[{"spans":[` +
+		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001","name":"x","startTimeUnixNano":"1790607000000000000","endTimeUnixNano":"1790607001000000000"},` +
+		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000002","name":"x","startTimeUnixNano":"5","endTimeUnixNano":"1790607001000000000"}]}]}]}`
+	cases := []struct {
+		name, ctype, enc string
+		body             []byte
+		code             int
+		want             string
+	}{
+		{"JSON, gzip", "application/json", "gzip", gz.Bytes(), 200, "{}"},
+		{"the same again: nothing new, still 200", "application/json", "", doc, 200, "{}"},
+		{"one span refused", "application/json; charset=utf-8", "", []byte(bad), 200, `{"partialSuccess":{"rejectedSpans":"1","errorMessage":"span a000000000000002: start time 1970-01-01T00:00:00Z is outside 2000-2200`},
+		{"malformed JSON", "application/json", "", []byte(`{"resourceSpans":[`), 400, `"code":3`},
+		{"malformed protobuf", "application/x-protobuf", "", []byte{0x0a, 0xff, 0x01}, 400, "not an OTLP trace export"},
+		{"gzip that is not", "application/json", "gzip", doc, 400, "gzip"},
+		{"text", "text/plain", "", doc, 415, "content type"},
+		{"brotli", "application/json", "br", doc, 415, "content encoding"},
+		{"too large", "application/json", "", bytes.Repeat([]byte(" "), 65<<10), 413, "body over"},
+		{"too large once inflated", "application/json", "gzip", bomb(1 << 20), 413, "body over"},
+	}
+	for _, c := range cases {
+		code, body := post(t, srv.URL, c.ctype, c.enc, c.body)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, code, body, c.code, c.want)
+		}
+	}
+	if n := len(folded(t, db)); n != 2 {
+		t.Errorf("%d executions, want the fixture's and the good span's", n)
+	}
+	resp, err := http.Get(srv.URL + "/v1/traces")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("GET: %d", resp.StatusCode)
+		}
+	}
+}
+
+func bomb(n int) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(bytes.Repeat([]byte(" "), n))
+	zw.Close()
+	return b.Bytes()
+}
