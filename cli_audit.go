@@ -9,6 +9,7 @@ import (
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -125,6 +126,14 @@ func foldOne(db *store.DB, id string) (*trace.Trace, error) {
 		x, err := history.DecodeExecution(rec)
 		if err != nil {
 			return fmt.Errorf("execution %s: %w", id, err)
+		}
+		if x.Imported == temporal.ImportedFormat {
+			evs, err := temporal.LoadEvents(tx, id)
+			if err != nil {
+				return err
+			}
+			t = trace.Fold(id, evs)
+			return nil
 		}
 		if x.Imported == otlp.ImportedFormat {
 			spans, err := otlp.Load(tx, id)

@@ -75,8 +75,8 @@ const (
 	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
 	OTLPTraces Bucket = "otlp_traces"
 	// TemporalEvents holds the events of executions imported from Temporal
-	// workflow histories (execution id, 0, run id, 0, 8-byte event id ->
-	// the event as protobuf); engine/temporal owns it.
+	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number
+	// -> up to 256 events as protobuf); engine/temporal owns it.
 	TemporalEvents Bucket = "temporal_events"
 )
 

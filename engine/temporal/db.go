@@ -68,13 +68,20 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-func eventKey(exec, run string, id int64) []byte {
+// chunkEvents is how many events one stored value holds: event ids
+// k*chunkEvents+1 .. (k+1)*chunkEvents of a run are chunk k. A chunk is the
+// deterministic protobuf of a History holding those events, which is the
+// concatenation of one record per event; so a chunk stored while the
+// workflow ran is a byte prefix of the same chunk downloaded later.
+const chunkEvents = 256
+
+func chunkKey(exec, run string, chunk int) []byte {
 	k := make([]byte, 0, len(exec)+len(run)+10)
 	k = append(k, exec...)
 	k = append(k, 0)
 	k = append(k, run...)
 	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, uint64(id))
+	return binary.BigEndian.AppendUint64(k, uint64(chunk))
 }
 
 // Save stores one run's history in the caller's transaction (an import
@@ -86,7 +93,8 @@ func eventKey(exec, run string, id int64) []byte {
 func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
 	exec, run := Identify(h)
 	st := Stats{Execution: exec, RunID: run}
-	if rec := tx.Execution(exec); rec != nil {
+	rec := tx.Execution(exec)
+	if rec != nil {
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
 			return st, fmt.Errorf("execution %s: %w", exec, err)
@@ -95,31 +103,47 @@ func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
 			return st, fmt.Errorf("execution %s exists and was not imported from Temporal", exec)
 		}
 	}
-	for _, ev := range h.GetEvents() {
-		// A fresh slice each time: the store keeps the value until commit.
-		buf, err := marshal.Marshal(ev)
+	evs := h.GetEvents()
+	for k := 0; k*chunkEvents < len(evs); k++ {
+		part := evs[k*chunkEvents : min((k+1)*chunkEvents, len(evs))]
+		buf, err := marshal.Marshal(&historypb.History{Events: part})
 		if err != nil {
-			return st, fmt.Errorf("event %d: encode: %w", ev.GetEventId(), err)
+			return st, fmt.Errorf("events %d-%d: encode: %w", part[0].GetEventId(), part[len(part)-1].GetEventId(), err)
 		}
-		key := eventKey(exec, run, ev.GetEventId())
-		if old := tx.Get(store.TemporalEvents, key); old != nil {
-			if bytes.Equal(old, buf) {
-				st.Repeated++
-				continue
+		key := chunkKey(exec, run, k)
+		old := tx.Get(store.TemporalEvents, key)
+		switch {
+		case old == nil:
+		case bytes.HasPrefix(old, buf): // all stored before (a shorter or the same download)
+			st.Repeated += len(part)
+			continue
+		case bytes.HasPrefix(buf, old): // the run went on since
+			had := &historypb.History{}
+			if err := proto.Unmarshal(old, had); err != nil {
+				return st, fmt.Errorf("run %s: stored events do not decode: %w", run, err)
 			}
-			return st, fmt.Errorf("event %d of run %s was imported before with other content", ev.GetEventId(), run)
+			st.Repeated += len(had.GetEvents())
+			st.Events -= len(had.GetEvents())
+		default:
+			return st, conflict(old, part, run)
 		}
 		if err := tx.Put(store.TemporalEvents, key, buf); err != nil {
 			return st, err
 		}
-		st.Events++
+		st.Events += len(part)
 	}
 	if st.Events == 0 {
 		return st, nil
 	}
-	runs, err := Load(tx, exec)
-	if err != nil {
-		return st, err
+	// A new execution is this run alone: its record comes from the events
+	// in hand. Otherwise the stored runs (and this run's events stored
+	// before, which may be more than this file holds) make it.
+	runs := []Run{{RunID: run, Events: h.GetEvents()}}
+	if rec != nil {
+		var err error
+		if runs, err = Load(tx, exec); err != nil {
+			return st, err
+		}
 	}
 	return st, putRecord(tx, exec, runs, source)
 }
@@ -160,6 +184,25 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
 	return tx.PutExecution(exec, enc)
 }
 
+// conflict names the first event of part that differs from the one stored.
+func conflict(old []byte, part []*historypb.HistoryEvent, run string) error {
+	had := &historypb.History{}
+	if err := proto.Unmarshal(old, had); err != nil {
+		return fmt.Errorf("run %s: stored events do not decode: %w", run, err)
+	}
+	for i, ev := range part {
+		if i >= len(had.GetEvents()) {
+			break
+		}
+		a, _ := marshal.Marshal(had.GetEvents()[i])
+		b, _ := marshal.Marshal(ev)
+		if !bytes.Equal(a, b) {
+			return fmt.Errorf("event %d of run %s was imported before with other content", ev.GetEventId(), run)
+		}
+	}
+	return fmt.Errorf("events %d-%d of run %s were imported before with other content", part[0].GetEventId(), part[len(part)-1].GetEventId(), run)
+}
+
 // Load returns an imported execution's runs, oldest first (by their first
 // event's time), each run's events in event-id order.
 func Load(tx *store.Tx, exec string) ([]Run, error) {
@@ -173,20 +216,20 @@ func Load(tx *store.Tx, exec string) ([]Run, error) {
 		rest := k[len(prefix):]
 		i := bytes.IndexByte(rest, 0)
 		if i < 0 || len(rest) != i+9 {
-			bad = fmt.Errorf("execution %s: malformed stored event key %q", exec, k)
+			bad = fmt.Errorf("execution %s: malformed stored key %q", exec, k)
 			return false
 		}
 		run := string(rest[:i])
-		ev := &historypb.HistoryEvent{}
-		if err := proto.Unmarshal(v, ev); err != nil {
-			bad = fmt.Errorf("execution %s: stored event %d of run %s does not decode: %w", exec, binary.BigEndian.Uint64(rest[i+1:]), run, err)
+		part := &historypb.History{}
+		if err := proto.Unmarshal(v, part); err != nil {
+			bad = fmt.Errorf("execution %s: stored events of run %s (chunk %d) do not decode: %w", exec, run, binary.BigEndian.Uint64(rest[i+1:]), err)
 			return false
 		}
 		if n := len(runs); n == 0 || runs[n-1].RunID != run {
 			runs = append(runs, Run{RunID: run})
 		}
 		r := &runs[len(runs)-1]
-		r.Events = append(r.Events, ev)
+		r.Events = append(r.Events, part.GetEvents()...)
 		return true
 	})
 	if err != nil {
@@ -199,4 +242,14 @@ func Load(tx *store.Tx, exec string) ([]Run, error) {
 		return runs[i].Events[0].GetEventTime().AsTime().Before(runs[j].Events[0].GetEventTime().AsTime())
 	})
 	return runs, nil
+}
+
+// LoadEvents is an imported execution's runs translated into the fold's
+// input events.
+func LoadEvents(tx *store.Tx, exec string) ([]trace.Event, error) {
+	runs, err := Load(tx, exec)
+	if err != nil {
+		return nil, err
+	}
+	return Events(runs), nil
 }

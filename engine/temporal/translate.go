@@ -50,7 +50,13 @@ type Run struct {
 //
 // Event ids are the events' Ref ("event 12"); Seq numbers the output.
 func Events(runs []Run) []trace.Event {
-	tr := &translator{usedCalls: map[string]bool{}}
+	n := 0
+	for _, r := range runs {
+		n += len(r.Events)
+	}
+	// About one output event per input event: allocated once, since an
+	// Event is large and a history may hold 50 000 of them.
+	tr := &translator{usedCalls: map[string]bool{}, out: make([]trace.Event, 0, n+n/4)}
 	for i, r := range runs {
 		tr.run(i+1, r, i == len(runs)-1)
 	}
@@ -107,7 +113,7 @@ func (t *translator) run(n int, r Run, last bool) {
 
 func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 	at := ev.GetEventTime().AsTime()
-	base := trace.Event{Time: at, Run: s.n, Ref: "event " + strconv.FormatInt(ev.GetEventId(), 10)}
+	base := trace.Event{Time: at, Run: s.n, Ref: ref(s.n, ev.GetEventId())}
 	note := func(text string) {
 		e := base
 		e.Kind, e.Text = trace.Noted, text
@@ -339,7 +345,7 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 	if n > 1 {
 		e := base
 		e.Kind, e.Call, e.Tool, e.Attempt, e.Time = trace.AttemptsNotKept, act.call, act.tool, n, act.scheduled
-		e.Error = failureText(last)
+		e.Error, e.Outcome = failureText(last), failureOutcome(last)
 		e.Attrs = map[string]string{"temporal.not_kept": fmt.Sprintf("attempts 1-%d are not kept by Temporal", n-1)}
 		t.emit(e)
 	}
@@ -469,8 +475,18 @@ func (t *translator) marker(s *runState, base trace.Event, a *historypb.MarkerRe
 	t.emit(e)
 }
 
+// ref names an event as evidence: "event 12" in the first run of a
+// chain, "run 2 event 12" in later ones (each run numbers its events from 1).
+func ref(run int, id int64) string {
+	if run == 1 {
+		return "event " + strconv.FormatInt(id, 10)
+	}
+	return "run " + strconv.Itoa(run) + " event " + strconv.FormatInt(id, 10)
+}
+
 func eventID(e trace.Event) int64 {
-	n, _ := strconv.ParseInt(strings.TrimPrefix(e.Ref, "event "), 10, 64)
+	i := strings.LastIndexByte(e.Ref, ' ')
+	n, _ := strconv.ParseInt(e.Ref[i+1:], 10, 64)
 	return n
 }
 
@@ -490,6 +506,21 @@ func failureText(f *failurepb.Failure) string {
 		}
 	}
 	return strings.Join(parts, ": ")
+}
+
+// failureOutcome is the outcome a failure stands for: a timeout or a
+// cancellation (the caller never learnt what the attempt did), else an
+// error; "" when there is no failure to go by.
+func failureOutcome(f *failurepb.Failure) trace.Outcome {
+	switch {
+	case f == nil:
+		return ""
+	case f.GetTimeoutFailureInfo() != nil:
+		return trace.OutcomeTimeout
+	case f.GetCanceledFailureInfo() != nil:
+		return trace.OutcomeCancelled
+	}
+	return trace.OutcomeError
 }
 
 func timeoutWords(tt enumspb.TimeoutType) string {

@@ -44,7 +44,8 @@ const (
 	AttemptFinished Kind = "attempt.finished"
 	// AttemptsNotKept: the source kept only attempt Attempt of Call; the
 	// attempts before it happened but left no record (Temporal). Error is
-	// the last failure, which belongs to attempt Attempt-1.
+	// the last failure, which belongs to attempt Attempt-1; Outcome is its
+	// kind when the source says (a timeout), else an error.
 	AttemptsNotKept Kind = "attempts.not-kept"
 	// FaultInjected: retrylab injected Fault into (Call, Attempt); Planned
 	// when the scenario's fault plan asked for it (PlanIndex >= 1).

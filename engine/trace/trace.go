@@ -353,8 +353,12 @@ func (t *Trace) Apply(e Event) {
 	case AttemptsNotKept:
 		c := t.callOf(r, e)
 		if e.Attempt > 1 {
+			o := e.Outcome
+			if o == "" {
+				o = OutcomeError
+			}
 			a := &Attempt{Call: e.Call, Tool: c.Tool, N: e.Attempt - 1, Run: r.Number, Seq: e.Seq, Ref: e.Ref, Started: e.Time,
-				Finished: true, Outcome: OutcomeError, Error: e.Error, NotKept: e.Attempt - 1, Attrs: e.Attrs}
+				Finished: true, Outcome: o, Error: e.Error, NotKept: e.Attempt - 1, Attrs: e.Attrs}
 			c.Attempts = append(c.Attempts, a)
 			c.Nodes = append(c.Nodes, a)
 		}

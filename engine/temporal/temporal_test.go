@@ -1,0 +1,336 @@
+package temporal_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+const (
+	run1File = "../../fixtures/temporal/order-run1.cli.json"
+	run2File = "../../fixtures/temporal/order-run2.ui.json"
+	execID   = "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+)
+
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Check(); err != nil {
+			t.Errorf("check: %v", err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// dump prints a folded trace as a tree, one node a line: what a reader of
+// the timeline sees, without the screen.
+func dump(tr *trace.Trace) string {
+	var b strings.Builder
+	var walk func(ns []trace.Node, depth int)
+	walk = func(ns []trace.Node, depth int) {
+		for _, n := range ns {
+			b.WriteString(strings.Repeat("  ", depth))
+			switch n := n.(type) {
+			case *trace.Run:
+				fmt.Fprintf(&b, "run %d %s", n.Number, n.Mark())
+			case *trace.Gap:
+				fmt.Fprintf(&b, "gap")
+			case *trace.Turn:
+				fmt.Fprintf(&b, "turn %d %s", n.Number, n.Text)
+			case *trace.Call:
+				fmt.Fprintf(&b, "call %s %s %s", n.Call, n.Tool, n.Args)
+			case *trace.Attempt:
+				fmt.Fprintf(&b, "%s #%d %s", n.Mark(), n.N, n.Outcome)
+				if n.NotKept > 0 {
+					fmt.Fprintf(&b, " not-kept=%d", n.NotKept)
+				}
+				if n.Error != "" {
+					fmt.Fprintf(&b, " %q", n.Error)
+				}
+				if n.Duration > 0 {
+					fmt.Fprintf(&b, " %s", n.Duration)
+				}
+			case *trace.Note:
+				fmt.Fprintf(&b, "%s %s %s", n.Mark, n.Kind, n.Text)
+				if n.Error != "" {
+					fmt.Fprintf(&b, " %q", n.Error)
+				}
+			}
+			b.WriteString(" [" + refOf(n) + "]\n")
+			walk(n.Children(), depth+1)
+		}
+	}
+	walk(tr.Nodes, 0)
+	return b.String()
+}
+
+func refOf(n trace.Node) string {
+	switch n := n.(type) {
+	case *trace.Attempt:
+		return n.Ref
+	}
+	return n.ID()
+}
+
+func foldFile(t *testing.T, path string) *trace.Trace {
+	t.Helper()
+	h, _, err := temporal.Decode(read(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, run := temporal.Identify(h)
+	return trace.Fold(exec, temporal.Events([]temporal.Run{{RunID: run, Events: h.GetEvents()}}))
+}
+
+// Every kind of activity ending the issue names, from the CLI's JSON: the
+// attempts Temporal did not keep carry the last failure on attempt N-1; a
+// timeout is ⏱ whatever its kind; a local activity, a child workflow,
+// timers and a signal are on the timeline; continue-as-new ends the run and
+// not the execution.
+func TestEventsEveryActivityEnding(t *testing.T) {
+	tr := foldFile(t, run1File)
+	want := `run 1 ✓ [run1]
+  turn 1 workflow task: workflow started [run1/turn1]
+    call 5 ChargeCard {"order":1042,"amount":"49.00"} [run1/5]
+      ⋯ #2 error not-kept=2 "HTTPError: card service answered 503" [event 7]
+      ✓ #3 ok 400ms [event 7]
+     noted timer 6 started (30s) [note4]
+  turn 2 workflow task: ChargeCard completed [run1/turn2]
+    call 12 SendConfirmation {"to":"ana@example.com","order":1042} [run1/12]
+      ⋯ #1 timeout not-kept=1 "start-to-close timeout" [event 13]
+      ✓ #2 ok 300.001ms [event 13]
+  turn 3 workflow task: SendConfirmation completed [run1/turn3]
+    call 18 ReserveStock {"sku":"B-7","qty":1} [run1/18]
+      ⋯ #3 timeout not-kept=3 "heartbeat timeout" [event 20]
+      ⏱ #4 timeout "heartbeat timeout" 2s [event 20]
+    call local:3 ValidateAddress  [run1/local:3]
+      ⋯ #1 error not-kept=1 [event 19]
+      ✓ #2 ok [event 19]
+  turn 4 workflow task: ReserveStock timed out [run1/turn4]
+    call 25 RefundPayment {"charge":"ch_81"} [run1/25]
+     noted RefundPayment timed out before an attempt started: schedule-to-close timeout: HTTPError: refund service answered 500 [note24]
+    call child:ship-1042 ShipOrder {"order":1042} [run1/child:ship-1042]
+      ✓ #1 ok 1.35s [event 28]
+     noted signal address-changed received {"zip":"10115"} [note27]
+  turn 5 workflow task: RefundPayment timed out, signal address-changed [run1/turn5]
+    call 33 NotifyWarehouse {"order":1042} [run1/33]
+      ✖ #1 error "Rejected: warehouse rejected the order" 50ms [event 34]
+     noted timer 6 fired [note33]
+  turn 6 workflow task: NotifyWarehouse failed, ShipOrder completed, timer 6 fired [run1/turn6]
+  ✓ run.ended continued as new as run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 [note35]
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if len(tr.Anomalies) != 0 {
+		t.Errorf("anomalies: %+v", tr.Anomalies)
+	}
+	if tr.End != nil || tr.Outcome() != trace.MarkRunning {
+		t.Errorf("a run that continued as new ended the execution: %v", tr.Outcome())
+	}
+}
+
+// The Web UI's download (short enum names, nulls, the response wrapper)
+// decodes to the same model as the CLI's JSON.
+func TestDecodeBothShapes(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		shape temporal.Shape
+		n     int
+		run   string
+	}{
+		{run1File, temporal.ShapeCLI, 41, "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"},
+		{run2File, temporal.ShapeUI, 11, "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002"},
+	} {
+		data := read(t, c.file)
+		if !temporal.Sniff(data) {
+			t.Errorf("%s: not recognised", c.file)
+		}
+		h, shape, err := temporal.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		exec, run := temporal.Identify(h)
+		if shape != c.shape || len(h.GetEvents()) != c.n || exec != execID || run != c.run {
+			t.Errorf("%s: %s, %d events, %s/%s", c.file, shape, len(h.GetEvents()), exec, run)
+		}
+	}
+	for _, notOurs := range []string{`{"resourceSpans":[]}`, `[1,2]`, "\x1f\x8b", `{"resourceSpans":[{"scopeSpans":[]}]}` + "\n"} {
+		if temporal.Sniff([]byte(notOurs)) {
+			t.Errorf("%q taken for a Temporal history", notOurs)
+		}
+	}
+}
+
+// Two runs of one chain, from two files in the two shapes, in either order,
+// make one execution with two runs; importing again changes nothing.
+func TestImportChainAcrossFiles(t *testing.T) {
+	for _, order := range [][]string{{run1File, run2File}, {run2File, run1File}} {
+		db := openDB(t)
+		for _, f := range order {
+			if _, err := temporal.ImportFile(db, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := temporal.ImportFile(db, order[0])
+		if err != nil || res.Events != 0 || res.Repeated == 0 {
+			t.Errorf("re-import: %+v, %v", res, err)
+		}
+		var x history.Execution
+		var tr *trace.Trace
+		err = db.View(func(tx *store.Tx) error {
+			var err error
+			if x, err = history.DecodeExecution(tx.Execution(execID)); err != nil {
+				return err
+			}
+			if tx.Get(store.Active, []byte(execID)) != nil {
+				t.Error("an imported execution is in the index of unfinished ones")
+			}
+			evs, err := temporal.LoadEvents(tx, execID)
+			tr = trace.Fold(execID, evs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Imported != temporal.ImportedFormat || x.Runs != 2 || x.Status != history.StatusCompleted ||
+			x.Scenario != "OrderWorkflow" || !strings.Contains(x.Source, run1File) || !strings.Contains(x.Source, run2File) {
+			t.Errorf("record %+v", x)
+		}
+		if len(tr.Runs) != 2 || tr.Outcome() != trace.MarkOK || tr.Runs[0].Mark() != trace.MarkOK {
+			t.Errorf("order %v: %d runs, outcome %s", order, len(tr.Runs), tr.Outcome())
+		}
+		second := tr.Runs[1]
+		if c, ok := second.Nodes[1].(*trace.Turn).Nodes[0].(*trace.Call); !ok || c.Call != "5@r2e5" || c.Attempts[0].Ref != "run 2 event 6" {
+			t.Errorf("run 2's activity 5 is not told apart from run 1's: %+v", second.Nodes)
+		}
+	}
+}
+
+// Bad input: a clear error naming what is wrong, and nothing stored.
+func TestImportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run1 := string(read(t, run1File))
+	changed := strings.Replace(run1, `"requestId": "r7"`, `"requestId": "r7-again"`, 1)
+	cases := []struct{ path, want string }{
+		{"../../fixtures/temporal/bad-cut-short.json", "history cut short: events 13 to 14 are missing"},
+		{"../../fixtures/temporal/bad-out-of-order.json", "events out of order: event 10 comes before event 9"},
+		{"../../fixtures/temporal/bad-truncated.json", "not valid JSON (cut short?)"},
+		{"../../fixtures/temporal/bad-unknown-event-type.json", `event 13: unknown event type "EVENT_TYPE_WORKFLOW_EXECUTION_TIME_TRAVELLED" (written by a newer Temporal server`},
+		{write("page2.json", strings.Replace(run1, `"eventId": "1",`, `"eventId": "0",`, 1)), "history cut short: it starts at event 0, not 1"},
+		{write("empty.json", `{"events": []}`), "the history holds no events"},
+		{write("null.json", `{"history": null, "archived": false}`), `holds no history`},
+		{write("text.json", `{"events": "yes"}`), "not a Temporal history"},
+		{write("other.json", `{"eventsX": 1}`), "not a Temporal workflow history"},
+		{write("notime.json", `{"events":[{"eventId":"1","eventType":"WorkflowExecutionStarted","workflowExecutionStartedEventAttributes":{}}]}`), "event 1 (WorkflowExecutionStarted) has no eventTime"},
+		{write("noattrs.json", `{"events":[{"eventId":"1","eventTime":"2026-01-01T00:00:00Z","eventType":"WorkflowExecutionStarted"}]}`), "has no attributes"},
+		{write("late.json", `{"events":[{"eventId":"1","eventTime":"2026-01-01T00:00:00Z","eventType":"TimerFired","timerFiredEventAttributes":{}}]}`), "event 1 is TimerFired, not WorkflowExecutionStarted"},
+		{write("changed.json", changed), "event 7 of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001 was imported before with other content"},
+	}
+	db := openDB(t)
+	if _, err := temporal.ImportFile(db, run1File); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		_ = db.View(func(tx *store.Tx) error { n = tx.Count(store.TemporalEvents); return nil })
+		return n
+	}
+	before := count()
+	for _, c := range cases {
+		_, err := temporal.ImportFile(db, c.path)
+		if err == nil {
+			t.Errorf("%s: imported", c.path)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, c.want) || !strings.HasPrefix(msg, c.path+": ") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: error %q, want one line naming the file and %q", c.path, msg, c.want)
+		}
+	}
+	if n := count(); n != before {
+		t.Errorf("bad files left %d events behind", n-before)
+	}
+}
+
+// A history may come gzip-compressed.
+func TestImportGzip(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(read(t, run2File))
+	zw.Close()
+	p := filepath.Join(t.TempDir(), "run2.json.gz")
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := temporal.SniffFile(p); !ok || err != nil {
+		t.Fatalf("gzip not recognised: %v", err)
+	}
+	res, err := temporal.ImportFile(openDB(t), p)
+	if err != nil || res.Events != 11 || res.Shape != temporal.ShapeUI {
+		t.Errorf("%+v %v", res, err)
+	}
+}
+
+// A workflow still running imports as running, and a later download of it
+// adds the events that came since.
+func TestImportRunningThenLater(t *testing.T) {
+	h, _, err := temporal.Decode(read(t, run2File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	status := func() history.Status {
+		var x history.Execution
+		_ = db.View(func(tx *store.Tx) error {
+			x, _ = history.DecodeExecution(tx.Execution(execID))
+			return nil
+		})
+		return x.Status
+	}
+	full := h.GetEvents()
+	h.Events = full[:7]
+	if err := db.Update(func(tx *store.Tx) error { _, err := temporal.Save(tx, h, "early"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(); s != history.StatusRunning {
+		t.Errorf("running workflow imported as %s", s)
+	}
+	h.Events = full
+	var st temporal.Stats
+	if err := db.Update(func(tx *store.Tx) error { st, err = temporal.Save(tx, h, "later"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != 4 || st.Repeated != 7 || status() != history.StatusCompleted {
+		t.Errorf("later download: %+v, %s", st, status())
+	}
+}
