@@ -152,3 +152,21 @@ run 2 policy= faults=[] end=…
 		t.Errorf("run 1 end %+v", n)
 	}
 }
+
+// Attempts a source did not keep take the outcome it gives them (a
+// timeout: the caller never learnt what they did), an error otherwise.
+func TestApplyNotKeptOutcome(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Kind: trace.CallScheduled, Run: 1, Call: "a", Tool: "SendEmail", Time: t0},
+		{Kind: trace.AttemptsNotKept, Run: 1, Call: "a", Attempt: 2, Outcome: trace.OutcomeTimeout, Error: "start-to-close timeout", Time: t0},
+		{Kind: trace.CallScheduled, Run: 1, Call: "b", Tool: "ChargeCard", Time: t0},
+		{Kind: trace.AttemptsNotKept, Run: 1, Call: "b", Attempt: 3, Error: "503", Time: t0},
+	})
+	a, b := tr.LastCall("a").Attempts[0], tr.LastCall("b").Attempts[0]
+	if a.Outcome != trace.OutcomeTimeout || !a.Unknown() || a.Mark() != trace.MarkNotKept || a.N != 1 {
+		t.Errorf("a: %+v", a)
+	}
+	if b.Outcome != trace.OutcomeError || b.Unknown() || b.NotKept != 2 || b.N != 2 {
+		t.Errorf("b: %+v", b)
+	}
+}
