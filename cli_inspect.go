@@ -35,6 +35,9 @@ the gaps while no worker ran. --json prints the record and the raw events;
 				if err != nil {
 					return err
 				}
+				if x.Imported != "" {
+					return a.showImported(h, x, asJSON)
+				}
 				events, err := h.Events(id, 0, 0)
 				if err != nil {
 					return err

@@ -16,7 +16,7 @@ import (
 
 // otlpCommands are the commands for OpenTelemetry traces: import, audit, export.
 func otlpCommands(a *app) []*cobra.Command {
-	return []*cobra.Command{a.importCmd(), a.auditCmd()}
+	return []*cobra.Command{a.importCmd(), a.auditCmd(), a.exportCmd()}
 }
 
 // addOTLPFlag gives 'serve' its --otlp flag.

@@ -2,12 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
 )
 
 func fixturePaths(t *testing.T) []string {
@@ -69,6 +76,22 @@ func TestCLIImportAndAudit(t *testing.T) {
 	r = ok(t, db, "audit", "otlp-4bf92f3577b34da6a3ce929d0e0e4736")
 	has(t, r, "audit of 1 executions", "0 duplicate, 0 possible, 1 absorbed")
 
+	r = ok(t, db, "show", "otlp-conv-conv-9")
+	has(t, r, "otlp-conv-conv-9  imported from ", "genai-semconv.json  scenario invoke_agent invoicer  completed  runs 2  spans 9",
+		"orphans (parent never arrived, kept): d000000000000005",
+		"✖ attempt 1  failed  500ms  span d000000000000003  upstream unavailable",
+		"✓ attempt 1  ok  100ms  span d000000000000005  (orphan: parent d000000000000099 never arrived)",
+		" +60.000s  run 2  invoke_agent invoicer", "⏱ attempt 1  timeout  2.9s  span e000000000000004  cancelled",
+		"✓ execution ended\n")
+	r = ok(t, db, "show", "otlp-conv-conv-9", "--json")
+	var shown struct {
+		Execution struct{ Imported, Source string }
+		Events    []struct{ Kind, Ref string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.Execution.Imported != "otlp" || len(shown.Events) < 10 {
+		t.Errorf("show --json: %v %+v", err, shown)
+	}
+
 	oneLineError(t, must(t, 2, db, "audit", "--effects", "[bad"))
 	oneLineError(t, must(t, 2, db, "audit", "--json", "--markdown"))
 	oneLineError(t, must(t, 1, db, "audit", "nope"))
@@ -127,5 +150,112 @@ func TestFixturesAreOTLP(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// modelOf is what a reader sees of a folded execution, without its id:
+// runs, turns, calls, attempts with their marks, replays and ends.
+func modelOf(t *trace.Trace) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s, policy %q, outcome %s\n", t.Scenario, t.Policy, t.Outcome())
+	var nodes func([]trace.Node, string)
+	nodes = func(ns []trace.Node, indent string) {
+		for _, n := range ns {
+			switch x := n.(type) {
+			case *trace.Turn:
+				fmt.Fprintf(&b, "%sturn %d %q\n", indent, x.Number, x.Text)
+				nodes(x.Nodes, indent+"  ")
+			case *trace.Call:
+				args, _ := idemkey.Canonical(x.Args)
+				fmt.Fprintf(&b, "%scall %s %s %s key=%s kind=%s recorded=%v\n", indent, x.Call, x.Tool, args, x.Key, x.Kind, x.Recorded != nil)
+				for _, a := range x.Attempts {
+					var fx []string
+					for _, e := range a.Effects {
+						fx = append(fx, e.Service+":"+e.ID)
+					}
+					fmt.Fprintf(&b, "%s  attempt %d %s %s dedup=%v key=%s faults=%v effects=%v retry=%s status=%d crashed=%v\n", indent,
+						a.N, a.Mark(), a.Outcome, a.Deduplicated, a.Key, a.Faults, fx, a.Retry, a.Status, a.Crashed)
+				}
+			case *trace.Replay:
+				fmt.Fprintf(&b, "%sreplay %s %s from run %d decision=%v\n", indent, x.Call, x.Tool, x.ResultRun, x.Decision)
+			}
+		}
+	}
+	for _, r := range t.Runs {
+		fmt.Fprintf(&b, "run %d %q end %s faults %v\n", r.Number, r.Policy, r.Mark(), r.Faults)
+		nodes(r.Nodes, "  ")
+	}
+	return b.String()
+}
+
+func foldAll(t *testing.T, path string) map[string]*trace.Trace {
+	t.Helper()
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]*trace.Trace{}
+	var ids []string
+	db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+	})
+	for _, id := range ids {
+		tr, err := foldOne(db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = tr
+	}
+	return out
+}
+
+// Export then import gives the same model, and the file is OTLP as pdata
+// reads it.
+func TestCLIExportImportSameModel(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	must(t, 137, db, "run", "crash")
+	ok(t, db, "resume")
+	ok(t, db, "run", "safe")
+	must(t, 3, db, "run", "unsafe-escalates")
+	file := filepath.Join(t.TempDir(), "out.json")
+	r := ok(t, db, "export", "--otlp", file)
+	has(t, r, "wrote 4 executions")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	if err != nil || td.SpanCount() == 0 {
+		t.Fatalf("pdata reads %d spans: %v", td.SpanCount(), err)
+	}
+	db2 := newDB(t)
+	ok(t, db2, "import", file)
+	native, imported := foldAll(t, db), foldAll(t, db2)
+	if len(imported) != len(native) {
+		t.Fatalf("%d executions imported, %d exported", len(imported), len(native))
+	}
+	for id, tr := range native {
+		back := imported[otlp.ExecutionID("", id)]
+		if back == nil {
+			t.Errorf("%s not imported", id)
+			continue
+		}
+		if want, got := modelOf(tr), modelOf(back); want != got {
+			t.Errorf("%s: the model changed on the way:\n--- native\n%s--- imported\n%s", id, want, got)
+		}
+		if len(back.Anomalies) > 0 {
+			t.Errorf("%s: anomalies %+v", id, back.Anomalies)
+		}
+	}
+	// Exported executions audit the same as the natives they came from.
+	a1, a2 := must(t, 1, db, "audit", "--json"), must(t, 1, db2, "audit", "--json")
+	strip := func(s string) string {
+		s = regexp.MustCompile(`"(execution|ref)": "[^"]*"`).ReplaceAllString(s, "")
+		return s
+	}
+	if strip(a1.stdout) != strip(a2.stdout) {
+		t.Errorf("audits differ:\n%s\n%s", a1.stdout, a2.stdout)
 	}
 }

@@ -142,7 +142,7 @@ func TestRenderings(t *testing.T) {
 	var text, md bytes.Buffer
 	rep.Text(&text)
 	rep.Markdown(&md)
-	for _, want := range []string{"DUPLICATE send_email {\"to\": \"a|b\"}", "✓ ok       2026-09-28T14:50:00.000000Z  x  call c1 attempt 1  ref c1-1", "1 duplicate, 0 possible, 0 absorbed"} {
+	for _, want := range []string{"DUPLICATE send_email {\"to\": \"a|b\"}", "✓ ok  2026-09-28T14:50:00.000000Z  x  call c1 attempt 1  ref c1-1", "1 duplicate, 0 possible, 0 absorbed"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // stamp is how evidence times are printed: UTC to the microsecond.
@@ -20,8 +21,13 @@ func (r Report) Text(w io.Writer) error {
 		r.Executions, r.Attempts, strings.Join(r.Effects, ","))
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "\n%-9s %s %s\n          %s\n", strings.ToUpper(string(f.Grade)), f.Tool, f.Args, f.Why)
+		width := 0
 		for _, e := range f.Attempts {
-			fmt.Fprintf(w, "  %s %-8s %s  %s  call %s attempt %d  ref %s", e.Mark, e.Outcome, stamp(e.Started), e.Execution, e.Call, e.Attempt, e.Ref)
+			width = max(width, utf8.RuneCountInString(e.Outcome))
+		}
+		for _, e := range f.Attempts {
+			pad := strings.Repeat(" ", width-utf8.RuneCountInString(e.Outcome))
+			fmt.Fprintf(w, "  %s %s%s  %s  %s  call %s attempt %d  ref %s", e.Mark, e.Outcome, pad, stamp(e.Started), e.Execution, e.Call, e.Attempt, e.Ref)
 			if e.Key != "" {
 				fmt.Fprintf(w, "  key %s", e.Key)
 			}

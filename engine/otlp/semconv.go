@@ -83,10 +83,14 @@ func (s *Span) Tool() string {
 	return name
 }
 
-// CallID is the tool call's id as the model gave it, or "".
+// CallID is the tool call's id as the model gave it, or "". Placeholders
+// that stand for no id (ADK writes "<not specified>") are no id: trusting
+// them would make one call of every call.
 func (s *Span) CallID() string {
 	for _, k := range []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id", "tool.id"} {
-		if v := s.Attrs[k]; v != "" {
+		switch v := s.Attrs[k]; v {
+		case "", "<not specified>", "None", "null", "undefined":
+		default:
 			return v
 		}
 	}

@@ -152,6 +152,9 @@ func (t *translation) events() []trace.Event {
 			t.runOf[s.TraceID] = len(traces) + 1
 			traces = append(traces, s.TraceID)
 		}
+		if n, err := strconv.Atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
+			t.runOf[s.TraceID] = n // retrylab's own export numbers its runs
+		}
 		if s.ParentID == "" {
 			if root == nil {
 				root = s
@@ -170,6 +173,10 @@ func (t *translation) events() []trace.Event {
 			start.Text += ", service " + root.Service
 			start.Attrs["service.name"] = root.Service
 		}
+		if sc, ok := root.Attrs["retrylab.scenario"]; ok {
+			// retrylab's own export: its scenario and policy in words.
+			start.Scenario, start.Text = sc, root.Attrs["retrylab.policy"]
+		}
 	} else {
 		start.Scenario = "(no root span)"
 		start.Text = "imported from OpenTelemetry; no root span arrived"
@@ -181,11 +188,8 @@ func (t *translation) events() []trace.Event {
 	t.runs(traces)
 	t.turns()
 	t.calls()
-	end := trace.Event{Kind: trace.ExecutionEnded, Outcome: trace.OutcomeOK}
-	if failed != "" {
-		end.Outcome, end.Error = trace.OutcomeError, failed
-	}
-	t.emit(last, end)
+	t.crashes()
+	t.end(last, failed)
 
 	sort.SliceStable(t.out, func(i, j int) bool {
 		a, b := t.out[i], t.out[j]
@@ -221,6 +225,10 @@ func (t *translation) runs(traces []string) {
 		ev := trace.Event{Kind: trace.RunStarted, Run: t.runOf[tr], Attrs: map[string]string{"trace.id": tr}}
 		if root != nil {
 			ev.Ref, ev.Text = root.SpanID, root.Name
+			if p, ok := root.Attrs["retrylab.run.policy"]; ok {
+				ev.Text = p
+			}
+			ev.PID, _ = strconv.Atoi(root.Attrs["process.pid"])
 		} else {
 			ev.Text = "trace " + tr + " (its root span never arrived)"
 		}
@@ -255,8 +263,15 @@ func (t *translation) turns() {
 		}
 		n++
 		s := &t.spans[i]
-		t.turnAt = append(t.turnAt, turnStart{at: s.Start, run: t.runOf[s.TraceID], turn: n})
-		t.emit(s.Start, trace.Event{Kind: trace.TurnStarted, Run: t.runOf[s.TraceID], Turn: n, Text: s.Name,
+		number, text := n, s.Name
+		if v, err := strconv.Atoi(s.Attrs["retrylab.turn"]); err == nil {
+			number = v
+		}
+		if v, ok := s.Attrs["retrylab.turn.text"]; ok {
+			text = v
+		}
+		t.turnAt = append(t.turnAt, turnStart{at: s.Start, run: t.runOf[s.TraceID], turn: number})
+		t.emit(s.Start, trace.Event{Kind: trace.TurnStarted, Run: t.runOf[s.TraceID], Turn: number, Text: text,
 			Ref: s.SpanID, Attrs: t.attrs(i)})
 	}
 }
@@ -273,13 +288,20 @@ func (t *translation) calls() {
 	bySig := map[string]*call{}
 	for i := range t.spans {
 		s := &t.spans[i]
+		if s.Attrs["retrylab.replay"] == "true" {
+			t.replay(i)
+			continue
+		}
 		if s.Role() != RoleTool {
 			continue
 		}
 		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(canonical(s.Args()))
 		cid := s.CallID()
+		_, exported := s.Attrs["retrylab.attempt"]
 		c := byID[cid]
-		if cid == "" || c == nil {
+		if (cid == "" || c == nil) && !exported {
+			// Same parent, tool and arguments: another attempt of the same
+			// call (retrylab's own export names its calls exactly).
 			c = bySig[sig]
 		}
 		if c == nil {
@@ -295,32 +317,139 @@ func (t *translation) calls() {
 		c.attempts = append(c.attempts, i)
 	}
 	for _, c := range calls {
-		f := &t.spans[c.attempts[0]]
-		args := canonical(f.Args())
-		run := t.runOf[f.TraceID]
-		sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, f.Start), Call: c.id, Tool: f.Tool(),
-			Args: args, Key: f.Key(), Ref: f.SpanID, Attrs: map[string]string{"span.parent": f.ParentID}}
-		if cid := f.CallID(); cid != "" {
-			sched.Attrs["tool.call.id"] = cid
-		}
-		t.emit(f.Start, sched)
+		lastRun := 0
 		for n, i := range c.attempts {
 			s := &t.spans[i]
-			a := canonical(s.Args())
-			t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: t.runOf[s.TraceID], Call: c.id, Tool: s.Tool(),
-				Attempt: n + 1, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
-			outcome, status := s.outcome()
-			fin := trace.Event{Kind: trace.AttemptFinished, Run: t.runOf[s.TraceID], Call: c.id, Tool: s.Tool(),
-				Attempt: n + 1, Outcome: outcome, Duration: time.Duration(s.End - s.Start), Ref: s.SpanID}
-			if res := s.Result(); res != nil || status != 0 {
-				fin.Response = &trace.Exchange{Status: status, Body: res}
+			run := t.runOf[s.TraceID]
+			if run != lastRun {
+				// The call is scheduled in each run that tries it.
+				lastRun = run
+				args := canonical(s.Args())
+				key := s.Key()
+				if _, exported := s.Attrs["retrylab.attempt"]; exported {
+					key = s.Attrs["retrylab.call.key"] // retrylab keys attempts, not always the call
+				}
+				sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, s.Start), Call: c.id, Tool: s.Tool(),
+					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"],
+					Attrs: map[string]string{"span.parent": s.ParentID}}
+				if cid := s.CallID(); cid != "" {
+					sched.Attrs["tool.call.id"] = cid
+				}
+				t.emit(s.Start, sched)
 			}
-			if outcome != trace.OutcomeOK {
-				fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
+			number := n + 1
+			if v, err := strconv.Atoi(s.Attrs["retrylab.attempt"]); err == nil {
+				number = v
 			}
-			t.emit(s.End, fin)
+			t.attempt(i, c.id, run, number)
 		}
 	}
+}
+
+// attempt emits one execute_tool span's events: its start, the faults
+// retrylab injected into it, its answer, the effects it caused, the retry
+// it led to and the journal record of its result.
+func (t *translation) attempt(i int, callID string, run, number int) {
+	s := &t.spans[i]
+	a := canonical(s.Args())
+	maxAttempts, _ := strconv.Atoi(s.Attrs["retrylab.max_attempts"])
+	t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: run, Call: callID, Tool: s.Tool(), Attempt: number,
+		MaxAttempts: maxAttempts, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
+	if faults := s.Attrs["retrylab.faults"]; faults != "" {
+		for _, f := range strings.Split(faults, ",") {
+			t.emit(s.Start, trace.Event{Kind: trace.FaultInjected, Run: run, Call: callID, Attempt: number, Fault: f, Ref: s.SpanID})
+		}
+	}
+	var effects []trace.Effect
+	if fx := s.Attrs["retrylab.effects"]; fx != "" {
+		_ = json.Unmarshal([]byte(fx), &effects)
+	}
+	for i := range effects {
+		t.emit(s.End, trace.Event{Kind: trace.EffectObserved, Run: run, Call: callID, Attempt: number, Effect: &effects[i], Ref: s.SpanID})
+	}
+	if s.Attrs["retrylab.outcome"] == "none" {
+		return // the caller never had an answer: its worker died, or it is in flight
+	}
+	outcome, status := s.outcome()
+	if o := s.Attrs["retrylab.outcome"]; o != "" {
+		outcome = trace.Outcome(o)
+	}
+	fin := trace.Event{Kind: trace.AttemptFinished, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Outcome: outcome,
+		Duration: time.Duration(s.End - s.Start), Ref: s.SpanID, Deduplicated: s.Attrs["retrylab.deduplicated"] == "true"}
+	if res := s.Result(); res != nil || status != 0 {
+		fin.Response = &trace.Exchange{Status: status, Body: res}
+	}
+	if outcome != trace.OutcomeOK {
+		fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
+	}
+	t.emit(s.End, fin)
+	if d, err := time.ParseDuration(s.Attrs["retrylab.retry_after"]); err == nil {
+		t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
+	}
+	if s.Attrs["retrylab.journal.recorded"] == "true" {
+		t.emit(s.End, trace.Event{Kind: trace.StepRecorded, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Key: s.Key(),
+			Result: asJSONOrNil(s.Attrs["retrylab.journal.result"]), Ref: s.SpanID})
+	}
+}
+
+// replay emits a call answered from retrylab's journal.
+func (t *translation) replay(i int) {
+	s := &t.spans[i]
+	resultRun, _ := strconv.Atoi(s.Attrs["retrylab.replay.run"])
+	ev := trace.Event{Kind: trace.StepReplayed, Run: t.runOf[s.TraceID], Call: s.CallID(), Tool: s.Tool(), Result: s.Result(),
+		ResultRun: resultRun, Ref: s.SpanID}
+	if s.Attrs["retrylab.replay.decision"] == "true" {
+		ev.Text = "decision"
+	}
+	t.emit(s.Start, ev)
+}
+
+// crashes emits the death of each run whose root span says its worker was
+// killed (retrylab's own export), once everything in the run happened.
+func (t *translation) crashes() {
+	for i := range t.spans {
+		s := &t.spans[i]
+		if s.ParentID != "" || s.Attrs["retrylab.run.crashed"] != "true" {
+			continue
+		}
+		code, _ := strconv.Atoi(s.Attrs["retrylab.run.exit_code"])
+		t.emit(s.End, trace.Event{Kind: trace.RunCrashed, Run: t.runOf[s.TraceID], ExitCode: code, Fault: s.Attrs["retrylab.run.fault"],
+			Error: s.Message, Ref: s.SpanID})
+	}
+}
+
+// end emits the execution's end: as retrylab's own export says it, else
+// failed when a root span failed, else completed.
+func (t *translation) end(last int64, failed string) {
+	for i := range t.spans {
+		s := &t.spans[i]
+		how, ok := s.Attrs["retrylab.execution.end"]
+		if !ok || s.ParentID != "" {
+			continue
+		}
+		switch how {
+		case "ok":
+			t.emit(s.End, trace.Event{Kind: trace.ExecutionEnded, Run: t.runOf[s.TraceID], Outcome: trace.OutcomeOK, Ref: s.SpanID})
+		case "failed":
+			t.emit(s.End, trace.Event{Kind: trace.ExecutionEnded, Run: t.runOf[s.TraceID], Outcome: trace.OutcomeError,
+				Error: s.Attrs["retrylab.execution.error"], Ref: s.SpanID})
+		case "escalated":
+			t.emit(s.End, trace.Event{Kind: trace.Escalated, Run: t.runOf[s.TraceID], Error: s.Attrs["retrylab.execution.error"], Ref: s.SpanID})
+		}
+		return // "running": no end yet
+	}
+	end := trace.Event{Kind: trace.ExecutionEnded, Outcome: trace.OutcomeOK}
+	if failed != "" {
+		end.Outcome, end.Error = trace.OutcomeError, failed
+	}
+	t.emit(last, end)
+}
+
+func asJSONOrNil(v string) json.RawMessage {
+	if v == "" {
+		return nil
+	}
+	return asJSON(v)
 }
 
 // attrs are what the detail pane shows of span i: its attributes and ids.

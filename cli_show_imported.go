@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// showImported prints an imported execution: its spans translated and
+// folded, as a tree of runs, turns, calls and attempts with their span ids;
+// --json prints the record and the fold's input events.
+func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) error {
+	var spans []otlp.Span
+	if err := h.Store().View(func(tx *store.Tx) error {
+		var err error
+		spans, err = otlp.Load(tx, x.ID)
+		return err
+	}); err != nil {
+		return err
+	}
+	events := otlp.Events(spans)
+	if asJSON {
+		if events == nil {
+			events = []trace.Event{}
+		}
+		return printJSON(a.out, struct {
+			Execution history.Execution `json:"execution"`
+			Events    []trace.Event     `json:"events"`
+		}{x, events})
+	}
+	t := trace.Fold(x.ID, events)
+	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  spans %d  started %s  took %s\n",
+		x.ID, x.Source, x.Scenario, x.Status, x.Runs, len(spans), x.Started.Format(time.RFC3339), x.Ended.Sub(x.Started).Round(time.Millisecond))
+	if len(events) > 0 && events[0].Attrs["orphans"] != "" {
+		fmt.Fprintf(a.out, "orphans (parent never arrived, kept): %s\n", events[0].Attrs["orphans"])
+	}
+	rel := func(tm time.Time) string { return fmt.Sprintf("%+8.3fs", tm.Sub(x.Started).Seconds()) }
+	var nodes func([]trace.Node, string)
+	nodes = func(ns []trace.Node, indent string) {
+		for _, n := range ns {
+			switch v := n.(type) {
+			case *trace.Turn:
+				fmt.Fprintf(a.out, "%s  %sturn %d  %s\n", rel(v.Time), indent, v.Number, v.Text)
+				nodes(v.Nodes, indent+"  ")
+			case *trace.Call:
+				fmt.Fprintf(a.out, "%s  %s%s %s  call %s\n", rel(v.Time), indent, v.Tool, v.Args, v.Call)
+				for _, at := range v.Attempts {
+					line := fmt.Sprintf("%s  %s  %s attempt %d  %s  %s  span %s", rel(at.Started), indent+"  ", at.Mark(), at.N,
+						at.Mark().Word(), at.Duration.Round(time.Millisecond), at.Ref)
+					if at.Key != "" {
+						line += "  key " + at.Key
+					}
+					if at.Error != "" {
+						line += "  " + at.Error
+					}
+					if o := at.Attrs["orphan"]; o != "" {
+						line += "  (orphan: " + o + ")"
+					}
+					fmt.Fprintln(a.out, line)
+				}
+			case *trace.Note:
+				fmt.Fprintln(a.out, strings.TrimSpace(fmt.Sprintf("%s  %s%s %s %s", rel(v.Time), indent, v.Mark, strings.ReplaceAll(string(v.Kind), ".", " "), v.Error)))
+			}
+		}
+	}
+	for _, r := range t.Runs {
+		fmt.Fprintf(a.out, "%s  run %d  %s\n", rel(r.Started), r.Number, r.Policy)
+		nodes(r.Nodes, "  ")
+	}
+	return nil
+}

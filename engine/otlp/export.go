@@ -1,0 +1,245 @@
+package otlp
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+// Export writes folded executions of retrylab's own as OTLP traces, with
+// the GenAI semantic conventions and retrylab.* attributes for what they
+// have no name for: each run is a trace (its root span "retrylab.run"),
+// the runs of one execution share gen_ai.conversation.id; each turn is an
+// invoke_agent span, each attempt an execute_tool span (attempt number,
+// faults, dedup, idempotency key, provider effects, journal record), each
+// replay a "retrylab.replay" span (no request was sent, so no
+// execute_tool). Importing the result gives the same model.
+func Export(traces []*trace.Trace, version string) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "retrylab")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("github.com/retrylab/retrylab")
+	ss.Scope().SetVersion(version)
+	for _, t := range traces {
+		exportTrace(ss.Spans(), t)
+	}
+	return td
+}
+
+type exporter struct {
+	spans ptrace.SpanSlice
+	t     *trace.Trace
+	tid   pcommon.TraceID
+	n     int
+}
+
+func exportTrace(spans ptrace.SpanSlice, t *trace.Trace) {
+	for i, r := range t.Runs {
+		e := &exporter{spans: spans, t: t, tid: traceID(t.Execution, r.Number)}
+		root := e.span("retrylab.run", pcommon.SpanID{}, r.Started, runEnd(t, r))
+		root.SetName("retrylab.run " + t.Scenario)
+		a := root.Attributes()
+		a.PutStr("gen_ai.operation.name", "invoke_workflow")
+		a.PutStr("gen_ai.conversation.id", t.Execution)
+		a.PutStr("retrylab.execution", t.Execution)
+		a.PutStr("retrylab.scenario", t.Scenario)
+		a.PutStr("retrylab.policy", t.Policy)
+		a.PutInt("retrylab.run", int64(r.Number))
+		if r.Policy != "" {
+			a.PutStr("retrylab.run.policy", r.Policy)
+		}
+		if r.PID != 0 {
+			a.PutInt("process.pid", int64(r.PID))
+		}
+		if r.End != nil && r.End.Kind == trace.RunCrashed {
+			a.PutBool("retrylab.run.crashed", true)
+			a.PutInt("retrylab.run.exit_code", int64(r.End.ExitCode))
+			if r.End.Fault != "" {
+				a.PutStr("retrylab.run.fault", r.End.Fault)
+			}
+			root.Status().SetCode(ptrace.StatusCodeError)
+			root.Status().SetMessage("worker killed")
+		}
+		if i == len(t.Runs)-1 {
+			end := "running"
+			switch {
+			case t.End != nil && t.End.Kind == trace.Escalated:
+				end = "escalated"
+			case t.End != nil && t.End.Mark == trace.MarkOK:
+				end = "ok"
+			case t.End != nil:
+				end = "failed"
+				root.Status().SetCode(ptrace.StatusCodeError)
+				root.Status().SetMessage(t.End.Error)
+			}
+			a.PutStr("retrylab.execution.end", end)
+			if t.End != nil && t.End.Error != "" {
+				a.PutStr("retrylab.execution.error", t.End.Error)
+			}
+		}
+		e.nodes(r.Nodes, root.SpanID(), runEnd(t, r))
+	}
+}
+
+// runEnd is when a run's last event happened.
+func runEnd(t *trace.Trace, r *trace.Run) time.Time {
+	if r.End != nil && r.End.Time.After(r.Last) {
+		return r.End.Time
+	}
+	return r.Last
+}
+
+func (e *exporter) nodes(nodes []trace.Node, parent pcommon.SpanID, until time.Time) {
+	for i, n := range nodes {
+		switch x := n.(type) {
+		case *trace.Turn:
+			end := until
+			for _, later := range nodes[i+1:] {
+				if lt, ok := later.(*trace.Turn); ok {
+					end = lt.Time
+					break
+				}
+			}
+			s := e.span("invoke_agent "+e.t.Scenario, parent, x.Time, end)
+			a := s.Attributes()
+			a.PutStr("gen_ai.operation.name", "invoke_agent")
+			a.PutStr("gen_ai.agent.name", e.t.Scenario)
+			a.PutStr("gen_ai.conversation.id", e.t.Execution)
+			a.PutInt("retrylab.turn", int64(x.Number))
+			a.PutStr("retrylab.turn.text", x.Text)
+			e.nodes(x.Nodes, s.SpanID(), end)
+		case *trace.Call:
+			e.call(x, parent, until)
+		case *trace.Replay:
+			s := e.span("retrylab.replay "+x.Tool, parent, x.Time, x.Time)
+			a := s.Attributes()
+			a.PutBool("retrylab.replay", true)
+			a.PutStr("gen_ai.tool.name", x.Tool)
+			a.PutStr("gen_ai.tool.call.id", x.Call)
+			a.PutInt("retrylab.replay.run", int64(x.ResultRun))
+			if x.Decision {
+				a.PutBool("retrylab.replay.decision", true)
+			}
+			if x.Result != nil {
+				a.PutStr("gen_ai.tool.call.result", string(x.Result))
+			}
+		}
+	}
+}
+
+func (e *exporter) call(c *trace.Call, parent pcommon.SpanID, until time.Time) {
+	for _, at := range c.Attempts {
+		end := until
+		if at.Finished {
+			end = at.Started.Add(at.Duration)
+		}
+		s := e.span("execute_tool "+c.Tool, parent, at.Started, end)
+		a := s.Attributes()
+		a.PutStr("gen_ai.operation.name", "execute_tool")
+		a.PutStr("gen_ai.tool.name", c.Tool)
+		a.PutStr("gen_ai.tool.call.id", c.Call)
+		if c.Args != nil {
+			a.PutStr("gen_ai.tool.call.arguments", string(c.Args))
+		}
+		if c.Kind != "" {
+			a.PutStr("retrylab.tool.kind", c.Kind)
+		}
+		if c.Key != "" {
+			a.PutStr("retrylab.call.key", c.Key)
+		}
+		a.PutInt("retrylab.attempt", int64(at.N))
+		if at.MaxAttempts > 0 {
+			a.PutInt("retrylab.max_attempts", int64(at.MaxAttempts))
+		}
+		if at.Key != "" {
+			a.PutStr("retrylab.idempotency_key", at.Key)
+		}
+		if len(at.Faults) > 0 {
+			a.PutStr("retrylab.faults", strings.Join(at.Faults, ","))
+		}
+		if at.Retry > 0 {
+			a.PutStr("retrylab.retry_after", at.Retry.String())
+		}
+		if len(at.Effects) > 0 {
+			b, _ := json.Marshal(at.Effects)
+			a.PutStr("retrylab.effects", string(b))
+			ids := make([]string, len(at.Effects))
+			for i, fx := range at.Effects {
+				ids[i] = fx.ID
+			}
+			a.PutStr("retrylab.provider.message_ids", strings.Join(ids, ","))
+		}
+		if at.Request != nil && at.Request.URL != "" {
+			a.PutStr("url.full", at.Request.URL)
+			a.PutStr("http.request.method", at.Request.Method)
+		}
+		outcome := "none" // no answer: the worker died, or it is in flight
+		if at.Finished {
+			outcome = string(at.Outcome)
+			if at.Status != 0 {
+				a.PutInt("http.response.status_code", int64(at.Status))
+			}
+			if at.Response != nil && at.Response.Body != nil {
+				a.PutStr("gen_ai.tool.call.result", string(at.Response.Body))
+			}
+			if at.Deduplicated {
+				a.PutBool("retrylab.deduplicated", true)
+			}
+			if at.Outcome != trace.OutcomeOK {
+				s.Status().SetCode(ptrace.StatusCodeError)
+				s.Status().SetMessage(at.Error)
+				a.PutStr("error.type", string(at.Outcome))
+			}
+		}
+		a.PutStr("retrylab.outcome", outcome)
+		if c.Recorded != nil && at == c.Attempts[len(c.Attempts)-1] {
+			a.PutBool("retrylab.journal.recorded", true)
+			if c.Recorded.Result != nil {
+				a.PutStr("retrylab.journal.result", string(c.Recorded.Result))
+			}
+		}
+	}
+}
+
+// span appends a span with ids derived from the execution, run and order,
+// so exporting twice writes the same file.
+func (e *exporter) span(name string, parent pcommon.SpanID, start, end time.Time) ptrace.Span {
+	e.n++
+	s := e.spans.AppendEmpty()
+	s.SetName(name)
+	s.SetTraceID(e.tid)
+	s.SetSpanID(spanID(e.tid, e.n))
+	s.SetParentSpanID(parent)
+	s.SetKind(ptrace.SpanKindInternal)
+	if end.Before(start) {
+		end = start
+	}
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
+	return s
+}
+
+func traceID(exec string, run int) pcommon.TraceID {
+	h := sha256.Sum256([]byte("retrylab\x00" + exec + "\x00" + strconv.Itoa(run)))
+	var id pcommon.TraceID
+	copy(id[:], h[:16])
+	return id
+}
+
+func spanID(t pcommon.TraceID, n int) pcommon.SpanID {
+	h := sha256.Sum256(append(t[:], strconv.Itoa(n)...))
+	var id pcommon.SpanID
+	copy(id[:], h[:8])
+	if id.IsEmpty() {
+		id[7] = 1
+	}
+	return id
+}
