@@ -8,6 +8,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -16,15 +17,24 @@ import (
 // folded, as a tree of runs, turns, calls and attempts with their span ids;
 // --json prints the record and the fold's input events.
 func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) error {
-	var spans []otlp.Span
+	var events []trace.Event
+	var sources int
+	unit, refWord := "spans", "span "
 	if err := h.Store().View(func(tx *store.Tx) error {
-		var err error
-		spans, err = otlp.Load(tx, x.ID)
+		if x.Imported == temporal.ImportedFormat {
+			runs, err := temporal.Load(tx, x.ID)
+			for _, r := range runs {
+				sources += len(r.Events)
+			}
+			unit, refWord, events = "events", "", temporal.Events(runs)
+			return err
+		}
+		spans, err := otlp.Load(tx, x.ID)
+		sources, events = len(spans), otlp.Events(spans)
 		return err
 	}); err != nil {
 		return err
 	}
-	events := otlp.Events(spans)
 	if asJSON {
 		if events == nil {
 			events = []trace.Event{}
@@ -35,8 +45,12 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 		}{x, events})
 	}
 	t := trace.Fold(x.ID, events)
-	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  spans %d  started %s  took %s\n",
-		x.ID, x.Source, x.Scenario, x.Status, x.Runs, len(spans), x.Started.Format(time.RFC3339), x.Ended.Sub(x.Started).Round(time.Millisecond))
+	took := "(running)"
+	if !x.Ended.IsZero() {
+		took = x.Ended.Sub(x.Started).Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  %s %d  started %s  took %s\n",
+		x.ID, x.Source, x.Scenario, x.Status, x.Runs, unit, sources, x.Started.Format(time.RFC3339), took)
 	if len(events) > 0 && events[0].Attrs["orphans"] != "" {
 		fmt.Fprintf(a.out, "orphans (parent never arrived, kept): %s\n", events[0].Attrs["orphans"])
 	}
@@ -51,8 +65,12 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 			case *trace.Call:
 				fmt.Fprintf(a.out, "%s  %s%s %s  call %s\n", rel(v.Time), indent, v.Tool, v.Args, v.Call)
 				for _, at := range v.Attempts {
-					line := fmt.Sprintf("%s  %s  %s attempt %d  %s  %s  span %s", rel(at.Started), indent+"  ", at.Mark(), at.N,
-						at.Mark().Word(), at.Duration.Round(time.Millisecond), at.Ref)
+					which := fmt.Sprintf("attempt %d", at.N)
+					if at.NotKept > 1 {
+						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
+					}
+					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", rel(at.Started), indent+"  ", at.Mark(), which,
+						at.Mark().Word(), at.Duration.Round(time.Millisecond), refWord+at.Ref)
 					if at.Key != "" {
 						line += "  key " + at.Key
 					}
@@ -65,7 +83,8 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 					fmt.Fprintln(a.out, line)
 				}
 			case *trace.Note:
-				fmt.Fprintln(a.out, strings.TrimSpace(fmt.Sprintf("%s  %s%s %s %s", rel(v.Time), indent, v.Mark, strings.ReplaceAll(string(v.Kind), ".", " "), v.Error)))
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", rel(v.Time), indent, v.Mark,
+					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " "))
 			}
 		}
 	}

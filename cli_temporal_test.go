@@ -49,3 +49,20 @@ func TestCLIImportTemporalAndAudit(t *testing.T) {
 	r = ok(t, db1, "audit", "--effects", "send_*")
 	has(t, r, "POSSIBLE  SendConfirmation", "an attempt with an unknown outcome was followed by another", "0 duplicate, 1 possible, 0 absorbed")
 }
+
+// show prints an imported workflow as the fold sees it: both runs of the
+// chain, the attempts Temporal did not keep with the last failure, notes.
+func TestCLIShowTemporal(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "import", temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json"))
+	r := ok(t, db, "show", "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
+	has(t, r, "scenario OrderWorkflow  completed  runs 2  events 52",
+		"⋯ attempts 1-2  attempts the source did not keep  0s  event 7  HTTPError: card service answered 503",
+		"✓ attempt 3  ok  400ms  event 7",
+		"⏱ attempt 4  timeout  2s  event 20  heartbeat timeout",
+		"noted RefundPayment timed out before an attempt started: schedule-to-close timeout",
+		"✓ run ended continued as new",
+		"run 2  Temporal",
+		"✓ attempt 1  ok  300ms  run 2 event 6",
+		"✓ execution ended completed")
+}

@@ -8,20 +8,23 @@ import (
 	"github.com/retrylab/retrylab/engine/temporal"
 )
 
-// realDir holds histories real tools wrote (see its SOURCES.md); the tests
-// that read them skip where it is absent.
-const realDir = "../../../../shared/real-traces"
-
+// realFile finds a recording of a real tool in the shared folder beside
+// the repository (or a worktree of it), or where RETRYLAB_REAL_TRACES
+// says; the tests that read them skip where it is absent.
 func realFile(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join(realDir, name)
-	if _, err := os.Stat(p); err != nil {
-		p = filepath.Join("/work/shared/real-traces", name)
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is not here", name)
+	dirs := []string{"../../../shared/real-traces", "../../../../shared/real-traces"}
+	if d := os.Getenv("RETRYLAB_REAL_TRACES"); d != "" {
+		dirs = []string{d}
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
 		}
 	}
-	return p
+	t.Skipf("%s is not here (RETRYLAB_REAL_TRACES)", name)
+	return ""
 }
 
 // The TypeScript SDK's smorgasbord history (CLI shape): two activities on
