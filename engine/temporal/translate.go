@@ -79,13 +79,12 @@ type activity struct {
 }
 
 type runState struct {
-	n       int
-	runID   string
-	last    bool
-	acts    map[int64]*activity
-	turn    int
-	woke    []string
-	wfStart *historypb.WorkflowExecutionStartedEventAttributes
+	n     int
+	runID string
+	last  bool
+	acts  map[int64]*activity
+	turn  int
+	woke  []string
 }
 
 func (t *translator) emit(e trace.Event) {
@@ -299,7 +298,6 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 }
 
 func (t *translator) started(s *runState, base trace.Event, a *historypb.WorkflowExecutionStartedEventAttributes) {
-	s.wfStart = a
 	e := base
 	e.Attrs = attrs("temporal.workflow_id", a.GetWorkflowId(), "temporal.run_id", s.runID,
 		"temporal.task_queue", a.GetTaskQueue().GetName(), "temporal.first_run_id", a.GetFirstExecutionRunId())
