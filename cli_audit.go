@@ -98,7 +98,12 @@ func (a *app) foldExecutions(ids []string) ([]*trace.Trace, error) {
 	if len(ids) == 0 {
 		if err := db.View(func(tx *store.Tx) error {
 			return tx.Executions(false, 0, func(id string, _ []byte) bool {
-				ids = append(ids, id)
+				// Attempts a Temporal worker's interceptor recorded show
+				// in their workflow's execution once its history is
+				// imported: not counted twice.
+				if !temporal.MergedSpans(tx, id) {
+					ids = append(ids, id)
+				}
 				return true
 			})
 		}); err != nil {

@@ -78,11 +78,14 @@ const (
 	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number
 	// -> up to 256 events as protobuf); engine/temporal owns it.
 	TemporalEvents Bucket = "temporal_events"
+	// TemporalRuns maps an imported workflow run id to its execution;
+	// engine/temporal owns it.
+	TemporalRuns Bucket = "temporal_runs"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
 	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces,
-	TemporalEvents}
+	TemporalEvents, TemporalRuns}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}

@@ -135,6 +135,9 @@ func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
 	if st.Events == 0 {
 		return st, nil
 	}
+	if err := tx.Put(store.TemporalRuns, []byte(run), []byte(exec)); err != nil {
+		return st, err
+	}
 	// A new execution is this run alone: its record comes from the events
 	// in hand. Otherwise the stored runs (and this run's events stored
 	// before, which may be more than this file holds) make it.
@@ -245,11 +248,17 @@ func Load(tx *store.Tx, exec string) ([]Run, error) {
 }
 
 // LoadEvents is an imported execution's runs translated into the fold's
-// input events.
+// input events, with the attempts retrylab's worker interceptor recorded
+// for them (imported as OTLP spans) in place of those Temporal did not keep.
 func LoadEvents(tx *store.Tx, exec string) ([]trace.Event, error) {
 	runs, err := Load(tx, exec)
 	if err != nil {
 		return nil, err
+	}
+	for i := range runs {
+		if runs[i].Recorded, err = recordedAttempts(tx, runs[i].RunID); err != nil {
+			return nil, err
+		}
 	}
 	return Events(runs), nil
 }

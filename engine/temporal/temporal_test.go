@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
@@ -332,5 +334,64 @@ func TestImportRunningThenLater(t *testing.T) {
 	}
 	if st.Events != 4 || st.Repeated != 7 || status() != history.StatusCompleted {
 		t.Errorf("later download: %+v, %s", st, status())
+	}
+}
+
+// Attempts retrylab's worker interceptor recorded as spans (here stored as
+// the OTLP receiver stores them) replace the ones Temporal did not keep;
+// the audit leaves their OTLP execution to the workflow's.
+func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	span := func(id string, attempt int, status, errType, msg string, at int64) otlp.Span {
+		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: "execute_tool ChargeCard",
+			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second), Status: status, Message: msg,
+			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
+				"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run, temporal.AttrActivityID: "5",
+				temporal.AttrAttempt: fmt.Sprint(attempt), "retrylab.idempotency_key": "order-1042/5"}}
+		if errType != "" {
+			s.Attrs["error.type"] = errType
+		}
+		return s
+	}
+	spans := []otlp.Span{
+		span("a000000000000001", 1, "error", "timeout", "activity StartToClose timeout", 0),
+		span("a000000000000002", 2, "error", "HTTPError", "card service answered 503", 2),
+		span("a000000000000003", 3, "ok", "", "", 3),
+	}
+	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := temporal.ImportFile(db, run1File); err != nil {
+		t.Fatal(err)
+	}
+	var tr *trace.Trace
+	if err := db.View(func(tx *store.Tx) error {
+		if !temporal.MergedSpans(tx, otlp.ExecutionID("", temporal.SpanConversation(run))) || temporal.MergedSpans(tx, "otlp-conv-other") {
+			t.Error("MergedSpans does not tell the interceptor's spans of an imported run")
+		}
+		evs, err := temporal.LoadEvents(tx, execID)
+		tr = trace.Fold(execID, evs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.LastCall("5")
+	var got []string
+	for _, a := range c.Attempts {
+		got = append(got, fmt.Sprintf("%s #%d %s %q key=%s %s", a.Mark(), a.N, a.Outcome, a.Error, a.Key, a.Ref))
+	}
+	want := []string{
+		`⏱ #1 timeout "activity StartToClose timeout" key=order-1042/5 span a000000000000001`,
+		`✖ #2 error "card service answered 503" key=order-1042/5 span a000000000000002`,
+		`✓ #3 ok "" key=order-1042/5 event 7`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// SendConfirmation had no spans: still not kept.
+	if a := tr.LastCall("12").Attempts[0]; a.NotKept != 1 {
+		t.Errorf("call 12 %+v", a)
 	}
 }

@@ -22,6 +22,9 @@ import (
 type Run struct {
 	RunID  string
 	Events []*historypb.HistoryEvent
+	// Recorded are the attempts the worker interceptor recorded, by
+	// activity id; nil when none were.
+	Recorded map[string][]Recorded
 }
 
 // Events translates the runs of one execution (a continue-as-new or retry
@@ -71,6 +74,7 @@ type translator struct {
 // activity is what the translator remembers of a scheduled activity or an
 // initiated child workflow, by its scheduling event's id.
 type activity struct {
+	id        string // the activity id
 	call      string
 	tool      string
 	scheduled time.Time
@@ -79,12 +83,13 @@ type activity struct {
 }
 
 type runState struct {
-	n     int
-	runID string
-	last  bool
-	acts  map[int64]*activity
-	turn  int
-	woke  []string
+	recorded map[string][]Recorded
+	n        int
+	runID    string
+	last     bool
+	acts     map[int64]*activity
+	turn     int
+	woke     []string
 }
 
 func (t *translator) emit(e trace.Event) {
@@ -104,7 +109,7 @@ func (t *translator) callID(prefix, id string, run int, eventID int64) string {
 }
 
 func (t *translator) run(n int, r Run, last bool) {
-	s := &runState{n: n, runID: r.RunID, last: last, acts: map[int64]*activity{}}
+	s := &runState{n: n, runID: r.RunID, last: last, acts: map[int64]*activity{}, recorded: r.Recorded}
 	for _, ev := range r.Events {
 		t.event(s, ev)
 	}
@@ -150,7 +155,7 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 		a := ev.GetActivityTaskScheduledEventAttributes()
-		act := &activity{call: t.callID("", a.GetActivityId(), s.n, ev.GetEventId()), tool: a.GetActivityType().GetName(), scheduled: at}
+		act := &activity{id: a.GetActivityId(), call: t.callID("", a.GetActivityId(), s.n, ev.GetEventId()), tool: a.GetActivityType().GetName(), scheduled: at}
 		s.acts[ev.GetEventId()] = act
 		e := base
 		e.Kind, e.Call, e.Tool, e.Args, e.Turn = trace.CallScheduled, act.call, act.tool, payloadsJSON(a.GetInput()), s.turn
@@ -340,7 +345,22 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 	if n < 1 {
 		n = 1
 	}
-	if n > 1 {
+	rec := recordedBefore(s.recorded[act.id], n)
+	if act.id != "" && rec != nil {
+		// The interceptor recorded every attempt before the kept one.
+		for _, r := range rec[:n-1] {
+			e := base
+			e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
+			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest)
+			t.emit(e)
+			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
+			t.emit(e)
+		}
+		if len(rec) >= n {
+			a = withAttrs(a, "retrylab.span", rec[n-1].SpanID)
+			base.Key = rec[n-1].Key
+		}
+	} else if n > 1 {
 		e := base
 		e.Kind, e.Call, e.Tool, e.Attempt, e.Time = trace.AttemptsNotKept, act.call, act.tool, n, act.scheduled
 		e.Error, e.Outcome = failureText(last), failureOutcome(last)
@@ -480,6 +500,34 @@ func ref(run int, id int64) string {
 		return "event " + strconv.FormatInt(id, 10)
 	}
 	return "run " + strconv.Itoa(run) + " event " + strconv.FormatInt(id, 10)
+}
+
+// recordedBefore is the recorded attempts of an activity when they hold
+// every attempt 1..n-1 (and maybe n), numbered without a hole; nil if not.
+func recordedBefore(rs []Recorded, n int) []Recorded {
+	if len(rs) < n-1 || n < 2 {
+		return nil
+	}
+	for i := 0; i < n-1; i++ {
+		if rs[i].Attempt != i+1 {
+			return nil
+		}
+	}
+	if len(rs) >= n && rs[n-1].Attempt != n {
+		return rs[:n-1]
+	}
+	return rs
+}
+
+func withAttrs(m map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(m)+len(kv)/2)
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range attrs(kv...) {
+		out[k] = v
+	}
+	return out
 }
 
 func eventID(e trace.Event) int64 {
