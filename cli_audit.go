@@ -58,11 +58,11 @@ otherwise, 2 for bad flags.`,
 			if window <= 0 {
 				return &exitError{code: 2, msg: "audit: --window must be positive"}
 			}
-			traces, err := a.foldExecutions(args)
-			if err != nil {
+			au := audit.NewAuditor(audit.Options{Effects: pats, Window: window})
+			if err := a.eachFolded(args, au.Add); err != nil {
 				return err
 			}
-			rep := audit.Run(traces, audit.Options{Effects: pats, Window: window})
+			rep := au.Report()
 			switch {
 			case asJSON:
 				err = printJSON(a.out, rep)
@@ -87,12 +87,13 @@ otherwise, 2 for bad flags.`,
 	return cmd
 }
 
-// foldExecutions folds the named executions, or all, each from its own
-// source: retrylab's history, or imported spans.
-func (a *app) foldExecutions(ids []string) ([]*trace.Trace, error) {
+// eachFolded folds the named executions, or all, one at a time, each from
+// its own source (retrylab's history, or imported spans), and hands each
+// to fn; memory holds one execution at a time.
+func (a *app) eachFolded(ids []string, fn func(*trace.Trace)) error {
 	db, err := a.openStore(false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer db.Close()
 	if len(ids) == 0 {
@@ -107,18 +108,17 @@ func (a *app) foldExecutions(ids []string) ([]*trace.Trace, error) {
 				return true
 			})
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	traces := make([]*trace.Trace, 0, len(ids))
 	for _, id := range ids {
 		t, err := foldOne(db, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		traces = append(traces, t)
+		fn(t)
 	}
-	return traces, nil
+	return nil
 }
 
 func foldOne(db *store.DB, id string) (*trace.Trace, error) {

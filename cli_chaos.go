@@ -31,7 +31,7 @@ func (a *app) chaosCmd() *cobra.Command {
 		Short: "Run many executions through random faults and real kills, then check them",
 		Long: `Run --runs executions of randomly planned scenarios (a single send, or two
 steps: send then CRM, CRM create then send, upsert then read) with random fault
-plans over every fault point of DESIGN.md, workers killed with SIGKILL by crash
+plans over every fault point (docs/FAULTS.md), workers killed with SIGKILL by crash
 faults and from outside at random moments, and the host process itself killed
 with SIGKILL at random moments and started again on the same database (which
 must pass the consistency check). Every killed execution is resumed until it
@@ -154,7 +154,7 @@ key that caused it) and class each logical operation: ok (one effect, done),
 recovered (an outcome unknown to the caller, exactly one effect), failed (no
 effect, not done), lost (done, but no effect), duplicated (more than one effect
 for one intent), unexpected (an effect nobody asked for). Each count is also
-held to the model of DESIGN.md's fault matrix.
+held to the model of the fault matrix (docs/FAULTS.md).
 
 The database is opened read-only; a running retrylab holds it locked.
 

@@ -34,7 +34,7 @@ func TestCLIChaos200(t *testing.T) {
 	if c.code != 0 {
 		t.Fatalf("check disagrees\n%s", c)
 	}
-	has(t, c, "200 executions", "verdict: PASS", "DESIGN.md fault matrix")
+	has(t, c, "200 executions", "verdict: PASS", "fault matrix (docs/FAULTS.md)")
 }
 
 // TestCLIChaosCatchesABrokenEngine plants a bug (every key derived with the

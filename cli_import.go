@@ -93,7 +93,12 @@ func (a *app) importFiles(paths []string) error {
 		if res.Repeated > 0 {
 			fmt.Fprintf(a.out, ", %d already there", res.Repeated)
 		}
+		const shown = 5
 		for i, x := range res.Executions {
+			if i == shown {
+				fmt.Fprintf(a.out, " and %d more", len(res.Executions)-shown)
+				break
+			}
 			sep := " -> "
 			if i > 0 {
 				sep = ", "

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -81,22 +83,101 @@ func pickExecution(h engine.Service, args []string) (string, error) {
 // gapWorth is how long a silence must last before show points it out.
 const gapWorth = time.Second
 
+// printHistory narrates each recorded event, as `run` does live, with what
+// only the whole history can tell, read from the fold: the gaps where no
+// worker ran, the effects each attempt caused, and the attempts whose
+// outcome the agent never learnt though the provider acted (◆).
 func printHistory(a *app, x history.Execution, events []history.Event) {
 	took := x.Updated.Sub(x.Started)
 	fmt.Fprintf(a.out, "%s  scenario %s  policy %s  %s  runs %d  started %s  took %s\n\n",
 		x.ID, x.Scenario, x.Policy, x.Status, x.Runs, x.Started.Format(time.RFC3339), took.Round(time.Millisecond))
-	n := narrate.New(x.ID)
-	var prev time.Time
-	for _, ev := range events {
-		if !prev.IsZero() && ev.Time.Sub(prev) >= gapWorth && ev.Type == history.WorkerStarted {
-			fmt.Fprintf(a.out, "%9s   ┆ %s with no worker running\n", "", ev.Time.Sub(prev).Round(100*time.Millisecond))
-		}
-		prev = ev.Time
-		rel := ev.Time.Sub(x.Started).Seconds()
-		for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
-			fmt.Fprintf(a.out, "%+8.3fs  %s\n", rel, l)
+	t := trace.FoldHistory(x.ID, events)
+	gaps := map[uint64]time.Duration{}
+	for _, r := range t.Runs {
+		if r.Number > 1 && r.Idle >= gapWorth {
+			gaps[r.Seq] = r.Idle
 		}
 	}
+	n := narrate.New(x.ID)
+	line := func(rel float64, l string) { fmt.Fprintf(a.out, "%+8.3fs  %s\n", rel, l) }
+	for _, ev := range events {
+		if d, ok := gaps[ev.Seq]; ok {
+			fmt.Fprintf(a.out, "%9s   %s %s with no worker running\n", "", trace.MarkGap.Glyph(), d.Round(100*time.Millisecond))
+		}
+		rel := ev.Time.Sub(x.Started).Seconds()
+		for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
+			line(rel, l)
+		}
+		switch ev.Type {
+		case history.EffectObserved:
+			if fx := ev.Effect; fx != nil {
+				line(rel, fmt.Sprintf("%-11s %s%s%s for %s attempt %d (recorded)", "["+effectTag(fx.Service)+"]",
+					effectVerb(fx.Service), fx.ID, effectTarget(fx), ev.Step, ev.Attempt))
+			}
+		case history.AttemptFinished:
+			if at := t.Attempt(ev.Step, ev.Attempt); at != nil && at.Ambiguous() {
+				line(rel, ambiguousLine(at))
+			}
+		case history.WorkerCrashed:
+			for _, r := range t.Runs {
+				if r.Number == ev.Run {
+					for _, at := range crashedIn(r) {
+						if at.Ambiguous() {
+							line(rel, ambiguousLine(at))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func effectTag(service string) string {
+	if service == world.ServiceMail {
+		return "mail-api"
+	}
+	return service
+}
+
+func effectVerb(service string) string {
+	if service == world.ServiceMail {
+		return "delivered id="
+	}
+	return "wrote "
+}
+
+func effectTarget(fx *history.Effect) string {
+	if fx.Target != "" {
+		return " to " + fx.Target
+	}
+	return ""
+}
+
+// ambiguousLine says that an attempt's outcome was unknown to the agent
+// though its history records an effect.
+func ambiguousLine(at *trace.Attempt) string {
+	ids := make([]string, len(at.Effects))
+	for i, fx := range at.Effects {
+		ids[i] = fx.ID
+	}
+	return fmt.Sprintf("%-11s %s attempt %d of %s: %s %s", "[trace]", trace.MarkAmbiguous.Glyph(), at.N, at.Call,
+		trace.MarkAmbiguous.Word(), strings.Join(ids, ", "))
+}
+
+// crashedIn lists the attempts a run's worker died in.
+func crashedIn(r *trace.Run) []*trace.Attempt {
+	var out []*trace.Attempt
+	var walk func(ns []trace.Node)
+	walk = func(ns []trace.Node) {
+		for _, n := range ns {
+			if at, ok := n.(*trace.Attempt); ok && at.Crashed && !at.Finished {
+				out = append(out, at)
+			}
+			walk(n.Children())
+		}
+	}
+	walk(r.Nodes)
+	return out
 }
 
 func (a *app) outboxCmd() *cobra.Command {

@@ -149,7 +149,7 @@ func verifyEach(ctx context.Context, open verify.Opener, scns []*scenario.Scenar
 	return nil
 }
 
-// policies are the four combinations, in DESIGN.md's column order.
+// policies are the four combinations, in the fault matrix's column order (docs/FAULTS.md).
 var policies = []history.Policy{{}, {Keys: true}, {Journal: true}, {Keys: true, Journal: true}}
 
 func (a *app) verifyAllPolicies(ctx context.Context, open verify.Opener, scns []*scenario.Scenario, base verify.Options, jobs int) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -272,29 +273,28 @@ func (h *Host) eachEvent(id string, fn func(history.Event)) error {
 	return errors.Join(err, bad)
 }
 
-// rebuild reads the history into the in-memory state for a new run.
+// fold reads an execution's history into the one model of a trace.
+func (h *Host) fold(id string) (*trace.Trace, error) {
+	t := trace.New(id)
+	err := h.eachEvent(id, t.ApplyHistory)
+	return t, err
+}
+
+// rebuild reads the history into the in-memory state for a new run: where
+// each step's attempts go on counting, and which planned faults fired.
 func (h *Host) rebuild(id string, st *execState, run int) error {
-	attempts := map[string]int{}
-	fired := map[int]bool{}
-	err := h.eachEvent(id, func(ev history.Event) {
-		switch ev.Type {
-		case history.AttemptStarted:
-			if ev.Attempt > attempts[ev.Step] {
-				attempts[ev.Step] = ev.Attempt
-			}
-		case history.FaultInjected:
-			if ev.Plan > 0 {
-				fired[ev.Plan-1] = true
-			}
-		}
-	})
+	t, err := h.fold(id)
 	if err != nil {
 		return err
+	}
+	fired := map[int]bool{}
+	for i := range t.PlansFired() {
+		fired[i-1] = true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st.run = run
-	st.attempts = attempts
+	st.attempts = t.LastAttempts()
 	st.firedPlan = fired
 	st.server = map[attemptKey][]fault.Point{}
 	st.crashPoint = ""

@@ -174,36 +174,13 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 }
 
 // unfinishedSteps finds steps whose last attempt never finished and were not
-// recorded or replayed afterwards. With a journal, a step is finished only
-// when its result is recorded: an ok answer that never reached the journal
-// (the worker or the host died in between) leaves the step unfinished, so an
-// unsafe tool escalates instead of running again.
+// recorded or replayed afterwards (trace.Unfinished). With a journal, a
+// step is finished only when its result is recorded: an ok answer that
+// never reached the journal (the worker or the host died in between) leaves
+// the step unfinished, so an unsafe tool escalates instead of running again.
 func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
-	open := map[string]bool{}
-	var order []string
-	err := h.eachEvent(id, func(ev history.Event) {
-		switch ev.Type {
-		case history.AttemptStarted:
-			if !open[ev.Step] {
-				order = append(order, ev.Step)
-			}
-			open[ev.Step] = true
-		case history.AttemptFinished:
-			if !journal || ev.Outcome != history.OutcomeOK {
-				open[ev.Step] = false
-			}
-		case history.StepRecorded, history.StepReplayed, history.Escalated:
-			open[ev.Step] = false
-		}
-	})
-	var out []string
-	for _, s := range order {
-		if open[s] {
-			out = append(out, s)
-			open[s] = false
-		}
-	}
-	return out, err
+	t, err := h.fold(id)
+	return t.Unfinished(journal), err
 }
 
 func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {

@@ -9,27 +9,21 @@ import (
 	"github.com/retrylab/retrylab/engine/world"
 )
 
-// Service is what the faces (the CLI and the explorer) use of the engine.
-// *Host provides it in the process that owns the database; *Client provides
-// it in a second process attached to that host, so both can work on one
-// database at the same time without fighting over the file.
-type Service interface {
+// Source is everything the explorer (package tui) reads and does: the
+// one definition of it, which Service extends for the CLI.
+type Source interface {
 	Execution(id string) (history.Execution, error)
 	Executions(skip, limit int) ([]history.Execution, int, error)
 	Events(id string, from uint64, limit int) ([]history.Event, error)
-	Journal(id string) ([]JournalEntry, error)
-	Outbox() ([]world.Message, error)
 	MessagesFor(execution string) ([]world.Message, error)
 	RecentMessages(limit int) ([]world.Message, int, error)
 	Records() ([]world.Record, error)
-	State() (State, error)
-	Scenarios() ([]*scenario.Scenario, error)
 	Subscribe(buffer int) (<-chan Notice, func())
+	Scenarios() ([]*scenario.Scenario, error)
 
 	Start(name string, opts RunOptions) (*Run, error)
 	Resume(id string) (*Run, error)
 	Kill(id string) error
-	Running() []string
 	Arm(p fault.Point)
 	Disarm()
 	Armed() []fault.Point
@@ -37,6 +31,18 @@ type Service interface {
 	AdvanceClock(d time.Duration) error
 	WorldOffset() time.Duration
 	ResetWorld() error
+	Running() []string
+}
+
+// Service is what the faces (the CLI and the explorer) use of the engine.
+// *Host provides it in the process that owns the database; *Client provides
+// it in a second process attached to that host, so both can work on one
+// database at the same time without fighting over the file.
+type Service interface {
+	Source
+	Journal(id string) ([]JournalEntry, error)
+	Outbox() ([]world.Message, error)
+	State() (State, error)
 	Reset() error
 
 	DBPath() string

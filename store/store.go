@@ -42,8 +42,6 @@ var (
 	ErrNewerSchema = errors.New("database was written by a newer retrylab")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store is closed")
-	// ErrNotFound means the execution or record does not exist.
-	ErrNotFound = errors.New("not found")
 )
 
 // Bucket names a top-level key/value collection.
@@ -62,18 +60,24 @@ const (
 	CRMWrites        Bucket = "world_crm_writes"
 	World            Bucket = "world_meta" // clock offset and settings
 	Lessons          Bucket = "lessons"    // lesson progress
-	// Active indexes the executions that have not finished (id -> empty),
+	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. The engine
 	// keeps it; DeleteExecution and ClearAll keep it consistent.
 	Active Bucket = "active_executions"
 	// KeysInFlight indexes the idempotency keys claimed by a request that
 	// is still executing (key -> empty). The world keeps it.
 	KeysInFlight Bucket = "world_keys_in_flight"
-	// OTLPSpans holds the spans of executions imported from OpenTelemetry
-	// (execution id, 0, trace id, span id -> span); engine/otlp owns it.
+	// OTLPSpans holds the spans of executions imported from OpenTelemetry,
+	// in the order they arrived (8-byte sequence -> span); engine/otlp owns it.
 	OTLPSpans Bucket = "otlp_spans"
+	// OTLPIndex finds them by execution (execution id, 0, trace id, span id
+	// -> sequence and import); engine/otlp owns it.
+	OTLPIndex Bucket = "otlp_index"
 	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
 	OTLPTraces Bucket = "otlp_traces"
+	// OTLPImports holds the file imports still in progress (or cut short by
+	// a crash), whose spans readers skip; engine/otlp owns it.
+	OTLPImports Bucket = "otlp_imports"
 	// TemporalEvents holds the events of executions imported from Temporal
 	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number
 	// -> up to 256 events as protobuf); engine/temporal owns it.
@@ -84,7 +88,7 @@ const (
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPTraces,
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPIndex, OTLPTraces, OTLPImports,
 	TemporalEvents, TemporalRuns}
 
 // WorldBuckets are the collections that hold the simulated world's state.

@@ -305,24 +305,24 @@ func TestLongHistoryPagesIn(t *testing.T) {
 	defer h.Close()
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
-	if len(m.tr.events) != tracePage || !m.truncated {
-		t.Fatalf("first frame holds %d events (truncated %v); want one page of %d", len(m.tr.events), m.truncated, tracePage)
+	if m.tr.events() != tracePage || !m.truncated {
+		t.Fatalf("first frame holds %d events (truncated %v); want one page of %d", m.tr.events(), m.truncated, tracePage)
 	}
 	for pages := 1; m.truncated; pages++ {
 		if pages > 10 {
-			t.Fatalf("still truncated after %d pages (%d events)", pages, len(m.tr.events))
+			t.Fatalf("still truncated after %d pages (%d events)", pages, m.tr.events())
 		}
 		r.send(benchKey("G"))
 		r.settle(t)
 	}
-	if int64(len(m.tr.events)) != st.Events {
-		t.Fatalf("paged in %d events of %d", len(m.tr.events), st.Events)
+	if int64(m.tr.events()) != st.Events {
+		t.Fatalf("paged in %d events of %d", m.tr.events(), st.Events)
 	}
 	all, err := h.Events(m.tr.exec.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := buildTrace(m.tr.exec, all, m.msgs).flatten(m.collapsed, false); len(m.rows) != len(want) {
+	if want := newTraceView(m.tr.exec, all).flatten(m.collapsed, false); len(m.rows) != len(want) {
 		t.Fatalf("the paged trace has %d rows; read whole it has %d", len(m.rows), len(want))
 	}
 	if strings.Contains(m.View(), "keep scrolling") {

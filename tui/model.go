@@ -87,7 +87,7 @@ type Model struct {
 
 	// Trace pane.
 	selID     string
-	tr        *trace
+	tr        *traceView
 	rows      []row
 	traceSel  int
 	traceTop  int
@@ -95,6 +95,9 @@ type Model struct {
 	finalOnly bool
 	truncated bool // the history goes on beyond the loaded events
 	paging    bool // a further page of the trace is being read
+	// stale is set when live events were dropped while a page was read:
+	// the trace reads on from where it stands once the page is in.
+	stale bool
 
 	// Outbox and CRM.
 	msgs        []world.Message // the selected execution's deliveries
@@ -198,7 +201,10 @@ type outboxMsg struct {
 	cut     bool
 	armed   []fault.Point
 	offset  time.Duration
-	err     error
+	// msgs are the messages of execution forID, when it is set.
+	forID string
+	msgs  []world.Message
+	err   error
 }
 
 type noticesMsg struct {
@@ -258,12 +264,11 @@ func (m *Model) loadExecs() tea.Cmd {
 		} else {
 			list, total, err = src.Executions(skip, limit)
 		}
+		// The duplicate flag comes with each record, as its history
+		// recorded it: no read per row.
 		items := make([]execItem, len(list))
 		for i, x := range list {
-			items[i] = execItem{x: x}
-			if msgs, merr := src.MessagesFor(x.ID); merr == nil {
-				items[i].duplicates = hasDuplicate(msgs)
-			}
+			items[i] = execItem{x: x, duplicates: x.Duplicates}
 		}
 		return execsMsg{skip: skip, items: items, total: total, err: err}
 	}
@@ -300,28 +305,41 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 	}
 	limit := tracePage
 	if m.tr != nil && m.tr.exec.ID == id {
-		limit = max(limit, len(m.tr.events))
+		limit = max(limit, m.tr.events())
 	}
 	return m.readTrace(id, 0, limit)
 }
 
 // loadMoreTrace reads the next page of the shown history, once at a time.
 func (m *Model) loadMoreTrace() tea.Cmd {
-	if m.tr == nil || !m.truncated || m.paging || len(m.tr.events) >= maxTraceEvents {
+	if m.tr == nil || !m.truncated || m.paging || m.tr.events() >= maxTraceEvents {
+		return nil
+	}
+	return m.readOn()
+}
+
+// readOn reads the page after the last event the trace holds: the next
+// page of a long history, or the events a live trace missed (a gap).
+func (m *Model) readOn() tea.Cmd {
+	if m.tr == nil || m.paging || m.tr.events() >= maxTraceEvents {
 		return nil
 	}
 	m.paging = true
-	return m.readTrace(m.tr.exec.ID, m.tr.lastSeq+1, min(tracePage, maxTraceEvents-len(m.tr.events)))
+	return m.readTrace(m.tr.exec.ID, m.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.tr.events()))
 }
 
-// readTrace reads at most limit events of id from seq from (0: from the
-// start, with the execution record), through the store's cursor.
+// readTrace reads at most limit events of id from seq from through the
+// store's cursor; a read from the start (from 0) also reads the execution
+// record and the outbox's messages of the execution.
 func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {
-		x, err := src.Execution(id)
-		if err != nil {
-			return traceMsg{id: id, from: from, err: err}
+		var x history.Execution
+		var err error
+		if from == 0 {
+			if x, err = src.Execution(id); err != nil {
+				return traceMsg{id: id, from: from, err: err}
+			}
 		}
 		events, err := src.Events(id, from, limit+1)
 		if err != nil {
@@ -331,8 +349,11 @@ func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 		if truncated {
 			events = events[:limit]
 		}
-		msgs, err := src.MessagesFor(id)
-		return traceMsg{id: id, from: from, x: x, events: events, msgs: msgs, truncated: truncated, err: err}
+		msg := traceMsg{id: id, from: from, x: x, events: events, truncated: truncated}
+		if from == 0 {
+			msg.msgs, msg.err = src.MessagesFor(id)
+		}
+		return msg
 	}
 }
 
@@ -340,7 +361,11 @@ func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 // world clock, and the CRM rows only while the CRM tab shows: they are the
 // one read here whose size follows the database's, and it runs again after
 // every burst of live notices.
-func (m *Model) loadOutbox() tea.Cmd {
+func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
+
+// loadOutboxOf is loadOutbox that also reads the messages of execution id
+// (the one selected), when id is not empty.
+func (m *Model) loadOutboxOf(id string) tea.Cmd {
 	src, crm := m.src, m.crmTab
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
@@ -348,6 +373,12 @@ func (m *Model) loadOutbox() tea.Cmd {
 			return outboxMsg{err: err}
 		}
 		msg := outboxMsg{recent: recent, total: total, armed: src.Armed(), offset: src.WorldOffset(), crm: crm}
+		if id != "" {
+			msg.forID = id
+			if msg.msgs, err = src.MessagesFor(id); err != nil {
+				return outboxMsg{err: err}
+			}
+		}
 		if crm {
 			msg.records, msg.cut, msg.err = loadRecords(src)
 		}

@@ -131,7 +131,10 @@ func normalise(start time.Time, evs []history.Event) []history.Event {
 		if e.Type == history.WorkerStarted && e.Run > 1 {
 			at = at.Add(53 * time.Second)
 		}
-		at = at.Add(100 * time.Millisecond)
+		if e.Type != history.EffectObserved {
+			// An effect is recorded within its request, not 100 ms on.
+			at = at.Add(100 * time.Millisecond)
+		}
 		e.Time = at
 		if e.PID != 0 {
 			e.PID = 4000 + e.Run

@@ -16,7 +16,6 @@ type Theme struct {
 	OK, Warn, Bad, Info   lipgloss.Style
 	Dedup, Replay, Killed lipgloss.Style
 	Status, StatusKey     lipgloss.Style
-	Badge                 lipgloss.Style
 }
 
 // NoColor reports whether the NO_COLOR convention asks for no colour.
@@ -57,7 +56,6 @@ func NewTheme(highContrast bool) Theme {
 		Killed:       lipgloss.NewStyle().Foreground(red).Bold(true),
 		Status:       lipgloss.NewStyle().Foreground(dim),
 		StatusKey:    lipgloss.NewStyle().Foreground(accent).Bold(true),
-		Badge:        lipgloss.NewStyle().Bold(true),
 	}
 	if highContrast {
 		t.Pane = t.Pane.Border(lipgloss.ThickBorder())

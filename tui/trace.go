@@ -3,13 +3,17 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/engine/trace"
 )
+
+// The trace pane shows the one model of a trace (engine/trace), kept live:
+// this file only flattens it into rows and words.
 
 // nodeKind is what a trace row stands for.
 type nodeKind int
@@ -24,48 +28,45 @@ const (
 	kindGap
 )
 
-// marker is the glyph a learner tells outcomes apart by.
-type marker int
+// marker is the glyph a learner tells outcomes apart by: the fold's marks.
+type marker = trace.Mark
 
 const (
-	markNone marker = iota
-	markOK
-	markTimeout
-	markDedup
-	markReplay
-	markKilled
-	markEscalated
-	markAmbiguous
-	markFailed
-	markRecorded
-	markFault
-	markRetry
-	markRunning
+	markNone      = trace.MarkNone
+	markOK        = trace.MarkOK
+	markTimeout   = trace.MarkTimeout
+	markDedup     = trace.MarkDedup
+	markReplay    = trace.MarkReplay
+	markKilled    = trace.MarkKilled
+	markEscalated = trace.MarkEscalated
+	markAmbiguous = trace.MarkAmbiguous
+	markFailed    = trace.MarkFailed
+	markRecorded  = trace.MarkRecorded
+	markFault     = trace.MarkFault
+	markRetry     = trace.MarkRetry
+	markRunning   = trace.MarkRunning
 )
 
-var markerGlyph = map[marker]string{
-	markOK: "✓", markTimeout: "⏱", markDedup: "↺", markReplay: "⟲", markKilled: "☠",
-	markEscalated: "⚑", markAmbiguous: "◆", markFailed: "✖", markRecorded: "✎", markFault: "⚡",
-	markRetry: "↻", markRunning: "…",
-}
+// markerGlyph has the glyph of every mark that has one.
+var markerGlyph = func() map[marker]string {
+	out := map[marker]string{}
+	for m := trace.MarkNone; m.Glyph() != "" || m == trace.MarkNone; m++ {
+		if m != trace.MarkNone {
+			out[m] = m.Glyph()
+		}
+	}
+	return out
+}()
 
-// node is one row of the trace tree.
+// node is one row of the trace tree, made from a node of the model.
 type node struct {
 	kind     nodeKind
 	id       string // stable, for the expanded state
 	mark     marker
 	text     string
-	children []*node
-
-	// For attempts: the events and the provider's deliveries they caused.
-	start, finish *history.Event
-	faults        []string
-	retry         time.Duration
-	delivered     []world.Message
-	crashed       bool
-	// For replays and notes: the event behind the row.
-	event *history.Event
-	step  string
+	children []trace.Node
+	step     string
+	src      trace.Node
 }
 
 // link names the attempt a row or a message belongs to, for cross-highlighting.
@@ -75,192 +76,232 @@ type link struct {
 }
 
 func (n *node) link() (link, bool) {
-	if n.kind == kindAttempt && n.start != nil {
-		return link{n.start.Step, n.start.Attempt}, true
+	if a, ok := n.src.(*trace.Attempt); ok && a.NotKept == 0 {
+		return link{a.Call, a.N}, true
 	}
 	return link{}, false
 }
 
-// trace is an execution's history arranged as a tree.
-type trace struct {
-	exec  history.Execution
-	roots []*node
-	// steps maps a step id to its latest step node, to find attempts.
-	lastSeq uint64
-	events  []history.Event
+// traceView is an execution's record and its folded history, with what
+// the explorer needs to keep it live.
+type traceView struct {
+	exec history.Execution
+	t    *trace.Trace
+	// rows made so far, so a live update words only what changed: an
+	// attempt again when its signature moved, a run every time (they are
+	// few), every other node once.
+	made map[trace.Node]*node
+	sigs map[*trace.Attempt]attemptSig
 }
 
-// buildTrace arranges events into runs, turns, steps and attempts, and joins
-// each attempt with the provider's deliveries it caused.
-func buildTrace(x history.Execution, events []history.Event, msgs []world.Message) *trace {
-	t := &trace{exec: x, events: events}
-	byAttempt := map[link][]world.Message{}
-	for _, m := range msgs {
-		if m.Attribution.Execution == x.ID {
-			k := link{m.Attribution.Step, m.Attribution.Attempt}
-			byAttempt[k] = append(byAttempt[k], m)
-		}
-	}
-	var run, turn, step *node
-	steps := map[string]*node{}
-	attempts := map[link]*node{}
-	var prevTime time.Time
-	var prevKilled bool
-	add := func(parent *node, n *node) *node {
-		if parent == nil {
-			t.roots = append(t.roots, n)
-		} else {
-			parent.children = append(parent.children, n)
-		}
-		return n
-	}
-	note := func(ev *history.Event, m marker, text string) {
-		parent := run
-		if turn != nil && (ev.Type == history.StepRecorded) {
-			parent = turn
-		}
-		add(parent, &node{kind: kindNote, id: fmt.Sprintf("note%d", ev.Seq), mark: m, text: text, event: ev, step: ev.Step})
-	}
-	for i := range events {
-		ev := &events[i]
-		t.lastSeq = ev.Seq
-		switch ev.Type {
-		case history.WorkerStarted:
-			if prevKilled && !prevTime.IsZero() {
-				add(nil, &node{kind: kindGap, id: fmt.Sprintf("gap%d", ev.Seq), text: fmt.Sprintf("┆ %s with no worker running", roundDur(ev.Time.Sub(prevTime)))})
-			}
-			run = add(nil, &node{kind: kindRun, id: fmt.Sprintf("run%d", ev.Run), text: fmt.Sprintf("run %d · worker pid %d", ev.Run, ev.PID), event: ev})
-			turn, step = nil, nil
-			steps = map[string]*node{}
-			prevKilled = false
-		case history.TurnStarted:
-			turn = add(run, &node{kind: kindTurn, id: fmt.Sprintf("run%d/turn%d", ev.Run, ev.Turn), text: fmt.Sprintf("turn %d  %q", ev.Turn, ev.Text), event: ev})
-		case history.ToolCallScheduled:
-			parent := turn
-			if parent == nil {
-				parent = run
-			}
-			step = add(parent, &node{kind: kindStep, id: fmt.Sprintf("run%d/%s", ev.Run, ev.Step), text: ev.Tool + "  " + ev.Step, event: ev, step: ev.Step})
-			steps[ev.Step] = step
-		case history.AttemptStarted:
-			parent := steps[ev.Step]
-			if parent == nil {
-				parent = step
-			}
-			a := add(parent, &node{kind: kindAttempt, id: fmt.Sprintf("seq%d", ev.Seq), start: ev, step: ev.Step, mark: markRunning})
-			k := link{ev.Step, ev.Attempt}
-			a.delivered = byAttempt[k]
-			attempts[k] = a
-		case history.FaultInjected:
-			if a := attempts[link{ev.Step, ev.Attempt}]; a != nil {
-				a.faults = append(a.faults, ev.Fault)
-			}
-		case history.AttemptFinished:
-			if a := attempts[link{ev.Step, ev.Attempt}]; a != nil {
-				a.finish = ev
-			}
-		case history.RetryScheduled:
-			if a := attempts[link{ev.Step, ev.Attempt}]; a != nil {
-				a.retry = ev.Delay
-			}
-		case history.StepRecorded:
-			parent := steps[ev.Step]
-			add(parent, &node{kind: kindNote, id: fmt.Sprintf("note%d", ev.Seq), mark: markRecorded,
-				text: "journaled → " + resultRef(ev.Result), event: ev, step: ev.Step})
-		case history.StepReplayed:
-			parent := turn
-			if parent == nil {
-				parent = run
-			}
-			add(parent, &node{kind: kindReplay, id: fmt.Sprintf("seq%d", ev.Seq), mark: markReplay,
-				text:  fmt.Sprintf("%s  %s  replayed from journal (run %d) → %s", ev.Tool, ev.Step, ev.ResultRun, resultRef(ev.Result)),
-				event: ev, step: ev.Step})
-		case history.WorkerCrashed:
-			for _, a := range attempts {
-				if a.finish == nil && a.start != nil && a.start.Run == ev.Run {
-					a.crashed = true
-				}
-			}
-			why := ev.Error
-			if ev.Fault != "" {
-				why = fault.Point(ev.Fault).Describe()
-			}
-			note(ev, markKilled, fmt.Sprintf("worker killed (exit %d) — %s", ev.ExitCode, why))
-			prevKilled = true
-		case history.Escalated:
-			note(ev, markEscalated, "escalated — "+ev.Error)
-		case history.JournalDeleted:
-			add(nil, &node{kind: kindNote, id: fmt.Sprintf("note%d", ev.Seq), mark: markFault, text: fmt.Sprintf("journal record of %s deleted by hand", ev.Step), event: ev})
-		case history.ExecutionCompleted:
-			note(ev, markOK, "execution completed")
-		case history.ExecutionFailed:
-			note(ev, markFailed, "execution failed — "+ev.Error)
-		}
-		prevTime = ev.Time
-	}
-	for _, a := range attempts {
-		a.mark, a.text = attemptLine(a)
-	}
-	return t
+// attemptSig is what an attempt's row says changes with.
+type attemptSig struct {
+	finished, crashed bool
+	effects, faults   int
+	retry             time.Duration
 }
 
-// attemptLine picks an attempt's marker and words. The ambiguous outcome —
-// the caller saw a timeout or died, the provider delivered — is decided by
-// joining the outbox.
-func attemptLine(a *node) (marker, string) {
-	s := a.start
+// newTraceView folds a first page of events.
+func newTraceView(x history.Execution, events []history.Event) *traceView {
+	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events), made: map[trace.Node]*node{},
+		sigs: map[*trace.Attempt]attemptSig{}}
+}
+
+// row is the row of a model node, made again only when its words changed.
+func (tv *traceView) row(tn trace.Node) *node {
+	n := tv.made[tn]
+	switch v := tn.(type) {
+	case *trace.Run:
+		n = nil
+	case *trace.Attempt:
+		sig := attemptSig{v.Finished, v.Crashed, len(v.Effects), len(v.Faults), v.Retry}
+		if old, ok := tv.sigs[v]; !ok || old != sig {
+			tv.sigs[v] = sig
+			n = nil
+		}
+	}
+	if n == nil {
+		n = makeNode(tn, tv.t)
+		tv.made[tn] = n
+	}
+	n.children = tn.Children()
+	return n
+}
+
+// policies is the policy the execution's runs ran with, as recorded: one
+// word when all runs agree, else each run's in turn ("none → keys+journal").
+// Before any run is recorded it is the record's.
+func (tv *traceView) policies() string {
+	var out []string
+	for _, r := range tv.t.Runs {
+		if r.Policy != "" && (len(out) == 0 || out[len(out)-1] != r.Policy) {
+			out = append(out, r.Policy)
+		}
+	}
+	if len(out) == 0 {
+		return tv.exec.Policy.String()
+	}
+	return strings.Join(out, " → ")
+}
+
+// events is how many events the trace holds.
+func (tv *traceView) events() int { return tv.t.Events }
+
+// lastSeq is the Seq of the latest event applied.
+func (tv *traceView) lastSeq() uint64 { return tv.t.LastSeq }
+
+// apply folds further events that continue the trace; it reports false,
+// applying nothing more, at the first one that does not follow on (a gap:
+// the caller reads the missing page).
+func (tv *traceView) apply(events []history.Event) bool {
+	for _, ev := range events {
+		switch {
+		case ev.Seq <= tv.t.LastSeq:
+			continue // already folded (a page and a notice crossed)
+		case ev.Seq != tv.t.LastSeq+1:
+			return false
+		}
+		tv.t.ApplyHistory(ev)
+	}
+	return true
+}
+
+// makeNode describes a node of the model as a row.
+func makeNode(tn trace.Node, t *trace.Trace) *node {
+	n := &node{id: tn.ID(), children: tn.Children(), src: tn}
+	switch v := tn.(type) {
+	case *trace.Run:
+		n.kind, n.text = kindRun, runLine(v, t)
+	case *trace.Gap:
+		n.kind, n.text = kindGap, fmt.Sprintf("┆ %s with no worker running", roundDur(v.Duration))
+	case *trace.Turn:
+		n.kind, n.text = kindTurn, fmt.Sprintf("turn %d  %q", v.Number, v.Text)
+	case *trace.Call:
+		n.kind, n.text, n.step = kindStep, v.Tool+"  "+v.Call, v.Call
+	case *trace.Attempt:
+		n.kind, n.step = kindAttempt, v.Call
+		n.mark, n.text = attemptLine(v)
+	case *trace.Replay:
+		n.kind, n.mark, n.step = kindReplay, markReplay, v.Call
+		n.text = fmt.Sprintf("%s  %s  replayed from journal (run %d) → %s", v.Tool, v.Call, v.ResultRun, resultRef(v.Result))
+	case *trace.Note:
+		n.kind, n.mark, n.step = kindNote, v.Mark, v.Call
+		n.text = noteLine(v)
+	}
+	return n
+}
+
+// runLine is a run's row: its worker, its own policy, the faults injected
+// during it and how it ended.
+func runLine(r *trace.Run, t *trace.Trace) string {
+	worker := "worker starting"
+	if r.PID != 0 {
+		worker = fmt.Sprintf("pid %d", r.PID)
+	}
+	s := fmt.Sprintf("run %d · %s", r.Number, worker)
+	if r.Policy != "" {
+		s += " · policy " + r.Policy
+	}
+	if len(r.Faults) > 0 {
+		s += " · " + trace.MarkFault.Glyph() + strings.Join(r.Faults, ",")
+	}
+	switch {
+	case r.End == nil && r == t.Runs[len(t.Runs)-1]:
+		s += " · " + trace.MarkRunning.Glyph() + " running"
+	case r.End == nil:
+		s += " · ended without a record"
+	case r.End.Kind == trace.RunCrashed:
+		s += " · " + trace.MarkKilled.Glyph() + " killed"
+	case r.End.Kind == trace.Escalated:
+		s += " · " + trace.MarkEscalated.Glyph() + " escalated"
+	case r.End.Mark == trace.MarkOK:
+		s += " · " + trace.MarkOK.Glyph() + " completed"
+	default:
+		s += " · " + trace.MarkFailed.Glyph() + " failed"
+	}
+	return s
+}
+
+func noteLine(v *trace.Note) string {
+	switch v.Kind {
+	case trace.StepRecorded:
+		return "journaled → " + resultRef(v.Result)
+	case trace.RunCrashed:
+		why := v.Error
+		if v.Fault != "" {
+			why = fault.Point(v.Fault).Describe()
+		}
+		return fmt.Sprintf("worker killed (exit %d) — %s", v.ExitCode, why)
+	case trace.Escalated:
+		return "escalated — " + v.Error
+	case trace.JournalDeleted:
+		return fmt.Sprintf("journal record of %s deleted by hand", v.Call)
+	case trace.ExecutionEnded:
+		if v.Mark == trace.MarkOK {
+			return "execution completed"
+		}
+		return "execution failed — " + v.Error
+	}
+	return string(v.Kind)
+}
+
+// attemptLine is an attempt's marker and words. Whether the provider acted
+// for an attempt whose caller never learnt the outcome is read from the
+// effects its history records, not from today's outbox.
+func attemptLine(a *trace.Attempt) (marker, string) {
+	if a.NotKept > 0 {
+		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempts not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, a.Error)
+	}
 	key := ""
-	if s.Key != "" {
-		key = "  " + s.Key
+	if a.Key != "" {
+		key = "  " + a.Key
 	}
-	delivered := ""
-	if len(a.delivered) > 0 {
-		ids := make([]string, len(a.delivered))
-		for i, m := range a.delivered {
-			ids[i] = m.ID
-		}
-		delivered = strings.Join(ids, ",")
-	}
+	delivered := effectIDs(a)
 	faults := ""
-	if len(a.faults) > 0 {
-		faults = "  ⚡" + strings.Join(a.faults, ",")
+	if len(a.Faults) > 0 {
+		faults = "  ⚡" + strings.Join(a.Faults, ",")
 	}
 	retry := ""
-	if a.retry > 0 {
-		retry = fmt.Sprintf("  ↻ retry in %s", a.retry)
+	if a.Retry > 0 {
+		retry = fmt.Sprintf("  ↻ retry in %s", a.Retry)
 	}
-	head := fmt.Sprintf("#%d ", s.Attempt)
-	f := a.finish
-	switch {
-	case f == nil && a.crashed:
-		if delivered != "" {
-			return markAmbiguous, head + "◆ worker died · ambiguous: provider delivered " + delivered + key + faults
+	head := fmt.Sprintf("#%d ", a.N)
+	m := a.Mark()
+	g := m.Glyph()
+	switch m {
+	case markAmbiguous:
+		if !a.Finished {
+			return m, head + g + " worker died · ambiguous: provider delivered " + delivered + key + faults
 		}
-		return markKilled, head + "☠ worker died before an answer" + key + faults
-	case f == nil:
-		return markRunning, head + "… in flight" + key + faults
-	case f.Outcome == history.OutcomeTimeout:
-		if delivered != "" {
-			return markAmbiguous, fmt.Sprintf("%s◆ timeout %s · ambiguous: provider delivered %s%s%s%s", head, roundDur(f.Duration), delivered, key, faults, retry)
-		}
-		return markTimeout, fmt.Sprintf("%s⏱ timeout %s%s%s%s", head, roundDur(f.Duration), key, faults, retry)
-	case f.Outcome == history.OutcomeOK && f.Deduplicated:
-		return markDedup, fmt.Sprintf("%s↺ deduplicated by key → %s  %s%s%s", head, responseRef(f), roundDur(f.Duration), key, faults)
-	case f.Outcome == history.OutcomeOK:
-		return markOK, fmt.Sprintf("%s✓ %d → %s  %s%s%s", head, f.Response.Status, responseRef(f), roundDur(f.Duration), key, faults)
+		return m, fmt.Sprintf("%s%s timeout %s · ambiguous: provider delivered %s%s%s%s", head, g, roundDur(a.Duration), delivered, key, faults, retry)
+	case markKilled:
+		return m, head + g + " worker died before an answer" + key + faults
+	case markRunning:
+		return m, head + g + " in flight" + key + faults
+	case markTimeout:
+		return m, fmt.Sprintf("%s%s timeout %s%s%s%s", head, g, roundDur(a.Duration), key, faults, retry)
+	case markDedup:
+		return m, fmt.Sprintf("%s%s deduplicated by key → %s  %s%s%s", head, g, exchangeRef(a.Response), roundDur(a.Duration), key, faults)
+	case markOK:
+		return m, fmt.Sprintf("%s%s %d → %s  %s%s%s", head, g, a.Status, exchangeRef(a.Response), roundDur(a.Duration), key, faults)
 	}
-	status := 0
-	if f.Response != nil {
-		status = f.Response.Status
-	}
-	return markFailed, fmt.Sprintf("%s✖ %s %d  %s%s%s%s", head, f.Outcome, status, roundDur(f.Duration), key, faults, retry)
+	return m, fmt.Sprintf("%s%s %s %d  %s%s%s%s", head, g, a.Outcome, a.Status, roundDur(a.Duration), key, faults, retry)
 }
 
-func responseRef(f *history.Event) string {
-	if f.Response == nil {
+// effectIDs lists what the providers did for an attempt, by id.
+func effectIDs(a *trace.Attempt) string {
+	ids := make([]string, len(a.Effects))
+	for i, fx := range a.Effects {
+		ids[i] = fx.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+func exchangeRef(x *trace.Exchange) string {
+	if x == nil {
 		return ""
 	}
-	return resultRef(f.Response.Body)
+	return resultRef(x.Body)
 }
 
 // resultRef is the id a result points at: a message or a record.
@@ -296,30 +337,152 @@ type row struct {
 }
 
 // flatten lists the rows to show: collapsed nodes hide their children, and
-// finalOnly keeps only each step's last attempt, the way many engines
-// record history.
-func (t *trace) flatten(collapsed map[string]bool, finalOnly bool) []row {
+// finalOnly keeps only each call's last attempt, the way many engines
+// record history. Gaps show where a crash left no worker running.
+func (tv *traceView) flatten(collapsed map[string]bool, finalOnly bool) []row {
 	var out []row
-	var walk func(ns []*node, depth int)
-	walk = func(ns []*node, depth int) {
+	var walk func(ns []trace.Node, depth int)
+	walk = func(ns []trace.Node, depth int) {
 		lastAttempt := -1
 		if finalOnly {
 			for i, n := range ns {
-				if n.kind == kindAttempt {
+				if _, ok := n.(*trace.Attempt); ok {
 					lastAttempt = i
 				}
 			}
 		}
-		for i, n := range ns {
-			if finalOnly && n.kind == kindAttempt && i != lastAttempt {
+		for i, tn := range ns {
+			if _, ok := tn.(*trace.Attempt); ok && finalOnly && i != lastAttempt {
 				continue
 			}
+			if g, ok := tn.(*trace.Gap); ok && !g.AfterCrash {
+				continue
+			}
+			n := tv.row(tn)
 			out = append(out, row{n: n, depth: depth})
 			if len(n.children) > 0 && !collapsed[n.id] {
 				walk(n.children, depth+1)
 			}
 		}
 	}
-	walk(t.roots, 0)
+	walk(tv.t.Nodes, 0)
 	return out
+}
+
+// traceDetail describes the selected row of the trace.
+func (m *Model) traceDetail(n *node) []string {
+	switch v := n.src.(type) {
+	case *trace.Attempt:
+		return attemptDetail(v)
+	case *trace.Replay:
+		return []string{
+			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, max(v.ResultRun, v.Run), orDash(v.Key)),
+			"result: " + compact(v.Result),
+			m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
+		}
+	case *trace.Note:
+		if v.Kind == trace.StepRecorded {
+			return []string{
+				fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, v.Run, orDash(v.Key)),
+				"result: " + compact(v.Result),
+				m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
+			}
+		}
+		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
+	case *trace.Call:
+		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
+	case *trace.Turn:
+		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
+	case *trace.Run:
+		return []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
+	}
+	return []string{n.plain()}
+}
+
+func attemptDetail(a *trace.Attempt) []string {
+	method, url := "?", ""
+	var body json.RawMessage
+	if a.Request != nil {
+		method, url, body = a.Request.Method, a.Request.URL, a.Request.Body
+	}
+	req := fmt.Sprintf("#%d %s %s", a.N, method, url)
+	if a.Key != "" {
+		req += "  Idempotency-Key: " + a.Key
+	}
+	lines := []string{req + "  body " + compact(body)}
+	switch {
+	case a.NotKept > 0:
+		lines = []string{fmt.Sprintf("%d attempts before this one left no record in the source; the last failed: %s", a.NotKept, a.Error)}
+	case a.Finished:
+		resp := fmt.Sprintf("→ %s in %s", a.Outcome, roundDur(a.Duration))
+		if f := a.Response; f != nil {
+			resp = fmt.Sprintf("→ %d %s in %s", f.Status, a.Outcome, roundDur(a.Duration))
+			keys := make([]string, 0, len(f.Headers))
+			for k := range f.Headers {
+				if k != "Content-Type" {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				resp += "  " + k + ": " + f.Headers[k]
+			}
+			resp += "  " + compact(f.Body)
+		} else if a.Error != "" {
+			resp += "  (" + a.Error + ")"
+		}
+		lines = append(lines, resp)
+	case a.Crashed:
+		lines = append(lines, "→ no answer: the worker was killed")
+	}
+	if len(a.Faults) > 0 {
+		lines = append(lines, "faults injected: "+strings.Join(a.Faults, ", "))
+	}
+	if len(a.Effects) > 0 {
+		lines = append(lines, "provider delivered: "+strings.ReplaceAll(effectIDs(a), ",", ", "))
+	} else {
+		lines = append(lines, "provider delivered: nothing for this attempt")
+	}
+	return lines
+}
+
+// eventName is the name of the history event behind a note, as retrylab
+// records it.
+func eventName(v *trace.Note) string {
+	switch v.Kind {
+	case trace.RunCrashed:
+		return string(history.WorkerCrashed)
+	case trace.Escalated:
+		return string(history.Escalated)
+	case trace.JournalDeleted:
+		return string(history.JournalDeleted)
+	case trace.StepRecorded:
+		return string(history.StepRecorded)
+	case trace.ExecutionEnded:
+		if v.Mark == trace.MarkOK {
+			return string(history.ExecutionCompleted)
+		}
+		return string(history.ExecutionFailed)
+	}
+	return string(v.Kind)
+}
+
+// legendLines is the markers legend from the one glyph table, wrapped to
+// width between entries.
+func legendLines(width int) []string {
+	var out []string
+	line := "markers:"
+	for _, m := range trace.LegendMarks {
+		entry := m.Glyph() + " " + m.Word()
+		if len([]rune(line))+2+len([]rune(entry)) > width && line != "markers:" {
+			out = append(out, line)
+			line = "        "
+		}
+		sep := "  "
+		if line == "markers:" {
+			sep = " "
+		}
+		line += sep + entry
+	}
+	return append(out, line)
 }

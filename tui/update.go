@@ -26,14 +26,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case execsMsg:
 		return m, m.onExecs(msg)
 	case traceMsg:
-		m.onTrace(msg)
-		return m, nil
+		return m, m.onTrace(msg)
 	case outboxMsg:
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
 		m.recent, m.outboxTotal, m.armed, m.worldOffset = msg.recent, msg.total, msg.armed, msg.offset
+		if msg.forID != "" && msg.forID == m.selID {
+			m.msgs = msg.msgs
+		}
 		if msg.crm {
 			m.records, m.recordsCut = msg.records, msg.cut
 		}
@@ -78,6 +80,9 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.execSel = max(0, m.execTotal-1)
 	}
 	if sel := m.selectedExec(); sel != nil {
+		if m.tr != nil && m.tr.exec.ID == sel.x.ID {
+			m.tr.exec = sel.x // the record as the list read it: no read of its own
+		}
 		if sel.x.ID != m.selID {
 			m.selID = sel.x.ID
 			m.traceSel, m.traceTop = 0, 0
@@ -90,35 +95,42 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 	return nil
 }
 
-func (m *Model) onTrace(msg traceMsg) {
+// onTrace takes a read of the selected history: a read from the start
+// folds a new trace; a further page (or the events a live trace missed)
+// is applied to the trace kept, never re-reading what it holds.
+func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 	if msg.id != m.selID {
-		return // an answer for an execution no longer selected
+		return nil // an answer for an execution no longer selected
 	}
 	if msg.from > 0 {
 		m.paging = false
 	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
-		return
-	}
-	events := msg.events
-	if msg.from > 0 {
-		// A further page: it continues the trace shown, or came too late.
-		if m.tr == nil || m.tr.exec.ID != msg.id || m.tr.lastSeq+1 != msg.from {
-			return
-		}
-		events = append(append(make([]history.Event, 0, len(m.tr.events)+len(msg.events)), m.tr.events...), msg.events...)
+		return nil
 	}
 	// Follow a live run's tail, but not the end of a page still to come.
 	following := !m.truncated && m.traceSel >= len(m.rows)-1
-	m.tr = buildTrace(msg.x, events, msg.msgs)
-	m.msgs = msg.msgs
+	if msg.from > 0 {
+		// A further page: it continues the trace shown, or came too late.
+		if m.tr == nil || m.tr.exec.ID != msg.id || !m.tr.apply(msg.events) {
+			return nil
+		}
+	} else {
+		m.tr = newTraceView(msg.x, msg.events)
+		m.msgs = msg.msgs
+	}
 	m.truncated = msg.truncated
 	m.reflow()
 	if following && len(m.rows) > 0 {
 		m.traceSel = len(m.rows) - 1
 	}
 	m.clampScroll()
+	if m.stale && !m.truncated {
+		m.stale = false
+		return m.readOn()
+	}
+	return nil
 }
 
 // reflow recomputes the visible trace rows after data or toggles changed.
@@ -141,16 +153,57 @@ func (m *Model) reflow() {
 	m.traceSel = clamp(m.traceSel, 0, max(0, len(m.rows)-1))
 }
 
+// onNotices follows the source live. An event of the trace shown is
+// applied to the kept model; the history is read only after a gap (a Seq
+// jump: from the last event held) or a Lagged notice (from the start).
+// The outbox is re-read only when the world did something.
 func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
-	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}
-	reload := false
+	cmds := []tea.Cmd{m.loadExecs()}
+	reload, outbox, mine, gap, changed := false, false, false, false, false
 	for _, n := range msg.batch {
-		if n.Lagged || n.Execution == m.selID || n.Execution == "" {
-			reload = true
+		switch {
+		case n.Lagged:
+			reload, outbox, mine = true, true, true
+		case n.Activity != nil:
+			outbox = true
+			mine = mine || n.Execution == m.selID
+		case n.Execution == "":
+			outbox = true
+		case n.Event != nil && n.Execution == m.selID:
+			switch {
+			case m.tr == nil || m.tr.exec.ID != m.selID:
+				reload = true // its first read is still to come
+			case m.truncated || m.paging:
+				m.stale = m.stale || m.paging // paging reads on to it
+			case m.tr.events() >= maxTraceEvents:
+				m.truncated = true // the cap: the view says where it cut
+			case !gap && m.tr.apply([]history.Event{*n.Event}):
+				changed = true
+			default:
+				gap = true
+			}
 		}
 	}
-	if reload || m.selID == "" {
+	switch {
+	case reload || m.selID == "":
 		cmds = append(cmds, m.loadTrace(m.selID))
+	case gap:
+		cmds = append(cmds, m.readOn())
+	}
+	if changed {
+		following := m.traceSel >= len(m.rows)-1
+		m.reflow()
+		if following && len(m.rows) > 0 {
+			m.traceSel = len(m.rows) - 1
+		}
+		m.clampScroll()
+	}
+	if outbox {
+		id := ""
+		if mine {
+			id = m.selID
+		}
+		cmds = append(cmds, m.loadOutboxOf(id))
 	}
 	if !msg.closed {
 		cmds = append(cmds, m.waitNotices())

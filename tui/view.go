@@ -3,7 +3,6 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -198,7 +197,7 @@ func (m *Model) traceView(height, width int) (string, []string) {
 		return "Trace", []string{m.theme.Dim.Render("select an execution")}
 	}
 	x := m.tr.exec
-	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, x.Policy)
+	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, m.tr.policies())
 	if m.finalOnly {
 		title += " · final attempts only"
 	}
@@ -210,7 +209,7 @@ func (m *Model) traceView(height, width int) (string, []string) {
 	}
 	if m.truncated && len(lines) < height {
 		more := "(more of the history below: keep scrolling)"
-		if len(m.tr.events) >= maxTraceEvents {
+		if m.tr.events() >= maxTraceEvents {
 			more = fmt.Sprintf("(history cut at %d events)", maxTraceEvents)
 		}
 		lines = append(lines, m.theme.Dim.Render(more))
@@ -359,92 +358,7 @@ func (m *Model) detailLines(width int) []string {
 	if n == nil {
 		return []string{m.theme.Dim.Render("select a row in the trace")}
 	}
-	switch {
-	case n.kind == kindAttempt:
-		return m.attemptDetail(n)
-	case n.kind == kindReplay || n.mark == markRecorded:
-		ev := n.event
-		return []string{
-			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", ev.Tool, ev.Step, ev.Attempt, max(ev.ResultRun, ev.Run), orDash(ev.Key)),
-			"result: " + compact(ev.Result),
-			m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
-		}
-	case n.kind == kindStep:
-		ev := n.event
-		return []string{fmt.Sprintf("%s %s  (%s tool)", ev.Tool, ev.Step, ev.Text), "args: " + compact(ev.Args)}
-	case n.kind == kindTurn:
-		return []string{fmt.Sprintf("turn %d: %s", n.event.Turn, n.event.Text)}
-	case n.kind == kindRun:
-		return []string{fmt.Sprintf("run %d: worker pid %d started %s", n.event.Run, n.event.PID, n.event.Time.Format(time.RFC3339))}
-	case n.event != nil:
-		return []string{n.plain(), fmt.Sprintf("%s at %s", n.event.Type, n.event.Time.Format("15:04:05.000"))}
-	}
-	return []string{n.plain()}
-}
-
-func (m *Model) attemptDetail(n *node) []string {
-	s := n.start
-	req := fmt.Sprintf("#%d %s %s", s.Attempt, reqMethod(s), reqURL(s))
-	if s.Key != "" {
-		req += "  Idempotency-Key: " + s.Key
-	}
-	lines := []string{req + "  body " + compact(reqBody(s))}
-	if f := n.finish; f != nil {
-		resp := fmt.Sprintf("→ %s in %s", f.Outcome, roundDur(f.Duration))
-		if f.Response != nil {
-			resp = fmt.Sprintf("→ %d %s in %s", f.Response.Status, f.Outcome, roundDur(f.Duration))
-			keys := make([]string, 0, len(f.Response.Headers))
-			for k := range f.Response.Headers {
-				if k != "Content-Type" {
-					keys = append(keys, k)
-				}
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				resp += "  " + k + ": " + f.Response.Headers[k]
-			}
-			resp += "  " + compact(f.Response.Body)
-		} else if f.Error != "" {
-			resp += "  (" + f.Error + ")"
-		}
-		lines = append(lines, resp)
-	} else if n.crashed {
-		lines = append(lines, "→ no answer: the worker was killed")
-	}
-	if len(n.faults) > 0 {
-		lines = append(lines, "faults injected: "+strings.Join(n.faults, ", "))
-	}
-	if len(n.delivered) > 0 {
-		ids := make([]string, len(n.delivered))
-		for i, d := range n.delivered {
-			ids[i] = d.ID
-		}
-		lines = append(lines, "provider delivered: "+strings.Join(ids, ", "))
-	} else {
-		lines = append(lines, "provider delivered: nothing for this attempt")
-	}
-	return lines
-}
-
-func reqMethod(e *history.Event) string {
-	if e.Request == nil {
-		return "?"
-	}
-	return e.Request.Method
-}
-
-func reqURL(e *history.Event) string {
-	if e.Request == nil {
-		return ""
-	}
-	return e.Request.URL
-}
-
-func reqBody(e *history.Event) json.RawMessage {
-	if e.Request == nil {
-		return nil
-	}
-	return e.Request.Body
+	return m.traceDetail(n)
 }
 
 func compact(raw json.RawMessage) string {
@@ -522,10 +436,9 @@ func (m *Model) helpView() string {
 		cols = append(cols, lipgloss.NewStyle().Width(colW).Render(strings.Join(lines, "\n")))
 	}
 	body := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
-	markers := "markers: ✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ⚠ duplicates"
 	lines := strings.Split(body, "\n")
 	lines = append([]string{t.Bold.Render("retrylab — keys"), ""}, lines...)
-	lines = append(lines, "", markers, "", t.Dim.Render("press any key to close"))
+	lines = append(append(append(lines, ""), legendLines(m.width-4)...), "", t.Dim.Render("press any key to close"))
 	return m.theme.box("Help", lines, m.width, m.height, true)
 }
 

@@ -165,49 +165,87 @@ type Counts struct {
 	Absorbed  int `json:"absorbed"`
 }
 
-// attempt is one side-effecting attempt with what grading needs.
+// attempt is one side-effecting attempt with what grading needs, copied
+// out of its trace so the trace can go.
 type attempt struct {
-	exec string
-	a    *trace.Attempt
-	args string
+	exec, args string
+	a          seen
+}
+
+// seen is what the audit keeps of an attempt.
+type seen struct {
+	Call, Tool, Ref, Key, Error string
+	N                           int
+	Started                     time.Time
+	Deduplicated, ok, unknown   bool
+	Mark                        trace.Mark
+}
+
+// Auditor gathers side-effecting attempts one folded execution at a time,
+// keeping only what grading needs, so executions can be read one by one.
+type Auditor struct {
+	opts       Options
+	groups     map[string][]attempt
+	order      []string
+	executions int
+	attempts   int
+}
+
+// NewAuditor starts an audit.
+func NewAuditor(opts Options) *Auditor {
+	if opts.Window == 0 {
+		opts.Window = DefaultWindow
+	}
+	return &Auditor{opts: opts, groups: map[string][]attempt{}}
+}
+
+// Add takes in one folded execution.
+func (au *Auditor) Add(t *trace.Trace) {
+	au.executions++
+	for _, r := range t.Runs {
+		walk(r.Nodes, func(c *trace.Call) {
+			if !au.opts.SideEffecting(c.Tool) {
+				return
+			}
+			args := canonical(c.Args)
+			k := c.Tool + "\x00" + string(args)
+			for _, a := range c.Attempts {
+				if a.NotKept > 0 && !a.Unknown() {
+					// Attempts a source did not keep count only when their
+					// last failure says they may have acted (a timeout:
+					// Temporal's start-to-close or heartbeat).
+					continue
+				}
+				au.attempts++
+				if _, ok := au.groups[k]; !ok {
+					au.order = append(au.order, k)
+				}
+				unknown := a.Unknown()
+				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: string(args), a: seen{
+					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
+					Deduplicated: a.Deduplicated, unknown: unknown, Mark: a.Mark(),
+					ok: !unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated}})
+			}
+		})
+	}
 }
 
 // Run audits folded traces.
 func Run(traces []*trace.Trace, opts Options) Report {
-	if opts.Window == 0 {
-		opts.Window = DefaultWindow
-	}
-	rep := Report{Effects: opts.Effects, Executions: len(traces), Findings: []Finding{}}
-	groups := map[string][]attempt{}
-	var order []string
+	au := NewAuditor(opts)
 	for _, t := range traces {
-		for _, r := range t.Runs {
-			walk(r.Nodes, func(c *trace.Call) {
-				if !opts.SideEffecting(c.Tool) {
-					return
-				}
-				for _, a := range c.Attempts {
-					if a.NotKept > 0 && !a.Unknown() {
-						// Attempts a source did not keep count only when
-						// their last failure says they may have acted (a
-						// timeout: Temporal's start-to-close or heartbeat).
-						continue
-					}
-					rep.Attempts++
-					args := canonical(c.Args)
-					k := c.Tool + "\x00" + string(args)
-					if _, ok := groups[k]; !ok {
-						order = append(order, k)
-					}
-					groups[k] = append(groups[k], attempt{exec: t.Execution, a: a, args: string(args)})
-				}
-			})
-		}
+		au.Add(t)
 	}
-	for _, k := range order {
-		g := groups[k]
+	return au.Report()
+}
+
+// Report grades what was added.
+func (au *Auditor) Report() Report {
+	rep := Report{Effects: au.opts.Effects, Executions: au.executions, Attempts: au.attempts, Findings: []Finding{}}
+	for _, k := range au.order {
+		g := au.groups[k]
 		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
-		for _, cl := range clusters(g, opts.Window) {
+		for _, cl := range clusters(g, au.opts.Window) {
 			if f, ok := grade(cl); ok {
 				rep.Findings = append(rep.Findings, f)
 			}
@@ -280,12 +318,7 @@ func clusters(g []attempt, window time.Duration) [][]attempt {
 
 // acted says whether an attempt may have had its effect: it succeeded (and
 // was not answered from a key store), or its outcome is unknown.
-func acted(a *trace.Attempt) (ok, unknown bool) {
-	if a.Unknown() {
-		return false, true
-	}
-	return a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated, false
-}
+func acted(a seen) (ok, unknown bool) { return a.ok, a.unknown }
 
 // grade finds the worst pair in a cluster: an earlier attempt that may have
 // acted, and a later one.
@@ -335,7 +368,7 @@ func grade(cl []attempt) (Finding, bool) {
 		if !involved[i] {
 			continue
 		}
-		m := x.a.Mark()
+		m := x.a.Mark
 		f.Attempts = append(f.Attempts, Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, Ref: x.a.Ref,
 			Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error})
 	}

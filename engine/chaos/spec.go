@@ -153,7 +153,7 @@ func Generate(seed uint64, index int, policy *history.Policy) Spec {
 	}
 	switch r := rng.IntN(100); {
 	case r < 4 && s.Template == TemplateSend:
-		// DESIGN.md's last row: the key is forgotten between attempts.
+		// The fault matrix's last row (docs/FAULTS.md): the key is forgotten between attempts.
 		s.ExpireKeys = true
 		p := fault.TimeoutAfterEffect
 		if rng.IntN(2) == 1 {

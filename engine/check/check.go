@@ -42,6 +42,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -246,7 +247,7 @@ func (c *Checker) Execution(x history.Execution, events []history.Event) ExecRes
 	delete(c.effects, x.ID)
 	c.checked[x.ID] = true
 	w := newWalk(x, c.opts)
-	w.events(events)
+	w.read(events)
 	res := w.finish(effects)
 	c.report.add(x, w, res)
 	return res
@@ -385,10 +386,7 @@ type walk struct {
 	byCall    map[string]*intent // tool + canonical args
 	attempts  map[attemptID]*attempt
 	order     []*attempt
-	open      map[attemptID]*attempt // attempts open in the current run
-	recorded  map[string]int         // steps with a journal record -> the run that wrote it
 	faults    []Injection
-	run       int
 	lastSeq   uint64
 	finished  bool // an end event was seen
 	rerun     bool // a run started after the execution had finished
@@ -403,7 +401,7 @@ type killCounts struct{ planned, external, host int }
 
 func newWalk(x history.Execution, opts Options) *walk {
 	return &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
-		attempts: map[attemptID]*attempt{}, open: map[attemptID]*attempt{}, recorded: map[string]int{}}
+		attempts: map[attemptID]*attempt{}}
 }
 
 func (w *walk) violate(kind, step, detail string) {
@@ -459,137 +457,166 @@ func (w *walk) intentFor(step, tool, args string) *intent {
 	return in
 }
 
-func (w *walk) events(events []history.Event) {
-	for _, ev := range events {
-		if ev.Seq != w.lastSeq+1 {
-			w.violate("durability", ev.Step, fmt.Sprintf("history jumps from event %d to %d", w.lastSeq, ev.Seq))
-		}
-		w.lastSeq = ev.Seq
-		w.event(ev)
+// read folds the history (engine/trace) and takes from the model what the
+// check needs: the intents and their attempts, the faults, the kills, and
+// the events that break a rule of the engine.
+func (w *walk) read(events []history.Event) {
+	if len(events) > 0 && events[0].Seq != 1 {
+		w.violate("durability", events[0].Step, fmt.Sprintf("history jumps from event 0 to %d", events[0].Seq))
 	}
-	// Attempts still open at the end were interrupted without a record.
-	for _, a := range w.open {
-		if a.outcome == "" && !a.crashed {
-			w.byStep[a.step].unknown = true
-			w.disturb(fmt.Sprintf("%s attempt %d never finished", a.step, a.n))
+	t := trace.FoldHistory(w.x.ID, events)
+	w.lastSeq = t.LastSeq
+	for _, an := range t.Anomalies {
+		kind := "invariant"
+		if an.Jump {
+			kind = "durability"
 		}
+		w.violate(kind, an.Call, an.Text)
+	}
+	var deleted uint64 // the first journal record deleted by hand
+	for _, n := range t.Nodes {
+		if n, ok := n.(*trace.Note); ok && n.Kind == trace.JournalDeleted {
+			w.tampered = true
+			w.disturb("a journal record was deleted by hand")
+			if deleted == 0 {
+				deleted = n.Seq
+			}
+		}
+	}
+	type record struct {
+		seq uint64
+		run int
+	}
+	recorded := map[string]record{} // each call's first journal record
+	var replayed []string
+	var attempts []*trace.Attempt
+	crashes := map[int]*trace.Note{}
+	ended := false
+	for _, r := range t.Runs {
+		if ended {
+			w.rerun = true
+			w.disturb("run again after it finished")
+		}
+		eachNode(r.Nodes, func(n trace.Node) {
+			switch n := n.(type) {
+			case *trace.Call:
+				if n.Unscheduled {
+					w.intentFor(n.Call, "", "")
+					break
+				}
+				in := w.intentFor(n.Call, n.Tool, string(n.Args))
+				if n.Kind != "" {
+					in.kind = scenario.Kind(n.Kind)
+				}
+			case *trace.Attempt:
+				if n.NotKept == 0 {
+					attempts = append(attempts, n)
+				}
+			case *trace.Replay:
+				replayed = append(replayed, n.Call)
+			case *trace.Note:
+				switch n.Kind {
+				case trace.StepRecorded:
+					if _, ok := recorded[n.Call]; !ok {
+						recorded[n.Call] = record{n.Seq, n.Run}
+					}
+				case trace.RunCrashed:
+					crashes[r.Number] = n
+					w.kill(n)
+				case trace.ExecutionEnded, trace.Escalated:
+					ended = true
+				}
+			}
+		})
+	}
+	sort.Slice(attempts, func(i, j int) bool { return attempts[i].Seq < attempts[j].Seq })
+	for _, ta := range attempts {
+		in := w.byStep[ta.Call]
+		if rec, ok := recorded[ta.Call]; ok && w.policy.Journal && rec.seq < ta.Seq && ta.Run > rec.run && (deleted == 0 || ta.Seq < deleted) {
+			w.violate("invariant", ta.Call, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ta.N))
+		}
+		a := &attempt{step: ta.Call, n: ta.N, run: ta.Run, key: ta.Key}
+		if ta.Request != nil {
+			in.op = opOf(ta.Request)
+			a.args = canonicalBody(ta.Request.Body)
+		}
+		for _, f := range ta.Faults {
+			a.points = append(a.points, fault.Point(f))
+			w.faults = append(w.faults, Injection{Step: ta.Call, Attempt: ta.N, Point: fault.Point(f)})
+		}
+		switch {
+		case ta.Finished:
+			a.outcome = history.Outcome(ta.Outcome)
+			switch a.outcome {
+			case history.OutcomeOK:
+				in.done = true
+			case history.OutcomeTimeout, history.OutcomeError:
+				in.unknown = true
+			}
+		case ta.Crashed:
+			c := crashes[ta.Run]
+			a.crashed, a.crashPoint, a.external = true, fault.Point(ta.CrashFault), c == nil || externalKill(c)
+			in.unknown = true
+		default:
+			in.unknown = true
+			w.disturb(fmt.Sprintf("%s attempt %d never finished", ta.Call, ta.N))
+		}
+		w.attempts[attemptID{ta.Call, ta.N}] = a
+		w.order = append(w.order, a)
+		in.attempts = append(in.attempts, a)
+	}
+	for id := range recorded {
+		if in := w.byStep[id]; in != nil {
+			in.done = true
+		}
+	}
+	// A replay of a step this history never scheduled is a recorded
+	// decision ("<step>#args"), not an operation.
+	for _, id := range replayed {
+		if in := w.byStep[id]; in != nil {
+			in.done = true
+		}
+	}
+	if ended {
+		w.finished = true
+	}
+}
+
+// eachNode calls fn for every node under ns, depth first, in order.
+func eachNode(ns []trace.Node, fn func(trace.Node)) {
+	for _, n := range ns {
+		fn(n)
+		eachNode(n.Children(), fn)
+	}
+}
+
+// externalKill reports whether a worker's death was not its planned fault:
+// a kill from outside, or the host's death.
+func externalKill(n *trace.Note) bool {
+	return n.Fault == "" || strings.Contains(n.Error, "from outside")
+}
+
+// kill counts a worker's death by who caused it.
+func (w *walk) kill(n *trace.Note) {
+	external := externalKill(n)
+	switch {
+	case strings.Contains(n.Error, "host process died"):
+		w.kills.host++
+	case external:
+		w.kills.external++
+	default:
+		w.kills.planned++
+	}
+	if external {
+		w.external = true
+		w.disturb("killed from outside")
 	}
 }
 
 func (w *walk) disturb(why string) { w.disturbed = append(w.disturbed, why) }
 
-func (w *walk) event(ev history.Event) {
-	switch ev.Type {
-	case history.WorkerStarted:
-		if w.finished {
-			w.rerun = true
-			w.disturb("run again after it finished")
-		}
-		for _, a := range w.open {
-			if a.outcome == "" && !a.crashed {
-				w.byStep[a.step].unknown = true
-				w.disturb(fmt.Sprintf("%s attempt %d ended without a record", a.step, a.n))
-			}
-		}
-		w.open = map[attemptID]*attempt{}
-		w.run = ev.Run
-	case history.ToolCallScheduled:
-		in := w.intentFor(ev.Step, ev.Tool, string(ev.Args))
-		if ev.Text != "" {
-			in.kind = scenario.Kind(ev.Text)
-		}
-	case history.AttemptStarted:
-		in := w.byStep[ev.Step]
-		if in == nil {
-			w.violate("invariant", ev.Step, fmt.Sprintf("attempt %d of a step that was never scheduled", ev.Attempt))
-			in = w.intentFor(ev.Step, "", "")
-		}
-		// Concurrent copies of a call may go on within the run that recorded
-		// it; a later run must replay it.
-		if rec, ok := w.recorded[ev.Step]; ok && w.policy.Journal && ev.Run > rec && !w.tampered {
-			w.violate("invariant", ev.Step, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ev.Attempt))
-		}
-		a := &attempt{step: ev.Step, n: ev.Attempt, run: ev.Run, key: ev.Key}
-		if ev.Request != nil {
-			in.op = opOf(ev.Request)
-			a.args = canonicalBody(ev.Request.Body)
-		}
-		if prev := w.attempts[attemptID{ev.Step, ev.Attempt}]; prev != nil {
-			w.violate("invariant", ev.Step, fmt.Sprintf("attempt %d started twice", ev.Attempt))
-		}
-		w.attempts[attemptID{ev.Step, ev.Attempt}] = a
-		w.order = append(w.order, a)
-		in.attempts = append(in.attempts, a)
-		w.open[attemptID{ev.Step, ev.Attempt}] = a
-	case history.FaultInjected:
-		a := w.attempts[attemptID{ev.Step, ev.Attempt}]
-		p := fault.Point(ev.Fault)
-		if a == nil {
-			w.violate("invariant", ev.Step, fmt.Sprintf("fault %s injected into attempt %d, which never started", p, ev.Attempt))
-			return
-		}
-		a.points = append(a.points, p)
-		w.faults = append(w.faults, Injection{Step: ev.Step, Attempt: ev.Attempt, Point: p})
-	case history.AttemptFinished:
-		a := w.attempts[attemptID{ev.Step, ev.Attempt}]
-		if a == nil {
-			w.violate("invariant", ev.Step, fmt.Sprintf("attempt %d finished without starting", ev.Attempt))
-			return
-		}
-		a.outcome = ev.Outcome
-		in := w.byStep[ev.Step]
-		switch ev.Outcome {
-		case history.OutcomeOK:
-			in.done = true
-		case history.OutcomeTimeout, history.OutcomeError:
-			in.unknown = true
-		}
-		delete(w.open, attemptID{ev.Step, ev.Attempt})
-	case history.StepRecorded:
-		if in := w.byStep[ev.Step]; in != nil {
-			in.done = true
-		}
-		if _, ok := w.recorded[ev.Step]; !ok {
-			w.recorded[ev.Step] = ev.Run
-		}
-	case history.StepReplayed:
-		// A replay of a step this history never scheduled is a recorded
-		// decision ("<step>#args"), not an operation.
-		if in := w.byStep[ev.Step]; in != nil {
-			in.done = true
-		}
-	case history.JournalDeleted:
-		w.tampered = true
-		delete(w.recorded, ev.Step)
-		w.disturb("a journal record was deleted by hand")
-	case history.WorkerCrashed:
-		external := ev.Fault == "" || strings.Contains(ev.Error, "from outside")
-		switch {
-		case strings.Contains(ev.Error, "host process died"):
-			w.kills.host++
-		case external:
-			w.kills.external++
-		default:
-			w.kills.planned++
-		}
-		if external {
-			w.external = true
-			w.disturb("killed from outside")
-		}
-		for _, a := range w.open {
-			if a.outcome == "" {
-				a.crashed, a.crashPoint, a.external = true, fault.Point(ev.Fault), external
-				w.byStep[a.step].unknown = true
-			}
-		}
-		w.open = map[attemptID]*attempt{}
-	case history.ExecutionCompleted, history.ExecutionFailed, history.Escalated:
-		w.finished = true
-	}
-}
-
 // opOf names a request's operation from its method and path.
-func opOf(r *history.Exchange) string {
+func opOf(r *trace.Exchange) string {
 	switch {
 	case strings.HasPrefix(r.URL, "/v1/send"):
 		return "send"

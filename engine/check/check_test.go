@@ -23,7 +23,7 @@ var (
 	both        = history.Policy{Keys: true, Journal: true}
 )
 
-// TestExpectedMatchesDesignTable holds the model to DESIGN.md's fault matrix,
+// TestExpectedMatchesDesignTable holds the model to the fault matrix of docs/FAULTS.md,
 // cell by cell.
 func TestExpectedMatchesDesignTable(t *testing.T) {
 	// columns: no key no journal, key only, journal only, key + journal
@@ -48,7 +48,7 @@ func TestExpectedMatchesDesignTable(t *testing.T) {
 	for _, row := range table {
 		for i, p := range Policies {
 			if got := Expected(p, row.point, row.expired); got != row.want[i] {
-				t.Errorf("fault %s, policy %s: model says %d, DESIGN.md says %d", row.row, p, got, row.want[i])
+				t.Errorf("fault %s, policy %s: model says %d, docs/FAULTS.md says %d", row.row, p, got, row.want[i])
 			}
 		}
 	}

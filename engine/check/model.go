@@ -15,7 +15,7 @@ import (
 )
 
 // The model is an abstract re-enactment of the engine's documented
-// behaviour (DESIGN.md): given a scenario, a policy and the faults injected
+// behaviour (docs/FAULTS.md): given a scenario, a policy and the faults injected
 // into each attempt, it plays the agent's turns run after run, without any
 // network or process, and counts the effects each step must leave in the
 // providers' ledgers. It never looks at the ledger, and it decides on its
@@ -33,7 +33,7 @@ type Plan struct {
 	Scenario *scenario.Scenario
 	// ExpireKeys says the world clock was moved past the key retention right
 	// after the execution's first effect, so every key stored until then is
-	// forgotten by the next attempt (DESIGN.md's "key expired between
+	// forgotten by the next attempt (the fault matrix's "key expired between
 	// attempts" row).
 	ExpireKeys bool
 }
@@ -422,7 +422,7 @@ func withoutID(canon string) string {
 	return strings.Replace(canon, `"id": "`+id+`"`, "", 1)
 }
 
-// Expected is DESIGN.md's fault matrix: the number of messages one keyed
+// Expected is the fault matrix of docs/FAULTS.md: the number of messages one keyed
 // send leaves in the outbox under policy p when fault f is injected on its
 // first attempt (a crash is followed by a resume), and, with keyExpired, the
 // key is forgotten before the next attempt. f may be "" for no fault.
@@ -440,7 +440,7 @@ func Expected(p history.Policy, f fault.Point, keyExpired bool) int {
 
 const matrixStep = "send"
 
-// singleSend is the scenario DESIGN.md's table is about: one keyed send to
+// singleSend is the scenario the fault matrix is about: one keyed send to
 // a provider that honours Idempotency-Key.
 func singleSend() *scenario.Scenario {
 	return &scenario.Scenario{
@@ -452,7 +452,7 @@ func singleSend() *scenario.Scenario {
 	}
 }
 
-// isSingleSend reports whether a scenario has the shape of DESIGN.md's
+// isSingleSend reports whether a scenario has the shape of the fault matrix's
 // table: one call, a keyed mail send, dedupe on.
 func isSingleSend(s *scenario.Scenario) (string, bool) {
 	var calls []scenario.Call
@@ -466,7 +466,7 @@ func isSingleSend(s *scenario.Scenario) (string, bool) {
 	return calls[0].Step, t.Service == "mail" && t.Op == "send" && t.Kind == scenario.KindKeyed && t.Deduplicates()
 }
 
-// MatrixRows are the rows of the fault matrix, in DESIGN.md order.
+// MatrixRows are the rows of the fault matrix, in docs/FAULTS.md order.
 var MatrixRows = []MatrixRow{
 	{Point: ""},
 	{Point: fault.TimeoutBeforeEffect},

@@ -129,7 +129,7 @@ func (r *Report) add(x history.Execution, w *walk, res ExecResult) {
 }
 
 // addMatrix files an undisturbed single-send execution with at most one
-// fault, on the first attempt, under its cell of DESIGN.md's table.
+// fault, on the first attempt, under its cell of the fault matrix (docs/FAULTS.md).
 func (r *Report) addMatrix(x history.Execution, w *walk, res ExecResult) {
 	if w.opts.Resolve == nil || len(res.Operations) != 1 || res.Operations[0].Model != ModelExact {
 		return
@@ -239,11 +239,11 @@ func writeTallyRow(w io.Writer, name string, t *Tally) {
 	fmt.Fprintf(w, " %8d %13s %10d\n", t.Effects, fmt.Sprintf("%d/%d", t.Exact, t.Ranged), t.Departures)
 }
 
-// WriteMatrix prints DESIGN.md's fault matrix with what was observed: per
+// WriteMatrix prints the fault matrix (docs/FAULTS.md) with what was observed: per
 // cell, the outbox count of single-send executions, ✓ when every one
 // matches the table, ✗ otherwise, and how many executions it covers.
 func (r *Report) WriteMatrix(w io.Writer) {
-	fmt.Fprintln(w, "DESIGN.md fault matrix: messages per single keyed send, observed (executions), ✓ = as the table says")
+	fmt.Fprintln(w, "fault matrix (docs/FAULTS.md): messages per single keyed send, observed (executions), ✓ = as the table says")
 	fmt.Fprintf(w, "%-30s", "fault")
 	for _, p := range Policies {
 		fmt.Fprintf(w, " %-13s", p.String())

@@ -1,5 +1,5 @@
 // Package fault names the points where retrylab injects failures, as listed
-// in DESIGN.md, and which side of the wire carries each one out.
+// in docs/FAULTS.md, and which side of the wire carries each one out.
 package fault
 
 import (
@@ -34,7 +34,7 @@ var descriptions = map[Point]string{
 	SlowResponse:        "slow response under the deadline",
 }
 
-// All lists every point in DESIGN.md order.
+// All lists every point in docs/FAULTS.md order.
 func All() []Point {
 	return []Point{TimeoutBeforeEffect, TimeoutAfterEffect, CrashBeforeCall, CrashAfterEffect,
 		CrashAfterRecord, ServerError, SlowResponse}

@@ -12,7 +12,7 @@ import (
 
 // FormatVersion changes whenever Generate's output changes, so cached
 // databases from an older generator are not reused.
-const FormatVersion = 1
+const FormatVersion = 2 // 2: effects recorded in the histories (EffectObserved)
 
 // Cached returns the path of a database under dir holding what Generate
 // writes with opts into an empty database, and what it wrote. Only the

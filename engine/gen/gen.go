@@ -457,6 +457,26 @@ func (s *sim) fail(err error) {
 func (s *sim) advance(d time.Duration) { s.now = s.now.Add(d) }
 
 // emit appends an event stamped with the simulated clock and the run.
+// effect records what the provider did for attempt a of c, as the host
+// does (EffectObserved, and the execution's count of sends per intent).
+func (s *sim) effect(c *call, a int, ref string) {
+	fx := &history.Effect{Service: c.tool.service, ID: ref}
+	if c.tool.service == world.ServiceMail {
+		var m struct{ To, Subject string }
+		_ = json.Unmarshal(c.body, &m)
+		fx.Target, fx.Summary = m.To, m.Subject
+		if s.x.Sends == nil {
+			s.x.Sends = map[string]int{}
+		}
+		k := history.SendIntent(m.To, m.Subject)
+		s.x.Sends[k]++
+		if s.x.Sends[k] > 1 {
+			s.x.Duplicates = true
+		}
+	}
+	s.emit(history.Event{Type: history.EffectObserved, Step: c.step, Attempt: a, Key: c.key, Effect: fx})
+}
+
 func (s *sim) emit(ev history.Event) history.Event {
 	if s.err != nil {
 		return ev
@@ -639,6 +659,7 @@ func (s *sim) one(c *call, a int, point fault.Point) (rec history.JournalRecord,
 			} else {
 				s.st.CRMWrites++
 			}
+			s.effect(c, a, reply.Ref)
 		}
 	}
 	if point == fault.CrashAfterEffect || point == fault.CrashBeforeCall {

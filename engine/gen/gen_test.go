@@ -92,7 +92,7 @@ func TestGenerateReadsBack(t *testing.T) {
 	if err != nil || total != 50 || len(list) != 50 {
 		t.Fatalf("executions: %d of %d, %v", len(list), total, err)
 	}
-	var attempts int64
+	var attempts, recorded int64
 	var dups int
 	for _, x := range list {
 		events, err := h.Events(x.ID, 0, 0)
@@ -109,6 +109,9 @@ func TestGenerateReadsBack(t *testing.T) {
 			if ev.Type == history.AttemptStarted {
 				attempts++
 			}
+			if ev.Type == history.EffectObserved && ev.Effect.Service == "mail" {
+				recorded++
+			}
 		}
 		msgs, err := h.MessagesFor(x.ID)
 		if err != nil {
@@ -121,10 +124,17 @@ func TestGenerateReadsBack(t *testing.T) {
 		}
 		if x.Scenario == gen.ScenarioPrefix+"naive" && len(msgs) == 2 {
 			dups++
+			if !x.Duplicates {
+				t.Errorf("%s: two messages of one intent, but the record has no duplicate flag", x.ID)
+			}
 		}
 	}
 	if attempts != st.Attempts {
 		t.Errorf("read %d attempts, generated %d", attempts, st.Attempts)
+	}
+	// Every delivery is recorded in its execution's history, as the host does.
+	if recorded != st.Messages {
+		t.Errorf("histories record %d deliveries, the outbox holds %d", recorded, st.Messages)
 	}
 	if dups == 0 {
 		t.Error("no naive execution shows the duplicate send")

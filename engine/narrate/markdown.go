@@ -11,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -35,7 +36,7 @@ type Handout struct {
 // Times in the trace are offsets from the execution's start.
 func Markdown(w io.Writer, h Handout) error {
 	bw := bufio.NewWriter(w)
-	m := &mdWriter{w: bw, h: h, start: h.Execution.Started}
+	m := &mdWriter{w: bw, h: h, start: h.Execution.Started, t: trace.FoldHistory(h.Execution.ID, h.Events)}
 	m.render()
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write handout: %w", err)
@@ -47,6 +48,7 @@ type mdWriter struct {
 	w     *bufio.Writer
 	h     Handout
 	start time.Time
+	t     *trace.Trace // the history, folded
 }
 
 func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
@@ -84,171 +86,199 @@ func (m *mdWriter) render() {
 	m.f("---\n\n*Handout written by `retrylab show %s --markdown`. Times are offsets from the start of the execution.*\n", x.ID)
 }
 
-// idle sums the gaps between runs: from the last event of one run to the
-// first event of the next, when no worker was running.
+// idle sums the gaps between runs, when no worker was running.
 func (m *mdWriter) idle() time.Duration {
 	var total time.Duration
-	run, last := 0, time.Time{}
-	for _, ev := range m.h.Events {
-		if ev.Run > run {
-			if run > 0 {
-				total += ev.Time.Sub(last)
-			}
-			run = ev.Run
-		}
-		if ev.Run == run {
-			last = ev.Time
-		}
+	for _, r := range m.t.Runs {
+		total += r.Idle
 	}
 	return total
 }
 
-// effect finds what an attempt did at the provider, if anything: the
-// message it caused, or the CRM row it last wrote.
-func (m *mdWriter) effect(step string, attempt int) (string, bool) {
-	match := func(a world.Attribution) bool {
-		return a.Execution == m.h.Execution.ID && a.Step == step && a.Attempt == attempt
-	}
-	for _, msg := range m.h.Messages {
-		if match(msg.Attribution) {
-			return "the provider delivered `" + msg.ID + "`", true
+// effectWords says what the history records an attempt caused, if
+// anything: the message it delivered, or the CRM row it wrote.
+func effectWords(a *trace.Attempt) (string, bool) {
+	for _, fx := range a.Effects {
+		if fx.Service == world.ServiceMail {
+			return "the provider delivered `" + fx.ID + "`", true
 		}
 	}
-	for _, r := range m.h.Records {
-		if match(r.Attribution) {
-			return "the CRM wrote `" + r.ID + "`", true
-		}
+	for _, fx := range a.Effects {
+		return "the CRM wrote `" + fx.ID + "`", true
 	}
 	return "", false
 }
 
+func (m *mdWriter) at(t time.Time) string {
+	return "`+" + fmt.Sprintf("%.3fs", t.Sub(m.start).Seconds()) + "`"
+}
+
+// trace writes the fold of the history: each run with the gap before it,
+// its turns, calls and every attempt, in the order they happened.
 func (m *mdWriter) trace() {
 	m.f("## Trace\n\n")
-	if len(m.h.Events) == 0 {
+	if m.t.Events == 0 {
 		m.f("No events recorded.\n\n")
 		return
 	}
-	open := map[string]int{}
-	lastStep := ""
-	// Events are grouped by run. The host records a run's WorkerStarted
-	// while its worker already reports, so the run number, not that event,
-	// opens a run; the gap is from one run's last event to the next's first.
-	run, last := 0, time.Time{}
-	for _, ev := range m.h.Events {
-		if ev.Run > run {
-			if run > 0 {
-				m.f("\n> ┆ %s with no worker running\n\n", mdDur(ev.Time.Sub(last)))
+	for _, n := range m.t.Nodes {
+		switch n := n.(type) {
+		case *trace.Gap:
+			m.f("\n> %s %s with no worker running\n\n", trace.MarkGap.Glyph(), mdDur(n.Duration))
+		case *trace.Run:
+			m.f("### Run %d\n\n", n.Number)
+			if n.Number == 1 && !m.t.Started.IsZero() {
+				m.f("- %s execution started: scenario %s, policy %s\n", m.at(m.t.Started), m.t.Scenario, m.t.Policy)
 			}
-			run = ev.Run
-			m.f("### Run %d\n\n", run)
-		}
-		if ev.Run == run {
-			last = ev.Time
-		}
-		at := "`+" + fmt.Sprintf("%.3fs", ev.Time.Sub(m.start).Seconds()) + "`"
-		switch ev.Type {
-		case history.ExecutionStarted:
-			m.f("- %s execution started: scenario %s, policy %s\n", at, ev.Scenario, ev.Text)
-		case history.TurnStarted:
-			m.f("- %s **turn %d** %q\n", at, ev.Turn, ev.Text)
-		case history.ToolCallScheduled:
-			var args map[string]any
-			_ = json.Unmarshal(ev.Args, &args)
-			kind := ""
-			if ev.Text != "" {
-				kind = " (" + ev.Text + ")"
-			}
-			m.f("  - %s `%s` step `%s`%s: %s\n", at, ev.Tool, ev.Step, kind, mdEscape(Args(args)))
-		case history.AttemptStarted:
-			open[ev.Step] = ev.Attempt
-			lastStep = ev.Step
-			line := fmt.Sprintf("attempt %d", ev.Attempt)
-			if ev.Request != nil {
-				line += fmt.Sprintf(" · `%s %s`", ev.Request.Method, ev.Request.URL)
-			}
-			if ev.Key != "" {
-				line += " · key `" + ev.Key + "`"
-			} else {
-				line += " · no key"
-			}
-			m.f("    - %s %s\n", at, line)
-		case history.FaultInjected:
-			m.f("    - %s ⚡ fault: %s (%s)\n", at, fault.Point(ev.Fault).Describe(), ev.Text)
-		case history.AttemptFinished:
-			delete(open, ev.Step)
-			m.f("    - %s %s\n", at, m.attemptLine(ev))
-		case history.RetryScheduled:
-			m.f("    - %s retry in %s\n", at, mdDur(ev.Delay))
-		case history.StepRecorded:
-			m.f("    - %s 📓 recorded `%s` = %s\n", at, ev.Step, mdEscape(Summary(ev.Result)))
-		case history.StepReplayed:
-			what := "its result"
-			if ev.Text == history.ReplayDecision {
-				what = "its decision (the arguments)"
-			}
-			m.f("  - %s ⟲ `%s` replayed from the journal (%s, recorded in run %d): %s, no request sent\n",
-				at, ev.Step, what, ev.ResultRun, mdEscape(Summary(ev.Result)))
-		case history.JournalDeleted:
-			m.f("- %s ✂ journal record of `%s` deleted by hand\n", at, ev.Step)
-		case history.WorkerCrashed:
-			why := ev.Error
-			if ev.Fault != "" {
-				why = fault.Point(ev.Fault).Describe()
-			}
-			m.f("- %s ☠ worker killed (exit %d): %s\n", at, ev.ExitCode, mdEscape(why))
-			if n, ok := open[lastStep]; ok {
-				if what, ok := m.effect(lastStep, n); ok {
-					m.f("  - ⚠ attempt %d of `%s` never finished, but %s\n", n, lastStep, what)
-				} else {
-					m.f("  - attempt %d of `%s` never finished: its outcome is unknown\n", n, lastStep)
-				}
-			}
-			open = map[string]int{}
-		case history.Escalated:
-			m.f("- %s ⚑ escalated: %s\n", at, mdEscape(ev.Error))
-		case history.ExecutionCompleted:
-			m.f("- %s ✓ execution completed\n", at)
-		case history.ExecutionFailed:
-			m.f("- %s ✖ execution failed: %s\n", at, mdEscape(ev.Error))
+			m.nodes(n, n.Nodes, "")
+		default:
+			m.nodes(nil, []trace.Node{n}, "")
 		}
 	}
 	m.f("\n")
 }
 
-// attemptLine describes a finished attempt, joined with the outbox when the
-// agent could not know what happened.
-func (m *mdWriter) attemptLine(ev history.Event) string {
-	status := 0
-	if ev.Response != nil {
-		status = ev.Response.Status
+func (m *mdWriter) nodes(run *trace.Run, ns []trace.Node, indent string) {
+	for _, n := range ns {
+		switch n := n.(type) {
+		case *trace.Turn:
+			m.f("%s- %s **turn %d** %q\n", indent, m.at(n.Time), n.Number, n.Text)
+			m.nodes(run, n.Nodes, indent+"  ")
+		case *trace.Call:
+			var args map[string]any
+			_ = json.Unmarshal(n.Args, &args)
+			kind := ""
+			if n.Kind != "" {
+				kind = " (" + n.Kind + ")"
+			}
+			m.f("%s- %s `%s` step `%s`%s: %s\n", indent, m.at(n.Time), n.Tool, n.Call, kind, mdEscape(Args(args)))
+			m.nodes(run, n.Nodes, indent+"  ")
+		case *trace.Attempt:
+			m.attempt(n, indent)
+		case *trace.Replay:
+			what := "its result"
+			if n.Decision {
+				what = "its decision (the arguments)"
+			}
+			m.f("%s- %s %s `%s` replayed from the journal (%s, recorded in run %d): %s, no request sent\n",
+				indent, m.at(n.Time), trace.MarkReplay.Glyph(), n.Call, what, n.ResultRun, mdEscape(Summary(n.Result)))
+		case *trace.Note:
+			m.note(run, n, indent)
+		}
 	}
-	var s string
-	switch ev.Outcome {
-	case history.OutcomeOK:
-		s = fmt.Sprintf("✓ attempt %d: %d OK", ev.Attempt, status)
-		if ev.Response != nil {
-			s += ", " + mdEscape(Summary(ev.Response.Body))
+}
+
+func (m *mdWriter) attempt(a *trace.Attempt, indent string) {
+	if a.NotKept > 0 {
+		m.f("%s- %s %s %d earlier attempts not kept by the source; the last failed: %s\n", indent, m.at(a.Started),
+			trace.MarkNotKept.Glyph(), a.NotKept, mdEscape(a.Error))
+		return
+	}
+	line := fmt.Sprintf("attempt %d", a.N)
+	if a.Request != nil {
+		line += fmt.Sprintf(" · `%s %s`", a.Request.Method, a.Request.URL)
+	}
+	if a.Key != "" {
+		line += " · key `" + a.Key + "`"
+	} else {
+		line += " · no key"
+	}
+	m.f("%s- %s %s\n", indent, m.at(a.Started), line)
+	for _, in := range a.Injections {
+		m.f("%s- %s %s fault: %s (%s)\n", indent, m.at(in.Time), trace.MarkFault.Glyph(), fault.Point(in.Fault).Describe(), in.Text)
+	}
+	if a.Finished {
+		m.f("%s- %s %s\n", indent, m.at(a.Ended), attemptLine(a))
+	}
+	if a.Retry > 0 {
+		m.f("%s- %s retry in %s\n", indent, m.at(a.RetryAt), mdDur(a.Retry))
+	}
+}
+
+func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
+	at := m.at(n.Time)
+	switch n.Kind {
+	case trace.StepRecorded:
+		m.f("%s- %s %s recorded `%s` = %s\n", indent, at, trace.MarkRecorded.Glyph(), n.Call, mdEscape(Summary(n.Result)))
+	case trace.JournalDeleted:
+		m.f("%s- %s %s journal record of `%s` deleted by hand\n", indent, at, trace.MarkDeleted.Glyph(), n.Call)
+	case trace.RunCrashed:
+		why := n.Error
+		if n.Fault != "" {
+			why = fault.Point(n.Fault).Describe()
 		}
-		if ev.Deduplicated {
-			s += " · ↺ deduplicated by key (Idempotent-Replayed): no new effect"
+		m.f("%s- %s %s worker killed (exit %d): %s\n", indent, at, trace.MarkKilled.Glyph(), n.ExitCode, mdEscape(why))
+		if run != nil {
+			for _, a := range crashedAttempts(run) {
+				if what, ok := effectWords(a); ok {
+					m.f("%s  - %s attempt %d of `%s` never finished, but %s\n", indent, trace.MarkDuplicates.Glyph(), a.N, a.Call, what)
+				} else {
+					m.f("%s  - attempt %d of `%s` never finished: its outcome is unknown\n", indent, a.N, a.Call)
+				}
+			}
 		}
-	case history.OutcomeTimeout:
-		s = fmt.Sprintf("⏱ attempt %d: timeout after %s, outcome unknown to the agent", ev.Attempt, mdDur(ev.Duration))
-		if what, ok := m.effect(ev.Step, ev.Attempt); ok {
-			s += " · ⚠ but " + what
-		}
-	case history.OutcomeConflict:
-		s = fmt.Sprintf("✖ attempt %d: 409 conflict, the same key is still in flight; nothing sent", ev.Attempt)
-	case history.OutcomeMismatch:
-		s = fmt.Sprintf("✖ attempt %d: 422, the same key with another payload; nothing sent", ev.Attempt)
-	case history.OutcomeError:
-		if status != 0 {
-			s = fmt.Sprintf("✖ attempt %d: server error %d", ev.Attempt, status)
+	case trace.Escalated:
+		m.f("%s- %s %s escalated: %s\n", indent, at, trace.MarkEscalated.Glyph(), mdEscape(n.Error))
+	case trace.ExecutionEnded:
+		if n.Mark == trace.MarkOK {
+			m.f("%s- %s %s execution completed\n", indent, at, trace.MarkOK.Glyph())
 		} else {
-			s = fmt.Sprintf("✖ attempt %d: %s", ev.Attempt, mdEscape(ev.Error))
+			m.f("%s- %s %s execution failed: %s\n", indent, at, trace.MarkFailed.Glyph(), mdEscape(n.Error))
+		}
+	}
+}
+
+// crashedAttempts are the attempts a run's worker died in, in order.
+func crashedAttempts(r *trace.Run) []*trace.Attempt {
+	var out []*trace.Attempt
+	var walk func(ns []trace.Node)
+	walk = func(ns []trace.Node) {
+		for _, n := range ns {
+			switch n := n.(type) {
+			case *trace.Attempt:
+				if n.Crashed && !n.Finished {
+					out = append(out, n)
+				}
+			case *trace.Turn, *trace.Call:
+				walk(n.Children())
+			}
+		}
+	}
+	walk(r.Nodes)
+	return out
+}
+
+// attemptLine describes a finished attempt; when the agent could not know
+// what happened, it says what the history records the attempt caused.
+func attemptLine(a *trace.Attempt) string {
+	status := a.Status
+	var s string
+	switch a.Outcome {
+	case trace.OutcomeOK:
+		s = fmt.Sprintf("%s attempt %d: %d OK", trace.MarkOK.Glyph(), a.N, status)
+		if a.Response != nil {
+			s += ", " + mdEscape(Summary(a.Response.Body))
+		}
+		if a.Deduplicated {
+			s += " · " + trace.MarkDedup.Glyph() + " deduplicated by key (Idempotent-Replayed): no new effect"
+		}
+	case trace.OutcomeTimeout:
+		s = fmt.Sprintf("%s attempt %d: timeout after %s, outcome unknown to the agent", trace.MarkTimeout.Glyph(), a.N, mdDur(a.Duration))
+		if what, ok := effectWords(a); ok {
+			s += " · " + trace.MarkDuplicates.Glyph() + " but " + what
+		}
+	case trace.OutcomeConflict:
+		s = fmt.Sprintf("%s attempt %d: 409 conflict, the same key is still in flight; nothing sent", trace.MarkFailed.Glyph(), a.N)
+	case trace.OutcomeMismatch:
+		s = fmt.Sprintf("%s attempt %d: 422, the same key with another payload; nothing sent", trace.MarkFailed.Glyph(), a.N)
+	case trace.OutcomeError:
+		if status != 0 {
+			s = fmt.Sprintf("%s attempt %d: server error %d", trace.MarkFailed.Glyph(), a.N, status)
+		} else {
+			s = fmt.Sprintf("%s attempt %d: %s", trace.MarkFailed.Glyph(), a.N, mdEscape(a.Error))
 		}
 	default:
-		s = fmt.Sprintf("✖ attempt %d: %s (%d)", ev.Attempt, ev.Outcome, status)
+		s = fmt.Sprintf("%s attempt %d: %s (%d)", trace.MarkFailed.Glyph(), a.N, a.Outcome, status)
 	}
 	return s
 }

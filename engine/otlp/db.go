@@ -22,7 +22,20 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// spanKey is the key of a stored span: execution, NUL, trace id, span id.
+// indexEntry is an index value: the span's sequence in store.OTLPSpans
+// and the import that wrote it.
+func indexEntry(seq, importID uint64) []byte {
+	return append(store.U64(seq), store.U64(importID)...)
+}
+
+func decodeIndex(v []byte) (seq, importID uint64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return store.DecodeU64(v[:8]), store.DecodeU64(v[8:])
+}
+
+// spanKey is the index key of a stored span: execution, NUL, trace id, span id.
 func spanKey(exec, trace, span string) []byte {
 	k := make([]byte, 0, len(exec)+1+len(trace)+len(span))
 	k = append(k, exec...)
@@ -56,131 +69,310 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-// Save stores spans in one transaction: the caller's (an import commits a
-// whole file in one, so a file that fails leaves nothing). A span already
-// stored byte for byte is skipped, so a re-sent batch or a re-imported file
-// changes nothing; a span id seen twice with other content is refused.
-// source says where the spans came from (a file, a receiver).
+// Save stores spans in one transaction, the caller's (the receiver commits
+// each request in one). A span already stored byte for byte is skipped, so
+// a re-sent batch changes nothing; a span id seen twice with other content
+// is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
-	var st Stats
+	w := newWriter(source, 0)
+	if err := w.write(tx, spans); err != nil {
+		return w.stats, err
+	}
+	if err := w.finish(tx); err != nil {
+		return w.stats, err
+	}
+	return w.stats, nil
+}
+
+// summary is what an execution record says of some spans.
+type summary struct {
+	n, runs        int
+	started, ended int64
+	rootStart      int64
+	rootName       string
+	failed         bool
+	errText        string
+	fallback       string
+}
+
+func (m *summary) add(s *Span) {
+	if m.n == 0 || s.Start < m.started {
+		m.started = s.Start
+	}
+	if s.End > m.ended {
+		m.ended = s.End
+	}
+	m.n++
+	if s.ParentID == "" {
+		m.runs++ // one run per trace: its root span
+		if m.rootName == "" || s.Start < m.rootStart {
+			m.rootName, m.rootStart = s.Name, s.Start
+		}
+		if s.Status == "error" && !m.failed {
+			m.failed, m.errText = true, s.ErrorText()
+		}
+	}
+	if m.fallback == "" {
+		m.fallback = "(" + firstNonEmpty(s.Service, s.Scope, "spans") + ")"
+	}
+}
+
+func (m *summary) merge(o *summary) {
+	if o == nil || o.n == 0 {
+		return
+	}
+	if m.n == 0 || o.started < m.started {
+		m.started = o.started
+	}
+	m.ended = max(m.ended, o.ended)
+	m.n += o.n
+	m.runs += o.runs
+	if o.rootName != "" && (m.rootName == "" || o.rootStart < m.rootStart) {
+		m.rootName, m.rootStart = o.rootName, o.rootStart
+	}
+	if o.failed && !m.failed {
+		m.failed, m.errText = true, o.errText
+	}
+	if m.fallback == "" {
+		m.fallback = o.fallback
+	}
+}
+
+// writer stores spans, in one transaction or (a file import) in several,
+// and then writes the execution records in one last transaction.
+type writer struct {
+	importID uint64
+	source   string
+	execOf   map[string]string   // trace -> its execution, as decided here
+	from     map[string]string   // trace -> the execution its earlier spans are under, to move at the end
+	sums     map[string]*summary // trace -> what its new spans say
+	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
+	traces   []string            // in order of first mention
+	stats    Stats
+}
+
+func newWriter(source string, importID uint64) *writer {
+	return &writer{importID: importID, source: source, execOf: map[string]string{}, from: map[string]string{},
+		sums: map[string]*summary{}}
+}
+
+type pendingPut struct {
+	key, val []byte
+	span     *Span
+	old      []byte // where an earlier copy may be, under the execution it moves from
+}
+
+// write stores spans. Puts go in key order, which keeps bbolt's pages from
+// being rewritten on every insert.
+func (w *writer) write(tx *store.Tx, spans []Span) error {
 	byTrace := map[string][]int{}
-	var traces []string
+	var order []string
 	for i := range spans {
 		t := spans[i].TraceID
 		if _, ok := byTrace[t]; !ok {
-			traces = append(traces, t)
+			order = append(order, t)
 		}
 		byTrace[t] = append(byTrace[t], i)
 	}
-	seenExec := map[string]bool{}
-	for _, t := range traces {
-		idx := byTrace[t]
+	var puts []pendingPut
+	var maps [][2]string
+	for _, t := range order {
 		conv := ""
-		for _, i := range idx {
+		for _, i := range byTrace[t] {
 			if c := spans[i].Conversation(); c != "" {
 				conv = c
 				break
 			}
 		}
-		prev := string(tx.Get(store.OTLPTraces, []byte(t)))
-		exec := prev
-		if conv != "" || exec == "" {
+		cur, known := w.execOf[t]
+		committed := ""
+		if !known {
+			committed = string(tx.Get(store.OTLPTraces, []byte(t)))
+			cur = committed
+			w.traces = append(w.traces, t)
+		}
+		exec := cur
+		if exec == "" {
 			exec = ExecutionID(t, conv)
-		}
-		if prev != "" && prev != exec {
+		} else if conv != "" && cur == ExecutionID(t, "") {
 			// The trace's conversation became known: it joins the
-			// conversation's execution.
-			if err := moveTrace(tx, t, prev, exec); err != nil {
-				return st, err
+			// conversation's execution, its earlier spans with it.
+			exec = ExecutionID(t, conv)
+			if _, moving := w.from[t]; !moving {
+				w.from[t] = cur
 			}
 		}
-		if prev != exec {
-			if err := tx.Put(store.OTLPTraces, []byte(t), []byte(exec)); err != nil {
-				return st, err
-			}
+		w.execOf[t] = exec
+		if !known && committed != exec && w.from[t] == "" {
+			maps = append(maps, [2]string{t, exec})
 		}
-		var fresh []*Span
-		for _, i := range idx {
-			s := &spans[i]
-			enc, err := json.Marshal(s)
+		for _, i := range byTrace[t] {
+			s := spans[i]
+			enc, err := json.Marshal(&s)
 			if err != nil {
-				return st, fmt.Errorf("span %s: encode: %w", s.SpanID, err)
+				return fmt.Errorf("span %s: encode: %w", s.SpanID, err)
 			}
-			key := spanKey(exec, s.TraceID, s.SpanID)
-			if old := tx.Get(store.OTLPSpans, key); old != nil {
-				if bytes.Equal(old, enc) {
-					st.Repeated++
-					continue
-				}
-				return st, &SpanError{SpanID: s.SpanID, Reason: "appears twice with different content (duplicate span id)"}
+			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: enc, span: &spans[i]}
+			if from := w.from[t]; from != "" {
+				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
-			if err := tx.Put(store.OTLPSpans, key, enc); err != nil {
-				return st, err
-			}
-			st.Spans++
-			fresh = append(fresh, s)
-		}
-		if len(fresh) == 0 && prev == exec {
-			continue
-		}
-		if err := updateRecord(tx, exec, fresh, source); err != nil {
-			return st, err
-		}
-		if !seenExec[exec] {
-			seenExec[exec] = true
-			st.Executions = append(st.Executions, exec)
+			puts = append(puts, p)
 		}
 	}
-	return st, nil
+	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
+	for _, p := range puts {
+		ent := tx.Get(store.OTLPIndex, p.key)
+		if ent == nil && p.old != nil {
+			ent = tx.Get(store.OTLPIndex, p.old)
+		}
+		if ent != nil {
+			seq, _ := decodeIndex(ent)
+			if bytes.Equal(tx.Get(store.OTLPSpans, store.U64(seq)), p.val) {
+				w.stats.Repeated++
+				continue
+			}
+			return &SpanError{SpanID: p.span.SpanID, Reason: "appears twice with different content (duplicate span id)"}
+		}
+		seq, err := tx.Append(store.OTLPSpans, func(uint64) ([]byte, error) { return p.val, nil })
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(store.OTLPIndex, p.key, indexEntry(seq, w.importID)); err != nil {
+			return err
+		}
+		w.stats.Spans++
+		m := w.sums[p.span.TraceID]
+		if m == nil {
+			m = &summary{}
+			w.sums[p.span.TraceID] = m
+		}
+		m.add(p.span)
+	}
+	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
+	for _, m := range maps {
+		if err := tx.Put(store.OTLPTraces, []byte(m[0]), []byte(m[1])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// moveTrace re-keys a trace's spans from one execution to another and
-// removes the old execution if nothing is left in it.
-func moveTrace(tx *store.Tx, trace, from, to string) error {
+// finish moves the traces whose conversation became known and writes the
+// records of every execution that changed, in one transaction.
+func (w *writer) finish(tx *store.Tx) error {
+	return w.publish(tx, w.toPublish(), true)
+}
+
+// toPublish sums up, per execution, what the new spans say, and lists the
+// executions whose records must be written: those that receive a moved
+// trace first (their records go with the move), then in order of first
+// mention. It lets go of the per-trace sums.
+func (w *writer) toPublish() []string {
+	w.perExec = map[string]*summary{}
+	var targets, rest []string
+	for _, t := range w.traces {
+		exec := w.execOf[t]
+		m := w.perExec[exec]
+		if m == nil {
+			m = &summary{}
+			w.perExec[exec] = m
+			if w.from[t] != "" {
+				targets = append(targets, exec)
+			} else {
+				rest = append(rest, exec)
+			}
+		}
+		m.merge(w.sums[t])
+	}
+	w.sums = nil
+	w.stats.Executions = append(append([]string(nil), targets...), rest...)
+	return w.stats.Executions
+}
+
+// publish writes the records of execs (the first batch also moves the
+// traces whose conversation became known: their targets lead toPublish's
+// list, so they are in it).
+func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
+	if moves {
+		for _, t := range w.traces {
+			from := w.from[t]
+			if from == "" {
+				continue
+			}
+			exec := w.execOf[t]
+			moved, err := moveTrace(tx, t, from, exec, w.importID)
+			if err != nil {
+				return err
+			}
+			w.perExec[exec].merge(moved)
+			if err := tx.Put(store.OTLPTraces, []byte(t), []byte(exec)); err != nil {
+				return err
+			}
+		}
+	}
+	sorted := append([]string(nil), execs...)
+	sort.Strings(sorted)
+	for _, exec := range sorted {
+		if err := updateRecord(tx, exec, w.perExec[exec], w.source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveTrace re-keys a trace's spans from one execution to another, removes
+// the old execution if nothing is left in it, and summarises the moved
+// spans that an earlier import or request stored (this import's own are
+// summarised already).
+func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary, error) {
 	prefix := spanKey(from, trace, "")
-	var keys, values [][]byte
-	if err := tx.Scan(store.OTLPSpans, prefix, false, func(k, v []byte) bool {
+	var keys, entries [][]byte
+	if err := tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
-		keys, values = append(keys, k), append(values, v)
+		keys, entries = append(keys, k), append(entries, v)
 		return true
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	moved := make([]*Span, 0, len(keys))
+	m := &summary{}
 	for i, k := range keys {
-		var s Span
-		if err := json.Unmarshal(values[i], &s); err != nil {
-			return fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
+		seq, imp := decodeIndex(entries[i])
+		if imp != importID || importID == 0 {
+			var s Span
+			if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
+			}
+			m.add(&s)
 		}
-		moved = append(moved, &s)
-		if err := tx.Delete(store.OTLPSpans, k); err != nil {
-			return err
+		if err := tx.Delete(store.OTLPIndex, k); err != nil {
+			return nil, err
 		}
-		if err := tx.Put(store.OTLPSpans, spanKey(to, trace, s.SpanID), values[i]); err != nil {
-			return err
+		if err := tx.Put(store.OTLPIndex, spanKey(to, trace, string(k[len(prefix):])), entries[i]); err != nil {
+			return nil, err
 		}
 	}
 	rest := false
 	fromAll := spanKey(from, "", "")
-	if err := tx.Scan(store.OTLPSpans, fromAll, false, func(k, _ []byte) bool {
+	if err := tx.Scan(store.OTLPIndex, fromAll, false, func(k, _ []byte) bool {
 		rest = bytes.HasPrefix(k, fromAll)
 		return false
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	if !rest {
+	if !rest && tx.Execution(from) != nil {
 		if err := tx.DeleteExecution(from); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return updateRecord(tx, to, moved, "")
+	return m, nil
 }
 
-// updateRecord folds new spans into the execution's record: its time span,
-// its name (the root span's), and failed when a root span failed.
-func updateRecord(tx *store.Tx, exec string, fresh []*Span, source string) error {
+// updateRecord folds a summary of new spans into the execution's record:
+// its time span, its name (the first root span's), and failed when a root
+// span failed.
+func updateRecord(tx *store.Tx, exec string, m *summary, source string) error {
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	if rec := tx.Execution(exec); rec != nil {
 		old, err := history.DecodeExecution(rec)
@@ -195,28 +387,24 @@ func updateRecord(tx *store.Tx, exec string, fresh []*Span, source string) error
 			x.Source += ", " + source
 		}
 	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Start < fresh[j].Start })
-	for _, s := range fresh {
-		start, end := time.Unix(0, s.Start).UTC(), time.Unix(0, s.End).UTC()
+	if m.n > 0 {
+		start, end := time.Unix(0, m.started).UTC(), time.Unix(0, m.ended).UTC()
 		if x.Started.IsZero() || start.Before(x.Started) {
 			x.Started = start
 		}
 		if end.After(x.Ended) {
 			x.Ended = end
 		}
-		if s.ParentID == "" {
-			x.Runs++ // one run per trace: its root span
-			if x.Scenario == "" || strings.HasPrefix(x.Scenario, "(") {
-				x.Scenario = s.Name
-			}
-			if s.Status == "error" {
-				x.Status = history.StatusFailed
-				x.Error = s.ErrorText()
-			}
-		}
-		if x.Scenario == "" {
-			x.Scenario = "(" + firstNonEmpty(s.Service, s.Scope, "spans") + ")"
-		}
+	}
+	x.Runs += m.runs
+	if m.rootName != "" && (x.Scenario == "" || strings.HasPrefix(x.Scenario, "(")) {
+		x.Scenario = m.rootName
+	}
+	if x.Scenario == "" {
+		x.Scenario = firstNonEmpty(m.fallback, "(spans)")
+	}
+	if m.failed && x.Status != history.StatusFailed {
+		x.Status, x.Error = history.StatusFailed, m.errText
 	}
 	// An imported execution was last updated when its last span ended,
 	// not when it was imported: lists show how long it took.
@@ -234,20 +422,29 @@ func firstNonEmpty(ss ...string) string {
 }
 
 // Load returns an imported execution's spans, ordered by start time then
-// span id.
+// span id; spans of an import still in progress are not seen.
 func Load(tx *store.Tx, exec string) ([]Span, error) {
 	prefix := spanKey(exec, "", "")
+	pending, err := pendingImports(tx)
+	if err != nil {
+		return nil, err
+	}
 	var spans []Span
 	var bad error
-	err := tx.Scan(store.OTLPSpans, prefix, false, func(k, v []byte) bool {
+	err = tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
+		seq, imp := decodeIndex(v)
+		if pending[imp] {
+			return true
+		}
 		var s Span
-		if err := json.Unmarshal(v, &s); err != nil {
+		if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
 			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
 			return false
 		}
+		s.Import = imp
 		spans = append(spans, s)
 		return true
 	})

@@ -1,8 +1,12 @@
 package otlp
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -13,32 +17,188 @@ type FileResult struct {
 	Stats
 }
 
-// ImportFile decodes path whole, then stores its spans in one transaction:
-// a file that fails to decode or to store leaves nothing behind. The error
-// names the file, the line (JSON Lines) and the span where it can.
+// chunkSpans is how many spans a file import commits at once: enough to
+// share an fsync among many, few enough to keep memory flat.
+const chunkSpans = 8192
+
+// ImportFile streams path into the database: spans are committed in
+// chunks as they are decoded, marked as belonging to a pending import that
+// readers skip, and the execution records are written with the import's
+// end in one last transaction. A file that fails (or an import cut short
+// by a crash, cleaned up on the next import) leaves nothing behind. The
+// error names the file, the line (JSON Lines) and the span where it can.
 func ImportFile(db *store.DB, path string) (FileResult, error) {
+	return importFile(db, path, chunkSpans)
+}
+
+func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	res := FileResult{Path: path}
-	var spans []Span
+	if err := CleanPending(db); err != nil {
+		return res, err
+	}
+	var id uint64
+	if err := db.Update(func(tx *store.Tx) error {
+		var err error
+		id, err = tx.Append(store.OTLPImports, func(uint64) ([]byte, error) {
+			return json.Marshal(map[string]string{"file": path})
+		})
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	w := newWriter(path, id)
+	chunk := make([]Span, 0, chunkSpans)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := db.Update(func(tx *store.Tx) error { return w.write(tx, chunk) })
+		chunk = chunk[:0]
+		return err
+	}
+	seen := 0
 	format, err := ReadFile(path, func(b Batch) error {
-		spans = append(spans, b.Spans...)
+		seen += len(b.Spans)
+		chunk = append(chunk, b.Spans...)
+		if len(chunk) >= chunkSpans {
+			return flush()
+		}
 		return nil
 	})
 	res.Format = format
+	if err == nil {
+		if err = flush(); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err == nil && seen == 0 {
+		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
+	}
+	if err == nil {
+		// The records go in batches too; the last one drops the pending
+		// mark, which makes the spans visible.
+		execs := w.toPublish()
+		for i := 0; err == nil && (i == 0 || i < len(execs)); i += chunkSpans {
+			batch := execs[i:min(i+chunkSpans, len(execs))]
+			last := i+chunkSpans >= len(execs)
+			err = db.Update(func(tx *store.Tx) error {
+				if err := w.publish(tx, batch, i == 0); err != nil {
+					return err
+				}
+				if last {
+					return tx.Delete(store.OTLPImports, store.U64(id))
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	res.Stats = w.stats
 	if err != nil {
+		if cerr := discard(db, id); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove what the failed import wrote: %w", cerr))
+		}
 		return res, err
 	}
-	if len(spans) == 0 {
-		return res, fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
-	}
-	err = db.Update(func(tx *store.Tx) error {
-		st, err := Save(tx, spans, path)
-		res.Stats = st
-		return err
-	})
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", path, err)
-	}
 	return res, nil
+}
+
+// CleanPending removes what imports cut short (by a crash) wrote.
+func CleanPending(db *store.DB) error {
+	var ids []uint64
+	if err := db.View(func(tx *store.Tx) error {
+		return tx.Scan(store.OTLPImports, nil, false, func(k, _ []byte) bool {
+			ids = append(ids, store.DecodeU64(k))
+			return true
+		})
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := discard(db, id); err != nil {
+			return fmt.Errorf("clean up an unfinished import: %w", err)
+		}
+	}
+	return nil
+}
+
+// discard deletes the spans a pending import wrote, a chunk per
+// transaction, and the records it published of executions that are left
+// with no span (a crash while the records were being written), then
+// forgets the import.
+func discard(db *store.DB, id uint64) error {
+	var from []byte
+	execs := map[string]bool{}
+	for {
+		var keys, seqs [][]byte
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.Scan(store.OTLPIndex, from, false, func(k, v []byte) bool {
+				from = append(k, 0)
+				if seq, imp := decodeIndex(v); imp == id {
+					keys, seqs = append(keys, k), append(seqs, store.U64(seq))
+					if i := bytes.IndexByte(k, 0); i > 0 {
+						execs[string(k[:i])] = true
+					}
+				}
+				return len(keys) < chunkSpans
+			})
+		}); err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if err := db.Update(func(tx *store.Tx) error {
+			for i, k := range keys {
+				if err := tx.Delete(store.OTLPIndex, k); err != nil {
+					return err
+				}
+				if err := tx.Delete(store.OTLPSpans, seqs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return db.Update(func(tx *store.Tx) error {
+		for exec := range execs {
+			rec := tx.Execution(exec)
+			if rec == nil || hasSpans(tx, exec) {
+				continue
+			}
+			if x, err := history.DecodeExecution(rec); err == nil && x.Imported == ImportedFormat {
+				if err := tx.DeleteExecution(exec); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Delete(store.OTLPImports, store.U64(id))
+	})
+}
+
+// hasSpans reports whether any span is indexed under exec.
+func hasSpans(tx *store.Tx, exec string) bool {
+	prefix := spanKey(exec, "", "")
+	found := false
+	_ = tx.Scan(store.OTLPIndex, prefix, false, func(k, _ []byte) bool {
+		found = bytes.HasPrefix(k, prefix)
+		return false
+	})
+	return found
+}
+
+// pendingImports are the imports whose spans readers must not see yet.
+func pendingImports(tx *store.Tx) (map[uint64]bool, error) {
+	out := map[uint64]bool{}
+	err := tx.Scan(store.OTLPImports, nil, false, func(k, _ []byte) bool {
+		out[store.DecodeU64(k)] = true
+		return true
+	})
+	return out, err
 }
 
 // LoadSpans reads an imported execution's spans.

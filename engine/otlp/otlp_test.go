@@ -294,13 +294,20 @@ func TestImportIsAtomicPerFile(t *testing.T) {
 	second := strings.Replace(goodSpan, `"a000000000000001"`, `"a000000000000002"`, 1)
 	second = strings.Replace(second, `"endTimeUnixNano":"1790607001000000000"`, `"endTimeUnixNano":"1"`, 1)
 	os.WriteFile(p, []byte(doc(goodSpan)+"\n"+doc(second)+"\n"), 0o600)
-	_, err := ImportFile(db, p)
+	// Chunks of one span: line 1 is committed before line 2 fails.
+	_, err := importFile(db, p, 1)
 	if err == nil || !strings.Contains(err.Error(), p+": line 2: span a000000000000002: end time") {
 		t.Fatalf("error %v", err)
 	}
 	if xs := executions(t, db); len(xs) != 0 {
 		t.Fatalf("a failed file left %d executions", len(xs))
 	}
+	db.View(func(tx *store.Tx) error {
+		if n := tx.Count(store.OTLPSpans) + tx.Count(store.OTLPImports); n != 0 {
+			t.Errorf("a failed file left %d spans or pending imports", n)
+		}
+		return nil
+	})
 	// A span id used twice with different content fails the whole file.
 	dup := strings.Replace(goodSpan, `"name":"x"`, `"name":"y"`, 1)
 	os.WriteFile(p, []byte(doc(goodSpan, dup)), 0o600)
@@ -380,4 +387,74 @@ func TestImportedNeverOverwritesNative(t *testing.T) {
 	}
 	var se *SpanError
 	_ = errors.As(err, &se)
+}
+
+// An import cut short by a crash leaves spans that no reader sees, and the
+// next import removes them.
+func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
+	db := openDB(t)
+	// A finished import of the conversation, then a crashed one adding to it.
+	if _, err := ImportFile(db, filepath.Join(fixtures, "genai-semconv.json")); err != nil {
+		t.Fatal(err)
+	}
+	exec := "otlp-conv-conv-9"
+	before, _ := LoadSpans(db, exec)
+	extra := before[0]
+	extra.SpanID, extra.Name = "f000000000000001", "late span"
+	db.Update(func(tx *store.Tx) error {
+		id, err := tx.Append(store.OTLPImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		if err != nil {
+			return err
+		}
+		w := newWriter("crashed.json", id)
+		return w.write(tx, []Span{extra}) // and the process dies before finish
+	})
+	after, _ := LoadSpans(db, exec)
+	if len(after) != len(before) {
+		t.Fatalf("a pending import's span is visible: %d spans, were %d", len(after), len(before))
+	}
+	if err := CleanPending(db); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *store.Tx) error {
+		if n := tx.Count(store.OTLPSpans); n != len(before) {
+			t.Errorf("%d spans stored after the clean-up, want %d", n, len(before))
+		}
+		return nil
+	})
+	// Importing the same file again is still a no-op.
+	res, err := ImportFile(db, filepath.Join(fixtures, "genai-semconv.json"))
+	if err != nil || res.Spans != 0 || res.Repeated != 9 {
+		t.Errorf("%+v %v", res.Stats, err)
+	}
+}
+
+// A crash while an import's records were being written leaves records of
+// executions whose spans are pending; the clean-up removes both.
+func TestCrashWhilePublishingIsCleaned(t *testing.T) {
+	db := openDB(t)
+	spans := readFixture(t, "openllmetry-ticket.json")
+	db.Update(func(tx *store.Tx) error {
+		id, err := tx.Append(store.OTLPImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		if err != nil {
+			return err
+		}
+		w := newWriter("crashed.json", id)
+		if err := w.write(tx, spans); err != nil {
+			return err
+		}
+		return w.publish(tx, w.toPublish(), true) // and the pending mark is never dropped
+	})
+	if xs := executions(t, db); len(xs) != 1 {
+		t.Fatalf("set-up: %d executions", len(xs))
+	}
+	if got, _ := LoadSpans(db, executions(t, db)[0].ID); len(got) != 0 {
+		t.Errorf("%d spans of a pending import visible", len(got))
+	}
+	if err := CleanPending(db); err != nil {
+		t.Fatal(err)
+	}
+	if xs := executions(t, db); len(xs) != 0 {
+		t.Errorf("%d executions left after the clean-up", len(xs))
+	}
 }

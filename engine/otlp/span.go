@@ -25,6 +25,9 @@ import (
 // Span is one span as retrylab keeps it: ids in hex, times in Unix
 // nanoseconds, attributes flattened to strings.
 type Span struct {
+	// Import is the file import that wrote the span (0: the receiver); the
+	// index keeps it, not the span.
+	Import   uint64 `json:"-"`
 	TraceID  string `json:"trace"`
 	SpanID   string `json:"span"`
 	ParentID string `json:"parent,omitempty"`

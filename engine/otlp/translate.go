@@ -111,12 +111,13 @@ func (t *translation) orphanReason(i int) string {
 	if t.parent(i) < 0 {
 		return "parent " + s.ParentID + " never arrived"
 	}
-	seen := map[int]bool{i: true}
+	// A chain longer than the trace has spans goes round a cycle.
+	steps := 0
 	for p := t.parent(i); p >= 0; p = t.parent(p) {
-		if seen[p] {
+		if p == i || steps > len(t.spans) {
 			return "parent cycle through " + t.spans[p].SpanID
 		}
-		seen[p] = true
+		steps++
 	}
 	return ""
 }
@@ -124,9 +125,9 @@ func (t *translation) orphanReason(i int) string {
 // ancestors calls fn for span i's ancestors, nearest first, stopping at a
 // cycle or when fn returns false.
 func (t *translation) ancestors(i int, fn func(int) bool) {
-	seen := map[int]bool{i: true}
-	for p := t.parent(i); p >= 0 && !seen[p]; p = t.parent(p) {
-		seen[p] = true
+	steps := 0
+	for p := t.parent(i); p >= 0 && p != i && steps <= len(t.spans); p = t.parent(p) {
+		steps++
 		if !fn(p) {
 			return
 		}

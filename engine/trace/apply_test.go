@@ -114,7 +114,7 @@ run 2 policy=keys faults=[] end=…
 
 // Glyphs and words come from one table; the legend lists ✎ too.
 func TestLegend(t *testing.T) {
-	want := "✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ✎ recorded in the journal  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ✖ failed  ⚠ duplicates"
+	want := "✓ ok  ⏱ timeout  ↺ deduplicated by key  ⟲ replayed from journal  ✎ journaled  ☠ worker killed  ⚑ escalated  ◆ outcome unknown, provider delivered  ✖ failed  ⚠ duplicates"
 	if got := trace.Legend(); got != want {
 		t.Errorf("legend\n%q\nwant\n%q", got, want)
 	}
@@ -168,5 +168,57 @@ func TestApplyNotKeptOutcome(t *testing.T) {
 	}
 	if b.Outcome != trace.OutcomeError || b.Unknown() || b.NotKept != 2 || b.N != 2 {
 		t.Errorf("b: %+v", b)
+	}
+}
+
+// What a new run starts from: where each call's attempts go on counting,
+// which planned faults fired, and which calls never finished (with a
+// journal, an ok answer that never reached it leaves the call unfinished).
+func TestApplyWhatARunStartsFrom(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.CallScheduled, Run: 1, Call: "a"},
+		{Seq: 2, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 1},
+		{Seq: 3, Kind: trace.FaultInjected, Run: 1, Call: "a", Attempt: 1, Fault: "timeout-after-effect", PlanIndex: 2},
+		{Seq: 4, Kind: trace.AttemptFinished, Run: 1, Call: "a", Attempt: 1, Outcome: trace.OutcomeTimeout},
+		{Seq: 5, Kind: trace.AttemptStarted, Run: 1, Call: "a", Attempt: 2},
+		{Seq: 6, Kind: trace.AttemptFinished, Run: 1, Call: "a", Attempt: 2, Outcome: trace.OutcomeOK},
+		{Seq: 7, Kind: trace.CallScheduled, Run: 1, Call: "b"},
+		{Seq: 8, Kind: trace.AttemptStarted, Run: 1, Call: "b", Attempt: 1},
+		{Seq: 9, Kind: trace.CallScheduled, Run: 1, Call: "c"},
+		{Seq: 10, Kind: trace.AttemptStarted, Run: 1, Call: "c", Attempt: 1},
+		{Seq: 11, Kind: trace.AttemptFinished, Run: 1, Call: "c", Attempt: 1, Outcome: trace.OutcomeOK},
+		{Seq: 12, Kind: trace.StepRecorded, Run: 1, Call: "c"},
+		{Seq: 13, Kind: trace.RunCrashed, Run: 1, ExitCode: 137},
+	})
+	if got := fmt.Sprint(tr.LastAttempts()); got != "map[a:2 b:1 c:1]" {
+		t.Errorf("last attempts %s", got)
+	}
+	if got := fmt.Sprint(tr.AttemptCounts()); got != "map[a:2 b:1 c:1]" {
+		t.Errorf("attempt counts %s", got)
+	}
+	if got := fmt.Sprint(tr.PlansFired()); got != "map[2:true]" {
+		t.Errorf("plans fired %s", got)
+	}
+	if got := fmt.Sprint(tr.Unfinished(true)); got != "[a b]" {
+		t.Errorf("unfinished with a journal %s, want [a b]", got)
+	}
+	if got := fmt.Sprint(tr.Unfinished(false)); got != "[b]" {
+		t.Errorf("unfinished without %s, want [b]", got)
+	}
+}
+
+// A run started after the execution ended (the safe scenario run twice)
+// makes it run again: its outcome is the new run's, not the old end.
+func TestApplyRunAfterTheEnd(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.RunStarted, Run: 1},
+		{Seq: 2, Kind: trace.ExecutionEnded, Run: 1, Outcome: trace.OutcomeOK},
+	})
+	if tr.Outcome() != trace.MarkOK {
+		t.Fatalf("ended: %s", tr.Outcome())
+	}
+	tr.Apply(trace.Event{Seq: 3, Kind: trace.RunStarted, Run: 2})
+	if tr.Outcome() != trace.MarkRunning || tr.End != nil || tr.Runs[0].Mark() != trace.MarkOK {
+		t.Fatalf("running again: outcome %s, end %+v, run 1 %s", tr.Outcome(), tr.End, tr.Runs[0].Mark())
 	}
 }

@@ -68,6 +68,9 @@ func exchange(x *history.Exchange) *Exchange {
 func (t *Trace) ApplyHistory(ev history.Event) {
 	e, ok := FromHistory(ev)
 	if !ok {
+		if t.LastSeq != 0 && ev.Seq != t.LastSeq+1 {
+			t.jump(ev.Seq, ev.Step)
+		}
 		if ev.Seq > t.LastSeq {
 			t.LastSeq = ev.Seq
 		}

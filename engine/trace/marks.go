@@ -43,7 +43,7 @@ var marks = [markCount]markInfo{
 	MarkEscalated:  {"⚑", "escalated"},
 	MarkAmbiguous:  {"◆", "outcome unknown, provider delivered"},
 	MarkFailed:     {"✖", "failed"},
-	MarkRecorded:   {"✎", "recorded in the journal"},
+	MarkRecorded:   {"✎", "journaled"},
 	MarkFault:      {"⚡", "fault injected"},
 	MarkRetry:      {"↻", "retry"},
 	MarkRunning:    {"…", "in flight"},

@@ -19,6 +19,14 @@ type Node interface {
 // the gaps where nothing ran) hold turns, turns hold tool calls, calls hold
 // their attempts. Build it with New and feed it with Apply; every method
 // reads the state so far, so a live trace is read between events.
+//
+// Reading it: walk Nodes (and each node's Children) for the tree in the
+// order things happened, or Runs for the runs alone; Attempt(call, n)
+// finds one attempt. Marks are decided here (Attempt.Mark, Run.Mark,
+// Note.Mark, Outcome), never by a reader: an attempt is ◆ when the caller
+// never learnt its outcome (Unknown) and the history records an effect of
+// it. LastAttempts, PlansFired, Unfinished and AttemptCounts answer what a
+// new run starts from; Anomalies list what cannot be true of a history.
 type Trace struct {
 	Execution string
 	Scenario  string
@@ -47,6 +55,19 @@ type Trace struct {
 	attempts map[attemptKey]*Attempt
 	// pending holds effects that arrived before their attempt.
 	pending map[attemptKey][]Effect
+	// progress is each call id's standing over all runs, in order of its
+	// first attempt.
+	progress map[string]*progress
+	order    []string
+	plans    map[int]bool
+}
+
+// progress is where a call id stands over all runs: its latest attempt
+// number, and whether it is still open when an ok answer closes it
+// (openAnswered) or only a journal record does (openRecorded).
+type progress struct {
+	last, count                int
+	openAnswered, openRecorded bool
 }
 
 type attemptKey struct {
@@ -59,12 +80,15 @@ type Anomaly struct {
 	Seq  uint64
 	Call string
 	Text string
+	// Jump is set when events are missing: Seq jumped.
+	Jump bool
 }
 
 // New starts an empty trace of one execution.
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
-		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}}
+		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
+		plans: map[int]bool{}}
 }
 
 // Fold applies events in order to a new trace.
@@ -161,6 +185,9 @@ type Call struct {
 	Seq   uint64
 	Time  time.Time
 	Attrs map[string]string
+	// Unscheduled is set when no CallScheduled announced it: it was made
+	// for an attempt (or a record) of an id the source never scheduled.
+	Unscheduled bool
 	// Attempts are the call's attempts in this run, in order.
 	Attempts []*Attempt
 	// Recorded is the journal's record of its result, if any.
@@ -186,8 +213,9 @@ type Attempt struct {
 	Ref         string
 	Started     time.Time
 	Request     *Exchange
-	// Faults are the faults injected into it.
-	Faults []string
+	// Faults are the faults injected into it; Injections say more of each.
+	Faults     []string
+	Injections []Injection
 	// Finished is set once its answer is known.
 	Finished     bool
 	Outcome      Outcome
@@ -196,8 +224,12 @@ type Attempt struct {
 	Duration     time.Duration
 	Response     *Exchange
 	Error        string
-	// Retry is the backoff before the next attempt, when one was scheduled.
-	Retry time.Duration
+	// Ended is when its answer was recorded (zero until Finished).
+	Ended time.Time
+	// Retry is the backoff before the next attempt, when one was scheduled
+	// (at RetryAt).
+	Retry   time.Duration
+	RetryAt time.Time
 	// Crashed is set when its worker died before an answer; CrashFault is
 	// the injected fault that killed it, if one did.
 	Crashed    bool
@@ -255,6 +287,16 @@ func (a *Attempt) Mark() Mark {
 	return MarkFailed
 }
 
+// Injection is one fault injected into an attempt.
+type Injection struct {
+	Fault string
+	// Plan is 1 + the index in the scenario's fault plan; 0 when armed by hand.
+	Plan int
+	// Text is how the source says where it came from.
+	Text string
+	Time time.Time
+}
+
 // Replay is a call answered from the journal: no request was sent.
 type Replay struct {
 	Call, Tool string
@@ -264,8 +306,11 @@ type Replay struct {
 	ResultRun int
 	// Decision is set when the recorded arguments, not a result, were reused.
 	Decision bool
-	Seq      uint64
-	Time     time.Time
+	// Attempt and Key are the recorded attempt's, when the source says.
+	Attempt int
+	Key     string
+	Seq     uint64
+	Time    time.Time
 }
 
 // ID is "seq<N>".
@@ -306,7 +351,7 @@ func (t *Trace) Apply(e Event) {
 	if e.Seq == 0 {
 		e.Seq = t.LastSeq + 1
 	} else if t.LastSeq != 0 && e.Seq != t.LastSeq+1 {
-		t.anomaly(e, fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, e.Seq))
+		t.jump(e.Seq, e.Call)
 	}
 	t.LastSeq = e.Seq
 	t.Events++
@@ -364,8 +409,12 @@ func (t *Trace) Apply(e Event) {
 		}
 	case FaultInjected:
 		r.Faults = append(r.Faults, e.Fault)
+		if e.PlanIndex > 0 {
+			t.plans[e.PlanIndex] = true
+		}
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
+			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
 		} else {
 			t.anomaly(e, fmt.Sprintf("fault %s injected into attempt %d, which never started", e.Fault, e.Attempt))
 		}
@@ -378,15 +427,22 @@ func (t *Trace) Apply(e Event) {
 		}
 		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
 			true, e.Outcome, e.Deduplicated, e.Duration, e.Response, e.Error
-		a.Status = e.Response.status()
+		a.Status, a.Ended = e.Response.status(), e.Time
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
+		if p := t.progress[e.Call]; p != nil {
+			p.openAnswered = false
+			if e.Outcome != OutcomeOK {
+				p.openRecorded = false
+			}
+		}
 	case RetryScheduled:
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
-			a.Retry = e.Delay
+			a.Retry, a.RetryAt = e.Delay, e.Time
 		}
 	case StepRecorded:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkRecorded)
 		if c := t.lookupCall(r, e.Call); c != nil {
 			c.Recorded = n
@@ -394,12 +450,17 @@ func (t *Trace) Apply(e Event) {
 			if n.Tool == "" {
 				n.Tool = c.Tool
 			}
+		} else if r.turn != nil {
+			// A record of no call (a decision: the arguments) stays where
+			// it happened.
+			r.turn.Nodes = append(r.turn.Nodes, n)
 		} else {
-			t.Nodes = append(t.Nodes, n)
+			r.Nodes = append(r.Nodes, n)
 		}
 	case StepReplayed:
+		t.closeCall(e.Call)
 		p := &Replay{Call: e.Call, Tool: e.Tool, Run: r.Number, Result: e.Result, ResultRun: e.ResultRun,
-			Decision: e.Text == "decision", Seq: e.Seq, Time: e.Time}
+			Decision: e.Text == "decision", Attempt: e.Attempt, Key: e.Key, Seq: e.Seq, Time: e.Time}
 		if r.turn != nil {
 			r.turn.Nodes = append(r.turn.Nodes, p)
 		} else {
@@ -416,6 +477,7 @@ func (t *Trace) Apply(e Event) {
 		r.End = n
 		r.Nodes = append(r.Nodes, n)
 	case Escalated:
+		t.closeCall(e.Call)
 		n := t.note(e, MarkEscalated)
 		r.End = n
 		t.End = n
@@ -484,6 +546,65 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	c.Nodes = append(c.Nodes, a)
 	t.attempts[k] = a
 	r.open[k] = a
+	p := t.progress[e.Call]
+	if p == nil {
+		p = &progress{}
+		t.progress[e.Call] = p
+		t.order = append(t.order, e.Call)
+	}
+	p.last = max(p.last, e.Attempt)
+	p.count++
+	p.openAnswered, p.openRecorded = true, true
+}
+
+func (t *Trace) closeCall(id string) {
+	if p := t.progress[id]; p != nil {
+		p.openAnswered, p.openRecorded = false, false
+	}
+}
+
+// LastAttempts maps each call id to its latest attempt number over all
+// runs: where a new run's attempts go on counting.
+func (t *Trace) LastAttempts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.last
+	}
+	return out
+}
+
+// AttemptCounts maps each call id to how many attempts it made, over all runs.
+func (t *Trace) AttemptCounts() map[string]int {
+	out := make(map[string]int, len(t.progress))
+	for id, p := range t.progress {
+		out[id] = p.count
+	}
+	return out
+}
+
+// PlansFired is the set of fault-plan entries (1-based) already injected.
+func (t *Trace) PlansFired() map[int]bool {
+	out := make(map[int]bool, len(t.plans))
+	for i := range t.plans {
+		out[i] = true
+	}
+	return out
+}
+
+// Unfinished lists the calls whose latest attempt never finished and that
+// no record, replay or escalation closed since, in order of their first
+// attempt. With journal set, only a journal record (not an ok answer)
+// finishes a call: an answer that never reached the journal leaves it
+// unfinished.
+func (t *Trace) Unfinished(journal bool) []string {
+	var out []string
+	for _, id := range t.order {
+		p := t.progress[id]
+		if (journal && p.openRecorded) || (!journal && p.openAnswered) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // lookupCall finds the call an event names: this run's, else the latest.
@@ -500,7 +621,7 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 	if c := t.lookupCall(r, e.Call); c != nil {
 		return c
 	}
-	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time}
+	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
 	if r.turn != nil {
 		c.Turn = r.turn.Number
 		r.turn.Nodes = append(r.turn.Nodes, c)
@@ -546,6 +667,7 @@ func (t *Trace) runOf(e Event) *Run {
 	t.Nodes = append(t.Nodes, r)
 	if t.cur == nil || n > t.cur.Number {
 		t.cur = r
+		t.End = nil // a run after the end: the execution goes on
 	}
 	return r
 }
@@ -553,6 +675,11 @@ func (t *Trace) runOf(e Event) *Run {
 func (t *Trace) note(e Event, m Mark) *Note {
 	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
 		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text}
+}
+
+func (t *Trace) jump(seq uint64, call string) {
+	t.Anomalies = append(t.Anomalies, Anomaly{Seq: seq, Call: call, Jump: true,
+		Text: fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, seq)})
 }
 
 func (t *Trace) anomaly(e Event, text string) {

@@ -24,6 +24,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -409,10 +410,8 @@ func (s *script) outcome() Outcome {
 		out.Status, out.Runs = x.Status, x.Runs
 		events, err := s.h.Events(s.cur, 0, 0)
 		errs = append(errs, err)
-		for _, ev := range events {
-			if ev.Type == history.AttemptStarted {
-				out.Attempts[ev.Step]++
-			}
+		for step, n := range trace.FoldHistory(s.cur, events).AttemptCounts() {
+			out.Attempts[step] += n
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

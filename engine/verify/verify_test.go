@@ -141,7 +141,7 @@ func TestOpenError(t *testing.T) {
 	}
 }
 
-// matrix is DESIGN.md's expected outbox for one send, by fault and policy,
+// matrix is the fault matrix's expected outbox (docs/FAULTS.md) for one send, by fault and policy,
 // column for column: no key, no journal | key only | journal only | key + journal.
 var matrix = []struct {
 	row    string
@@ -162,7 +162,7 @@ var matrix = []struct {
 
 var matrixPolicies = [4]history.Policy{{}, {Keys: true}, {Journal: true}, {Keys: true, Journal: true}}
 
-// TestFaultMatrix holds the engine to DESIGN.md's table: one send, each
+// TestFaultMatrix holds the engine to the fault matrix (docs/FAULTS.md): one send, each
 // fault point, the four policies.
 func TestFaultMatrix(t *testing.T) {
 	type cell struct {
@@ -205,7 +205,7 @@ func TestFaultMatrix(t *testing.T) {
 				t.Fatal(c.err)
 			}
 			if !c.rep.Passed() {
-				t.Errorf("DESIGN.md says %d: %s", c.want, c.rep.Line())
+				t.Errorf("docs/FAULTS.md says %d: %s", c.want, c.rep.Line())
 			}
 		})
 	}

@@ -1,0 +1,247 @@
+package otlp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// benchSpans is how many spans the import benchmark's file holds:
+// RETRYLAB_BENCH_SPANS, default 100 000 (BENCHMARKS.md's figure uses
+// 1 000 000).
+func benchSpans() int {
+	if n, err := strconv.Atoi(os.Getenv("RETRYLAB_BENCH_SPANS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// batchOf builds one TracesData of traces of 8 spans: an agent, a model
+// call and six tool calls with GenAI attributes, as an agent emits them.
+func batchOf(first, spans int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "bench-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("bench")
+	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	for i := first; i < first+spans; i++ {
+		tr, k := i/8, i%8
+		var tid pcommon.TraceID
+		copy(tid[:], fmt.Sprintf("t%015d", tr))
+		s := ss.Spans().AppendEmpty()
+		s.SetTraceID(tid)
+		var sid, root pcommon.SpanID
+		copy(sid[:], fmt.Sprintf("%07d%d", tr%10_000_000, k))
+		copy(root[:], fmt.Sprintf("%07d0", tr%10_000_000))
+		s.SetSpanID(sid)
+		at := base.Add(time.Duration(tr) * time.Second).Add(time.Duration(k) * 10 * time.Millisecond)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(8 * time.Millisecond)))
+		a := s.Attributes()
+		a.PutStr("gen_ai.conversation.id", "conv-"+strconv.Itoa(tr))
+		switch k {
+		case 0:
+			s.SetName("invoke_agent bench")
+			a.PutStr("gen_ai.operation.name", "invoke_agent")
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(90 * time.Millisecond)))
+		case 1:
+			s.SetParentSpanID(root)
+			s.SetName("chat gpt-4o")
+			a.PutStr("gen_ai.operation.name", "chat")
+			a.PutStr("gen_ai.request.model", "gpt-4o")
+			a.PutInt("gen_ai.usage.input_tokens", 812)
+		default:
+			s.SetParentSpanID(root)
+			tool := []string{"get_contact", "send_email", "create_ticket"}[k%3]
+			s.SetName("execute_tool " + tool)
+			a.PutStr("gen_ai.operation.name", "execute_tool")
+			a.PutStr("gen_ai.tool.name", tool)
+			a.PutStr("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", tr, k))
+			a.PutStr("gen_ai.tool.call.arguments", fmt.Sprintf(`{"to": "user%d@example.com", "subject": "Invoice %d"}`, tr%1000, tr))
+			a.PutStr("gen_ai.tool.call.result", `{"ok": true}`)
+		}
+	}
+	return td
+}
+
+// benchFile writes (once, into $TMPDIR/retrylab-bench) a JSON Lines file of
+// n spans in batches of 512, as the OTLP file exporter writes them.
+func benchFile(b *testing.B, n int) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), "retrylab-bench")
+	path := filepath.Join(dir, fmt.Sprintf("otlp-v1-%d.jsonl", n))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.CreateTemp(dir, "otlp-*.tmp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := 0; i < n; i += 512 {
+		line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batchOf(i, min(512, n-i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(f.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// peakHeap samples the heap in use until stop is called, and returns the
+// highest figure seen.
+func peakHeap() (stop func() uint64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if v := ms.HeapInuse + ms.StackInuse; v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
+}
+
+// BenchmarkImportJSONL compares `retrylab import` of a JSON Lines file
+// (decode, translate, store, fsync) with pdata's bare unmarshal of the same
+// lines, in alternating rounds; it reports both rates, their ratio (goal
+// >= 0.5) and the import's peak heap (goal <= 150 MB).
+func BenchmarkImportJSONL(b *testing.B) {
+	n := benchSpans()
+	path := benchFile(b, n)
+	var bare, imp time.Duration
+	var peak uint64
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		t0 := time.Now()
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := bufio.NewReaderSize(f, 1<<20)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				if _, uerr := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(line); uerr != nil {
+					b.Fatal(uerr)
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		f.Close()
+		bare += time.Since(t0)
+
+		db, err := store.Open(filepath.Join(b.TempDir(), "import.db"), store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		stop := peakHeap()
+		t0 = time.Now()
+		res, err := ImportFile(db, path)
+		imp += time.Since(t0)
+		peak = max(peak, stop())
+		if err != nil || res.Spans != n {
+			b.Fatalf("imported %d of %d: %v", res.Spans, n, err)
+		}
+		db.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-spans/s")
+	b.ReportMetric(float64(n*b.N)/imp.Seconds(), "import-spans/s")
+	b.ReportMetric(bare.Seconds()/imp.Seconds(), "ratio")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// BenchmarkReceiver sends batches of 512 spans from 8 concurrent exporters
+// to the OTLP/HTTP receiver (protobuf, fsync on, group commit) and reports
+// durable spans per second (goal >= 50 000).
+func BenchmarkReceiver(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "recv.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer((&Receiver{DB: db, Source: "bench"}).Handler())
+	defer srv.Close()
+	const exporters, batch = 8, 512
+	bodies := make([][]byte, exporters*4)
+	for i := range bodies {
+		bodies[i], _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(batchOf(i*batch, batch))
+	}
+	var next atomic.Int64
+	var sent atomic.Int64
+	b.ResetTimer()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < exporters; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				// Every batch is new spans: shift the trace ids per round.
+				td := batchOf(int(i)*batch, batch)
+				body, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/v1/traces", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-protobuf")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+				sent.Add(batch)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(sent.Load())/time.Since(t0).Seconds(), "durable-spans/s")
+}
