@@ -146,6 +146,11 @@ func jsonError(data []byte) error {
 	return err
 }
 
+// Validate checks a history fetched from a cluster as Decode checks a
+// file: events 1, 2, 3, ... from the workflow's start, each of a known type,
+// with its time and attributes.
+func Validate(h *historypb.History) error { return validate(h, nil) }
+
 func validate(h *historypb.History, body []byte) error {
 	evs := h.GetEvents()
 	if len(evs) == 0 {
@@ -173,8 +178,11 @@ func validate(h *historypb.History, body []byte) error {
 		prev = id
 		t := ev.GetEventType()
 		if t == enumspb.EVENT_TYPE_UNSPECIFIED || enumspb.EventType_name[int32(t)] == "" {
-			return fmt.Errorf("event %d: unknown event type %s (written by a newer Temporal server than this retrylab reads)",
-				id, unknownTypeName(body, i))
+			name := fmt.Sprintf("%d", int32(t))
+			if body != nil {
+				name = unknownTypeName(body, i)
+			}
+			return fmt.Errorf("event %d: unknown event type %s (written by a newer Temporal server than this retrylab reads)", id, name)
 		}
 		if i == 0 && t != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
 			return fmt.Errorf("event 1 is %s, not WorkflowExecutionStarted", t)

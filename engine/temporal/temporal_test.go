@@ -395,3 +395,23 @@ func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
 		t.Errorf("call 12 %+v", a)
 	}
 }
+
+// A history fetched from a cluster is checked as a file is; an event type
+// newer than the api module is named by its number.
+func TestValidateFetched(t *testing.T) {
+	h, _, err := temporal.Decode(read(t, run2File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Validate(h); err != nil {
+		t.Fatal(err)
+	}
+	h.Events[3].EventType = 999
+	if err := temporal.Validate(h); err == nil || !strings.Contains(err.Error(), "event 4: unknown event type 999") {
+		t.Errorf("%v", err)
+	}
+	h.Events = h.Events[1:]
+	if err := temporal.Validate(h); err == nil || !strings.Contains(err.Error(), "starts at event 2") {
+		t.Errorf("%v", err)
+	}
+}
