@@ -5,15 +5,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/retrylab/retrylab/temporal/devserver"
 )
@@ -26,16 +29,22 @@ func main() {
 // Ctrl-C (tests).
 func run(args []string, out, errOut io.Writer, stop <-chan struct{}) int {
 	root := &cobra.Command{
-		Use:           "retrylab-temporal",
-		Short:         "retrylab's Temporal tools (the parts that need the Temporal server or SDK)",
+		Use:   "retrylab-temporal",
+		Short: "retrylab's Temporal tools (the parts that need the Temporal server or SDK)",
+		Long: `retrylab's Temporal tools, the parts that need the Temporal server or SDK:
+dev runs a Temporal cluster in this process; list and import read a cluster's
+workflows and store their histories in retrylab's database, where 'retrylab
+show', 'retrylab audit' and the explorer read them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(out, stop))
+	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out))
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	if err := root.Execute(); err != nil {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(errOut, "retrylab-temporal: %s\n", err)
 		return 1
 	}
@@ -108,3 +117,6 @@ func namespaces(o devserver.Options) []string {
 	}
 	return o.Namespaces
 }
+
+// quietLogger keeps the SDK client's own logs off the terminal.
+var quietLogger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
