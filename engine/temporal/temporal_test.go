@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
+	historypb "go.temporal.io/api/history/v1"
+
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
@@ -413,5 +417,57 @@ func TestValidateFetched(t *testing.T) {
 	h.Events = h.Events[1:]
 	if err := temporal.Validate(h); err == nil || !strings.Contains(err.Error(), "starts at event 2") {
 		t.Errorf("%v", err)
+	}
+}
+
+// The record of a one-run import is read from the events without folding
+// them; it must say what the fold says.
+func TestRecordAgreesWithFold(t *testing.T) {
+	histories := map[string]*historypb.History{}
+	for _, f := range []string{run1File, run2File} {
+		h, _, err := temporal.Decode(read(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		histories[f] = h
+	}
+	running, _, _ := temporal.Decode(read(t, run2File))
+	running.Events = running.Events[:7]
+	histories["running"] = running
+	failed, _, _ := temporal.Decode(read(t, run2File))
+	last := failed.Events[len(failed.Events)-1]
+	last.EventType = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+	last.Attributes = &historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes{WorkflowExecutionFailedEventAttributes: &historypb.WorkflowExecutionFailedEventAttributes{
+		Failure: &failurepb.Failure{Message: "card declined", FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{Type: "Declined"}}}}}
+	histories["failed"] = failed
+	for name, h := range histories {
+		db := openDB(t)
+		var x history.Execution
+		var tr *trace.Trace
+		if err := db.Update(func(tx *store.Tx) error {
+			st, err := temporal.Save(tx, h, name)
+			if err != nil {
+				return err
+			}
+			if x, err = history.DecodeExecution(tx.Execution(st.Execution)); err != nil {
+				return err
+			}
+			evs, err := temporal.LoadEvents(tx, st.Execution)
+			tr = trace.Fold(st.Execution, evs)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		status, ended, errText := history.StatusRunning, time.Time{}, ""
+		if tr.End != nil {
+			status, ended = history.StatusCompleted, tr.End.Time
+			if tr.End.Mark != trace.MarkOK {
+				status, errText = history.StatusFailed, tr.End.Error
+			}
+		}
+		if x.Status != status || !x.Ended.Equal(ended) || x.Error != errText || !x.Started.Equal(tr.Started) ||
+			!x.Updated.Equal(tr.Last) || x.Scenario != tr.Scenario || x.Runs != len(tr.Runs) {
+			t.Errorf("%s: record %+v\nfold: %s %s %q started %s last %s %s runs %d", name, x, status, ended, errText, tr.Started, tr.Last, tr.Scenario, len(tr.Runs))
+		}
 	}
 }

@@ -271,20 +271,11 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 		note("update " + a.GetAcceptedRequest().GetInput().GetName() + " accepted")
 		s.woke = append(s.woke, "update "+a.GetAcceptedRequest().GetInput().GetName())
 
-	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-		a := ev.GetWorkflowExecutionCompletedEventAttributes()
-		t.closed(s, base, trace.OutcomeOK, "", a.GetNewExecutionRunId(), "completed", payloadsJSON(a.GetResult()))
-	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-		a := ev.GetWorkflowExecutionFailedEventAttributes()
-		t.closed(s, base, trace.OutcomeError, failureText(a.GetFailure()), a.GetNewExecutionRunId(), "failed", nil)
-	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
-		a := ev.GetWorkflowExecutionTimedOutEventAttributes()
-		t.closed(s, base, trace.OutcomeTimeout, "workflow timed out", a.GetNewExecutionRunId(), "timed out", nil)
-	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
-		t.closed(s, base, trace.OutcomeCancelled, "workflow cancelled", "", "cancelled", nil)
-	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
-		a := ev.GetWorkflowExecutionTerminatedEventAttributes()
-		t.closed(s, base, trace.OutcomeError, strings.TrimSpace("workflow terminated "+a.GetReason()), "", "terminated", nil)
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+		c, _ := closeOf(ev)
+		t.closed(s, base, c.outcome, c.err, c.next, c.verb, c.result)
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 		a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes()
 		e := base
@@ -410,6 +401,39 @@ func (t *translator) attemptFinished(s *runState, base trace.Event, id int64, o 
 		e.Response = &trace.Exchange{Body: result}
 	}
 	t.emit(e)
+}
+
+// runClose is how a close event ends its run.
+type runClose struct {
+	outcome trace.Outcome
+	err     string
+	// next is the run that goes on (a retry, a cron run), "" when the
+	// workflow ends here.
+	next   string
+	verb   string
+	result json.RawMessage
+}
+
+// closeOf reads a workflow's close event; ok is false for any other event
+// (continue-as-new included: it ends the run as a RunEnded).
+func closeOf(ev *historypb.HistoryEvent) (c runClose, ok bool) {
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		a := ev.GetWorkflowExecutionCompletedEventAttributes()
+		return runClose{trace.OutcomeOK, "", a.GetNewExecutionRunId(), "completed", payloadsJSON(a.GetResult())}, true
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+		a := ev.GetWorkflowExecutionFailedEventAttributes()
+		return runClose{trace.OutcomeError, failureText(a.GetFailure()), a.GetNewExecutionRunId(), "failed", nil}, true
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+		a := ev.GetWorkflowExecutionTimedOutEventAttributes()
+		return runClose{trace.OutcomeTimeout, "workflow timed out", a.GetNewExecutionRunId(), "timed out", nil}, true
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		return runClose{trace.OutcomeCancelled, "workflow cancelled", "", "cancelled", nil}, true
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+		a := ev.GetWorkflowExecutionTerminatedEventAttributes()
+		return runClose{trace.OutcomeError, strings.TrimSpace("workflow terminated " + a.GetReason()), "", "terminated", nil}, true
+	}
+	return runClose{}, false
 }
 
 func (t *translator) closed(s *runState, base trace.Event, o trace.Outcome, errText, next, verb string, result json.RawMessage) {
