@@ -6,6 +6,8 @@
 package devserver
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -150,13 +152,13 @@ func Start(opts Options) (*Server, error) {
 func serverConfig(host string, frontend int, dbPath string) (*config.Config, *config.SQL, error) {
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if dbPath == "" {
-		// A name of its own, so two servers in one process (tests) do not
-		// share a memory database.
-		n, err := freePort(host)
-		if err != nil {
+		// A name of its own, so two servers in one process (tests, one
+		// after another) never share a memory database.
+		var id [8]byte
+		if _, err := rand.Read(id[:]); err != nil {
 			return nil, nil, err
 		}
-		sqlCfg.DatabaseName = "retrylab-dev-" + strconv.Itoa(n)
+		sqlCfg.DatabaseName = "retrylab-dev-" + hex.EncodeToString(id[:])
 		sqlCfg.ConnectAttributes["mode"] = "memory"
 		sqlCfg.ConnectAttributes["cache"] = "shared"
 	} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,39 +177,19 @@ The database must not be open in another retrylab process (the explorer, or
 					return err
 				})
 			}
-			req := &workflowservice.GetWorkflowExecutionHistoryRequest{
-				Namespace:              cf.namespace,
-				Execution:              &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID},
-				WaitNewEvent:           follow,
-				HistoryEventFilterType: enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT,
+			var batch func() error
+			if follow {
+				batch = save
 			}
-			for {
-				resp, err := c.WorkflowService().GetWorkflowExecutionHistory(ctx, req)
-				if err != nil {
-					var nf *serviceerror.NotFound
-					switch {
-					case errors.As(err, &nf):
-						return fmt.Errorf("no workflow %q in namespace %s on %s", workflowID, cf.namespace, cf.address)
-					case ctx.Err() != nil && len(h.Events) > 0:
-						return save() // stopped while following: keep what came
-					}
-					return fmt.Errorf("history of %s: %w", workflowID, rootCause(err))
-				}
-				// A long poll: the latest run's id is known from the first
-				// page on, so the pages that follow are of that run.
-				if req.Execution.RunId == "" && len(resp.GetHistory().GetEvents()) > 0 {
-					req.Execution.RunId = resp.GetHistory().GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
-				}
-				h.Events = append(h.Events, resp.GetHistory().GetEvents()...)
-				if follow && len(resp.GetHistory().GetEvents()) > 0 {
-					if err := save(); err != nil {
-						return err
-					}
-				}
-				if len(resp.GetNextPageToken()) == 0 {
-					break
-				}
-				req.NextPageToken = resp.GetNextPageToken()
+			err = fetchHistory(ctx, c.WorkflowService(), cf.namespace, workflowID, runID, h, batch)
+			var nf *serviceerror.NotFound
+			switch {
+			case errors.As(err, &nf):
+				return fmt.Errorf("no workflow %q in namespace %s on %s", workflowID, cf.namespace, cf.address)
+			case err != nil && ctx.Err() != nil && len(h.Events) > 0:
+				return save() // stopped while following: keep what came
+			case err != nil:
+				return fmt.Errorf("history of %s: %w", workflowID, rootCause(err))
 			}
 			if len(h.Events) == 0 {
 				return fmt.Errorf("no workflow %q in namespace %s on %s", workflowID, cf.namespace, cf.address)
@@ -225,4 +206,56 @@ The database must not be open in another retrylab process (the explorer, or
 	cmd.Flags().StringVar(&dbPath, "db", "retrylab.db", "retrylab's database")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep storing a running workflow's events until the run closes")
 	return cmd
+}
+
+// fetchHistory reads a run's history into h, page by page. With batch set,
+// it follows the run: each call waits for new events (a long poll), and
+// batch is called after each page that brought some, until the run closes.
+// Without a run id, the latest run is read and then kept to.
+func fetchHistory(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace, workflowID, runID string,
+	h *historypb.History, batch func() error) error {
+	req := &workflowservice.GetWorkflowExecutionHistoryRequest{
+		Namespace:              namespace,
+		Execution:              &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID},
+		WaitNewEvent:           batch != nil,
+		HistoryEventFilterType: enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT,
+	}
+	restarts := 0
+	for {
+		resp, err := svc.GetWorkflowExecutionHistory(ctx, req)
+		if err != nil && req.NextPageToken != nil && branchChanged(err) && restarts < 5 {
+			// The run's history branch moved under the page token (the
+			// server says so while it changes its mutable state): read the
+			// history again from the start; what was stored is kept, the
+			// store skips events it already holds.
+			restarts++
+			req.NextPageToken, h.Events = nil, h.Events[:0]
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		restarts = 0
+		evs := resp.GetHistory().GetEvents()
+		if req.Execution.RunId == "" && len(evs) > 0 {
+			req.Execution.RunId = evs[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
+		}
+		h.Events = append(h.Events, evs...)
+		if batch != nil && len(evs) > 0 {
+			if err := batch(); err != nil {
+				return err
+			}
+		}
+		if len(resp.GetNextPageToken()) == 0 {
+			return nil
+		}
+		req.NextPageToken = resp.GetNextPageToken()
+	}
+}
+
+// branchChanged recognises the server's "current branch changed" answer to
+// a page token that no longer matches the run's history branch.
+func branchChanged(err error) bool {
+	var ia *serviceerror.InvalidArgument
+	return errors.As(err, &ia) && strings.Contains(ia.Error(), "branch token")
 }
