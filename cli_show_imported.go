@@ -23,10 +23,15 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 	if err := h.Store().View(func(tx *store.Tx) error {
 		if x.Imported == temporal.ImportedFormat {
 			runs, err := temporal.Load(tx, x.ID)
+			if err != nil {
+				return err
+			}
 			for _, r := range runs {
 				sources += len(r.Events)
 			}
-			unit, refWord, events = "events", "", temporal.Events(runs)
+			// With the attempts a worker interceptor recorded, if any.
+			unit, refWord = "events", ""
+			events, err = temporal.LoadEvents(tx, x.ID)
 			return err
 		}
 		spans, err := otlp.Load(tx, x.ID)
@@ -89,7 +94,7 @@ func (a *app) showImported(h *engine.Host, x history.Execution, asJSON bool) err
 		}
 	}
 	for _, r := range t.Runs {
-		fmt.Fprintf(a.out, "%s  run %d  %s\n", rel(r.Started), r.Number, r.Policy)
+		fmt.Fprintf(a.out, "%s  run %d\n", rel(r.Started), r.Number)
 		nodes(r.Nodes, "  ")
 	}
 	return nil

@@ -62,7 +62,7 @@ func TestCLIShowTemporal(t *testing.T) {
 		"⏱ attempt 4  timeout  2s  event 20  heartbeat timeout",
 		"noted RefundPayment timed out before an attempt started: schedule-to-close timeout",
 		"✓ run ended continued as new",
-		"run 2  Temporal",
+		"+89.600s  run 2",
 		"✓ attempt 1  ok  300ms  run 2 event 6",
 		"✓ execution ended completed")
 }

@@ -139,6 +139,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		return page[history.Execution]{list, total}, err
 	}))
 	call("events", with(func(a args) (any, error) { return h.Events(a.ID, a.From, a.Limit) }))
+	call("imported_events", with(func(a args) (any, error) { return h.ImportedEvents(a.ID) }))
 	call("journal", with(func(a args) (any, error) { return h.Journal(a.ID) }))
 	call("outbox", with(func(args) (any, error) { return h.Outbox() }))
 	call("messages_for", with(func(a args) (any, error) { return h.MessagesFor(a.Execution) }))

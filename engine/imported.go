@@ -1,6 +1,13 @@
 package engine
 
-import "github.com/retrylab/retrylab/store"
+import (
+	"fmt"
+
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
 
 // Store is the host's database, for adapters that keep their own
 // collections in it (engine/otlp's receiver of live traces).
@@ -9,3 +16,36 @@ func (h *Host) Store() *store.DB { return h.db }
 // Announce tells subscribers (a running explorer) that an execution
 // changed outside a run, as when imported spans arrive.
 func (h *Host) Announce(exec string) { h.bus.publish(Notice{Execution: exec}) }
+
+// ImportedEvents is an imported execution's trace as the fold's input
+// events, translated from its spans or its Temporal history; an execution
+// retrylab ran has none.
+func (h *Host) ImportedEvents(id string) ([]trace.Event, error) {
+	x, err := h.Execution(id)
+	if err != nil {
+		return nil, err
+	}
+	if x.Imported == temporal.ImportedFormat {
+		var evs []trace.Event
+		err := h.db.View(func(tx *store.Tx) error {
+			var err error
+			evs, err = temporal.LoadEvents(tx, id)
+			return err
+		})
+		return evs, err
+	}
+	if x.Imported != otlp.ImportedFormat {
+		return nil, fmt.Errorf("execution %s was not imported: read its history", id)
+	}
+	spans, err := otlp.LoadSpans(h.db, id)
+	if err != nil {
+		return nil, err
+	}
+	return otlp.Events(spans), nil
+}
+
+// ImportedEvents asks the host for an imported execution's trace.
+func (c *Client) ImportedEvents(id string) ([]trace.Event, error) {
+	var out []trace.Event
+	return out, c.call("imported_events", idArgs{ID: id}, &out)
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -15,6 +16,9 @@ type Source interface {
 	Execution(id string) (history.Execution, error)
 	Executions(skip, limit int) ([]history.Execution, int, error)
 	Events(id string, from uint64, limit int) ([]history.Event, error)
+	// ImportedEvents is an imported execution's trace (engine/otlp), which
+	// has no history of retrylab's.
+	ImportedEvents(id string) ([]trace.Event, error)
 	MessagesFor(execution string) ([]world.Message, error)
 	RecentMessages(limit int) ([]world.Message, int, error)
 	Records() ([]world.Record, error)

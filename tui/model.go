@@ -12,6 +12,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -185,6 +186,7 @@ type traceMsg struct {
 	id        string
 	x         history.Execution
 	events    []history.Event
+	imported  []trace.Event // an imported execution's trace, read whole
 	msgs      []world.Message
 	truncated bool
 	from      uint64 // the first seq read for a further page; 0 for a fresh read
@@ -339,6 +341,11 @@ func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 		if from == 0 {
 			if x, err = src.Execution(id); err != nil {
 				return traceMsg{id: id, from: from, err: err}
+			}
+			if x.Imported != "" {
+				// An imported trace has no history: its spans, translated.
+				evs, err := src.ImportedEvents(id)
+				return traceMsg{id: id, x: x, imported: evs, err: err}
 			}
 		}
 		events, err := src.Events(id, from, limit+1)

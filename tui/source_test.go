@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 )
@@ -189,6 +190,10 @@ func (s *snapshot) Events(id string, from uint64, limit int) ([]history.Event, e
 		}
 	}
 	return out, nil
+}
+
+func (s *snapshot) ImportedEvents(id string) ([]trace.Event, error) {
+	return nil, fmt.Errorf("snapshot %s: no imported executions", id)
 }
 
 func (s *snapshot) MessagesFor(id string) ([]world.Message, error) {

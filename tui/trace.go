@@ -92,6 +92,10 @@ type traceView struct {
 	// few), every other node once.
 	made map[trace.Node]*node
 	sigs map[*trace.Attempt]attemptSig
+	// effects are an imported trace's inferred effects (effects.go), as of
+	// effectsAt events.
+	effects   []string
+	effectsAt int
 }
 
 // attemptSig is what an attempt's row says changes with.
@@ -104,6 +108,12 @@ type attemptSig struct {
 // newTraceView folds a first page of events.
 func newTraceView(x history.Execution, events []history.Event) *traceView {
 	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events), made: map[trace.Node]*node{},
+		sigs: map[*trace.Attempt]attemptSig{}}
+}
+
+// newImportedTraceView folds an imported execution's trace, read whole.
+func newImportedTraceView(x history.Execution, events []trace.Event) *traceView {
+	return &traceView{exec: x, t: trace.Fold(x.ID, events), made: map[trace.Node]*node{},
 		sigs: map[*trace.Attempt]attemptSig{}}
 }
 

@@ -116,6 +116,9 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 		if m.tr == nil || m.tr.exec.ID != msg.id || !m.tr.apply(msg.events) {
 			return nil
 		}
+	} else if msg.x.Imported != "" {
+		m.tr = newImportedTraceView(msg.x, msg.imported)
+		m.msgs = nil
 	} else {
 		m.tr = newTraceView(msg.x, msg.events)
 		m.msgs = msg.msgs
@@ -169,6 +172,8 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 			mine = mine || n.Execution == m.selID
 		case n.Execution == "":
 			outbox = true
+		case n.Event == nil && n.Execution == m.selID:
+			reload = true // imported spans arrived: read the trace again
 		case n.Event != nil && n.Execution == m.selID:
 			switch {
 			case m.tr == nil || m.tr.exec.ID != m.selID:

@@ -279,6 +279,10 @@ func (m *Model) outboxView(height int) (string, []string) {
 		all := crmLines(m.records)
 		return title, window(all, m.outTop, height, m.outSel, m.focus == paneOutbox, m.theme)
 	}
+	if m.tr != nil && m.tr.exec.Imported != "" {
+		return "Effects (inferred) · o: CRM", window(m.tr.effectLines(outboxPaneWidth-3), m.outTop, height,
+			m.outSel, m.focus == paneOutbox, m.theme)
+	}
 	title := "Outbox (provider's truth) · o: CRM"
 	ls := outboxLines(m.msgs, m.outboxTotal)
 	highlight := m.selectedAttemptLink()

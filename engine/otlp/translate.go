@@ -12,6 +12,9 @@ import (
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
+// PolicyUnknown is the policy in words of a trace retrylab did not run.
+const PolicyUnknown = "unknown (imported)"
+
 // Events translates one execution's spans into the fold's input events, in
 // time order:
 //
@@ -168,10 +171,9 @@ func (t *translation) events() []trace.Event {
 	start := trace.Event{Kind: trace.ExecutionStarted, Attrs: map[string]string{
 		"source": "OpenTelemetry", "spans": strconv.Itoa(len(t.spans)), "traces": strconv.Itoa(len(traces))}}
 	if root != nil {
-		start.Ref, start.Scenario = root.SpanID, root.Name
-		start.Text = "imported from OpenTelemetry"
+		// Text is the policy in words: a trace from elsewhere does not say.
+		start.Ref, start.Scenario, start.Text = root.SpanID, root.Name, PolicyUnknown
 		if root.Service != "" {
-			start.Text += ", service " + root.Service
 			start.Attrs["service.name"] = root.Service
 		}
 		if sc, ok := root.Attrs["retrylab.scenario"]; ok {
@@ -179,8 +181,8 @@ func (t *translation) events() []trace.Event {
 			start.Scenario, start.Text = sc, root.Attrs["retrylab.policy"]
 		}
 	} else {
-		start.Scenario = "(no root span)"
-		start.Text = "imported from OpenTelemetry; no root span arrived"
+		start.Scenario, start.Text = "(no root span)", PolicyUnknown
+		start.Attrs["root"] = "no root span arrived"
 	}
 	if len(t.orphans) > 0 {
 		start.Attrs["orphans"] = strings.Join(t.orphans, " ")
@@ -225,13 +227,14 @@ func (t *translation) runs(traces []string) {
 		}
 		ev := trace.Event{Kind: trace.RunStarted, Run: t.runOf[tr], Attrs: map[string]string{"trace.id": tr}}
 		if root != nil {
-			ev.Ref, ev.Text = root.SpanID, root.Name
+			ev.Ref = root.SpanID
+			ev.Attrs["root"] = root.Name
 			if p, ok := root.Attrs["retrylab.run.policy"]; ok {
 				ev.Text = p
 			}
 			ev.PID, _ = strconv.Atoi(root.Attrs["process.pid"])
 		} else {
-			ev.Text = "trace " + tr + " (its root span never arrived)"
+			ev.Attrs["root"] = "trace " + tr + " (its root span never arrived)"
 		}
 		t.emit(at, ev)
 	}

@@ -1,0 +1,123 @@
+package tui
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/store"
+)
+
+// An execution imported from OpenTelemetry shows in the list and, once
+// selected, its trace: runs, turns, tool calls and their attempts, as the
+// fold makes them of the spans.
+func TestImportedExecutionShowsItsTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "imported.db")
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := otlp.ImportFile(db, "../fixtures/otlp/genai-semconv.json"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	h := openHost(t, path)
+	defer h.Close()
+	m, _, frame := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	view := ansi.Strip(frame)
+	for _, want := range []string{"otlp-conv-conv-9", "policy unknown (imported)", "▾ run 2", `turn 2  "chat gpt-4o"`,
+		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ timeout",
+		// No provider saw these effects: the pane infers them.
+		"Effects (inferred)", "DUPLICATE send_invoice", "two attempts succeeded", "✓ call_a #2  14:50:01.500", "span d000000000000004",
+		"✓ call_b #1  14:51:00.600", "span e000000000000003", "5 side-effecting attempts", "1 duplicate · 0 possible · 0 absorbed"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+}
+
+// Spans that arrive at the receiver while the explorer is open show up in
+// it: the receiver announces each execution it changed.
+func TestReceivedSpansArriveLive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.db")
+	h := openHost(t, path)
+	defer h.Close()
+	rc := &otlp.Receiver{DB: h.Store(), Source: "test", Stored: func(execs []string) {
+		for _, x := range execs {
+			h.Announce(x)
+		}
+	}}
+	srv := httptest.NewServer(rc.Handler())
+	defer srv.Close()
+	post := func(file string) {
+		t.Helper()
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(srv.URL+"/v1/traces", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("post %s: %d", file, resp.StatusCode)
+		}
+	}
+	post("../fixtures/otlp/openllmetry-ticket.json")
+	m, r, _ := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	post("../fixtures/otlp/genai-semconv.json")
+	// Run the explorer as the runtime would until the notice has been
+	// followed by the reads it calls for.
+	deadline := time.After(time.Minute)
+	for !strings.Contains(ansi.Strip(m.View()), "Executions 2") {
+		select {
+		case msg := <-r.msgs:
+			r.handle(msg)
+		case <-deadline:
+			t.Fatalf("the received execution never showed:\n%s", ansi.Strip(m.View()))
+		}
+	}
+	r.settle(t)
+	view := ansi.Strip(m.View())
+	for _, want := range []string{"Executions 2", "otlp-conv-conv-9", "otlp-4bf92f3577b34da6a3"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+}
+
+// BenchmarkExplorerOpenImported opens the explorer on a database of
+// imported traces (RETRYLAB_BENCH_IMPORTED_DB, made with `retrylab import`;
+// BENCHMARKS.md says how) to its first full frame, as BenchmarkExplorerOpen
+// does for native ones.
+func BenchmarkExplorerOpenImported(b *testing.B) {
+	path := os.Getenv("RETRYLAB_BENCH_IMPORTED_DB")
+	if path == "" {
+		b.Skip("set RETRYLAB_BENCH_IMPORTED_DB to a database of imported traces")
+	}
+	openOnce(b, path) // warm the page cache and the code paths
+	var ts []time.Duration
+	var peak int64
+	b.ResetTimer()
+	for range b.N {
+		t, _, p := openOnce(b, path)
+		ts = append(ts, t)
+		peak = max(peak, p)
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(median(ts)), "first-frame-ms")
+	if peak > 0 {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+	}
+}
