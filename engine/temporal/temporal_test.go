@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -469,5 +470,24 @@ func TestRecordAgreesWithFold(t *testing.T) {
 			!x.Updated.Equal(tr.Last) || x.Scenario != tr.Scenario || x.Runs != len(tr.Runs) {
 			t.Errorf("%s: record %+v\nfold: %s %s %q started %s last %s %s runs %d", name, x, status, ended, errText, tr.Started, tr.Last, tr.Scenario, len(tr.Runs))
 		}
+	}
+}
+
+// The Web UI's download with its keys in another order is still read.
+func TestDecodeKeysInAnyOrder(t *testing.T) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(read(t, run2File), &doc); err != nil {
+		t.Fatal(err)
+	}
+	reordered, err := json.Marshal(doc) // keys sorted: "archived" comes first
+	if err != nil || !bytes.HasPrefix(reordered, []byte(`{"archived"`)) {
+		t.Fatalf("%.40s %v", reordered, err)
+	}
+	if !temporal.Sniff(reordered) {
+		t.Fatal("not recognised")
+	}
+	h, shape, err := temporal.Decode(reordered)
+	if err != nil || shape != temporal.ShapeUI || len(h.GetEvents()) != 11 {
+		t.Errorf("%s %v", shape, err)
 	}
 }
