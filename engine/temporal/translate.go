@@ -347,16 +347,19 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
 			t.emit(e)
 		}
-		if len(rec) >= n {
-			a = withAttrs(a, "retrylab.span", rec[n-1].SpanID)
-			base.Key = rec[n-1].Key
-		}
 	} else if n > 1 {
 		e := base
 		e.Kind, e.Call, e.Tool, e.Attempt, e.Time = trace.AttemptsNotKept, act.call, act.tool, n, act.scheduled
 		e.Error, e.Outcome = failureText(last), failureOutcome(last)
 		e.Attrs = map[string]string{"temporal.not_kept": fmt.Sprintf("attempts 1-%d are not kept by Temporal", n-1)}
 		t.emit(e)
+	}
+	// The kept attempt's own span, when recorded, gives its key.
+	for _, r := range s.recorded[act.id] {
+		if act.id != "" && r.Attempt == n {
+			a = withAttrs(a, "retrylab.span", r.SpanID)
+			base.Key = r.Key
+		}
 	}
 	act.attempt, act.started = n, at
 	e := base
