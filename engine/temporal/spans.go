@@ -19,6 +19,12 @@ const (
 	AttrActivityID = "temporal.activity_id"
 	// AttrAttempt is the attempt number the span recorded.
 	AttrAttempt = "retrylab.attempt"
+	// AttrPhase is "started" on the marker the interceptor sends when an
+	// attempt starts (SpanAttemptStarted), so an attempt whose worker died
+	// before its span ended is still known to have run.
+	AttrPhase = "retrylab.phase"
+	// SpanAttemptStarted names that marker.
+	SpanAttemptStarted = "retrylab.attempt.started"
 )
 
 // spanConversationPrefix starts the conversation id the interceptor gives
@@ -39,7 +45,14 @@ type Recorded struct {
 	Key        string
 	SpanID     string
 	Digest     string
+	// Worker is where it ran, when known.
+	Worker string
 }
+
+// Ended reports whether the attempt's own span arrived; an attempt known
+// only from its start marker never ended (its worker died, or the span is
+// still to come).
+func (r Recorded) Ended() bool { return r.Outcome != "" }
 
 // recordedAttempts reads the spans the interceptor sent for a run (imported
 // through `retrylab import` or `retrylab serve --otlp`), by activity id.
@@ -49,6 +62,12 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 		return nil, err
 	}
 	out := map[string][]Recorded{}
+	type attemptKey struct {
+		activity string
+		n        int
+	}
+	ended := map[attemptKey]bool{}
+	started := map[attemptKey]Recorded{}
 	for i := range spans {
 		s := &spans[i]
 		id := s.Attrs[AttrActivityID]
@@ -56,6 +75,16 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 		if id == "" || err != nil || n < 1 || s.Attrs[AttrRunID] != runID {
 			continue
 		}
+		if s.Attrs[AttrPhase] == "started" {
+			// The attempt started; its own span, if it ever ended, says more.
+			if _, ok := ended[attemptKey{id, n}]; !ok {
+				started[attemptKey{id, n}] = Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), SpanID: s.SpanID,
+					Worker: s.Attrs["temporal.worker"]}
+			}
+			continue
+		}
+		ended[attemptKey{id, n}] = true
+		delete(started, attemptKey{id, n})
 		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
 			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"]}
 		if s.Status == "error" {
@@ -70,6 +99,9 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 			}
 		}
 		out[id] = append(out[id], r)
+	}
+	for k, r := range started {
+		out[k.activity] = append(out[k.activity], r)
 	}
 	for _, rs := range out {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Attempt < rs[j].Attempt })

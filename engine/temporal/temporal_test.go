@@ -491,3 +491,54 @@ func TestDecodeKeysInAnyOrder(t *testing.T) {
 		t.Errorf("%s %v", shape, err)
 	}
 }
+
+// An attempt known only from its start marker (its worker died before its
+// span ended) shows as started with an unknown outcome, Temporal's last
+// failure beside it.
+func TestRecordedStartMarkerOnly(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	attrs := func(attempt int, extra ...string) map[string]string {
+		m := map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
+			temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt)}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	spans := []otlp.Span{
+		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "b000000000000001", Name: "execute_tool ChargeCard", Start: base, End: base + 1e9,
+			Status: "ok", Attrs: attrs(1, "gen_ai.operation.name", "execute_tool", "gen_ai.tool.name", "ChargeCard")},
+		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "b000000000000002", ParentID: "b000000000000001", Name: temporal.SpanAttemptStarted,
+			Start: base, End: base, Attrs: attrs(1, temporal.AttrPhase, "started")},
+		{TraceID: "1123456789abcdef0123456789abcdef", SpanID: "b000000000000003", ParentID: "b0000000000000ff", Name: temporal.SpanAttemptStarted,
+			Start: base + 2e9, End: base + 2e9, Attrs: attrs(2, temporal.AttrPhase, "started", "temporal.worker", "77@host-b")},
+	}
+	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := temporal.ImportFile(db, run1File); err != nil {
+		t.Fatal(err)
+	}
+	var tr *trace.Trace
+	if err := db.View(func(tx *store.Tx) error {
+		evs, err := temporal.LoadEvents(tx, execID)
+		tr = trace.Fold(execID, evs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range tr.LastCall("5").Attempts {
+		got = append(got, fmt.Sprintf("%s #%d %q %s %s", a.Mark(), a.N, a.Error, a.Ref, a.Attrs["temporal.worker"]))
+	}
+	want := []string{
+		`✓ #1 "" span b000000000000001 `,
+		`⏱ #2 "started, no end recorded (its worker died?); Temporal: HTTPError: card service answered 503" span b000000000000003 77@host-b`,
+		`✓ #3 "" event 7 4242@worker-a`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -342,9 +342,20 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 		for _, r := range rec[:n-1] {
 			e := base
 			e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
-			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest)
+			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
 			t.emit(e)
 			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
+			if !r.Ended() {
+				// Started, never ended: its worker died with it. The
+				// caller never learnt what it did; Temporal timed it out.
+				e.Outcome, e.Time, e.Duration = trace.OutcomeTimeout, r.Start, 0
+				e.Error = "started, no end recorded (its worker died?)"
+				if r.Attempt == n-1 {
+					if f := failureText(last); f != "" {
+						e.Error += "; Temporal: " + f
+					}
+				}
+			}
 			t.emit(e)
 		}
 	} else if n > 1 {

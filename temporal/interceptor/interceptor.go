@@ -28,6 +28,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
+	"strconv"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -134,6 +136,17 @@ func (a *activityInterceptor) ExecuteActivity(ctx context.Context, in *intercept
 	}
 	ctx, span := a.w.tracer.Start(ctx, "execute_tool "+info.ActivityType.Name, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...))
+	// A span is sent only when it ends, and a worker killed mid-attempt
+	// never ends it: a marker, ended at once, says the attempt started (and
+	// where), so a killed attempt is still known to have run.
+	_, started := a.w.tracer.Start(ctx, rltemporal.SpanAttemptStarted, trace.WithAttributes(
+		attribute.String(rltemporal.AttrPhase, "started"),
+		attribute.Int("retrylab.attempt", int(info.Attempt)),
+		attribute.String(rltemporal.AttrRunID, info.WorkflowExecution.RunID),
+		attribute.String(rltemporal.AttrActivityID, info.ActivityID),
+		attribute.String("gen_ai.conversation.id", rltemporal.SpanConversation(info.WorkflowExecution.RunID)),
+		attribute.String("temporal.worker", workerIdentity())))
+	started.End()
 	holder := &keyHolder{}
 	ctx = context.WithValue(ctx, keyCtx{}, holder)
 	res, err := a.Next.ExecuteActivity(ctx, in)
@@ -158,6 +171,16 @@ func (a *activityInterceptor) ExecuteActivity(ctx context.Context, in *intercept
 	}
 	span.End()
 	return res, err
+}
+
+// workerIdentity is this worker process as Temporal's SDKs name one by
+// default: pid@host.
+func workerIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "?"
+	}
+	return strconv.Itoa(os.Getpid()) + "@" + host
 }
 
 // errorType names an attempt's error as the OTLP importer reads it: an

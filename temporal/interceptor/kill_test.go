@@ -194,8 +194,31 @@ func TestWorkerKilledMidActivity(t *testing.T) {
 	for _, a := range call.Attempts {
 		got = append(got, fmt.Sprintf("%s #%d %s span=%v", a.Mark(), a.N, a.Error, a.Attrs["retrylab.span"] != ""))
 	}
-	want := []string{"⋯ #1 start-to-close timeout span=false", "✓ #2  span=true"}
+	want := []string{"⏱ #1 started, no end recorded (its worker died?); Temporal: start-to-close timeout span=false", "✓ #2  span=true"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if w := call.Attempts[0].Attrs["temporal.worker"]; w != fmt.Sprintf("%d@%s", a.Process.Pid, hostname(t)) {
+		t.Errorf("the killed attempt's worker is %q, want the killed process", w)
+	}
+	// The spans' own execution (markers, an orphan whose parent never came)
+	// still folds.
+	if err := db.View(func(tx *store.Tx) error {
+		id := otlp.ExecutionID("", rltemporal.SpanConversation(run.GetRunID()))
+		spans, err := otlp.Load(tx, id)
+		if err == nil && len(trace.Fold(id, otlp.Events(spans)).Runs) == 0 {
+			err = fmt.Errorf("the spans of %s fold to nothing", id)
+		}
+		return err
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+func hostname(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
