@@ -33,72 +33,77 @@ var (
 // one on a later attempt with its last failure, and a timer now and then.
 func benchHistory(b *testing.B) []byte {
 	benchOnce.Do(func() {
-		t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-		h := &historypb.History{}
-		add := func(typ enumspb.EventType, set func(*historypb.HistoryEvent)) int64 {
-			id := int64(len(h.Events) + 1)
-			ev := &historypb.HistoryEvent{EventId: id, EventType: typ, TaskId: 1<<20 + id,
-				EventTime: timestamppb.New(t0.Add(time.Duration(id) * 10 * time.Millisecond))}
-			set(ev)
-			h.Events = append(h.Events, ev)
-			return id
-		}
-		payload := func(s string) *commonpb.Payloads {
-			return &commonpb.Payloads{Payloads: []*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(s)}}}
-		}
-		add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, func(ev *historypb.HistoryEvent) {
-			ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
-				WorkflowType: &commonpb.WorkflowType{Name: "BigWorkflow"}, Input: payload(`{"n":1}`),
-				OriginalExecutionRunId: "bench-run", FirstExecutionRunId: "bench-run", Attempt: 1, WorkflowId: "bench"}}
-		})
-		for i := 0; len(h.Events) < benchEvents-8; i++ {
-			ws := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_WorkflowTaskScheduledEventAttributes{WorkflowTaskScheduledEventAttributes: &historypb.WorkflowTaskScheduledEventAttributes{Attempt: 1, StartToCloseTimeout: durationpb.New(10 * time.Second)}}
-			})
-			wst := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_WorkflowTaskStartedEventAttributes{WorkflowTaskStartedEventAttributes: &historypb.WorkflowTaskStartedEventAttributes{ScheduledEventId: ws, Identity: "1@bench", RequestId: fmt.Sprint("r", ws)}}
-			})
-			wc := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{WorkflowTaskCompletedEventAttributes: &historypb.WorkflowTaskCompletedEventAttributes{ScheduledEventId: ws, StartedEventId: wst, Identity: "1@bench"}}
-			})
-			sch := add(enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
-					ActivityId: fmt.Sprint(wc + 1), ActivityType: &commonpb.ActivityType{Name: "SendEmail"}, Input: payload(fmt.Sprintf(`{"to":"user%d@example.com","subject":"hello"}`, i)),
-					StartToCloseTimeout: durationpb.New(10 * time.Second), WorkflowTaskCompletedEventId: wc,
-					RetryPolicy: &commonpb.RetryPolicy{InitialInterval: durationpb.New(time.Second), BackoffCoefficient: 2, MaximumAttempts: 5}}}
-			})
-			if i%7 == 0 {
-				add(enumspb.EVENT_TYPE_TIMER_STARTED, func(ev *historypb.HistoryEvent) {
-					ev.Attributes = &historypb.HistoryEvent_TimerStartedEventAttributes{TimerStartedEventAttributes: &historypb.TimerStartedEventAttributes{TimerId: fmt.Sprint(i), StartToFireTimeout: durationpb.New(time.Second), WorkflowTaskCompletedEventId: wc}}
-				})
-			}
-			st := add(enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, func(ev *historypb.HistoryEvent) {
-				a := &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: sch, Identity: "1@bench", RequestId: fmt.Sprint("a", sch), Attempt: 1}
-				if i%3 == 0 {
-					a.Attempt = 3
-					a.LastFailure = &failurepb.Failure{Message: "mail API answered 503", FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{Type: "HTTPError"}}}
-				}
-				ev.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: a}
-			})
-			add(enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: sch, StartedEventId: st, Result: payload(`{"message_id":"m"}`), Identity: "1@bench"}}
-			})
-		}
-		for len(h.Events) < benchEvents-1 {
-			add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, func(ev *historypb.HistoryEvent) {
-				ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes{WorkflowExecutionSignaledEventAttributes: &historypb.WorkflowExecutionSignaledEventAttributes{SignalName: "nudge"}}
-			})
-		}
-		add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, func(ev *historypb.HistoryEvent) {
-			ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes{WorkflowExecutionCompletedEventAttributes: &historypb.WorkflowExecutionCompletedEventAttributes{Result: payload(`"done"`)}}
-		})
 		var err error
-		benchJSON, err = temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+		benchJSON, err = temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(genHistory(benchEvents))
 		if err != nil {
 			panic(err)
 		}
 	})
 	return benchJSON
+}
+
+// genHistory is one completed run of n events (n >= 10).
+func genHistory(n int) *historypb.History {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	h := &historypb.History{}
+	add := func(typ enumspb.EventType, set func(*historypb.HistoryEvent)) int64 {
+		id := int64(len(h.Events) + 1)
+		ev := &historypb.HistoryEvent{EventId: id, EventType: typ, TaskId: 1<<20 + id,
+			EventTime: timestamppb.New(t0.Add(time.Duration(id) * 10 * time.Millisecond))}
+		set(ev)
+		h.Events = append(h.Events, ev)
+		return id
+	}
+	payload := func(s string) *commonpb.Payloads {
+		return &commonpb.Payloads{Payloads: []*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(s)}}}
+	}
+	add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, func(ev *historypb.HistoryEvent) {
+		ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
+			WorkflowType: &commonpb.WorkflowType{Name: "BigWorkflow"}, Input: payload(`{"n":1}`),
+			OriginalExecutionRunId: "bench-run", FirstExecutionRunId: "bench-run", Attempt: 1, WorkflowId: "bench"}}
+	})
+	for i := 0; len(h.Events) < n-8; i++ {
+		ws := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_WorkflowTaskScheduledEventAttributes{WorkflowTaskScheduledEventAttributes: &historypb.WorkflowTaskScheduledEventAttributes{Attempt: 1, StartToCloseTimeout: durationpb.New(10 * time.Second)}}
+		})
+		wst := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_WorkflowTaskStartedEventAttributes{WorkflowTaskStartedEventAttributes: &historypb.WorkflowTaskStartedEventAttributes{ScheduledEventId: ws, Identity: "1@bench", RequestId: fmt.Sprint("r", ws)}}
+		})
+		wc := add(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{WorkflowTaskCompletedEventAttributes: &historypb.WorkflowTaskCompletedEventAttributes{ScheduledEventId: ws, StartedEventId: wst, Identity: "1@bench"}}
+		})
+		sch := add(enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+				ActivityId: fmt.Sprint(wc + 1), ActivityType: &commonpb.ActivityType{Name: "SendEmail"}, Input: payload(fmt.Sprintf(`{"to":"user%d@example.com","subject":"hello"}`, i)),
+				StartToCloseTimeout: durationpb.New(10 * time.Second), WorkflowTaskCompletedEventId: wc,
+				RetryPolicy: &commonpb.RetryPolicy{InitialInterval: durationpb.New(time.Second), BackoffCoefficient: 2, MaximumAttempts: 5}}}
+		})
+		if i%7 == 0 {
+			add(enumspb.EVENT_TYPE_TIMER_STARTED, func(ev *historypb.HistoryEvent) {
+				ev.Attributes = &historypb.HistoryEvent_TimerStartedEventAttributes{TimerStartedEventAttributes: &historypb.TimerStartedEventAttributes{TimerId: fmt.Sprint(i), StartToFireTimeout: durationpb.New(time.Second), WorkflowTaskCompletedEventId: wc}}
+			})
+		}
+		st := add(enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, func(ev *historypb.HistoryEvent) {
+			a := &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: sch, Identity: "1@bench", RequestId: fmt.Sprint("a", sch), Attempt: 1}
+			if i%3 == 0 {
+				a.Attempt = 3
+				a.LastFailure = &failurepb.Failure{Message: "mail API answered 503", FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{Type: "HTTPError"}}}
+			}
+			ev.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: a}
+		})
+		add(enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: sch, StartedEventId: st, Result: payload(`{"message_id":"m"}`), Identity: "1@bench"}}
+		})
+	}
+	for len(h.Events) < n-1 {
+		add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, func(ev *historypb.HistoryEvent) {
+			ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes{WorkflowExecutionSignaledEventAttributes: &historypb.WorkflowExecutionSignaledEventAttributes{SignalName: "nudge"}}
+		})
+	}
+	add(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, func(ev *historypb.HistoryEvent) {
+		ev.Attributes = &historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes{WorkflowExecutionCompletedEventAttributes: &historypb.WorkflowExecutionCompletedEventAttributes{Result: payload(`"done"`)}}
+	})
+	return h
 }
 
 // BenchmarkImport50k compares importing a 50 000-event history (decode,

@@ -91,9 +91,20 @@ func chunkKey(exec, run string, chunk int) []byte {
 // events; an event id stored with other content is refused. The execution
 // record (marked imported, with source) is rebuilt from all its runs.
 func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
+	return SaveFrom(tx, h, source, 0)
+}
+
+// SaveFrom is Save for a caller that knows the first known events of h are
+// stored already (following a live workflow: what earlier batches saved):
+// the chunks that hold only those are neither encoded nor compared again,
+// so a batch costs what it brings, not the whole history.
+func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Stats, error) {
 	exec, run := Identify(h)
 	st := Stats{Execution: exec, RunID: run}
 	rec := tx.Execution(exec)
+	// alone: the execution is this run only (new, or this run imported
+	// before and no other).
+	alone := rec == nil
 	if rec != nil {
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
@@ -102,9 +113,15 @@ func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
 		if old.Imported != ImportedFormat {
 			return st, fmt.Errorf("execution %s exists and was not imported from Temporal", exec)
 		}
+		alone = old.Runs == 1 && string(tx.Get(store.TemporalRuns, []byte(run))) == exec
 	}
 	evs := h.GetEvents()
-	for k := 0; k*chunkEvents < len(evs); k++ {
+	first := 0
+	if known > 0 && known <= len(evs) {
+		first = known / chunkEvents
+		st.Repeated += first * chunkEvents
+	}
+	for k := first; k*chunkEvents < len(evs); k++ {
 		part := evs[k*chunkEvents : min((k+1)*chunkEvents, len(evs))]
 		buf, err := marshal.Marshal(&historypb.History{Events: part})
 		if err != nil {
@@ -138,11 +155,12 @@ func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
 	if err := tx.Put(store.TemporalRuns, []byte(run), []byte(exec)); err != nil {
 		return st, err
 	}
-	// A new execution is this run alone: its record comes from the events
-	// in hand. Otherwise the stored runs (and this run's events stored
-	// before, which may be more than this file holds) make it.
+	// An execution that is this run alone takes its record from the events
+	// in hand: new events were stored, so they reach further than what was
+	// stored before (both are the start of one history). Otherwise the
+	// stored runs make it.
 	runs := []Run{{RunID: run, Events: h.GetEvents()}}
-	if rec != nil {
+	if !alone {
 		var err error
 		if runs, err = Load(tx, exec); err != nil {
 			return st, err

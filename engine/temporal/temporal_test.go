@@ -542,3 +542,64 @@ func TestRecordedStartMarkerOnly(t *testing.T) {
 		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Following a live workflow: each batch is saved knowing what earlier ones
+// stored; the result is the same as one import of the whole history.
+func TestSaveFromInBatches(t *testing.T) {
+	full := genHistory(1000)
+	db := openDB(t)
+	known := 0
+	for _, upto := range []int{3, 300, 301, 700, 1000} {
+		h := &historypb.History{Events: full.Events[:upto]}
+		var st temporal.Stats
+		if err := db.Update(func(tx *store.Tx) error {
+			var err error
+			st, err = temporal.SaveFrom(tx, h, "follow", known)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if st.Events != upto-known || st.Events+st.Repeated != upto {
+			t.Errorf("batch to %d: %+v", upto, st)
+		}
+		known = upto
+	}
+	one := openDB(t)
+	if err := one.Update(func(tx *store.Tx) error { _, err := temporal.Save(tx, full, "whole"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var a, b []trace.Event
+	var xa, xb history.Execution
+	for _, c := range []struct {
+		db *store.DB
+		ev *[]trace.Event
+		x  *history.Execution
+	}{{db, &a, &xa}, {one, &b, &xb}} {
+		if err := c.db.View(func(tx *store.Tx) error {
+			var err error
+			if *c.ev, err = temporal.LoadEvents(tx, "temporal-bench-run"); err != nil {
+				return err
+			}
+			*c.x, err = history.DecodeExecution(tx.Execution("temporal-bench-run"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) || len(a) < 500 {
+		for i := range a {
+			x, _ := json.Marshal(a[i])
+			y, _ := json.Marshal(b[i])
+			if !bytes.Equal(x, y) {
+				t.Errorf("event %d:\n%s\n%s", i, x, y)
+				break
+			}
+		}
+		t.Errorf("batched import differs from one import (%d vs %d events)", len(a), len(b))
+	}
+	if xa.Status != history.StatusCompleted || xa.Status != xb.Status || !xa.Updated.Equal(xb.Updated) || xa.Runs != 1 {
+		t.Errorf("records %+v vs %+v", xa, xb)
+	}
+}

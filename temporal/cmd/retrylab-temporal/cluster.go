@@ -164,13 +164,17 @@ The database must not be open in another retrylab process (the explorer, or
 			}
 			defer db.Close()
 			h := &historypb.History{}
+			known := 0 // events of h stored by an earlier batch
 			source := fmt.Sprintf("temporal://%s/%s/%s", cf.address, cf.namespace, workflowID)
 			save := func() error {
 				if err := rltemporal.Validate(h); err != nil {
 					return err
 				}
 				return db.Update(func(tx *store.Tx) error {
-					st, err := rltemporal.Save(tx, h, source)
+					st, err := rltemporal.SaveFrom(tx, h, source, known)
+					if err == nil {
+						known = len(h.Events)
+					}
 					if err == nil && st.Events > 0 {
 						fmt.Fprintf(out, "%s: %d events of run %s imported (%d in all) -> %s\n", workflowID, st.Events, st.RunID, len(h.Events), st.Execution)
 					}

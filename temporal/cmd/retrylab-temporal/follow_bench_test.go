@@ -67,14 +67,15 @@ func BenchmarkFollowLatency(b *testing.B) {
 	h := &historypb.History{}
 	stored := make(chan time.Time, 1<<16)
 	var mu sync.Mutex
-	counted := 0
+	counted, known := 0, 0
 	batch := func() error {
 		if err := rltemporal.Validate(h); err != nil {
 			return err
 		}
-		if err := db.Update(func(tx *store.Tx) error { _, err := rltemporal.Save(tx, h, "bench"); return err }); err != nil {
+		if err := db.Update(func(tx *store.Tx) error { _, err := rltemporal.SaveFrom(tx, h, "bench", known); return err }); err != nil {
 			return err
 		}
+		known = len(h.Events)
 		now := time.Now()
 		mu.Lock()
 		defer mu.Unlock()
