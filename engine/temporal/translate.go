@@ -39,7 +39,9 @@ type Run struct {
 //     type is the tool; the input payloads are the arguments);
 //   - ActivityTaskStarted is the attempt Temporal kept, attempt N; when N > 1
 //     the N-1 attempts before it are not kept, and lastFailure is the error
-//     of attempt N-1;
+//     of attempt N-1; unless the worker interceptor recorded them
+//     (Run.Recorded): then each shows with its own outcome, and one known
+//     only from its start marker as started with an unknown outcome;
 //   - ActivityTaskCompleted/Failed/TimedOut/Canceled end that attempt: ok,
 //     error, timeout (start-to-close, schedule-to-close, heartbeat) or
 //     cancelled;
