@@ -9,6 +9,7 @@ import (
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -98,7 +99,12 @@ func (a *app) eachFolded(ids []string, fn func(*trace.Trace)) error {
 	if len(ids) == 0 {
 		if err := db.View(func(tx *store.Tx) error {
 			return tx.Executions(false, 0, func(id string, _ []byte) bool {
-				ids = append(ids, id)
+				// Attempts a Temporal worker's interceptor recorded show
+				// in their workflow's execution once its history is
+				// imported: not counted twice.
+				if !temporal.MergedSpans(tx, id) {
+					ids = append(ids, id)
+				}
 				return true
 			})
 		}); err != nil {
@@ -125,6 +131,14 @@ func foldOne(db *store.DB, id string) (*trace.Trace, error) {
 		x, err := history.DecodeExecution(rec)
 		if err != nil {
 			return fmt.Errorf("execution %s: %w", id, err)
+		}
+		if x.Imported == temporal.ImportedFormat {
+			evs, err := temporal.LoadEvents(tx, id)
+			if err != nil {
+				return err
+			}
+			t = trace.Fold(id, evs)
+			return nil
 		}
 		if x.Imported == otlp.ImportedFormat {
 			spans, err := otlp.Load(tx, id)

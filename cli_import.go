@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) importCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "import FILE...",
-		Short: "Load OpenTelemetry traces of real agents into the database",
+		Short: "Load OpenTelemetry traces and Temporal histories of real agents into the database",
 		Long: `Import OpenTelemetry traces into the database, beside retrylab's own
 executions, marked as imported with the file they came from. Each file may be
 OTLP/JSON ({"resourceSpans": ...}; other signals in the same document, such as
@@ -35,8 +36,21 @@ used twice with different content, a span that ends before it starts or
 whose times lie outside 2000-2200, a JSON line over 64 MiB, a whole
 document or protobuf file over 512 MiB (write JSON Lines instead).
 
+A file may also be a Temporal workflow history, recognised by its content:
+'temporal workflow show --output json' ({"events": ...}) or the Web UI's
+download ({"history": {"events": ...}}), gzip-compressed or not. A workflow
+is an execution (the runs of a continue-as-new or retry chain are its runs,
+imported from one file each), a workflow task a turn, an activity a tool
+call. Temporal keeps only an activity's last attempt: for attempt N the
+N-1 before it are shown as not kept, with the last failure on attempt N-1.
+Local activities, child workflows, timers, signals and continue-as-new are
+on the timeline. Refused, naming the event: a history that does not start at
+event 1 or has holes (cut short), events out of order, an event type this
+version does not know (a newer server). A running workflow's history is
+imported as running; importing a later download of it adds the new events.
+
 Exit status: 0 when every file was imported, 1 when any failed.`,
-		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb",
+		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.importFiles(args)
@@ -62,6 +76,13 @@ func (a *app) importFiles(paths []string) error {
 	defer db.Close()
 	failed := 0
 	for _, p := range paths {
+		if ok, err := temporal.SniffFile(p); err == nil && ok {
+			if err := a.importTemporal(db, p); err != nil {
+				failed++
+				fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+			}
+			continue
+		}
 		res, err := otlp.ImportFile(db, p)
 		if err != nil {
 			failed++

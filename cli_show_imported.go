@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -18,6 +19,10 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 	if err != nil {
 		return err
 	}
+	unit, refWord := "spans", "span "
+	if x.Imported == temporal.ImportedFormat {
+		unit, refWord = "events", ""
+	}
 	if asJSON {
 		if events == nil {
 			events = []trace.Event{}
@@ -28,8 +33,12 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 		}{x, events})
 	}
 	t := trace.Fold(x.ID, events)
-	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  spans %s  started %s  took %s\n",
-		x.ID, x.Source, x.Scenario, x.Status, x.Runs, spansOf(events), x.Started.Format(time.RFC3339), x.Ended.Sub(x.Started).Round(time.Millisecond))
+	took := "(running)"
+	if !x.Ended.IsZero() {
+		took = x.Ended.Sub(x.Started).Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  %s %s  started %s  took %s\n",
+		x.ID, x.Source, x.Scenario, x.Status, x.Runs, unit, sourceCount(events, unit), x.Started.Format(time.RFC3339), took)
 	if len(events) > 0 && events[0].Attrs["orphans"] != "" {
 		fmt.Fprintf(a.out, "orphans (parent never arrived, kept): %s\n", events[0].Attrs["orphans"])
 	}
@@ -44,8 +53,12 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 			case *trace.Call:
 				fmt.Fprintf(a.out, "%s  %s%s %s  call %s\n", rel(v.Time), indent, v.Tool, v.Args, v.Call)
 				for _, at := range v.Attempts {
-					line := fmt.Sprintf("%s  %s  %s attempt %d  %s  %s  span %s", rel(at.Started), indent+"  ", at.Mark(), at.N,
-						at.Mark().Word(), at.Duration.Round(time.Millisecond), at.Ref)
+					which := fmt.Sprintf("attempt %d", at.N)
+					if at.NotKept > 1 {
+						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
+					}
+					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", rel(at.Started), indent+"  ", at.Mark(), which,
+						at.Mark().Word(), at.Duration.Round(time.Millisecond), refWord+at.Ref)
 					if at.Key != "" {
 						line += "  key " + at.Key
 					}
@@ -58,7 +71,8 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 					fmt.Fprintln(a.out, line)
 				}
 			case *trace.Note:
-				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s", rel(v.Time), indent, v.Mark, strings.ReplaceAll(string(v.Kind), ".", " "), v.Error), " "))
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", rel(v.Time), indent, v.Mark,
+					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " "))
 			}
 		}
 	}
@@ -69,11 +83,11 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 	return nil
 }
 
-// spansOf is how many spans the importer read for the trace, as its first
-// event says.
-func spansOf(events []trace.Event) string {
-	if len(events) == 0 || events[0].Attrs["spans"] == "" {
+// sourceCount is how many spans or history events the importer read for
+// the trace, as its first event says.
+func sourceCount(events []trace.Event, unit string) string {
+	if len(events) == 0 || events[0].Attrs[unit] == "" {
 		return "0"
 	}
-	return events[0].Attrs["spans"]
+	return events[0].Attrs[unit]
 }

@@ -205,7 +205,7 @@ func (h *Host) ensureActiveIndex() error {
 	return h.db.Update(func(tx *store.Tx) error {
 		var unfinished []history.Execution
 		err := tx.Executions(false, 0, func(id string, rec []byte) bool {
-			if x, err := history.DecodeExecution(rec); err == nil && !x.Status.Finished() {
+			if x, err := history.DecodeExecution(rec); err == nil && !x.Status.Finished() && x.Imported == "" {
 				unfinished = append(unfinished, x)
 			}
 			return true

@@ -85,10 +85,18 @@ const (
 	// OTLPImports holds the file imports still in progress (or cut short by
 	// a crash), whose spans readers skip; engine/otlp owns it.
 	OTLPImports Bucket = "otlp_imports"
+	// TemporalEvents holds the events of executions imported from Temporal
+	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number
+	// -> up to 256 events as protobuf); engine/temporal owns it.
+	TemporalEvents Bucket = "temporal_events"
+	// TemporalRuns maps an imported workflow run id to its execution;
+	// engine/temporal owns it.
+	TemporalRuns Bucket = "temporal_runs"
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPIndex, OTLPTraces, OTLPImports}
+	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPIndex, OTLPTraces, OTLPImports,
+	TemporalEvents, TemporalRuns}
 
 // WorldBuckets are the collections that hold the simulated world's state.
 var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}

@@ -252,6 +252,8 @@ func noteLine(v *trace.Note) string {
 			return "execution completed"
 		}
 		return "execution failed — " + v.Error
+	case trace.Noted, trace.RunEnded:
+		return v.Text
 	}
 	return string(v.Kind)
 }

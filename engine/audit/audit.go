@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -89,19 +90,40 @@ func ParseEffects(s string) ([]string, error) {
 }
 
 // SideEffecting reports whether a tool counts as a side effect.
+// Names are matched as written (lowercased) and in snake case, so the
+// patterns reach CamelCase tool names too (Temporal activity types such as
+// SendEmail or sendEmail match send_*).
 func (o Options) SideEffecting(tool string) bool {
-	name := strings.ToLower(tool)
-	for _, p := range readPrefixes {
-		if strings.HasPrefix(name, p) {
-			return false
+	for _, name := range []string{strings.ToLower(tool), snakeCase(tool)} {
+		for _, p := range readPrefixes {
+			if strings.HasPrefix(name, p) {
+				return false
+			}
 		}
 	}
-	for _, p := range o.Effects {
-		if ok, _ := path.Match(p, name); ok {
-			return true
+	for _, name := range []string{strings.ToLower(tool), snakeCase(tool)} {
+		for _, p := range o.Effects {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// snakeCase is SendEmail or sendEmail as send_email (HTTPCall: http_call).
+func snakeCase(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		lower := unicode.ToLower(r)
+		if unicode.IsUpper(r) && i > 0 && rs[i-1] != '_' &&
+			(unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(lower)
+	}
+	return b.String()
 }
 
 // Evidence is one attempt of a finding.
@@ -188,7 +210,10 @@ func (au *Auditor) Add(t *trace.Trace) {
 			args := canonical(c.Args)
 			k := c.Tool + "\x00" + string(args)
 			for _, a := range c.Attempts {
-				if a.NotKept > 0 {
+				if a.NotKept > 0 && !a.Unknown() {
+					// Attempts a source did not keep count only when their
+					// last failure says they may have acted (a timeout:
+					// Temporal's start-to-close or heartbeat).
 					continue
 				}
 				au.attempts++

@@ -153,3 +153,20 @@ func TestRenderings(t *testing.T) {
 		}
 	}
 }
+
+// Temporal activity types are CamelCase: the patterns reach them in snake
+// case, and so do the read prefixes.
+func TestSideEffectingCamelCase(t *testing.T) {
+	o := Options{Effects: []string{"send_*", "charge_*"}}
+	for tool, want := range map[string]bool{
+		"SendConfirmation": true, "sendEmail": true, "ChargeCard": true, "send_email": true,
+		"GetSendStatus": false, "ReserveStock": false, "SendableThing": false, "HTTPSendX": false,
+	} {
+		if got := o.SideEffecting(tool); got != want {
+			t.Errorf("%s: %v, want %v (snake %q)", tool, got, want, snakeCase(tool))
+		}
+	}
+	if s := snakeCase("HTTPCallTwice2Go"); s != "http_call_twice2_go" {
+		t.Errorf("snake %q", s)
+	}
+}

@@ -123,6 +123,54 @@ func TestLegend(t *testing.T) {
 	}
 }
 
+// A run that ends with the execution going on elsewhere (continue-as-new)
+// ends the run, not the execution; notes land in the current turn.
+func TestApplyRunEndedAndNotes(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Kind: trace.ExecutionStarted, Run: 1, Scenario: "Loop", Time: t0},
+		{Kind: trace.TurnStarted, Run: 1, Turn: 1, Time: t0},
+		{Kind: trace.Noted, Run: 1, Text: "timer 1 started (1s)", Time: t0},
+		{Kind: trace.RunEnded, Run: 1, Outcome: trace.OutcomeOK, Text: "continued as new", Time: t0.Add(time.Second)},
+		{Kind: trace.RunStarted, Run: 2, Time: t0.Add(2 * time.Second)},
+		{Kind: trace.Noted, Run: 2, Text: "signal go", Time: t0.Add(2 * time.Second)},
+	})
+	want := `run 1 policy= faults=[] end=✓
+  turn 1
+     noted
+  ✓ run.ended
+gap before run 2 afterCrash=false
+run 2 policy= faults=[] end=…
+   noted
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if tr.End != nil || tr.Outcome() != trace.MarkRunning {
+		t.Errorf("a run that continued as new ended the execution: %+v", tr.End)
+	}
+	if n := tr.Runs[0].End; n == nil || n.Text != "continued as new" {
+		t.Errorf("run 1 end %+v", n)
+	}
+}
+
+// Attempts a source did not keep take the outcome it gives them (a
+// timeout: the caller never learnt what they did), an error otherwise.
+func TestApplyNotKeptOutcome(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Kind: trace.CallScheduled, Run: 1, Call: "a", Tool: "SendEmail", Time: t0},
+		{Kind: trace.AttemptsNotKept, Run: 1, Call: "a", Attempt: 2, Outcome: trace.OutcomeTimeout, Error: "start-to-close timeout", Time: t0},
+		{Kind: trace.CallScheduled, Run: 1, Call: "b", Tool: "ChargeCard", Time: t0},
+		{Kind: trace.AttemptsNotKept, Run: 1, Call: "b", Attempt: 3, Error: "503", Time: t0},
+	})
+	a, b := tr.LastCall("a").Attempts[0], tr.LastCall("b").Attempts[0]
+	if a.Outcome != trace.OutcomeTimeout || !a.Unknown() || a.Mark() != trace.MarkNotKept || a.N != 1 {
+		t.Errorf("a: %+v", a)
+	}
+	if b.Outcome != trace.OutcomeError || b.Unknown() || b.NotKept != 2 || b.N != 2 {
+		t.Errorf("b: %+v", b)
+	}
+}
+
 // What a new run starts from: where each call's attempts go on counting,
 // which planned faults fired, and which calls never finished (with a
 // journal, an ok answer that never reached it leaves the call unfinished).

@@ -44,7 +44,8 @@ const (
 	AttemptFinished Kind = "attempt.finished"
 	// AttemptsNotKept: the source kept only attempt Attempt of Call; the
 	// attempts before it happened but left no record (Temporal). Error is
-	// the last failure, which belongs to attempt Attempt-1.
+	// the last failure, which belongs to attempt Attempt-1; Outcome is its
+	// kind when the source says (a timeout), else an error.
 	AttemptsNotKept Kind = "attempts.not-kept"
 	// FaultInjected: retrylab injected Fault into (Call, Attempt); Planned
 	// when the scenario's fault plan asked for it (PlanIndex >= 1).
@@ -67,6 +68,13 @@ const (
 	// EffectObserved: a provider did something attributed to (Call,
 	// Attempt): Effect says what.
 	EffectObserved Kind = "effect.observed"
+	// Noted: something on the timeline that is neither a call nor an
+	// attempt (Text; Call when it concerns one): a timer, a signal, a
+	// marker, a workflow task that failed (Temporal).
+	Noted Kind = "noted"
+	// RunEnded: the run ended and the execution goes on in another
+	// (Temporal's continue-as-new, a workflow retry): Outcome, Text, Error.
+	RunEnded Kind = "run.ended"
 )
 
 // Outcome is how an attempt (or an execution) ended.

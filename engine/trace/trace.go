@@ -335,6 +335,8 @@ type Note struct {
 	Fault    string
 	ExitCode int
 	Error    string
+	// Text is what a Noted or RunEnded event says.
+	Text string
 }
 
 // ID is "note<seq>".
@@ -396,8 +398,12 @@ func (t *Trace) Apply(e Event) {
 	case AttemptsNotKept:
 		c := t.callOf(r, e)
 		if e.Attempt > 1 {
+			o := e.Outcome
+			if o == "" {
+				o = OutcomeError
+			}
 			a := &Attempt{Call: e.Call, Tool: c.Tool, N: e.Attempt - 1, Run: r.Number, Seq: e.Seq, Ref: e.Ref, Started: e.Time,
-				Finished: true, Outcome: OutcomeError, Error: e.Error, NotKept: e.Attempt - 1, Attrs: e.Attrs}
+				Finished: true, Outcome: o, Error: e.Error, NotKept: e.Attempt - 1, Attrs: e.Attrs}
 			c.Attempts = append(c.Attempts, a)
 			c.Nodes = append(c.Nodes, a)
 		}
@@ -486,6 +492,22 @@ func (t *Trace) Apply(e Event) {
 		n := t.note(e, m)
 		r.End = n
 		t.End = n
+		r.Nodes = append(r.Nodes, n)
+	case Noted:
+		n := t.note(e, MarkNone)
+		if r.turn != nil {
+			r.turn.Nodes = append(r.turn.Nodes, n)
+		} else {
+			r.Nodes = append(r.Nodes, n)
+		}
+	case RunEnded:
+		m := MarkFailed
+		if e.Outcome == OutcomeOK {
+			m = MarkOK
+		}
+		n := t.note(e, m)
+		r.End = n
+		r.turn = nil
 		r.Nodes = append(r.Nodes, n)
 	case EffectObserved:
 		if e.Effect == nil {
@@ -652,7 +674,7 @@ func (t *Trace) runOf(e Event) *Run {
 
 func (t *Trace) note(e Event, m Mark) *Note {
 	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
-		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error}
+		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text}
 }
 
 func (t *Trace) jump(seq uint64, call string) {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func temporalFixture(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("fixtures/temporal", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// import recognises Temporal histories by their content, beside OTLP
+// files, and a bad one fails alone with a one-line error; audit then finds
+// the confirmation sent in both runs of the continue-as-new chain.
+func TestCLIImportTemporalAndAudit(t *testing.T) {
+	db := newDB(t)
+	run1, run2 := temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json")
+	bad := temporalFixture(t, "bad-unknown-event-type.json")
+	r := must(t, 1, db, "import", run1, bad, run2)
+	has(t, r,
+		run1+": Temporal history JSON, 41 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001",
+		run2+": Temporal history JSON (Web UI), 11 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
+	want := "retrylab: import " + bad + `: event 13: unknown event type "EVENT_TYPE_WORKFLOW_EXECUTION_TIME_TRAVELLED" (written by a newer Temporal server than this retrylab reads)`
+	if msg := strings.TrimSpace(r.stderr); msg != want {
+		t.Errorf("stderr %q\nwant   %q", msg, want)
+	}
+	r = ok(t, db, "import", run2)
+	has(t, r, "0 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported, 11 already there")
+
+	r = must(t, 1, db, "audit")
+	has(t, r, "audit of 1 executions",
+		`DUPLICATE SendConfirmation {"order": 1042, "to": "ana@example.com"}`,
+		`call 12 attempt 1  ref event 13  error "start-to-close timeout"`,
+		"call 12 attempt 2  ref event 13",
+		"call 5@r2e5 attempt 1  ref run 2 event 6",
+		"1 duplicate, 0 possible, 0 absorbed")
+	hasNot(t, r, "ChargeCard", "RefundPayment")
+
+	// Within run 1 alone: the attempt that timed out, then the one that
+	// succeeded, is the article's first window.
+	db1 := newDB(t)
+	ok(t, db1, "import", run1)
+	r = ok(t, db1, "audit", "--effects", "send_*")
+	has(t, r, "POSSIBLE  SendConfirmation", "an attempt with an unknown outcome was followed by another", "0 duplicate, 1 possible, 0 absorbed")
+}
+
+// show prints an imported workflow as the fold sees it: both runs of the
+// chain, the attempts Temporal did not keep with the last failure, notes.
+func TestCLIShowTemporal(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "import", temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json"))
+	r := ok(t, db, "show", "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
+	has(t, r, "scenario OrderWorkflow  completed  runs 2  events 52",
+		"⋯ attempts 1-2  attempts the source did not keep  0s  event 7  HTTPError: card service answered 503",
+		"✓ attempt 3  ok  400ms  event 7",
+		"⏱ attempt 4  timeout  2s  event 20  heartbeat timeout",
+		"noted RefundPayment timed out before an attempt started: schedule-to-close timeout",
+		"✓ run ended continued as new",
+		"+89.600s  run 2",
+		"✓ attempt 1  ok  300ms  run 2 event 6",
+		"✓ execution ended completed")
+}

@@ -1,0 +1,319 @@
+package temporal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// ImportedFormat marks an execution record as imported from Temporal.
+const ImportedFormat = "temporal"
+
+// Stats says what one Save did.
+type Stats struct {
+	Events    int    // events stored
+	Repeated  int    // events already stored, byte for byte
+	Execution string // the execution the run belongs to
+	RunID     string
+}
+
+// marshal is deterministic, so the same event decoded from either shape
+// (or from the same file twice) is stored as the same bytes.
+var marshal = proto.MarshalOptions{Deterministic: true}
+
+// Identify names the execution and the run a history belongs to. A chain
+// of runs (continue-as-new, workflow retries, cron) is one execution, named
+// after its first run; a run is named by its original run id. Histories
+// from servers that give neither are named after their start event.
+func Identify(h *historypb.History) (exec, run string) {
+	first := h.GetEvents()[0]
+	a := first.GetWorkflowExecutionStartedEventAttributes()
+	run = a.GetOriginalExecutionRunId()
+	if run == "" {
+		b, _ := marshal.Marshal(first)
+		sum := sha256.Sum256(b)
+		run = "start-" + hex.EncodeToString(sum[:8])
+	}
+	chain := a.GetFirstExecutionRunId()
+	if chain == "" {
+		chain = run
+	}
+	return "temporal-" + sanitize(chain), sanitize(run)
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 80 {
+			break
+		}
+	}
+	return b.String()
+}
+
+// chunkEvents is how many events one stored value holds: event ids
+// k*chunkEvents+1 .. (k+1)*chunkEvents of a run are chunk k. A chunk is the
+// deterministic protobuf of a History holding those events, which is the
+// concatenation of one record per event; so a chunk stored while the
+// workflow ran is a byte prefix of the same chunk downloaded later.
+const chunkEvents = 256
+
+func chunkKey(exec, run string, chunk int) []byte {
+	k := make([]byte, 0, len(exec)+len(run)+10)
+	k = append(k, exec...)
+	k = append(k, 0)
+	k = append(k, run...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, uint64(chunk))
+}
+
+// Save stores one run's history in the caller's transaction (an import
+// commits a whole file in one, so a file that fails leaves nothing). An
+// event already stored byte for byte is skipped, so importing a file twice
+// changes nothing, and a later download of a run that went on adds its new
+// events; an event id stored with other content is refused. The execution
+// record (marked imported, with source) is rebuilt from all its runs.
+func Save(tx *store.Tx, h *historypb.History, source string) (Stats, error) {
+	return SaveFrom(tx, h, source, 0)
+}
+
+// SaveFrom is Save for a caller that knows the first known events of h are
+// stored already (following a live workflow: what earlier batches saved):
+// the chunks that hold only those are neither encoded nor compared again,
+// so a batch costs what it brings, not the whole history.
+func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Stats, error) {
+	exec, run := Identify(h)
+	st := Stats{Execution: exec, RunID: run}
+	rec := tx.Execution(exec)
+	// alone: the execution is this run only (new, or this run imported
+	// before and no other).
+	alone := rec == nil
+	if rec != nil {
+		old, err := history.DecodeExecution(rec)
+		if err != nil {
+			return st, fmt.Errorf("execution %s: %w", exec, err)
+		}
+		if old.Imported != ImportedFormat {
+			return st, fmt.Errorf("execution %s exists and was not imported from Temporal", exec)
+		}
+		alone = old.Runs == 1 && string(tx.Get(store.TemporalRuns, []byte(run))) == exec
+	}
+	evs := h.GetEvents()
+	first := 0
+	if known > 0 && known <= len(evs) {
+		first = known / chunkEvents
+		st.Repeated += first * chunkEvents
+	}
+	for k := first; k*chunkEvents < len(evs); k++ {
+		part := evs[k*chunkEvents : min((k+1)*chunkEvents, len(evs))]
+		buf, err := marshal.Marshal(&historypb.History{Events: part})
+		if err != nil {
+			return st, fmt.Errorf("events %d-%d: encode: %w", part[0].GetEventId(), part[len(part)-1].GetEventId(), err)
+		}
+		key := chunkKey(exec, run, k)
+		old := tx.Get(store.TemporalEvents, key)
+		switch {
+		case old == nil:
+		case bytes.HasPrefix(old, buf): // all stored before (a shorter or the same download)
+			st.Repeated += len(part)
+			continue
+		case bytes.HasPrefix(buf, old): // the run went on since
+			had := &historypb.History{}
+			if err := proto.Unmarshal(old, had); err != nil {
+				return st, fmt.Errorf("run %s: stored events do not decode: %w", run, err)
+			}
+			st.Repeated += len(had.GetEvents())
+			st.Events -= len(had.GetEvents())
+		default:
+			return st, conflict(old, part, run)
+		}
+		if err := tx.Put(store.TemporalEvents, key, buf); err != nil {
+			return st, err
+		}
+		st.Events += len(part)
+	}
+	if st.Events == 0 {
+		return st, nil
+	}
+	if err := tx.Put(store.TemporalRuns, []byte(run), []byte(exec)); err != nil {
+		return st, err
+	}
+	// An execution that is this run alone takes its record from the events
+	// in hand: new events were stored, so they reach further than what was
+	// stored before (both are the start of one history). Otherwise the
+	// stored runs make it.
+	runs := []Run{{RunID: run, Events: h.GetEvents()}}
+	if !alone {
+		var err error
+		if runs, err = Load(tx, exec); err != nil {
+			return st, err
+		}
+	}
+	return st, putRecord(tx, exec, runs, source)
+}
+
+// putRecord writes the execution's record from its folded runs: what ran,
+// when, how many runs, and how it ended so far.
+func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
+	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source}
+	if rec := tx.Execution(exec); rec != nil {
+		old, err := history.DecodeExecution(rec)
+		if err != nil {
+			return fmt.Errorf("execution %s: %w", exec, err)
+		}
+		x.Source = old.Source
+		if source != "" && !strings.Contains(x.Source, source) {
+			x.Source += ", " + source
+		}
+	}
+	if len(runs) == 1 {
+		summarise(&x, runs[0].Events)
+	} else {
+		t := trace.Fold(exec, Events(runs))
+		x.Scenario, x.Runs, x.Started, x.Updated = t.Scenario, len(t.Runs), t.Started, t.Last
+		x.Status = history.StatusRunning
+		if t.End != nil {
+			x.Status, x.Ended = history.StatusCompleted, t.End.Time
+			if t.End.Mark != trace.MarkOK {
+				x.Status, x.Error = history.StatusFailed, t.End.Error
+			}
+		}
+	}
+	if x.Scenario == "" {
+		x.Scenario = "(Temporal workflow)"
+	}
+	// Not history.Put: an imported workflow that is still running is not
+	// one of retrylab's unfinished executions (store.Active), which a host
+	// would mark as killed when it starts.
+	enc, err := history.EncodeExecution(x)
+	if err != nil {
+		return err
+	}
+	return tx.PutExecution(exec, enc)
+}
+
+// conflict names the first event of part that differs from the one stored.
+func conflict(old []byte, part []*historypb.HistoryEvent, run string) error {
+	had := &historypb.History{}
+	if err := proto.Unmarshal(old, had); err != nil {
+		return fmt.Errorf("run %s: stored events do not decode: %w", run, err)
+	}
+	for i, ev := range part {
+		if i >= len(had.GetEvents()) {
+			break
+		}
+		a, _ := marshal.Marshal(had.GetEvents()[i])
+		b, _ := marshal.Marshal(ev)
+		if !bytes.Equal(a, b) {
+			return fmt.Errorf("event %d of run %s was imported before with other content", ev.GetEventId(), run)
+		}
+	}
+	return fmt.Errorf("events %d-%d of run %s were imported before with other content", part[0].GetEventId(), part[len(part)-1].GetEventId(), run)
+}
+
+// summarise fills the record of a one-run execution from its events
+// without folding them (a 50 000-event import would fold them only for
+// this): what ran, when, and how its close event ends it, read by the same
+// closeOf the translation uses, so the record and the fold agree (a test
+// checks both on every fixture).
+func summarise(x *history.Execution, evs []*historypb.HistoryEvent) {
+	x.Scenario = evs[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
+	x.Runs, x.Started, x.Status = 1, evs[0].GetEventTime().AsTime(), history.StatusRunning
+	for _, ev := range evs {
+		if t := ev.GetEventTime().AsTime(); t.After(x.Updated) {
+			x.Updated = t
+		}
+	}
+	if c, ok := closeOf(evs[len(evs)-1]); ok && c.next == "" {
+		x.Status, x.Ended = history.StatusCompleted, evs[len(evs)-1].GetEventTime().AsTime()
+		if c.outcome != trace.OutcomeOK {
+			x.Status, x.Error = history.StatusFailed, c.err
+		}
+	}
+}
+
+// Load returns an imported execution's runs, oldest first (by their first
+// event's time), each run's events in event-id order.
+func Load(tx *store.Tx, exec string) ([]Run, error) {
+	prefix := append([]byte(exec), 0)
+	var runs []Run
+	var bad error
+	err := tx.Scan(store.TemporalEvents, prefix, false, func(k, v []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		rest := k[len(prefix):]
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 || len(rest) != i+9 {
+			bad = fmt.Errorf("execution %s: malformed stored key %q", exec, k)
+			return false
+		}
+		run := string(rest[:i])
+		part := &historypb.History{}
+		if err := proto.Unmarshal(v, part); err != nil {
+			bad = fmt.Errorf("execution %s: stored events of run %s (chunk %d) do not decode: %w", exec, run, binary.BigEndian.Uint64(rest[i+1:]), err)
+			return false
+		}
+		if n := len(runs); n == 0 || runs[n-1].RunID != run {
+			runs = append(runs, Run{RunID: run})
+		}
+		r := &runs[len(runs)-1]
+		r.Events = append(r.Events, part.GetEvents()...)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		return runs[i].Events[0].GetEventTime().AsTime().Before(runs[j].Events[0].GetEventTime().AsTime())
+	})
+	return runs, nil
+}
+
+// LoadEvents is an imported execution's runs translated into the fold's
+// input events, with the attempts retrylab's worker interceptor recorded
+// for them (imported as OTLP spans) in place of those Temporal did not keep.
+func LoadEvents(tx *store.Tx, exec string) ([]trace.Event, error) {
+	runs, err := Load(tx, exec)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range runs {
+		if runs[i].Recorded, err = recordedAttempts(tx, runs[i].RunID); err != nil {
+			return nil, err
+		}
+		total += len(runs[i].Events)
+	}
+	evs := Events(runs)
+	if len(evs) > 0 {
+		// How many history events the trace came from, for readers that
+		// get only the translated events (show through an attached host).
+		if evs[0].Attrs == nil {
+			evs[0].Attrs = map[string]string{}
+		}
+		evs[0].Attrs["events"] = strconv.Itoa(total)
+	}
+	return evs, nil
+}

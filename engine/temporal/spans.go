@@ -1,0 +1,122 @@
+package temporal
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// The span attributes that tie an attempt recorded by retrylab's worker
+// interceptor (the temporal/ module's interceptor package) to the history:
+// with them, attempts Temporal did not keep show with their real outcomes.
+const (
+	AttrWorkflowID = "temporal.workflow_id"
+	AttrRunID      = "temporal.run_id"
+	AttrActivityID = "temporal.activity_id"
+	// AttrAttempt is the attempt number the span recorded.
+	AttrAttempt = "retrylab.attempt"
+	// AttrPhase is "started" on the marker the interceptor sends when an
+	// attempt starts (SpanAttemptStarted), so an attempt whose worker died
+	// before its span ended is still known to have run.
+	AttrPhase = "retrylab.phase"
+	// SpanAttemptStarted names that marker.
+	SpanAttemptStarted = "retrylab.attempt.started"
+)
+
+// spanConversationPrefix starts the conversation id the interceptor gives
+// a workflow run's spans, so the OTLP import keeps them as one execution
+// per run, which Load finds by the run id.
+const spanConversationPrefix = "temporal-run-"
+
+// SpanConversation is the gen_ai.conversation.id of the spans recorded for
+// the attempts of one workflow run.
+func SpanConversation(runID string) string { return spanConversationPrefix + runID }
+
+// Recorded is one attempt as a span recorded it.
+type Recorded struct {
+	Attempt    int
+	Start, End time.Time
+	Outcome    trace.Outcome
+	Error      string
+	Key        string
+	SpanID     string
+	Digest     string
+	// Worker is where it ran, when known.
+	Worker string
+}
+
+// Ended reports whether the attempt's own span arrived; an attempt known
+// only from its start marker never ended (its worker died, or the span is
+// still to come).
+func (r Recorded) Ended() bool { return r.Outcome != "" }
+
+// recordedAttempts reads the spans the interceptor sent for a run (imported
+// through `retrylab import` or `retrylab serve --otlp`), by activity id.
+func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error) {
+	spans, err := otlp.Load(tx, otlp.ExecutionID("", SpanConversation(runID)))
+	if err != nil || len(spans) == 0 {
+		return nil, err
+	}
+	out := map[string][]Recorded{}
+	type attemptKey struct {
+		activity string
+		n        int
+	}
+	ended := map[attemptKey]bool{}
+	started := map[attemptKey]Recorded{}
+	for i := range spans {
+		s := &spans[i]
+		id := s.Attrs[AttrActivityID]
+		n, err := strconv.Atoi(s.Attrs[AttrAttempt])
+		if id == "" || err != nil || n < 1 || s.Attrs[AttrRunID] != runID {
+			continue
+		}
+		if s.Attrs[AttrPhase] == "started" {
+			// The attempt started; its own span, if it ever ended, says more.
+			if _, ok := ended[attemptKey{id, n}]; !ok {
+				started[attemptKey{id, n}] = Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), SpanID: s.SpanID,
+					Worker: s.Attrs["temporal.worker"]}
+			}
+			continue
+		}
+		ended[attemptKey{id, n}] = true
+		delete(started, attemptKey{id, n})
+		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
+			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"]}
+		if s.Status == "error" {
+			r.Error = s.ErrorText()
+			switch s.Attrs["error.type"] {
+			case "timeout":
+				r.Outcome = trace.OutcomeTimeout
+			case "cancelled":
+				r.Outcome = trace.OutcomeCancelled
+			default:
+				r.Outcome = trace.OutcomeError
+			}
+		}
+		out[id] = append(out[id], r)
+	}
+	for k, r := range started {
+		out[k.activity] = append(out[k.activity], r)
+	}
+	for _, rs := range out {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Attempt < rs[j].Attempt })
+	}
+	return out, nil
+}
+
+// MergedSpans reports whether an OTLP execution holds the interceptor's
+// spans of a workflow run whose history is imported: its attempts show in
+// that workflow's execution, so a reader that visits every execution (the
+// audit) must not count them twice.
+func MergedSpans(tx *store.Tx, otlpExec string) bool {
+	prefix := otlp.ExecutionID("", SpanConversation(""))
+	if len(otlpExec) <= len(prefix) || otlpExec[:len(prefix)] != prefix {
+		return false
+	}
+	return tx.Get(store.TemporalRuns, []byte(otlpExec[len(prefix):])) != nil
+}

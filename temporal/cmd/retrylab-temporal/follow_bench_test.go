@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	rltemporal "github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/store"
+	"github.com/retrylab/retrylab/temporal/devserver"
+)
+
+// waiter takes "tick" signals until one says stop.
+func waiter(ctx workflow.Context) error {
+	ch := workflow.GetSignalChannel(ctx, "tick")
+	for {
+		var stop bool
+		ch.Receive(ctx, &stop)
+		if stop {
+			return nil
+		}
+	}
+}
+
+// BenchmarkFollowLatency measures what following a live workflow adds: from
+// just before a signal is sent (its event is committed before the call
+// returns) until `import --follow`'s loop has stored that event in
+// retrylab's database (validated, saved, fsynced). Reported as p50 and p99
+// over b.N signals; each is an upper bound of commit-to-stored.
+func BenchmarkFollowLatency(b *testing.B) {
+	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop()
+	c, err := client.Dial(client.Options{HostPort: s.Address(), Logger: quietLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, "bench", worker.Options{})
+	w.RegisterWorkflowWithOptions(waiter, workflow.RegisterOptions{Name: "Waiter"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "waiter", TaskQueue: "bench"}, "Waiter"); err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(b.TempDir(), "retrylab.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+
+	h := &historypb.History{}
+	stored := make(chan time.Time, 1<<16)
+	var mu sync.Mutex
+	counted, known := 0, 0
+	batch := func() error {
+		if err := rltemporal.Validate(h); err != nil {
+			return err
+		}
+		if err := db.Update(func(tx *store.Tx) error { _, err := rltemporal.SaveFrom(tx, h, "bench", known); return err }); err != nil {
+			return err
+		}
+		known = len(h.Events)
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(h.Events) <= counted {
+			return nil // read again from the start: nothing new yet
+		}
+		for _, ev := range h.Events[counted:] {
+			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
+				stored <- now
+			}
+		}
+		counted = len(h.Events)
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- fetchHistory(ctx, c.WorkflowService(), "default", "waiter", "", h, batch) }()
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := c.SignalWorkflow(ctx, "waiter", "", "tick", false); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-stored:
+			lat = append(lat, at.Sub(t0))
+		case err := <-done:
+			b.Fatalf("follower ended: %v", err)
+		case <-time.After(30 * time.Second):
+			b.Fatal("the signal's event was never stored")
+		}
+	}
+	b.StopTimer()
+	if err := c.SignalWorkflow(ctx, "waiter", "", "tick", true); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		b.Fatalf("follower: %v", err)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
