@@ -18,15 +18,8 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/store"
-)
-
-// Environment variables that turn the binary into a worker.
-const (
-	EnvWorker    = "RETRYLAB_WORKER"    // the runtime API's URL
-	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
-	EnvRun       = "RETRYLAB_RUN"       // the run number
-	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
 )
 
 // ExitKilled is the exit code of a process killed by SIGKILL (128 + 9).
@@ -308,10 +301,10 @@ func (h *Host) rebuild(id string, st *execState, run int) error {
 func (h *Host) spawn(id string, run int) (*workerProc, error) {
 	cmd := exec.Command(h.cfg.Executable)
 	cmd.Env = append(os.Environ(),
-		EnvWorker+"="+h.runtimeURL,
-		EnvExecution+"="+id,
-		EnvRun+"="+strconv.Itoa(run),
-		EnvToken+"="+h.token,
+		wire.EnvWorker+"="+h.runtimeURL,
+		wire.EnvExecution+"="+id,
+		wire.EnvRun+"="+strconv.Itoa(run),
+		wire.EnvToken+"="+h.token,
 	)
 	stderr := &boundedBuffer{max: 8 << 10}
 	cmd.Stderr = stderr

@@ -26,6 +26,7 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(envFlock); path != "" {
 		os.Exit(flockMain(path))
 	}
-	if out := os.Getenv(envProbe); out != "" && os.Getenv(engine.EnvWorker) != "" {
+	if out := os.Getenv(envProbe); out != "" && os.Getenv(wire.EnvWorker) != "" {
 		os.Exit(probeMain(out))
 	}
 	agent.MainForTests()
@@ -710,8 +711,8 @@ type probeResult struct {
 
 // probeMain is a misbehaving worker.
 func probeMain(out string) int {
-	base := strings.TrimRight(os.Getenv(engine.EnvWorker), "/") + "/v1/executions/" + os.Getenv(engine.EnvExecution)
-	token := os.Getenv(engine.EnvToken)
+	base := strings.TrimRight(os.Getenv(wire.EnvWorker), "/") + "/v1/executions/" + os.Getenv(wire.EnvExecution)
+	token := os.Getenv(wire.EnvToken)
 	big := func() io.Reader {
 		return io.MultiReader(strings.NewReader(`{"type":"TurnStarted","text":"`), io.LimitReader(zeros{}, 6<<20), strings.NewReader(`"}`))
 	}
@@ -724,10 +725,10 @@ func probeMain(out string) int {
 		}
 		if auth {
 			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set(engine.HeaderRun, os.Getenv(engine.EnvRun))
+			req.Header.Set(wire.HeaderRun, os.Getenv(wire.EnvRun))
 		}
 		if name == "event: from another run's worker" {
-			req.Header.Set(engine.HeaderRun, "99")
+			req.Header.Set(wire.HeaderRun, "99")
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -750,7 +751,7 @@ func probeMain(out string) int {
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
 	do("journal: malformed JSON", "PUT", base+"/journal/step-4", s(`{"result":`), true)
 	do("journal: 6 MiB", "PUT", base+"/journal/step-4", big(), true)
-	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(engine.EnvExecution))+"exec_NOPE/plan", nil, true)
+	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(wire.EnvExecution))+"exec_NOPE/plan", nil, true)
 	data, _ := json.Marshal(results)
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		return 1
