@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -273,7 +274,7 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) err
 	defer signal.Stop(sigs)
 	// Events recorded before we subscribed cannot be missed: the subscription
 	// starts before the run does.
-	say := func(no engine.Notice) {
+	say := func(no notice.Notice) {
 		for _, l := range n.Lines(no) {
 			fmt.Fprintln(a.out, l)
 		}

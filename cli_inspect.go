@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
@@ -102,7 +103,7 @@ func printHistory(a *app, x history.Execution, events []history.Event) {
 			fmt.Fprintf(a.out, "%9s   %s %s with no worker running\n", "", trace.MarkGap.Glyph(), d.Round(100*time.Millisecond))
 		}
 		rel := ev.Time.Sub(x.Started).Seconds()
-		for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
+		for _, l := range n.Lines(notice.Notice{Execution: x.ID, Event: &ev}) {
 			line(rel, l)
 		}
 		switch ev.Type {

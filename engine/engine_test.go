@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -85,7 +86,7 @@ func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 type played struct {
 	run     *engine.Run
 	res     engine.RunResult
-	notices []engine.Notice
+	notices []notice.Notice
 	lines   []string // the narration, as `retrylab run` prints it
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
@@ -329,7 +330,7 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 	if err != nil {
 		return ev, fmt.Errorf("record %s for %s: %w", ev.Type, exec, err)
 	}
-	h.bus.publish(Notice{Execution: exec, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: exec, Event: &ev})
 	return ev, nil
 }
 
@@ -409,14 +410,14 @@ func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
 func (h *Host) observe(a world.Activity) {
 	if a.Recorded != 0 {
 		ev := effectEvent(a)
-		h.bus.publish(Notice{Execution: a.Attribution.Execution, Event: &ev})
+		h.bus.publish(notice.Notice{Execution: a.Attribution.Execution, Event: &ev})
 	}
 	if a.Service == "mail" && a.Kind != "fault" {
 		h.mu.Lock()
 		h.mailRequests[a.Attribution.Execution]++
 		h.mu.Unlock()
 	}
-	h.bus.publish(Notice{Execution: a.Attribution.Execution, Activity: &a})
+	h.bus.publish(notice.Notice{Execution: a.Attribution.Execution, Activity: &a})
 }
 
 // MailRequests counts requests the mail API answered for an execution since

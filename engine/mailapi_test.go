@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -246,7 +247,7 @@ func TestMailAPIConcurrentSameKey(t *testing.T) {
 // concurrentRound sends one slow request with key, then 49 at once while
 // it is in flight, checks that exactly one delivered, and returns the
 // number of 409s.
-func concurrentRound(t *testing.T, h *engine.Host, ch <-chan engine.Notice, key string, round int) int {
+func concurrentRound(t *testing.T, h *engine.Host, ch <-chan notice.Notice, key string, round int) int {
 	t.Helper()
 	const n = 50
 	// The next unattributed request answers slowly: its key stays in flight.
@@ -261,7 +262,7 @@ func concurrentRound(t *testing.T, h *engine.Host, ch <-chan engine.Notice, key 
 	// The world reports the slow-response fault after the key is claimed.
 	guard := time.After(time.Minute) // against a hang, not a timing assertion
 	for claimed := false; !claimed; {
-		var no engine.Notice
+		var no notice.Notice
 		select {
 		case n, ok := <-ch:
 			if !ok {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
@@ -126,7 +127,7 @@ func (h *Host) DeleteJournal(id, step string) error {
 	if !existed {
 		return fmt.Errorf("execution %s has no journal record for step %q", id, step)
 	}
-	h.bus.publish(Notice{Execution: id, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
 	return nil
 }
 
@@ -147,7 +148,7 @@ func (h *Host) ResetWorld() error {
 	h.mu.Lock()
 	h.mailRequests = map[string]int{}
 	h.mu.Unlock()
-	h.bus.publish(Notice{Lagged: true})
+	h.bus.publish(notice.Notice{Lagged: true})
 	return nil
 }
 

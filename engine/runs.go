@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/wire"
@@ -228,7 +229,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		return release(err)
 	}
 	if started != nil {
-		h.bus.publish(Notice{Execution: id, Event: started})
+		h.bus.publish(notice.Notice{Execution: id, Event: started})
 	}
 	if err := h.rebuild(id, st, run); err != nil {
 		return release(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/store"
 )
@@ -307,7 +308,7 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	h.bus.publish(Notice{Execution: id, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
 

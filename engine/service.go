@@ -5,6 +5,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 )
@@ -18,7 +19,7 @@ type Source interface {
 	MessagesFor(execution string) ([]world.Message, error)
 	RecentMessages(limit int) ([]world.Message, int, error)
 	Records() ([]world.Record, error)
-	Subscribe(buffer int) (<-chan Notice, func())
+	Subscribe(buffer int) (<-chan notice.Notice, func())
 	Scenarios() ([]*scenario.Scenario, error)
 
 	Start(name string, opts RunOptions) (*Run, error)
