@@ -220,7 +220,7 @@ func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ")
 type Session struct {
 	h     *engine.Host
 	path  []Step
-	state engine.LessonState
+	state State
 }
 
 // Open starts or resumes the walk: the path comes from the host's catalogue
@@ -230,7 +230,7 @@ func Open(h *engine.Host) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.LessonProgress()
+	st, err := LoadProgress(h)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func Open(h *engine.Host) (*Session, error) {
 func (s *Session) Path() []Step { return s.path }
 
 // Progress is the saved progress.
-func (s *Session) Progress() engine.LessonState { return s.state }
+func (s *Session) Progress() State { return s.state }
 
 // Done reports whether a step has been finished.
 func (s *Session) Done(name string) bool {
@@ -279,7 +279,7 @@ func (s *Session) Score() (done, right int) {
 // way the article resets between experiments, then carries out the step's
 // script and returns what it produced.
 func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
-	if err := s.h.ResetForLesson(); err != nil {
+	if err := s.h.ResetKeeping(Bucket); err != nil {
 		return verify.Outcome{}, err
 	}
 	out, err := verify.Run(ctx, s.h, step.Scenario, verify.Options{})
@@ -291,15 +291,15 @@ func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
 
 // Record saves a finished step and its feedback as progress.
 func (s *Session) Record(step Step, fb Feedback) error {
-	next := engine.LessonState{Done: make([]engine.LessonAnswer, 0, len(s.state.Done)+1)}
+	next := State{Done: make([]Answer, 0, len(s.state.Done)+1)}
 	for _, a := range s.state.Done {
 		if a.Scenario != step.Name {
 			next.Done = append(next.Done, a)
 		}
 	}
-	next.Done = append(next.Done, engine.LessonAnswer{Scenario: step.Name, Predicted: fb.Predicted,
+	next.Done = append(next.Done, Answer{Scenario: step.Name, Predicted: fb.Predicted,
 		Actual: fb.Actual, Correct: fb.Correct})
-	if err := s.h.SetLessonProgress(next); err != nil {
+	if err := SaveProgress(s.h, next); err != nil {
 		return err
 	}
 	s.state = next
@@ -308,9 +308,9 @@ func (s *Session) Record(step Step, fb Feedback) error {
 
 // Reset forgets the progress: the walk starts again at the first step.
 func (s *Session) Reset() error {
-	if err := s.h.SetLessonProgress(engine.LessonState{}); err != nil {
+	if err := SaveProgress(s.h, State{}); err != nil {
 		return err
 	}
-	s.state = engine.LessonState{}
+	s.state = State{}
 	return nil
 }
