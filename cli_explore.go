@@ -10,7 +10,6 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/tui"
 )
@@ -34,7 +33,7 @@ func (a *app) explore(f *exploreFlags) error {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
 			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}
 	}
-	h, err := a.service()
+	h, owned, err := a.connect()
 	if err != nil {
 		return err
 	}
@@ -46,10 +45,10 @@ func (a *app) explore(f *exploreFlags) error {
 	// (once, before the program owns the terminal), so adaptive colours
 	// never query it again.
 	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson}
-	if host, ok := h.(*engine.Host); ok {
+	if owned != nil {
 		// Lessons reset the database between steps, so only the process
 		// that owns it offers them.
-		if s, err := lesson.Open(host); err == nil {
+		if s, err := lesson.Open(owned); err == nil {
 			opts.Lessons = s
 		} else if f.lesson {
 			return err

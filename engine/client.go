@@ -278,6 +278,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// CloseWhenIdle closes at once: an attached process runs nothing of its own
+// that others wait on (its runs live in the host that owns the database).
+func (c *Client) CloseWhenIdle(context.Context, func(running []string, holds int)) error {
+	return c.Close()
+}
+
 // Subscribe follows the host's notices over a stream.
 func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 	ch := make(chan notice.Notice, max(1, buffer))

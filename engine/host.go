@@ -317,11 +317,9 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 		return ev, err
 	}
 	err = h.db.Update(func(tx *store.Tx) error {
-		seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return prepared.WithSeq(seq), nil })
-		if err != nil {
+		if _, err := prepared.Append(tx, exec, &ev); err != nil {
 			return err
 		}
-		ev.Seq = seq
 		if update != nil {
 			return updateExecution(tx, exec, ev.Time, update)
 		}
@@ -386,11 +384,10 @@ func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
 	}
 	a.RecordedAt = h.clock.Now()
 	ev := effectEvent(*a)
-	seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
-	if err != nil {
+	if err := history.Append(tx, id, &ev); err != nil {
 		return err
 	}
-	a.Recorded = seq
+	a.Recorded = ev.Seq
 	if a.Kind != world.KindDelivered {
 		return nil
 	}

@@ -201,11 +201,9 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		if data == nil {
 			x = history.Execution{ID: id, Scenario: scn.Name, Source: scn.File, Started: now, StartKey: startKey}
 			ev := history.Event{Type: history.ExecutionStarted, Time: now, Run: 1, Scenario: scn.Name, Text: policy.String()}
-			seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
-			if err != nil {
+			if err := history.Append(tx, id, &ev); err != nil {
 				return err
 			}
-			ev.Seq = seq
 			started = &ev
 		} else {
 			var err error

@@ -299,10 +299,7 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		if err := tx.PutJournal(id, step, data); err != nil {
 			return err
 		}
-		e := ev
-		seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { e.Seq = seq; return history.Encode(e) })
-		ev.Seq = seq
-		return err
+		return history.Append(tx, id, &ev)
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

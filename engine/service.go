@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -50,6 +51,10 @@ type Service interface {
 	MailURL() string
 	CRMURL() string
 	Close() error
+	// CloseWhenIdle closes once nothing runs through this process for
+	// others; a host waits for their runs and holds, a client closes at
+	// once. waiting is told (once) what it waits for.
+	CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error
 }
 
 var (

@@ -106,7 +106,7 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 		snap.execs = append(snap.execs, x)
 		snap.events[x.ID] = evs
 	}
-	msgs, err := h.World().Outbox(0, 0)
+	msgs, err := h.Outbox()
 	if err != nil {
 		t.Fatal(err)
 	}

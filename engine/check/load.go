@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
@@ -98,11 +97,20 @@ type Live struct {
 // NewLive returns a live checker.
 func NewLive(opts Options) *Live { return &Live{c: New(opts), mailFrom: 1, crmFrom: 1} }
 
+// LiveSource is what a live check reads of a running host: its ledgers,
+// incrementally, and an execution's history. *engine.Host is one.
+type LiveSource interface {
+	OutboxFrom(from uint64, limit int) ([]world.Message, error)
+	CRMWrites(from uint64, limit int) ([]world.CRMWrite, error)
+	Execution(id string) (history.Execution, error)
+	Events(id string, from uint64, limit int) ([]history.Event, error)
+}
+
 // Execution checks one finished execution of h.
-func (l *Live) Execution(h *engine.Host, id string) (ExecResult, error) {
+func (l *Live) Execution(h LiveSource, id string) (ExecResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	msgs, err := h.World().Outbox(l.mailFrom, 0)
+	msgs, err := h.OutboxFrom(l.mailFrom, 0)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -110,7 +118,7 @@ func (l *Live) Execution(h *engine.Host, id string) (ExecResult, error) {
 		l.c.AddEffects(MessageEffect(m))
 		l.mailFrom = m.Seq + 1
 	}
-	writes, err := h.World().CRMWrites(l.crmFrom, 0)
+	writes, err := h.CRMWrites(l.crmFrom, 0)
 	if err != nil {
 		return ExecResult{}, err
 	}

@@ -233,8 +233,8 @@ func TestResetKeepingKeepsProgress(t *testing.T) {
 	if xs, n, _ := h.Executions(0, 0); n != 0 || len(xs) != 0 {
 		t.Errorf("%d executions after ResetKeeping", n)
 	}
-	if n, _ := h.World().OutboxCount(); n != 0 {
-		t.Errorf("%d messages after ResetKeeping", n)
+	if msgs, _ := h.Outbox(); len(msgs) != 0 {
+		t.Errorf("%d messages after ResetKeeping", len(msgs))
 	}
 	got, err := lesson.LoadProgress(h)
 	if err != nil {

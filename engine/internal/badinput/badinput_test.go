@@ -631,7 +631,7 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, _ := h.World().CRMWrites(0, 0)
+	writes, _ := h.CRMWrites(0, 0)
 	if len(st.Outbox) != 0 || len(st.CRM) != 0 || len(writes) != 0 || len(st.Keys) != 0 {
 		t.Fatalf("bad requests had effects: %+v, %d writes", st, len(writes))
 	}
@@ -786,8 +786,8 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, status, tc.want)
 		}
 	}
-	n, err := h.World().OutboxCount()
-	if err != nil || n != 1 {
+	msgs, err := h.Outbox()
+	if n := len(msgs); err != nil || n != 1 {
 		t.Fatalf("outbox holds %d messages (%v); want only the valid key's", n, err)
 	}
 }
