@@ -60,6 +60,13 @@ type Trace struct {
 	progress map[string]*progress
 	order    []string
 	plans    map[int]bool
+
+	// retain > 0 bounds the settled attempts each call keeps (Retain).
+	retain int
+	// sent counts the mail effects per intent (recipient, subject) of the
+	// attempts seen; dup is set once one intent has two.
+	sent map[[2]string]int
+	dup  bool
 }
 
 // progress is where a call id stands over all runs: its latest attempt
@@ -68,6 +75,8 @@ type Trace struct {
 type progress struct {
 	last, count                int
 	openAnswered, openRecorded bool
+	// released is the highest attempt number the trace let go (Retain).
+	released int
 }
 
 type attemptKey struct {
@@ -88,8 +97,20 @@ type Anomaly struct {
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
-		plans: map[int]bool{}}
+		plans: map[int]bool{}, sent: map[[2]string]int{}}
 }
+
+// Retain makes the trace forget what a streaming reader has already read:
+// once a call holds more than n attempts, its oldest settled ones (finished,
+// or crashed) leave the tree (Call.Attempts, Call.Nodes) and Attempt, and
+// Call.Released counts them. A reader that renders each event as it is
+// applied (show, the handout) reads an attempt while it is fresh, so a
+// history of any length folds in memory that grows with its calls, not its
+// attempts. Events that arrive later for a released attempt are absorbed
+// without an anomaly (an effect still counts for Duplicates). n <= 0, the
+// default, keeps everything: the explorer, the checker and the runtime
+// read the whole tree.
+func (t *Trace) Retain(n int) { t.retain = n }
 
 // Fold applies events in order to a new trace.
 func Fold(execution string, events []Event) *Trace {
@@ -193,6 +214,9 @@ type Call struct {
 	// Recorded is the journal's record of its result, if any.
 	Recorded *Note
 	Nodes    []Node
+	// Released counts the attempts let go under Retain; they came before
+	// Attempts.
+	Released int
 }
 
 // ID is "run<R>/<call>".
@@ -409,14 +433,16 @@ func (t *Trace) Apply(e Event) {
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
 			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
-		} else {
+		} else if !t.released(attemptKey{e.Call, e.Attempt}) {
 			t.anomaly(e, fmt.Sprintf("fault %s injected into attempt %d, which never started", e.Fault, e.Attempt))
 		}
 	case AttemptFinished:
 		k := attemptKey{e.Call, e.Attempt}
 		a := t.attempts[k]
 		if a == nil {
-			t.anomaly(e, fmt.Sprintf("attempt %d finished without starting", e.Attempt))
+			if !t.released(k) {
+				t.anomaly(e, fmt.Sprintf("attempt %d finished without starting", e.Attempt))
+			}
 			return
 		}
 		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
@@ -492,9 +518,12 @@ func (t *Trace) Apply(e Event) {
 			return
 		}
 		k := attemptKey{e.Call, e.Attempt}
-		if a := t.attempts[k]; a != nil {
-			a.Effects = append(a.Effects, *e.Effect)
-		} else {
+		switch a := t.attempts[k]; {
+		case a != nil:
+			t.addEffects(a, *e.Effect)
+		case t.released(k):
+			t.addEffects(nil, *e.Effect)
+		default:
 			t.pending[k] = append(t.pending[k], *e.Effect)
 		}
 	}
@@ -517,13 +546,14 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	a := &Attempt{Call: e.Call, Tool: tool, N: e.Attempt, Run: r.Number, Key: e.Key, MaxAttempts: e.MaxAttempts,
 		Seq: e.Seq, Ref: e.Ref, Started: e.Time, Request: e.Request, Attrs: e.Attrs}
 	if fx, ok := t.pending[k]; ok {
-		a.Effects = fx
+		t.addEffects(a, fx...)
 		delete(t.pending, k)
 	}
 	c.Attempts = append(c.Attempts, a)
 	c.Nodes = append(c.Nodes, a)
 	t.attempts[k] = a
 	r.open[k] = a
+	t.release(c)
 	p := t.progress[e.Call]
 	if p == nil {
 		p = &progress{}
@@ -533,6 +563,62 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	p.last = max(p.last, e.Attempt)
 	p.count++
 	p.openAnswered, p.openRecorded = true, true
+}
+
+// released reports whether attempt k was let go under Retain.
+func (t *Trace) released(k attemptKey) bool {
+	p := t.progress[k.call]
+	return p != nil && k.attempt <= p.released && t.attempts[k] == nil
+}
+
+// release lets go of the oldest settled attempt of c once it holds more
+// than the trace retains.
+func (t *Trace) release(c *Call) {
+	if t.retain <= 0 || len(c.Attempts) <= t.retain {
+		return
+	}
+	for i, a := range c.Attempts {
+		if i >= len(c.Attempts)-t.retain {
+			return
+		}
+		if !a.Finished && !a.Crashed {
+			continue
+		}
+		c.Attempts = append(c.Attempts[:i:i], c.Attempts[i+1:]...)
+		for j, n := range c.Nodes {
+			if n == Node(a) {
+				c.Nodes = append(c.Nodes[:j:j], c.Nodes[j+1:]...)
+				break
+			}
+		}
+		k := attemptKey{a.Call, a.N}
+		if t.attempts[k] == a {
+			delete(t.attempts, k)
+		}
+		if p := t.progress[a.Call]; p != nil && a.N > p.released {
+			p.released = a.N
+		}
+		c.Released++
+		return
+	}
+}
+
+// addEffects attaches effects to an attempt and counts its mail for
+// Duplicates.
+func (t *Trace) addEffects(a *Attempt, fx ...Effect) {
+	if a != nil {
+		a.Effects = append(a.Effects, fx...)
+	}
+	for _, f := range fx {
+		if f.Service != "mail" {
+			continue
+		}
+		k := [2]string{f.Target, f.Summary}
+		t.sent[k]++
+		if t.sent[k] > 1 {
+			t.dup = true
+		}
+	}
 }
 
 func (t *Trace) closeCall(id string) {
@@ -700,20 +786,6 @@ func (t *Trace) Outcome() Mark {
 
 // Duplicates reports whether the history records more than one mail
 // delivered for one intent (the same recipient and subject): the
-// duplicate send the lesson is about.
-func (t *Trace) Duplicates() bool {
-	seen := map[[2]string]bool{}
-	for _, a := range t.attempts {
-		for _, fx := range a.Effects {
-			if fx.Service != "mail" {
-				continue
-			}
-			k := [2]string{fx.Target, fx.Summary}
-			if seen[k] {
-				return true
-			}
-			seen[k] = true
-		}
-	}
-	return false
-}
+// duplicate send the lesson is about. Effects of attempts never seen to
+// start do not count.
+func (t *Trace) Duplicates() bool { return t.dup }
