@@ -36,24 +36,37 @@ func longCall(n int) []trace.Event {
 	return append(ev, trace.Event{Kind: trace.ExecutionEnded, Run: 1, Time: at, Outcome: trace.OutcomeError})
 }
 
-// Under Retain a call keeps only its latest attempts; what a streaming
-// reader needs of the fresh ones is the same as in the whole fold, and
-// nothing released turns into an anomaly.
-func TestRetainReleasesSettledAttempts(t *testing.T) {
-	const n, keep = 1000, 3
+// A streaming reader that forgets each attempt a few attempts after it
+// finished holds only the latest ones; what it reads of them is what the
+// whole fold says, and nothing forgotten turns into an anomaly.
+func TestForgetReleasesReadAttempts(t *testing.T) {
+	for _, keep := range []int{1, 3} {
+		forgetting(t, keep)
+	}
+}
+
+// forgetting folds longCall(1000) keeping keep attempts (with 1, the late
+// effect reaches a forgotten attempt).
+func forgetting(t *testing.T, keep int) {
+	const n = 1000
 	events := longCall(n)
 	full := trace.Fold("x", events)
 	lean := trace.New("x")
-	lean.Retain(keep)
 	for _, e := range events {
 		lean.Apply(e)
-		if c := lean.LastCall("s1"); c != nil && len(c.Attempts) > keep+1 {
-			t.Fatalf("after seq %d the call holds %d attempts; Retain(%d)", lean.LastSeq, len(c.Attempts), keep)
+		if e.Kind == trace.AttemptStarted && e.Attempt > keep {
+			lean.Forget(lean.Attempt("s1", e.Attempt-keep))
+		}
+		if c := lean.LastCall("s1"); c != nil && len(c.Attempts) > keep {
+			t.Fatalf("after seq %d the call holds %d attempts", lean.LastSeq, len(c.Attempts))
 		}
 	}
 	c := lean.LastCall("s1")
 	if got := c.Released + len(c.Attempts); got != n || len(c.Attempts) != keep {
 		t.Errorf("released %d + kept %d, want %d + %d", c.Released, len(c.Attempts), n-keep, keep)
+	}
+	if len(c.Nodes) != keep {
+		t.Errorf("the call holds %d nodes", len(c.Nodes))
 	}
 	if len(lean.Anomalies) != 0 || len(full.Anomalies) != 0 {
 		t.Errorf("anomalies: lean %v, full %v", lean.Anomalies, full.Anomalies)

@@ -61,8 +61,6 @@ type Trace struct {
 	order    []string
 	plans    map[int]bool
 
-	// retain > 0 bounds the settled attempts each call keeps (Retain).
-	retain int
 	// sent counts the mail effects per intent (recipient, subject) of the
 	// attempts seen; dup is set once one intent has two.
 	sent map[[2]string]int
@@ -75,7 +73,7 @@ type Trace struct {
 type progress struct {
 	last, count                int
 	openAnswered, openRecorded bool
-	// released is the highest attempt number the trace let go (Retain).
+	// released is the highest attempt number forgotten (Forget).
 	released int
 }
 
@@ -100,17 +98,48 @@ func New(execution string) *Trace {
 		plans: map[int]bool{}, sent: map[[2]string]int{}}
 }
 
-// Retain makes the trace forget what a streaming reader has already read:
-// once a call holds more than n attempts, its oldest settled ones (finished,
-// or crashed) leave the tree (Call.Attempts, Call.Nodes) and Attempt, and
-// Call.Released counts them. A reader that renders each event as it is
-// applied (show, the handout) reads an attempt while it is fresh, so a
-// history of any length folds in memory that grows with its calls, not its
-// attempts. Events that arrive later for a released attempt are absorbed
-// without an anomaly (an effect still counts for Duplicates). n <= 0, the
-// default, keeps everything: the explorer, the checker and the runtime
-// read the whole tree.
-func (t *Trace) Retain(n int) { t.retain = n }
+// Forget lets go of an attempt a streaming reader has read and needs no
+// more: it leaves the tree (Call.Attempts, Call.Nodes) and Attempt, and
+// Call.Released counts it. A reader that renders each event as it is
+// applied (show, the handout) forgets each attempt once it has written it,
+// so a history of any length folds in memory that grows with its calls,
+// not its attempts. Events that arrive later for a forgotten attempt are
+// absorbed without an anomaly (an effect still counts for Duplicates).
+// Readers that read the whole tree (the explorer, check, the runtime)
+// never call it.
+func (t *Trace) Forget(a *Attempt) {
+	k := attemptKey{a.Call, a.N}
+	if t.attempts[k] != a {
+		return
+	}
+	delete(t.attempts, k)
+	if r := t.runs[a.Run]; r != nil {
+		delete(r.open, k)
+	}
+	if p := t.progress[a.Call]; p != nil && a.N > p.released {
+		p.released = a.N
+	}
+	c := t.calls[a.Call]
+	if r := t.runs[a.Run]; r != nil && r.calls[a.Call] != nil {
+		c = r.calls[a.Call]
+	}
+	if c == nil {
+		return
+	}
+	for i, x := range c.Attempts {
+		if x == a {
+			c.Attempts = append(c.Attempts[:i:i], c.Attempts[i+1:]...)
+			c.Released++
+			break
+		}
+	}
+	for j, n := range c.Nodes {
+		if n == Node(a) {
+			c.Nodes = append(c.Nodes[:j:j], c.Nodes[j+1:]...)
+			break
+		}
+	}
+}
 
 // Fold applies events in order to a new trace.
 func Fold(execution string, events []Event) *Trace {
@@ -214,8 +243,7 @@ type Call struct {
 	// Recorded is the journal's record of its result, if any.
 	Recorded *Note
 	Nodes    []Node
-	// Released counts the attempts let go under Retain; they came before
-	// Attempts.
+	// Released counts the attempts a streaming reader let go (Forget).
 	Released int
 }
 
@@ -553,7 +581,6 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	c.Nodes = append(c.Nodes, a)
 	t.attempts[k] = a
 	r.open[k] = a
-	t.release(c)
 	p := t.progress[e.Call]
 	if p == nil {
 		p = &progress{}
@@ -565,42 +592,10 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	p.openAnswered, p.openRecorded = true, true
 }
 
-// released reports whether attempt k was let go under Retain.
+// released reports whether attempt k was forgotten (Forget).
 func (t *Trace) released(k attemptKey) bool {
 	p := t.progress[k.call]
 	return p != nil && k.attempt <= p.released && t.attempts[k] == nil
-}
-
-// release lets go of the oldest settled attempt of c once it holds more
-// than the trace retains.
-func (t *Trace) release(c *Call) {
-	if t.retain <= 0 || len(c.Attempts) <= t.retain {
-		return
-	}
-	for i, a := range c.Attempts {
-		if i >= len(c.Attempts)-t.retain {
-			return
-		}
-		if !a.Finished && !a.Crashed {
-			continue
-		}
-		c.Attempts = append(c.Attempts[:i:i], c.Attempts[i+1:]...)
-		for j, n := range c.Nodes {
-			if n == Node(a) {
-				c.Nodes = append(c.Nodes[:j:j], c.Nodes[j+1:]...)
-				break
-			}
-		}
-		k := attemptKey{a.Call, a.N}
-		if t.attempts[k] == a {
-			delete(t.attempts, k)
-		}
-		if p := t.progress[a.Call]; p != nil && a.N > p.released {
-			p.released = a.N
-		}
-		c.Released++
-		return
-	}
 }
 
 // addEffects attaches effects to an attempt and counts its mail for
