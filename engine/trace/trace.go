@@ -276,8 +276,10 @@ type Attempt struct {
 	Duration     time.Duration
 	Response     *Exchange
 	Error        string
-	// Ended is when its answer was recorded (zero until Finished).
-	Ended time.Time
+	// Ended is when its answer was recorded (zero until Finished), EndSeq
+	// the Seq of that event.
+	Ended  time.Time
+	EndSeq uint64
 	// Retry is the backoff before the next attempt, when one was scheduled
 	// (at RetryAt).
 	Retry   time.Duration
@@ -475,7 +477,7 @@ func (t *Trace) Apply(e Event) {
 		}
 		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
 			true, e.Outcome, e.Deduplicated, e.Duration, e.Response, e.Error
-		a.Status, a.Ended = e.Response.status(), e.Time
+		a.Status, a.Ended, a.EndSeq = e.Response.status(), e.Time, e.Seq
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
