@@ -243,13 +243,39 @@ func (r ExecResult) Classes() map[Class]int {
 // Execution checks one execution against the effects attributed to it so
 // far, and adds the verdict to the report.
 func (c *Checker) Execution(x history.Execution, events []history.Event) ExecResult {
+	r := c.Stream(x)
+	for _, ev := range events {
+		r.Apply(ev)
+	}
+	return r.Done()
+}
+
+// ExecStream checks one execution whose history is read an event at a
+// time (Apply), so a history of any length is checked without holding it.
+type ExecStream struct {
+	c *Checker
+	w *walk
+}
+
+// Stream starts the check of one execution; feed it the history in order
+// and call Done.
+func (c *Checker) Stream(x history.Execution) *ExecStream {
+	return &ExecStream{c: c, w: newWalk(x, c.opts)}
+}
+
+// Apply reads the next event of the history.
+func (s *ExecStream) Apply(ev history.Event) { s.w.apply(ev) }
+
+// Done checks the execution against the effects attributed to it so far
+// and adds the verdict to the report.
+func (s *ExecStream) Done() ExecResult {
+	c, x := s.c, s.w.x
 	effects := c.effects[x.ID]
 	delete(c.effects, x.ID)
 	c.checked[x.ID] = true
-	w := newWalk(x, c.opts)
-	w.read(events)
-	res := w.finish(effects)
-	c.report.add(x, w, res)
+	s.w.done()
+	res := s.w.finish(effects)
+	c.report.add(x, s.w, res)
 	return res
 }
 
@@ -302,7 +328,10 @@ type attempt struct {
 	crashed    bool
 	crashPoint fault.Point
 	external   bool
-	effects    []Effect
+	// op is the operation its request names, when it had a request (req).
+	op       string
+	req      bool
+	finished bool
 }
 
 func (a *attempt) point() fault.Point {
@@ -383,10 +412,10 @@ type walk struct {
 	policy    history.Policy
 	intents   []*intent
 	byStep    map[string]*intent
-	byCall    map[string]*intent // tool + canonical args
-	attempts  map[attemptID]*attempt
+	byCall    map[string]*intent     // tool + canonical args
+	attempts  map[attemptID]*attempt // built by finish
+	effects   map[*attempt][]Effect  // each attempt's, attached by finish
 	order     []*attempt
-	faults    []Injection
 	lastSeq   uint64
 	finished  bool // an end event was seen
 	rerun     bool // a run started after the execution had finished
@@ -395,13 +424,39 @@ type walk struct {
 	disturbed []string
 	kills     killCounts
 	vio       []Violation
+
+	// The reading of the history, an event at a time (Apply).
+	t        *trace.Trace
+	events   int
+	runs     int
+	ended    bool
+	deleted  uint64   // the first journal record deleted by hand
+	tamper   []string // disturbances from deleted records, which come first
+	recorded map[string]journalRecord
+	replayed []string
+	crashes  map[int]*trace.Note
+	// queue holds the attempts started and not yet taken, in start (Seq)
+	// order: one is taken once it and all before it have settled.
+	queue []*trace.Attempt
+	// strs interns the strings every attempt repeats (step, key, request
+	// body, fault, outcome), so a long history's attempts share them.
+	strs map[string]string
+	// jumped is set when the history does not begin at event 1.
+	jumped bool
+}
+
+// journalRecord is a call's first journal record.
+type journalRecord struct {
+	seq uint64
+	run int
 }
 
 type killCounts struct{ planned, external, host int }
 
 func newWalk(x history.Execution, opts Options) *walk {
 	return &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
-		attempts: map[attemptID]*attempt{}}
+		attempts: map[attemptID]*attempt{}, effects: map[*attempt][]Effect{}, t: trace.New(x.ID), recorded: map[string]journalRecord{},
+		crashes: map[int]*trace.Note{}, strs: map[string]string{}}
 }
 
 func (w *walk) violate(kind, step, detail string) {
@@ -457,137 +512,186 @@ func (w *walk) intentFor(step, tool, args string) *intent {
 	return in
 }
 
-// read folds the history (engine/trace) and takes from the model what the
-// check needs: the intents and their attempts, the faults, the kills, and
-// the events that break a rule of the engine.
-func (w *walk) read(events []history.Event) {
-	if len(events) > 0 && events[0].Seq != 1 {
-		w.violate("durability", events[0].Step, fmt.Sprintf("history jumps from event 0 to %d", events[0].Seq))
+// apply folds one event of the history (engine/trace) and takes from the
+// model what the check needs as it becomes known: the intents, the
+// faults, the kills, and each attempt once it has settled, which the fold
+// then forgets. Memory holds the check's small record of each attempt,
+// never the history.
+func (w *walk) apply(ev history.Event) {
+	if w.events == 0 && ev.Seq != 1 {
+		w.violate("durability", ev.Step, fmt.Sprintf("history jumps from event 0 to %d", ev.Seq))
+		w.jumped = true
 	}
-	t := trace.FoldHistory(w.x.ID, events)
-	w.lastSeq = t.LastSeq
-	for _, an := range t.Anomalies {
+	w.events++
+	prevCall := w.t.LastCall(ev.Step)
+	prevAttempt := w.t.Attempt(ev.Step, ev.Attempt)
+	w.t.ApplyHistory(ev)
+	for ; w.runs < len(w.t.Runs); w.runs++ {
+		if w.ended {
+			w.rerun = true
+			w.disturb("run again after it finished")
+		}
+	}
+	if c := w.t.LastCall(ev.Step); c != nil && c != prevCall {
+		if c.Unscheduled {
+			w.intentFor(c.Call, "", "")
+		} else {
+			in := w.intentFor(c.Call, c.Tool, string(c.Args))
+			if c.Kind != "" {
+				in.kind = scenario.Kind(c.Kind)
+			}
+		}
+	}
+	switch ev.Type {
+	case history.AttemptStarted:
+		if a := w.t.Attempt(ev.Step, ev.Attempt); a != nil && a != prevAttempt {
+			w.queue = append(w.queue, a)
+		}
+	case history.StepRecorded:
+		if _, ok := w.recorded[ev.Step]; !ok {
+			w.recorded[ev.Step] = journalRecord{ev.Seq, ev.Run}
+		}
+	case history.StepReplayed:
+		w.replayed = append(w.replayed, ev.Step)
+	case history.WorkerCrashed:
+		for _, r := range w.t.Runs {
+			if n := r.End; n != nil && n.Seq == ev.Seq && n.Kind == trace.RunCrashed {
+				w.crashes[r.Number] = n
+				w.kill(n)
+			}
+		}
+	case history.ExecutionCompleted, history.ExecutionFailed, history.Escalated:
+		w.ended = true
+	case history.JournalDeleted:
+		w.tampered = true
+		w.tamper = append(w.tamper, "a journal record was deleted by hand")
+		if w.deleted == 0 {
+			w.deleted = ev.Seq
+		}
+	}
+	w.take(false)
+}
+
+// take hands the settled attempts at the head of the queue to the check
+// (all of them at the history's end) and forgets them in the fold.
+func (w *walk) take(all bool) {
+	i := 0
+	for ; i < len(w.queue); i++ {
+		ta := w.queue[i]
+		if !all && !ta.Finished && !ta.Crashed {
+			break
+		}
+		w.attempt(ta)
+		w.t.Forget(ta)
+	}
+	w.queue = append(w.queue[:0], w.queue[i:]...)
+}
+
+// attempt takes one attempt of the history.
+func (w *walk) attempt(ta *trace.Attempt) {
+	if rec, ok := w.recorded[ta.Call]; ok && w.policy.Journal && rec.seq < ta.Seq && ta.Run > rec.run && (w.deleted == 0 || ta.Seq < w.deleted) {
+		w.violate("invariant", ta.Call, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ta.N))
+	}
+	a := &attempt{step: w.intern(ta.Call), n: ta.N, run: ta.Run, key: w.intern(ta.Key)}
+	if ta.Request != nil {
+		a.op, a.req = opOf(ta.Request), true
+		a.args = w.intern(canonicalBody(ta.Request.Body))
+	}
+	if len(ta.Faults) > 0 {
+		a.points = make([]fault.Point, len(ta.Faults))
+		for i, f := range ta.Faults {
+			a.points[i] = fault.Point(w.intern(f))
+		}
+	}
+	switch {
+	case ta.Finished:
+		a.outcome, a.finished = history.Outcome(w.intern(string(ta.Outcome))), true
+	case ta.Crashed:
+		c := w.crashes[ta.Run]
+		a.crashed, a.crashPoint, a.external = true, fault.Point(ta.CrashFault), c == nil || externalKill(c)
+	}
+	w.order = append(w.order, a)
+}
+
+// intern returns the walk's copy of s.
+func (w *walk) intern(s string) string {
+	if c, ok := w.strs[s]; ok {
+		return c
+	}
+	w.strs[s] = s
+	return s
+}
+
+// faults lists the faults injected, in the order of their attempts.
+func (w *walk) faults() []Injection {
+	var out []Injection
+	for _, a := range w.order {
+		for _, p := range a.points {
+			out = append(out, Injection{Step: a.step, Attempt: a.n, Point: p})
+		}
+	}
+	return out
+}
+
+// done ends the reading: the attempts still open are taken as they are,
+// the fold's anomalies join the violations (after a jump at the very
+// start, before the attempts'), and each attempt joins its intent, now
+// that every call is known.
+func (w *walk) done() {
+	pending := len(w.order)
+	w.take(true)
+	first := 0
+	if w.jumped {
+		first = 1
+	}
+	attemptVio := append([]Violation(nil), w.vio[first:]...)
+	w.vio = w.vio[:first]
+	w.lastSeq = w.t.LastSeq
+	for _, an := range w.t.Anomalies {
 		kind := "invariant"
 		if an.Jump {
 			kind = "durability"
 		}
 		w.violate(kind, an.Call, an.Text)
 	}
-	var deleted uint64 // the first journal record deleted by hand
-	for _, n := range t.Nodes {
-		if n, ok := n.(*trace.Note); ok && n.Kind == trace.JournalDeleted {
-			w.tampered = true
-			w.disturb("a journal record was deleted by hand")
-			if deleted == 0 {
-				deleted = n.Seq
-			}
+	w.vio = append(w.vio, attemptVio...)
+	w.disturbed = append(w.tamper, w.disturbed...)
+	for _, a := range w.order[pending:] {
+		if !a.finished && !a.crashed {
+			w.disturb(fmt.Sprintf("%s attempt %d never finished", a.step, a.n))
 		}
 	}
-	type record struct {
-		seq uint64
-		run int
-	}
-	recorded := map[string]record{} // each call's first journal record
-	var replayed []string
-	var attempts []*trace.Attempt
-	crashes := map[int]*trace.Note{}
-	ended := false
-	for _, r := range t.Runs {
-		if ended {
-			w.rerun = true
-			w.disturb("run again after it finished")
-		}
-		eachNode(r.Nodes, func(n trace.Node) {
-			switch n := n.(type) {
-			case *trace.Call:
-				if n.Unscheduled {
-					w.intentFor(n.Call, "", "")
-					break
-				}
-				in := w.intentFor(n.Call, n.Tool, string(n.Args))
-				if n.Kind != "" {
-					in.kind = scenario.Kind(n.Kind)
-				}
-			case *trace.Attempt:
-				if n.NotKept == 0 {
-					attempts = append(attempts, n)
-				}
-			case *trace.Replay:
-				replayed = append(replayed, n.Call)
-			case *trace.Note:
-				switch n.Kind {
-				case trace.StepRecorded:
-					if _, ok := recorded[n.Call]; !ok {
-						recorded[n.Call] = record{n.Seq, n.Run}
-					}
-				case trace.RunCrashed:
-					crashes[r.Number] = n
-					w.kill(n)
-				case trace.ExecutionEnded, trace.Escalated:
-					ended = true
-				}
-			}
-		})
-	}
-	sort.Slice(attempts, func(i, j int) bool { return attempts[i].Seq < attempts[j].Seq })
-	for _, ta := range attempts {
-		in := w.byStep[ta.Call]
-		if rec, ok := recorded[ta.Call]; ok && w.policy.Journal && rec.seq < ta.Seq && ta.Run > rec.run && (deleted == 0 || ta.Seq < deleted) {
-			w.violate("invariant", ta.Call, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ta.N))
-		}
-		a := &attempt{step: ta.Call, n: ta.N, run: ta.Run, key: ta.Key}
-		if ta.Request != nil {
-			in.op = opOf(ta.Request)
-			a.args = canonicalBody(ta.Request.Body)
-		}
-		for _, f := range ta.Faults {
-			a.points = append(a.points, fault.Point(f))
-			w.faults = append(w.faults, Injection{Step: ta.Call, Attempt: ta.N, Point: fault.Point(f)})
+	for _, a := range w.order {
+		in := w.byStep[a.step]
+		if a.req {
+			in.op = a.op
 		}
 		switch {
-		case ta.Finished:
-			a.outcome = history.Outcome(ta.Outcome)
-			switch a.outcome {
-			case history.OutcomeOK:
-				in.done = true
-			case history.OutcomeTimeout, history.OutcomeError:
-				in.unknown = true
-			}
-		case ta.Crashed:
-			c := crashes[ta.Run]
-			a.crashed, a.crashPoint, a.external = true, fault.Point(ta.CrashFault), c == nil || externalKill(c)
+		case a.finished && a.outcome == history.OutcomeOK:
+			in.done = true
+		case a.finished && (a.outcome == history.OutcomeTimeout || a.outcome == history.OutcomeError):
 			in.unknown = true
-		default:
+		case !a.finished:
 			in.unknown = true
-			w.disturb(fmt.Sprintf("%s attempt %d never finished", ta.Call, ta.N))
 		}
-		w.attempts[attemptID{ta.Call, ta.N}] = a
-		w.order = append(w.order, a)
 		in.attempts = append(in.attempts, a)
 	}
-	for id := range recorded {
+	for id := range w.recorded {
 		if in := w.byStep[id]; in != nil {
 			in.done = true
 		}
 	}
 	// A replay of a step this history never scheduled is a recorded
 	// decision ("<step>#args"), not an operation.
-	for _, id := range replayed {
+	for _, id := range w.replayed {
 		if in := w.byStep[id]; in != nil {
 			in.done = true
 		}
 	}
-	if ended {
+	if w.ended {
 		w.finished = true
 	}
-}
-
-// eachNode calls fn for every node under ns, depth first, in order.
-func eachNode(ns []trace.Node, fn func(trace.Node)) {
-	for _, n := range ns {
-		fn(n)
-		eachNode(n.Children(), fn)
-	}
+	w.t, w.strs = nil, nil
 }
 
 // externalKill reports whether a worker's death was not its planned fault:
@@ -647,6 +751,13 @@ func (w *walk) finish(effects []Effect) ExecResult {
 		}
 		return effects[i].Seq < effects[j].Seq
 	})
+	if len(effects) > 0 {
+		// The index is built only here, where effects meet their
+		// attempts: while the history streams, the attempts are a list.
+		for _, a := range w.order {
+			w.attempts[attemptID{a.step, a.n}] = a
+		}
+	}
 	for _, e := range effects {
 		in := w.byStep[e.Attr.Step]
 		a := w.attempts[attemptID{e.Attr.Step, e.Attr.Attempt}]
@@ -667,7 +778,7 @@ func (w *walk) finish(effects []Effect) ExecResult {
 			w.violate("unexpected", e.Attr.Step, why)
 			continue
 		}
-		a.effects = append(a.effects, e)
+		w.effects[a] = append(w.effects[a], e)
 		in.effects = append(in.effects, e)
 	}
 
@@ -784,7 +895,7 @@ func (w *walk) keyExpired(in *intent) bool {
 		if a.key == "" {
 			continue
 		}
-		for _, e := range a.effects {
+		for _, e := range w.effects[a] {
 			t, ok := first[a.key]
 			if !ok {
 				first[a.key] = e.Time
@@ -814,7 +925,7 @@ func (w *walk) predict() (Prediction, bool) {
 	if !ok {
 		return Prediction{}, false
 	}
-	pred, err := Predict(plan, w.policy, w.faults)
+	pred, err := Predict(plan, w.policy, w.faults())
 	if err != nil {
 		return Prediction{}, false
 	}
@@ -853,7 +964,7 @@ func (w *walk) rangeOf(in *intent) Range {
 		var id string
 		switch {
 		case a.key != "" && dedupe:
-			for _, e := range a.effects {
+			for _, e := range w.effects[a] {
 				if t, ok := keyTime[a.key]; ok && e.Time.Sub(t) > ret {
 					epoch[a.key]++
 				}

@@ -52,33 +52,38 @@ func CheckDB(db *store.DB, opts Options) (*Report, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("check %s: list executions: %w", db.Path(), err)
 	}
+	// Each history streams through the check an event at a time, so memory
+	// holds the check's record of one execution's attempts, never its
+	// events.
 	for _, id := range ids {
-		var x history.Execution
-		var events []history.Event
 		err := db.View(func(tx *store.Tx) error {
 			rec := tx.Execution(id)
-			var err error
-			if x, err = history.DecodeExecution(rec); err != nil {
+			x, err := history.DecodeExecution(rec)
+			if err != nil {
 				bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("execution record does not decode: %v", err)})
 				return nil
 			}
-			return tx.Events(id, 0, func(seq uint64, data []byte) bool {
+			if x.ID == "" {
+				return nil
+			}
+			s := c.Stream(x)
+			if err := tx.Events(id, 0, func(seq uint64, data []byte) bool {
 				ev, err := history.Decode(data)
 				if err != nil {
 					bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", seq, err)})
 					return true
 				}
-				events = append(events, ev)
+				s.Apply(ev)
 				return true
-			})
+			}); err != nil {
+				return err
+			}
+			s.Done()
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("check %s: read %s: %w", db.Path(), id, err)
 		}
-		if x.ID == "" {
-			continue
-		}
-		c.Execution(x, events)
 	}
 	r := c.Report()
 	r.Violations = append(bad, r.Violations...)
