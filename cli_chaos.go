@@ -182,11 +182,13 @@ func (a *app) runCheck(externalOK bool) error {
 	if err := db.Check(); err != nil {
 		return name(err)
 	}
+	// The heading goes out first: the verdict follows once every history
+	// has streamed through the checker.
+	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
 	if err != nil {
 		return name(err)
 	}
-	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep.Write(a.out, maxListedViolations)
 	if !rep.OK() {
 		msg := fmt.Sprintf("check: %d violations", len(rep.Violations))
