@@ -18,7 +18,7 @@ func CheckDB(db *store.DB, opts Options) (*Report, error) {
 	c := New(opts)
 	var bad []Violation
 	err := db.View(func(tx *store.Tx) error {
-		if err := tx.Scan(store.Outbox, nil, false, func(k, v []byte) bool {
+		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
 			var m world.Message
 			if err := json.Unmarshal(v, &m); err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
@@ -29,7 +29,7 @@ func CheckDB(db *store.DB, opts Options) (*Report, error) {
 		}); err != nil {
 			return err
 		}
-		return tx.Scan(store.CRMWrites, nil, false, func(k, v []byte) bool {
+		return tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
 			var wr world.CRMWrite
 			if err := json.Unmarshal(v, &wr); err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})

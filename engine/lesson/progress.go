@@ -30,7 +30,7 @@ type Answer struct {
 // Bucket is the collection the progress lives in. The lesson package owns
 // it and its encoding (JSON under one key); the host only keeps it across
 // the resets between steps.
-const Bucket = store.Lessons
+const Bucket store.Bucket = "lessons"
 
 // progressKey is where the state lives in Bucket.
 var progressKey = []byte("progress")

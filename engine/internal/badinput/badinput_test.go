@@ -27,6 +27,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -130,7 +131,7 @@ func snap(t *testing.T, path string) snapshot {
 	}
 	s := snapshot{events: map[string]int{}, status: map[string]history.Status{}}
 	err = db.View(func(tx *store.Tx) error {
-		s.outbox = tx.Count(store.Outbox)
+		s.outbox = tx.Count(world.BucketOutbox)
 		_ = tx.JournalEntries(func(_, step string, _ []byte) bool {
 			if !strings.HasSuffix(step, scenario.DecisionSuffix) {
 				s.journal++
