@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -45,6 +46,8 @@ type Service interface {
 	Journal(id string) ([]JournalEntry, error)
 	Outbox() ([]world.Message, error)
 	State() (State, error)
+	// WriteState writes State as indented JSON a page at a time.
+	WriteState(w io.Writer) error
 	Reset() error
 
 	DBPath() string

@@ -312,23 +312,35 @@ func (t *Tx) DeleteJournal(exec, step string) (bool, error) {
 // JournalEntries calls fn for every journal record of every execution, in
 // execution id then step order.
 func (t *Tx) JournalEntries(fn func(exec, step string, record []byte) bool) error {
+	return t.JournalEntriesAfter("", "", fn)
+}
+
+// JournalEntriesAfter is JournalEntries from the record after (exec, step)
+// on, so a reader can page through every journal: ("", "") starts at the
+// first.
+func (t *Tx) JournalEntriesAfter(exec, step string, fn func(exec, step string, record []byte) bool) error {
 	p, err := t.bucket(bucketJournals)
 	if err != nil {
 		return err
 	}
-	err = p.ForEachBucket(func(exec []byte) error {
-		c := p.Bucket(exec).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if !fn(string(exec), string(k), clone(v)) {
-				return errStop
+	pc := p.Cursor()
+	for e, v := pc.Seek([]byte(exec)); e != nil; e, v = pc.Next() {
+		if v != nil {
+			continue // not a nested bucket
+		}
+		c := p.Bucket(e).Cursor()
+		k, v := c.First()
+		if string(e) == exec && exec != "" {
+			for k, v = c.Seek([]byte(step)); k != nil && string(k) == step; k, v = c.Next() {
 			}
 		}
-		return nil
-	})
-	if errors.Is(err, errStop) {
-		return nil
+		for ; k != nil; k, v = c.Next() {
+			if !fn(string(e), string(k), clone(v)) {
+				return nil
+			}
+		}
 	}
-	return err
+	return nil
 }
 
 // --- plain collections ----------------------------------------------------

@@ -175,12 +175,20 @@ func (w *World) storedKey(key string, rec keyRecord, now time.Time) StoredKey {
 
 // Keys returns up to limit key records in key order; limit <= 0 means all.
 // Expired records are included, marked Expired.
-func (w *World) Keys(limit int) ([]StoredKey, error) {
+func (w *World) Keys(limit int) ([]StoredKey, error) { return w.KeysPage("", limit) }
+
+// KeysPage lists stored keys from key from on (inclusive), in key order, at
+// most limit of them (0: all).
+func (w *World) KeysPage(from string, limit int) ([]StoredKey, error) {
 	now := w.Now()
 	var out []StoredKey
 	var derr error
 	err := w.db.View(func(tx *store.Tx) error {
-		return tx.Scan(BucketKeys, nil, false, func(k, v []byte) bool {
+		var start []byte
+		if from != "" {
+			start = []byte(from)
+		}
+		return tx.Scan(BucketKeys, start, false, func(k, v []byte) bool {
 			if limit > 0 && len(out) >= limit {
 				return false
 			}
