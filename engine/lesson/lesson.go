@@ -216,6 +216,9 @@ func Check(step Step, prediction int, outcome verify.Outcome) Feedback {
 // oneParagraph joins wrapped lines into one.
 func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// The host keeps the progress.
+var _ Keeper = (*engine.Host)(nil)
+
 // Session is a workshop's walk along the path on one host.
 type Session struct {
 	h     *engine.Host
