@@ -90,3 +90,50 @@ func TestHandoutStreamsAsTheWholeFold(t *testing.T) {
 		}
 	}
 }
+
+// The handout forgets each attempt it has written: after a call of 2 000
+// attempts the fold holds none of them.
+func TestHandoutForgetsWrittenAttempts(t *testing.T) {
+	t0 := time.Date(2026, 6, 30, 9, 0, 0, 0, time.UTC)
+	var evs []history.Event
+	add := func(e history.Event) {
+		e.Seq, e.Run, e.Time = uint64(len(evs)+1), 1, t0.Add(time.Duration(len(evs))*time.Millisecond)
+		evs = append(evs, e)
+	}
+	add(history.Event{Type: history.ExecutionStarted, Scenario: "long", Text: "keys"})
+	add(history.Event{Type: history.WorkerStarted, PID: 7})
+	add(history.Event{Type: history.ToolCallScheduled, Step: "s1", Tool: "send"})
+	const n = 2000
+	for i := 1; i <= n; i++ {
+		add(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: i, Key: "k"})
+		add(history.Event{Type: history.FaultInjected, Step: "s1", Attempt: i, Fault: "server-error"})
+		add(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: i, Outcome: history.OutcomeError})
+		add(history.Event{Type: history.RetryScheduled, Step: "s1", Attempt: i, Delay: time.Second})
+	}
+	add(history.Event{Type: history.ExecutionFailed})
+	x := history.Execution{ID: "exec_L", Scenario: "long", Started: t0, Updated: evs[len(evs)-1].Time, Runs: 1}
+	var buf bytes.Buffer
+	m := &mdWriter{w: bufio.NewWriter(&buf), h: Handout{Execution: x}, start: t0, t: trace.New(x.ID)}
+	held := 0
+	if err := m.render(func(fn func(history.Event) error) error {
+		for _, ev := range evs {
+			if err := fn(ev); err != nil {
+				return err
+			}
+			if c := m.t.LastCall("s1"); c != nil {
+				held = max(held, len(c.Attempts))
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m.w.Flush()
+	c := m.t.LastCall("s1")
+	if held > 2 || c.Released != n {
+		t.Errorf("the fold held up to %d attempts and let go of %d of %d", held, c.Released, n)
+	}
+	if got := bytes.Count(buf.Bytes(), []byte("retry in 1s")); got != n {
+		t.Errorf("%d retry lines written, want %d", got, n)
+	}
+}
