@@ -87,3 +87,28 @@ func forgetting(t *testing.T, keep int) {
 		t.Errorf("progress: last %d, count %d, outcome %s", lean.LastAttempts()["s1"], lean.AttemptCounts()["s1"], lean.Outcome())
 	}
 }
+
+// A forgotten attempt still counts as started: starting it again is the
+// same anomaly as in the whole fold, and attempts never started are not
+// taken for forgotten ones, whatever order they are forgotten in.
+func TestForgottenAttemptsStillStarted(t *testing.T) {
+	events := longCall(6)
+	tr := trace.New("x")
+	for _, e := range events[:len(events)-1] {
+		tr.Apply(e)
+	}
+	for _, n := range []int{5, 1, 3, 2} {
+		tr.Forget(tr.Attempt("s1", n))
+	}
+	tr.Apply(trace.Event{Kind: trace.AttemptStarted, Run: 1, Time: t0, Call: "s1", Attempt: 2})
+	tr.Apply(trace.Event{Kind: trace.FaultInjected, Run: 1, Time: t0, Call: "s1", Attempt: 9, Fault: "server-error"})
+	tr.Apply(trace.Event{Kind: trace.FaultInjected, Run: 1, Time: t0, Call: "s1", Attempt: 3, Fault: "server-error"})
+	var got []string
+	for _, an := range tr.Anomalies {
+		got = append(got, an.Text)
+	}
+	want := []string{"attempt 2 started twice", "fault server-error injected into attempt 9, which never started"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("anomalies %q, want %q", got, want)
+	}
+}

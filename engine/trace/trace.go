@@ -73,8 +73,9 @@ type Trace struct {
 type progress struct {
 	last, count                int
 	openAnswered, openRecorded bool
-	// released is the highest attempt number forgotten (Forget).
-	released int
+	// forgot holds the attempt numbers forgotten (Forget), as sorted,
+	// disjoint ranges: one range while they are forgotten in order.
+	forgot []span
 }
 
 type attemptKey struct {
@@ -116,8 +117,8 @@ func (t *Trace) Forget(a *Attempt) {
 	if r := t.runs[a.Run]; r != nil {
 		delete(r.open, k)
 	}
-	if p := t.progress[a.Call]; p != nil && a.N > p.released {
-		p.released = a.N
+	if p := t.progress[a.Call]; p != nil {
+		p.forget(a.N)
 	}
 	c := t.calls[a.Call]
 	if r := t.runs[a.Run]; r != nil && r.calls[a.Call] != nil {
@@ -566,7 +567,7 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 		c = t.callOf(r, e)
 	}
 	k := attemptKey{e.Call, e.Attempt}
-	if t.attempts[k] != nil {
+	if t.attempts[k] != nil || t.released(k) {
 		t.anomaly(e, fmt.Sprintf("attempt %d started twice", e.Attempt))
 	}
 	tool := e.Tool
@@ -594,10 +595,47 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	p.openAnswered, p.openRecorded = true, true
 }
 
+// span is a range of attempt numbers, lo..hi inclusive.
+type span struct{ lo, hi int }
+
+// forget adds attempt n to the forgotten ranges.
+func (p *progress) forget(n int) {
+	i := 0
+	for i < len(p.forgot) && p.forgot[i].hi < n-1 {
+		i++
+	}
+	switch {
+	case i < len(p.forgot) && p.forgot[i].lo <= n && n <= p.forgot[i].hi:
+		return
+	case i < len(p.forgot) && p.forgot[i].hi == n-1:
+		p.forgot[i].hi = n
+		if i+1 < len(p.forgot) && p.forgot[i+1].lo == n+1 {
+			p.forgot[i].hi = p.forgot[i+1].hi
+			p.forgot = append(p.forgot[:i+1], p.forgot[i+2:]...)
+		}
+	case i < len(p.forgot) && p.forgot[i].lo == n+1:
+		p.forgot[i].lo = n
+	default:
+		p.forgot = append(p.forgot, span{})
+		copy(p.forgot[i+1:], p.forgot[i:])
+		p.forgot[i] = span{n, n}
+	}
+}
+
+// forgotten reports whether attempt n was forgotten.
+func (p *progress) forgotten(n int) bool {
+	for _, r := range p.forgot {
+		if r.lo <= n && n <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
 // released reports whether attempt k was forgotten (Forget).
 func (t *Trace) released(k attemptKey) bool {
 	p := t.progress[k.call]
-	return p != nil && k.attempt <= p.released && t.attempts[k] == nil
+	return p != nil && t.attempts[k] == nil && p.forgotten(k.attempt)
 }
 
 // addEffects attaches effects to an attempt and counts its mail for
