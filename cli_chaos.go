@@ -179,12 +179,12 @@ func (a *app) runCheck(externalOK bool) error {
 		return err
 	}
 	defer done()
+	// The heading goes out first: the verdict follows once the store's
+	// consistency check and every history have streamed through.
+	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	if err := db.Check(); err != nil {
 		return name(err)
 	}
-	// The heading goes out first: the verdict follows once every history
-	// has streamed through the checker.
-	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep, err := check.CheckDB(db, check.Options{Resolve: resolvePlan, ExternalOK: externalOK})
 	if err != nil {
 		return name(err)
