@@ -65,6 +65,7 @@ func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 		return err
 	}
 	t := trace.New(x.ID)
+	t.Stream()
 	n := narrate.New(x.ID)
 	runs := 0
 	line := func(rel float64, l string) { fmt.Fprintf(w, "%+8.3fs  %s\n", rel, l) }

@@ -14,8 +14,12 @@ import (
 // (store.Options{ReadOnly: true}): the check never writes. Undecodable
 // entries are durability violations, not errors; an error means the
 // database could not be read.
-func CheckDB(db *store.DB, opts Options) (*Report, error) {
+func CheckDB(db *store.DB, opts Options) (*Report, error) { return checkDB(db, opts, keepAttempts) }
+
+// checkDB is CheckDB keeping at most keep attempts of an execution in memory.
+func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	c := New(opts)
+	c.keep = keep
 	var bad []Violation
 	err := db.View(func(tx *store.Tx) error {
 		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
@@ -66,7 +70,18 @@ func CheckDB(db *store.DB, opts Options) (*Report, error) {
 			if x.ID == "" {
 				return nil
 			}
-			s := c.Stream(x)
+			// A second pass, when one is needed, reads the history in
+			// the same transaction; an event that does not decode was
+			// reported by the first.
+			reread := func(fn func(history.Event)) error {
+				return tx.Events(id, 0, func(_ uint64, data []byte) bool {
+					if ev, err := history.Decode(data); err == nil {
+						fn(ev)
+					}
+					return true
+				})
+			}
+			s := c.Stream(x, reread)
 			if err := tx.Events(id, 0, func(seq uint64, data []byte) bool {
 				ev, err := history.Decode(data)
 				if err != nil {

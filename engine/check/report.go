@@ -101,10 +101,8 @@ func (r *Report) add(x history.Execution, w *walk, res ExecResult) {
 	r.PlannedKills += w.kills.planned
 	r.ExternalKills += w.kills.external
 	r.HostDeaths += w.kills.host
-	for _, a := range w.order {
-		for _, p := range a.points {
-			r.Faults[p]++
-		}
+	for p, n := range w.faultCount {
+		r.Faults[p] += n
 	}
 	t := r.tally(x.Policy.String())
 	t.Executions++
@@ -144,8 +142,8 @@ func (r *Report) addMatrix(x history.Execution, w *walk, res ExecResult) {
 		return
 	}
 	var row MatrixRow
-	faults := w.faults()
-	switch len(faults) {
+	faults := w.firstFaults
+	switch w.nFaults {
 	case 0:
 	case 1:
 		if faults[0].Attempt != 1 {

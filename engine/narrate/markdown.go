@@ -57,6 +57,7 @@ func Markdown(w io.Writer, h Handout) error {
 	}
 	bw := bufio.NewWriter(w)
 	m := &mdWriter{w: bw, h: h, start: h.Execution.Started, t: trace.New(h.Execution.ID)}
+	m.t.Stream()
 	if err := m.render(read); err != nil {
 		return fmt.Errorf("write handout: %w", err)
 	}
@@ -156,6 +157,7 @@ func (m *mdWriter) idle(read func(fn func(history.Event) error) error) (time.Dur
 		return 0, nil
 	}
 	t := trace.New(m.h.Execution.ID)
+	t.Stream()
 	err := read(func(ev history.Event) error {
 		t.ApplyHistory(ev)
 		if ev.Type == history.AttemptFinished {

@@ -65,6 +65,10 @@ type Trace struct {
 	// attempts seen; dup is set once one intent has two.
 	sent map[[2]string]int
 	dup  bool
+	// faults interns fault names: a long history repeats a few.
+	faults map[string]string
+	// streaming is set by Stream.
+	streaming bool
 }
 
 // progress is where a call id stands over all runs: its latest attempt
@@ -96,8 +100,15 @@ type Anomaly struct {
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
-		plans: map[int]bool{}, sent: map[[2]string]int{}}
+		plans: map[int]bool{}, sent: map[[2]string]int{}, faults: map[string]string{}}
 }
+
+// Stream makes the trace one for a streaming reader, which reads each
+// event's consequences as it is applied and keeps nothing it has read: the
+// runs do not list their faults (Run.FaultCount still counts them), and
+// the reader lets go of each attempt it has read with Forget. Call it
+// before the first event.
+func (t *Trace) Stream() { t.streaming = true }
 
 // Forget lets go of an attempt a streaming reader has read and needs no
 // more: it leaves the tree (Call.Attempts, Call.Nodes) and Attempt, and
@@ -164,8 +175,10 @@ type Run struct {
 	// run's last event (0 for the first run).
 	Idle  time.Duration
 	Nodes []Node
-	// Faults are the faults injected during the run, in order.
-	Faults []string
+	// Faults are the faults injected during the run, in order (not kept by
+	// a streaming trace); FaultCount counts them.
+	Faults     []string
+	FaultCount int
 	// End is how the run ended: its worker's death, or the execution's
 	// end; nil while it runs (or when its end left no record).
 	End *Note
@@ -457,7 +470,10 @@ func (t *Trace) Apply(e Event) {
 			c.Nodes = append(c.Nodes, a)
 		}
 	case FaultInjected:
-		r.Faults = append(r.Faults, e.Fault)
+		r.FaultCount++
+		if !t.streaming {
+			r.Faults = append(r.Faults, t.intern(e.Fault))
+		}
 		if e.PlanIndex > 0 {
 			t.plans[e.PlanIndex] = true
 		}
@@ -593,6 +609,15 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	p.last = max(p.last, e.Attempt)
 	p.count++
 	p.openAnswered, p.openRecorded = true, true
+}
+
+// intern returns the trace's copy of a fault name.
+func (t *Trace) intern(s string) string {
+	if c, ok := t.faults[s]; ok {
+		return c
+	}
+	t.faults[s] = s
+	return s
 }
 
 // span is a range of attempt numbers, lo..hi inclusive.
@@ -790,6 +815,12 @@ func (x *Exchange) status() int {
 		return 0
 	}
 	return x.Status
+}
+
+// Seen reports whether attempt n of a call started, forgotten or not.
+func (t *Trace) Seen(call string, n int) bool {
+	k := attemptKey{call, n}
+	return t.attempts[k] != nil || t.released(k)
 }
 
 // Attempt is attempt n of a call, or nil.
