@@ -55,7 +55,9 @@ func eachEvent(h engine.Source, id string, fn func(history.Event) error, flushed
 // only the history can tell, read from the fold as it goes: the gaps where
 // no worker ran, the effects each attempt caused, and the attempts whose
 // outcome the agent never learnt though the provider acted (◆). Each
-// attempt is forgotten by the fold once its answer is written.
+// attempt is forgotten by the fold once its answer is written, so ◆ is
+// decided at the answer: an effect the history records after it (none of
+// retrylab's faults does that) shows on its own line only.
 func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 	w := bufio.NewWriter(out)
 	took := x.Updated.Sub(x.Started)

@@ -42,7 +42,10 @@ type Handout struct {
 // It streams: the trace is written as its lines become final, and each
 // attempt is forgotten once written, so memory does not grow with the
 // number of attempts. An execution with more than one run is read twice:
-// the summary's idle time needs every gap before the trace begins.
+// the summary's idle time needs every gap before the trace begins. What an
+// attempt caused is written with the attempt, once its call moved on: an
+// effect recorded after that (none of retrylab's faults does it) is left
+// out of the trace; the outbox part still lists it.
 func Markdown(w io.Writer, h Handout) error {
 	read := h.Read
 	if read == nil {
