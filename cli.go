@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -88,33 +89,40 @@ func oneLine(s string) string {
 // does not close under it (see release); a host that is closing is waited
 // out, and then this process opens the database itself.
 func (a *app) service() (engine.Service, error) {
+	s, _, err := a.connect()
+	return s, err
+}
+
+// connect is service that also says whether this process became the host:
+// owned is the host it opened, nil when it attached to another process.
+func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
 	for try := 0; ; try++ {
 		c, err := engine.Dial(a.dbPath)
 		if err == nil {
 			if err = c.Hold(); err == nil {
-				return c, nil
+				return c, nil, nil
 			}
 			c.Close()
 			if try < 40 {
 				time.Sleep(25 * time.Millisecond) // until it has let go of the file
 				continue
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		h, err := a.openHost()
 		if errors.Is(err, store.ErrLocked) {
 			// A host may have come up while we waited for the lock.
 			if c, derr := engine.Dial(a.dbPath); derr == nil {
 				if derr = c.Hold(); derr == nil {
-					return c, nil
+					return c, nil, nil
 				}
 				c.Close()
 			}
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return h, nil
+		return h, h, nil
 	}
 }
 
@@ -123,19 +131,15 @@ func (a *app) service() (engine.Service, error) {
 // 'retrylab run' attached to it, say), so it never kills their workers;
 // Ctrl-C stops the wait.
 func (a *app) release(s engine.Service) error {
-	h, ok := s.(*engine.Host)
-	if !ok {
-		return s.Close()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return h.CloseWhenIdle(ctx, func(running []string, holds int) {
+	return s.CloseWhenIdle(ctx, func(running []string, holds int) {
 		what := fmt.Sprintf("%d attached", holds)
 		if len(running) > 0 {
 			what = "running " + strings.Join(running, ", ")
 		}
 		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
-			h.DBPath(), what)
+			s.DBPath(), what)
 	})
 }
 
@@ -274,7 +278,7 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) err
 	defer signal.Stop(sigs)
 	// Events recorded before we subscribed cannot be missed: the subscription
 	// starts before the run does.
-	say := func(no engine.Notice) {
+	say := func(no notice.Notice) {
 		for _, l := range n.Lines(no) {
 			fmt.Fprintln(a.out, l)
 		}

@@ -180,6 +180,9 @@ func (a *app) runCheck(externalOK bool) error {
 		return err
 	}
 	defer done()
+	// The heading goes out first: the verdict follows once the store's
+	// consistency check and every history have streamed through.
+	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	if err := db.Check(); err != nil {
 		return name(err)
 	}
@@ -187,7 +190,6 @@ func (a *app) runCheck(externalOK bool) error {
 	if err != nil {
 		return name(err)
 	}
-	fmt.Fprintf(a.out, "retrylab check %s\n", a.dbPath)
 	rep.Write(a.out, maxListedViolations)
 	if !rep.OK() {
 		msg := fmt.Sprintf("check: %d violations", len(rep.Violations))

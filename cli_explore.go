@@ -35,7 +35,7 @@ func (a *app) explore(f *exploreFlags) error {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
 			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}
 	}
-	h, err := a.service()
+	h, _, err := a.connect()
 	if err != nil {
 		return err
 	}

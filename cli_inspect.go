@@ -42,24 +42,13 @@ database, or run on a scratch database when this one has none).`,
 				if x.Imported != "" {
 					return a.showImported(h, x, asJSON)
 				}
-				events, err := h.Events(id, 0, 0)
-				if err != nil {
-					return err
+				switch {
+				case asMarkdown:
+					return a.showMarkdown(h, x)
+				case asJSON:
+					return printHistoryJSON(a.out, h, x)
 				}
-				if asMarkdown {
-					return a.showMarkdown(h, x, events)
-				}
-				if asJSON {
-					if events == nil {
-						events = []history.Event{}
-					}
-					return printJSON(a.out, struct {
-						Execution history.Execution `json:"execution"`
-						Events    []history.Event   `json:"events"`
-					}{x, events})
-				}
-				printHistory(a, x, events)
-				return nil
+				return printHistory(a.out, h, x)
 			})
 		},
 	}
@@ -84,55 +73,6 @@ func pickExecution(h engine.Service, args []string) (string, error) {
 
 // gapWorth is how long a silence must last before show points it out.
 const gapWorth = time.Second
-
-// printHistory narrates each recorded event, as `run` does live, with what
-// only the whole history can tell, read from the fold: the gaps where no
-// worker ran, the effects each attempt caused, and the attempts whose
-// outcome the agent never learnt though the provider acted (◆).
-func printHistory(a *app, x history.Execution, events []history.Event) {
-	took := x.Updated.Sub(x.Started)
-	fmt.Fprintf(a.out, "%s  scenario %s  policy %s  %s  runs %d  started %s  took %s\n\n",
-		x.ID, x.Scenario, x.Policy, x.Status, x.Runs, x.Started.Format(time.RFC3339), took.Round(time.Millisecond))
-	t := trace.FoldHistory(x.ID, events)
-	gaps := map[uint64]time.Duration{}
-	for _, r := range t.Runs {
-		if r.Number > 1 && r.Idle >= gapWorth {
-			gaps[r.Seq] = r.Idle
-		}
-	}
-	n := narrate.New(x.ID)
-	line := func(rel float64, l string) { fmt.Fprintf(a.out, "%+8.3fs  %s\n", rel, l) }
-	for _, ev := range events {
-		if d, ok := gaps[ev.Seq]; ok {
-			fmt.Fprintf(a.out, "%9s   %s %s with no worker running\n", "", trace.MarkGap.Glyph(), d.Round(100*time.Millisecond))
-		}
-		rel := ev.Time.Sub(x.Started).Seconds()
-		for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
-			line(rel, l)
-		}
-		switch ev.Type {
-		case history.EffectObserved:
-			if fx := ev.Effect; fx != nil {
-				line(rel, fmt.Sprintf("%-11s %s%s%s for %s attempt %d (recorded)", "["+effectTag(fx.Service)+"]",
-					effectVerb(fx.Service), fx.ID, effectTarget(fx), ev.Step, ev.Attempt))
-			}
-		case history.AttemptFinished:
-			if at := t.Attempt(ev.Step, ev.Attempt); at != nil && at.Ambiguous() {
-				line(rel, ambiguousLine(at))
-			}
-		case history.WorkerCrashed:
-			for _, r := range t.Runs {
-				if r.Number == ev.Run {
-					for _, at := range crashedIn(r) {
-						if at.Ambiguous() {
-							line(rel, ambiguousLine(at))
-						}
-					}
-				}
-			}
-		}
-	}
-}
 
 func effectTag(service string) string {
 	if service == world.ServiceMail {
@@ -246,11 +186,9 @@ func (a *app) stateCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withService(func(h engine.Service) error {
-				s, err := h.State()
-				if err != nil {
-					return err
-				}
-				return printJSON(a.out, s)
+				// Streamed a page at a time: the same JSON as State,
+				// whatever the size of the world.
+				return h.WriteState(a.out)
 			})
 		},
 	}

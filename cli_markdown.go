@@ -16,9 +16,11 @@ import (
 	"github.com/retrylab/retrylab/fixtures"
 )
 
-// showMarkdown writes the handout of one execution: `show --markdown`.
-func (a *app) showMarkdown(h engine.Service, x history.Execution, events []history.Event) error {
-	msgs, err := h.Outbox()
+// showMarkdown writes the handout of one execution: `show --markdown`. The
+// history streams through it a page at a time; the outbox part is this
+// execution's messages alone.
+func (a *app) showMarkdown(h engine.Service, x history.Execution) error {
+	msgs, err := h.MessagesFor(x.ID)
 	if err != nil {
 		return err
 	}
@@ -26,7 +28,8 @@ func (a *app) showMarkdown(h engine.Service, x history.Execution, events []histo
 	if err != nil {
 		return err
 	}
-	ho := narrate.Handout{Execution: x, Events: events, Messages: msgs, Records: recs}
+	read := func(fn func(history.Event) error) error { return eachEvent(h, x.ID, fn, nil) }
+	ho := narrate.Handout{Execution: x, Read: read, Messages: msgs, Records: recs}
 	// A scenario run from a file outside the catalogue has no explanation
 	// to add; the trace and the outbox still make the handout.
 	cat := scenario.NewCatalog(fixtures.FS)
@@ -39,19 +42,22 @@ func (a *app) showMarkdown(h engine.Service, x history.Execution, events []histo
 	if ho.Scenario == nil {
 		return nil
 	}
-	return a.pairMarkdown(h, cat, ho.Scenario, x, events)
+	return a.pairMarkdown(h, cat, ho.Scenario, x)
 }
 
 // pairMarkdown ends the handout of a mistake or its fix with the diff
 // line of the pair: this execution beside the latest execution of the
 // other half in the database, or else a run of the other half on a scratch
 // database.
-func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenario.Scenario, x history.Execution, events []history.Event) error {
+func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenario.Scenario, x history.Execution) error {
 	pair, ok := lesson.PairOf(cat, scn)
 	if !ok {
 		return nil
 	}
-	this := trace.FoldHistory(x.ID, events)
+	this, err := lesson.FoldExecution(h, x.ID)
+	if err != nil {
+		return err
+	}
 	other := pair.Fix
 	if scn == pair.Fix {
 		other = pair.Mistake
@@ -83,7 +89,7 @@ func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenari
 	if scn == pair.Mistake {
 		mistake, fix = this, that
 	}
-	_, err := fmt.Fprintf(a.out, "\n## What the fix changes\n\n%s fixes %s:\n\n%s\n\n%s\n", pair.Fix.Name, pair.Mistake.Name,
+	_, err = fmt.Fprintf(a.out, "\n## What the fix changes\n\n%s fixes %s:\n\n%s\n\n%s\n", pair.Fix.Name, pair.Mistake.Name,
 		lesson.DiffLine(mistake, fix), where)
 	return err
 }

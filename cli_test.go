@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -424,7 +425,7 @@ func checkAfterKill(t *testing.T, round int, db string, printed []string, runnin
 		}
 		n := narrate.New(x.ID)
 		for _, ev := range evs {
-			for _, l := range n.Lines(engine.Notice{Execution: x.ID, Event: &ev}) {
+			for _, l := range n.Lines(notice.Notice{Execution: x.ID, Event: &ev}) {
 				recorded[l]++
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
@@ -54,7 +55,7 @@ func TestClientAttachesToRunningHost(t *testing.T) {
 	if res := run.Result(); res.Status != history.StatusKilled || res.ExitCode != engine.ExitKilled {
 		t.Fatalf("remote run ended %+v, want killed with 137", res)
 	}
-	sawCrash := func(ch <-chan engine.Notice) bool {
+	sawCrash := func(ch <-chan notice.Notice) bool {
 		deadline := time.After(5 * time.Second)
 		for {
 			select {

@@ -3,19 +3,8 @@ package engine
 import (
 	"sync"
 
-	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/engine/notice"
 )
-
-// Notice is one thing that happened: an event recorded in a history, or an
-// activity of the world. Lagged means the subscriber fell behind and missed
-// notices: it should re-read what it shows from the store.
-type Notice struct {
-	Execution string          `json:"execution,omitempty"`
-	Event     *history.Event  `json:"event,omitempty"`
-	Activity  *world.Activity `json:"activity,omitempty"`
-	Lagged    bool            `json:"lagged,omitempty"`
-}
 
 // bus fans notices out to subscribers without ever blocking the publisher.
 type bus struct {
@@ -25,17 +14,17 @@ type bus struct {
 }
 
 type subscriber struct {
-	ch     chan Notice
+	ch     chan notice.Notice
 	lagged bool
 }
 
 func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}} }
 
-func (b *bus) subscribe(buffer int) (<-chan Notice, func()) {
+func (b *bus) subscribe(buffer int) (<-chan notice.Notice, func()) {
 	if buffer < 1 {
 		buffer = 1
 	}
-	s := &subscriber{ch: make(chan Notice, buffer)}
+	s := &subscriber{ch: make(chan notice.Notice, buffer)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -56,13 +45,13 @@ func (b *bus) subscribe(buffer int) (<-chan Notice, func()) {
 	}
 }
 
-func (b *bus) publish(n Notice) {
+func (b *bus) publish(n notice.Notice) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
 		if s.lagged {
 			select {
-			case s.ch <- Notice{Lagged: true}:
+			case s.ch <- notice.Notice{Lagged: true}:
 				s.lagged = false
 			default:
 				continue
@@ -89,4 +78,4 @@ func (b *bus) close() {
 // Subscribe follows everything the host records and the world does, from now
 // on. The channel never blocks the host: a subscriber that falls behind gets
 // a Lagged notice. Call the returned function to stop.
-func (h *Host) Subscribe(buffer int) (<-chan Notice, func()) { return h.bus.subscribe(buffer) }
+func (h *Host) Subscribe(buffer int) (<-chan notice.Notice, func()) { return h.bus.subscribe(buffer) }

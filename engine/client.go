@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 )
@@ -277,9 +278,15 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// CloseWhenIdle closes at once: an attached process runs nothing of its own
+// that others wait on (its runs live in the host that owns the database).
+func (c *Client) CloseWhenIdle(context.Context, func(running []string, holds int)) error {
+	return c.Close()
+}
+
 // Subscribe follows the host's notices over a stream.
-func (c *Client) Subscribe(buffer int) (<-chan Notice, func()) {
-	ch := make(chan Notice, max(1, buffer))
+func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
+	ch := make(chan notice.Notice, max(1, buffer))
 	ctx, cancel := context.WithCancel(c.ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.info.URL+"/v1/control/notices", nil)
 	if err != nil {
@@ -303,7 +310,7 @@ func (c *Client) Subscribe(buffer int) (<-chan Notice, func()) {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
-			var n Notice
+			var n notice.Notice
 			if json.Unmarshal(sc.Bytes(), &n) != nil {
 				continue
 			}
@@ -312,7 +319,7 @@ func (c *Client) Subscribe(buffer int) (<-chan Notice, func()) {
 			default:
 				// A slow reader loses notices and is told to re-read.
 				select {
-				case ch <- Notice{Lagged: true}:
+				case ch <- notice.Notice{Lagged: true}:
 				default:
 				}
 			}

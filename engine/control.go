@@ -181,6 +181,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
 	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
 	mux.HandleFunc("GET /v1/control/copy", h.serveCopy)
+	mux.HandleFunc("GET /v1/control/state", h.handleState)
 }
 
 func toAny[T any](list []T) []any {

@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/testrun"
@@ -87,7 +88,7 @@ func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 type played struct {
 	run     *engine.Run
 	res     engine.RunResult
-	notices []engine.Notice
+	notices []notice.Notice
 	lines   []string // the narration, as `retrylab run` prints it
 }
 
@@ -162,7 +163,7 @@ func pick(evs []history.Event, typ history.Type, run int, step string) []history
 
 func outbox(t *testing.T, h *engine.Host) []world.Message {
 	t.Helper()
-	msgs, err := h.World().Outbox(0, 0)
+	msgs, err := h.Outbox()
 	if err != nil {
 		t.Fatalf("outbox: %v", err)
 	}
@@ -394,7 +395,7 @@ func safeFirstRun(t *testing.T, h *engine.Host) (msgID string) {
 	if err != nil || len(j) != 1 || j[0].Step != emailStep || j[0].Key != articleKey || j[0].Run != 1 || messageID(t, j[0].Result) != msgID {
 		t.Fatalf("journal %+v (%v), want the step's record with %s", j, err, msgID)
 	}
-	k, ok, err := h.World().LookupKey(articleKey)
+	k, ok, err := engine.WorldOf(h).LookupKey(articleKey)
 	if err != nil || !ok || k.InFlight || k.Ref != msgID || k.Status != 200 {
 		t.Fatalf("key store holds %+v %v (%v), want %s -> %s", k, ok, err, articleKey, msgID)
 	}
@@ -517,7 +518,7 @@ func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
 	}
 	msgs := outbox(t, h)
 	wantOutbox(t, msgs, 1)
-	if recs, err := h.World().Records(); err != nil || len(recs) != 0 {
+	if recs, err := h.Records(); err != nil || len(recs) != 0 {
 		t.Fatalf("CRM before resume: %+v (%v), want empty", recs, err)
 	}
 
@@ -542,14 +543,14 @@ func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
 	if n := h.MailRequests(crmExec); n != 1 {
 		t.Errorf("mail API saw %d requests, want 1", n)
 	}
-	recs, err := h.World().Records()
+	recs, err := h.Records()
 	if err != nil || len(recs) != 1 || recs[0].ID != "inv_0611" {
 		t.Fatalf("CRM holds %+v (%v), want inv_0611", recs, err)
 	}
 	if got := recs[0].Fields["message_id"]; got != msgs[0].ID {
 		t.Errorf("CRM record points at message %v, want the email's %s", got, msgs[0].ID)
 	}
-	if w, err := h.World().CRMWrites(0, 0); err != nil || len(w) != 1 {
+	if w, err := h.CRMWrites(0, 0); err != nil || len(w) != 1 {
 		t.Errorf("CRM write log %+v (%v), want one write", w, err)
 	}
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
@@ -316,11 +317,9 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 		return ev, err
 	}
 	err = h.db.Update(func(tx *store.Tx) error {
-		seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return prepared.WithSeq(seq), nil })
-		if err != nil {
+		if _, err := prepared.Append(tx, exec, &ev); err != nil {
 			return err
 		}
-		ev.Seq = seq
 		if update != nil {
 			return updateExecution(tx, exec, ev.Time, update)
 		}
@@ -329,7 +328,7 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 	if err != nil {
 		return ev, fmt.Errorf("record %s for %s: %w", ev.Type, exec, err)
 	}
-	h.bus.publish(Notice{Execution: exec, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: exec, Event: &ev})
 	return ev, nil
 }
 
@@ -385,11 +384,10 @@ func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
 	}
 	a.RecordedAt = h.clock.Now()
 	ev := effectEvent(*a)
-	seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
-	if err != nil {
+	if err := history.Append(tx, id, &ev); err != nil {
 		return err
 	}
-	a.Recorded = seq
+	a.Recorded = ev.Seq
 	if a.Kind != world.KindDelivered {
 		return nil
 	}
@@ -409,14 +407,14 @@ func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
 func (h *Host) observe(a world.Activity) {
 	if a.Recorded != 0 {
 		ev := effectEvent(a)
-		h.bus.publish(Notice{Execution: a.Attribution.Execution, Event: &ev})
+		h.bus.publish(notice.Notice{Execution: a.Attribution.Execution, Event: &ev})
 	}
 	if a.Service == "mail" && a.Kind != "fault" {
 		h.mu.Lock()
 		h.mailRequests[a.Attribution.Execution]++
 		h.mu.Unlock()
 	}
-	h.bus.publish(Notice{Execution: a.Attribution.Execution, Activity: &a})
+	h.bus.publish(notice.Notice{Execution: a.Attribution.Execution, Activity: &a})
 }
 
 // MailRequests counts requests the mail API answered for an execution since

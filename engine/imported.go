@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -15,7 +16,7 @@ func (h *Host) Store() *store.DB { return h.db }
 
 // Announce tells subscribers (a running explorer) that an execution
 // changed outside a run, as when imported spans arrive.
-func (h *Host) Announce(exec string) { h.bus.publish(Notice{Execution: exec}) }
+func (h *Host) Announce(exec string) { h.bus.publish(notice.Notice{Execution: exec}) }
 
 // ImportedEvents is an imported execution's trace as the fold's input
 // events, translated from its spans or its Temporal history; an execution

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -104,7 +105,7 @@ func wantProblem(t *testing.T, r reply, status int) {
 
 func outboxLen(t *testing.T, h *engine.Host) int {
 	t.Helper()
-	n, err := h.World().OutboxCount()
+	n, err := engine.WorldOf(h).OutboxCount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestMailAPIReplayAndMismatch(t *testing.T) {
 	if n := outboxLen(t, h); n != 1 {
 		t.Fatalf("outbox %d after mismatches, want 1", n)
 	}
-	if recs, _ := h.World().Records(); len(recs) != 0 {
+	if recs, _ := h.Records(); len(recs) != 0 {
 		t.Errorf("the CRM wrote %+v on a mismatched key", recs)
 	}
 
@@ -165,7 +166,7 @@ func TestMailAPIBadRequestsAreNotStored(t *testing.T) {
 	h := openAPIHost(t)
 	// Invalid message: 400, and the key is not stored.
 	wantProblem(t, send(t, h, `{"to": "jordan@acme.dev"}`, "k-400"), http.StatusBadRequest)
-	if _, ok, err := h.World().LookupKey("k-400"); err != nil || ok {
+	if _, ok, err := engine.WorldOf(h).LookupKey("k-400"); err != nil || ok {
 		t.Fatalf("a 400 left key k-400 stored (%v)", err)
 	}
 	// So the corrected retry with the same key executes.
@@ -173,13 +174,13 @@ func TestMailAPIBadRequestsAreNotStored(t *testing.T) {
 	if fixed.status != 200 || fixed.deduped {
 		t.Fatalf("corrected retry: %d %s, want a fresh 200", fixed.status, fixed.body)
 	}
-	if k, ok, err := h.World().LookupKey("k-400"); err != nil || !ok || k.Ref != fixed.msgID {
+	if k, ok, err := engine.WorldOf(h).LookupKey("k-400"); err != nil || !ok || k.Ref != fixed.msgID {
 		t.Fatalf("key after corrected retry: %+v %v (%v)", k, ok, err)
 	}
 
 	// A malformed body and a key over 255 characters: 400, nothing sent.
 	wantProblem(t, send(t, h, `{"to": `, "k-malformed"), http.StatusBadRequest)
-	if _, ok, _ := h.World().LookupKey("k-malformed"); ok {
+	if _, ok, _ := engine.WorldOf(h).LookupKey("k-malformed"); ok {
 		t.Errorf("a malformed body left its key stored")
 	}
 	wantProblem(t, send(t, h, invoice, strings.Repeat("k", 256)), http.StatusBadRequest)
@@ -250,7 +251,7 @@ func TestMailAPIConcurrentSameKey(t *testing.T) {
 // concurrentRound sends one slow request with key, then 49 at once while
 // it is in flight, checks that exactly one delivered, and returns the
 // number of 409s.
-func concurrentRound(t *testing.T, h *engine.Host, ch <-chan engine.Notice, key string, round int) int {
+func concurrentRound(t *testing.T, h *engine.Host, ch <-chan notice.Notice, key string, round int) int {
 	t.Helper()
 	const n = 50
 	// The next unattributed request answers slowly: its key stays in flight.
@@ -265,7 +266,7 @@ func concurrentRound(t *testing.T, h *engine.Host, ch <-chan engine.Notice, key 
 	// The world reports the slow-response fault after the key is claimed.
 	guard := time.After(time.Minute) // against a hang, not a timing assertion
 	for claimed := false; !claimed; {
-		var no engine.Notice
+		var no notice.Notice
 		select {
 		case n, ok := <-ch:
 			if !ok {

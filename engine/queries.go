@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
@@ -116,9 +117,7 @@ func (h *Host) DeleteJournal(id, step string) error {
 		if existed, err = tx.DeleteJournal(id, step); err != nil || !existed {
 			return err
 		}
-		e := ev
-		ev.Seq, err = tx.AppendEvent(id, func(seq uint64) ([]byte, error) { e.Seq = seq; return history.Encode(e) })
-		return err
+		return history.Append(tx, id, &ev)
 	})
 	if err != nil {
 		return err
@@ -126,12 +125,21 @@ func (h *Host) DeleteJournal(id, step string) error {
 	if !existed {
 		return fmt.Errorf("execution %s has no journal record for step %q", id, step)
 	}
-	h.bus.publish(Notice{Execution: id, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
 	return nil
 }
 
-// World gives read access to the simulated providers' ledgers.
-func (h *Host) World() *world.World { return h.world }
+// OutboxFrom lists the delivered messages from sequence number from on, at
+// most limit of them (0: all): the mail ledger, read incrementally.
+func (h *Host) OutboxFrom(from uint64, limit int) ([]world.Message, error) {
+	return h.world.Outbox(from, limit)
+}
+
+// CRMWrites lists the CRM's writes from sequence number from on, at most
+// limit of them (0: all): the CRM ledger, read incrementally.
+func (h *Host) CRMWrites(from uint64, limit int) ([]world.CRMWrite, error) {
+	return h.world.CRMWrites(from, limit)
+}
 
 // AdvanceClock moves the world clock forward (to teach key retention).
 func (h *Host) AdvanceClock(d time.Duration) error { return h.world.Advance(d) }
@@ -147,7 +155,7 @@ func (h *Host) ResetWorld() error {
 	h.mu.Lock()
 	h.mailRequests = map[string]int{}
 	h.mu.Unlock()
-	h.bus.publish(Notice{Lagged: true})
+	h.bus.publish(notice.Notice{Lagged: true})
 	return nil
 }
 

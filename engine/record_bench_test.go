@@ -19,6 +19,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
 )
@@ -104,7 +105,7 @@ func (c *client) do(method, url string, body []byte, header map[string]string) (
 // runtime sends a request to the runtime API of execution id.
 func (c *client) runtime(method, id, path string, body []byte) error {
 	_, err := c.do(method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
-		map[string]string{"Authorization": "Bearer " + c.h.token, HeaderRun: "1"}) // the live state above is run 1
+		map[string]string{"Authorization": "Bearer " + c.h.token, wire.HeaderRun: "1"}) // the live state above is run 1
 	return err
 }
 

@@ -16,17 +16,11 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/store"
-)
-
-// Environment variables that turn the binary into a worker.
-const (
-	EnvWorker    = "RETRYLAB_WORKER"    // the runtime API's URL
-	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
-	EnvRun       = "RETRYLAB_RUN"       // the run number
-	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
 )
 
 // ExitKilled is the exit code of a process killed by SIGKILL (128 + 9).
@@ -207,11 +201,9 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		if data == nil {
 			x = history.Execution{ID: id, Scenario: scn.Name, Source: scn.File, Started: now, StartKey: startKey}
 			ev := history.Event{Type: history.ExecutionStarted, Time: now, Run: 1, Scenario: scn.Name, Text: policy.String()}
-			seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { ev.Seq = seq; return history.Encode(ev) })
-			if err != nil {
+			if err := history.Append(tx, id, &ev); err != nil {
 				return err
 			}
-			ev.Seq = seq
 			started = &ev
 		} else {
 			var err error
@@ -235,7 +227,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		return release(err)
 	}
 	if started != nil {
-		h.bus.publish(Notice{Execution: id, Event: started})
+		h.bus.publish(notice.Notice{Execution: id, Event: started})
 	}
 	if err := h.rebuild(id, st, run); err != nil {
 		return release(err)
@@ -308,10 +300,10 @@ func (h *Host) rebuild(id string, st *execState, run int) error {
 func (h *Host) spawn(id string, run int) (*workerProc, error) {
 	cmd := exec.Command(h.cfg.Executable)
 	cmd.Env = append(os.Environ(),
-		EnvWorker+"="+h.runtimeURL,
-		EnvExecution+"="+id,
-		EnvRun+"="+strconv.Itoa(run),
-		EnvToken+"="+h.token,
+		wire.EnvWorker+"="+h.runtimeURL,
+		wire.EnvExecution+"="+id,
+		wire.EnvRun+"="+strconv.Itoa(run),
+		wire.EnvToken+"="+h.token,
 	)
 	stderr := &boundedBuffer{max: 8 << 10}
 	cmd.Stderr = stderr

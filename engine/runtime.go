@@ -11,7 +11,8 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
-	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/notice"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -19,41 +20,6 @@ import (
 // report every event, ask for attempt numbers (and learn their faults), and
 // read and write the journal. It listens on 127.0.0.1 and requires the
 // bearer token handed to each worker.
-
-// Plan is what a worker needs to run an execution.
-type Plan struct {
-	Execution string             `json:"execution"`
-	Run       int                `json:"run"`
-	Scenario  *scenario.Scenario `json:"scenario"`
-	Policy    history.Policy     `json:"policy"`
-	MailURL   string             `json:"mail_url"`
-	CRMURL    string             `json:"crm_url"`
-	// Args holds each call's arguments as canonical JSON, keyed by step, so
-	// numbers keep their exact form across the wire.
-	Args map[string]json.RawMessage `json:"args"`
-	// Attempts is the last attempt number per step so far.
-	Attempts map[string]int `json:"attempts"`
-	// Unfinished lists steps whose last attempt started in an earlier run
-	// and never finished: their outcome is unknown.
-	Unfinished []string `json:"unfinished,omitempty"`
-}
-
-// AttemptRequest asks for permission to make an attempt.
-type AttemptRequest struct {
-	Step        string            `json:"step"`
-	Tool        string            `json:"tool"`
-	Attempt     int               `json:"attempt"`
-	MaxAttempts int               `json:"max_attempts"`
-	Key         string            `json:"key,omitempty"`
-	Request     *history.Exchange `json:"request,omitempty"`
-}
-
-// AttemptGrant answers an AttemptRequest: the crash the worker must carry
-// out at its point, if any.
-type AttemptGrant struct {
-	Seq   uint64      `json:"seq"`
-	Crash fault.Point `json:"crash,omitempty"`
-}
 
 const maxRuntimeBody = 4 << 20
 
@@ -81,10 +47,6 @@ func (h *Host) runtimeHandler() http.Handler {
 	})
 }
 
-// HeaderRun carries the worker's run number on every runtime request, so a
-// request from the worker of an earlier run is refused.
-const HeaderRun = "Retrylab-Run"
-
 // live finds the running state for a worker's request and holds its record
 // lock until release is called; it answers the request itself (409) when
 // the run has ended or belongs to another worker.
@@ -99,9 +61,9 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) (st *execState, rele
 	h.mu.Lock()
 	run := st.run
 	h.mu.Unlock()
-	if st.ended || r.Header.Get(HeaderRun) != strconv.Itoa(run) {
+	if st.ended || r.Header.Get(wire.HeaderRun) != strconv.Itoa(run) {
 		st.rec.Unlock()
-		http.Error(w, fmt.Sprintf("run %s of %s is not the live run (%d)", r.Header.Get(HeaderRun), id, run), http.StatusConflict)
+		http.Error(w, fmt.Sprintf("run %s of %s is not the live run (%d)", r.Header.Get(wire.HeaderRun), id, run), http.StatusConflict)
 		return nil, nil, false
 	}
 	return st, st.rec.Unlock, true
@@ -143,7 +105,7 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
-	plan := Plan{Execution: id, Run: st.run, Scenario: st.scn, Policy: st.policy,
+	plan := wire.Plan{Execution: id, Run: st.run, Scenario: st.scn, Policy: st.policy,
 		MailURL: h.world.MailURL(), CRMURL: h.world.CRMURL(),
 		Args: map[string]json.RawMessage{}, Attempts: map[string]int{}}
 	for k, v := range st.attempts {
@@ -228,7 +190,7 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var req AttemptRequest
+	var req wire.AttemptRequest
 	if err := readJSON(r, &req); err != nil || req.Step == "" || req.Attempt < 1 {
 		http.Error(w, "bad attempt request", http.StatusBadRequest)
 		return
@@ -257,7 +219,7 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 	}
 	h.armed = nil
 	run := st.run
-	var grant AttemptGrant
+	var grant wire.AttemptGrant
 	key := attemptKey{req.Step, req.Attempt}
 	for _, in := range inj {
 		if in.point.Crash() {
@@ -337,16 +299,13 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		if err := tx.PutJournal(id, step, data); err != nil {
 			return err
 		}
-		e := ev
-		seq, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { e.Seq = seq; return history.Encode(e) })
-		ev.Seq = seq
-		return err
+		return history.Append(tx, id, &ev)
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	h.bus.publish(Notice{Execution: id, Event: &ev})
+	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
 

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
+	"io"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
@@ -22,7 +25,7 @@ type Source interface {
 	MessagesFor(execution string) ([]world.Message, error)
 	RecentMessages(limit int) ([]world.Message, int, error)
 	Records() ([]world.Record, error)
-	Subscribe(buffer int) (<-chan Notice, func())
+	Subscribe(buffer int) (<-chan notice.Notice, func())
 	Scenarios() ([]*scenario.Scenario, error)
 
 	Start(name string, opts RunOptions) (*Run, error)
@@ -47,12 +50,18 @@ type Service interface {
 	Journal(id string) ([]JournalEntry, error)
 	Outbox() ([]world.Message, error)
 	State() (State, error)
+	// WriteState writes State as indented JSON a page at a time.
+	WriteState(w io.Writer) error
 	Reset() error
 
 	DBPath() string
 	MailURL() string
 	CRMURL() string
 	Close() error
+	// CloseWhenIdle closes once nothing runs through this process for
+	// others; a host waits for their runs and holds, a client closes at
+	// once. waiting is told (once) what it waits for.
+	CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error
 }
 
 var (

@@ -54,52 +54,29 @@ var (
 // Bucket names a top-level key/value collection.
 type Bucket string
 
-// The top-level collections. Histories and journals are nested per execution.
+// The store's own top-level collections: executions and their order,
+// histories and journals (nested per execution), and the index of
+// unfinished executions. Histories and journals are nested per execution.
+//
+// Every other collection belongs to the package that owns its data and
+// encoding (the simulated world's ledgers to engine/world, the lesson
+// progress to engine/lesson, ...), the way each owner of etcd's storage
+// schema declares its bucket and codec: the owner names it with a Bucket of
+// its own, the store creates it on its first write, reads of one never
+// written find it empty, and ClearAll empties it with the rest.
 const (
 	bucketMeta       Bucket = "meta"
-	bucketExecutions Bucket = "executions"   // execution id -> record
-	bucketExecOrder  Bucket = "exec_order"   // 8-byte creation order -> execution id
-	bucketHistories  Bucket = "histories"    // execution id -> bucket of seq -> event
-	bucketJournals   Bucket = "journals"     // execution id -> bucket of step -> record
-	Outbox           Bucket = "world_outbox" // 8-byte seq -> delivered message
-	Keys             Bucket = "world_keys"   // idempotency key -> stored response
-	CRM              Bucket = "world_crm"    // record id -> record
-	CRMWrites        Bucket = "world_crm_writes"
-	World            Bucket = "world_meta" // clock offset and settings
-	Lessons          Bucket = "lessons"    // lesson progress
+	bucketExecutions Bucket = "executions" // execution id -> record
+	bucketExecOrder  Bucket = "exec_order" // 8-byte creation order -> execution id
+	bucketHistories  Bucket = "histories"  // execution id -> bucket of seq -> event
+	bucketJournals   Bucket = "journals"   // execution id -> bucket of step -> record
 	// Active indexes the executions that have not finished (id -> status),
-	// so a reader finds them without walking every execution. The engine
+	// so a reader finds them without walking every execution. history.Put
 	// keeps it; DeleteExecution and ClearAll keep it consistent.
 	Active Bucket = "active_executions"
-	// KeysInFlight indexes the idempotency keys claimed by a request that
-	// is still executing (key -> empty). The world keeps it.
-	KeysInFlight Bucket = "world_keys_in_flight"
-	// OTLPSpans holds the spans of executions imported from OpenTelemetry,
-	// in the order they arrived (8-byte sequence -> span); engine/otlp owns it.
-	OTLPSpans Bucket = "otlp_spans"
-	// OTLPIndex finds them by execution (execution id, 0, trace id, span id
-	// -> sequence and import); engine/otlp owns it.
-	OTLPIndex Bucket = "otlp_index"
-	// OTLPTraces maps an imported trace id to its execution; engine/otlp owns it.
-	OTLPTraces Bucket = "otlp_traces"
-	// OTLPImports holds the file imports still in progress (or cut short by
-	// a crash), whose spans readers skip; engine/otlp owns it.
-	OTLPImports Bucket = "otlp_imports"
-	// TemporalEvents holds the events of executions imported from Temporal
-	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number
-	// -> up to 256 events as protobuf); engine/temporal owns it.
-	TemporalEvents Bucket = "temporal_events"
-	// TemporalRuns maps an imported workflow run id to its execution;
-	// engine/temporal owns it.
-	TemporalRuns Bucket = "temporal_runs"
 )
 
-var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories,
-	bucketJournals, Outbox, Keys, CRM, CRMWrites, World, Lessons, Active, KeysInFlight, OTLPSpans, OTLPIndex, OTLPTraces, OTLPImports,
-	TemporalEvents, TemporalRuns}
-
-// WorldBuckets are the collections that hold the simulated world's state.
-var WorldBuckets = []Bucket{Outbox, Keys, CRM, CRMWrites, World, KeysInFlight}
+var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories, bucketJournals, Active}
 
 // Options tune Open.
 type Options struct {

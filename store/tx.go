@@ -28,6 +28,23 @@ func clone(b []byte) []byte {
 	return append([]byte(nil), b...)
 }
 
+// owned returns a collection of another package: nil (read as empty) while
+// it was never written, created when create is set and the transaction is
+// writable.
+func (t *Tx) owned(name Bucket, create bool) (*bolt.Bucket, error) {
+	if b := t.tx.Bucket([]byte(name)); b != nil || !create {
+		return b, nil
+	}
+	if !t.tx.Writable() {
+		return nil, nil
+	}
+	b, err := t.tx.CreateBucket([]byte(name))
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	return b, nil
+}
+
 func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
 	b := t.tx.Bucket([]byte(name))
 	if b == nil {
@@ -295,31 +312,43 @@ func (t *Tx) DeleteJournal(exec, step string) (bool, error) {
 // JournalEntries calls fn for every journal record of every execution, in
 // execution id then step order.
 func (t *Tx) JournalEntries(fn func(exec, step string, record []byte) bool) error {
+	return t.JournalEntriesAfter("", "", fn)
+}
+
+// JournalEntriesAfter is JournalEntries from the record after (exec, step)
+// on, so a reader can page through every journal: ("", "") starts at the
+// first.
+func (t *Tx) JournalEntriesAfter(exec, step string, fn func(exec, step string, record []byte) bool) error {
 	p, err := t.bucket(bucketJournals)
 	if err != nil {
 		return err
 	}
-	err = p.ForEachBucket(func(exec []byte) error {
-		c := p.Bucket(exec).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if !fn(string(exec), string(k), clone(v)) {
-				return errStop
+	pc := p.Cursor()
+	for e, v := pc.Seek([]byte(exec)); e != nil; e, v = pc.Next() {
+		if v != nil {
+			continue // not a nested bucket
+		}
+		c := p.Bucket(e).Cursor()
+		k, v := c.First()
+		if string(e) == exec && exec != "" {
+			for k, v = c.Seek([]byte(step)); k != nil && string(k) == step; k, v = c.Next() {
 			}
 		}
-		return nil
-	})
-	if errors.Is(err, errStop) {
-		return nil
+		for ; k != nil; k, v = c.Next() {
+			if !fn(string(e), string(k), clone(v)) {
+				return nil
+			}
+		}
 	}
-	return err
+	return nil
 }
 
 // --- plain collections ----------------------------------------------------
 
 // Get returns the value under key in a collection, or nil.
 func (t *Tx) Get(name Bucket, key []byte) []byte {
-	b, err := t.bucket(name)
-	if err != nil {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
 		return nil
 	}
 	return clone(b.Get(key))
@@ -327,17 +356,20 @@ func (t *Tx) Get(name Bucket, key []byte) []byte {
 
 // Put stores value under key in a collection.
 func (t *Tx) Put(name Bucket, key, value []byte) error {
-	b, err := t.bucket(name)
+	b, err := t.owned(name, true)
 	if err != nil {
 		return err
+	}
+	if b == nil {
+		return bolt.ErrTxNotWritable
 	}
 	return b.Put(key, value)
 }
 
 // Delete removes key from a collection.
 func (t *Tx) Delete(name Bucket, key []byte) error {
-	b, err := t.bucket(name)
-	if err != nil {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
 		return err
 	}
 	return b.Delete(key)
@@ -345,9 +377,12 @@ func (t *Tx) Delete(name Bucket, key []byte) error {
 
 // Append stores value under the collection's next sequence number.
 func (t *Tx) Append(name Bucket, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	b, err := t.bucket(name)
+	b, err := t.owned(name, true)
 	if err != nil {
 		return 0, err
+	}
+	if b == nil {
+		return 0, bolt.ErrTxNotWritable
 	}
 	b.FillPercent = appendFill
 	seq, err := b.NextSequence()
@@ -365,8 +400,8 @@ func (t *Tx) Append(name Bucket, encode func(seq uint64) ([]byte, error)) (uint6
 // nil), in key order, until fn returns false. With reverse it walks from the
 // last key down and from is ignored.
 func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []byte) bool) error {
-	b, err := t.bucket(name)
-	if err != nil {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
 		return err
 	}
 	c := b.Cursor()
@@ -394,8 +429,8 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 // Append and never deleted from, it is the number of entries, read in
 // constant time where Count walks every page.
 func (t *Tx) Sequence(name Bucket) uint64 {
-	b, err := t.bucket(name)
-	if err != nil {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
 		return 0
 	}
 	return b.Sequence()
@@ -404,8 +439,8 @@ func (t *Tx) Sequence(name Bucket) uint64 {
 // Count is the number of entries in a collection. It walks the collection's
 // pages, so it costs time in proportion to its size.
 func (t *Tx) Count(name Bucket) int {
-	b, err := t.bucket(name)
-	if err != nil {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
 		return 0
 	}
 	return b.Stats().KeyN
@@ -414,7 +449,7 @@ func (t *Tx) Count(name Bucket) int {
 // Clear empties the given collections.
 func (t *Tx) Clear(names ...Bucket) error {
 	for _, name := range names {
-		if err := t.tx.DeleteBucket([]byte(name)); err != nil {
+		if err := t.tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 			return fmt.Errorf("clear %s: %w", name, err)
 		}
 		if _, err := t.tx.CreateBucket([]byte(name)); err != nil {
@@ -433,7 +468,17 @@ func (t *Tx) ClearAll() error {
 	if err := meta.Delete([]byte("exec_count")); err != nil {
 		return err
 	}
-	return t.Clear(allBuckets[1:]...)
+	// Every collection but the metadata, the store's own and its owners'.
+	var names []Bucket
+	if err := t.tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		if Bucket(name) != bucketMeta {
+			names = append(names, Bucket(name))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return t.Clear(names...)
 }
 
 type stopError struct{}

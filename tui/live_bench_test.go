@@ -9,9 +9,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -152,9 +152,9 @@ func burst(tb testing.TB, m *Model, src *countingSource, all []history.Event, n 
 	have := len(src.events[id])
 	next := all[have : have+n]
 	src.events[id] = all[:have+n]
-	batch := make([]engine.Notice, len(next))
+	batch := make([]notice.Notice, len(next))
 	for i := range next {
-		batch[i] = engine.Notice{Execution: id, Event: &next[i]}
+		batch[i] = notice.Notice{Execution: id, Event: &next[i]}
 	}
 	src.total()
 	_, cmd := m.Update(noticesMsg{batch: batch, closed: true})
@@ -270,7 +270,7 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs[0].duplicates)
 	}
 	snap.msgs, snap.records = nil, nil // what ResetWorld leaves
-	_, cmd := m.Update(noticesMsg{batch: []engine.Notice{{Lagged: true}}, closed: true})
+	_, cmd := m.Update(noticesMsg{batch: []notice.Notice{{Lagged: true}}, closed: true})
 	settleAll(t, m, cmd)
 	if len(m.msgs) != 0 {
 		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.msgs))

@@ -12,6 +12,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
@@ -141,7 +142,7 @@ type Model struct {
 	startLsn    bool
 	presenter   bool
 
-	notices     <-chan engine.Notice
+	notices     <-chan notice.Notice
 	unsubscribe func()
 	startRun    string
 	quitting    bool
@@ -236,7 +237,7 @@ type outboxMsg struct {
 }
 
 type noticesMsg struct {
-	batch  []engine.Notice
+	batch  []notice.Notice
 	closed bool
 }
 
@@ -458,7 +459,7 @@ func (m *Model) waitNotices() tea.Cmd {
 		if !ok {
 			return noticesMsg{closed: true}
 		}
-		batch := []engine.Notice{n}
+		batch := []notice.Notice{n}
 		deadline := time.After(16 * time.Millisecond)
 		for {
 			select {

@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
@@ -127,7 +128,7 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 		snap.execs = append(snap.execs, x)
 		snap.events[x.ID] = evs
 	}
-	msgs, err := h.World().Outbox(0, 0)
+	msgs, err := h.Outbox()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +235,8 @@ func (s *snapshot) RecentMessages(limit int) ([]world.Message, int, error) {
 
 func (s *snapshot) Records() ([]world.Record, error) { return s.records, nil }
 
-func (s *snapshot) Subscribe(int) (<-chan engine.Notice, func()) {
-	ch := make(chan engine.Notice)
+func (s *snapshot) Subscribe(int) (<-chan notice.Notice, func()) {
+	ch := make(chan notice.Notice)
 	close(ch)
 	return ch, func() {}
 }

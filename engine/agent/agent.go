@@ -25,11 +25,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -37,12 +37,12 @@ import (
 // one, and exits when the run ends. Call it first thing in main (and in
 // TestMain of packages whose tests start workers).
 func MainIfWorker() {
-	url := os.Getenv(engine.EnvWorker)
+	url := os.Getenv(wire.EnvWorker)
 	if url == "" {
 		return
 	}
-	run, _ := strconv.Atoi(os.Getenv(engine.EnvRun))
-	err := Run(context.Background(), url, os.Getenv(engine.EnvExecution), run, os.Getenv(engine.EnvToken))
+	run, _ := strconv.Atoi(os.Getenv(wire.EnvRun))
+	err := Run(context.Background(), url, os.Getenv(wire.EnvExecution), run, os.Getenv(wire.EnvToken))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "retrylab worker:", err)
 		os.Exit(1)
@@ -71,7 +71,7 @@ var errStopped = errors.New("execution stopped")
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
 	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token, run: strconv.Itoa(run),
 		http: &http.Client{Timeout: 30 * time.Second}}
-	var plan engine.Plan
+	var plan wire.Plan
 	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {
 		return fmt.Errorf("fetch plan: %w", err)
 	}
@@ -93,7 +93,7 @@ func Run(ctx context.Context, runtimeURL, execution string, run int, token strin
 
 type worker struct {
 	rt    *runtimeClient
-	plan  engine.Plan
+	plan  wire.Plan
 	scn   *scenario.Scenario
 	tools *http.Client
 	turn  int
@@ -318,7 +318,7 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 // host for it (learning the crash fault it meets, if any). Copies of a call
 // take their turns here, so attempt numbers reach the host in order.
 func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool, step string, args map[string]any,
-	order []string) (attempt int, key string, req *http.Request, grant engine.AttemptGrant, err error) {
+	order []string) (attempt int, key string, req *http.Request, grant wire.AttemptGrant, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	attempt = w.plan.Attempts[step] + 1
@@ -332,7 +332,7 @@ func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool,
 	if err != nil {
 		return
 	}
-	err = w.rt.do(ctx, http.MethodPost, "/attempts", engine.AttemptRequest{Step: step, Tool: c.Tool,
+	err = w.rt.do(ctx, http.MethodPost, "/attempts", wire.AttemptRequest{Step: step, Tool: c.Tool,
 		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch}, &grant)
 	return
 }

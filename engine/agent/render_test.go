@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/wire"
 )
 
 func TestRenderReferences(t *testing.T) {
@@ -79,7 +79,7 @@ func TestWorkerKey(t *testing.T) {
 		if p.KeyDigits == 0 {
 			p.KeyDigits = 8
 		}
-		return &worker{plan: engine.Plan{Execution: "exec_01H8"}, scn: &scenario.Scenario{Policy: p}}
+		return &worker{plan: wire.Plan{Execution: "exec_01H8"}, scn: &scenario.Scenario{Policy: p}}
 	}
 	key := func(w *worker, order []string, attempt int) string {
 		t.Helper()

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/wire"
 )
 
 // runtimeClient talks to the host's runtime API.
@@ -34,7 +34,7 @@ func (c *runtimeClient) do(ctx context.Context, method, path string, in, out any
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(engine.HeaderRun, c.run)
+	req.Header.Set(wire.HeaderRun, c.run)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -74,7 +74,7 @@ func (c *runtimeClient) journal(ctx context.Context, step string) (history.Journ
 		return rec, false, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(engine.HeaderRun, c.run)
+	req.Header.Set(wire.HeaderRun, c.run)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)

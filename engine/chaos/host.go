@@ -418,7 +418,7 @@ func (s *hostSession) jumpAfterFirstEffect(id string) <-chan struct{} {
 }
 
 func (s *hostSession) hasEffect(id string) bool {
-	msgs, err := s.h.World().Outbox(0, 0)
+	msgs, err := s.h.Outbox()
 	if err != nil {
 		return false
 	}

@@ -198,11 +198,13 @@ type Checker struct {
 	loose   []Effect            // unattributed
 	checked map[string]bool
 	report  *Report
+	// keep is keepAttempts; tests lower it to check the second pass.
+	keep int
 }
 
 // New returns an empty checker.
 func New(opts Options) *Checker {
-	return &Checker{opts: opts, effects: map[string][]Effect{}, checked: map[string]bool{}, report: newReport()}
+	return &Checker{opts: opts, effects: map[string][]Effect{}, checked: map[string]bool{}, report: newReport(), keep: keepAttempts}
 }
 
 // AddEffects adds ledger entries.
@@ -243,13 +245,54 @@ func (r ExecResult) Classes() map[Class]int {
 // Execution checks one execution against the effects attributed to it so
 // far, and adds the verdict to the report.
 func (c *Checker) Execution(x history.Execution, events []history.Event) ExecResult {
+	r := c.Stream(x, func(fn func(history.Event)) error {
+		for _, ev := range events {
+			fn(ev)
+		}
+		return nil
+	})
+	for _, ev := range events {
+		r.Apply(ev)
+	}
+	return r.Done()
+}
+
+// ExecStream checks one execution whose history is read an event at a
+// time (Apply), so a history of any length is checked without holding it.
+type ExecStream struct {
+	c *Checker
+	w *walk
+}
+
+// keepAttempts is how many attempts of one execution the check keeps in
+// memory; an execution with more has its history read a second time
+// instead (Stream's reread), so the check's memory stays flat however long
+// a history is.
+const keepAttempts = 20_000
+
+// Stream starts the check of one execution; feed it the history in order
+// and call Done. The ledger's effects of the execution must be added
+// before. reread reads the whole history again, in order: an execution of
+// more than keepAttempts attempts is checked in two passes.
+func (c *Checker) Stream(x history.Execution, reread func(fn func(history.Event)) error) *ExecStream {
+	w := newWalk(x, c.opts, c.keep, c.effects[x.ID])
+	w.reread = reread
+	return &ExecStream{c: c, w: w}
+}
+
+// Apply reads the next event of the history.
+func (s *ExecStream) Apply(ev history.Event) { s.w.apply(ev) }
+
+// Done checks the execution against the effects attributed to it so far
+// and adds the verdict to the report.
+func (s *ExecStream) Done() ExecResult {
+	c, x := s.c, s.w.x
 	effects := c.effects[x.ID]
 	delete(c.effects, x.ID)
 	c.checked[x.ID] = true
-	w := newWalk(x, c.opts)
-	w.read(events)
-	res := w.finish(effects)
-	c.report.add(x, w, res)
+	s.w.done()
+	res := s.w.finish(effects)
+	c.report.add(x, s.w, res)
 	return res
 }
 
@@ -302,7 +345,10 @@ type attempt struct {
 	crashed    bool
 	crashPoint fault.Point
 	external   bool
-	effects    []Effect
+	// op is the operation its request names, when it had a request (req).
+	op       string
+	req      bool
+	finished bool
 }
 
 func (a *attempt) point() fault.Point {
@@ -365,43 +411,125 @@ func (a *attempt) explained() bool {
 }
 
 type intent struct {
-	steps    []string
-	tool     string
-	kind     scenario.Kind
-	op       string // send, upsert, create, get ("" if never attempted)
-	attempts []*attempt
-	done     bool
-	unknown  bool
-	effects  []Effect
+	steps   []string
+	tool    string
+	kind    scenario.Kind
+	op      string // send, upsert, create, get ("" if never attempted)
+	opAt    int    // 1 + the index of the attempt op is from
+	done    bool
+	unknown bool
+	effects []Effect
+	agg     intentAgg
+}
+
+// intentAgg is what the check keeps of an intent's attempts, gathered in
+// their order (aggregate): their number and faults, whether its key was
+// forgotten, and the slots of the range model.
+type intentAgg struct {
+	attempts int
+	faults   []fault.Point
+	// first is each key's first effect, by the world clock; expired is set
+	// once a later effect under it came after the retention.
+	first   map[string]time.Time
+	expired bool
+	// slots are the range model's distinct effects that may have happened
+	// (true: certainly happened); attempts that are their own slot (no
+	// key, not an upsert) are only counted, in unique.
+	slots          map[string]bool
+	uniqueHi       int
+	uniqueLo       int
+	keyTime        map[string]time.Time
+	epoch          map[string]int
+	dedupe, ranged bool
+}
+
+// stepAgg is what the check keeps of a step's attempts before the
+// intents are final: the flags and operation they give their intent.
+type stepAgg struct {
+	done, unknown bool
+	op            string
+	opAt          int
 }
 
 func (i *intent) read() bool { return i.kind == scenario.KindRead || i.op == "get" }
 
 type walk struct {
-	x         history.Execution
-	opts      Options
-	policy    history.Policy
-	intents   []*intent
-	byStep    map[string]*intent
-	byCall    map[string]*intent // tool + canonical args
-	attempts  map[attemptID]*attempt
-	order     []*attempt
-	faults    []Injection
-	lastSeq   uint64
-	finished  bool // an end event was seen
-	rerun     bool // a run started after the execution had finished
-	external  bool // a kill from outside or a host death
-	tampered  bool // a journal record was deleted by hand
-	disturbed []string
-	kills     killCounts
-	vio       []Violation
+	x       history.Execution
+	opts    Options
+	policy  history.Policy
+	intents []*intent
+	byStep  map[string]*intent
+	byCall  map[string]*intent    // tool + canonical args
+	effects map[*attempt][]Effect // each attempt's, attached by finish
+	// order lists the attempts in Seq order while there are at most keep
+	// of them; past that (capped) it is dropped, and aggregate reads the
+	// history again (reread) instead, so memory does not grow with the
+	// attempts.
+	order  []*attempt
+	keep   int
+	capped bool
+	reread func(fn func(history.Event)) error
+	// What is kept of every attempt as it is taken, whatever their number.
+	nAttempts    int
+	steps        map[string]*stepAgg
+	wanted       map[attemptID]bool     // attempts the ledger's effects name
+	kept         map[attemptID]*attempt // their records (the last of each)
+	occurs       map[attemptID]int      // how often an attempt started twice or more started
+	faultCount   map[fault.Point]int
+	firstFaults  []Injection // the first two
+	nFaults      int
+	explainedAll bool
+	injections   []Injection // every fault, while explainedAll and the exact model may apply
+	noExact      bool        // the scenario does not resolve: no exact model, no injections kept
+	unfinished   []*attempt  // taken at the end without an answer or a crash
+	lastSeq      uint64
+	finished     bool // an end event was seen
+	rerun        bool // a run started after the execution had finished
+	external     bool // a kill from outside or a host death
+	tampered     bool // a journal record was deleted by hand
+	disturbed    []string
+	kills        killCounts
+	vio          []Violation
+
+	// The reading of the history, an event at a time (Apply).
+	t        *trace.Trace
+	events   int
+	runs     int
+	ended    bool
+	deleted  uint64   // the first journal record deleted by hand
+	tamper   []string // disturbances from deleted records, which come first
+	recorded map[string]journalRecord
+	replayed []string
+	crashes  map[int]*trace.Note
+	// queue holds the attempts started and not yet taken, in start (Seq)
+	// order: one is taken once it and all before it have settled.
+	queue []*trace.Attempt
+	// strs interns the strings every attempt repeats (step, key, request
+	// body, fault, outcome), so a long history's attempts share them.
+	strs map[string]string
+	// jumped is set when the history does not begin at event 1.
+	jumped bool
+}
+
+// journalRecord is a call's first journal record.
+type journalRecord struct {
+	seq uint64
+	run int
 }
 
 type killCounts struct{ planned, external, host int }
 
-func newWalk(x history.Execution, opts Options) *walk {
-	return &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
-		attempts: map[attemptID]*attempt{}}
+func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
+	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
+		effects: map[*attempt][]Effect{}, t: trace.New(x.ID), recorded: map[string]journalRecord{},
+		crashes: map[int]*trace.Note{}, strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{},
+		wanted: map[attemptID]bool{}, kept: map[attemptID]*attempt{}, occurs: map[attemptID]int{},
+		faultCount: map[fault.Point]int{}, explainedAll: true}
+	w.t.Stream()
+	for _, e := range effects {
+		w.wanted[attemptID{e.Attr.Step, e.Attr.Attempt}] = true
+	}
+	return w
 }
 
 func (w *walk) violate(kind, step, detail string) {
@@ -431,7 +559,6 @@ func (w *walk) intentFor(step, tool, args string) *intent {
 			w.byStep[s] = a
 			a.steps = append(a.steps, s)
 		}
-		a.attempts = append(a.attempts, b.attempts...)
 		a.done = a.done || b.done
 		a.unknown = a.unknown || b.unknown
 		for k, v := range w.byCall {
@@ -457,137 +584,233 @@ func (w *walk) intentFor(step, tool, args string) *intent {
 	return in
 }
 
-// read folds the history (engine/trace) and takes from the model what the
-// check needs: the intents and their attempts, the faults, the kills, and
-// the events that break a rule of the engine.
-func (w *walk) read(events []history.Event) {
-	if len(events) > 0 && events[0].Seq != 1 {
-		w.violate("durability", events[0].Step, fmt.Sprintf("history jumps from event 0 to %d", events[0].Seq))
+// apply folds one event of the history (engine/trace) and takes from the
+// model what the check needs as it becomes known: the intents, the
+// faults, the kills, and each attempt once it has settled, which the fold
+// then forgets. Memory holds the check's small record of each attempt,
+// never the history.
+func (w *walk) apply(ev history.Event) {
+	if w.events == 0 && ev.Seq != 1 {
+		w.violate("durability", ev.Step, fmt.Sprintf("history jumps from event 0 to %d", ev.Seq))
+		w.jumped = true
 	}
-	t := trace.FoldHistory(w.x.ID, events)
-	w.lastSeq = t.LastSeq
-	for _, an := range t.Anomalies {
+	w.events++
+	prevCall := w.t.LastCall(ev.Step)
+	prevAttempt := w.t.Attempt(ev.Step, ev.Attempt)
+	seen := ev.Type == history.AttemptStarted && w.t.Seen(ev.Step, ev.Attempt)
+	w.t.ApplyHistory(ev)
+	for ; w.runs < len(w.t.Runs); w.runs++ {
+		if w.ended {
+			w.rerun = true
+			w.disturb("run again after it finished")
+		}
+	}
+	if c := w.t.LastCall(ev.Step); c != nil && c != prevCall {
+		if c.Unscheduled {
+			w.intentFor(c.Call, "", "")
+		} else {
+			in := w.intentFor(c.Call, c.Tool, string(c.Args))
+			if c.Kind != "" {
+				in.kind = scenario.Kind(c.Kind)
+			}
+		}
+	}
+	switch ev.Type {
+	case history.AttemptStarted:
+		if a := w.t.Attempt(ev.Step, ev.Attempt); a != nil && a != prevAttempt {
+			w.queue = append(w.queue, a)
+			if seen {
+				id := attemptID{ev.Step, ev.Attempt}
+				w.occurs[id] = max(w.occurs[id], 1) + 1
+			}
+		}
+	case history.StepRecorded:
+		if _, ok := w.recorded[ev.Step]; !ok {
+			w.recorded[ev.Step] = journalRecord{ev.Seq, ev.Run}
+		}
+	case history.StepReplayed:
+		w.replayed = append(w.replayed, ev.Step)
+	case history.WorkerCrashed:
+		for _, r := range w.t.Runs {
+			if n := r.End; n != nil && n.Seq == ev.Seq && n.Kind == trace.RunCrashed {
+				w.crashes[r.Number] = n
+				w.kill(n)
+			}
+		}
+	case history.ExecutionCompleted, history.ExecutionFailed, history.Escalated:
+		w.ended = true
+	case history.JournalDeleted:
+		w.tampered = true
+		w.tamper = append(w.tamper, "a journal record was deleted by hand")
+		if w.deleted == 0 {
+			w.deleted = ev.Seq
+		}
+	}
+	w.take(false)
+}
+
+// take hands the settled attempts at the head of the queue to the check
+// (all of them at the history's end) and forgets them in the fold.
+func (w *walk) take(all bool) {
+	i := 0
+	for ; i < len(w.queue); i++ {
+		ta := w.queue[i]
+		if !all && !ta.Finished && !ta.Crashed {
+			break
+		}
+		w.attempt(ta)
+		w.t.Forget(ta)
+	}
+	w.queue = append(w.queue[:0], w.queue[i:]...)
+}
+
+// attempt takes one attempt of the history.
+func (w *walk) attempt(ta *trace.Attempt) {
+	if rec, ok := w.recorded[ta.Call]; ok && w.policy.Journal && rec.seq < ta.Seq && ta.Run > rec.run && (w.deleted == 0 || ta.Seq < w.deleted) {
+		w.violate("invariant", ta.Call, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ta.N))
+	}
+	a := recordOf(ta, w.crashes, w.intern)
+	w.nAttempts++
+	st := w.steps[a.step]
+	if st == nil {
+		st = &stepAgg{}
+		w.steps[a.step] = st
+	}
+	if a.req {
+		st.op, st.opAt = a.op, w.nAttempts
+	}
+	switch {
+	case a.finished && a.outcome == history.OutcomeOK:
+		st.done = true
+	case a.finished && (a.outcome == history.OutcomeTimeout || a.outcome == history.OutcomeError):
+		st.unknown = true
+	case !a.finished:
+		st.unknown = true
+	}
+	for _, p := range a.points {
+		w.faultCount[p]++
+		in := Injection{Step: a.step, Attempt: a.n, Point: p}
+		if w.nFaults < 2 {
+			w.firstFaults = append(w.firstFaults, in)
+		}
+		w.nFaults++
+		if w.explainedAll && !w.noExact {
+			w.injections = append(w.injections, in)
+			if len(w.injections) == 1024 {
+				// A long list is kept only for the exact model; asking
+				// whether it applies costs a lookup, so only now.
+				if w.opts.Resolve == nil {
+					w.noExact = true
+				} else {
+					_, ok := w.opts.Resolve(w.x.Scenario)
+					w.noExact = !ok
+				}
+				if w.noExact {
+					w.injections = nil
+				}
+			}
+		}
+	}
+	if w.explainedAll && !a.explained() {
+		w.explainedAll, w.injections = false, nil
+	}
+	if id := (attemptID{a.step, a.n}); w.wanted[id] {
+		w.kept[id] = a
+	}
+	if !w.capped {
+		w.order = append(w.order, a)
+		if len(w.order) > w.keep {
+			w.capped, w.order = true, nil
+		}
+	}
+	if !a.finished && !a.crashed {
+		w.unfinished = append(w.unfinished, a)
+	}
+}
+
+// recordOf is the check's record of one settled attempt of the fold.
+func recordOf(ta *trace.Attempt, crashes map[int]*trace.Note, intern func(string) string) *attempt {
+	a := &attempt{step: intern(ta.Call), n: ta.N, run: ta.Run, key: intern(ta.Key)}
+	if ta.Request != nil {
+		a.op, a.req = opOf(ta.Request), true
+		a.args = intern(canonicalBody(ta.Request.Body))
+	}
+	if len(ta.Faults) > 0 {
+		a.points = make([]fault.Point, len(ta.Faults))
+		for i, f := range ta.Faults {
+			a.points[i] = fault.Point(intern(f))
+		}
+	}
+	switch {
+	case ta.Finished:
+		a.outcome, a.finished = history.Outcome(intern(string(ta.Outcome))), true
+	case ta.Crashed:
+		c := crashes[ta.Run]
+		a.crashed, a.crashPoint, a.external = true, fault.Point(ta.CrashFault), c == nil || externalKill(c)
+	}
+	return a
+}
+
+// intern returns the walk's copy of s.
+func (w *walk) intern(s string) string {
+	if c, ok := w.strs[s]; ok {
+		return c
+	}
+	w.strs[s] = s
+	return s
+}
+
+// done ends the reading: the attempts still open are taken as they are,
+// the fold's anomalies join the violations (after a jump at the very
+// start, before the attempts'), and each attempt joins its intent, now
+// that every call is known.
+func (w *walk) done() {
+	w.unfinished = nil // only those still open at the end
+	w.take(true)
+	first := 0
+	if w.jumped {
+		first = 1
+	}
+	attemptVio := append([]Violation(nil), w.vio[first:]...)
+	w.vio = w.vio[:first]
+	w.lastSeq = w.t.LastSeq
+	for _, an := range w.t.Anomalies {
 		kind := "invariant"
 		if an.Jump {
 			kind = "durability"
 		}
 		w.violate(kind, an.Call, an.Text)
 	}
-	var deleted uint64 // the first journal record deleted by hand
-	for _, n := range t.Nodes {
-		if n, ok := n.(*trace.Note); ok && n.Kind == trace.JournalDeleted {
-			w.tampered = true
-			w.disturb("a journal record was deleted by hand")
-			if deleted == 0 {
-				deleted = n.Seq
-			}
+	w.vio = append(w.vio, attemptVio...)
+	w.disturbed = append(w.tamper, w.disturbed...)
+	for _, a := range w.unfinished {
+		w.disturb(fmt.Sprintf("%s attempt %d never finished", a.step, a.n))
+	}
+	w.unfinished = nil
+	for step, st := range w.steps {
+		in := w.byStep[step]
+		in.done = in.done || st.done
+		in.unknown = in.unknown || st.unknown
+		if st.opAt > in.opAt {
+			in.op, in.opAt = st.op, st.opAt
 		}
 	}
-	type record struct {
-		seq uint64
-		run int
-	}
-	recorded := map[string]record{} // each call's first journal record
-	var replayed []string
-	var attempts []*trace.Attempt
-	crashes := map[int]*trace.Note{}
-	ended := false
-	for _, r := range t.Runs {
-		if ended {
-			w.rerun = true
-			w.disturb("run again after it finished")
-		}
-		eachNode(r.Nodes, func(n trace.Node) {
-			switch n := n.(type) {
-			case *trace.Call:
-				if n.Unscheduled {
-					w.intentFor(n.Call, "", "")
-					break
-				}
-				in := w.intentFor(n.Call, n.Tool, string(n.Args))
-				if n.Kind != "" {
-					in.kind = scenario.Kind(n.Kind)
-				}
-			case *trace.Attempt:
-				if n.NotKept == 0 {
-					attempts = append(attempts, n)
-				}
-			case *trace.Replay:
-				replayed = append(replayed, n.Call)
-			case *trace.Note:
-				switch n.Kind {
-				case trace.StepRecorded:
-					if _, ok := recorded[n.Call]; !ok {
-						recorded[n.Call] = record{n.Seq, n.Run}
-					}
-				case trace.RunCrashed:
-					crashes[r.Number] = n
-					w.kill(n)
-				case trace.ExecutionEnded, trace.Escalated:
-					ended = true
-				}
-			}
-		})
-	}
-	sort.Slice(attempts, func(i, j int) bool { return attempts[i].Seq < attempts[j].Seq })
-	for _, ta := range attempts {
-		in := w.byStep[ta.Call]
-		if rec, ok := recorded[ta.Call]; ok && w.policy.Journal && rec.seq < ta.Seq && ta.Run > rec.run && (deleted == 0 || ta.Seq < deleted) {
-			w.violate("invariant", ta.Call, fmt.Sprintf("attempt %d re-executes a step whose result is recorded in the journal", ta.N))
-		}
-		a := &attempt{step: ta.Call, n: ta.N, run: ta.Run, key: ta.Key}
-		if ta.Request != nil {
-			in.op = opOf(ta.Request)
-			a.args = canonicalBody(ta.Request.Body)
-		}
-		for _, f := range ta.Faults {
-			a.points = append(a.points, fault.Point(f))
-			w.faults = append(w.faults, Injection{Step: ta.Call, Attempt: ta.N, Point: fault.Point(f)})
-		}
-		switch {
-		case ta.Finished:
-			a.outcome = history.Outcome(ta.Outcome)
-			switch a.outcome {
-			case history.OutcomeOK:
-				in.done = true
-			case history.OutcomeTimeout, history.OutcomeError:
-				in.unknown = true
-			}
-		case ta.Crashed:
-			c := crashes[ta.Run]
-			a.crashed, a.crashPoint, a.external = true, fault.Point(ta.CrashFault), c == nil || externalKill(c)
-			in.unknown = true
-		default:
-			in.unknown = true
-			w.disturb(fmt.Sprintf("%s attempt %d never finished", ta.Call, ta.N))
-		}
-		w.attempts[attemptID{ta.Call, ta.N}] = a
-		w.order = append(w.order, a)
-		in.attempts = append(in.attempts, a)
-	}
-	for id := range recorded {
+	for id := range w.recorded {
 		if in := w.byStep[id]; in != nil {
 			in.done = true
 		}
 	}
 	// A replay of a step this history never scheduled is a recorded
 	// decision ("<step>#args"), not an operation.
-	for _, id := range replayed {
+	for _, id := range w.replayed {
 		if in := w.byStep[id]; in != nil {
 			in.done = true
 		}
 	}
-	if ended {
+	if w.ended {
 		w.finished = true
 	}
-}
-
-// eachNode calls fn for every node under ns, depth first, in order.
-func eachNode(ns []trace.Node, fn func(trace.Node)) {
-	for _, n := range ns {
-		fn(n)
-		eachNode(n.Children(), fn)
-	}
+	w.t, w.strs, w.queue = nil, nil, nil
 }
 
 // externalKill reports whether a worker's death was not its planned fault:
@@ -649,7 +872,7 @@ func (w *walk) finish(effects []Effect) ExecResult {
 	})
 	for _, e := range effects {
 		in := w.byStep[e.Attr.Step]
-		a := w.attempts[attemptID{e.Attr.Step, e.Attr.Attempt}]
+		a := w.kept[attemptID{e.Attr.Step, e.Attr.Attempt}]
 		var why string
 		switch {
 		case in == nil:
@@ -667,8 +890,11 @@ func (w *walk) finish(effects []Effect) ExecResult {
 			w.violate("unexpected", e.Attr.Step, why)
 			continue
 		}
-		a.effects = append(a.effects, e)
+		w.effects[a] = append(w.effects[a], e)
 		in.effects = append(in.effects, e)
+	}
+	if err := w.aggregate(); err != nil {
+		w.violate("durability", "", fmt.Sprintf("history could not be read again: %v", err))
 	}
 
 	pred, exact := w.predict()
@@ -730,7 +956,7 @@ func effectList(refs []string) string {
 // classify counts an intent's distinct effects and classes it.
 func (w *walk) classify(in *intent) Operation {
 	op := Operation{Execution: w.x.ID, Scenario: w.x.Scenario, Policy: w.policy, Steps: in.steps, Tool: in.tool,
-		Kind: in.kind, Attempts: len(in.attempts), Done: in.done, Unknown: in.unknown}
+		Kind: in.kind, Attempts: in.agg.attempts, Done: in.done, Unknown: in.unknown}
 	ids := map[string]bool{}
 	for _, e := range in.effects {
 		if !ids[e.identity()] {
@@ -739,10 +965,8 @@ func (w *walk) classify(in *intent) Operation {
 		}
 	}
 	op.Effects = len(ids)
-	for _, a := range in.attempts {
-		op.Faults = append(op.Faults, a.points...)
-	}
-	op.KeyExpired = w.keyExpired(in)
+	op.Faults = in.agg.faults
+	op.KeyExpired = in.agg.expired
 	switch {
 	case in.read():
 		if in.done {
@@ -774,30 +998,6 @@ func (w *walk) retention() time.Duration {
 	return world.DefaultRetention
 }
 
-// keyExpired reports whether the ledger shows the intent's key forgotten:
-// two effects under one key, further apart by the world clock than the
-// retention.
-func (w *walk) keyExpired(in *intent) bool {
-	first := map[string]time.Time{}
-	ret := w.retention()
-	for _, a := range in.attempts {
-		if a.key == "" {
-			continue
-		}
-		for _, e := range a.effects {
-			t, ok := first[a.key]
-			if !ok {
-				first[a.key] = e.Time
-				continue
-			}
-			if e.Time.Sub(t) > ret {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // predict runs the exact model when it applies: the scenario is known and
 // modelled, the execution finished, and nothing but its planned faults
 // disturbed it.
@@ -805,82 +1005,178 @@ func (w *walk) predict() (Prediction, bool) {
 	if w.opts.Resolve == nil || len(w.disturbed) > 0 || !w.x.Status.Finished() {
 		return Prediction{}, false
 	}
-	for _, a := range w.order {
-		if !a.explained() {
-			return Prediction{}, false
-		}
+	if !w.explainedAll {
+		return Prediction{}, false
 	}
 	plan, ok := w.opts.Resolve(w.x.Scenario)
 	if !ok {
 		return Prediction{}, false
 	}
-	pred, err := Predict(plan, w.policy, w.faults)
+	pred, err := Predict(plan, w.policy, w.injections)
 	if err != nil {
 		return Prediction{}, false
 	}
 	return pred, true
 }
 
-// rangeOf bounds an intent's effects from its history: each attempt that
-// certainly took effect adds one unless an earlier one with the same key
-// (still remembered) or, for an upsert, the same fields already did; each
-// attempt whose outcome is unknown may add one.
+// rangeOf bounds an intent's effects from its history (aggregate
+// gathered it): each attempt that certainly took effect adds one unless an
+// earlier one with the same key (still remembered) or, for an upsert, the
+// same fields already did; each attempt whose outcome is unknown may add
+// one.
 func (w *walk) rangeOf(in *intent) Range {
 	if in.read() {
 		return Range{}
 	}
-	dedupe := true
-	if w.opts.Resolve != nil {
-		if p, ok := w.opts.Resolve(w.x.Scenario); ok && p.Scenario != nil {
-			for _, t := range p.Scenario.Tools {
-				if t.Service == "mail" && !t.Deduplicates() {
-					dedupe = false
-				}
-			}
-		}
-	}
-	ret := w.retention()
-	type slot struct{ yes bool }
-	slots := map[string]*slot{}
-	var order []string
-	epoch := map[string]int{}
-	keyTime := map[string]time.Time{}
-	for _, a := range in.attempts {
-		r := a.reach()
-		if r == reachNo {
-			continue
-		}
-		var id string
-		switch {
-		case a.key != "" && dedupe:
-			for _, e := range a.effects {
-				if t, ok := keyTime[a.key]; ok && e.Time.Sub(t) > ret {
-					epoch[a.key]++
-				}
-				keyTime[a.key] = e.Time
-			}
-			id = fmt.Sprintf("key:%s#%d", a.key, epoch[a.key])
-		case in.op == "upsert":
-			id = "fields:" + a.args
-		default:
-			id = fmt.Sprintf("attempt:%s#%d", a.step, a.n)
-		}
-		s := slots[id]
-		if s == nil {
-			s = &slot{}
-			slots[id] = s
-			order = append(order, id)
-		}
-		if r == reachYes {
-			s.yes = true
-		}
-	}
-	var rg Range
-	for _, id := range order {
+	rg := Range{Lo: in.agg.uniqueLo, Hi: in.agg.uniqueHi}
+	for _, yes := range in.agg.slots {
 		rg.Hi++
-		if slots[id].yes {
+		if yes {
 			rg.Lo++
 		}
 	}
 	return rg
+}
+
+// dedupes reports whether the scenario's mail tool honours keys.
+func (w *walk) dedupes() bool {
+	if w.opts.Resolve != nil {
+		if p, ok := w.opts.Resolve(w.x.Scenario); ok && p.Scenario != nil {
+			for _, t := range p.Scenario.Tools {
+				if t.Service == "mail" && !t.Deduplicates() {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// aggregate goes over the attempts once more, in Seq order, now that every
+// intent, its operation and the ledger's effects are known, and gathers
+// what classify and rangeOf need of them (intentAgg). The attempts are in
+// memory (order) unless there were more than keep: then the history is
+// read again, its attempts taken as they settle and let go.
+func (w *walk) aggregate() error {
+	dedupe, ret := w.dedupes(), w.retention()
+	seen := map[attemptID]int{}
+	add := func(a *attempt) {
+		in := w.byStep[a.step]
+		if in == nil {
+			return
+		}
+		ag := &in.agg
+		ag.attempts++
+		ag.faults = append(ag.faults, a.points...)
+		id := attemptID{a.step, a.n}
+		var fx []Effect
+		if k := w.kept[id]; k != nil {
+			// The effects went to the last attempt of the id, as the
+			// index of finish has it.
+			seen[id]++
+			if k == a || seen[id] == max(w.occurs[id], 1) {
+				fx = w.effects[k]
+			}
+		}
+		if a.key != "" {
+			for _, e := range fx {
+				if ag.first == nil {
+					ag.first = map[string]time.Time{}
+				}
+				t, ok := ag.first[a.key]
+				if !ok {
+					ag.first[a.key] = e.Time
+					continue
+				}
+				if e.Time.Sub(t) > ret {
+					ag.expired = true
+				}
+			}
+		}
+		if in.read() {
+			return
+		}
+		r := a.reach()
+		if r == reachNo {
+			return
+		}
+		var slot string
+		switch {
+		case a.key != "" && dedupe:
+			if ag.epoch == nil {
+				ag.epoch, ag.keyTime = map[string]int{}, map[string]time.Time{}
+			}
+			for _, e := range fx {
+				if t, ok := ag.keyTime[a.key]; ok && e.Time.Sub(t) > ret {
+					ag.epoch[a.key]++
+				}
+				ag.keyTime[a.key] = e.Time
+			}
+			slot = fmt.Sprintf("key:%s#%d", a.key, ag.epoch[a.key])
+		case in.op == "upsert":
+			slot = "fields:" + a.args
+		case w.occurs[id] == 0:
+			// An attempt started once is a slot of its own.
+			ag.uniqueHi++
+			if r == reachYes {
+				ag.uniqueLo++
+			}
+			return
+		default:
+			slot = fmt.Sprintf("attempt:%s#%d", a.step, a.n)
+		}
+		if ag.slots == nil {
+			ag.slots = map[string]bool{}
+		}
+		ag.slots[slot] = ag.slots[slot] || r == reachYes
+	}
+	if !w.capped {
+		for _, a := range w.order {
+			add(a)
+		}
+		return nil
+	}
+	return w.replay(add)
+}
+
+// replay reads the history again and hands each attempt, in Seq order, to
+// fn once it has settled (all that are left at the end), keeping only the
+// attempts not yet settled.
+func (w *walk) replay(fn func(*attempt)) error {
+	t := trace.New(w.x.ID)
+	t.Stream()
+	crashes := map[int]*trace.Note{}
+	var queue []*trace.Attempt
+	same := func(s string) string { return s }
+	take := func(all bool) {
+		i := 0
+		for ; i < len(queue); i++ {
+			ta := queue[i]
+			if !all && !ta.Finished && !ta.Crashed {
+				break
+			}
+			fn(recordOf(ta, crashes, same))
+			t.Forget(ta)
+		}
+		queue = append(queue[:0], queue[i:]...)
+	}
+	err := w.reread(func(ev history.Event) {
+		prev := t.Attempt(ev.Step, ev.Attempt)
+		t.ApplyHistory(ev)
+		switch ev.Type {
+		case history.AttemptStarted:
+			if a := t.Attempt(ev.Step, ev.Attempt); a != nil && a != prev {
+				queue = append(queue, a)
+			}
+		case history.WorkerCrashed:
+			for _, r := range t.Runs {
+				if n := r.End; n != nil && n.Seq == ev.Seq && n.Kind == trace.RunCrashed {
+					crashes[r.Number] = n
+				}
+			}
+		}
+		take(false)
+	})
+	take(true)
+	return err
 }

@@ -493,7 +493,7 @@ func TestCheckDB(t *testing.T) {
 			}
 			for _, e := range h.effects {
 				m := world.Message{ID: e.Ref, To: "jordan@acme.dev", Subject: "s", Time: e.Time, Attribution: e.Attr}
-				if _, err := tx.Append(store.Outbox, func(seq uint64) ([]byte, error) { m.Seq = seq; return json.Marshal(m) }); err != nil {
+				if _, err := tx.Append(world.BucketOutbox, func(seq uint64) ([]byte, error) { m.Seq = seq; return json.Marshal(m) }); err != nil {
 					return err
 				}
 			}

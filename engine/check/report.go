@@ -101,8 +101,8 @@ func (r *Report) add(x history.Execution, w *walk, res ExecResult) {
 	r.PlannedKills += w.kills.planned
 	r.ExternalKills += w.kills.external
 	r.HostDeaths += w.kills.host
-	for _, f := range w.faults {
-		r.Faults[f.Point]++
+	for p, n := range w.faultCount {
+		r.Faults[p] += n
 	}
 	t := r.tally(x.Policy.String())
 	t.Executions++
@@ -142,13 +142,14 @@ func (r *Report) addMatrix(x history.Execution, w *walk, res ExecResult) {
 		return
 	}
 	var row MatrixRow
-	switch len(w.faults) {
+	faults := w.firstFaults
+	switch w.nFaults {
 	case 0:
 	case 1:
-		if w.faults[0].Attempt != 1 {
+		if faults[0].Attempt != 1 {
 			return
 		}
-		row.Point = w.faults[0].Point
+		row.Point = faults[0].Point
 	default:
 		return
 	}

@@ -485,18 +485,16 @@ func (s *sim) emit(ev history.Event) history.Event {
 	if ev.Run == 0 {
 		ev.Run = s.run
 	}
-	var size int
-	seq, err := s.tx.AppendEvent(s.x.ID, func(seq uint64) ([]byte, error) {
-		ev.Seq = seq
-		data, err := history.Encode(ev)
-		size = len(data)
-		return data, err
-	})
+	p, err := history.Prepare(ev)
 	if err != nil {
 		s.fail(err)
 		return ev
 	}
-	ev.Seq = seq
+	size, err := p.Append(s.tx, s.x.ID, &ev)
+	if err != nil {
+		s.fail(err)
+		return ev
+	}
 	s.st.Events++
 	s.st.Bytes += int64(size)
 	if ev.Type == history.AttemptStarted {

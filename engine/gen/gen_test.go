@@ -12,6 +12,7 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -164,7 +165,7 @@ func dump(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []store.Bucket{store.Outbox, store.Keys, store.CRM, store.CRMWrites} {
+	for _, b := range []store.Bucket{world.BucketOutbox, world.BucketKeys, world.BucketCRM, world.BucketCRMWrites} {
 		err := db.View(func(tx *store.Tx) error {
 			return tx.Scan(b, nil, false, func(k, v []byte) bool {
 				fmt.Fprintf(&buf, "%s %q %s\n", b, k, v)

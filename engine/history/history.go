@@ -163,6 +163,35 @@ func (p Prepared) WithSeq(seq uint64) []byte {
 	return append(out, p.rest...)
 }
 
+// Append writes an event at the end of an execution's history in tx and
+// sets its Seq. It and Prepared.Append are the one path by which every
+// event reaches the store.
+func Append(tx *store.Tx, exec string, ev *Event) error {
+	p, err := Prepare(*ev)
+	if err != nil {
+		return err
+	}
+	_, err = p.Append(tx, exec, ev)
+	return err
+}
+
+// Append writes the prepared event (ev, encoded before the transaction) at
+// the end of an execution's history in tx, sets ev.Seq and returns the
+// stored size.
+func (p Prepared) Append(tx *store.Tx, exec string, ev *Event) (int, error) {
+	var size int
+	seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
+		data := p.WithSeq(seq)
+		size = len(data)
+		return data, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	ev.Seq = seq
+	return size, nil
+}
+
 // Decode reads a stored event in either encoding, refusing bytes that are not
 // one.
 func Decode(data []byte) (Event, error) {

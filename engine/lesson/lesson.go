@@ -218,6 +218,9 @@ func Check(step Step, prediction int, outcome verify.Outcome) Feedback {
 // oneParagraph joins wrapped lines into one.
 func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// The host keeps the progress.
+var _ Keeper = (*engine.Host)(nil)
+
 // ParsePrediction reads what a learner typed as a prediction of m, the
 // one rule for the terminal walk and the explorer: nothing (or spaces)
 // means no prediction (-1); a whole number of 0 or more is the prediction;
@@ -254,7 +257,7 @@ func DBPath(db string) string {
 type Session struct {
 	h     *engine.Host
 	path  []Step
-	state engine.LessonState
+	state State
 	// play is the step under way, one action at a time.
 	play    *verify.Script
 	playing string
@@ -267,7 +270,7 @@ func Open(h *engine.Host) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.LessonProgress()
+	st, err := LoadProgress(h)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +281,7 @@ func Open(h *engine.Host) (*Session, error) {
 func (s *Session) Path() []Step { return s.path }
 
 // Progress is the saved progress.
-func (s *Session) Progress() engine.LessonState { return s.state }
+func (s *Session) Progress() State { return s.state }
 
 // Done reports whether a step has been finished.
 func (s *Session) Done(name string) bool {
@@ -332,7 +335,7 @@ func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
 // it resets the host as Run does.
 func (s *Session) Begin(step Step) error {
 	s.play, s.playing = nil, ""
-	if err := s.h.ResetForLesson(); err != nil {
+	if err := s.h.ResetKeeping(Bucket); err != nil {
 		return err
 	}
 	s.play, s.playing = verify.NewScript(s.h, step.Scenario, verify.Options{}), step.Name
@@ -366,15 +369,15 @@ func (s *Session) Outcome() (verify.Outcome, error) {
 
 // Record saves a finished step and its feedback as progress.
 func (s *Session) Record(step Step, fb Feedback) error {
-	next := engine.LessonState{Done: make([]engine.LessonAnswer, 0, len(s.state.Done)+1)}
+	next := State{Done: make([]Answer, 0, len(s.state.Done)+1)}
 	for _, a := range s.state.Done {
 		if a.Scenario != step.Name {
 			next.Done = append(next.Done, a)
 		}
 	}
-	next.Done = append(next.Done, engine.LessonAnswer{Scenario: step.Name, Predicted: fb.Predicted,
+	next.Done = append(next.Done, Answer{Scenario: step.Name, Predicted: fb.Predicted,
 		Actual: fb.Actual, Correct: fb.Correct})
-	if err := s.h.SetLessonProgress(next); err != nil {
+	if err := SaveProgress(s.h, next); err != nil {
 		return err
 	}
 	s.state = next
@@ -383,9 +386,9 @@ func (s *Session) Record(step Step, fb Feedback) error {
 
 // Reset forgets the progress: the walk starts again at the first step.
 func (s *Session) Reset() error {
-	if err := s.h.SetLessonProgress(engine.LessonState{}); err != nil {
+	if err := SaveProgress(s.h, State{}); err != nil {
 		return err
 	}
-	s.state = engine.LessonState{}
+	s.state = State{}
 	return nil
 }

@@ -217,7 +217,7 @@ func TestWalkWholePath(t *testing.T) {
 	if strings.Contains(text, "⚠ The scenario expects") {
 		t.Errorf("a lesson produced another outcome than its scenario expects:\n%s", text)
 	}
-	st, err := h.LessonProgress()
+	st, err := lesson.LoadProgress(h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +236,13 @@ func TestWalkWholePath(t *testing.T) {
 	if next, ok := s.Next(); !ok || next.Number != 1 {
 		t.Errorf("after Reset the next step is %d (%v)", next.Number, ok)
 	}
-	if st, _ := h.LessonProgress(); len(st.Done) != 0 {
+	if st, _ := lesson.LoadProgress(h); len(st.Done) != 0 {
 		t.Errorf("after Reset %d steps are still done", len(st.Done))
 	}
 }
 
 // TestEveryLessonHasItsOutcome runs every lesson of the catalogue as the
-// walk does (on one host per group, each lesson after a ResetForLesson of
+// walk does (on one host per group, each lesson after a ResetKeeping of
 // what the one before it left) and checks the outcome a right prediction
 // expects: no lesson says "⚠ The scenario expects". The groups run at once;
 // their lessons mostly wait on client timeouts.
@@ -293,13 +293,13 @@ func TestEveryLessonHasItsOutcome(t *testing.T) {
 	}
 }
 
-// TestResetForLessonKeepsProgress: a lesson wipes the executions and the
+// TestResetKeepingKeepsProgress: a lesson wipes the executions and the
 // world before it runs, but not the progress.
-func TestResetForLessonKeepsProgress(t *testing.T) {
+func TestResetKeepingKeepsProgress(t *testing.T) {
 	h := openHost(t, filepath.Join(t.TempDir(), "w.db"))
 	defer h.Close()
-	want := engine.LessonState{Done: []engine.LessonAnswer{{Scenario: "naive", Predicted: 2, Actual: 2, Correct: true}}}
-	if err := h.SetLessonProgress(want); err != nil {
+	want := lesson.State{Done: []lesson.Answer{{Scenario: "naive", Predicted: 2, Actual: 2, Correct: true}}}
+	if err := lesson.SaveProgress(h, want); err != nil {
 		t.Fatal(err)
 	}
 	r, err := h.Start("one-send", engine.RunOptions{})
@@ -309,21 +309,21 @@ func TestResetForLessonKeepsProgress(t *testing.T) {
 	if _, err := r.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ResetForLesson(); err != nil {
+	if err := h.ResetKeeping(lesson.Bucket); err != nil {
 		t.Fatal(err)
 	}
 	if xs, n, _ := h.Executions(0, 0); n != 0 || len(xs) != 0 {
-		t.Errorf("%d executions after ResetForLesson", n)
+		t.Errorf("%d executions after ResetKeeping", n)
 	}
-	if n, _ := h.World().OutboxCount(); n != 0 {
-		t.Errorf("%d messages after ResetForLesson", n)
+	if msgs, _ := h.Outbox(); len(msgs) != 0 {
+		t.Errorf("%d messages after ResetKeeping", len(msgs))
 	}
-	got, err := h.LessonProgress()
+	got, err := lesson.LoadProgress(h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Done) != 1 || got.Done[0] != want.Done[0] {
-		t.Errorf("progress after ResetForLesson: %+v", got)
+		t.Errorf("progress after ResetKeeping: %+v", got)
 	}
 }
 

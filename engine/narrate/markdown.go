@@ -18,7 +18,11 @@ import (
 // Handout is what a Markdown handout of one execution is made from.
 type Handout struct {
 	Execution history.Execution
-	Events    []history.Event
+	// Events is the history; or Read, when set, reads it (it may be called
+	// twice), so a long history streams through the handout a page at a
+	// time instead of sitting in memory.
+	Events []history.Event
+	Read   func(fn func(history.Event) error) error
 	// Messages is the outbox (all of it or only this execution's); the
 	// handout keeps the messages the execution caused.
 	Messages []world.Message
@@ -34,10 +38,32 @@ type Handout struct {
 // dedupe and replays, faults, crashes and the gaps while no worker ran),
 // and the provider's outbox and CRM rows that the execution caused.
 // Times in the trace are offsets from the execution's start.
+//
+// It streams: the trace is written as its lines become final, and each
+// attempt is forgotten once written, so memory does not grow with the
+// number of attempts. An execution with more than one run is read twice:
+// the summary's idle time needs every gap before the trace begins. What an
+// attempt caused is written with the attempt, once its call moved on: an
+// effect recorded after that (none of retrylab's faults does it) is left
+// out of the trace; the outbox part still lists it.
 func Markdown(w io.Writer, h Handout) error {
+	read := h.Read
+	if read == nil {
+		read = func(fn func(history.Event) error) error {
+			for _, ev := range h.Events {
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	bw := bufio.NewWriter(w)
-	m := &mdWriter{w: bw, h: h, start: h.Execution.Started, t: trace.FoldHistory(h.Execution.ID, h.Events)}
-	m.render()
+	m := &mdWriter{w: bw, h: h, start: h.Execution.Started, t: trace.New(h.Execution.ID)}
+	m.t.Stream()
+	if err := m.render(read); err != nil {
+		return fmt.Errorf("write handout: %w", err)
+	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write handout: %w", err)
 	}
@@ -48,18 +74,42 @@ type mdWriter struct {
 	w     *bufio.Writer
 	h     Handout
 	start time.Time
-	t     *trace.Trace // the history, folded
+	t     *trace.Trace // the history, folded as far as it was read
+	// stack is where the trace's writing stands: the containers whose
+	// heading is written, outermost first, and the next child of each.
+	stack []*frame
+	// whole folds the whole history before writing the trace (tests
+	// compare the streamed handout with it).
+	whole bool
+}
+
+// frame is a container of the trace being written: the top level, a run,
+// a turn or a call.
+type frame struct {
+	node   trace.Node // nil at the top level
+	run    *trace.Run
+	indent string
+	next   int
+	// retrying is set when the call's last written attempt scheduled a
+	// retry: another attempt is coming.
+	retrying bool
 }
 
 func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
 
-func (m *mdWriter) render() {
+func (m *mdWriter) render(read func(fn func(history.Event) error) error) error {
 	x := m.h.Execution
 	m.f("# %s · %s\n\n", x.ID, x.Scenario)
 	if s := m.h.Scenario; s != nil && s.Title != "" {
 		m.f("**%s**\n\n", mdEscape(s.Title))
 	}
-	idle := m.idle()
+	if err := m.w.Flush(); err != nil {
+		return err
+	}
+	idle, err := m.idle(read)
+	if err != nil {
+		return err
+	}
 	took := x.Updated.Sub(x.Started)
 	m.f("| | |\n|---|---|\n")
 	m.f("| Execution | `%s` |\n", x.ID)
@@ -80,19 +130,51 @@ func (m *mdWriter) render() {
 	if s := m.h.Scenario; s != nil && strings.TrimSpace(s.Teaches) != "" {
 		m.f("## What it teaches\n\n%s\n\n", paragraphs(s.Teaches))
 	}
-	m.trace()
+	m.f("## Trace\n\n")
+	m.stack = []*frame{{}}
+	if err := read(func(ev history.Event) error {
+		m.t.ApplyHistory(ev)
+		if !m.whole {
+			m.pump(false)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	m.pump(true)
+	if m.t.Events == 0 {
+		m.f("No events recorded.\n\n")
+	} else {
+		m.f("\n")
+	}
 	m.outbox()
 	m.crm()
 	m.f("---\n\n*Handout written by `retrylab show %s --markdown`. Times are offsets from the start of the execution.*\n", x.ID)
+	return nil
 }
 
-// idle sums the gaps between runs, when no worker was running.
-func (m *mdWriter) idle() time.Duration {
+// idle sums the gaps between runs, when no worker was running. With one
+// run there is none, and the history is not read for it.
+func (m *mdWriter) idle(read func(fn func(history.Event) error) error) (time.Duration, error) {
+	if m.h.Execution.Runs == 1 {
+		return 0, nil
+	}
+	t := trace.New(m.h.Execution.ID)
+	t.Stream()
+	err := read(func(ev history.Event) error {
+		t.ApplyHistory(ev)
+		if ev.Type == history.AttemptFinished {
+			if a := t.Attempt(ev.Step, ev.Attempt); a != nil {
+				t.Forget(a)
+			}
+		}
+		return nil
+	})
 	var total time.Duration
-	for _, r := range m.t.Runs {
+	for _, r := range t.Runs {
 		total += r.Idle
 	}
-	return total
+	return total, err
 }
 
 // effectWords says what the history records an attempt caused, if
@@ -113,15 +195,30 @@ func (m *mdWriter) at(t time.Time) string {
 	return "`+" + fmt.Sprintf("%.3fs", t.Sub(m.start).Seconds()) + "`"
 }
 
-// trace writes the fold of the history: each run with the gap before it,
-// its turns, calls and every attempt, in the order they happened.
-func (m *mdWriter) trace() {
-	m.f("## Trace\n\n")
-	if m.t.Events == 0 {
-		m.f("No events recorded.\n\n")
-		return
+// children are a frame's nodes so far.
+func (m *mdWriter) children(f *frame) []trace.Node {
+	if f.node == nil {
+		return m.t.Nodes
 	}
-	for _, n := range m.t.Nodes {
+	return f.node.Children()
+}
+
+// pump writes what has become final of the trace, in the order of the
+// tree (each run with the gap before it, its turns, calls and every
+// attempt), and forgets each attempt it wrote. With final set, the history
+// has been read to its end and everything is final.
+func (m *mdWriter) pump(final bool) {
+	for len(m.stack) > 0 {
+		f := m.stack[len(m.stack)-1]
+		ns := m.children(f)
+		if f.next >= len(ns) {
+			if !final && !m.closed(len(m.stack)-1) {
+				return
+			}
+			m.stack = m.stack[:len(m.stack)-1]
+			continue
+		}
+		n := ns[f.next]
 		switch n := n.(type) {
 		case *trace.Gap:
 			m.f("\n> %s %s with no worker running\n\n", trace.MarkGap.Glyph(), mdDur(n.Duration))
@@ -130,20 +227,14 @@ func (m *mdWriter) trace() {
 			if n.Number == 1 && !m.t.Started.IsZero() {
 				m.f("- %s execution started: scenario %s, policy %s\n", m.at(m.t.Started), m.t.Scenario, m.t.Policy)
 			}
-			m.nodes(n, n.Nodes, "")
-		default:
-			m.nodes(nil, []trace.Node{n}, "")
-		}
-	}
-	m.f("\n")
-}
-
-func (m *mdWriter) nodes(run *trace.Run, ns []trace.Node, indent string) {
-	for _, n := range ns {
-		switch n := n.(type) {
+			f.next++
+			m.stack = append(m.stack, &frame{node: n, run: n})
+			continue
 		case *trace.Turn:
-			m.f("%s- %s **turn %d** %q\n", indent, m.at(n.Time), n.Number, n.Text)
-			m.nodes(run, n.Nodes, indent+"  ")
+			m.f("%s- %s **turn %d** %q\n", f.indent, m.at(n.Time), n.Number, n.Text)
+			f.next++
+			m.stack = append(m.stack, &frame{node: n, run: f.run, indent: f.indent + "  "})
+			continue
 		case *trace.Call:
 			var args map[string]any
 			_ = json.Unmarshal(n.Args, &args)
@@ -151,21 +242,108 @@ func (m *mdWriter) nodes(run *trace.Run, ns []trace.Node, indent string) {
 			if n.Kind != "" {
 				kind = " (" + n.Kind + ")"
 			}
-			m.f("%s- %s `%s` step `%s`%s: %s\n", indent, m.at(n.Time), n.Tool, n.Call, kind, mdEscape(Args(args)))
-			m.nodes(run, n.Nodes, indent+"  ")
+			m.f("%s- %s `%s` step `%s`%s: %s\n", f.indent, m.at(n.Time), n.Tool, n.Call, kind, mdEscape(Args(args)))
+			f.next++
+			m.stack = append(m.stack, &frame{node: n, run: f.run, indent: f.indent + "  "})
+			continue
 		case *trace.Attempt:
-			m.attempt(n, indent)
+			if !final && !settled(n, ns[f.next+1:]) {
+				return
+			}
+			m.attempt(n, f.indent)
+			f.retrying = n.Retry > 0
+			if n.Crashed && !n.Finished {
+				break // the crash's note still lists it; forgotten there
+			}
+			m.t.Forget(n)
+			if len(m.children(f)) < len(ns) {
+				continue // it left the call's nodes: the next one took its place
+			}
 		case *trace.Replay:
 			what := "its result"
 			if n.Decision {
 				what = "its decision (the arguments)"
 			}
 			m.f("%s- %s %s `%s` replayed from the journal (%s, recorded in run %d): %s, no request sent\n",
-				indent, m.at(n.Time), trace.MarkReplay.Glyph(), n.Call, what, n.ResultRun, mdEscape(Summary(n.Result)))
+				f.indent, m.at(n.Time), trace.MarkReplay.Glyph(), n.Call, what, n.ResultRun, mdEscape(Summary(n.Result)))
 		case *trace.Note:
-			m.note(run, n, indent)
+			m.note(f.run, n, f.indent)
+		}
+		f.next++
+	}
+}
+
+// settled reports whether an attempt's lines are final: it died with its
+// worker, or it has its answer and its call moved on after it (so a
+// retry, which follows the answer, is in).
+func settled(a *trace.Attempt, after []trace.Node) bool {
+	if a.Crashed && !a.Finished {
+		return true
+	}
+	if !a.Finished {
+		return false
+	}
+	for _, n := range after {
+		if seqOf(n) > a.EndSeq {
+			return true
 		}
 	}
+	return false
+}
+
+// seqOf is the Seq a node began at.
+func seqOf(n trace.Node) uint64 {
+	switch n := n.(type) {
+	case *trace.Attempt:
+		return n.Seq
+	case *trace.Note:
+		return n.Seq
+	case *trace.Replay:
+		return n.Seq
+	case *trace.Call:
+		return n.Seq
+	case *trace.Turn:
+		return n.Seq
+	}
+	return 0
+}
+
+// closed reports whether nothing more can be added to the container of
+// the frame at depth i before the history's end: a run once a later run
+// began, a turn once something followed it in its run, a call once
+// something followed it and its last attempt scheduled no retry (or once
+// its turn or run closed).
+func (m *mdWriter) closed(i int) bool {
+	f := m.stack[i]
+	switch n := f.node.(type) {
+	case *trace.Run:
+		return n != m.t.Runs[len(m.t.Runs)-1]
+	case *trace.Turn, *trace.Call:
+		if m.closed(i - 1) {
+			return true
+		}
+		if m.last(m.stack[i-1], n) {
+			return false
+		}
+		if c, ok := n.(*trace.Call); ok {
+			if f.retrying {
+				return false
+			}
+			for _, a := range c.Attempts {
+				if !a.Finished && !a.Crashed {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false // the top level closes only at the history's end
+}
+
+// last reports whether n is its parent frame's latest node.
+func (m *mdWriter) last(parent *frame, n trace.Node) bool {
+	ns := m.children(parent)
+	return len(ns) > 0 && ns[len(ns)-1] == n
 }
 
 func (m *mdWriter) attempt(a *trace.Attempt, indent string) {
@@ -215,6 +393,7 @@ func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
 				} else {
 					m.f("%s  - attempt %d of `%s` never finished: its outcome is unknown\n", indent, a.N, a.Call)
 				}
+				m.t.Forget(a)
 			}
 		}
 	case trace.Escalated:

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -32,7 +32,7 @@ func tag(t string) string { return fmt.Sprintf("%-11s ", "["+t+"]") }
 
 // Lines narrates one notice; it returns nothing for notices of other
 // executions and for events that need no words.
-func (n *Narrator) Lines(no engine.Notice) []string {
+func (n *Narrator) Lines(no notice.Notice) []string {
 	if no.Execution != n.Execution {
 		return nil
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/narrate"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -107,7 +107,7 @@ func TestEventLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := tt.ev
-			got := narrate.New(exec).Lines(engine.Notice{Execution: exec, Event: &ev})
+			got := narrate.New(exec).Lines(notice.Notice{Execution: exec, Event: &ev})
 			if tt.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("got %q, want no line", got)
@@ -144,7 +144,7 @@ func TestActivityLines(t *testing.T) {
 	for _, tt := range tests {
 		a := tt.a
 		a.Attribution.Execution = exec
-		got := narrate.New(exec).Lines(engine.Notice{Execution: exec, Activity: &a})
+		got := narrate.New(exec).Lines(notice.Notice{Execution: exec, Activity: &a})
 		switch {
 		case tt.want == "" && len(got) != 0:
 			t.Errorf("%s: got %q, want no line", a.Kind, got)
@@ -158,7 +158,7 @@ func TestOtherExecutionsAreSilent(t *testing.T) {
 	n := narrate.New(exec)
 	ev := history.Event{Type: history.ExecutionCompleted}
 	a := world.Activity{Kind: world.KindDelivered, MessageID: "msg_1", To: "x@y.z"}
-	for _, no := range []engine.Notice{
+	for _, no := range []notice.Notice{
 		{Execution: "exec_OTHER", Event: &ev},
 		{Execution: "", Activity: &a},
 		{Execution: exec, Lagged: true},

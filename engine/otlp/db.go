@@ -12,6 +12,22 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
+// The collections engine/otlp owns; the store creates each on its first
+// write.
+const (
+	// BucketSpans holds the spans of executions imported from
+	// OpenTelemetry, in the order they arrived (8-byte sequence -> span).
+	BucketSpans store.Bucket = "otlp_spans"
+	// BucketIndex finds them by execution (execution id, 0, trace id, span
+	// id -> sequence and import).
+	BucketIndex store.Bucket = "otlp_index"
+	// BucketTraces maps an imported trace id to its execution.
+	BucketTraces store.Bucket = "otlp_traces"
+	// BucketImports holds the file imports still in progress (or cut short
+	// by a crash), whose spans readers skip.
+	BucketImports store.Bucket = "otlp_imports"
+)
+
 // ImportedFormat marks an execution record as imported from OpenTelemetry.
 const ImportedFormat = "otlp"
 
@@ -22,7 +38,7 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// indexEntry is an index value: the span's sequence in store.OTLPSpans
+// indexEntry is an index value: the span's sequence in BucketSpans
 // and the import that wrote it.
 func indexEntry(seq, importID uint64) []byte {
 	return append(store.U64(seq), store.U64(importID)...)
@@ -187,7 +203,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		cur, known := w.execOf[t]
 		committed := ""
 		if !known {
-			committed = string(tx.Get(store.OTLPTraces, []byte(t)))
+			committed = string(tx.Get(BucketTraces, []byte(t)))
 			cur = committed
 			w.traces = append(w.traces, t)
 		}
@@ -221,23 +237,23 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
 	for _, p := range puts {
-		ent := tx.Get(store.OTLPIndex, p.key)
+		ent := tx.Get(BucketIndex, p.key)
 		if ent == nil && p.old != nil {
-			ent = tx.Get(store.OTLPIndex, p.old)
+			ent = tx.Get(BucketIndex, p.old)
 		}
 		if ent != nil {
 			seq, _ := decodeIndex(ent)
-			if bytes.Equal(tx.Get(store.OTLPSpans, store.U64(seq)), p.val) {
+			if bytes.Equal(tx.Get(BucketSpans, store.U64(seq)), p.val) {
 				w.stats.Repeated++
 				continue
 			}
 			return &SpanError{SpanID: p.span.SpanID, Reason: "appears twice with different content (duplicate span id)"}
 		}
-		seq, err := tx.Append(store.OTLPSpans, func(uint64) ([]byte, error) { return p.val, nil })
+		seq, err := tx.Append(BucketSpans, func(uint64) ([]byte, error) { return p.val, nil })
 		if err != nil {
 			return err
 		}
-		if err := tx.Put(store.OTLPIndex, p.key, indexEntry(seq, w.importID)); err != nil {
+		if err := tx.Put(BucketIndex, p.key, indexEntry(seq, w.importID)); err != nil {
 			return err
 		}
 		w.stats.Spans++
@@ -250,7 +266,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
-		if err := tx.Put(store.OTLPTraces, []byte(m[0]), []byte(m[1])); err != nil {
+		if err := tx.Put(BucketTraces, []byte(m[0]), []byte(m[1])); err != nil {
 			return err
 		}
 	}
@@ -305,7 +321,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 				return err
 			}
 			w.perExec[exec].merge(moved)
-			if err := tx.Put(store.OTLPTraces, []byte(t), []byte(exec)); err != nil {
+			if err := tx.Put(BucketTraces, []byte(t), []byte(exec)); err != nil {
 				return err
 			}
 		}
@@ -327,7 +343,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary, error) {
 	prefix := spanKey(from, trace, "")
 	var keys, entries [][]byte
-	if err := tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
+	if err := tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
@@ -341,21 +357,21 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary,
 		seq, imp := decodeIndex(entries[i])
 		if imp != importID || importID == 0 {
 			var s Span
-			if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+			if err := json.Unmarshal(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
 		}
-		if err := tx.Delete(store.OTLPIndex, k); err != nil {
+		if err := tx.Delete(BucketIndex, k); err != nil {
 			return nil, err
 		}
-		if err := tx.Put(store.OTLPIndex, spanKey(to, trace, string(k[len(prefix):])), entries[i]); err != nil {
+		if err := tx.Put(BucketIndex, spanKey(to, trace, string(k[len(prefix):])), entries[i]); err != nil {
 			return nil, err
 		}
 	}
 	rest := false
 	fromAll := spanKey(from, "", "")
-	if err := tx.Scan(store.OTLPIndex, fromAll, false, func(k, _ []byte) bool {
+	if err := tx.Scan(BucketIndex, fromAll, false, func(k, _ []byte) bool {
 		rest = bytes.HasPrefix(k, fromAll)
 		return false
 	}); err != nil {
@@ -431,7 +447,7 @@ func Load(tx *store.Tx, exec string) ([]Span, error) {
 	}
 	var spans []Span
 	var bad error
-	err = tx.Scan(store.OTLPIndex, prefix, false, func(k, v []byte) bool {
+	err = tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
@@ -440,7 +456,7 @@ func Load(tx *store.Tx, exec string) ([]Span, error) {
 			return true
 		}
 		var s Span
-		if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+		if err := json.Unmarshal(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
 			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
 			return false
 		}

@@ -39,7 +39,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	var id uint64
 	if err := db.Update(func(tx *store.Tx) error {
 		var err error
-		id, err = tx.Append(store.OTLPImports, func(uint64) ([]byte, error) {
+		id, err = tx.Append(BucketImports, func(uint64) ([]byte, error) {
 			return json.Marshal(map[string]string{"file": path})
 		})
 		return err
@@ -86,7 +86,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 					return err
 				}
 				if last {
-					return tx.Delete(store.OTLPImports, store.U64(id))
+					return tx.Delete(BucketImports, store.U64(id))
 				}
 				return nil
 			})
@@ -109,7 +109,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 func CleanPending(db *store.DB) error {
 	var ids []uint64
 	if err := db.View(func(tx *store.Tx) error {
-		return tx.Scan(store.OTLPImports, nil, false, func(k, _ []byte) bool {
+		return tx.Scan(BucketImports, nil, false, func(k, _ []byte) bool {
 			ids = append(ids, store.DecodeU64(k))
 			return true
 		})
@@ -134,7 +134,7 @@ func discard(db *store.DB, id uint64) error {
 	for {
 		var keys, seqs [][]byte
 		if err := db.View(func(tx *store.Tx) error {
-			return tx.Scan(store.OTLPIndex, from, false, func(k, v []byte) bool {
+			return tx.Scan(BucketIndex, from, false, func(k, v []byte) bool {
 				from = append(k, 0)
 				if seq, imp := decodeIndex(v); imp == id {
 					keys, seqs = append(keys, k), append(seqs, store.U64(seq))
@@ -152,10 +152,10 @@ func discard(db *store.DB, id uint64) error {
 		}
 		if err := db.Update(func(tx *store.Tx) error {
 			for i, k := range keys {
-				if err := tx.Delete(store.OTLPIndex, k); err != nil {
+				if err := tx.Delete(BucketIndex, k); err != nil {
 					return err
 				}
-				if err := tx.Delete(store.OTLPSpans, seqs[i]); err != nil {
+				if err := tx.Delete(BucketSpans, seqs[i]); err != nil {
 					return err
 				}
 			}
@@ -176,7 +176,7 @@ func discard(db *store.DB, id uint64) error {
 				}
 			}
 		}
-		return tx.Delete(store.OTLPImports, store.U64(id))
+		return tx.Delete(BucketImports, store.U64(id))
 	})
 }
 
@@ -184,7 +184,7 @@ func discard(db *store.DB, id uint64) error {
 func hasSpans(tx *store.Tx, exec string) bool {
 	prefix := spanKey(exec, "", "")
 	found := false
-	_ = tx.Scan(store.OTLPIndex, prefix, false, func(k, _ []byte) bool {
+	_ = tx.Scan(BucketIndex, prefix, false, func(k, _ []byte) bool {
 		found = bytes.HasPrefix(k, prefix)
 		return false
 	})
@@ -194,7 +194,7 @@ func hasSpans(tx *store.Tx, exec string) bool {
 // pendingImports are the imports whose spans readers must not see yet.
 func pendingImports(tx *store.Tx) (map[uint64]bool, error) {
 	out := map[uint64]bool{}
-	err := tx.Scan(store.OTLPImports, nil, false, func(k, _ []byte) bool {
+	err := tx.Scan(BucketImports, nil, false, func(k, _ []byte) bool {
 		out[store.DecodeU64(k)] = true
 		return true
 	})

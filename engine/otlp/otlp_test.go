@@ -303,7 +303,7 @@ func TestImportIsAtomicPerFile(t *testing.T) {
 		t.Fatalf("a failed file left %d executions", len(xs))
 	}
 	db.View(func(tx *store.Tx) error {
-		if n := tx.Count(store.OTLPSpans) + tx.Count(store.OTLPImports); n != 0 {
+		if n := tx.Count(BucketSpans) + tx.Count(BucketImports); n != 0 {
 			t.Errorf("a failed file left %d spans or pending imports", n)
 		}
 		return nil
@@ -402,7 +402,7 @@ func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
 	extra := before[0]
 	extra.SpanID, extra.Name = "f000000000000001", "late span"
 	db.Update(func(tx *store.Tx) error {
-		id, err := tx.Append(store.OTLPImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		id, err := tx.Append(BucketImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
 		if err != nil {
 			return err
 		}
@@ -417,7 +417,7 @@ func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(tx *store.Tx) error {
-		if n := tx.Count(store.OTLPSpans); n != len(before) {
+		if n := tx.Count(BucketSpans); n != len(before) {
 			t.Errorf("%d spans stored after the clean-up, want %d", n, len(before))
 		}
 		return nil
@@ -435,7 +435,7 @@ func TestCrashWhilePublishingIsCleaned(t *testing.T) {
 	db := openDB(t)
 	spans := readFixture(t, "openllmetry-ticket.json")
 	db.Update(func(tx *store.Tx) error {
-		id, err := tx.Append(store.OTLPImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		id, err := tx.Append(BucketImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
 		if err != nil {
 			return err
 		}

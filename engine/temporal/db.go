@@ -18,6 +18,17 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
+// The collections engine/temporal owns; the store creates each on its
+// first write.
+const (
+	// BucketEvents holds the events of executions imported from Temporal
+	// workflow histories (execution id, 0, run id, 0, 8-byte chunk number ->
+	// up to 256 events as protobuf).
+	BucketEvents store.Bucket = "temporal_events"
+	// BucketRuns maps an imported workflow run id to its execution.
+	BucketRuns store.Bucket = "temporal_runs"
+)
+
 // ImportedFormat marks an execution record as imported from Temporal.
 const ImportedFormat = "temporal"
 
@@ -114,7 +125,7 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 		if old.Imported != ImportedFormat {
 			return st, fmt.Errorf("execution %s exists and was not imported from Temporal", exec)
 		}
-		alone = old.Runs == 1 && string(tx.Get(store.TemporalRuns, []byte(run))) == exec
+		alone = old.Runs == 1 && string(tx.Get(BucketRuns, []byte(run))) == exec
 	}
 	evs := h.GetEvents()
 	first := 0
@@ -129,7 +140,7 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 			return st, fmt.Errorf("events %d-%d: encode: %w", part[0].GetEventId(), part[len(part)-1].GetEventId(), err)
 		}
 		key := chunkKey(exec, run, k)
-		old := tx.Get(store.TemporalEvents, key)
+		old := tx.Get(BucketEvents, key)
 		switch {
 		case old == nil:
 		case bytes.HasPrefix(old, buf): // all stored before (a shorter or the same download)
@@ -145,7 +156,7 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 		default:
 			return st, conflict(old, part, run)
 		}
-		if err := tx.Put(store.TemporalEvents, key, buf); err != nil {
+		if err := tx.Put(BucketEvents, key, buf); err != nil {
 			return st, err
 		}
 		st.Events += len(part)
@@ -153,7 +164,7 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 	if st.Events == 0 {
 		return st, nil
 	}
-	if err := tx.Put(store.TemporalRuns, []byte(run), []byte(exec)); err != nil {
+	if err := tx.Put(BucketRuns, []byte(run), []byte(exec)); err != nil {
 		return st, err
 	}
 	// An execution that is this run alone takes its record from the events
@@ -256,7 +267,7 @@ func Load(tx *store.Tx, exec string) ([]Run, error) {
 	prefix := append([]byte(exec), 0)
 	var runs []Run
 	var bad error
-	err := tx.Scan(store.TemporalEvents, prefix, false, func(k, v []byte) bool {
+	err := tx.Scan(BucketEvents, prefix, false, func(k, v []byte) bool {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}

@@ -118,5 +118,5 @@ func MergedSpans(tx *store.Tx, otlpExec string) bool {
 	if len(otlpExec) <= len(prefix) || otlpExec[:len(prefix)] != prefix {
 		return false
 	}
-	return tx.Get(store.TemporalRuns, []byte(otlpExec[len(prefix):])) != nil
+	return tx.Get(BucketRuns, []byte(otlpExec[len(prefix):])) != nil
 }

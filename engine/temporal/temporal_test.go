@@ -269,7 +269,7 @@ func TestImportBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := func() (n int) {
-		_ = db.View(func(tx *store.Tx) error { n = tx.Count(store.TemporalEvents); return nil })
+		_ = db.View(func(tx *store.Tx) error { n = tx.Count(temporal.BucketEvents); return nil })
 		return n
 	}
 	before := count()

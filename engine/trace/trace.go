@@ -60,6 +60,15 @@ type Trace struct {
 	progress map[string]*progress
 	order    []string
 	plans    map[int]bool
+
+	// sent counts the mail effects per intent (recipient, subject) of the
+	// attempts seen; dup is set once one intent has two.
+	sent map[[2]string]int
+	dup  bool
+	// faults interns fault names: a long history repeats a few.
+	faults map[string]string
+	// streaming is set by Stream.
+	streaming bool
 }
 
 // progress is where a call id stands over all runs: its latest attempt
@@ -68,6 +77,9 @@ type Trace struct {
 type progress struct {
 	last, count                int
 	openAnswered, openRecorded bool
+	// forgot holds the attempt numbers forgotten (Forget), as sorted,
+	// disjoint ranges: one range while they are forgotten in order.
+	forgot []span
 }
 
 type attemptKey struct {
@@ -88,7 +100,57 @@ type Anomaly struct {
 func New(execution string) *Trace {
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
-		plans: map[int]bool{}}
+		plans: map[int]bool{}, sent: map[[2]string]int{}, faults: map[string]string{}}
+}
+
+// Stream makes the trace one for a streaming reader, which reads each
+// event's consequences as it is applied and keeps nothing it has read: the
+// runs do not list their faults (Run.FaultCount still counts them), and
+// the reader lets go of each attempt it has read with Forget. Call it
+// before the first event.
+func (t *Trace) Stream() { t.streaming = true }
+
+// Forget lets go of an attempt a streaming reader has read and needs no
+// more: it leaves the tree (Call.Attempts, Call.Nodes) and Attempt, and
+// Call.Released counts it. A reader that renders each event as it is
+// applied (show, the handout) forgets each attempt once it has written it,
+// so a history of any length folds in memory that grows with its calls,
+// not its attempts. Events that arrive later for a forgotten attempt are
+// absorbed without an anomaly (an effect still counts for Duplicates).
+// Readers that read the whole tree (the explorer, check, the runtime)
+// never call it.
+func (t *Trace) Forget(a *Attempt) {
+	k := attemptKey{a.Call, a.N}
+	if t.attempts[k] != a {
+		return
+	}
+	delete(t.attempts, k)
+	if r := t.runs[a.Run]; r != nil {
+		delete(r.open, k)
+	}
+	if p := t.progress[a.Call]; p != nil {
+		p.forget(a.N)
+	}
+	c := t.calls[a.Call]
+	if r := t.runs[a.Run]; r != nil && r.calls[a.Call] != nil {
+		c = r.calls[a.Call]
+	}
+	if c == nil {
+		return
+	}
+	for i, x := range c.Attempts {
+		if x == a {
+			c.Attempts = append(c.Attempts[:i:i], c.Attempts[i+1:]...)
+			c.Released++
+			break
+		}
+	}
+	for j, n := range c.Nodes {
+		if n == Node(a) {
+			c.Nodes = append(c.Nodes[:j:j], c.Nodes[j+1:]...)
+			break
+		}
+	}
 }
 
 // Fold applies events in order to a new trace.
@@ -113,8 +175,10 @@ type Run struct {
 	// run's last event (0 for the first run).
 	Idle  time.Duration
 	Nodes []Node
-	// Faults are the faults injected during the run, in order.
-	Faults []string
+	// Faults are the faults injected during the run, in order (not kept by
+	// a streaming trace); FaultCount counts them.
+	Faults     []string
+	FaultCount int
 	// End is how the run ended: its worker's death, or the execution's
 	// end; nil while it runs (or when its end left no record).
 	End *Note
@@ -193,6 +257,8 @@ type Call struct {
 	// Recorded is the journal's record of its result, if any.
 	Recorded *Note
 	Nodes    []Node
+	// Released counts the attempts a streaming reader let go (Forget).
+	Released int
 }
 
 // ID is "run<R>/<call>".
@@ -224,8 +290,10 @@ type Attempt struct {
 	Duration     time.Duration
 	Response     *Exchange
 	Error        string
-	// Ended is when its answer was recorded (zero until Finished).
-	Ended time.Time
+	// Ended is when its answer was recorded (zero until Finished), EndSeq
+	// the Seq of that event.
+	Ended  time.Time
+	EndSeq uint64
 	// Retry is the backoff before the next attempt, when one was scheduled
 	// (at RetryAt).
 	Retry   time.Duration
@@ -408,26 +476,31 @@ func (t *Trace) Apply(e Event) {
 			c.Nodes = append(c.Nodes, a)
 		}
 	case FaultInjected:
-		r.Faults = append(r.Faults, e.Fault)
+		r.FaultCount++
+		if !t.streaming {
+			r.Faults = append(r.Faults, t.intern(e.Fault))
+		}
 		if e.PlanIndex > 0 {
 			t.plans[e.PlanIndex] = true
 		}
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
 			a.Faults = append(a.Faults, e.Fault)
 			a.Injections = append(a.Injections, Injection{Fault: e.Fault, Plan: e.PlanIndex, Text: e.Text, Time: e.Time})
-		} else {
+		} else if !t.released(attemptKey{e.Call, e.Attempt}) {
 			t.anomaly(e, fmt.Sprintf("fault %s injected into attempt %d, which never started", e.Fault, e.Attempt))
 		}
 	case AttemptFinished:
 		k := attemptKey{e.Call, e.Attempt}
 		a := t.attempts[k]
 		if a == nil {
-			t.anomaly(e, fmt.Sprintf("attempt %d finished without starting", e.Attempt))
+			if !t.released(k) {
+				t.anomaly(e, fmt.Sprintf("attempt %d finished without starting", e.Attempt))
+			}
 			return
 		}
 		a.Finished, a.Outcome, a.Deduplicated, a.Duration, a.Response, a.Error =
 			true, e.Outcome, e.Deduplicated, e.Duration, e.Response, e.Error
-		a.Status, a.Ended = e.Response.status(), e.Time
+		a.Status, a.Ended, a.EndSeq = e.Response.status(), e.Time, e.Seq
 		if ar := t.runs[a.Run]; ar != nil {
 			delete(ar.open, k)
 		}
@@ -514,9 +587,12 @@ func (t *Trace) Apply(e Event) {
 			return
 		}
 		k := attemptKey{e.Call, e.Attempt}
-		if a := t.attempts[k]; a != nil {
-			a.Effects = append(a.Effects, *e.Effect)
-		} else {
+		switch a := t.attempts[k]; {
+		case a != nil:
+			t.addEffects(a, *e.Effect)
+		case t.released(k):
+			t.addEffects(nil, *e.Effect)
+		default:
 			t.pending[k] = append(t.pending[k], *e.Effect)
 		}
 	}
@@ -529,7 +605,7 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 		c = t.callOf(r, e)
 	}
 	k := attemptKey{e.Call, e.Attempt}
-	if t.attempts[k] != nil {
+	if t.attempts[k] != nil || t.released(k) {
 		t.anomaly(e, fmt.Sprintf("attempt %d started twice", e.Attempt))
 	}
 	tool := e.Tool
@@ -539,7 +615,7 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	a := &Attempt{Call: e.Call, Tool: tool, N: e.Attempt, Run: r.Number, Key: e.Key, MaxAttempts: e.MaxAttempts,
 		Seq: e.Seq, Ref: e.Ref, Started: e.Time, Request: e.Request, Attrs: e.Attrs}
 	if fx, ok := t.pending[k]; ok {
-		a.Effects = fx
+		t.addEffects(a, fx...)
 		delete(t.pending, k)
 	}
 	c.Attempts = append(c.Attempts, a)
@@ -555,6 +631,76 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	p.last = max(p.last, e.Attempt)
 	p.count++
 	p.openAnswered, p.openRecorded = true, true
+}
+
+// intern returns the trace's copy of a fault name.
+func (t *Trace) intern(s string) string {
+	if c, ok := t.faults[s]; ok {
+		return c
+	}
+	t.faults[s] = s
+	return s
+}
+
+// span is a range of attempt numbers, lo..hi inclusive.
+type span struct{ lo, hi int }
+
+// forget adds attempt n to the forgotten ranges.
+func (p *progress) forget(n int) {
+	i := 0
+	for i < len(p.forgot) && p.forgot[i].hi < n-1 {
+		i++
+	}
+	switch {
+	case i < len(p.forgot) && p.forgot[i].lo <= n && n <= p.forgot[i].hi:
+		return
+	case i < len(p.forgot) && p.forgot[i].hi == n-1:
+		p.forgot[i].hi = n
+		if i+1 < len(p.forgot) && p.forgot[i+1].lo == n+1 {
+			p.forgot[i].hi = p.forgot[i+1].hi
+			p.forgot = append(p.forgot[:i+1], p.forgot[i+2:]...)
+		}
+	case i < len(p.forgot) && p.forgot[i].lo == n+1:
+		p.forgot[i].lo = n
+	default:
+		p.forgot = append(p.forgot, span{})
+		copy(p.forgot[i+1:], p.forgot[i:])
+		p.forgot[i] = span{n, n}
+	}
+}
+
+// forgotten reports whether attempt n was forgotten.
+func (p *progress) forgotten(n int) bool {
+	for _, r := range p.forgot {
+		if r.lo <= n && n <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// released reports whether attempt k was forgotten (Forget).
+func (t *Trace) released(k attemptKey) bool {
+	p := t.progress[k.call]
+	return p != nil && t.attempts[k] == nil && p.forgotten(k.attempt)
+}
+
+// addEffects attaches effects to an attempt and counts its mail for
+// Duplicates.
+func (t *Trace) addEffects(a *Attempt, fx ...Effect) {
+	if a != nil {
+		a.Effects = append(a.Effects, fx...)
+	}
+	for _, f := range fx {
+		if f.Service != "mail" {
+			continue
+		}
+		k := [2]string{f.Target, f.Summary}
+		t.sent[k]++
+		if t.sent[k] > 1 {
+			t.dup = true
+		}
+	}
 }
 
 func (t *Trace) closeCall(id string) {
@@ -693,6 +839,12 @@ func (x *Exchange) status() int {
 	return x.Status
 }
 
+// Seen reports whether attempt n of a call started, forgotten or not.
+func (t *Trace) Seen(call string, n int) bool {
+	k := attemptKey{call, n}
+	return t.attempts[k] != nil || t.released(k)
+}
+
 // Attempt is attempt n of a call, or nil.
 func (t *Trace) Attempt(call string, n int) *Attempt { return t.attempts[attemptKey{call, n}] }
 
@@ -722,20 +874,6 @@ func (t *Trace) Outcome() Mark {
 
 // Duplicates reports whether the history records more than one mail
 // delivered for one intent (the same recipient and subject): the
-// duplicate send the lesson is about.
-func (t *Trace) Duplicates() bool {
-	seen := map[[2]string]bool{}
-	for _, a := range t.attempts {
-		for _, fx := range a.Effects {
-			if fx.Service != "mail" {
-				continue
-			}
-			k := [2]string{fx.Target, fx.Summary}
-			if seen[k] {
-				return true
-			}
-			seen[k] = true
-		}
-	}
-	return false
-}
+// duplicate send the lesson is about. Effects of attempts never seen to
+// start do not count.
+func (t *Trace) Duplicates() bool { return t.dup }

@@ -424,16 +424,16 @@ func (s *script) outcome() Outcome {
 	out := Outcome{Execution: s.cur, Executions: append([]string(nil), s.order...),
 		Outbox: map[string]int{}, Attempts: map[string]int{}}
 	var errs []error
-	msgs, err := s.h.World().Outbox(0, 0)
+	msgs, err := s.h.Outbox()
 	errs = append(errs, err)
 	out.Messages = msgs
 	for _, m := range msgs {
 		out.Outbox[m.To]++
 	}
-	recs, err := s.h.World().Records()
+	recs, err := s.h.Records()
 	errs = append(errs, err)
 	out.CRMRows = len(recs)
-	writes, err := s.h.World().CRMWrites(0, 0)
+	writes, err := s.h.CRMWrites(0, 0)
 	errs = append(errs, err)
 	out.CRMWrites = len(writes)
 	for _, id := range s.order {

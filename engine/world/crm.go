@@ -129,7 +129,7 @@ func splitID(obj map[string]json.RawMessage) (id string, fields map[string]json.
 }
 
 func loadRecord(tx *store.Tx, id string) (recordDoc, bool, error) {
-	v := tx.Get(store.CRM, []byte(id))
+	v := tx.Get(BucketCRM, []byte(id))
 	if v == nil {
 		return recordDoc{}, false, nil
 	}
@@ -145,11 +145,11 @@ func saveRecord(tx *store.Tx, doc recordDoc) error {
 	if err != nil {
 		return fmt.Errorf("encode record %q: %w", doc.ID, err)
 	}
-	return tx.Put(store.CRM, []byte(doc.ID), data)
+	return tx.Put(BucketCRM, []byte(doc.ID), data)
 }
 
 func appendWrite(tx *store.Tx, wr CRMWrite) error {
-	_, err := tx.Append(store.CRMWrites, func(seq uint64) ([]byte, error) {
+	_, err := tx.Append(BucketCRMWrites, func(seq uint64) ([]byte, error) {
 		wr.Seq = seq
 		return json.Marshal(wr)
 	})
@@ -284,18 +284,18 @@ func runCreate(tx *store.Tx, in *input) (*result, error) {
 	return res, nil
 }
 
-// keyRecordSeq holds the counter of minted record ids in store.World.
+// keyRecordSeq holds the counter of minted record ids in BucketMeta.
 const keyRecordSeq = "crm_record_seq"
 
 // mintRecordID takes the next free "rec_" id from a counter in the world
 // bucket, skipping ids a client already chose.
 func mintRecordID(tx *store.Tx) (string, error) {
-	n := store.DecodeU64(tx.Get(store.World, []byte(keyRecordSeq)))
+	n := store.DecodeU64(tx.Get(BucketMeta, []byte(keyRecordSeq)))
 	for range 1 << 16 {
 		n++
 		id := recordID(n)
-		if tx.Get(store.CRM, []byte(id)) == nil {
-			return id, tx.Put(store.World, []byte(keyRecordSeq), store.U64(n))
+		if tx.Get(BucketCRM, []byte(id)) == nil {
+			return id, tx.Put(BucketMeta, []byte(keyRecordSeq), store.U64(n))
 		}
 	}
 	return "", fmt.Errorf("mint record id: no free id after %d tries", 1<<16)
@@ -335,7 +335,7 @@ func runGet(tx *store.Tx, in *input) (*result, error) {
 func runList(tx *store.Tx, in *input) (*result, error) {
 	records := []map[string]any{}
 	var decodeErr error
-	if err := tx.Scan(store.CRM, nil, false, func(k, v []byte) bool {
+	if err := tx.Scan(BucketCRM, nil, false, func(k, v []byte) bool {
 		var doc recordDoc
 		if decodeErr = json.Unmarshal(v, &doc); decodeErr != nil {
 			decodeErr = fmt.Errorf("decode record %q: %w", k, decodeErr)

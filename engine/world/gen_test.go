@@ -14,7 +14,7 @@ import (
 func dumpWorld(t *testing.T, db *store.DB) string {
 	t.Helper()
 	var buf bytes.Buffer
-	for _, b := range store.WorldBuckets {
+	for _, b := range Buckets {
 		err := db.View(func(tx *store.Tx) error {
 			fmt.Fprintf(&buf, "%s seq %d\n", b, tx.Sequence(b))
 			return tx.Scan(b, nil, false, func(k, v []byte) bool {
@@ -108,7 +108,7 @@ func TestApplyWithoutDedupeAndBadCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n uint64
-	_ = db.View(func(tx *store.Tx) error { n = tx.Sequence(store.Outbox); return nil })
+	_ = db.View(func(tx *store.Tx) error { n = tx.Sequence(BucketOutbox); return nil })
 	if n != 2 {
 		t.Fatalf("outbox holds %d messages; with dedupe off both sends go out", n)
 	}

@@ -177,10 +177,10 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 		if err != nil {
 			return err
 		}
-		if err := tx.Put(store.KeysInFlight, []byte(c.key), nil); err != nil {
+		if err := tx.Put(BucketKeysInFlight, []byte(c.key), nil); err != nil {
 			return err
 		}
-		return tx.Put(store.Keys, []byte(c.key), data)
+		return tx.Put(BucketKeys, []byte(c.key), data)
 	})
 	if err != nil {
 		return 0, keyRecord{}, fmt.Errorf("claim idempotency key: %w", err)
@@ -191,7 +191,7 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 // existingClaim looks the key up: decided is false when it is absent or
 // forgotten, so the request may claim it.
 func (w *World) existingClaim(tx *store.Tx, c *claim) (out claimOutcome, prior keyRecord, decided bool) {
-	rec, ok := decodeKeyRecord(tx.Get(store.Keys, []byte(c.key)))
+	rec, ok := decodeKeyRecord(tx.Get(BucketKeys, []byte(c.key)))
 	if !ok || w.expired(rec, c.created) {
 		return claimNew, keyRecord{}, false
 	}
@@ -214,21 +214,21 @@ func (c *claim) settle(tx *store.Tx, res *result) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.Delete(store.KeysInFlight, []byte(c.key)); err != nil {
+		if err := tx.Delete(BucketKeysInFlight, []byte(c.key)); err != nil {
 			return err
 		}
-		return tx.Put(store.Keys, []byte(c.key), data)
+		return tx.Put(BucketKeys, []byte(c.key), data)
 	}
 	return c.releaseIn(tx)
 }
 
 // releaseIn deletes the key record if it is still this claim's.
 func (c *claim) releaseIn(tx *store.Tx) error {
-	if rec, ok := decodeKeyRecord(tx.Get(store.Keys, []byte(c.key))); ok && rec.InFlight && rec.Token == c.token {
-		if err := tx.Delete(store.KeysInFlight, []byte(c.key)); err != nil {
+	if rec, ok := decodeKeyRecord(tx.Get(BucketKeys, []byte(c.key))); ok && rec.InFlight && rec.Token == c.token {
+		if err := tx.Delete(BucketKeysInFlight, []byte(c.key)); err != nil {
 			return err
 		}
-		return tx.Delete(store.Keys, []byte(c.key))
+		return tx.Delete(BucketKeys, []byte(c.key))
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (w *World) dropInFlight() error {
 	// large database every commit writes the free-page list.
 	var clean bool
 	if err := w.db.View(func(tx *store.Tx) error {
-		clean = tx.Meta(inFlightIndexBuilt) != nil && tx.Count(store.KeysInFlight) == 0
+		clean = tx.Meta(inFlightIndexBuilt) != nil && tx.Count(BucketKeysInFlight) == 0
 		return nil
 	}); err != nil {
 		return fmt.Errorf("drop in-flight idempotency keys: %w", err)
@@ -271,22 +271,22 @@ func (w *World) dropInFlight() error {
 		var err error
 		if tx.Meta(inFlightIndexBuilt) != nil {
 			// The index names every in-flight key: look at those only.
-			err = tx.Scan(store.KeysInFlight, nil, false, func(k, _ []byte) bool {
-				return collect(k, tx.Get(store.Keys, k))
+			err = tx.Scan(BucketKeysInFlight, nil, false, func(k, _ []byte) bool {
+				return collect(k, tx.Get(BucketKeys, k))
 			})
 		} else {
 			// A database from before the index: one walk of every key.
-			err = tx.Scan(store.Keys, nil, false, collect)
+			err = tx.Scan(BucketKeys, nil, false, collect)
 		}
 		if err != nil {
 			return err
 		}
 		for _, k := range stale {
-			if err := tx.Delete(store.Keys, k); err != nil {
+			if err := tx.Delete(BucketKeys, k); err != nil {
 				return err
 			}
 		}
-		if err := tx.Clear(store.KeysInFlight); err != nil {
+		if err := tx.Clear(BucketKeysInFlight); err != nil {
 			return err
 		}
 		return tx.SetMeta(inFlightIndexBuilt, []byte{1})
@@ -297,7 +297,7 @@ func (w *World) dropInFlight() error {
 	return nil
 }
 
-// inFlightIndexBuilt is the store Meta key that says store.KeysInFlight
+// inFlightIndexBuilt is the store Meta key that says BucketKeysInFlight
 // names every in-flight key. Resets empty both, so it stays true.
 const inFlightIndexBuilt = "world_in_flight_index"
 

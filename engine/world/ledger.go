@@ -39,7 +39,7 @@ type Record struct {
 // Outbox returns up to limit messages with Seq >= fromSeq, in sequence
 // order; limit <= 0 means all. Page on with the last Seq + 1.
 func (w *World) Outbox(fromSeq uint64, limit int) ([]Message, error) {
-	return readLog[Message](w.db, store.Outbox, fromSeq, limit, "outbox")
+	return readLog[Message](w.db, BucketOutbox, fromSeq, limit, "outbox")
 }
 
 // MessagesFor returns the outbox messages attributed to an execution, in
@@ -51,7 +51,7 @@ func (w *World) MessagesFor(execution string) ([]Message, error) {
 		prefix := execIndexKey(execution, 0)
 		prefix = prefix[:len(prefix)-8]
 		var seqs []uint64
-		if err := tx.Scan(store.World, prefix, false, func(k, _ []byte) bool {
+		if err := tx.Scan(BucketMeta, prefix, false, func(k, _ []byte) bool {
 			if !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
 				return false
 			}
@@ -61,7 +61,7 @@ func (w *World) MessagesFor(execution string) ([]Message, error) {
 			return err
 		}
 		for _, seq := range seqs {
-			v := tx.Get(store.Outbox, store.U64(seq))
+			v := tx.Get(BucketOutbox, store.U64(seq))
 			if v == nil {
 				continue
 			}
@@ -91,7 +91,7 @@ func (w *World) Recent(limit int) ([]Message, int, error) {
 			return nil
 		}
 		var derr error
-		if err := tx.Scan(store.Outbox, nil, true, func(k, v []byte) bool {
+		if err := tx.Scan(BucketOutbox, nil, true, func(k, v []byte) bool {
 			var m Message
 			if derr = json.Unmarshal(v, &m); derr != nil {
 				derr = fmt.Errorf("decode outbox entry %d: %w", store.DecodeU64(k), derr)
@@ -130,13 +130,13 @@ func (w *World) OutboxCount() (int, error) {
 // whole (Reset, which also restarts its sequence), so its sequence number
 // is its size. tx.Count would walk every page of it.
 func outboxSize(tx *store.Tx) int {
-	return int(tx.Sequence(store.Outbox))
+	return int(tx.Sequence(BucketOutbox))
 }
 
 // CRMWrites returns up to limit CRM write log entries with Seq >= fromSeq,
 // in order; limit <= 0 means all.
 func (w *World) CRMWrites(fromSeq uint64, limit int) ([]CRMWrite, error) {
-	return readLog[CRMWrite](w.db, store.CRMWrites, fromSeq, limit, "crm writes")
+	return readLog[CRMWrite](w.db, BucketCRMWrites, fromSeq, limit, "crm writes")
 }
 
 // readLog reads up to limit JSON entries with seq >= fromSeq from an
@@ -175,12 +175,20 @@ func (w *World) storedKey(key string, rec keyRecord, now time.Time) StoredKey {
 
 // Keys returns up to limit key records in key order; limit <= 0 means all.
 // Expired records are included, marked Expired.
-func (w *World) Keys(limit int) ([]StoredKey, error) {
+func (w *World) Keys(limit int) ([]StoredKey, error) { return w.KeysPage("", limit) }
+
+// KeysPage lists stored keys from key from on (inclusive), in key order, at
+// most limit of them (0: all).
+func (w *World) KeysPage(from string, limit int) ([]StoredKey, error) {
 	now := w.Now()
 	var out []StoredKey
 	var derr error
 	err := w.db.View(func(tx *store.Tx) error {
-		return tx.Scan(store.Keys, nil, false, func(k, v []byte) bool {
+		var start []byte
+		if from != "" {
+			start = []byte(from)
+		}
+		return tx.Scan(BucketKeys, start, false, func(k, v []byte) bool {
 			if limit > 0 && len(out) >= limit {
 				return false
 			}
@@ -208,7 +216,7 @@ func (w *World) LookupKey(key string) (StoredKey, bool, error) {
 	now := w.Now()
 	var v []byte
 	if err := w.db.View(func(tx *store.Tx) error {
-		v = tx.Get(store.Keys, []byte(key))
+		v = tx.Get(BucketKeys, []byte(key))
 		return nil
 	}); err != nil {
 		return StoredKey{}, false, fmt.Errorf("look up key %q: %w", key, err)
@@ -233,7 +241,7 @@ func (w *World) RecordsPage(from string, limit int) ([]Record, error) {
 	var out []Record
 	var derr error
 	err := w.db.View(func(tx *store.Tx) error {
-		return tx.Scan(store.CRM, []byte(from), false, func(k, v []byte) bool {
+		return tx.Scan(BucketCRM, []byte(from), false, func(k, v []byte) bool {
 			if limit > 0 && len(out) >= limit {
 				return false
 			}
@@ -259,7 +267,7 @@ func (w *World) RecordsPage(from string, limit int) ([]Record, error) {
 func (w *World) Record(id string) (Record, bool, error) {
 	var v []byte
 	if err := w.db.View(func(tx *store.Tx) error {
-		v = tx.Get(store.CRM, []byte(id))
+		v = tx.Get(BucketCRM, []byte(id))
 		return nil
 	}); err != nil {
 		return Record{}, false, fmt.Errorf("read record %q: %w", id, err)

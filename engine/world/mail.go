@@ -91,14 +91,14 @@ func runSend(tx *store.Tx, in *input) (*result, error) {
 	if problem != "" {
 		return reject(ServiceMail, in, http.StatusBadRequest, "invalid-message", "Bad Request", problem), nil
 	}
-	seq, err := tx.Append(store.Outbox, func(seq uint64) ([]byte, error) {
+	seq, err := tx.Append(BucketOutbox, func(seq uint64) ([]byte, error) {
 		m.Seq, m.ID, m.Time, m.Attribution = seq, messageID(seq), in.now, in.attr
 		return json.Marshal(m)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.Put(store.World, execIndexKey(in.attr.Execution, seq), nil); err != nil {
+	if err := tx.Put(BucketMeta, execIndexKey(in.attr.Execution, seq), nil); err != nil {
 		return nil, err
 	}
 	body := map[string]any{"status": "sent", "message_id": m.ID, "deduplicated": false}
@@ -116,7 +116,7 @@ func runSend(tx *store.Tx, in *input) (*result, error) {
 }
 
 // execIndexPrefix starts the keys of the per-execution outbox index kept in
-// store.World: prefix, execution, NUL, 8-byte sequence number.
+// BucketMeta: prefix, execution, NUL, 8-byte sequence number.
 const execIndexPrefix = "outbox_by_exec\x00"
 
 func execIndexKey(execution string, seq uint64) []byte {

@@ -623,7 +623,7 @@ func TestInFlightCleanupOnNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Update(func(tx *store.Tx) error { return tx.Put(store.Keys, []byte(key), data) }); err != nil {
+		if err := db.Update(func(tx *store.Tx) error { return tx.Put(BucketKeys, []byte(key), data) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -207,7 +207,7 @@ type World struct {
 	serveWG       sync.WaitGroup
 }
 
-// keyClockOffset holds the world clock offset in the store.World bucket.
+// keyClockOffset holds the world clock offset in the BucketMeta bucket.
 const keyClockOffset = "clock_offset"
 
 // New creates a world over cfg.DB. It loads the persisted clock offset and
@@ -258,7 +258,7 @@ func New(cfg Config) (*World, error) {
 	w.baseCtx, w.cancelBase = context.WithCancel(context.Background())
 
 	err := w.db.View(func(tx *store.Tx) error {
-		w.offset = time.Duration(int64(store.DecodeU64(tx.Get(store.World, []byte(keyClockOffset)))))
+		w.offset = time.Duration(int64(store.DecodeU64(tx.Get(BucketMeta, []byte(keyClockOffset)))))
 		return nil
 	})
 	if err != nil {
@@ -298,12 +298,12 @@ func (w *World) Advance(d time.Duration) error {
 	defer w.advanceMu.Unlock()
 	var next time.Duration
 	err := w.db.Update(func(tx *store.Tx) error {
-		cur := time.Duration(int64(store.DecodeU64(tx.Get(store.World, []byte(keyClockOffset)))))
+		cur := time.Duration(int64(store.DecodeU64(tx.Get(BucketMeta, []byte(keyClockOffset)))))
 		next = cur + d
 		if next < cur {
 			return fmt.Errorf("clock offset overflows")
 		}
-		return tx.Put(store.World, []byte(keyClockOffset), store.U64(uint64(int64(next))))
+		return tx.Put(BucketMeta, []byte(keyClockOffset), store.U64(uint64(int64(next))))
 	})
 	if err != nil {
 		return fmt.Errorf("advance world clock by %v: %w", d, err)
@@ -380,7 +380,7 @@ func (w *World) Reset() error {
 	w.advanceMu.Lock()
 	defer w.advanceMu.Unlock()
 	if err := w.db.Update(func(tx *store.Tx) error {
-		return tx.Clear(store.WorldBuckets...)
+		return tx.Clear(Buckets...)
 	}); err != nil {
 		return fmt.Errorf("reset world: %w", err)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
@@ -41,7 +43,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(envFlock); path != "" {
 		os.Exit(flockMain(path))
 	}
-	if out := os.Getenv(envProbe); out != "" && os.Getenv(engine.EnvWorker) != "" {
+	if out := os.Getenv(envProbe); out != "" && os.Getenv(wire.EnvWorker) != "" {
 		os.Exit(probeMain(out))
 	}
 	agent.MainForTests()
@@ -131,7 +133,7 @@ func snap(t *testing.T, path string) snapshot {
 	}
 	s := snapshot{events: map[string]int{}, status: map[string]history.Status{}}
 	err = db.View(func(tx *store.Tx) error {
-		s.outbox = tx.Count(store.Outbox)
+		s.outbox = tx.Count(world.BucketOutbox)
 		_ = tx.JournalEntries(func(_, step string, _ []byte) bool {
 			if !strings.HasSuffix(step, scenario.DecisionSuffix) {
 				s.journal++
@@ -638,7 +640,7 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, _ := h.World().CRMWrites(0, 0)
+	writes, _ := h.CRMWrites(0, 0)
 	if len(st.Outbox) != 0 || len(st.CRM) != 0 || len(writes) != 0 || len(st.Keys) != 0 {
 		t.Fatalf("bad requests had effects: %+v, %d writes", st, len(writes))
 	}
@@ -718,8 +720,8 @@ type probeResult struct {
 
 // probeMain is a misbehaving worker.
 func probeMain(out string) int {
-	base := strings.TrimRight(os.Getenv(engine.EnvWorker), "/") + "/v1/executions/" + os.Getenv(engine.EnvExecution)
-	token := os.Getenv(engine.EnvToken)
+	base := strings.TrimRight(os.Getenv(wire.EnvWorker), "/") + "/v1/executions/" + os.Getenv(wire.EnvExecution)
+	token := os.Getenv(wire.EnvToken)
 	big := func() io.Reader {
 		return io.MultiReader(strings.NewReader(`{"type":"TurnStarted","text":"`), io.LimitReader(zeros{}, 6<<20), strings.NewReader(`"}`))
 	}
@@ -732,10 +734,10 @@ func probeMain(out string) int {
 		}
 		if auth {
 			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set(engine.HeaderRun, os.Getenv(engine.EnvRun))
+			req.Header.Set(wire.HeaderRun, os.Getenv(wire.EnvRun))
 		}
 		if name == "event: from another run's worker" {
-			req.Header.Set(engine.HeaderRun, "99")
+			req.Header.Set(wire.HeaderRun, "99")
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -758,7 +760,7 @@ func probeMain(out string) int {
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
 	do("journal: malformed JSON", "PUT", base+"/journal/step-4", s(`{"result":`), true)
 	do("journal: 6 MiB", "PUT", base+"/journal/step-4", big(), true)
-	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(engine.EnvExecution))+"exec_NOPE/plan", nil, true)
+	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(wire.EnvExecution))+"exec_NOPE/plan", nil, true)
 	data, _ := json.Marshal(results)
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		return 1
@@ -794,8 +796,8 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, status, tc.want)
 		}
 	}
-	n, err := h.World().OutboxCount()
-	if err != nil || n != 1 {
+	msgs, err := h.Outbox()
+	if n := len(msgs); err != nil || n != 1 {
 		t.Fatalf("outbox holds %d messages (%v); want only the valid key's", n, err)
 	}
 }

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// The host owns the database file, but not every collection in it: a
+// package that owns some data (the lesson package's progress, say) keeps its
+// own bucket and encoding, and reaches the file through these three
+// methods, the way each owner of etcd's storage schema reads and writes its
+// bucket in the backend's transactions.
+
+// View runs fn in a read transaction of the host's database.
+func (h *Host) View(fn func(*store.Tx) error) error { return h.db.View(fn) }
+
+// Update runs fn in a durable write transaction of the host's database.
+func (h *Host) Update(fn func(*store.Tx) error) error { return h.db.Update(fn) }
+
+// Now is the host's clock.
+func (h *Host) Now() time.Time { return h.clock.Now() }
+
+// ResetKeeping wipes executions, journals and the world like Reset, the
+// article's `reset` between experiments, but keeps the given collections:
+// the wipe and their survival are one commit. It refuses while a worker
+// runs.
+func (h *Host) ResetKeeping(keep ...store.Bucket) error {
+	if running := h.Running(); len(running) > 0 {
+		return fmt.Errorf("cannot reset while %s is running", running[0])
+	}
+	err := h.db.Update(func(tx *store.Tx) error {
+		kept := make([]map[string][]byte, len(keep))
+		for i, b := range keep {
+			kept[i] = map[string][]byte{}
+			if err := tx.Scan(b, nil, false, func(k, v []byte) bool { kept[i][string(k)] = v; return true }); err != nil {
+				return err
+			}
+		}
+		if err := tx.ClearAll(); err != nil {
+			return err
+		}
+		for i, b := range keep {
+			for k, v := range kept[i] {
+				if err := tx.Put(b, []byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	h.mu.Lock()
+	h.execs = map[string]*execState{}
+	h.armed = nil
+	h.mu.Unlock()
+	return h.ResetWorld()
+}

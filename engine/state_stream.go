@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/store"
+)
+
+// statePage is how many entries WriteState reads at once.
+const statePage = 512
+
+// WriteState writes State as indented JSON, the same bytes as encoding the
+// State that State returns, but a page of each part at a time: memory does
+// not grow with the outbox, the key store, the journals or the CRM.
+func (h *Host) WriteState(w io.Writer) error {
+	sw := newJSONObject(w)
+	// The outbox, by sequence number.
+	sw.array("outbox")
+	for from := uint64(0); ; {
+		page, err := h.world.Outbox(from, statePage)
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			if err := sw.elem(m); err != nil {
+				return err
+			}
+			from = m.Seq + 1
+		}
+		if len(page) < statePage {
+			break
+		}
+	}
+	// The key store, by key.
+	sw.array("keys")
+	for from := ""; ; {
+		page, err := h.world.KeysPage(from, statePage)
+		if err != nil {
+			return err
+		}
+		for _, k := range page {
+			if err := sw.elem(k); err != nil {
+				return err
+			}
+			from = k.Key + "\x00"
+		}
+		if len(page) < statePage {
+			break
+		}
+	}
+	// Every journal, by execution and step.
+	sw.array("journal")
+	for exec, step := "", ""; ; {
+		var page []JournalEntry
+		err := h.db.View(func(tx *store.Tx) error {
+			return tx.JournalEntriesAfter(exec, step, func(e, s string, data []byte) bool {
+				exec, step = e, s
+				var rec history.JournalRecord
+				if json.Unmarshal(data, &rec) == nil {
+					page = append(page, JournalEntry{Execution: e, JournalRecord: rec})
+				}
+				return len(page) < statePage
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("read journals: %w", err)
+		}
+		for _, e := range page {
+			if err := sw.elem(e); err != nil {
+				return err
+			}
+		}
+		if len(page) < statePage {
+			break
+		}
+	}
+	// The CRM, by record id.
+	sw.array("crm")
+	for from := ""; ; {
+		page, err := h.world.RecordsPage(from, statePage)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := sw.elem(r); err != nil {
+				return err
+			}
+			from = r.ID + "\x00"
+		}
+		if len(page) < statePage {
+			break
+		}
+	}
+	return sw.close()
+}
+
+// jsonObject writes a JSON object of arrays as json.Encoder with a two-space
+// indent would, an element at a time.
+type jsonObject struct {
+	w      *bufio.Writer
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	fields int
+	elems  int
+}
+
+func newJSONObject(w io.Writer) *jsonObject {
+	o := &jsonObject{w: bufio.NewWriter(w)}
+	o.enc = json.NewEncoder(&o.buf)
+	o.enc.SetEscapeHTML(false)
+	o.enc.SetIndent("    ", "  ")
+	return o
+}
+
+// endArray closes the array being written, if any.
+func (o *jsonObject) endArray() {
+	if o.fields == 0 {
+		return
+	}
+	if o.elems > 0 {
+		o.w.WriteString("\n  ")
+	}
+	o.w.WriteString("]")
+}
+
+// array begins the next field, an array.
+func (o *jsonObject) array(name string) {
+	o.endArray()
+	if o.fields == 0 {
+		o.w.WriteString("{\n")
+	} else {
+		o.w.WriteString(",\n")
+	}
+	fmt.Fprintf(o.w, "  %q: [", name)
+	o.fields++
+	o.elems = 0
+}
+
+// elem writes the next element of the array.
+func (o *jsonObject) elem(v any) error {
+	o.buf.Reset()
+	if err := o.enc.Encode(v); err != nil {
+		return err
+	}
+	if o.elems == 0 {
+		o.w.WriteString("\n    ")
+	} else {
+		o.w.WriteString(",\n    ")
+	}
+	o.elems++
+	_, err := o.w.Write(bytes.TrimSuffix(o.buf.Bytes(), []byte("\n")))
+	return err
+}
+
+// close ends the object and flushes it.
+func (o *jsonObject) close() error {
+	o.endArray()
+	o.w.WriteString("\n}\n")
+	return o.w.Flush()
+}
+
+// handleState streams WriteState to an attached client.
+func (h *Host) handleState(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := h.WriteState(w); err != nil {
+		// The status is sent; a client sees the body end short and the
+		// trailer say why.
+		w.Header().Set(http.TrailerPrefix+"Retrylab-Error", err.Error())
+	}
+}
+
+// WriteState streams the host's State from its control API.
+func (c *Client) WriteState(w io.Writer) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.info.URL+"/v1/control/state", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.info.Token)
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("state: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if msg := resp.Trailer.Get("Retrylab-Error"); msg != "" {
+		return fmt.Errorf("state: %s", msg)
+	}
+	return nil
+}

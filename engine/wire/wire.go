@@ -1,0 +1,61 @@
+// Package wire holds what crosses the runtime API between the host and its
+// workers: the plan a worker fetches, the attempt permission it asks for, the
+// header and environment that identify it. It is a leaf: the host (package
+// engine) and the worker (package agent) both import it, and neither imports
+// the other for it.
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/scenario"
+)
+
+// Environment variables that turn the binary into a worker.
+const (
+	EnvWorker    = "RETRYLAB_WORKER"    // the runtime API's URL
+	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
+	EnvRun       = "RETRYLAB_RUN"       // the run number
+	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
+)
+
+// Plan is what a worker needs to run an execution.
+type Plan struct {
+	Execution string             `json:"execution"`
+	Run       int                `json:"run"`
+	Scenario  *scenario.Scenario `json:"scenario"`
+	Policy    history.Policy     `json:"policy"`
+	MailURL   string             `json:"mail_url"`
+	CRMURL    string             `json:"crm_url"`
+	// Args holds each call's arguments as canonical JSON, keyed by step, so
+	// numbers keep their exact form across the wire.
+	Args map[string]json.RawMessage `json:"args"`
+	// Attempts is the last attempt number per step so far.
+	Attempts map[string]int `json:"attempts"`
+	// Unfinished lists steps whose last attempt started in an earlier run
+	// and never finished: their outcome is unknown.
+	Unfinished []string `json:"unfinished,omitempty"`
+}
+
+// AttemptRequest asks for permission to make an attempt.
+type AttemptRequest struct {
+	Step        string            `json:"step"`
+	Tool        string            `json:"tool"`
+	Attempt     int               `json:"attempt"`
+	MaxAttempts int               `json:"max_attempts"`
+	Key         string            `json:"key,omitempty"`
+	Request     *history.Exchange `json:"request,omitempty"`
+}
+
+// AttemptGrant answers an AttemptRequest: the crash the worker must carry
+// out at its point, if any.
+type AttemptGrant struct {
+	Seq   uint64      `json:"seq"`
+	Crash fault.Point `json:"crash,omitempty"`
+}
+
+// HeaderRun carries the worker's run number on every runtime request, so a
+// request from the worker of an earlier run is refused.
+const HeaderRun = "Retrylab-Run"
