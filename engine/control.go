@@ -113,6 +113,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		Duration  durationArg `json:"duration"`
 		Options   RunOptions  `json:"options"`
 		Execution string      `json:"execution"`
+		Query     string      `json:"query"`
 	}
 	decode := func(r *http.Request) (args, error) {
 		var a args
@@ -138,6 +139,10 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	call("execution", with(func(a args) (any, error) { return h.Execution(a.ID) }))
 	call("executions", with(func(a args) (any, error) {
 		list, total, err := h.Executions(a.Skip, a.Limit)
+		return page[history.Execution]{list, total}, err
+	}))
+	call("find_executions", with(func(a args) (any, error) {
+		list, total, err := h.FindExecutions(a.Query, a.Skip, a.Limit)
 		return page[history.Execution]{list, total}, err
 	}))
 	call("events", with(func(a args) (any, error) { return h.Events(a.ID, a.From, a.Limit) }))

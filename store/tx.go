@@ -12,6 +12,18 @@ import (
 // values stay valid after the transaction ends.
 type Tx struct {
 	tx *bolt.Tx
+	db *DB
+}
+
+// onCommit tells the store's execution watcher, if any, of a change once
+// the transaction commits.
+func (t *Tx) onCommit(tell func(w ExecutionWatcher)) {
+	if t.db == nil || !t.tx.Writable() {
+		return
+	}
+	if w := t.db.executionWatcher(); w != nil {
+		t.tx.OnCommit(func() { tell(w) })
+	}
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -81,7 +93,12 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 			return err
 		}
 	}
-	return execs.Put([]byte(exec), record)
+	if err := execs.Put([]byte(exec), record); err != nil {
+		return err
+	}
+	rec := clone(record)
+	t.onCommit(func(w ExecutionWatcher) { w.ExecutionPut(exec, rec) })
+	return nil
 }
 
 // Execution returns an execution's record, or nil if it does not exist.
@@ -236,7 +253,11 @@ func (t *Tx) DeleteExecution(exec string) error {
 	if err := t.addExecutionCount(-1); err != nil {
 		return err
 	}
-	return execs.Delete([]byte(exec))
+	if err := execs.Delete([]byte(exec)); err != nil {
+		return err
+	}
+	t.onCommit(func(w ExecutionWatcher) { w.ExecutionDeleted(exec) })
+	return nil
 }
 
 // --- metadata -----------------------------------------------------------
@@ -433,7 +454,11 @@ func (t *Tx) ClearAll() error {
 	if err := meta.Delete([]byte("exec_count")); err != nil {
 		return err
 	}
-	return t.Clear(allBuckets[1:]...)
+	if err := t.Clear(allBuckets[1:]...); err != nil {
+		return err
+	}
+	t.onCommit(func(w ExecutionWatcher) { w.ExecutionsCleared() })
+	return nil
 }
 
 type stopError struct{}

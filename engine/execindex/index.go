@@ -1,0 +1,451 @@
+package execindex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+// ErrFull means the index cannot hold a record (more distinct statuses or
+// scenarios than it has room for): a reader must answer the filter another
+// way (scanning the records with Query.Match).
+var ErrFull = errors.New("execution index cannot hold the records")
+
+// A row's attributes, packed in a uint32.
+const (
+	attrDead    = 1 << 0 // deleted; dropped at the next compaction
+	attrDup     = 1 << 1 // a delivery was duplicated (the ⚠ marker)
+	policyShift = 2      // 2 bits: keys<<1 | journal
+	statusShift = 4      // 6 bits: index into statuses
+	scenShift   = 10     // 22 bits: index into scenarios
+	maxStatuses = 1 << (scenShift - statusShift)
+	maxScens    = 1 << (32 - scenShift)
+)
+
+// Index holds what Query.Match reads of every execution record, in creation
+// order, compactly: the ids back to back in one buffer, and one packed word
+// per execution for its scenario, status, policy and duplicate flag (about
+// 30 bytes per execution with 20-byte ids, hash table included). Find
+// answers a query from it without reading the store.
+//
+// Changes arrive through Put, Delete and Clear, or as committed record
+// bytes through the store.ExecutionWatcher methods, which only queue them
+// (the committing goroutine never waits for a Find); queued changes are
+// applied before the next Find, or once enough of them have piled up.
+// An Index is safe for concurrent use.
+type Index struct {
+	mu       sync.Mutex
+	ids      []byte   // each row's id followed by a 0 byte
+	starts   []uint32 // row i's id is ids[starts[i] : starts[i+1]-1]
+	attrs    []uint32
+	scens    []string // scenario index -> name
+	scenOf   map[string]uint32
+	statuses []history.Status
+	statusOf map[history.Status]uint32
+	slots    []int32 // open addressing by id hash: row+1, 0 when empty
+	seed     maphash.Seed
+	dead     int
+	unfolded int   // rows whose id changes when folded
+	full     error // set once a record did not fit
+	bits     []uint64
+
+	qmu     sync.Mutex
+	pending []change
+}
+
+type change struct {
+	kind   byte // 'p' put, 'd' delete, 'c' clear
+	id     string
+	record []byte
+}
+
+// applyAt is how many queued changes the committing goroutine lets pile up
+// before it applies them itself (if no Find holds the index).
+const applyAt = 1024
+
+// New returns an empty index.
+func New() *Index {
+	ix := &Index{seed: maphash.MakeSeed()}
+	ix.reset()
+	return ix
+}
+
+func (ix *Index) reset() {
+	ix.ids, ix.starts, ix.attrs = nil, []uint32{0}, nil
+	ix.scens, ix.scenOf = nil, map[string]uint32{}
+	ix.statuses, ix.statusOf = nil, map[history.Status]uint32{}
+	ix.slots = make([]int32, 1024)
+	ix.dead, ix.unfolded, ix.full = 0, 0, nil
+}
+
+// Len is the number of executions held (queued changes not counted).
+func (ix *Index) Len() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return len(ix.attrs) - ix.dead
+}
+
+// record is what the index reads of a stored execution record.
+type record struct {
+	ID         string         `json:"id"`
+	Scenario   string         `json:"scenario"`
+	Policy     history.Policy `json:"policy"`
+	Status     history.Status `json:"status"`
+	Duplicates bool           `json:"duplicates"`
+}
+
+// PutRecord adds or updates an execution from its stored record bytes
+// (history.EncodeExecution's form); a new execution becomes the newest.
+func (ix *Index) PutRecord(data []byte) error {
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("index execution: %w", err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.applyPending()
+	return ix.put(r)
+}
+
+// Load fills the index from the stored records: read calls put with each
+// record's bytes (history.EncodeExecution's form), oldest first. Changes
+// queued meanwhile are applied after it, in order, so a watcher set before
+// the read began leaves the index current.
+func (ix *Index) Load(read func(put func(record []byte) error) error) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	err := read(func(data []byte) error {
+		var r record
+		if json.Unmarshal(data, &r) != nil {
+			return nil // unreadable: no list shows it either
+		}
+		return ix.put(r)
+	})
+	if err != nil {
+		return err
+	}
+	ix.applyPending()
+	return nil
+}
+
+// Put adds or updates an execution; a new one becomes the newest.
+func (ix *Index) Put(x history.Execution) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.applyPending()
+	return ix.put(record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Status: x.Status, Duplicates: x.Duplicates})
+}
+
+// Delete removes an execution.
+func (ix *Index) Delete(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.applyPending()
+	ix.delete(id)
+}
+
+// Clear removes every execution.
+func (ix *Index) Clear() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.applyPending()
+	ix.reset()
+}
+
+// ExecutionPut queues a committed record (store.ExecutionWatcher).
+func (ix *Index) ExecutionPut(id string, data []byte) {
+	ix.queue(change{kind: 'p', id: id, record: data})
+}
+
+// ExecutionDeleted queues a committed deletion (store.ExecutionWatcher).
+func (ix *Index) ExecutionDeleted(id string) { ix.queue(change{kind: 'd', id: id}) }
+
+// ExecutionsCleared queues a committed clear (store.ExecutionWatcher).
+func (ix *Index) ExecutionsCleared() { ix.queue(change{kind: 'c'}) }
+
+func (ix *Index) queue(c change) {
+	ix.qmu.Lock()
+	if c.kind == 'c' {
+		ix.pending = ix.pending[:0] // nothing before a clear matters
+	}
+	ix.pending = append(ix.pending, c)
+	n := len(ix.pending)
+	ix.qmu.Unlock()
+	if n >= applyAt && ix.mu.TryLock() {
+		ix.applyPending()
+		ix.mu.Unlock()
+	}
+}
+
+// Apply applies the queued changes now.
+func (ix *Index) Apply() {
+	ix.mu.Lock()
+	ix.applyPending()
+	ix.mu.Unlock()
+}
+
+// applyPending applies the queued changes, in order; ix.mu is held.
+func (ix *Index) applyPending() {
+	ix.qmu.Lock()
+	list := ix.pending
+	ix.pending = nil
+	ix.qmu.Unlock()
+	for _, c := range list {
+		switch c.kind {
+		case 'p':
+			var r record
+			if json.Unmarshal(c.record, &r) != nil {
+				ix.delete(c.id) // unreadable: no list shows it either
+				continue
+			}
+			_ = ix.put(r) // an error stays in ix.full, for Find
+		case 'd':
+			ix.delete(c.id)
+		case 'c':
+			ix.reset()
+		}
+	}
+}
+
+func (ix *Index) idOf(row int) []byte { return ix.ids[ix.starts[row] : ix.starts[row+1]-1] }
+
+// lookup finds id's live row, or -1.
+func (ix *Index) lookup(id string) int {
+	mask := uint64(len(ix.slots) - 1)
+	for i := maphash.String(ix.seed, id) & mask; ix.slots[i] != 0; i = (i + 1) & mask {
+		r := int(ix.slots[i] - 1)
+		if ix.attrs[r]&attrDead == 0 && string(ix.idOf(r)) == id {
+			return r
+		}
+	}
+	return -1
+}
+
+func (ix *Index) slot(row int) {
+	mask := uint64(len(ix.slots) - 1)
+	i := maphash.String(ix.seed, string(ix.idOf(row))) & mask
+	for ix.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	ix.slots[i] = int32(row + 1)
+}
+
+func (ix *Index) put(r record) error {
+	if ix.full != nil {
+		return ix.full
+	}
+	attr, err := ix.attr(r)
+	if err != nil {
+		ix.full = err
+		return err
+	}
+	if row := ix.lookup(r.ID); row >= 0 {
+		ix.attrs[row] = attr
+		return nil
+	}
+	if len(ix.ids)+len(r.ID)+1 > 1<<32-1 || len(ix.attrs) >= 1<<31-1 {
+		ix.full = fmt.Errorf("%w: ids hold more than 4 GB", ErrFull)
+		return ix.full
+	}
+	if 2*(len(ix.attrs)+1) > len(ix.slots) {
+		ix.rehash(2 * len(ix.slots))
+	}
+	ix.ids = append(append(ix.ids, r.ID...), 0)
+	ix.starts = append(ix.starts, uint32(len(ix.ids)))
+	ix.attrs = append(ix.attrs, attr)
+	if Fold(r.ID) != r.ID {
+		ix.unfolded++
+	}
+	ix.slot(len(ix.attrs) - 1)
+	return nil
+}
+
+func (ix *Index) attr(r record) (uint32, error) {
+	sc, ok := ix.scenOf[r.Scenario]
+	if !ok {
+		if len(ix.scens) == maxScens {
+			return 0, fmt.Errorf("%w: more than %d scenarios", ErrFull, maxScens)
+		}
+		sc = uint32(len(ix.scens))
+		ix.scens = append(ix.scens, r.Scenario)
+		ix.scenOf[r.Scenario] = sc
+	}
+	st, ok := ix.statusOf[r.Status]
+	if !ok {
+		if len(ix.statuses) == maxStatuses {
+			return 0, fmt.Errorf("%w: more than %d statuses", ErrFull, maxStatuses)
+		}
+		st = uint32(len(ix.statuses))
+		ix.statuses = append(ix.statuses, r.Status)
+		ix.statusOf[r.Status] = st
+	}
+	a := sc<<scenShift | st<<statusShift
+	if r.Policy.Keys {
+		a |= 2 << policyShift
+	}
+	if r.Policy.Journal {
+		a |= 1 << policyShift
+	}
+	if r.Duplicates {
+		a |= attrDup
+	}
+	return a, nil
+}
+
+func (ix *Index) rehash(size int) {
+	ix.slots = make([]int32, size)
+	for r := range ix.attrs {
+		if ix.attrs[r]&attrDead == 0 {
+			ix.slot(r)
+		}
+	}
+}
+
+func (ix *Index) delete(id string) {
+	row := ix.lookup(id)
+	if row < 0 {
+		return
+	}
+	ix.attrs[row] |= attrDead
+	ix.dead++
+	if Fold(id) != id {
+		ix.unfolded--
+	}
+	if ix.dead > 1024 && ix.dead > len(ix.attrs)/4 {
+		ix.compact()
+	}
+}
+
+// compact drops deleted rows.
+func (ix *Index) compact() {
+	ids := make([]byte, 0, len(ix.ids))
+	starts := make([]uint32, 1, len(ix.starts)-ix.dead)
+	attrs := make([]uint32, 0, len(ix.attrs)-ix.dead)
+	for r, a := range ix.attrs {
+		if a&attrDead == 0 {
+			ids = append(append(ids, ix.idOf(r)...), 0)
+			starts = append(starts, uint32(len(ids)))
+			attrs = append(attrs, a)
+		}
+	}
+	ix.ids, ix.starts, ix.attrs, ix.dead = ids, starts, attrs, 0
+	ix.rehash(len(ix.slots))
+}
+
+// Find answers q: the ids of the matching executions, newest first,
+// skipping skip and at most limit (all when limit <= 0), and how many match
+// in all. It reads every row once (a few milliseconds per million).
+func (ix *Index) Find(q Query, skip, limit int) ([]string, int, error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.applyPending()
+	if ix.full != nil {
+		return nil, 0, ix.full
+	}
+	var out []string
+	total := 0
+	take := func(r int) {
+		if total >= skip && (limit <= 0 || len(out) < limit) {
+			out = append(out, string(ix.idOf(r)))
+		}
+		total++
+	}
+	n := len(ix.attrs)
+	switch {
+	case q.All():
+		for r := n - 1; r >= 0; r-- {
+			if ix.attrs[r]&attrDead == 0 {
+				take(r)
+			}
+		}
+	case q.marker || q.dups:
+		want, mask := uint32(attrDup), uint32(attrDead|attrDup)
+		if q.marker {
+			st, ok := ix.statusOf[q.status]
+			if !ok {
+				return nil, 0, nil
+			}
+			want, mask = st<<statusShift, attrDead|attrDup|(maxStatuses-1)<<statusShift
+		}
+		for r := n - 1; r >= 0; r-- {
+			if ix.attrs[r]&mask == want {
+				take(r)
+			}
+		}
+	default:
+		ix.findText(q, take)
+	}
+	return out, total, nil
+}
+
+// findText calls take for the rows whose fields contain q's text, newest
+// first. Scenario, status and policy are matched once per distinct value;
+// ids are searched in the id buffer as a whole.
+func (ix *Index) findText(q Query, take func(int)) {
+	scenOK := make([]bool, len(ix.scens))
+	for i, s := range ix.scens {
+		scenOK[i] = q.matchField(s)
+	}
+	statusOK := make([]bool, maxStatuses)
+	for i, s := range ix.statuses {
+		statusOK[i] = q.matchField(string(s))
+	}
+	var policyOK [4]bool
+	for p := range policyOK {
+		policyOK[p] = q.matchField(history.Policy{Keys: p&2 != 0, Journal: p&1 != 0}.String())
+	}
+	idOK := ix.matchIDs(q)
+	for r := len(ix.attrs) - 1; r >= 0; r-- {
+		a := ix.attrs[r]
+		if a&attrDead != 0 {
+			continue
+		}
+		if scenOK[a>>scenShift] || statusOK[(a>>statusShift)&(maxStatuses-1)] || policyOK[(a>>policyShift)&3] ||
+			idOK[r>>6]&(1<<(r&63)) != 0 {
+			take(r)
+		}
+	}
+}
+
+// matchIDs marks the rows whose id contains q's text, as a bitset.
+func (ix *Index) matchIDs(q Query) []uint64 {
+	n := len(ix.attrs)
+	words := (n + 63) / 64
+	if cap(ix.bits) < words {
+		ix.bits = make([]uint64, words)
+	}
+	bits := ix.bits[:words]
+	clear(bits)
+	set := func(r int) { bits[r>>6] |= 1 << (r & 63) }
+	if ix.unfolded > 0 || bytes.IndexByte([]byte(q.text), 0) >= 0 {
+		// Ids that fold to other bytes, or text no buffer search can
+		// find: the rule, id by id.
+		for r := range n {
+			if q.matchField(string(ix.idOf(r))) {
+				set(r)
+			}
+		}
+		return bits
+	}
+	text := []byte(q.text)
+	for pos := 0; pos < len(ix.ids); {
+		i := bytes.Index(ix.ids[pos:], text)
+		if i < 0 {
+			break
+		}
+		p := uint32(pos + i)
+		r, found := slices.BinarySearch(ix.starts, p)
+		if !found {
+			r--
+		}
+		set(r)
+		pos = int(ix.starts[r+1]) // the next row's id
+	}
+	return bits
+}

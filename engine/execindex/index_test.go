@@ -1,0 +1,146 @@
+package execindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+var testStatuses = []history.Status{history.StatusRunning, history.StatusCompleted, history.StatusKilled,
+	history.StatusFailed, history.StatusEscalated}
+
+func randomExec(rng *rand.Rand, id string) history.Execution {
+	scens := []string{"naive", "safe", "gen-crash-resume", "invoice-crm", "Gen-Unsafe"}
+	return history.Execution{ID: id, Scenario: scens[rng.IntN(len(scens))],
+		Status:     testStatuses[rng.IntN(len(testStatuses))],
+		Policy:     history.Policy{Keys: rng.IntN(2) == 0, Journal: rng.IntN(2) == 0},
+		Duplicates: rng.IntN(5) == 0}
+}
+
+// brute is the rule applied to every execution, newest first.
+func brute(all []history.Execution, q Query, skip, limit int) ([]string, int) {
+	var out []string
+	total := 0
+	for i := len(all) - 1; i >= 0; i-- {
+		if q.Match(all[i]) {
+			if total >= skip && (limit <= 0 || len(out) < limit) {
+				out = append(out, all[i].ID)
+			}
+			total++
+		}
+	}
+	return out, total
+}
+
+var testQueries = []string{"", "  ", "e", "exec_0", "_1", "0", "naive", "NAIVE", "keys", "keys+journal", "none",
+	"journal", "comp", "run", "kill", "gen-", "unsafe", "⚠", "!", "dup", "duplicates", "du", "✓", "●", "☠", "⚑", "✖",
+	"zzz", "\x00", "c_9", "1\x00e"}
+
+// check compares Find with the rule for every test query and a few pages.
+func check(t *testing.T, ix *Index, all []history.Execution) {
+	t.Helper()
+	for _, text := range testQueries {
+		q := Parse(text)
+		for _, page := range [][2]int{{0, 0}, {0, 10}, {7, 5}, {len(all) - 2, 10}} {
+			got, total, err := ix.Find(q, page[0], page[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantTotal := brute(all, q, page[0], page[1])
+			if total != wantTotal || !slices.Equal(got, want) {
+				t.Fatalf("query %q page %v: got %d %v, want %d %v", text, page, total, got, wantTotal, want)
+			}
+		}
+	}
+}
+
+func TestFindAgreesWithMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ix := New()
+	var all []history.Execution
+	for i := range 3000 {
+		id := fmt.Sprintf("exec_%05d", i)
+		x := randomExec(rng, id)
+		all = append(all, x)
+		if err := ix.Put(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, ix, all)
+
+	// Updates keep the place; deletions drop it (and compact past 1024).
+	for range 500 {
+		i := rng.IntN(len(all))
+		all[i] = randomExec(rng, all[i].ID)
+		if err := ix.Put(all[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 1500 {
+		i := rng.IntN(len(all))
+		ix.Delete(all[i].ID)
+		all = slices.Delete(all, i, i+1)
+	}
+	check(t, ix, all)
+	if ix.Len() != len(all) {
+		t.Fatalf("Len %d, want %d", ix.Len(), len(all))
+	}
+
+	// An id that folds differently switches ids to the rule one by one.
+	x := randomExec(rng, "EXEC_UPPER_1")
+	all = append(all, x)
+	if err := ix.Put(x); err != nil {
+		t.Fatal(err)
+	}
+	check(t, ix, all)
+
+	ix.Clear()
+	check(t, ix, nil)
+}
+
+func TestWatcherQueueAppliesInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ix := New()
+	var all []history.Execution
+	put := func(x history.Execution) {
+		data, err := history.EncodeExecution(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.ExecutionPut(x.ID, data)
+	}
+	for i := range 2500 { // past applyAt: the queue applies itself on the way
+		x := randomExec(rng, fmt.Sprintf("run_%04d", i))
+		all = append(all, x)
+		put(x)
+	}
+	ix.ExecutionsCleared()
+	all = nil
+	for i := range 300 {
+		x := randomExec(rng, fmt.Sprintf("again_%03d", i))
+		all = append(all, x)
+		put(x)
+	}
+	ix.ExecutionDeleted(all[5].ID)
+	all = slices.Delete(all, 5, 6)
+	all[10].Status = history.StatusCompleted
+	put(all[10])
+	check(t, ix, all)
+}
+
+func TestParse(t *testing.T) {
+	x := history.Execution{ID: "exec_ABC", Scenario: "safe", Status: history.StatusKilled, Policy: history.Policy{Keys: true}}
+	for text, want := range map[string]bool{"abc": true, " Safe ": true, "kill": true, "keys": true, "journal": false,
+		"☠": true, "✓": false, "⚠": false, "dup": false} {
+		if got := Parse(text).Match(x); got != want {
+			t.Errorf("%q: %v, want %v", text, got, want)
+		}
+	}
+	x.Duplicates = true
+	if Parse("☠").Match(x) || !Parse("dupl").Match(x) {
+		t.Error("a duplicate shows ⚠, not its status")
+	}
+}
