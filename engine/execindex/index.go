@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -41,8 +40,10 @@ const (
 // An Index is safe for concurrent use.
 type Index struct {
 	mu       sync.Mutex
-	ids      []byte   // each row's id followed by a 0 byte
-	starts   []uint32 // row i's id is ids[starts[i] : starts[i+1]-1]
+	ids      []byte         // each row's id, folded, followed by a 0 byte
+	starts   []uint32       // row i's folded id is ids[starts[i] : starts[i+1]-1]
+	upper    []uint64       // row i's id is its folded id with bytes at these bits upper case
+	odd      map[int]string // ids upper carries not: longer than 64 bytes or not ASCII
 	attrs    []uint32
 	scens    []string // scenario index -> name
 	scenOf   map[string]uint32
@@ -51,9 +52,11 @@ type Index struct {
 	slots    []int32 // open addressing by id hash: row+1, 0 when empty
 	seed     maphash.Seed
 	dead     int
-	unfolded int   // rows whose id changes when folded
-	full     error // set once a record did not fit
-	bits     []uint64
+	// prefixLen is the length of the prefix every id held (deleted or
+	// not) shares: the first id's first prefixLen bytes.
+	prefixLen int
+	full      error // set once a record did not fit
+	bits      []uint64
 
 	qmu     sync.Mutex
 	pending []change
@@ -77,11 +80,11 @@ func New() *Index {
 }
 
 func (ix *Index) reset() {
-	ix.ids, ix.starts, ix.attrs = nil, []uint32{0}, nil
+	ix.ids, ix.starts, ix.attrs, ix.upper, ix.odd = nil, []uint32{0}, nil, nil, map[int]string{}
 	ix.scens, ix.scenOf = nil, map[string]uint32{}
 	ix.statuses, ix.statusOf = nil, map[history.Status]uint32{}
 	ix.slots = make([]int32, 1024)
-	ix.dead, ix.unfolded, ix.full = 0, 0, nil
+	ix.dead, ix.full, ix.prefixLen = 0, nil, 0
 }
 
 // Len is the number of executions held (queued changes not counted).
@@ -215,21 +218,70 @@ func (ix *Index) applyPending() {
 
 func (ix *Index) idOf(row int) []byte { return ix.ids[ix.starts[row] : ix.starts[row+1]-1] }
 
+// caseOf says how id differs from its folded form: the ASCII upper-case
+// letters it holds, as bits; ok is false when bits cannot say (an id
+// longer than 64 bytes, or one with other bytes than ASCII).
+func caseOf(id string) (bits uint64, ok bool) {
+	if len(id) > 64 {
+		return 0, false
+	}
+	for k := 0; k < len(id); k++ {
+		c := id[k]
+		switch {
+		case c >= 0x80:
+			return 0, false
+		case 'A' <= c && c <= 'Z':
+			bits |= 1 << k
+		}
+	}
+	return bits, true
+}
+
+// rawID is row's id as stored.
+func (ix *Index) rawID(row int) string {
+	if id, ok := ix.odd[row]; ok {
+		return id
+	}
+	b := []byte(string(ix.idOf(row)))
+	for bits := ix.upper[row]; bits != 0; bits &= bits - 1 {
+		k := 0
+		for bits>>k&1 == 0 {
+			k++
+		}
+		b[k] -= 'a' - 'A'
+	}
+	return string(b)
+}
+
+// isID reports whether row holds id (folded, its fold).
+func (ix *Index) isID(row int, id, folded string) bool {
+	if string(ix.idOf(row)) != folded {
+		return false
+	}
+	if odd, ok := ix.odd[row]; ok {
+		return odd == id
+	}
+	bits, ok := caseOf(id)
+	return ok && bits == ix.upper[row]
+}
+
 // lookup finds id's live row, or -1.
 func (ix *Index) lookup(id string) int {
+	folded := Fold(id)
 	mask := uint64(len(ix.slots) - 1)
-	for i := maphash.String(ix.seed, id) & mask; ix.slots[i] != 0; i = (i + 1) & mask {
+	for i := maphash.String(ix.seed, folded) & mask; ix.slots[i] != 0; i = (i + 1) & mask {
 		r := int(ix.slots[i] - 1)
-		if ix.attrs[r]&attrDead == 0 && string(ix.idOf(r)) == id {
+		if ix.attrs[r]&attrDead == 0 && ix.isID(r, id, folded) {
 			return r
 		}
 	}
 	return -1
 }
 
+// slot files row in the id table, by its folded id.
 func (ix *Index) slot(row int) {
 	mask := uint64(len(ix.slots) - 1)
-	i := maphash.String(ix.seed, string(ix.idOf(row))) & mask
+	i := maphash.Bytes(ix.seed, ix.idOf(row)) & mask
 	for ix.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -249,19 +301,31 @@ func (ix *Index) put(r record) error {
 		ix.attrs[row] = attr
 		return nil
 	}
-	if len(ix.ids)+len(r.ID)+1 > 1<<32-1 || len(ix.attrs) >= 1<<31-1 {
+	folded := Fold(r.ID)
+	if len(ix.ids)+len(folded)+1 > 1<<32-1 || len(ix.attrs) >= 1<<31-1 {
 		ix.full = fmt.Errorf("%w: ids hold more than 4 GB", ErrFull)
 		return ix.full
 	}
 	if 2*(len(ix.attrs)+1) > len(ix.slots) {
 		ix.rehash(2 * len(ix.slots))
 	}
-	ix.ids = append(append(ix.ids, r.ID...), 0)
+	if len(ix.attrs) == 0 {
+		ix.prefixLen = len(folded)
+	} else {
+		n := 0
+		for n < ix.prefixLen && n < len(folded) && ix.ids[n] == folded[n] {
+			n++
+		}
+		ix.prefixLen = n
+	}
+	bits, ok := caseOf(r.ID)
+	if !ok {
+		ix.odd[len(ix.attrs)] = r.ID
+	}
+	ix.ids = append(append(ix.ids, folded...), 0)
 	ix.starts = append(ix.starts, uint32(len(ix.ids)))
 	ix.attrs = append(ix.attrs, attr)
-	if Fold(r.ID) != r.ID {
-		ix.unfolded++
-	}
+	ix.upper = append(ix.upper, bits)
 	ix.slot(len(ix.attrs) - 1)
 	return nil
 }
@@ -314,9 +378,6 @@ func (ix *Index) delete(id string) {
 	}
 	ix.attrs[row] |= attrDead
 	ix.dead++
-	if Fold(id) != id {
-		ix.unfolded--
-	}
 	if ix.dead > 1024 && ix.dead > len(ix.attrs)/4 {
 		ix.compact()
 	}
@@ -327,14 +388,20 @@ func (ix *Index) compact() {
 	ids := make([]byte, 0, len(ix.ids))
 	starts := make([]uint32, 1, len(ix.starts)-ix.dead)
 	attrs := make([]uint32, 0, len(ix.attrs)-ix.dead)
+	upper := make([]uint64, 0, len(ix.attrs)-ix.dead)
+	odd := map[int]string{}
 	for r, a := range ix.attrs {
 		if a&attrDead == 0 {
+			if id, ok := ix.odd[r]; ok {
+				odd[len(attrs)] = id
+			}
 			ids = append(append(ids, ix.idOf(r)...), 0)
 			starts = append(starts, uint32(len(ids)))
 			attrs = append(attrs, a)
+			upper = append(upper, ix.upper[r])
 		}
 	}
-	ix.ids, ix.starts, ix.attrs, ix.dead = ids, starts, attrs, 0
+	ix.ids, ix.starts, ix.attrs, ix.upper, ix.odd, ix.dead = ids, starts, attrs, upper, odd, 0
 	ix.rehash(len(ix.slots))
 }
 
@@ -352,7 +419,7 @@ func (ix *Index) Find(q Query, skip, limit int) ([]string, int, error) {
 	total := 0
 	take := func(r int) {
 		if total >= skip && (limit <= 0 || len(out) < limit) {
-			out = append(out, string(ix.idOf(r)))
+			out = append(out, ix.rawID(r))
 		}
 		total++
 	}
@@ -423,26 +490,34 @@ func (ix *Index) matchIDs(q Query) []uint64 {
 	bits := ix.bits[:words]
 	clear(bits)
 	set := func(r int) { bits[r>>6] |= 1 << (r & 63) }
-	if ix.unfolded > 0 || bytes.IndexByte([]byte(q.text), 0) >= 0 {
-		// Ids that fold to other bytes, or text no buffer search can
-		// find: the rule, id by id.
+	if bytes.IndexByte([]byte(q.text), 0) >= 0 {
+		// Text holding the byte between ids: the rule, id by id.
 		for r := range n {
-			if q.matchField(string(ix.idOf(r))) {
+			if q.matchField(ix.rawID(r)) {
 				set(r)
 			}
 		}
 		return bits
 	}
 	text := []byte(q.text)
+	if ix.prefixLen > 0 && bytes.Contains(ix.ids[:ix.prefixLen], text) {
+		// Every id begins with the text (ids made by one generator share
+		// a prefix, "exec_"): no search.
+		for i := range bits {
+			bits[i] = ^uint64(0)
+		}
+		return bits
+	}
+	r := 0
 	for pos := 0; pos < len(ix.ids); {
 		i := bytes.Index(ix.ids[pos:], text)
 		if i < 0 {
 			break
 		}
-		p := uint32(pos + i)
-		r, found := slices.BinarySearch(ix.starts, p)
-		if !found {
-			r--
+		// Matches come in id order: walk to the row holding this one
+		// (at most one step per row over the whole search).
+		for p := uint32(pos + i); ix.starts[r+1] <= p; {
+			r++
 		}
 		set(r)
 		pos = int(ix.starts[r+1]) // the next row's id

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -142,5 +143,47 @@ func TestParse(t *testing.T) {
 	x.Duplicates = true
 	if Parse("☠").Match(x) || !Parse("dupl").Match(x) {
 		t.Error("a duplicate shows ⚠, not its status")
+	}
+}
+
+// TestIDsOfEveryCase: ids in upper and mixed case, ids that fold alike,
+// long and non-ASCII ids are found by the rule and told apart on update.
+func TestIDsOfEveryCase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ix := New()
+	var all []history.Execution
+	ids := []string{"exec_ABC", "exec_abc", "Exec_AbC", "exec_" + strings.Repeat("Z", 70), "exec_İstanbul", "exec_ÉTÉ", "exec_été"}
+	for i := range 400 {
+		ids = append(ids, fmt.Sprintf("exec_%05X", i*7919))
+	}
+	for _, id := range ids {
+		x := randomExec(rng, id)
+		all = append(all, x)
+		if err := ix.Put(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, ix, all)
+	for _, q := range []string{"abc", "ABC", "z", "istanbul", "i̇stanbul", "été", "ÉTÉ", "exec_0", "5A"} {
+		got, total, _ := ix.Find(Parse(q), 0, 0)
+		want, wantTotal := brute(all, Parse(q), 0, 0)
+		if total != wantTotal || !slices.Equal(got, want) {
+			t.Fatalf("%q: got %d %v, want %d %v", q, total, got, wantTotal, want)
+		}
+	}
+	// Updating one of the ids that fold alike changes that one only.
+	for i, id := range []string{"exec_abc", "Exec_AbC", "exec_été", "exec_" + strings.Repeat("Z", 70)} {
+		k := slices.IndexFunc(all, func(x history.Execution) bool { return x.ID == id })
+		all[k].Status = testStatuses[i%len(testStatuses)]
+		all[k].Duplicates = !all[k].Duplicates
+		if err := ix.Put(all[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Delete("exec_ABC")
+	all = slices.DeleteFunc(all, func(x history.Execution) bool { return x.ID == "exec_ABC" })
+	check(t, ix, all)
+	if ix.Len() != len(all) {
+		t.Fatalf("Len %d, want %d", ix.Len(), len(all))
 	}
 }
