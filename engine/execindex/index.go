@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -55,8 +56,8 @@ type Index struct {
 	// prefixLen is the length of the prefix every id held (deleted or
 	// not) shares: the first id's first prefixLen bytes.
 	prefixLen int
-	full      error // set once a record did not fit
-	bits      []uint64
+	full      error     // set once a record did not fit
+	results   []*result // the last queries' answers, most recent first
 
 	qmu     sync.Mutex
 	pending []change
@@ -84,7 +85,7 @@ func (ix *Index) reset() {
 	ix.scens, ix.scenOf = nil, map[string]uint32{}
 	ix.statuses, ix.statusOf = nil, map[history.Status]uint32{}
 	ix.slots = make([]int32, 1024)
-	ix.dead, ix.full, ix.prefixLen = 0, nil, 0
+	ix.dead, ix.full, ix.prefixLen, ix.results = 0, nil, 0, nil
 }
 
 // Len is the number of executions held (queued changes not counted).
@@ -101,19 +102,6 @@ type record struct {
 	Policy     history.Policy `json:"policy"`
 	Status     history.Status `json:"status"`
 	Duplicates bool           `json:"duplicates"`
-}
-
-// PutRecord adds or updates an execution from its stored record bytes
-// (history.EncodeExecution's form); a new execution becomes the newest.
-func (ix *Index) PutRecord(data []byte) error {
-	var r record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("index execution: %w", err)
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.applyPending()
-	return ix.put(r)
 }
 
 // Load fills the index from the stored records: read calls put with each
@@ -184,13 +172,6 @@ func (ix *Index) queue(c change) {
 		ix.applyPending()
 		ix.mu.Unlock()
 	}
-}
-
-// Apply applies the queued changes now.
-func (ix *Index) Apply() {
-	ix.mu.Lock()
-	ix.applyPending()
-	ix.mu.Unlock()
 }
 
 // applyPending applies the queued changes, in order; ix.mu is held.
@@ -299,6 +280,7 @@ func (ix *Index) put(r record) error {
 	}
 	if row := ix.lookup(r.ID); row >= 0 {
 		ix.attrs[row] = attr
+		ix.keep(row)
 		return nil
 	}
 	folded := Fold(r.ID)
@@ -327,6 +309,7 @@ func (ix *Index) put(r record) error {
 	ix.attrs = append(ix.attrs, attr)
 	ix.upper = append(ix.upper, bits)
 	ix.slot(len(ix.attrs) - 1)
+	ix.keep(len(ix.attrs) - 1)
 	return nil
 }
 
@@ -378,6 +361,7 @@ func (ix *Index) delete(id string) {
 	}
 	ix.attrs[row] |= attrDead
 	ix.dead++
+	ix.keep(row)
 	if ix.dead > 1024 && ix.dead > len(ix.attrs)/4 {
 		ix.compact()
 	}
@@ -403,11 +387,17 @@ func (ix *Index) compact() {
 	}
 	ix.ids, ix.starts, ix.attrs, ix.upper, ix.odd, ix.dead = ids, starts, attrs, upper, odd, 0
 	ix.rehash(len(ix.slots))
+	ix.results = nil // rows are numbered anew
 }
 
 // Find answers q: the ids of the matching executions, newest first,
 // skipping skip and at most limit (all when limit <= 0), and how many match
-// in all. It reads every row once (a few milliseconds per million).
+// in all. A query not asked lately reads every row once (a few
+// milliseconds per million), or only the rows a query it refines matched
+// (a letter typed onto a filter); the answer is kept, as one bit per row,
+// for the last few queries and kept current as records change, so asking
+// again (a letter taken back, a page of the same filter, a redraw while a
+// run records) costs a walk of the bits.
 func (ix *Index) Find(q Query, skip, limit int) ([]string, int, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -415,46 +405,93 @@ func (ix *Index) Find(q Query, skip, limit int) ([]string, int, error) {
 	if ix.full != nil {
 		return nil, 0, ix.full
 	}
+	res := ix.answer(q)
 	var out []string
-	total := 0
-	take := func(r int) {
-		if total >= skip && (limit <= 0 || len(out) < limit) {
-			out = append(out, ix.rawID(r))
+	seen := 0
+	for w := len(res.bits) - 1; w >= 0 && (limit <= 0 || len(out) < limit); w-- {
+		word := res.bits[w]
+		if word == 0 {
+			continue
 		}
-		total++
+		if n := bits.OnesCount64(word); seen+n <= skip {
+			seen += n
+			continue
+		}
+		for ; word != 0 && (limit <= 0 || len(out) < limit); word &^= 1 << (63 - bits.LeadingZeros64(word)) {
+			if seen >= skip {
+				out = append(out, ix.rawID(w*64+63-bits.LeadingZeros64(word)))
+			}
+			seen++
+		}
 	}
+	return out, res.total, nil
+}
+
+// result is a query's answer: one bit per row, and how many are set.
+type result struct {
+	q     Query
+	bits  []uint64
+	total int
+}
+
+// keepResults is how many answers the index keeps.
+const keepResults = 8
+
+// answer finds q's result: kept, or computed (and kept).
+func (ix *Index) answer(q Query) *result {
+	var base *result
+	for i, r := range ix.results {
+		if r.q == q {
+			copy(ix.results[1:i+1], ix.results[:i]) // most recent first
+			ix.results[0] = r
+			return r
+		}
+		if q.refines(r.q) && (base == nil || r.total < base.total) {
+			base = r
+		}
+	}
+	res := &result{q: q, bits: ix.compute(q, base)}
+	for _, w := range res.bits {
+		res.total += bits.OnesCount64(w)
+	}
+	if len(ix.results) < keepResults {
+		ix.results = append(ix.results, nil)
+	}
+	copy(ix.results[1:], ix.results)
+	ix.results[0] = res
+	return res
+}
+
+// compute marks the live rows that answer q; base, when set, is the answer
+// to a query q refines, so only its rows need a look.
+func (ix *Index) compute(q Query, base *result) []uint64 {
 	n := len(ix.attrs)
+	out := make([]uint64, (n+63)/64)
+	set := func(r int) { out[r>>6] |= 1 << (r & 63) }
 	switch {
 	case q.All():
-		for r := n - 1; r >= 0; r-- {
+		for r := range n {
 			if ix.attrs[r]&attrDead == 0 {
-				take(r)
+				set(r)
 			}
 		}
+		return out
 	case q.marker || q.dups:
 		want, mask := uint32(attrDup), uint32(attrDead|attrDup)
 		if q.marker {
 			st, ok := ix.statusOf[q.status]
 			if !ok {
-				return nil, 0, nil
+				return out
 			}
 			want, mask = st<<statusShift, attrDead|attrDup|(maxStatuses-1)<<statusShift
 		}
-		for r := n - 1; r >= 0; r-- {
+		for r := range n {
 			if ix.attrs[r]&mask == want {
-				take(r)
+				set(r)
 			}
 		}
-	default:
-		ix.findText(q, take)
+		return out
 	}
-	return out, total, nil
-}
-
-// findText calls take for the rows whose fields contain q's text, newest
-// first. Scenario, status and policy are matched once per distinct value;
-// ids are searched in the id buffer as a whole.
-func (ix *Index) findText(q Query, take func(int)) {
 	scenOK := make([]bool, len(ix.scens))
 	for i, s := range ix.scens {
 		scenOK[i] = q.matchField(s)
@@ -467,46 +504,63 @@ func (ix *Index) findText(q Query, take func(int)) {
 	for p := range policyOK {
 		policyOK[p] = q.matchField(history.Policy{Keys: p&2 != 0, Journal: p&1 != 0}.String())
 	}
-	idOK := ix.matchIDs(q)
-	for r := len(ix.attrs) - 1; r >= 0; r-- {
-		a := ix.attrs[r]
-		if a&attrDead != 0 {
-			continue
+	byClass := func(a uint32) bool {
+		return scenOK[a>>scenShift] || statusOK[(a>>statusShift)&(maxStatuses-1)] || policyOK[(a>>policyShift)&3]
+	}
+	text := []byte(q.text)
+	if base != nil && base.total < n/16 {
+		// Only the rows the refined query matched can match: when they
+		// are few, a look at each beats a search of every id.
+		for w, word := range base.bits {
+			for ; word != 0; word &= word - 1 {
+				r := w*64 + bits.TrailingZeros64(word)
+				if a := ix.attrs[r]; a&attrDead == 0 && (byClass(a) || ix.idHas(r, q)) {
+					set(r)
+				}
+			}
 		}
-		if scenOK[a>>scenShift] || statusOK[(a>>statusShift)&(maxStatuses-1)] || policyOK[(a>>policyShift)&3] ||
-			idOK[r>>6]&(1<<(r&63)) != 0 {
-			take(r)
+		return out
+	}
+	ix.matchIDs(q, text, out)
+	for r := range n {
+		a := ix.attrs[r]
+		switch {
+		case a&attrDead != 0:
+			out[r>>6] &^= 1 << (r & 63)
+		case byClass(a):
+			set(r)
 		}
 	}
+	return out
 }
 
-// matchIDs marks the rows whose id contains q's text, as a bitset.
-func (ix *Index) matchIDs(q Query) []uint64 {
-	n := len(ix.attrs)
-	words := (n + 63) / 64
-	if cap(ix.bits) < words {
-		ix.bits = make([]uint64, words)
-	}
-	bits := ix.bits[:words]
-	clear(bits)
-	set := func(r int) { bits[r>>6] |= 1 << (r & 63) }
+// idHas applies the rule to row's id.
+func (ix *Index) idHas(r int, q Query) bool {
 	if bytes.IndexByte([]byte(q.text), 0) >= 0 {
+		return q.matchField(ix.rawID(r))
+	}
+	return bytes.Contains(ix.idOf(r), []byte(q.text))
+}
+
+// matchIDs sets, in out, the rows whose id contains q's text.
+func (ix *Index) matchIDs(q Query, text []byte, out []uint64) {
+	set := func(r int) { out[r>>6] |= 1 << (r & 63) }
+	if bytes.IndexByte(text, 0) >= 0 {
 		// Text holding the byte between ids: the rule, id by id.
-		for r := range n {
+		for r := range ix.attrs {
 			if q.matchField(ix.rawID(r)) {
 				set(r)
 			}
 		}
-		return bits
+		return
 	}
-	text := []byte(q.text)
 	if ix.prefixLen > 0 && bytes.Contains(ix.ids[:ix.prefixLen], text) {
 		// Every id begins with the text (ids made by one generator share
 		// a prefix, "exec_"): no search.
-		for i := range bits {
-			bits[i] = ^uint64(0)
+		for r := range ix.attrs {
+			set(r)
 		}
-		return bits
+		return
 	}
 	r := 0
 	for pos := 0; pos < len(ix.ids); {
@@ -522,5 +576,40 @@ func (ix *Index) matchIDs(q Query) []uint64 {
 		set(r)
 		pos = int(ix.starts[r+1]) // the next row's id
 	}
-	return bits
+}
+
+// execOf is what the index holds of row, as a record the rule reads.
+func (ix *Index) execOf(r int) history.Execution {
+	a := ix.attrs[r]
+	p := (a >> policyShift) & 3
+	return history.Execution{ID: ix.rawID(r), Scenario: ix.scens[a>>scenShift],
+		Status: ix.statuses[(a>>statusShift)&(maxStatuses-1)], Policy: history.Policy{Keys: p&2 != 0, Journal: p&1 != 0},
+		Duplicates: a&attrDup != 0}
+}
+
+// keep brings the kept answers up to date with row, just put or deleted.
+func (ix *Index) keep(r int) {
+	if len(ix.results) == 0 {
+		return
+	}
+	live := ix.attrs[r]&attrDead == 0
+	var x history.Execution
+	if live {
+		x = ix.execOf(r)
+	}
+	for _, res := range ix.results {
+		for len(res.bits) <= r>>6 {
+			res.bits = append(res.bits, 0)
+		}
+		had := res.bits[r>>6]&(1<<(r&63)) != 0
+		has := live && res.q.Match(x)
+		switch {
+		case has && !had:
+			res.bits[r>>6] |= 1 << (r & 63)
+			res.total++
+		case had && !has:
+			res.bits[r>>6] &^= 1 << (r & 63)
+			res.total--
+		}
+	}
 }

@@ -38,7 +38,7 @@ func brute(all []history.Execution, q Query, skip, limit int) ([]string, int) {
 
 var testQueries = []string{"", "  ", "e", "exec_0", "_1", "0", "naive", "NAIVE", "keys", "keys+journal", "none",
 	"journal", "comp", "run", "kill", "gen-", "unsafe", "⚠", "!", "dup", "duplicates", "du", "✓", "●", "☠", "⚑", "✖",
-	"zzz", "\x00", "c_9", "1\x00e"}
+	"zzz", "\x00", "c_9", "1\x00e", "exec_012", "exec_0123", "exec_01234", "exec_0123"}
 
 // check compares Find with the rule for every test query and a few pages.
 func check(t *testing.T, ix *Index, all []history.Execution) {
