@@ -53,11 +53,20 @@ type Index struct {
 	slots    []int32 // open addressing by id hash: row+1, 0 when empty
 	seed     maphash.Seed
 	dead     int
-	// prefixLen is the length of the prefix every id held (deleted or
-	// not) shares: the first id's first prefixLen bytes.
-	prefixLen int
-	full      error     // set once a record did not fit
-	results   []*result // the last queries' answers, most recent first
+	// prefix is how many bytes every folded id held (deleted or not)
+	// shares with the first: generated ids share "exec_".
+	prefix  int
+	full    error     // set once a record did not fit
+	results []*result // the last queries' answers, most recent first
+
+	// Bitmaps over rows: the live ones, those with a duplicate, those of
+	// each scenario, status and policy, and those whose folded id holds
+	// each byte (about 125 KB each at a million rows).
+	live, dup  bitset
+	scenRows   []bitset
+	statusRows []bitset
+	policyRows [4]bitset
+	byteRows   [256]bitset
 
 	qmu     sync.Mutex
 	pending []change
@@ -85,7 +94,8 @@ func (ix *Index) reset() {
 	ix.scens, ix.scenOf = nil, map[string]uint32{}
 	ix.statuses, ix.statusOf = nil, map[history.Status]uint32{}
 	ix.slots = make([]int32, 1024)
-	ix.dead, ix.full, ix.prefixLen, ix.results = 0, nil, 0, nil
+	ix.dead, ix.full, ix.results, ix.prefix = 0, nil, nil, 0
+	ix.live, ix.dup, ix.scenRows, ix.statusRows, ix.policyRows, ix.byteRows = nil, nil, nil, nil, [4]bitset{}, [256]bitset{}
 }
 
 // Len is the number of executions held (queued changes not counted).
@@ -279,7 +289,9 @@ func (ix *Index) put(r record) error {
 		return err
 	}
 	if row := ix.lookup(r.ID); row >= 0 {
+		ix.mark(row, ix.attrs[row], false)
 		ix.attrs[row] = attr
+		ix.mark(row, attr, true)
 		ix.keep(row)
 		return nil
 	}
@@ -292,13 +304,13 @@ func (ix *Index) put(r record) error {
 		ix.rehash(2 * len(ix.slots))
 	}
 	if len(ix.attrs) == 0 {
-		ix.prefixLen = len(folded)
-	} else {
-		n := 0
-		for n < ix.prefixLen && n < len(folded) && ix.ids[n] == folded[n] {
-			n++
+		ix.prefix = len(folded)
+	}
+	for n := range ix.prefix * min(len(ix.attrs), 1) {
+		if n >= len(folded) || ix.ids[n] != folded[n] {
+			ix.prefix = n
+			break
 		}
-		ix.prefixLen = n
 	}
 	bits, ok := caseOf(r.ID)
 	if !ok {
@@ -308,8 +320,11 @@ func (ix *Index) put(r record) error {
 	ix.starts = append(ix.starts, uint32(len(ix.ids)))
 	ix.attrs = append(ix.attrs, attr)
 	ix.upper = append(ix.upper, bits)
-	ix.slot(len(ix.attrs) - 1)
-	ix.keep(len(ix.attrs) - 1)
+	row := len(ix.attrs) - 1
+	ix.slot(row)
+	ix.mark(row, attr, true)
+	ix.markID(row)
+	ix.keep(row)
 	return nil
 }
 
@@ -345,6 +360,52 @@ func (ix *Index) attr(r record) (uint32, error) {
 	return a, nil
 }
 
+// bitset is one bit per row; rows past its end are not set.
+type bitset []uint64
+
+func (b *bitset) set(r int) {
+	for len(*b) <= r>>6 {
+		*b = append(*b, 0)
+	}
+	(*b)[r>>6] |= 1 << (r & 63)
+}
+
+func (b bitset) clear(r int) {
+	if r>>6 < len(b) {
+		b[r>>6] &^= 1 << (r & 63)
+	}
+}
+
+// mark sets (or clears) row's bits for attributes a: live, duplicate,
+// scenario, status, policy.
+func (ix *Index) mark(row int, a uint32, on bool) {
+	for len(ix.scenRows) < len(ix.scens) {
+		ix.scenRows = append(ix.scenRows, nil)
+	}
+	for len(ix.statusRows) < len(ix.statuses) {
+		ix.statusRows = append(ix.statusRows, nil)
+	}
+	sets := []*bitset{&ix.live, &ix.scenRows[a>>scenShift], &ix.statusRows[(a>>statusShift)&(maxStatuses-1)],
+		&ix.policyRows[(a>>policyShift)&3]}
+	if a&attrDup != 0 {
+		sets = append(sets, &ix.dup)
+	}
+	for _, b := range sets {
+		if on {
+			b.set(row)
+		} else {
+			b.clear(row)
+		}
+	}
+}
+
+// markID sets row's bit for every byte of its folded id.
+func (ix *Index) markID(row int) {
+	for _, c := range ix.idOf(row) {
+		ix.byteRows[c].set(row)
+	}
+}
+
 func (ix *Index) rehash(size int) {
 	ix.slots = make([]int32, size)
 	for r := range ix.attrs {
@@ -359,6 +420,7 @@ func (ix *Index) delete(id string) {
 	if row < 0 {
 		return
 	}
+	ix.mark(row, ix.attrs[row], false)
 	ix.attrs[row] |= attrDead
 	ix.dead++
 	ix.keep(row)
@@ -386,7 +448,16 @@ func (ix *Index) compact() {
 		}
 	}
 	ix.ids, ix.starts, ix.attrs, ix.upper, ix.odd, ix.dead = ids, starts, attrs, upper, odd, 0
+	if len(attrs) == 0 {
+		ix.prefix = 0
+	}
 	ix.rehash(len(ix.slots))
+	ix.live, ix.dup, ix.policyRows, ix.byteRows = nil, nil, [4]bitset{}, [256]bitset{}
+	ix.scenRows, ix.statusRows = make([]bitset, len(ix.scens)), make([]bitset, len(ix.statuses))
+	for r, a := range ix.attrs {
+		ix.mark(r, a, true)
+		ix.markID(r)
+	}
 	ix.results = nil // rows are numbered anew
 }
 
@@ -439,18 +510,14 @@ const keepResults = 8
 
 // answer finds q's result: kept, or computed (and kept).
 func (ix *Index) answer(q Query) *result {
-	var base *result
 	for i, r := range ix.results {
 		if r.q == q {
 			copy(ix.results[1:i+1], ix.results[:i]) // most recent first
 			ix.results[0] = r
 			return r
 		}
-		if q.refines(r.q) && (base == nil || r.total < base.total) {
-			base = r
-		}
 	}
-	res := &result{q: q, bits: ix.compute(q, base)}
+	res := &result{q: q, bits: ix.compute(q)}
 	for _, w := range res.bits {
 		res.total += bits.OnesCount64(w)
 	}
@@ -462,119 +529,105 @@ func (ix *Index) answer(q Query) *result {
 	return res
 }
 
-// compute marks the live rows that answer q; base, when set, is the answer
-// to a query q refines, so only its rows need a look.
-func (ix *Index) compute(q Query, base *result) []uint64 {
-	n := len(ix.attrs)
-	out := make([]uint64, (n+63)/64)
-	set := func(r int) { out[r>>6] |= 1 << (r & 63) }
+// compute marks the live rows that answer q, from the bitmaps: the rows of
+// each scenario, status and policy whose name holds the text, and the rows
+// whose id holds every byte of the text, each of which is then looked at.
+func (ix *Index) compute(q Query) []uint64 {
+	out := make([]uint64, (len(ix.attrs)+63)/64)
+	or := func(b bitset) {
+		for i, w := range b {
+			out[i] |= w
+		}
+	}
+	and := func(b bitset) {
+		for i := range out {
+			if i < len(b) {
+				out[i] &= b[i]
+			} else {
+				out[i] = 0
+			}
+		}
+	}
 	switch {
 	case q.All():
-		for r := range n {
-			if ix.attrs[r]&attrDead == 0 {
-				set(r)
-			}
-		}
+		or(ix.live)
 		return out
-	case q.marker || q.dups:
-		want, mask := uint32(attrDup), uint32(attrDead|attrDup)
-		if q.marker {
-			st, ok := ix.statusOf[q.status]
-			if !ok {
-				return out
+	case q.dups:
+		or(ix.dup)
+		and(ix.live)
+		return out
+	case q.marker:
+		if st, ok := ix.statusOf[q.status]; ok {
+			or(ix.statusRows[st])
+			for i, w := range ix.dup {
+				out[i] &^= w
 			}
-			want, mask = st<<statusShift, attrDead|attrDup|(maxStatuses-1)<<statusShift
-		}
-		for r := range n {
-			if ix.attrs[r]&mask == want {
-				set(r)
-			}
+			and(ix.live)
 		}
 		return out
 	}
-	scenOK := make([]bool, len(ix.scens))
 	for i, s := range ix.scens {
-		scenOK[i] = q.matchField(s)
+		if q.matchField(s) {
+			or(ix.scenRows[i])
+		}
 	}
-	statusOK := make([]bool, maxStatuses)
 	for i, s := range ix.statuses {
-		statusOK[i] = q.matchField(string(s))
-	}
-	var policyOK [4]bool
-	for p := range policyOK {
-		policyOK[p] = q.matchField(history.Policy{Keys: p&2 != 0, Journal: p&1 != 0}.String())
-	}
-	byClass := func(a uint32) bool {
-		return scenOK[a>>scenShift] || statusOK[(a>>statusShift)&(maxStatuses-1)] || policyOK[(a>>policyShift)&3]
-	}
-	text := []byte(q.text)
-	if base != nil && base.total < n/16 {
-		// Only the rows the refined query matched can match: when they
-		// are few, a look at each beats a search of every id.
-		for w, word := range base.bits {
-			for ; word != 0; word &= word - 1 {
-				r := w*64 + bits.TrailingZeros64(word)
-				if a := ix.attrs[r]; a&attrDead == 0 && (byClass(a) || ix.idHas(r, q)) {
-					set(r)
-				}
-			}
-		}
-		return out
-	}
-	ix.matchIDs(q, text, out)
-	for r := range n {
-		a := ix.attrs[r]
-		switch {
-		case a&attrDead != 0:
-			out[r>>6] &^= 1 << (r & 63)
-		case byClass(a):
-			set(r)
+		if q.matchField(string(s)) {
+			or(ix.statusRows[i])
 		}
 	}
+	for p, b := range ix.policyRows {
+		if q.matchField(history.Policy{Keys: p&2 != 0, Journal: p&1 != 0}.String()) {
+			or(b)
+		}
+	}
+	and(ix.live)
+	ix.matchIDs(q, out)
 	return out
 }
 
-// idHas applies the rule to row's id.
-func (ix *Index) idHas(r int, q Query) bool {
-	if bytes.IndexByte([]byte(q.text), 0) >= 0 {
-		return q.matchField(ix.rawID(r))
-	}
-	return bytes.Contains(ix.idOf(r), []byte(q.text))
-}
-
-// matchIDs sets, in out, the rows whose id contains q's text.
-func (ix *Index) matchIDs(q Query, text []byte, out []uint64) {
-	set := func(r int) { out[r>>6] |= 1 << (r & 63) }
+// matchIDs sets, in out, the live rows whose id contains q's text.
+func (ix *Index) matchIDs(q Query, out []uint64) {
+	text := []byte(q.text)
 	if bytes.IndexByte(text, 0) >= 0 {
 		// Text holding the byte between ids: the rule, id by id.
-		for r := range ix.attrs {
-			if q.matchField(ix.rawID(r)) {
-				set(r)
+		for r, a := range ix.attrs {
+			if a&attrDead == 0 && q.matchField(ix.rawID(r)) {
+				out[r>>6] |= 1 << (r & 63)
 			}
 		}
 		return
 	}
-	if ix.prefixLen > 0 && bytes.Contains(ix.ids[:ix.prefixLen], text) {
-		// Every id begins with the text (ids made by one generator share
-		// a prefix, "exec_"): no search.
-		for r := range ix.attrs {
-			set(r)
+	if ix.prefix > 0 && bytes.Contains(ix.ids[:ix.prefix], text) {
+		// Every id begins with the text: no id needs a look.
+		for i, w := range ix.live {
+			out[i] |= w
 		}
 		return
 	}
-	r := 0
-	for pos := 0; pos < len(ix.ids); {
-		i := bytes.Index(ix.ids[pos:], text)
-		if i < 0 {
-			break
+	// Candidates: live rows not matched yet whose id holds every byte.
+	cand := make([]uint64, len(out))
+	copy(cand, ix.live)
+	for k, c := range text {
+		if bytes.IndexByte(text[:k], c) >= 0 {
+			continue
 		}
-		// Matches come in id order: walk to the row holding this one
-		// (at most one step per row over the whole search).
-		for p := uint32(pos + i); ix.starts[r+1] <= p; {
-			r++
+		b := ix.byteRows[c]
+		for i := range cand {
+			if i < len(b) {
+				cand[i] &= b[i]
+			} else {
+				cand[i] = 0
+			}
 		}
-		set(r)
-		pos = int(ix.starts[r+1]) // the next row's id
+	}
+	for w, word := range cand {
+		for word &^= out[w]; word != 0; word &= word - 1 {
+			r := w*64 + bits.TrailingZeros64(word)
+			if len(text) == 1 || bytes.Contains(ix.idOf(r), text) {
+				out[w] |= 1 << (r & 63)
+			}
+		}
 	}
 }
 

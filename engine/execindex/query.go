@@ -68,9 +68,3 @@ func (q Query) Match(x history.Execution) bool {
 
 // matchField is the rule for one field: it contains the text, folded.
 func (q Query) matchField(s string) bool { return strings.Contains(Fold(s), q.text) }
-
-// refines reports whether every execution that answers q also answers
-// prev: q's text contains prev's, so a field holding q's holds prev's.
-func (q Query) refines(prev Query) bool {
-	return !q.marker && !q.dups && !prev.marker && !prev.dups && strings.Contains(q.text, prev.text)
-}
