@@ -134,7 +134,8 @@ func (t *Tx) addExecutionCount(delta int) error {
 
 // Executions calls fn for executions in creation order, newest first when
 // newestFirst is set, skipping the first skip. It stops when fn returns false.
-// The cost is proportional to skip plus the number visited, not to the total.
+// The cost is proportional to the number visited, not to the total (nor
+// to skip, unless executions were deleted since the last ClearAll).
 func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []byte) bool) error {
 	order, err := t.bucket(bucketExecOrder)
 	if err != nil {
@@ -150,6 +151,30 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 	if newestFirst {
 		k, v = c.Last()
 		step = c.Prev
+	}
+	if skip > 0 && k != nil {
+		// Positions are numbered 1, 2, ... in creation order; while none
+		// is missing (no execution deleted since the last clear), the
+		// position skip away is found by a seek, not by stepping to it.
+		first, _ := c.First()
+		last, _ := c.Last()
+		lo, hi := DecodeU64(first), DecodeU64(last)
+		if hi-lo+1 == uint64(t.ExecutionCount()) {
+			if uint64(skip) > hi-lo {
+				return nil
+			}
+			target := lo + uint64(skip)
+			if newestFirst {
+				target = hi - uint64(skip)
+			}
+			k, v = c.Seek(U64(target))
+			skip = 0
+		} else {
+			k, v = c.First()
+			if newestFirst {
+				k, v = c.Last()
+			}
+		}
 	}
 	for ; k != nil; k, v = step() {
 		if skip > 0 {

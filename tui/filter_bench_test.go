@@ -26,7 +26,8 @@ func filterSize() gen.Options {
 // filterScript is what a user does with the filter: type a word letter by
 // letter, take letters back, type another, keep it, page the filtered
 // list, filter by a marker and a word for one, by an id's digits, and clear
-// it. It ends where it began, so it repeats.
+// it, then page the whole list to its oldest and back. It ends where it
+// began, so it repeats.
 var filterScript = []string{
 	"/", "c", "o", "m", "p", "l", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace",
 	"k", "e", "y", "s", "+", "j", "enter", "pgdown", "pgdown", "G", "g",
@@ -35,6 +36,7 @@ var filterScript = []string{
 	"/", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace",
 	"✖", "backspace", "d", "u", "p", "enter", "pgdown", "esc",
 	"/", "0", "0", "7", "backspace", "backspace", "backspace", "esc",
+	"pgdown", "pgdown", "G", "pgup", "g", // the whole list, unfiltered
 }
 
 func filterKey(s string) tea.KeyMsg {
