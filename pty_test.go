@@ -18,7 +18,7 @@ import (
 // screen is the real binary running in a pseudo-terminal, read through a
 // VT100 emulator so the test sees what a person would.
 type screen struct {
-	t    *testing.T
+	t    testing.TB
 	pty  *os.File
 	term vt10x.Terminal
 	cmd  *exec.Cmd
@@ -26,7 +26,7 @@ type screen struct {
 	mu   sync.Mutex
 }
 
-func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *screen {
+func startScreen(t testing.TB, bin, db string, cols, rows int, args ...string) *screen {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "RETRYLAB_DB="+db, "TERM=xterm-256color")
@@ -170,7 +170,7 @@ var (
 )
 
 // buildBinary builds retrylab once per test run, as a user would.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "retrylab-pty")
