@@ -188,6 +188,34 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 	return nil
 }
 
+// ExecutionOrder calls fn with every execution's id in creation order,
+// oldest first, until fn returns false. id is valid only during the call.
+func (t *Tx) ExecutionOrder(fn func(id []byte) bool) error {
+	order, err := t.bucket(bucketExecOrder)
+	if err != nil {
+		return err
+	}
+	c := order.Cursor()
+	for k, v := c.First(); k != nil && fn(v); k, v = c.Next() {
+	}
+	return nil
+}
+
+// ExecutionRecords calls fn with every execution's id and record in the
+// order the store keeps them (by id: one sequential read, the cheapest way
+// to read them all), until fn returns false. Both are valid only during
+// the call.
+func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
+	execs, err := t.bucket(bucketExecutions)
+	if err != nil {
+		return err
+	}
+	c := execs.Cursor()
+	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
+	}
+	return nil
+}
+
 // --- histories ----------------------------------------------------------
 
 // AppendEvent appends an event to an execution's history and returns its

@@ -63,6 +63,7 @@ type Index struct {
 	// each scenario, status and policy, and those whose folded id holds
 	// each byte (about 125 KB each at a million rows).
 	live, dup  bitset
+	loading    bitset // rows Load gave an id and no record yet
 	scenRows   []bitset
 	statusRows []bitset
 	policyRows [4]bitset
@@ -114,20 +115,52 @@ type record struct {
 	Duplicates bool           `json:"duplicates"`
 }
 
-// Load fills the index from the stored records: read calls put with each
-// record's bytes (history.EncodeExecution's form), oldest first. Changes
-// queued meanwhile are applied after it, in order, so a watcher set before
-// the read began leaves the index current.
-func (ix *Index) Load(read func(put func(record []byte) error) error) error {
+// Load fills an empty index from the store. read calls add with every
+// execution's id in creation order, oldest first, then put with every
+// record's bytes (history.EncodeExecution's form) in any order: the order
+// the store reads fastest. An id given no record, or a record of an id not
+// given, is left out. Changes queued meanwhile are applied after it, in
+// order, so a watcher set before the read began leaves the index current.
+func (ix *Index) Load(read func(add func(id []byte), put func(record []byte)) error) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	err := read(func(data []byte) error {
-		var r record
-		if json.Unmarshal(data, &r) != nil {
-			return nil // unreadable: no list shows it either
+	var failed error
+	add := func(id []byte) {
+		if failed != nil {
+			return
 		}
-		return ix.put(r)
-	})
+		row, err := ix.appendRow(string(id), attrDead)
+		if err != nil {
+			failed = err
+			return
+		}
+		ix.dead++
+		ix.loading.set(row)
+	}
+	put := func(data []byte) {
+		var r record
+		if failed != nil || json.Unmarshal(data, &r) != nil {
+			return // unreadable: no list shows it either
+		}
+		row := ix.lookup(r.ID)
+		if row < 0 || !ix.loading.has(row) {
+			return
+		}
+		attr, err := ix.attr(r)
+		if err != nil {
+			ix.full, failed = err, err
+			return
+		}
+		ix.loading.clear(row)
+		ix.dead--
+		ix.attrs[row] = attr
+		ix.mark(row, attr, true)
+	}
+	err := read(add, put)
+	ix.loading = nil
+	if err == nil {
+		err = failed
+	}
 	if err != nil {
 		return err
 	}
@@ -262,7 +295,7 @@ func (ix *Index) lookup(id string) int {
 	mask := uint64(len(ix.slots) - 1)
 	for i := maphash.String(ix.seed, folded) & mask; ix.slots[i] != 0; i = (i + 1) & mask {
 		r := int(ix.slots[i] - 1)
-		if ix.attrs[r]&attrDead == 0 && ix.isID(r, id, folded) {
+		if (ix.attrs[r]&attrDead == 0 || ix.loading.has(r)) && ix.isID(r, id, folded) {
 			return r
 		}
 	}
@@ -295,10 +328,20 @@ func (ix *Index) put(r record) error {
 		ix.keep(row)
 		return nil
 	}
-	folded := Fold(r.ID)
+	row, err := ix.appendRow(r.ID, attr)
+	if err != nil {
+		ix.full = err
+		return err
+	}
+	ix.keep(row)
+	return nil
+}
+
+// appendRow adds id as the newest row, with attributes attr.
+func (ix *Index) appendRow(id string, attr uint32) (int, error) {
+	folded := Fold(id)
 	if len(ix.ids)+len(folded)+1 > 1<<32-1 || len(ix.attrs) >= 1<<31-1 {
-		ix.full = fmt.Errorf("%w: ids hold more than 4 GB", ErrFull)
-		return ix.full
+		return 0, fmt.Errorf("%w: ids hold more than 4 GB", ErrFull)
 	}
 	if 2*(len(ix.attrs)+1) > len(ix.slots) {
 		ix.rehash(2 * len(ix.slots))
@@ -312,9 +355,9 @@ func (ix *Index) put(r record) error {
 			break
 		}
 	}
-	bits, ok := caseOf(r.ID)
+	bits, ok := caseOf(id)
 	if !ok {
-		ix.odd[len(ix.attrs)] = r.ID
+		ix.odd[len(ix.attrs)] = id
 	}
 	ix.ids = append(append(ix.ids, folded...), 0)
 	ix.starts = append(ix.starts, uint32(len(ix.ids)))
@@ -322,10 +365,11 @@ func (ix *Index) put(r record) error {
 	ix.upper = append(ix.upper, bits)
 	row := len(ix.attrs) - 1
 	ix.slot(row)
-	ix.mark(row, attr, true)
+	if attr&attrDead == 0 {
+		ix.mark(row, attr, true)
+	}
 	ix.markID(row)
-	ix.keep(row)
-	return nil
+	return row, nil
 }
 
 func (ix *Index) attr(r record) (uint32, error) {
@@ -370,6 +414,8 @@ func (b *bitset) set(r int) {
 	(*b)[r>>6] |= 1 << (r & 63)
 }
 
+func (b bitset) has(r int) bool { return r>>6 < len(b) && b[r>>6]&(1<<(r&63)) != 0 }
+
 func (b bitset) clear(r int) {
 	if r>>6 < len(b) {
 		b[r>>6] &^= 1 << (r & 63)
@@ -409,7 +455,7 @@ func (ix *Index) markID(row int) {
 func (ix *Index) rehash(size int) {
 	ix.slots = make([]int32, size)
 	for r := range ix.attrs {
-		if ix.attrs[r]&attrDead == 0 {
+		if ix.attrs[r]&attrDead == 0 || ix.loading.has(r) {
 			ix.slot(r)
 		}
 	}

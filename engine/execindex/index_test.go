@@ -187,3 +187,43 @@ func TestIDsOfEveryCase(t *testing.T) {
 		t.Fatalf("Len %d, want %d", ix.Len(), len(all))
 	}
 }
+
+// TestLoad: ids in creation order, records in another order; an id without
+// a record and a record without an id are left out; a change queued while
+// the load reads is applied after it.
+func TestLoad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	var all []history.Execution
+	for i := range 3000 {
+		all = append(all, randomExec(rng, fmt.Sprintf("Exec_%05X", i*31)))
+	}
+	ix := New()
+	later := randomExec(rng, "exec_later")
+	err := ix.Load(func(add func([]byte), put func([]byte)) error {
+		for _, x := range all {
+			add([]byte(x.ID))
+		}
+		add([]byte("exec_no_record"))
+		for i := len(all) - 1; i >= 0; i-- {
+			data, err := history.EncodeExecution(all[i])
+			if err != nil {
+				return err
+			}
+			put(data)
+		}
+		stray, _ := history.EncodeExecution(randomExec(rng, "exec_not_in_order"))
+		put(stray)
+		put([]byte("not json"))
+		data, _ := history.EncodeExecution(later)
+		ix.ExecutionPut(later.ID, data) // committed while the load reads
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, later)
+	check(t, ix, all)
+	if ix.Len() != len(all) {
+		t.Fatalf("Len %d, want %d", ix.Len(), len(all))
+	}
+}
