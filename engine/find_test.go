@@ -79,6 +79,27 @@ func TestFindExecutionsFollowsTheStore(t *testing.T) {
 	}
 	agree("generated")
 
+	// A second process's explorer asks the host over the control API.
+	c, err := engine.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, q := range []string{"keys", "⚠", ""} {
+		want, wantTotal := findIDs(t, h, q, 3, 5)
+		list, total, err := c.FindExecutions(q, 3, 5)
+		if err != nil {
+			t.Fatalf("client find %q: %v", q, err)
+		}
+		got := make([]string, len(list))
+		for i, x := range list {
+			got[i] = x.ID
+		}
+		if total != wantTotal || !slices.Equal(got, want) {
+			t.Fatalf("client %q: %d %v, host %d %v", q, total, got, wantTotal, want)
+		}
+	}
+
 	p := start(t, h, "naive")
 	id := p.run.Execution
 	agree("after a run")
