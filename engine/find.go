@@ -25,8 +25,8 @@ type finder struct {
 // IndexExecutions starts building the index FindExecutions answers from, in
 // the background, unless it is built or being built. A face that will filter
 // executions calls it early (the explorer, at open) so the first filter does
-// not wait for the build: about 6 µs per execution (6 s at a million), and
-// about 47 bytes of memory per execution while the host lives.
+// not wait for the build: about 4-5 µs per execution (4-5 s at a million),
+// and about 41 bytes of memory per execution while the host lives.
 func (h *Host) IndexExecutions() {
 	h.find.once.Do(func() {
 		h.find.ix = execindex.New()

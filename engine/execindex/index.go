@@ -29,9 +29,10 @@ const (
 )
 
 // Index holds what Query.Match reads of every execution record, in creation
-// order, compactly: the ids back to back in one buffer, and one packed word
-// per execution for its scenario, status, policy and duplicate flag (about
-// 30 bytes per execution with 20-byte ids, hash table included). Find
+// order, compactly: the ids folded and back to back in one buffer, one
+// packed word per execution for its scenario, status, policy and duplicate
+// flag, an id table, and bitmaps of the rows of each scenario, status,
+// policy and id byte (about 41 bytes per execution with 13-byte ids). Find
 // answers a query from it without reading the store.
 //
 // Changes arrive through Put, Delete and Clear, or as committed record
@@ -43,8 +44,8 @@ type Index struct {
 	mu       sync.Mutex
 	ids      []byte         // each row's id, folded, followed by a 0 byte
 	starts   []uint32       // row i's folded id is ids[starts[i] : starts[i+1]-1]
-	upper    []uint64       // row i's id is its folded id with bytes at these bits upper case
-	odd      map[int]string // ids upper carries not: longer than 64 bytes or not ASCII
+	upper    []uint16       // row i's id is its folded id with bytes at these bits upper case
+	odd      map[int]string // ids upper cannot say: upper case past byte 16, or not ASCII
 	attrs    []uint32
 	scens    []string // scenario index -> name
 	scenOf   map[string]uint32
@@ -243,18 +244,19 @@ func (ix *Index) applyPending() {
 func (ix *Index) idOf(row int) []byte { return ix.ids[ix.starts[row] : ix.starts[row+1]-1] }
 
 // caseOf says how id differs from its folded form: the ASCII upper-case
-// letters it holds, as bits; ok is false when bits cannot say (an id
-// longer than 64 bytes, or one with other bytes than ASCII).
-func caseOf(id string) (bits uint64, ok bool) {
-	if len(id) > 64 {
-		return 0, false
-	}
+// letters it holds, as bits; ok is false when bits cannot say (an upper
+// case letter past the 16th byte, or a byte that is not ASCII). Ids made
+// by retrylab are 16 bytes or less.
+func caseOf(id string) (bits uint16, ok bool) {
 	for k := 0; k < len(id); k++ {
 		c := id[k]
 		switch {
 		case c >= 0x80:
 			return 0, false
 		case 'A' <= c && c <= 'Z':
+			if k >= 16 {
+				return 0, false
+			}
 			bits |= 1 << k
 		}
 	}
@@ -480,7 +482,7 @@ func (ix *Index) compact() {
 	ids := make([]byte, 0, len(ix.ids))
 	starts := make([]uint32, 1, len(ix.starts)-ix.dead)
 	attrs := make([]uint32, 0, len(ix.attrs)-ix.dead)
-	upper := make([]uint64, 0, len(ix.attrs)-ix.dead)
+	upper := make([]uint16, 0, len(ix.attrs)-ix.dead)
 	odd := map[int]string{}
 	for r, a := range ix.attrs {
 		if a&attrDead == 0 {
