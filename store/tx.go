@@ -15,15 +15,14 @@ type Tx struct {
 	db *DB
 }
 
-// onCommit tells the store's execution watcher, if any, of a change once
-// the transaction commits.
-func (t *Tx) onCommit(tell func(w ExecutionWatcher)) {
+// watcher is the store's execution watcher, or nil (none, or a read-only
+// transaction). What it is told is registered with bbolt's OnCommit, so a
+// rolled-back change is never told.
+func (t *Tx) watcher() ExecutionWatcher {
 	if t.db == nil || !t.tx.Writable() {
-		return
+		return nil
 	}
-	if w := t.db.executionWatcher(); w != nil {
-		t.tx.OnCommit(func() { tell(w) })
-	}
+	return t.db.executionWatcher()
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -96,8 +95,10 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 	if err := execs.Put([]byte(exec), record); err != nil {
 		return err
 	}
-	rec := clone(record)
-	t.onCommit(func(w ExecutionWatcher) { w.ExecutionPut(exec, rec) })
+	if w := t.watcher(); w != nil {
+		rec := clone(record)
+		t.tx.OnCommit(func() { w.ExecutionPut(exec, rec) })
+	}
 	return nil
 }
 
@@ -309,7 +310,9 @@ func (t *Tx) DeleteExecution(exec string) error {
 	if err := execs.Delete([]byte(exec)); err != nil {
 		return err
 	}
-	t.onCommit(func(w ExecutionWatcher) { w.ExecutionDeleted(exec) })
+	if w := t.watcher(); w != nil {
+		t.tx.OnCommit(func() { w.ExecutionDeleted(exec) })
+	}
 	return nil
 }
 
@@ -510,7 +513,9 @@ func (t *Tx) ClearAll() error {
 	if err := t.Clear(allBuckets[1:]...); err != nil {
 		return err
 	}
-	t.onCommit(func(w ExecutionWatcher) { w.ExecutionsCleared() })
+	if w := t.watcher(); w != nil {
+		t.tx.OnCommit(w.ExecutionsCleared)
+	}
 	return nil
 }
 
