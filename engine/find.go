@@ -65,9 +65,12 @@ func (h *Host) stopIndex() {
 	h.find.mu.Lock()
 	h.find.stop = true
 	h.find.mu.Unlock()
-	if h.find.ready != nil {
-		<-h.find.ready
-	}
+	h.find.once.Do(func() { // never built: nothing will be
+		h.find.ready = make(chan struct{})
+		h.find.err = store.ErrClosed
+		close(h.find.ready)
+	})
+	<-h.find.ready
 }
 
 // FindExecutions lists the executions that answer a filter (the explorer's:
