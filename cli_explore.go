@@ -40,12 +40,11 @@ func (a *app) explore(f *exploreFlags) error {
 		return err
 	}
 	defer a.release(h)
-	if host, ok := h.(*engine.Host); ok {
-		// The explorer filters executions: the host builds the index the
-		// filter reads in the background, so the first filter need not
-		// wait for it. (A host in another process builds it at the
-		// first filter.)
-		host.IndexExecutions()
+	// The explorer filters executions: the host (this process's, or the
+	// one attached to) builds the index the filter reads in the
+	// background from now, so the first filter need not wait for it.
+	if ix, ok := h.(interface{ IndexExecutions() }); ok {
+		ix.IndexExecutions()
 	}
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)

@@ -143,6 +143,10 @@ func (c *Client) FindExecutions(query string, skip, limit int) ([]history.Execut
 	return p.List, p.Total, err
 }
 
+// IndexExecutions has the host start building the index FindExecutions
+// answers from (Host.IndexExecutions), so the first filter need not wait.
+func (c *Client) IndexExecutions() { _ = c.call("index_executions", nil, nil) }
+
 // Events reads an execution's history.
 func (c *Client) Events(id string, from uint64, limit int) ([]history.Event, error) {
 	var out []history.Event

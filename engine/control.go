@@ -167,6 +167,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	})
 	call("kill", with(func(a args) (any, error) { return struct{}{}, h.Kill(a.ID) }))
 	call("running", with(func(args) (any, error) { return h.Running(), nil }))
+	call("index_executions", with(func(args) (any, error) { h.IndexExecutions(); return struct{}{}, nil }))
 	call("arm", with(func(a args) (any, error) {
 		p, err := fault.Parse(string(a.Point))
 		if err != nil {
