@@ -227,3 +227,35 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("Len %d, want %d", ix.Len(), len(all))
 	}
 }
+
+// TestQueueWhileFinding: commits queue changes while filters are answered
+// on another goroutine; in the end the index holds every change.
+func TestQueueWhileFinding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 11))
+	ix := New()
+	var all []history.Execution
+	var data [][]byte
+	for i := range 5000 {
+		x := randomExec(rng, fmt.Sprintf("exec_%05X", i))
+		all = append(all, x)
+		d, err := history.EncodeExecution(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, d)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, x := range all {
+			ix.ExecutionPut(x.ID, data[i])
+		}
+	}()
+	for _, q := range []string{"keys", "⚠", "exec_1", "comp", "keys", "✓", "exec_1"} {
+		if _, _, err := ix.Find(Parse(q), 0, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	check(t, ix, all)
+}
