@@ -40,6 +40,12 @@ func (a *app) explore(f *exploreFlags) error {
 		return err
 	}
 	defer a.release(h)
+	// The explorer filters executions: the host (this process's, or the
+	// one attached to) builds the index the filter reads in the
+	// background from now, so the first filter need not wait for it.
+	if ix, ok := h.(interface{ IndexExecutions() }); ok {
+		ix.IndexExecutions()
+	}
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}

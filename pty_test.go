@@ -29,7 +29,7 @@ type screen struct {
 	reads chan time.Time
 }
 
-func startScreen(t *testing.T, bin, db string, cols, rows int, args ...string) *screen {
+func startScreen(t testing.TB, bin, db string, cols, rows int, args ...string) *screen {
 	t.Helper()
 	return startScreenTimed(t, nil, bin, db, cols, rows, args...)
 }

@@ -133,6 +133,21 @@ func (c *Client) Executions(skip, limit int) ([]history.Execution, int, error) {
 	return p.List, p.Total, err
 }
 
+// FindExecutions lists the executions that answer a filter, newest first,
+// from the host's index.
+func (c *Client) FindExecutions(query string, skip, limit int) ([]history.Execution, int, error) {
+	var p struct {
+		List  []history.Execution `json:"list"`
+		Total int                 `json:"total"`
+	}
+	err := c.call("find_executions", map[string]any{"query": query, "skip": skip, "limit": limit}, &p)
+	return p.List, p.Total, err
+}
+
+// IndexExecutions has the host start building the index FindExecutions
+// answers from (Host.IndexExecutions), so the first filter need not wait.
+func (c *Client) IndexExecutions() { _ = c.call("index_executions", nil, nil) }
+
 // Events reads an execution's history.
 func (c *Client) Events(id string, from uint64, limit int) ([]history.Event, error) {
 	var out []history.Event

@@ -113,6 +113,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		Duration  durationArg `json:"duration"`
 		Options   RunOptions  `json:"options"`
 		Execution string      `json:"execution"`
+		Query     string      `json:"query"`
 	}
 	decode := func(r *http.Request) (args, error) {
 		var a args
@@ -140,6 +141,10 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		list, total, err := h.Executions(a.Skip, a.Limit)
 		return page[history.Execution]{list, total}, err
 	}))
+	call("find_executions", with(func(a args) (any, error) {
+		list, total, err := h.FindExecutions(a.Query, a.Skip, a.Limit)
+		return page[history.Execution]{list, total}, err
+	}))
 	call("events", with(func(a args) (any, error) { return h.Events(a.ID, a.From, a.Limit) }))
 	call("imported_events", with(func(a args) (any, error) { return h.ImportedEvents(a.ID) }))
 	call("journal", with(func(a args) (any, error) { return h.Journal(a.ID) }))
@@ -163,6 +168,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	})
 	call("kill", with(func(a args) (any, error) { return struct{}{}, h.Kill(a.ID) }))
 	call("running", with(func(args) (any, error) { return h.Running(), nil }))
+	call("index_executions", with(func(args) (any, error) { h.IndexExecutions(); return struct{}{}, nil }))
 	call("arm", with(func(a args) (any, error) {
 		p, err := fault.Parse(string(a.Point))
 		if err != nil {

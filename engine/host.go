@@ -80,6 +80,8 @@ type Host struct {
 
 	bus *bus
 
+	find finder // the index FindExecutions answers from
+
 	mu    sync.Mutex
 	execs map[string]*execState
 	armed []fault.Point
@@ -279,6 +281,7 @@ func (h *Host) Close() error {
 		<-w.done
 	}
 	h.removeHostFile()
+	h.stopIndex()
 	h.bus.close() // ends attached clients' notice streams and waits
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -18,6 +18,10 @@ import (
 type Source interface {
 	Execution(id string) (history.Execution, error)
 	Executions(skip, limit int) ([]history.Execution, int, error)
+	// FindExecutions is Executions of those that answer a filter
+	// (execindex.Parse: text in the id, scenario, status or policy, or a
+	// list marker), with how many answer it in all.
+	FindExecutions(query string, skip, limit int) ([]history.Execution, int, error)
 	Events(id string, from uint64, limit int) ([]history.Event, error)
 	// ImportedEvents is an imported execution's trace (engine/otlp), which
 	// has no history of retrylab's.

@@ -113,6 +113,35 @@ type DB struct {
 	done     chan struct{}
 	closeMu  sync.RWMutex
 	closed   bool
+
+	// watcher hears of committed changes to execution records.
+	watchMu sync.RWMutex
+	watcher ExecutionWatcher
+}
+
+// ExecutionWatcher hears of every committed change to the execution
+// records, in commit order, after the commit: a record put (created or
+// updated), an execution deleted, all of them cleared. Changes rolled back
+// are never told. It is called on the goroutine that commits, so it must
+// be quick and must not call back into the store.
+type ExecutionWatcher interface {
+	ExecutionPut(id string, record []byte)
+	ExecutionDeleted(id string)
+	ExecutionsCleared()
+}
+
+// WatchExecutions makes w hear of the changes to execution records
+// committed from now on (nil stops it). Only one watcher is kept.
+func (db *DB) WatchExecutions(w ExecutionWatcher) {
+	db.watchMu.Lock()
+	db.watcher = w
+	db.watchMu.Unlock()
+}
+
+func (db *DB) executionWatcher() ExecutionWatcher {
+	db.watchMu.RLock()
+	defer db.watchMu.RUnlock()
+	return db.watcher
 }
 
 type request struct {
@@ -417,7 +446,7 @@ func (db *DB) View(fn func(*Tx) error) (err error) {
 	}
 	defer recoverCorrupt(db.path, &err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
 }
 
 // Update runs fn in a read-write transaction and returns once it is durably
@@ -507,7 +536,7 @@ func (db *DB) commit(batch []*request) {
 
 func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
 	defer recoverCorrupt(db.path, &err)
-	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
 }
 
 // recoverCorrupt turns a panic in a transaction into an error. bbolt panics

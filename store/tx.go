@@ -12,6 +12,17 @@ import (
 // values stay valid after the transaction ends.
 type Tx struct {
 	tx *bolt.Tx
+	db *DB
+}
+
+// watcher is the store's execution watcher, or nil (none, or a read-only
+// transaction). What it is told is registered with bbolt's OnCommit, so a
+// rolled-back change is never told.
+func (t *Tx) watcher() ExecutionWatcher {
+	if t.db == nil || !t.tx.Writable() {
+		return nil
+	}
+	return t.db.executionWatcher()
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -98,7 +109,14 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 			return err
 		}
 	}
-	return execs.Put([]byte(exec), record)
+	if err := execs.Put([]byte(exec), record); err != nil {
+		return err
+	}
+	if w := t.watcher(); w != nil {
+		rec := clone(record)
+		t.tx.OnCommit(func() { w.ExecutionPut(exec, rec) })
+	}
+	return nil
 }
 
 // Execution returns an execution's record, or nil if it does not exist.
@@ -134,7 +152,8 @@ func (t *Tx) addExecutionCount(delta int) error {
 
 // Executions calls fn for executions in creation order, newest first when
 // newestFirst is set, skipping the first skip. It stops when fn returns false.
-// The cost is proportional to skip plus the number visited, not to the total.
+// The cost is proportional to the number visited, not to the total (nor
+// to skip, unless executions were deleted since the last ClearAll).
 func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []byte) bool) error {
 	order, err := t.bucket(bucketExecOrder)
 	if err != nil {
@@ -151,6 +170,30 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 		k, v = c.Last()
 		step = c.Prev
 	}
+	if skip > 0 && k != nil {
+		// Positions are numbered 1, 2, ... in creation order; while none
+		// is missing (no execution deleted since the last clear), the
+		// position skip away is found by a seek, not by stepping to it.
+		first, _ := c.First()
+		last, _ := c.Last()
+		lo, hi := DecodeU64(first), DecodeU64(last)
+		if hi-lo+1 == uint64(t.ExecutionCount()) {
+			if uint64(skip) > hi-lo {
+				return nil
+			}
+			target := lo + uint64(skip)
+			if newestFirst {
+				target = hi - uint64(skip)
+			}
+			k, v = c.Seek(U64(target))
+			skip = 0
+		} else {
+			k, v = c.First()
+			if newestFirst {
+				k, v = c.Last()
+			}
+		}
+	}
 	for ; k != nil; k, v = step() {
 		if skip > 0 {
 			skip--
@@ -159,6 +202,34 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 		if !fn(string(v), clone(execs.Get(v))) {
 			return nil
 		}
+	}
+	return nil
+}
+
+// ExecutionOrder calls fn with every execution's id in creation order,
+// oldest first, until fn returns false. id is valid only during the call.
+func (t *Tx) ExecutionOrder(fn func(id []byte) bool) error {
+	order, err := t.bucket(bucketExecOrder)
+	if err != nil {
+		return err
+	}
+	c := order.Cursor()
+	for k, v := c.First(); k != nil && fn(v); k, v = c.Next() {
+	}
+	return nil
+}
+
+// ExecutionRecords calls fn with every execution's id and record in the
+// order the store keeps them (by id: one sequential read, the cheapest way
+// to read them all), until fn returns false. Both are valid only during
+// the call.
+func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
+	execs, err := t.bucket(bucketExecutions)
+	if err != nil {
+		return err
+	}
+	c := execs.Cursor()
+	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
 	}
 	return nil
 }
@@ -253,7 +324,13 @@ func (t *Tx) DeleteExecution(exec string) error {
 	if err := t.addExecutionCount(-1); err != nil {
 		return err
 	}
-	return execs.Delete([]byte(exec))
+	if err := execs.Delete([]byte(exec)); err != nil {
+		return err
+	}
+	if w := t.watcher(); w != nil {
+		t.tx.OnCommit(func() { w.ExecutionDeleted(exec) })
+	}
+	return nil
 }
 
 // --- metadata -----------------------------------------------------------
@@ -478,7 +555,13 @@ func (t *Tx) ClearAll() error {
 	}); err != nil {
 		return err
 	}
-	return t.Clear(names...)
+	if err := t.Clear(names...); err != nil {
+		return err
+	}
+	if w := t.watcher(); w != nil {
+		t.tx.OnCommit(w.ExecutionsCleared)
+	}
+	return nil
 }
 
 type stopError struct{}

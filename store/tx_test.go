@@ -304,6 +304,13 @@ func TestExecutionsOrderPagingAndCount(t *testing.T) {
 	if got := listExecutions(t, db, false, 0, 100); !slices.Equal(got, []string{"m", "c", "a", "q"}) {
 		t.Fatalf("after delete: %v", got)
 	}
+	// With a place missing, a skip steps over the places left.
+	if got := listExecutions(t, db, true, 1, 2); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("after delete, newest first from 1: %v", got)
+	}
+	if got := listExecutions(t, db, false, 2, 5); !slices.Equal(got, []string{"a", "q"}) {
+		t.Fatalf("after delete, oldest first from 2: %v", got)
+	}
 	err := db.View(func(tx *Tx) error {
 		if tx.Execution("x") != nil || tx.LastSeq("x") != 0 || tx.Journal("x", "s") != nil {
 			t.Error("deleted execution left data behind")

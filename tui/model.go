@@ -203,10 +203,11 @@ func (m *Model) Close() {
 // --- messages -------------------------------------------------------------
 
 type execsMsg struct {
-	skip  int
-	items []execItem
-	total int
-	err   error
+	filter string // the filter it answers
+	skip   int
+	items  []execItem
+	total  int
+	err    error
 }
 
 type traceMsg struct {
@@ -283,13 +284,13 @@ func (m *Model) loadExecs() tea.Cmd {
 		var total int
 		var err error
 		if filter != "" {
-			list, err = filterExecutions(src, filter)
-			total = len(list)
-			if skip > len(list) {
+			// The host's index answers the filter: the page and the
+			// count, never a scan of the executions here.
+			list, total, err = src.FindExecutions(filter, skip, limit)
+			if err == nil && skip > 0 && skip >= total {
 				skip = 0
+				list, total, err = src.FindExecutions(filter, skip, limit)
 			}
-			end := min(skip+limit, len(list))
-			list = list[skip:end]
 		} else {
 			list, total, err = src.Executions(skip, limit)
 		}
@@ -299,30 +300,8 @@ func (m *Model) loadExecs() tea.Cmd {
 		for i, x := range list {
 			items[i] = execItem{x: x, duplicates: x.Duplicates}
 		}
-		return execsMsg{skip: skip, items: items, total: total, err: err}
+		return execsMsg{filter: filter, skip: skip, items: items, total: total, err: err}
 	}
-}
-
-// filterExecutions scans for executions that answer text (matchExecution),
-// newest first, at most 10 000.
-func filterExecutions(src Source, text string) ([]history.Execution, error) {
-	const page, max = 512, 10000
-	var out []history.Execution
-	for skip := 0; len(out) < max; skip += page {
-		list, total, err := src.Executions(skip, page)
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range list {
-			if matchExecution(src, x, text) {
-				out = append(out, x)
-			}
-		}
-		if skip+page >= total || len(list) == 0 {
-			break
-		}
-	}
-	return out, nil
 }
 
 // loadTrace reads an execution's history from its start: the first page,

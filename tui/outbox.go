@@ -73,17 +73,3 @@ func plural(n int) string {
 	}
 	return "s"
 }
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}
-
-// hasDuplicate reports whether any intent among msgs was delivered twice.
-func hasDuplicate(msgs []world.Message) bool {
-	for _, g := range narrate.GroupByIntent(msgs) {
-		if g.Duplicate() {
-			return true
-		}
-	}
-	return false
-}

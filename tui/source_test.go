@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/execindex"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
@@ -202,6 +203,23 @@ func (s *snapshot) Executions(skip, limit int) ([]history.Execution, int, error)
 		end = skip + limit
 	}
 	return append([]history.Execution(nil), s.execs[skip:end]...), len(s.execs), nil
+}
+
+// FindExecutions applies the filter's rule (execindex) to every execution,
+// as the host's index answers it.
+func (s *snapshot) FindExecutions(query string, skip, limit int) ([]history.Execution, int, error) {
+	q := execindex.Parse(query)
+	var out []history.Execution
+	total := 0
+	for _, x := range s.execs {
+		if q.Match(x) {
+			if total >= skip && (limit <= 0 || len(out) < limit) {
+				out = append(out, x)
+			}
+			total++
+		}
+	}
+	return out, total, nil
 }
 
 func (s *snapshot) Events(id string, from uint64, limit int) ([]history.Event, error) {

@@ -84,8 +84,6 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
-	case filterTypedMsg:
-		return m, m.onFilterTyped(msg)
 	case pickerMsg:
 		return m, m.onPickerMsg(msg)
 	case locatedMsg:
@@ -101,6 +99,9 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 }
 
 func (m *Model) onExecs(msg execsMsg) tea.Cmd {
+	if msg.filter != m.filterText {
+		return nil // an answer to a filter typed over since
+	}
 	if msg.err != nil {
 		m.setFlash(msg.err.Error(), true)
 		return nil
