@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -84,6 +85,10 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case armedMsg:
+		m.armed = msg.armed
+		m.setFlash(msg.text, false)
+		return m, nil
 	case filterTypedMsg:
 		return m, m.onFilterTyped(msg)
 	case pickerMsg:
@@ -347,9 +352,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.filterText = ""
 			return m.loadExecs()
 		}
-		m.src.Disarm()
-		m.armed = nil
-		m.setFlash("disarmed", false)
+		return m.disarm()
 	case key.Matches(msg, k.ToggleKeys):
 		m.keysOn = cycle(m.keysOn)
 		m.setFlash("next runs: idempotency keys "+tri(m.keysOn), false)
@@ -418,21 +421,45 @@ func tri(v *bool) string {
 	return "off"
 }
 
-func (m *Model) arm(p fault.Point) tea.Cmd {
-	m.src.Arm(p)
-	m.armed = m.src.Armed()
-	m.setFlash("armed for the next tool call: "+p.Describe(), false)
-	return nil
+// armedMsg reports the faults armed after an arm or a disarm, which run
+// as commands: a Source attached to a host in another process answers
+// over a socket.
+type armedMsg struct {
+	armed []fault.Point
+	text  string
 }
 
-func (m *Model) killNow() tea.Cmd {
-	id := killTarget(m.selID, m.started, m.src.Running())
-	if id == "" {
-		m.setFlash("no worker is running", true)
-		return nil
-	}
+func (m *Model) arm(p fault.Point) tea.Cmd {
 	src := m.src
-	return act("sent SIGKILL to the worker of "+id, func() error { return src.Kill(id) })
+	return func() tea.Msg {
+		src.Arm(p)
+		return armedMsg{armed: src.Armed(), text: "armed for the next tool call: " + p.Describe()}
+	}
+}
+
+func (m *Model) disarm() tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		src.Disarm()
+		return armedMsg{armed: src.Armed(), text: "disarmed"}
+	}
+}
+
+// killNow kills the selected execution's worker, or the last run started
+// here when the selection has none; which one is running is read in the
+// command, off the UI goroutine.
+func (m *Model) killNow() tea.Cmd {
+	src, sel, started := m.src, m.selID, m.started
+	return func() tea.Msg {
+		id := killTarget(sel, started, src.Running())
+		if id == "" {
+			return actionMsg{err: errors.New("no worker is running")}
+		}
+		if err := src.Kill(id); err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{text: "sent SIGKILL to the worker of " + id}
+	}
 }
 
 func (m *Model) deleteJournal() tea.Cmd {
