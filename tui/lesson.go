@@ -33,6 +33,11 @@ type LessonRoom struct {
 	Source  Source
 	// Where names the lessons' database, for the lesson pane.
 	Where string
+	// Diff, when set, is told each finished step and its outcome and
+	// returns, for a fix, its difference from its mistake in one line
+	// ("diff: …", lesson.Pairs.Line); "" for a step that fixes nothing.
+	// It is called off the UI goroutine, before Record.
+	Diff func(ctx context.Context, step lesson.Step, out verify.Outcome) (string, error)
 }
 
 // lessonPhase is where the current step stands.
@@ -59,7 +64,9 @@ type lessonState struct {
 	next     int    // the action the learner's next key plays
 	after    string // what the last action left: "worker killed · 1 message in the outbox"
 	feedback lesson.Feedback
-	err      error
+	// diff is a fix's difference from its mistake, once read.
+	diff string
+	err  error
 }
 
 // lessonMsg reports lesson work done off the UI goroutine.
@@ -70,6 +77,7 @@ type lessonMsg struct {
 	action  int
 	exec    string
 	outcome verify.Outcome
+	diff    string
 	err     error
 }
 
@@ -79,6 +87,7 @@ const (
 	lessonOpened lessonMsgKind = iota // the room is open
 	lessonBegun                       // the lessons' database is reset for step
 	lessonActed                       // action ran; outcome is the state after it
+	lessonRecorded                    // the finished step is saved; diff is its diff line
 )
 
 func newLessonInput() textinput.Model {
@@ -151,7 +160,7 @@ func (m *Model) nextLesson() tea.Cmd {
 		m.lesson.phase = phaseFinished
 		return nil
 	}
-	m.lesson.step, m.lesson.phase, m.lesson.err, m.lesson.after = step, phasePredict, nil, ""
+	m.lesson.step, m.lesson.phase, m.lesson.err, m.lesson.after, m.lesson.diff = step, phasePredict, nil, "", ""
 	m.lesson.input = newLessonInput()
 	if !m.wide() {
 		m.focus = paneDetail // the prediction is asked on the lesson's tab
@@ -304,18 +313,35 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			m.lesson.phase = phaseActing
 		}
 		return tea.Batch(cmds...)
+	case lessonRecorded:
+		if !m.lesson.on || msg.step.Name != m.lesson.step.Name {
+			return nil
+		}
+		m.lesson.diff = msg.diff
+		if msg.err != nil {
+			m.lesson.err = msg.err
+		}
 	}
 	return nil
 }
 
-// finishLesson checks the prediction against the step's outcome.
+// finishLesson checks the prediction against the step's outcome, then, in
+// a command, reads a fix's diff line and saves the step as done.
 func (m *Model) finishLesson(out verify.Outcome) tea.Cmd {
-	fb := lesson.Check(m.lesson.step, m.lesson.guess, out)
+	step := m.lesson.step
+	fb := lesson.Check(step, m.lesson.guess, out)
 	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
-	if err := m.lesson.room.Lessons.Record(m.lesson.step, fb); err != nil {
-		m.lesson.err = err
+	room := m.lesson.room
+	return func() tea.Msg {
+		var line string
+		if room.Diff != nil {
+			var err error
+			if line, err = room.Diff(context.Background(), step, out); err != nil {
+				line = "diff: cannot compare with its mistake: " + oneLine(err.Error())
+			}
+		}
+		return lessonMsg{kind: lessonRecorded, step: step, diff: line, err: room.Lessons.Record(step, fb)}
 	}
-	return nil
 }
 
 // afterAction says what an action left, the state the lesson pauses on:
@@ -403,6 +429,10 @@ func (m *Model) lessonLines(width int) (string, []string) {
 					}
 					lines = append(lines, w)
 				}
+			}
+			// A fix is shown as a difference from its mistake.
+			for _, l := range wrap(m.lesson.diff) {
+				lines = append(lines, m.theme.Info.Render(l))
 			}
 		}
 		lines = append(lines, m.theme.Dim.Render("enter: next lesson · esc: back to your database"))
