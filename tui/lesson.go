@@ -84,10 +84,10 @@ type lessonMsg struct {
 type lessonMsgKind int
 
 const (
-	lessonOpened lessonMsgKind = iota // the room is open
-	lessonBegun                       // the lessons' database is reset for step
-	lessonActed                       // action ran; outcome is the state after it
-	lessonRecorded                    // the finished step is saved; diff is its diff line
+	lessonOpened   lessonMsgKind = iota // the room is open
+	lessonBegun                         // the lessons' database is reset for step
+	lessonActed                         // action ran; outcome is the state after it
+	lessonRecorded                      // the finished step is saved; diff is its diff line
 )
 
 func newLessonInput() textinput.Model {
