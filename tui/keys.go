@@ -14,6 +14,7 @@ type KeyMap struct {
 
 	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
+	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
 }
@@ -51,6 +52,7 @@ func DefaultKeyMap() KeyMap {
 		DeleteJournal: b("D", "delete journal record (asks)", "D"),
 		AdvanceClock:  b("A", "clock +25 h: keys expire", "A"),
 		ResetWorld:    b("R", "reset the world (asks)", "R"),
+		StartClean:    b("E", "erase all: start clean (asks)", "E"),
 		FinalOnly:     b("f", "final attempt only / all", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),
@@ -80,7 +82,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
 		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.MarkExec, k.Compare, k.Lesson, k.Help, k.Quit},
-		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld},
+		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld, k.StartClean},
 	}
 }
 

@@ -195,7 +195,7 @@ func (m *Model) lessonTakes(s string) bool {
 		return true
 	case phaseActing, phaseRunning:
 		switch s {
-		case "n", "r", "D", "A", "R", "esc", "ctrl+c":
+		case "n", "r", "D", "A", "R", "E", "esc", "ctrl+c":
 			return true
 		}
 		return m.lesson.phase == phaseActing && s == lessonKeyFor(m.lesson.step.Actions[m.lesson.next].Verb)

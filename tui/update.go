@@ -369,6 +369,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		src := m.src
 		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · other keys: keep",
 			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
+	case key.Matches(msg, k.StartClean):
+		return m.startClean()
 	case key.Matches(msg, k.FinalOnly):
 		m.finalOnly = !m.finalOnly
 		if m.finalOnly {
@@ -472,6 +474,28 @@ func (m *Model) deleteJournal() tea.Cmd {
 	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · other keys: keep", id, step),
 		func() tea.Cmd {
 			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
+		})
+}
+
+// resetter is a Source that can wipe its database (*engine.Host and
+// *engine.Client): executions, histories, journals and the world.
+type resetter interface {
+	Reset() error
+}
+
+// startClean empties the database shown, executions too, once y confirms:
+// R resets only the world and leaves the histories, which is what a demo
+// that starts over does not want.
+func (m *Model) startClean() tea.Cmd {
+	r, ok := m.src.(resetter)
+	if !ok {
+		m.setFlash("this source cannot be erased", true)
+		return nil
+	}
+	return m.ask("Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase · other keys: keep",
+		func() tea.Cmd {
+			m.follow, m.started, m.execSel, m.execTop = "", "", 0, 0
+			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }
 

@@ -232,3 +232,27 @@ func TestResizeAtAnyTime(t *testing.T) {
 		}
 	}
 }
+
+// TestStartCleanAsksThenErasesExecutions: E erases the executions as well
+// as the world (R keeps the histories), only once y confirms.
+func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 160, 44)
+	if m.execTotal == 0 {
+		t.Fatal("the article's database has executions")
+	}
+	press(t, m, "E")
+	mustShow(t, m.View(), "the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	press(t, m, "j")
+	if calls := snap.Calls(); len(calls) != 0 || m.execTotal == 0 || !strings.Contains(m.flash, "cancelled") {
+		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execTotal, m.flash)
+	}
+	press(t, m, "E", "y")
+	if calls := snap.Calls(); strings.Join(calls, "|") != "reset" {
+		t.Fatalf("E y: calls %v", calls)
+	}
+	if m.execTotal != 0 || m.selID != "" || m.tr != nil {
+		t.Fatalf("after E y: %d executions, selected %q", m.execTotal, m.selID)
+	}
+	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")
+}
