@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -508,4 +509,26 @@ func (m *Model) lessonStrip(height int) string {
 		lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
 	}
 	return m.theme.box(title, lines, m.width, height, false)
+}
+
+// lessonShortHelp is the footer's keys while the lesson has the keyboard:
+// while a prediction is typed, enter and esc (q types a q); while it waits
+// for a key, that key; nil when the explorer's keys work (the verdict).
+func (m *Model) lessonShortHelp() []key.Binding {
+	leave := hint("esc", "leave lesson")
+	switch m.lesson.phase {
+	case phasePredict:
+		return []key.Binding{hint("enter", "start"), leave, hint("ctrl+c", "quit")}
+	case phaseActing:
+		a := m.lesson.step.Actions[m.lesson.next]
+		k := lessonKeyFor(a.Verb)
+		return []key.Binding{hint(k, strings.ToLower(a.Verb)), leave, word(m.keys.Help), word(m.keys.Quit)}
+	case phaseRunning:
+		return []key.Binding{leave, word(m.keys.Quit)}
+	case phaseFeedback:
+		return []key.Binding{hint("enter", "next lesson"), leave, word(m.keys.Help), word(m.keys.Quit)}
+	case phaseFinished:
+		return []key.Binding{hint("enter", "back to your database"), word(m.keys.Quit)}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -71,14 +72,15 @@ var paneNames = [paneCount]string{"Executions", "Trace", "Outbox", "Detail"}
 
 // Model is the explorer's state. All of it changes only in Update.
 type Model struct {
+	// Context is the theme, keymap and size every component shares.
+	*Context
 	src   Source
 	now   func() time.Time
-	keys  KeyMap
-	theme Theme
 	title string
 
-	width, height int
-	focus         pane
+	focus pane
+	// footer draws the short help: the keys of the pane and mode in front.
+	footer help.Model
 
 	// Executions pane: a window of the list, loaded by cursor.
 	execs      []execItem
@@ -175,8 +177,7 @@ func New(o Options) *Model {
 	m := &Model{
 		src:         o.Source,
 		now:         o.Now,
-		keys:        DefaultKeyMap(),
-		theme:       NewTheme(o.HighContrast),
+		Context:     newContext(o.HighContrast),
 		title:       o.Title,
 		focus:       paneTrace,
 		filter:      ti,
@@ -187,6 +188,7 @@ func New(o Options) *Model {
 		presenter:   o.Presenter,
 		flashFor:    o.FlashFor,
 	}
+	m.footer = newFooterHelp(m.theme)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }

@@ -338,3 +338,30 @@ func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
 	}
 }
+
+// TestFooterShowsThePaneAndModeKeys: the footer's short help is the keys
+// that work now: the focused pane's, the filter box's while it is open,
+// and no q while a prediction is typed (q types a q).
+func TestFooterShowsThePaneAndModeKeys(t *testing.T) {
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	mustShow(t, m.statusBar(), "trace", "t timeout", "f final-only", "q quit")
+	press(t, m, "shift+tab")
+	mustShow(t, m.statusBar(), "executions", "/ filter", "m mark", "= compare", "q quit")
+	press(t, m, "tab", "tab")
+	mustShow(t, m.statusBar(), "outbox", "o outbox/CRM", "q quit")
+	press(t, m, "/")
+	bar := m.statusBar()
+	mustShow(t, bar, "filter box", "enter keep", "esc undo")
+	if strings.Contains(bar, "q quit") {
+		t.Fatalf("q types into the filter, the footer offers it: %s", bar)
+	}
+	press(t, m, "esc", "L")
+	bar = m.statusBar()
+	mustShow(t, bar, "prediction", "enter start", "esc leave lesson")
+	if strings.Contains(bar, "q quit") || strings.Contains(bar, "n run") {
+		t.Fatalf("while a prediction is typed the footer offers explorer keys: %s", bar)
+	}
+	press(t, m, "2", "enter")
+	mustShow(t, m.statusBar(), "the lesson's next key", "n run", "esc leave lesson", "q quit")
+}

@@ -1,0 +1,32 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/help"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// Context is what the explorer's components share: the theme, the keymap
+// and the screen size. The Model owns it and every component holds the
+// same pointer, so a resize or a theme is set once (the shape of
+// soft-serve's ui/common and gh-dash's program context).
+type Context struct {
+	theme         Theme
+	keys          KeyMap
+	width, height int
+}
+
+// newContext is the shared context of a new explorer.
+func newContext(highContrast bool) *Context {
+	return &Context{theme: NewTheme(highContrast), keys: DefaultKeyMap()}
+}
+
+// component is one pane or overlay of the explorer: it takes messages in
+// Update, draws itself in View, is told its size in SetSize, and says its
+// own keys (help.KeyMap) for the footer's short help and the help page.
+// Update and View never block: reads and actions are tea.Cmds.
+type component interface {
+	Update(msg tea.Msg) tea.Cmd
+	View() string
+	SetSize(width, height int)
+	help.KeyMap
+}
