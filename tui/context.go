@@ -30,3 +30,8 @@ type component interface {
 	SetSize(width, height int)
 	help.KeyMap
 }
+
+// The explorer's components.
+var (
+	_ component = (*helpPage)(nil)
+)

@@ -48,7 +48,7 @@ type compareMsg struct {
 func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
 	if !m.cmp.open {
-		if m.showHelp {
+		if m.help.open {
 			return nil, false // the help is closed by any key first
 		}
 		switch {

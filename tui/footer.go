@@ -130,6 +130,8 @@ func newFooterHelp(t Theme) help.Model {
 func (m *Model) shortHelp() []key.Binding {
 	k := m.keys
 	switch {
+	case m.help.open:
+		return m.help.ShortHelp()
 	case m.waitingQuit:
 		return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")}
 	case m.filtering:

@@ -130,8 +130,7 @@ type Model struct {
 	picking   bool
 	picker    list.Model
 	pickSeq   int // numbers the picker's keys; see pickerMsg
-	showHelp  bool
-	helpPage  int
+	help      *helpPage
 	flash     string
 	flashBad  bool
 	flashSeq  int // counts status messages, so only the newest expires
@@ -189,6 +188,7 @@ func New(o Options) *Model {
 		flashFor:    o.FlashFor,
 	}
 	m.footer = newFooterHelp(m.theme)
+	m.help = newHelpPage(m.Context)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }

@@ -39,6 +39,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, nil
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.help.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.sizePicker()
 		return m, m.loadExecs()
@@ -275,14 +276,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if cmd, ok := m.compareKey(msg); ok {
 		return cmd
 	}
-	if m.showHelp {
+	if m.help.open {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
 			return m.quit()
 		}
-		if !m.onHelpKey(msg.String()) {
-			m.showHelp = false
-		}
-		return nil
+		return m.help.Update(msg)
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
@@ -291,7 +289,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.askRunning(false, 0)
 	case key.Matches(msg, k.Help):
-		m.showHelp, m.helpPage = true, 0
+		m.help.Show()
 	case key.Matches(msg, k.NextPane):
 		m.focus = m.nextPane(1)
 	case key.Matches(msg, k.PrevPane):

@@ -170,11 +170,11 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatal("o shows the CRM tab")
 	}
 	press(t, m, "?")
-	if !m.showHelp || !strings.Contains(m.View(), "Faults") {
+	if !m.help.open || !strings.Contains(m.View(), "Faults") {
 		t.Fatal("? shows grouped help")
 	}
 	press(t, m, "x") // any key closes help without acting
-	if m.showHelp || snap.Calls()[len(snap.Calls())-1] != "reset-world" {
+	if m.help.open || snap.Calls()[len(snap.Calls())-1] != "reset-world" {
 		t.Fatal("a key closes help and does nothing else")
 	}
 	press(t, m, "q") // nothing runs: it quits without asking

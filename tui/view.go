@@ -89,8 +89,8 @@ func (m *Model) View() string {
 	if m.width < MinWidth || m.height < MinHeight {
 		return m.tooSmall()
 	}
-	if m.showHelp {
-		return m.helpView()
+	if m.help.open {
+		return m.help.View()
 	}
 	if m.picking {
 		return m.pickerView()
@@ -435,7 +435,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.showHelp || m.picking {
+	if m.help.open || m.picking {
 		return nil
 	}
 	for p, r := range m.layout() {

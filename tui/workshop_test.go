@@ -181,7 +181,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 		m := open(t, article(t), size[0], size[1])
 		press(t, m, "?")
 		var seen strings.Builder
-		for page := 0; page < 10 && m.showHelp; page++ {
+		for page := 0; page < 10 && m.help.open; page++ {
 			v := m.View()
 			lines := strings.Split(v, "\n")
 			if len(lines) != size[1] {
@@ -211,7 +211,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 			mustShow(t, all, fmt.Sprintf("help at %v", size), mk[0], mk[1])
 		}
 		press(t, m, "x")
-		if m.showHelp {
+		if m.help.open {
 			t.Errorf("%v: x closes help", size)
 		}
 	}
