@@ -34,4 +34,5 @@ type component interface {
 // The explorer's components.
 var (
 	_ component = (*helpPage)(nil)
+	_ component = (*filterBox)(nil)
 )

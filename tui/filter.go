@@ -4,6 +4,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -48,43 +51,102 @@ func matchExecution(src Source, x history.Execution, text string) bool {
 	return containsFold(x.ID, t) || containsFold(x.Scenario, t) || containsFold(string(x.Status), t) || containsFold(x.Policy.String(), t)
 }
 
-// onFilterKey edits the executions filter, which applies as you type
-// (after filterPause); enter keeps it and closes the box, esc restores the
-// filter the box opened with.
-func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter":
-		m.filtering = false
-		m.filter.Blur()
-		return m.applyFilter(m.filter.Value())
-	case "esc":
-		m.filtering = false
-		m.filter.Blur()
-		return m.applyFilter(m.filterBefore)
-	}
-	before := m.filter.Value()
-	var cmd tea.Cmd
-	m.filter, cmd = m.filter.Update(msg)
-	if text := m.filter.Value(); text != before {
-		cmd = tea.Batch(cmd, tea.Tick(filterPause, func(time.Time) tea.Msg { return filterTypedMsg{text: text} }))
-	}
-	return cmd
+// filterBox is the executions filter (/): a text box that applies as you
+// type (after filterPause); enter keeps the text and closes the box, esc
+// restores the filter the box opened with. text is the filter applied: the
+// Model reads the list again whenever an Update changes it.
+type filterBox struct {
+	*Context
+	input textinput.Model
+	open  bool
+	// text is the filter applied; before, the one the box opened with.
+	text, before string
+	width        int
 }
 
-// onFilterTyped applies the text typed if the box still holds it.
-func (m *Model) onFilterTyped(msg filterTypedMsg) tea.Cmd {
-	if !m.filtering || msg.text != m.filter.Value() {
-		return nil
-	}
-	return m.applyFilter(msg.text)
+func newFilterBox(ctx *Context) *filterBox {
+	in := textinput.New()
+	in.Prompt = "/"
+	in.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
+	in.CharLimit = 64
+	in.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
+	return &filterBox{Context: ctx, input: in}
 }
 
-// applyFilter shows the executions that answer text, from the first.
-func (m *Model) applyFilter(text string) tea.Cmd {
-	if text == m.filterText {
+var (
+	filterKeep = hint("enter", "keep")
+	filterUndo = hint("esc", "undo")
+)
+
+// Open shows the box with the filter applied, to edit.
+func (f *filterBox) Open() tea.Cmd {
+	f.open, f.before = true, f.text
+	f.input.SetValue(f.text)
+	return f.input.Focus()
+}
+
+// Clear drops the filter; false when there was none.
+func (f *filterBox) Clear() bool {
+	had := f.text != ""
+	f.text = ""
+	return had
+}
+
+// SetSize is the width of the executions pane the box shows in.
+func (f *filterBox) SetSize(width, _ int) { f.width = width }
+
+// Update edits the text on a key and applies the text typed once the
+// pause after it passes (filterTypedMsg), unless more was typed since.
+func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case filterTypedMsg:
+		if f.open && msg.text == f.input.Value() {
+			f.text = msg.text
+		}
 		return nil
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, filterKeep):
+			f.open = false
+			f.input.Blur()
+			f.text = f.input.Value()
+			return nil
+		case key.Matches(msg, filterUndo):
+			f.open = false
+			f.input.Blur()
+			f.text = f.before
+			return nil
+		}
+		before := f.input.Value()
+		var cmd tea.Cmd
+		f.input, cmd = f.input.Update(msg)
+		if text := f.input.Value(); text != before {
+			cmd = tea.Batch(cmd, tea.Tick(filterPause, func(time.Time) tea.Msg { return filterTypedMsg{text: text} }))
+		}
+		return cmd
 	}
-	m.filterText = text
+	return nil
+}
+
+// View is the box's line, at the top of the executions pane.
+func (f *filterBox) View() string { return f.input.View() }
+
+// ShortHelp is the box's keys; every other key types.
+func (f *filterBox) ShortHelp() []key.Binding {
+	return []key.Binding{filterKeep, filterUndo, hint("ctrl+c", "quit")}
+}
+
+// FullHelp is the box's keys in one group.
+func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
+
+// updateFilter hands msg to the filter box and reads the list again, from
+// the first, when the filter applied changed.
+func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
+	before := m.filter.text
+	cmd := m.filter.Update(msg)
+	if m.filter.text == before {
+		return cmd
+	}
 	m.execSel, m.execTop = 0, 0
-	return m.loadExecs()
+	return tea.Batch(cmd, m.loadExecs())
 }

@@ -134,8 +134,8 @@ func (m *Model) shortHelp() []key.Binding {
 		return m.help.ShortHelp()
 	case m.waitingQuit:
 		return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")}
-	case m.filtering:
-		return []key.Binding{hint("enter", "keep"), hint("esc", "undo"), hint("ctrl+c", "quit")}
+	case m.filter.open:
+		return m.filter.ShortHelp()
 	case m.lesson.on:
 		if keys := m.lessonShortHelp(); keys != nil {
 			return keys

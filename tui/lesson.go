@@ -150,7 +150,8 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.execs, m.execSkip, m.execTotal, m.execSel, m.execTop = nil, 0, 0, 0, 0
 	m.selID, m.tr, m.rows, m.msgs, m.traceSel, m.traceTop = "", nil, nil, nil, 0, 0
 	m.collapsed = map[string]bool{}
-	m.filterText, m.follow, m.started = "", "", ""
+	m.filter.Clear()
+	m.follow, m.started = "", ""
 	m.recent, m.records, m.armed = nil, nil, nil
 	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
 }

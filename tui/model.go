@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/list"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine"
@@ -83,16 +81,12 @@ type Model struct {
 	footer help.Model
 
 	// Executions pane: a window of the list, loaded by cursor.
-	execs      []execItem
-	execSkip   int // index of execs[0] in the full list
-	execTotal  int
-	execSel    int
-	execTop    int
-	filter     textinput.Model
-	filtering  bool
-	filterText string
-	// filterBefore is the filter the box opened with; esc restores it.
-	filterBefore string
+	execs     []execItem
+	execSkip  int // index of execs[0] in the full list
+	execTotal int
+	execSel   int
+	execTop   int
+	filter    *filterBox
 
 	// Trace pane.
 	selID     string
@@ -168,18 +162,12 @@ func New(o Options) *Model {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
-	ti.CharLimit = 64
-	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
 		src:         o.Source,
 		now:         o.Now,
 		Context:     newContext(o.HighContrast),
 		title:       o.Title,
 		focus:       paneTrace,
-		filter:      ti,
 		collapsed:   map[string]bool{},
 		startRun:    o.Run,
 		openLessons: o.OpenLessons,
@@ -189,6 +177,7 @@ func New(o Options) *Model {
 	}
 	m.footer = newFooterHelp(m.theme)
 	m.help = newHelpPage(m.Context)
+	m.filter = newFilterBox(m.Context)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
@@ -274,7 +263,7 @@ func (m *Model) execPageSize() int {
 }
 
 func (m *Model) loadExecs() tea.Cmd {
-	src, filter := m.src, m.filterText
+	src, filter := m.src, m.filter.text
 	skip := m.execTop
 	limit := m.execPageSize()
 	return func() tea.Msg {

@@ -82,7 +82,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
 			m.follow, m.started = msg.selectID, msg.selectID
-			m.filterText = ""
+			m.filter.Clear()
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
@@ -91,7 +91,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.setFlash(msg.text, false)
 		return m, nil
 	case filterTypedMsg:
-		return m, m.onFilterTyped(msg)
+		return m, m.updateFilter(msg)
 	case pickerMsg:
 		return m, m.onPickerMsg(msg)
 	case locatedMsg:
@@ -264,8 +264,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.setFlash("staying: the run goes on", false)
 		return nil
 	}
-	if m.filtering {
-		return m.onFilterKey(msg)
+	if m.filter.open {
+		if msg.String() == "ctrl+c" {
+			return m.quit() // as in every other box
+		}
+		return m.updateFilter(msg)
 	}
 	if m.picking {
 		return m.onPickerKey(msg)
@@ -315,10 +318,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setCollapsed(!m.collapsed[n.id])
 		}
 	case key.Matches(msg, k.Filter):
-		m.filtering = true
-		m.filterBefore = m.filterText
-		m.filter.SetValue(m.filterText)
-		return m.filter.Focus()
+		return m.filter.Open()
 	case key.Matches(msg, k.Run):
 		return m.openPicker()
 	case key.Matches(msg, k.Resume):
@@ -346,8 +346,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.CrashAfterRecord):
 		return m.arm(fault.CrashAfterRecord)
 	case key.Matches(msg, k.Disarm):
-		if m.filterText != "" {
-			m.filterText = ""
+		if m.filter.Clear() {
 			return m.loadExecs()
 		}
 		return m.disarm()

@@ -194,11 +194,11 @@ func (m *Model) markStyle(mk marker) lipgloss.Style {
 
 func (m *Model) execsView(height, width int) (string, []string) {
 	title := fmt.Sprintf("Executions %d", m.execTotal)
-	if m.filterText != "" {
-		title = fmt.Sprintf("Executions /%s %d", m.filterText, m.execTotal)
+	if m.filter.text != "" {
+		title = fmt.Sprintf("Executions /%s %d", m.filter.text, m.execTotal)
 	}
 	var lines []string
-	if m.filtering {
+	if m.filter.open {
 		lines = append(lines, m.filter.View())
 	}
 	if m.execTotal == 0 {

@@ -25,8 +25,8 @@ func TestKeysInOneBurstAllCount(t *testing.T) {
 	// A burst that opens the filter types the rest into it.
 	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/safe")})
 	drive(t, m, cmd)
-	if !m.filtering || m.filter.Value() != "safe" {
-		t.Fatalf("/safe in one burst: filtering=%v value %q", m.filtering, m.filter.Value())
+	if !m.filter.open || m.filter.input.Value() != "safe" {
+		t.Fatalf("/safe in one burst: filtering=%v value %q", m.filter.open, m.filter.input.Value())
 	}
 }
 
@@ -317,11 +317,11 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 	m := open(t, article(t), 160, 40)
 	press(t, m, "/", "s", "a", "f")
-	if !m.filtering || m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filtering, m.execTotal, m.selID)
+	if !m.filter.open || m.execTotal != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filter.open, m.execTotal, m.selID)
 	}
 	press(t, m, "esc")
-	if m.filtering || m.execTotal != 3 {
+	if m.filter.open || m.execTotal != 3 {
 		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execTotal)
 	}
 	press(t, m, "/", "dup", "enter")
