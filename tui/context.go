@@ -35,4 +35,5 @@ type component interface {
 var (
 	_ component = (*helpPage)(nil)
 	_ component = (*filterBox)(nil)
+	_ component = (*scenarioPicker)(nil)
 )

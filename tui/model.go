@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/list"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine"
@@ -121,9 +120,7 @@ type Model struct {
 	worldOffset       time.Duration
 
 	scenarios []*scenario.Scenario
-	picking   bool
-	picker    list.Model
-	pickSeq   int // numbers the picker's keys; see pickerMsg
+	picker    *scenarioPicker
 	help      *helpPage
 	flash     string
 	flashBad  bool
@@ -178,6 +175,7 @@ func New(o Options) *Model {
 	m.footer = newFooterHelp(m.theme)
 	m.help = newHelpPage(m.Context)
 	m.filter = newFilterBox(m.Context)
+	m.picker = newScenarioPicker(m.Context)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }

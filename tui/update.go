@@ -41,7 +41,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
-		m.sizePicker()
+		m.picker.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)
@@ -93,7 +93,9 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case filterTypedMsg:
 		return m, m.updateFilter(msg)
 	case pickerMsg:
-		return m, m.onPickerMsg(msg)
+		return m, m.picker.Update(msg)
+	case pickedMsg:
+		return m, m.start(msg.name)
 	case locatedMsg:
 		return m, m.onLocated(msg)
 	case runningMsg:
@@ -270,8 +272,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.updateFilter(msg)
 	}
-	if m.picking {
-		return m.onPickerKey(msg)
+	if m.picker.open {
+		if msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		return m.picker.Update(msg)
 	}
 	if m.lesson.on && m.lessonTakes(msg.String()) {
 		return m.onLessonKey(msg)

@@ -92,8 +92,8 @@ func (m *Model) View() string {
 	if m.help.open {
 		return m.help.View()
 	}
-	if m.picking {
-		return m.pickerView()
+	if m.picker.open {
+		return m.picker.View()
 	}
 	if m.cmp.open {
 		return m.compareView()
@@ -435,7 +435,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.help.open || m.picking {
+	if m.help.open || m.picker.open {
 		return nil
 	}
 	for p, r := range m.layout() {

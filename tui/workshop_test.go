@@ -130,8 +130,8 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 	}
 	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · other keys: keep")
 	press(t, m, "n")
-	if len(snap.Calls()) != 0 || m.confirm != nil || m.picking {
-		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picking)
+	if len(snap.Calls()) != 0 || m.confirm != nil || m.picker.open {
+		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picker.open)
 	}
 	press(t, m, "R")
 	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset")
@@ -281,16 +281,16 @@ func TestPickerFilters(t *testing.T) {
 	if calls := snap.Calls(); len(calls) != 1 || calls[0] != "start one-send keys=as the scenario says journal=as the scenario says" {
 		t.Fatalf("picked: %v", calls)
 	}
-	if m.picking {
+	if m.picker.open {
 		t.Fatal("the picker stays open after a run starts")
 	}
 	// The list pages: pgdown moves a page, not a row.
 	press(t, m, "n", "pgdown")
-	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.Index() < 3 {
-		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.Index())
+	if it := m.picker.list.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.list.Index() < 3 {
+		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.list.Index())
 	}
 	press(t, m, "esc")
-	if m.picking {
+	if m.picker.open {
 		t.Fatal("esc closes the picker")
 	}
 }
@@ -300,7 +300,7 @@ func TestPickerFilters(t *testing.T) {
 func TestScenarioPurposeAndKeys(t *testing.T) {
 	m := open(t, article(t), 80, 24)
 	press(t, m, "n", "/", "key-retention", "enter")
-	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
+	if it := m.picker.list.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
 		press(t, m, "down") // the filter may rank key-retention-fixed first
 	}
 	v := m.View()
