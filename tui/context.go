@@ -36,4 +36,5 @@ var (
 	_ component = (*helpPage)(nil)
 	_ component = (*filterBox)(nil)
 	_ component = (*scenarioPicker)(nil)
+	_ component = (*comparePane)(nil)
 )

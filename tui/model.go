@@ -112,7 +112,7 @@ type Model struct {
 	outTop      int
 
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
-	cmp compareState
+	cmp *comparePane
 
 	// Policy overrides for runs started here, armed faults, world clock.
 	keysOn, journalOn *bool
@@ -176,6 +176,7 @@ func New(o Options) *Model {
 	m.help = newHelpPage(m.Context)
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
+	m.cmp = newComparePane(m.Context)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }

@@ -42,6 +42,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.help.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
+		m.cmp.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)

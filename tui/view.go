@@ -96,7 +96,7 @@ func (m *Model) View() string {
 		return m.picker.View()
 	}
 	if m.cmp.open {
-		return m.compareView()
+		return m.cmp.View()
 	}
 	lay := m.layout()
 	if m.wide() {
