@@ -13,11 +13,13 @@ type Context struct {
 	theme         Theme
 	keys          KeyMap
 	width, height int
+	// focus is the pane the keys move.
+	focus pane
 }
 
 // newContext is the shared context of a new explorer.
 func newContext(highContrast bool) *Context {
-	return &Context{theme: NewTheme(highContrast), keys: DefaultKeyMap()}
+	return &Context{theme: NewTheme(highContrast), keys: DefaultKeyMap(), focus: paneTrace}
 }
 
 // component is one pane or overlay of the explorer: it takes messages in
@@ -37,4 +39,5 @@ var (
 	_ component = (*filterBox)(nil)
 	_ component = (*scenarioPicker)(nil)
 	_ component = (*comparePane)(nil)
+	_ component = (*outboxPane)(nil)
 )

@@ -145,7 +145,7 @@ func (m *Model) shortHelp() []key.Binding {
 	case paneExecs:
 		return words(k.Run, k.Filter, k.Resume, k.MarkExec, k.Compare, k.Help, k.Quit)
 	case paneOutbox:
-		return words(k.OutboxTab, k.Run, k.CrashAfterEffect, k.Resume, k.Help, k.Quit)
+		return m.outbox.ShortHelp()
 	}
 	return k.ShortHelp()
 }

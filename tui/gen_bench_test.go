@@ -264,13 +264,13 @@ func TestCRMRowsLoadLazily(t *testing.T) {
 	defer h.Close()
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
-	if m.records != nil {
-		t.Fatalf("the first frame read %d CRM rows; want none until the CRM tab shows", len(m.records))
+	if m.outbox.records != nil {
+		t.Fatalf("the first frame read %d CRM rows; want none until the CRM tab shows", len(m.outbox.records))
 	}
 	r.send(benchKey("o"))
 	r.settle(t)
-	if len(m.records) == 0 || m.recordsCut || !strings.Contains(m.View(), "CRM (provider's truth)") {
-		t.Fatalf("the CRM tab shows %d rows (cut %v)", len(m.records), m.recordsCut)
+	if len(m.outbox.records) == 0 || m.outbox.recordsCut || !strings.Contains(m.View(), "CRM (provider's truth)") {
+		t.Fatalf("the CRM tab shows %d rows (cut %v)", len(m.outbox.records), m.outbox.recordsCut)
 	}
 
 	rows := make([]world.Record, crmWindow+5)

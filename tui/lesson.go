@@ -148,11 +148,12 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.srcGen++
 	m.notices, m.unsubscribe = src.Subscribe(4096)
 	m.execs, m.execSkip, m.execTotal, m.execSel, m.execTop = nil, 0, 0, 0, 0
-	m.selID, m.tr, m.rows, m.msgs, m.traceSel, m.traceTop = "", nil, nil, nil, 0, 0
+	m.selID, m.tr, m.rows, m.traceSel, m.traceTop = "", nil, nil, 0, 0
 	m.collapsed = map[string]bool{}
 	m.filter.Clear()
 	m.follow, m.started = "", ""
-	m.recent, m.records, m.armed = nil, nil, nil
+	m.outbox.Clear()
+	m.armed = nil
 	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
 }
 

@@ -272,8 +272,8 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 	snap.msgs, snap.records = nil, nil // what ResetWorld leaves
 	_, cmd := m.Update(noticesMsg{batch: []engine.Notice{{Lagged: true}}, closed: true})
 	settleAll(t, m, cmd)
-	if len(m.msgs) != 0 {
-		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.msgs))
+	if len(m.outbox.msgs) != 0 {
+		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.outbox.msgs))
 	}
 	if !ambiguous() || !m.execs[0].duplicates {
 		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs[0].duplicates, m.View())

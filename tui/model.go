@@ -75,7 +75,6 @@ type Model struct {
 	now   func() time.Time
 	title string
 
-	focus pane
 	// footer draws the short help: the keys of the pane and mode in front.
 	footer help.Model
 
@@ -101,15 +100,8 @@ type Model struct {
 	// the trace reads on from where it stands once the page is in.
 	stale bool
 
-	// Outbox and CRM.
-	msgs        []world.Message // the selected execution's deliveries
-	recent      []world.Message
-	outboxTotal int
-	records     []world.Record
-	recordsCut  bool // more rows than crmWindow
-	crmTab      bool
-	outSel      int
-	outTop      int
+	// outbox is the outbox and CRM pane.
+	outbox *outboxPane
 
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
 	cmp *comparePane
@@ -164,7 +156,6 @@ func New(o Options) *Model {
 		now:         o.Now,
 		Context:     newContext(o.HighContrast),
 		title:       o.Title,
-		focus:       paneTrace,
 		collapsed:   map[string]bool{},
 		startRun:    o.Run,
 		openLessons: o.OpenLessons,
@@ -177,6 +168,7 @@ func New(o Options) *Model {
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
+	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
@@ -382,7 +374,7 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm := m.src, m.crmTab
+	src, crm := m.src, m.outbox.crmTab
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {

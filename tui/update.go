@@ -53,14 +53,11 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.recent, m.outboxTotal, m.armed, m.worldOffset = msg.recent, msg.total, msg.armed, msg.offset
-		if msg.forID != "" && msg.forID == m.selID {
-			m.msgs = msg.msgs
+		m.armed, m.worldOffset = msg.armed, msg.offset
+		if msg.forID != m.selID {
+			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
-		if msg.crm {
-			m.records, m.recordsCut = msg.records, msg.cut
-		}
-		return m, nil
+		return m, m.outbox.Update(msg)
 	case scenariosMsg:
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
@@ -129,7 +126,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 			return m.loadTrace(m.selID)
 		}
 	} else if m.execTotal == 0 {
-		m.selID, m.tr, m.rows, m.msgs = "", nil, nil, nil
+		m.selID, m.tr, m.rows, m.outbox.msgs = "", nil, nil, nil
 	}
 	return nil
 }
@@ -157,7 +154,7 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 		}
 	} else {
 		m.tr = newTraceView(msg.x, msg.events)
-		m.msgs = msg.msgs
+		m.outbox.msgs = msg.msgs
 	}
 	m.truncated = msg.truncated
 	m.reflow()
@@ -303,6 +300,12 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.focus = m.nextPane(1)
 	case key.Matches(msg, k.PrevPane):
 		m.focus = m.nextPane(-1)
+	case m.focus == paneOutbox && (key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom)):
+		m.sizePanes()
+		cmd := m.outbox.Update(msg)
+		m.revealLinkedAttempt()
+		m.clampScroll()
+		return cmd
 	case key.Matches(msg, k.Up):
 		return m.move(-1)
 	case key.Matches(msg, k.Down):
@@ -389,9 +392,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):
-		m.crmTab = !m.crmTab
-		m.outSel, m.outTop = 0, 0
-		if m.crmTab {
+		m.outbox.Update(msg)
+		if m.outbox.crmTab {
 			return m.loadOutbox() // the CRM rows are read only while shown
 		}
 	}
@@ -548,32 +550,16 @@ func (m *Model) move(delta int) tea.Cmd {
 			return m.loadMoreTrace() // near the end of what is loaded
 		}
 	case paneOutbox:
-		n := m.outboxCount()
-		m.outSel = clamp(m.outSel+delta, 0, max(0, n-1))
+		m.sizePanes()
+		m.outbox.move(delta)
 		m.revealLinkedAttempt()
 	}
 	m.clampScroll()
 	return nil
 }
 
-func (m *Model) outboxCount() int {
-	if m.crmTab {
-		return len(crmLines(m.records))
-	}
-	return len(outboxLines(m.msgs, m.outboxTotal))
-}
-
 // selectedMessage is the outbox message under the outbox selection.
-func (m *Model) selectedMessage() *outboxLine {
-	if m.crmTab {
-		return nil
-	}
-	lines := outboxLines(m.msgs, m.outboxTotal)
-	if m.outSel < 0 || m.outSel >= len(lines) || lines[m.outSel].msg == nil {
-		return nil
-	}
-	return &lines[m.outSel]
-}
+func (m *Model) selectedMessage() *outboxLine { return m.outbox.selected() }
 
 // revealLinkedAttempt moves the trace selection to the attempt that caused
 // the selected message, so the other half of the link is on screen.
@@ -604,7 +590,8 @@ func (m *Model) nextPane(dir int) pane {
 
 func (m *Model) clampScroll() {
 	m.traceTop = scrollTo(m.traceSel, m.traceTop, m.paneHeight(paneTrace)-2, len(m.rows))
-	m.outTop = scrollTo(m.outSel, m.outTop, m.paneHeight(paneOutbox)-2, m.outboxCount())
+	m.sizePanes()
+	m.outbox.clampScroll()
 }
 
 func contains(list []string, s string) bool {

@@ -166,7 +166,7 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatalf("D A R: %v, want %v", got, want)
 	}
 	press(t, m, "o")
-	if !m.crmTab || !strings.Contains(m.View(), "CRM (provider's truth)") {
+	if !m.outbox.crmTab || !strings.Contains(m.View(), "CRM (provider's truth)") {
 		t.Fatal("o shows the CRM tab")
 	}
 	press(t, m, "?")

@@ -71,6 +71,18 @@ func (m *Model) layout() map[pane]rect {
 	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
 }
 
+// sizePanes tells the panes that are components their boxes for the
+// current layout (a pane not shown gets the screen under the tabs, as
+// paneHeight says).
+func (m *Model) sizePanes() {
+	lay := m.layout()
+	r, ok := lay[paneOutbox]
+	if !ok {
+		r = rect{w: m.width, h: m.height - 2}
+	}
+	m.outbox.SetSize(r.w, r.h)
+}
+
 func (m *Model) paneHeight(p pane) int {
 	if r, ok := m.layout()[p]; ok {
 		return r.h
@@ -151,7 +163,8 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	case paneTrace:
 		title, lines = m.traceView(inner, r.w-2)
 	case paneOutbox:
-		title, lines = m.outboxView(inner, r.w-2)
+		m.outbox.SetSize(r.w, r.h)
+		return m.outbox.View()
 	case paneDetail:
 		if m.lesson.on {
 			title, lines = m.lessonLines(r.w - 2)
@@ -310,41 +323,6 @@ func (n *node) plain() string {
 	return n.text
 }
 
-func (m *Model) outboxView(height, width int) (string, []string) {
-	if m.crmTab {
-		title := "CRM (provider's truth) · o: outbox"
-		if m.recordsCut {
-			title = fmt.Sprintf("CRM (first %d rows) · o: outbox", crmWindow)
-		}
-		all := crmLines(m.records)
-		return title, window(all, m.outTop, height, m.outSel, m.focus == paneOutbox, m.theme)
-	}
-	title := "Outbox (provider's truth) · o: CRM"
-	ls := outboxLines(m.msgs, m.outboxTotal)
-	highlight := m.selectedAttemptLink()
-	var lines []string
-	for i := m.outTop; i < len(ls) && len(lines) < height; i++ {
-		l := ls[i]
-		text := l.text
-		switch l.status {
-		case 1:
-			text = m.theme.OK.Render(text)
-		case 2:
-			text = m.theme.Bad.Render(text)
-		}
-		switch {
-		case m.focus == paneOutbox && i == m.outSel:
-			text = m.theme.Selected.Render(fit(selMark(true)+l.text, width))
-		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
-			text = m.theme.Linked.Render(fit("•"+l.text, width))
-		default:
-			text = " " + text
-		}
-		lines = append(lines, text)
-	}
-	return title, lines
-}
-
 // selectedAttemptLink is the selected trace attempt, whose deliveries the
 // outbox highlights.
 func (m *Model) selectedAttemptLink() *link {
@@ -461,7 +439,7 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			case paneTrace:
 				return m.move(m.traceTop + row - m.traceSel)
 			case paneOutbox:
-				return m.move(m.outTop + row - m.outSel)
+				return m.move(m.outbox.top + row - m.outbox.sel)
 			}
 		}
 		return nil
