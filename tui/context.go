@@ -40,4 +40,5 @@ var (
 	_ component = (*scenarioPicker)(nil)
 	_ component = (*comparePane)(nil)
 	_ component = (*outboxPane)(nil)
+	_ component = (*execsPane)(nil)
 )

@@ -139,8 +139,8 @@ func (m *Model) markExec() tea.Cmd {
 
 // markedTag starts the second line of an execution in the list: " A " for
 // the marked one (side A of the next comparison), else blanks.
-func (m *Model) markedTag(id string) string {
-	if id != "" && id == m.cmp.marked {
+func markedTag(id, marked string) string {
+	if id != "" && id == marked {
 		return " A "
 	}
 	return "   "

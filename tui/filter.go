@@ -147,6 +147,6 @@ func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
 	if m.filter.text == before {
 		return cmd
 	}
-	m.execSel, m.execTop = 0, 0
+	m.execs.sel, m.execs.top = 0, 0
 	return tea.Batch(cmd, m.loadExecs())
 }

@@ -143,7 +143,7 @@ func (m *Model) shortHelp() []key.Binding {
 	}
 	switch m.focus {
 	case paneExecs:
-		return words(k.Run, k.Filter, k.Resume, k.MarkExec, k.Compare, k.Help, k.Quit)
+		return m.execs.ShortHelp()
 	case paneOutbox:
 		return m.outbox.ShortHelp()
 	}

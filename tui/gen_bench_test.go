@@ -129,8 +129,8 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 	r.spawn(m.Init())
 	r.send(tea.WindowSizeMsg{Width: w, Height: hgt})
 	r.settle(tb)
-	if m.tr == nil || len(m.execs) == 0 {
-		tb.Fatalf("first frame without a trace or executions: %d executions", len(m.execs))
+	if m.tr == nil || len(m.execs.items) == 0 {
+		tb.Fatalf("first frame without a trace or executions: %d executions", len(m.execs.items))
 	}
 	return m, r, m.View()
 }

@@ -147,7 +147,7 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.src = src
 	m.srcGen++
 	m.notices, m.unsubscribe = src.Subscribe(4096)
-	m.execs, m.execSkip, m.execTotal, m.execSel, m.execTop = nil, 0, 0, 0, 0
+	m.execs.Reset()
 	m.selID, m.tr, m.rows, m.traceSel, m.traceTop = "", nil, nil, 0, 0
 	m.collapsed = map[string]bool{}
 	m.filter.Clear()
@@ -287,7 +287,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			return nil
 		}
 		m.lesson.phase, m.lesson.next = phaseActing, 0
-		m.execSel, m.execTop, m.selID = 0, 0, ""
+		m.execs.sel, m.execs.top, m.selID = 0, 0, ""
 		if !m.wide() {
 			m.focus = paneTrace // the trace and outbox, with the lesson's next key under them
 		}

@@ -121,12 +121,12 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 	user := article(t)
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, user, fl, 160, 44)
-	if m.execTotal != 3 {
-		t.Fatalf("the user's database has 3 executions, shown %d", m.execTotal)
+	if m.execs.total != 3 {
+		t.Fatalf("the user's database has 3 executions, shown %d", m.execs.total)
 	}
 	press(t, m, "L")
-	if !m.lesson.on || m.execTotal != 1 {
-		t.Fatalf("L: lesson on=%v, %d executions shown, want the lessons' database's 1", m.lesson.on, m.execTotal)
+	if !m.lesson.on || m.execs.total != 1 {
+		t.Fatalf("L: lesson on=%v, %d executions shown, want the lessons' database's 1", m.lesson.on, m.execs.total)
 	}
 	mustShow(t, m.View(), "lesson view", "in /work/retrylab.lessons.db (your database is untouched")
 	press(t, m, "2", "enter", "n")
@@ -137,8 +137,8 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 		t.Fatalf("the lesson acted on the user's database: %v", calls)
 	}
 	press(t, m, "esc")
-	if m.lesson.on || m.src != Source(user) || m.execTotal != 3 || m.selID != "exec_3C5R" {
-		t.Fatalf("esc: lesson on=%v, %d executions, selected %q; want the user's 3 back", m.lesson.on, m.execTotal, m.selID)
+	if m.lesson.on || m.src != Source(user) || m.execs.total != 3 || m.selID != "exec_3C5R" {
+		t.Fatalf("esc: lesson on=%v, %d executions, selected %q; want the user's 3 back", m.lesson.on, m.execs.total, m.selID)
 	}
 }
 

@@ -224,8 +224,8 @@ func TestExecutionsListCalls(t *testing.T) {
 	if calls > 2 || by["MessagesFor"] > 0 {
 		t.Fatalf("one redraw of the list made %d Source calls %v", calls, by)
 	}
-	if len(m.execs) == 0 || !m.execs[0].duplicates || m.execs[1].duplicates {
-		t.Fatalf("flags did not come with the list: %+v", m.execs[:2])
+	if len(m.execs.items) == 0 || !m.execs.items[0].duplicates || m.execs.items[1].duplicates {
+		t.Fatalf("flags did not come with the list: %+v", m.execs.items[:2])
 	}
 }
 
@@ -266,8 +266,8 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 		}
 		return false
 	}
-	if !ambiguous() || !m.execs[0].duplicates {
-		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs[0].duplicates)
+	if !ambiguous() || !m.execs.items[0].duplicates {
+		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs.items[0].duplicates)
 	}
 	snap.msgs, snap.records = nil, nil // what ResetWorld leaves
 	_, cmd := m.Update(noticesMsg{batch: []engine.Notice{{Lagged: true}}, closed: true})
@@ -275,8 +275,8 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 	if len(m.outbox.msgs) != 0 {
 		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.outbox.msgs))
 	}
-	if !ambiguous() || !m.execs[0].duplicates {
-		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs[0].duplicates, m.View())
+	if !ambiguous() || !m.execs.items[0].duplicates {
+		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs.items[0].duplicates, m.View())
 	}
 }
 

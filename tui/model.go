@@ -78,13 +78,9 @@ type Model struct {
 	// footer draws the short help: the keys of the pane and mode in front.
 	footer help.Model
 
-	// Executions pane: a window of the list, loaded by cursor.
-	execs     []execItem
-	execSkip  int // index of execs[0] in the full list
-	execTotal int
-	execSel   int
-	execTop   int
-	filter    *filterBox
+	// execs is the executions pane, filter its filter box.
+	execs  *execsPane
+	filter *filterBox
 
 	// Trace pane.
 	selID     string
@@ -169,6 +165,7 @@ func New(o Options) *Model {
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink)
+	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
@@ -246,17 +243,10 @@ func (m *Model) Init() tea.Cmd {
 	return m.tag(tea.Batch(cmds...))
 }
 
-func (m *Model) execPageSize() int {
-	if m.height < 4 {
-		return 64
-	}
-	return m.height
-}
-
 func (m *Model) loadExecs() tea.Cmd {
 	src, filter := m.src, m.filter.text
-	skip := m.execTop
-	limit := m.execPageSize()
+	skip := m.execs.top
+	limit := m.execs.pageSize()
 	return func() tea.Msg {
 		var list []history.Execution
 		var total int
@@ -474,13 +464,7 @@ func act(text string, fn func() error) tea.Cmd {
 	}
 }
 
-func (m *Model) selectedExec() *execItem {
-	i := m.execSel - m.execSkip
-	if i < 0 || i >= len(m.execs) {
-		return nil
-	}
-	return &m.execs[i]
-}
+func (m *Model) selectedExec() *execItem { return m.execs.selected() }
 
 func (m *Model) selectedRow() *node {
 	if m.traceSel < 0 || m.traceSel >= len(m.rows) {

@@ -111,10 +111,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.setFlash(msg.err.Error(), true)
 		return nil
 	}
-	m.execs, m.execSkip, m.execTotal = msg.items, msg.skip, msg.total
-	if m.execSel >= m.execTotal {
-		m.execSel = max(0, m.execTotal-1)
-	}
+	m.execs.Update(msg)
 	if sel := m.selectedExec(); sel != nil {
 		if m.tr != nil && m.tr.exec.ID == sel.x.ID {
 			m.tr.exec = sel.x // the record as the list read it: no read of its own
@@ -125,7 +122,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 			m.collapsed = map[string]bool{}
 			return m.loadTrace(m.selID)
 		}
-	} else if m.execTotal == 0 {
+	} else if m.execs.total == 0 {
 		m.selID, m.tr, m.rows, m.outbox.msgs = "", nil, nil, nil
 	}
 	return nil
@@ -499,7 +496,7 @@ func (m *Model) startClean() tea.Cmd {
 	}
 	return m.ask("Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase · other keys: keep",
 		func() tea.Cmd {
-			m.follow, m.started, m.execSel, m.execTop = "", "", 0, 0
+			m.follow, m.started, m.execs.sel, m.execs.top = "", "", 0, 0
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }
@@ -527,14 +524,8 @@ func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }
 func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
-		if m.execTotal == 0 {
-			return nil
-		}
-		m.execSel = clamp(m.execSel+delta, 0, m.execTotal-1)
-		vis := m.execVisible()
-		top := scrollTo(m.execSel, m.execTop, vis, m.execTotal)
-		if top != m.execTop || m.selectedExec() == nil {
-			m.execTop = top
+		m.sizePanes()
+		if m.execs.move(delta) {
 			return m.loadExecs()
 		}
 		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {

@@ -187,12 +187,12 @@ func TestFilterExecutions(t *testing.T) {
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	press(t, m, "/", "s", "a", "f", "e", "enter")
-	if m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("filter 'safe': %d executions, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("filter 'safe': %d executions, selected %q", m.execs.total, m.selID)
 	}
 	press(t, m, "esc")
-	if m.execTotal != 3 {
-		t.Fatalf("esc clears the filter: %d executions, want 3", m.execTotal)
+	if m.execs.total != 3 {
+		t.Fatalf("esc clears the filter: %d executions, want 3", m.execs.total)
 	}
 }
 
@@ -238,21 +238,21 @@ func TestResizeAtAnyTime(t *testing.T) {
 func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 	snap := article(t)
 	m := open(t, snap, 160, 44)
-	if m.execTotal == 0 {
+	if m.execs.total == 0 {
 		t.Fatal("the article's database has executions")
 	}
 	press(t, m, "E")
 	mustShow(t, m.View(), "the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
 	press(t, m, "j")
-	if calls := snap.Calls(); len(calls) != 0 || m.execTotal == 0 || !strings.Contains(m.flash, "cancelled") {
-		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execTotal, m.flash)
+	if calls := snap.Calls(); len(calls) != 0 || m.execs.total == 0 || !strings.Contains(m.flash, "cancelled") {
+		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execs.total, m.flash)
 	}
 	press(t, m, "E", "y")
 	if calls := snap.Calls(); strings.Join(calls, "|") != "reset" {
 		t.Fatalf("E y: calls %v", calls)
 	}
-	if m.execTotal != 0 || m.selID != "" || m.tr != nil {
-		t.Fatalf("after E y: %d executions, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 0 || m.selID != "" || m.tr != nil {
+		t.Fatalf("after E y: %d executions, selected %q", m.execs.total, m.selID)
 	}
 	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")
 }

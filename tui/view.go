@@ -7,8 +7,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"github.com/retrylab/retrylab/engine/history"
 )
 
 const (
@@ -81,6 +79,10 @@ func (m *Model) sizePanes() {
 		r = rect{w: m.width, h: m.height - 2}
 	}
 	m.outbox.SetSize(r.w, r.h)
+	if r, ok = lay[paneExecs]; !ok {
+		r = rect{w: m.width, h: m.height - 2}
+	}
+	m.execs.SetSize(r.w, r.h)
 }
 
 func (m *Model) paneHeight(p pane) int {
@@ -89,9 +91,6 @@ func (m *Model) paneHeight(p pane) int {
 	}
 	return m.height - 2
 }
-
-// execVisible is how many executions fit (two lines each).
-func (m *Model) execVisible() int { return max(1, (m.paneHeight(paneExecs)-2)/2) }
 
 // View draws the screen.
 func (m *Model) View() string {
@@ -159,7 +158,8 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	var lines []string
 	switch p {
 	case paneExecs:
-		title, lines = m.execsView(inner, r.w-2)
+		m.execs.SetSize(r.w, r.h)
+		return m.execs.View()
 	case paneTrace:
 		title, lines = m.traceView(inner, r.w-2)
 	case paneOutbox:
@@ -186,8 +186,10 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 // pane, and only this says which pane the keys move.
 const focusMark = "▶ "
 
-func (m *Model) markStyle(mk marker) lipgloss.Style {
-	t := m.theme
+func (m *Model) markStyle(mk marker) lipgloss.Style { return markStyle(m.theme, mk) }
+
+// markStyle is the style of a marker's glyph in theme t.
+func markStyle(t Theme, mk marker) lipgloss.Style {
 	switch mk {
 	case markOK, markRecorded:
 		return t.OK
@@ -203,46 +205,6 @@ func (m *Model) markStyle(mk marker) lipgloss.Style {
 		return t.Bad
 	}
 	return lipgloss.NewStyle()
-}
-
-func (m *Model) execsView(height, width int) (string, []string) {
-	title := fmt.Sprintf("Executions %d", m.execTotal)
-	if m.filter.text != "" {
-		title = fmt.Sprintf("Executions /%s %d", m.filter.text, m.execTotal)
-	}
-	var lines []string
-	if m.filter.open {
-		lines = append(lines, m.filter.View())
-	}
-	if m.execTotal == 0 {
-		return title, append(lines, m.theme.Dim.Render(" none yet: press n"))
-	}
-	for i := 0; len(lines)+1 < height+1 && m.execTop+i < m.execSkip+len(m.execs); i++ {
-		idx := m.execTop + i
-		j := idx - m.execSkip
-		if j < 0 {
-			continue
-		}
-		it := m.execs[j]
-		badge, mk := statusBadge(it)
-		sel := idx == m.execSel
-		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
-		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", m.markedTag(it.x.ID), it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
-		if sel {
-			l1 = m.theme.Selected.Render(fit(plain, width))
-		}
-		lines = append(lines, l1, l2)
-	}
-	return title, lines
-}
-
-func (m *Model) execDuration(x history.Execution) string {
-	end := x.Updated
-	if x.Status == history.StatusRunning {
-		end = m.now()
-	}
-	return roundDur(end.Sub(x.Started))
 }
 
 func (m *Model) traceView(height, width int) (string, []string) {
@@ -435,7 +397,7 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			}
 			switch p {
 			case paneExecs:
-				return m.move(m.execTop + row/2 - m.execSel)
+				return m.move(m.execs.top + row/2 - m.execs.sel)
 			case paneTrace:
 				return m.move(m.traceTop + row - m.traceSel)
 			case paneOutbox:

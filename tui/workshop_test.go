@@ -317,25 +317,25 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 	m := open(t, article(t), 160, 40)
 	press(t, m, "/", "s", "a", "f")
-	if !m.filter.open || m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filter.open, m.execTotal, m.selID)
+	if !m.filter.open || m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filter.open, m.execs.total, m.selID)
 	}
 	press(t, m, "esc")
-	if m.filter.open || m.execTotal != 3 {
-		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execTotal)
+	if m.filter.open || m.execs.total != 3 {
+		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execs.total)
 	}
 	press(t, m, "/", "dup", "enter")
-	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
-		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execs.total, m.selID)
 	}
 	mustShow(t, m.View(), "filtered list", "Executions /dup 1", "⚠ exec_7K2Q")
 	press(t, m, "esc", "/", "⚠", "enter")
-	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
-		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execs.total, m.selID)
 	}
 	press(t, m, "esc", "/", "✓", "enter")
-	if m.execTotal != 2 {
-		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
+	if m.execs.total != 2 {
+		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execs.total)
 	}
 }
 
