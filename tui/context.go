@@ -41,4 +41,5 @@ var (
 	_ component = (*comparePane)(nil)
 	_ component = (*outboxPane)(nil)
 	_ component = (*execsPane)(nil)
+	_ component = (*tracePane)(nil)
 )

@@ -148,8 +148,8 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.srcGen++
 	m.notices, m.unsubscribe = src.Subscribe(4096)
 	m.execs.Reset()
-	m.selID, m.tr, m.rows, m.traceSel, m.traceTop = "", nil, nil, 0, 0
-	m.collapsed = map[string]bool{}
+	m.selID, m.trace.tr, m.trace.rows, m.trace.sel, m.trace.top = "", nil, nil, 0, 0
+	m.trace.collapsed = map[string]bool{}
 	m.filter.Clear()
 	m.follow, m.started = "", ""
 	m.outbox.Clear()

@@ -210,7 +210,7 @@ func TestLessonModeWalksSteps(t *testing.T) {
 	mustShow(t, m.View(), "feedback", "Not quite: you said 1; actual: 2 messages in the outbox", "Why:", "enter: next lesson")
 	// While reading feedback, the explorer's keys work again.
 	press(t, m, "f")
-	if !m.finalOnly {
+	if !m.trace.finalOnly {
 		t.Fatal("f works during feedback")
 	}
 	press(t, m, "enter")

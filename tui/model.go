@@ -82,19 +82,10 @@ type Model struct {
 	execs  *execsPane
 	filter *filterBox
 
-	// Trace pane.
-	selID     string
-	tr        *traceView
-	rows      []row
-	traceSel  int
-	traceTop  int
-	collapsed map[string]bool
-	finalOnly bool
-	truncated bool // the history goes on beyond the loaded events
-	paging    bool // a further page of the trace is being read
-	// stale is set when live events were dropped while a page was read:
-	// the trace reads on from where it stands once the page is in.
-	stale bool
+	// selID is the execution selected, whose trace and deliveries show.
+	selID string
+	// trace is the trace pane.
+	trace *tracePane
 
 	// outbox is the outbox and CRM pane.
 	outbox *outboxPane
@@ -152,7 +143,6 @@ func New(o Options) *Model {
 		now:         o.Now,
 		Context:     newContext(o.HighContrast),
 		title:       o.Title,
-		collapsed:   map[string]bool{},
 		startRun:    o.Run,
 		openLessons: o.OpenLessons,
 		startLsn:    o.Lesson,
@@ -164,6 +154,7 @@ func New(o Options) *Model {
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
+	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
@@ -302,15 +293,15 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 		return nil
 	}
 	limit := tracePage
-	if m.tr != nil && m.tr.exec.ID == id {
-		limit = max(limit, m.tr.events())
+	if m.trace.tr != nil && m.trace.tr.exec.ID == id {
+		limit = max(limit, m.trace.tr.events())
 	}
 	return m.readTrace(id, 0, limit)
 }
 
 // loadMoreTrace reads the next page of the shown history, once at a time.
 func (m *Model) loadMoreTrace() tea.Cmd {
-	if m.tr == nil || !m.truncated || m.paging || m.tr.events() >= maxTraceEvents {
+	if m.trace.tr == nil || !m.trace.truncated || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
 		return nil
 	}
 	return m.readOn()
@@ -319,11 +310,11 @@ func (m *Model) loadMoreTrace() tea.Cmd {
 // readOn reads the page after the last event the trace holds: the next
 // page of a long history, or the events a live trace missed (a gap).
 func (m *Model) readOn() tea.Cmd {
-	if m.tr == nil || m.paging || m.tr.events() >= maxTraceEvents {
+	if m.trace.tr == nil || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
 		return nil
 	}
-	m.paging = true
-	return m.readTrace(m.tr.exec.ID, m.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.tr.events()))
+	m.trace.paging = true
+	return m.readTrace(m.trace.tr.exec.ID, m.trace.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.trace.tr.events()))
 }
 
 // readTrace reads at most limit events of id from seq from through the
@@ -466,12 +457,7 @@ func act(text string, fn func() error) tea.Cmd {
 
 func (m *Model) selectedExec() *execItem { return m.execs.selected() }
 
-func (m *Model) selectedRow() *node {
-	if m.traceSel < 0 || m.traceSel >= len(m.rows) {
-		return nil
-	}
-	return m.rows[m.traceSel].n
-}
+func (m *Model) selectedRow() *node { return m.trace.selected() }
 
 func (m *Model) setFlash(text string, bad bool) {
 	m.flash, m.flashBad = text, bad

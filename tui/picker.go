@@ -212,11 +212,11 @@ func scenarioInfo(s *scenario.Scenario, width, room, teach int) []string {
 
 // scenarioOf is the catalogue's scenario of the execution in the trace.
 func (m *Model) scenarioOf() *scenario.Scenario {
-	if m.tr == nil {
+	if m.trace.tr == nil {
 		return nil
 	}
 	for _, s := range m.scenarios {
-		if s.Name == m.tr.exec.Scenario {
+		if s.Name == m.trace.tr.exec.Scenario {
 			return s
 		}
 	}

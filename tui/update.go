@@ -113,17 +113,16 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 	}
 	m.execs.Update(msg)
 	if sel := m.selectedExec(); sel != nil {
-		if m.tr != nil && m.tr.exec.ID == sel.x.ID {
-			m.tr.exec = sel.x // the record as the list read it: no read of its own
+		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
+			m.trace.tr.exec = sel.x // the record as the list read it: no read of its own
 		}
 		if sel.x.ID != m.selID {
 			m.selID = sel.x.ID
-			m.traceSel, m.traceTop = 0, 0
-			m.collapsed = map[string]bool{}
+			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
 	} else if m.execs.total == 0 {
-		m.selID, m.tr, m.rows, m.outbox.msgs = "", nil, nil, nil
+		m.selID, m.trace.tr, m.trace.rows, m.outbox.msgs = "", nil, nil, nil
 	}
 	return nil
 }
@@ -136,54 +135,23 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 		return nil // an answer for an execution no longer selected
 	}
 	if msg.from > 0 {
-		m.paging = false
+		m.trace.paging = false
 	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		return nil
 	}
-	// Follow a live run's tail, but not the end of a page still to come.
-	following := !m.truncated && m.traceSel >= len(m.rows)-1
-	if msg.from > 0 {
-		// A further page: it continues the trace shown, or came too late.
-		if m.tr == nil || m.tr.exec.ID != msg.id || !m.tr.apply(msg.events) {
-			return nil
-		}
-	} else {
-		m.tr = newTraceView(msg.x, msg.events)
+	if msg.from == 0 {
 		m.outbox.msgs = msg.msgs
 	}
-	m.truncated = msg.truncated
-	m.reflow()
-	if following && len(m.rows) > 0 {
-		m.traceSel = len(m.rows) - 1
-	}
+	m.sizePanes()
+	m.trace.Update(msg)
 	m.clampScroll()
-	if m.stale && !m.truncated {
-		m.stale = false
+	if m.trace.stale && !m.trace.truncated {
+		m.trace.stale = false
 		return m.readOn()
 	}
 	return nil
-}
-
-// reflow recomputes the visible trace rows after data or toggles changed.
-func (m *Model) reflow() {
-	if m.tr == nil {
-		m.rows = nil
-		return
-	}
-	var selID string
-	if n := m.selectedRow(); n != nil {
-		selID = n.id
-	}
-	m.rows = m.tr.flatten(m.collapsed, m.finalOnly)
-	for i, r := range m.rows {
-		if r.n.id == selID {
-			m.traceSel = i
-			break
-		}
-	}
-	m.traceSel = clamp(m.traceSel, 0, max(0, len(m.rows)-1))
 }
 
 // onNotices follows the source live. An event of the trace shown is
@@ -204,13 +172,13 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 			outbox = true
 		case n.Event != nil && n.Execution == m.selID:
 			switch {
-			case m.tr == nil || m.tr.exec.ID != m.selID:
+			case m.trace.tr == nil || m.trace.tr.exec.ID != m.selID:
 				reload = true // its first read is still to come
-			case m.truncated || m.paging:
-				m.stale = m.stale || m.paging // paging reads on to it
-			case m.tr.events() >= maxTraceEvents:
-				m.truncated = true // the cap: the view says where it cut
-			case !gap && m.tr.apply([]history.Event{*n.Event}):
+			case m.trace.truncated || m.trace.paging:
+				m.trace.stale = m.trace.stale || m.trace.paging // paging reads on to it
+			case m.trace.tr.events() >= maxTraceEvents:
+				m.trace.truncated = true // the cap: the view says where it cut
+			case !gap && m.trace.tr.apply([]history.Event{*n.Event}):
 				changed = true
 			default:
 				gap = true
@@ -224,11 +192,7 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 		cmds = append(cmds, m.readOn())
 	}
 	if changed {
-		following := m.traceSel >= len(m.rows)-1
-		m.reflow()
-		if following && len(m.rows) > 0 {
-			m.traceSel = len(m.rows) - 1
-		}
+		m.trace.follow()
 		m.clampScroll()
 	}
 	if outbox {
@@ -315,14 +279,10 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.move(-1 << 30)
 	case key.Matches(msg, k.Bottom):
 		return m.move(1 << 30)
-	case key.Matches(msg, k.Expand):
-		m.setCollapsed(false)
-	case key.Matches(msg, k.Collapse):
-		m.setCollapsed(true)
-	case key.Matches(msg, k.Toggle):
-		if n := m.selectedRow(); n != nil && m.focus == paneTrace {
-			m.setCollapsed(!m.collapsed[n.id])
-		}
+	case key.Matches(msg, k.Expand, k.Collapse, k.Toggle):
+		m.sizePanes()
+		m.trace.Update(msg)
+		m.clampScroll()
 	case key.Matches(msg, k.Filter):
 		return m.filter.Open()
 	case key.Matches(msg, k.Run):
@@ -375,13 +335,13 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.StartClean):
 		return m.startClean()
 	case key.Matches(msg, k.FinalOnly):
-		m.finalOnly = !m.finalOnly
-		if m.finalOnly {
+		m.sizePanes()
+		m.trace.Update(msg)
+		if m.trace.finalOnly {
 			m.setFlash("showing each step's final attempt only — what many engines record", false)
 		} else {
 			m.setFlash("showing every attempt", false)
 		}
-		m.reflow()
 		m.clampScroll()
 	case key.Matches(msg, k.Lesson):
 		if m.lesson.on {
@@ -501,23 +461,6 @@ func (m *Model) startClean() tea.Cmd {
 		})
 }
 
-func (m *Model) setCollapsed(c bool) {
-	if m.focus != paneTrace {
-		return
-	}
-	n := m.selectedRow()
-	if n == nil || len(n.children) == 0 {
-		return
-	}
-	if c {
-		m.collapsed[n.id] = true
-	} else {
-		delete(m.collapsed, n.id)
-	}
-	m.reflow()
-	m.clampScroll()
-}
-
 func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }
 
 // move moves the focused pane's selection by delta rows.
@@ -530,13 +473,12 @@ func (m *Model) move(delta int) tea.Cmd {
 		}
 		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
 			m.selID = sel.x.ID
-			m.traceSel, m.traceTop = 0, 0
-			m.collapsed = map[string]bool{}
+			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
 	case paneTrace, paneDetail:
-		m.traceSel = clamp(m.traceSel+delta, 0, max(0, len(m.rows)-1))
-		if m.traceSel >= len(m.rows)-m.pageRows() {
+		m.sizePanes()
+		if m.trace.move(delta, m.pageRows()) {
 			m.clampScroll()
 			return m.loadMoreTrace() // near the end of what is loaded
 		}
@@ -560,9 +502,9 @@ func (m *Model) revealLinkedAttempt() {
 		return
 	}
 	at := l.msg.Attribution
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if k, ok := r.n.link(); ok && k.step == at.Step && k.attempt == at.Attempt {
-			m.traceSel = i
+			m.trace.sel = i
 			return
 		}
 	}
@@ -580,8 +522,8 @@ func (m *Model) nextPane(dir int) pane {
 }
 
 func (m *Model) clampScroll() {
-	m.traceTop = scrollTo(m.traceSel, m.traceTop, m.paneHeight(paneTrace)-2, len(m.rows))
 	m.sizePanes()
+	m.trace.clampScroll()
 	m.outbox.clampScroll()
 }
 

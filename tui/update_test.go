@@ -28,8 +28,8 @@ func TestFocusAndExecutionSelection(t *testing.T) {
 		t.Fatalf("shift+tab: focus %s, want Executions", paneNames[m.focus])
 	}
 	press(t, m, "j")
-	if m.selID != "exec_01H8" || m.tr == nil || m.tr.exec.ID != "exec_01H8" {
-		t.Fatalf("j: selected %q (trace of %v), want exec_01H8", m.selID, m.tr != nil)
+	if m.selID != "exec_01H8" || m.trace.tr == nil || m.trace.tr.exec.ID != "exec_01H8" {
+		t.Fatalf("j: selected %q (trace of %v), want exec_01H8", m.selID, m.trace.tr != nil)
 	}
 	press(t, m, "j", "j", "j")
 	if m.selID != "exec_7K2Q" {
@@ -56,9 +56,9 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
 	// Select attempt #1 in the trace: the outbox highlights the message it caused.
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if k, ok := r.n.link(); ok && k.attempt == 1 {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	l := m.selectedAttemptLink()
@@ -90,34 +90,34 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 func TestTraceExpandCollapseAndFinalOnly(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
-	all := len(m.rows)
+	all := len(m.trace.rows)
 	press(t, m, "g") // the run row
 	if m.selectedRow().kind != kindRun {
 		t.Fatalf("g selects %q, want the run", m.selectedRow().text)
 	}
 	press(t, m, "h")
-	if len(m.rows) != 1 {
-		t.Fatalf("collapsing the run leaves %d rows, want 1", len(m.rows))
+	if len(m.trace.rows) != 1 {
+		t.Fatalf("collapsing the run leaves %d rows, want 1", len(m.trace.rows))
 	}
 	press(t, m, "l")
-	if len(m.rows) != all {
-		t.Fatalf("expanding restores %d rows, want %d", len(m.rows), all)
+	if len(m.trace.rows) != all {
+		t.Fatalf("expanding restores %d rows, want %d", len(m.trace.rows), all)
 	}
 	press(t, m, "enter")
-	if len(m.rows) != 1 {
-		t.Fatalf("enter toggles: %d rows, want 1", len(m.rows))
+	if len(m.trace.rows) != 1 {
+		t.Fatalf("enter toggles: %d rows, want 1", len(m.trace.rows))
 	}
 	press(t, m, "enter", "f")
-	if len(m.rows) != all-1 || !m.finalOnly {
-		t.Fatalf("final-only hides one attempt: %d rows, want %d", len(m.rows), all-1)
+	if len(m.trace.rows) != all-1 || !m.trace.finalOnly {
+		t.Fatalf("final-only hides one attempt: %d rows, want %d", len(m.trace.rows), all-1)
 	}
 	press(t, m, "f")
-	if len(m.rows) != all {
-		t.Fatalf("every attempt again: %d rows, want %d", len(m.rows), all)
+	if len(m.trace.rows) != all {
+		t.Fatalf("every attempt again: %d rows, want %d", len(m.trace.rows), all)
 	}
 	press(t, m, "G")
-	if m.traceSel != len(m.rows)-1 {
-		t.Fatalf("G: selection %d, want the last row %d", m.traceSel, len(m.rows)-1)
+	if m.trace.sel != len(m.trace.rows)-1 {
+		t.Fatalf("G: selection %d, want the last row %d", m.trace.sel, len(m.trace.rows)-1)
 	}
 }
 
@@ -154,9 +154,9 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatalf("x: %s", last)
 	}
 	// D needs a step: select the replay row.
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if r.n.kind == kindReplay {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	press(t, m, "D", "y", "A", "R", "y")
@@ -251,7 +251,7 @@ func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 	if calls := snap.Calls(); strings.Join(calls, "|") != "reset" {
 		t.Fatalf("E y: calls %v", calls)
 	}
-	if m.execs.total != 0 || m.selID != "" || m.tr != nil {
+	if m.execs.total != 0 || m.selID != "" || m.trace.tr != nil {
 		t.Fatalf("after E y: %d executions, selected %q", m.execs.total, m.selID)
 	}
 	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")

@@ -79,6 +79,10 @@ func (m *Model) sizePanes() {
 		r = rect{w: m.width, h: m.height - 2}
 	}
 	m.outbox.SetSize(r.w, r.h)
+	if r, ok = lay[paneTrace]; !ok {
+		r = rect{w: m.width, h: m.height - 2}
+	}
+	m.trace.SetSize(r.w, r.h)
 	if r, ok = lay[paneExecs]; !ok {
 		r = rect{w: m.width, h: m.height - 2}
 	}
@@ -153,7 +157,6 @@ func (m *Model) tabBar() string {
 
 func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	r := lay[p]
-	inner := r.h - 2
 	var title string
 	var lines []string
 	switch p {
@@ -161,7 +164,8 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 		m.execs.SetSize(r.w, r.h)
 		return m.execs.View()
 	case paneTrace:
-		title, lines = m.traceView(inner, r.w-2)
+		m.trace.SetSize(r.w, r.h)
+		return m.trace.View()
 	case paneOutbox:
 		m.outbox.SetSize(r.w, r.h)
 		return m.outbox.View()
@@ -207,31 +211,6 @@ func markStyle(t Theme, mk marker) lipgloss.Style {
 	return lipgloss.NewStyle()
 }
 
-func (m *Model) traceView(height, width int) (string, []string) {
-	if m.tr == nil {
-		return "Trace", []string{m.theme.Dim.Render("select an execution")}
-	}
-	x := m.tr.exec
-	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, m.tr.policies())
-	if m.finalOnly {
-		title += " · final attempts only"
-	}
-	linked := m.linkedAttempt()
-	var lines []string
-	for i := m.traceTop; i < len(m.rows) && len(lines) < height; i++ {
-		r := m.rows[i]
-		lines = append(lines, m.renderRow(r, i == m.traceSel, linked, width))
-	}
-	if m.truncated && len(lines) < height {
-		more := "(more of the history below: keep scrolling)"
-		if m.tr.events() >= maxTraceEvents {
-			more = fmt.Sprintf("(history cut at %d events)", maxTraceEvents)
-		}
-		lines = append(lines, m.theme.Dim.Render(more))
-	}
-	return title, lines
-}
-
 // linkedAttempt is the attempt that caused the selected outbox message.
 func (m *Model) linkedAttempt() *link {
 	if m.focus != paneOutbox {
@@ -241,40 +220,6 @@ func (m *Model) linkedAttempt() *link {
 		return &link{l.msg.Attribution.Step, l.msg.Attribution.Attempt}
 	}
 	return nil
-}
-
-func (m *Model) renderRow(r row, selected bool, linked *link, width int) string {
-	n := r.n
-	indent := strings.Repeat("  ", r.depth)
-	exp := "  "
-	if len(n.children) > 0 {
-		exp = "▾ "
-		if m.collapsed[n.id] {
-			exp = "▸ "
-		}
-	}
-	text := n.text
-	switch n.kind {
-	case kindRun:
-		text = m.theme.Bold.Render(text)
-	case kindGap:
-		text = m.theme.Dim.Render(text)
-	case kindTurn, kindStep:
-	default:
-		if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt {
-			text = m.markStyle(n.mark).Render(g) + " " + text
-		} else if n.kind == kindAttempt {
-			text = m.markStyle(n.mark).Render(text)
-		}
-	}
-	line := selMark(selected) + indent + exp + text
-	if selected {
-		return m.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
-	}
-	if k, ok := n.link(); ok && linked != nil && k == *linked {
-		return m.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
-	}
-	return line
 }
 
 // plain is a row's text with its glyph, without colour.
@@ -399,7 +344,7 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			case paneExecs:
 				return m.move(m.execs.top + row/2 - m.execs.sel)
 			case paneTrace:
-				return m.move(m.traceTop + row - m.traceSel)
+				return m.move(m.trace.top + row - m.trace.sel)
 			case paneOutbox:
 				return m.move(m.outbox.top + row - m.outbox.sel)
 			}

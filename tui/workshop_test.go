@@ -57,11 +57,11 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 		t.Fatalf("starts on the newest: %q", m.selID)
 	}
 	press(t, m, "n", "enter") // naive, first in lesson order
-	if m.selID != "exec_7K2Q" || m.tr == nil || m.tr.exec.ID != "exec_7K2Q" {
+	if m.selID != "exec_7K2Q" || m.trace.tr == nil || m.trace.tr.exec.ID != "exec_7K2Q" {
 		t.Fatalf("after restarting exec_7K2Q the explorer shows %q", m.selID)
 	}
-	if m.traceSel != len(m.rows)-1 {
-		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.traceSel, len(m.rows))
+	if m.trace.sel != len(m.trace.rows)-1 {
+		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.trace.sel, len(m.trace.rows))
 	}
 	if !strings.Contains(m.flash, "run 2 of exec_7K2Q") {
 		t.Fatalf("flash: %q", m.flash)
@@ -119,9 +119,9 @@ func TestFooterKeepsKeyHints(t *testing.T) {
 func TestDestructiveKeysAskFirst(t *testing.T) {
 	snap := record(t, []string{"safe", "run", "run"})
 	m := open(t, snap, 80, 24)
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if r.n.kind == kindReplay {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	press(t, m, "D")
