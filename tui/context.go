@@ -42,4 +42,5 @@ var (
 	_ component = (*outboxPane)(nil)
 	_ component = (*execsPane)(nil)
 	_ component = (*tracePane)(nil)
+	_ component = (*detailPane)(nil)
 )

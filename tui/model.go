@@ -84,8 +84,9 @@ type Model struct {
 
 	// selID is the execution selected, whose trace and deliveries show.
 	selID string
-	// trace is the trace pane.
-	trace *tracePane
+	// trace is the trace pane; detail describes its selection.
+	trace  *tracePane
+	detail *detailPane
 
 	// outbox is the outbox and CRM pane.
 	outbox *outboxPane
@@ -156,6 +157,7 @@ func New(o Options) *Model {
 	m.cmp = newComparePane(m.Context)
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink)
+	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m

@@ -373,39 +373,6 @@ func (tv *traceView) flatten(collapsed map[string]bool, finalOnly bool) []row {
 }
 
 // traceDetail describes the selected row of the trace.
-func (m *Model) traceDetail(n *node, width int) []string {
-	switch v := n.src.(type) {
-	case *trace.Attempt:
-		return attemptDetail(v)
-	case *trace.Replay:
-		return []string{
-			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, max(v.ResultRun, v.Run), orDash(v.Key)),
-			"result: " + compact(v.Result),
-			m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
-		}
-	case *trace.Note:
-		if v.Kind == trace.StepRecorded {
-			return []string{
-				fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, v.Run, orDash(v.Key)),
-				"result: " + compact(v.Result),
-				m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
-			}
-		}
-		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
-	case *trace.Call:
-		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
-	case *trace.Turn:
-		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
-	case *trace.Run:
-		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
-		if s := m.scenarioOf(); s != nil {
-			lines = append(lines, m.theme.Bold.Render(s.Name+" — "+s.Title))
-			lines = append(lines, scenarioInfo(s, width, 4, 2)...)
-		}
-		return lines
-	}
-	return []string{n.plain()}
-}
 
 func attemptDetail(a *trace.Attempt) []string {
 	method, url := "?", ""

@@ -82,7 +82,7 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 	if got := m.linkedAttempt(); got == nil || got.attempt != 2 {
 		t.Fatalf("linked attempt = %+v, want #2", got)
 	}
-	if d := strings.Join(m.detailLines(150), "\n"); !strings.Contains(d, "caused by exec_7K2Q step-4 attempt 2") {
+	if d := strings.Join(m.detail.lines(150), "\n"); !strings.Contains(d, "caused by exec_7K2Q step-4 attempt 2") {
 		t.Fatalf("detail of the selected message:\n%s", d)
 	}
 }

@@ -176,7 +176,8 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 				lines = spaced(lines)
 			}
 		} else {
-			title, lines = "Detail", m.detailLines(r.w-2)
+			m.detail.SetSize(r.w, r.h)
+			return m.detail.View()
 		}
 	}
 	if m.focus == p {
@@ -264,26 +265,6 @@ func selMark(selected bool) string {
 		return "›"
 	}
 	return " "
-}
-
-// detailLines describes the selected attempt, step, replay or message.
-func (m *Model) detailLines(width int) []string {
-	if m.focus == paneOutbox {
-		if l := m.selectedMessage(); l != nil {
-			msg := l.msg
-			at := msg.Attribution
-			return []string{
-				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
-				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
-				"body: " + msg.Body,
-			}
-		}
-	}
-	n := m.selectedRow()
-	if n == nil {
-		return []string{m.theme.Dim.Render("select a row in the trace")}
-	}
-	return m.traceDetail(n, width)
 }
 
 func compact(raw json.RawMessage) string {

@@ -309,7 +309,7 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 	press(t, m, "esc", "esc")
 	m = open(t, record(t, []string{"naive", "run"}), 160, 40)
 	press(t, m, "g") // the run row
-	mustShow(t, strings.Join(m.detailLines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
+	mustShow(t, strings.Join(m.detail.lines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
 }
 
 // TestExecutionsFilterAsYouTypeAndByMarker: the list narrows while the
