@@ -43,4 +43,5 @@ var (
 	_ component = (*execsPane)(nil)
 	_ component = (*tracePane)(nil)
 	_ component = (*detailPane)(nil)
+	_ component = (*lessonPane)(nil)
 )

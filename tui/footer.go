@@ -137,7 +137,7 @@ func (m *Model) shortHelp() []key.Binding {
 	case m.filter.open:
 		return m.filter.ShortHelp()
 	case m.lesson.on:
-		if keys := m.lessonShortHelp(); keys != nil {
+		if keys := m.lesson.ShortHelp(); keys != nil {
 			return keys
 		}
 	}

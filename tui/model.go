@@ -108,7 +108,7 @@ type Model struct {
 	flashFor  time.Duration
 
 	openLessons func() (*LessonRoom, error)
-	lesson      lessonState
+	lesson      *lessonPane
 	startLsn    bool
 	presenter   bool
 
@@ -157,6 +157,7 @@ func New(o Options) *Model {
 	m.cmp = newComparePane(m.Context)
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink)
+	m.lesson = newLessonPane(m.Context, o.Presenter)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)

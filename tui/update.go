@@ -84,6 +84,9 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case flashMsg:
+		m.setFlash(msg.text, msg.bad)
+		return m, nil
 	case armedMsg:
 		m.armed = msg.armed
 		m.setFlash(msg.text, false)
@@ -237,7 +240,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.picker.Update(msg)
 	}
-	if m.lesson.on && m.lessonTakes(msg.String()) {
+	if m.lesson.on && m.lesson.takes(msg.String()) {
 		return m.onLessonKey(msg)
 	}
 	if cmd, ok := m.compareKey(msg); ok {

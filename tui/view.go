@@ -60,7 +60,7 @@ func (m *Model) layout() map[pane]rect {
 		}
 	}
 	if m.focus == paneTrace || m.focus == paneOutbox {
-		traceH, outH := splitHeights(m.height - 2 - m.lessonStripHeight())
+		traceH, outH := splitHeights(m.height - 2 - m.lesson.stripHeight())
 		return map[pane]rect{
 			paneTrace:  {0, 1, m.width, traceH},
 			paneOutbox: {0, 1 + traceH, m.width, outH},
@@ -120,8 +120,8 @@ func (m *Model) View() string {
 	}
 	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
 		parts := []string{m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)}
-		if h := m.lessonStripHeight(); h > 0 {
-			parts = append(parts, m.lessonStrip(h))
+		if h := m.lesson.stripHeight(); h > 0 {
+			parts = append(parts, m.lesson.strip(h))
 		}
 		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusBar())...)
 	}
@@ -171,10 +171,8 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 		return m.outbox.View()
 	case paneDetail:
 		if m.lesson.on {
-			title, lines = m.lessonLines(r.w - 2)
-			if m.presenter {
-				lines = spaced(lines)
-			}
+			m.lesson.SetSize(r.w, r.h)
+			return m.lesson.View()
 		} else {
 			m.detail.SetSize(r.w, r.h)
 			return m.detail.View()
