@@ -128,7 +128,6 @@ func newFooterHelp(t Theme) help.Model {
 // text box's keys while one has the keyboard (no q while a prediction is
 // typed), the lesson's while it waits for a key, else the focused pane's.
 func (m *Model) shortHelp() []key.Binding {
-	k := m.keys
 	switch {
 	case m.help.open:
 		return m.help.ShortHelp()
@@ -136,16 +135,15 @@ func (m *Model) shortHelp() []key.Binding {
 		return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")}
 	case m.filter.open:
 		return m.filter.ShortHelp()
-	case m.lesson.on:
+	}
+	// The lesson has the keyboard in every pane while it is on.
+	if m.lesson.on {
 		if keys := m.lesson.ShortHelp(); keys != nil {
 			return keys
 		}
 	}
-	switch m.focus {
-	case paneExecs:
-		return m.execs.ShortHelp()
-	case paneOutbox:
-		return m.outbox.ShortHelp()
+	if keys := m.pane(m.focus).ShortHelp(); keys != nil {
+		return keys
 	}
-	return k.ShortHelp()
+	return m.keys.ShortHelp()
 }

@@ -74,19 +74,30 @@ func (m *Model) layout() map[pane]rect {
 // paneHeight says).
 func (m *Model) sizePanes() {
 	lay := m.layout()
-	r, ok := lay[paneOutbox]
-	if !ok {
-		r = rect{w: m.width, h: m.height - 2}
+	for p := pane(0); p < paneCount; p++ {
+		r, ok := lay[p]
+		if !ok {
+			r = rect{w: m.width, h: m.height - 2}
+		}
+		m.pane(p).SetSize(r.w, r.h)
 	}
-	m.outbox.SetSize(r.w, r.h)
-	if r, ok = lay[paneTrace]; !ok {
-		r = rect{w: m.width, h: m.height - 2}
+}
+
+// pane is the component that draws p: the lesson takes the Detail pane's
+// place while lesson mode is on.
+func (m *Model) pane(p pane) component {
+	switch p {
+	case paneExecs:
+		return m.execs
+	case paneOutbox:
+		return m.outbox
+	case paneDetail:
+		if m.lesson.on {
+			return m.lesson
+		}
+		return m.detail
 	}
-	m.trace.SetSize(r.w, r.h)
-	if r, ok = lay[paneExecs]; !ok {
-		r = rect{w: m.width, h: m.height - 2}
-	}
-	m.execs.SetSize(r.w, r.h)
+	return m.trace
 }
 
 func (m *Model) paneHeight(p pane) int {
@@ -157,31 +168,9 @@ func (m *Model) tabBar() string {
 
 func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	r := lay[p]
-	var title string
-	var lines []string
-	switch p {
-	case paneExecs:
-		m.execs.SetSize(r.w, r.h)
-		return m.execs.View()
-	case paneTrace:
-		m.trace.SetSize(r.w, r.h)
-		return m.trace.View()
-	case paneOutbox:
-		m.outbox.SetSize(r.w, r.h)
-		return m.outbox.View()
-	case paneDetail:
-		if m.lesson.on {
-			m.lesson.SetSize(r.w, r.h)
-			return m.lesson.View()
-		} else {
-			m.detail.SetSize(r.w, r.h)
-			return m.detail.View()
-		}
-	}
-	if m.focus == p {
-		title = focusMark + title
-	}
-	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
+	c := m.pane(p)
+	c.SetSize(r.w, r.h)
+	return c.View()
 }
 
 // focusMark starts the focused pane's title, so focus shows without colour
