@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -91,6 +92,19 @@ func flash(text string, bad bool) tea.Cmd {
 	return func() tea.Msg { return flashMsg{text: text, bad: bad} }
 }
 
+// narrow says the screen's size is known and the panes are tabs. Before
+// the first size is known nothing is decided: the Model decides then
+// (sized).
+func (l *lessonPane) narrow() bool { return l.Context.width > 0 && l.Context.width < wideWidth }
+
+// sized is told the screen's first size: in a narrow screen a prediction
+// asked before it is asked on the lesson's tab.
+func (l *lessonPane) sized() {
+	if l.on && l.phase == phasePredict && l.narrow() {
+		l.focus = paneDetail
+	}
+}
+
 // SetSize is the lesson's box, borders included.
 func (l *lessonPane) SetSize(width, height int) { l.width, l.height = width, height }
 
@@ -160,7 +174,7 @@ func (m *Model) startLesson() tea.Cmd {
 		}
 	}
 	m.lesson.on = true
-	if !m.wide() {
+	if m.width > 0 && !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
 	m.lesson.userSrc = m.src
@@ -180,13 +194,16 @@ func (m *Model) leaveLesson() tea.Cmd {
 }
 
 // useSource shows another source: the lessons' database or the user's.
+// Subscribing may be I/O (a client attached to a host in another process
+// opens a stream), so it runs in a command; the reads start once the
+// subscription is in (subscribedMsg), so no notice falls between.
 func (m *Model) useSource(src Source) tea.Cmd {
 	if m.unsubscribe != nil {
 		m.unsubscribe() // ends the wait on the old notices
 	}
 	m.src = src
 	m.srcGen++
-	m.notices, m.unsubscribe = src.Subscribe(4096)
+	m.notices, m.unsubscribe = nil, nil
 	m.execs.Reset()
 	m.selID, m.trace.tr, m.trace.rows, m.trace.sel, m.trace.top = "", nil, nil, 0, 0
 	m.trace.collapsed = map[string]bool{}
@@ -194,6 +211,28 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.follow, m.started = "", ""
 	m.outbox.Clear()
 	m.armed = nil
+	gen := m.srcGen
+	return func() tea.Msg {
+		ch, unsub := src.Subscribe(4096)
+		return subscribedMsg{gen: gen, notices: ch, unsubscribe: unsub}
+	}
+}
+
+// subscribedMsg is a subscription to the notices of the source numbered
+// gen, made off the UI goroutine.
+type subscribedMsg struct {
+	gen         int
+	notices     <-chan engine.Notice
+	unsubscribe func()
+}
+
+// onSubscribed starts following the source and reading it; a subscription
+// to a source no longer shown is ended.
+func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
+	if msg.gen != m.srcGen {
+		return func() tea.Msg { msg.unsubscribe(); return nil }
+	}
+	m.notices, m.unsubscribe = msg.notices, msg.unsubscribe
 	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
 }
 
@@ -206,7 +245,7 @@ func (l *lessonPane) ask() tea.Cmd {
 	}
 	l.step, l.phase, l.err, l.after, l.diff = step, phasePredict, nil, "", ""
 	l.input = newLessonInput()
-	if l.Context.width < wideWidth {
+	if l.narrow() {
 		l.focus = paneDetail // the prediction is asked on the lesson's tab
 	}
 	return l.input.Focus()
@@ -334,7 +373,7 @@ func (l *lessonPane) onResult(msg lessonMsg) tea.Cmd {
 			return nil
 		}
 		l.phase, l.next = phaseActing, 0
-		if l.Context.width < wideWidth {
+		if l.narrow() {
 			l.focus = paneTrace // the trace and outbox, with the lesson's next key under them
 		}
 		if len(msg.step.Actions) == 0 {

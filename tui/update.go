@@ -38,7 +38,11 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		}
 		return m, nil
 	case tea.WindowSizeMsg:
+		first := m.width == 0
 		m.width, m.height = msg.Width, msg.Height
+		if first {
+			m.lesson.sized()
+		}
 		m.help.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
@@ -84,6 +88,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case subscribedMsg:
+		return m, m.onSubscribed(msg)
 	case flashMsg:
 		m.setFlash(msg.text, msg.bad)
 		return m, nil
