@@ -17,7 +17,9 @@ import (
 
 // Lessons is the guided path the explorer's lesson mode walks;
 // *lesson.Session is one. Begin resets the lessons' own database for a
-// step, Act plays one of its actions, Outcome reads what they left.
+// step, Act plays one of its actions, Outcome reads what they left, Record
+// saves a finished step: those run in commands. Path, Next and Score are
+// called from Update and View and must answer from memory.
 type Lessons interface {
 	Path() []lesson.Step
 	Next() (lesson.Step, bool)
