@@ -89,10 +89,13 @@ func (w *watchedSource) AdvanceClock(d time.Duration) error {
 	w.note("AdvanceClock")
 	return w.snapshot.AdvanceClock(d)
 }
-func (w *watchedSource) WorldOffset() time.Duration { w.note("WorldOffset"); return w.snapshot.WorldOffset() }
-func (w *watchedSource) ResetWorld() error          { w.note("ResetWorld"); return w.snapshot.ResetWorld() }
-func (w *watchedSource) Running() []string          { w.note("Running"); return w.snapshot.Running() }
-func (w *watchedSource) Reset() error               { w.note("Reset"); return w.snapshot.Reset() }
+func (w *watchedSource) WorldOffset() time.Duration {
+	w.note("WorldOffset")
+	return w.snapshot.WorldOffset()
+}
+func (w *watchedSource) ResetWorld() error { w.note("ResetWorld"); return w.snapshot.ResetWorld() }
+func (w *watchedSource) Running() []string { w.note("Running"); return w.snapshot.Running() }
+func (w *watchedSource) Reset() error      { w.note("Reset"); return w.snapshot.Reset() }
 
 // TestUpdateAndViewDoNoIO: every key of the explorer, in every pane and
 // box, reaches the source only through the commands Update returns: not
