@@ -61,3 +61,28 @@ func TestLessonLeavesTheUsersDatabase(t *testing.T) {
 		t.Fatalf("the user's execution after the lesson: %v\n%s", err, out)
 	}
 }
+
+// TestExplorerLessonFixEndsWithDiffLine: in the explorer's lesson mode a
+// fix's step ends with its diff line, as `retrylab lesson` shows it; the
+// mistake (naive, done headless before) is run on a scratch database.
+func TestExplorerLessonFixEndsWithDiffLine(t *testing.T) {
+	bin := buildBinary(t)
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	if out, err := exec.Command(bin, "--db", db, "lesson", "--answers", "2,1", "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("the first two lessons: %v\n%s", err, out)
+	}
+	s := startScreen(t, bin, db, 160, 40)
+	s.waitFor("the explorer", "Executions 0")
+	s.press("L")
+	s.waitFor("the fix's lesson", "Lesson 3/", "safe", "Predict:")
+	s.press("1\r")
+	s.waitFor("waiting for the key", "▶ press n")
+	s.press("n")
+	s.waitFor("the second run's key", "✓ n", "▶ press n")
+	s.press("n")
+	s.waitFor("the verdict and the diff line", "Right: 1", "diff: naive: 2 messages to jordan@acme.dev; safe: 1")
+	s.press("\x1b") // esc: back to the user's database
+	s.waitFor("the user's database is back", "left the lesson")
+	s.press("q")
+	<-s.done
+}
