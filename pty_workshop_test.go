@@ -86,3 +86,27 @@ func TestExplorerLessonFixEndsWithDiffLine(t *testing.T) {
 	s.press("q")
 	<-s.done
 }
+
+// TestExplorerStartsClean: E, once y confirms, empties the database:
+// executions and histories as well as the world, which R keeps.
+func TestExplorerStartsClean(t *testing.T) {
+	bin := buildBinary(t)
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	seed(t, bin, db, "naive", "safe")
+	s := startScreen(t, bin, db, 160, 40)
+	s.waitFor("two executions", "Executions 2")
+	s.press("E")
+	s.waitFor("the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	s.press("y")
+	s.waitFor("a clean database", "Executions 0", "none yet: press n", "erased: no executions")
+	s.press("q")
+	<-s.done
+	out, err := exec.Command(bin, "--db", db, "show").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no executions yet") {
+		t.Fatalf("show after E y: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--db", db, "state").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"outbox": []`) || !strings.Contains(string(out), `"journal": []`) {
+		t.Fatalf("state after E y: %v\n%s", err, out)
+	}
+}
