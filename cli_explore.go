@@ -81,7 +81,11 @@ func (a *app) explore(f *exploreFlags) error {
 		if err != nil {
 			return nil, err
 		}
-		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath()}, nil
+		// A fix's step ends with its difference from its mistake, as the
+		// lesson command shows it (the mistake run on a scratch database
+		// when this walk did not run it).
+		pairs := lesson.NewPairs(lessonHost, scratchOpener())
+		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath(), Diff: pairs.Line}, nil
 	}
 	m := tui.New(opts)
 	defer m.Close()

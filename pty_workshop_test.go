@@ -59,3 +59,50 @@ func TestLessonLeavesTheUsersDatabase(t *testing.T) {
 		t.Fatalf("the user's execution after the lesson: %v\n%s", err, out)
 	}
 }
+
+// TestExplorerLessonFixEndsWithDiffLine: in the explorer's lesson mode a
+// fix's step ends with its diff line, as `retrylab lesson` shows it; the
+// mistake (naive, done headless before) is run on a scratch database.
+func TestExplorerLessonFixEndsWithDiffLine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	if out, err := exec.Command(bin, "--db", db, "lesson", "--answers", "2,1", "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("the first two lessons: %v\n%s", err, out)
+	}
+	s := startScreen(t, bin, db, 160, 40)
+	s.waitFor("the explorer", "Executions 0")
+	s.press("L")
+	s.waitFor("the fix's lesson", "Lesson 3/", "safe", "Predict:")
+	s.press("1\r")
+	s.waitFor("waiting for the key", "▶ press n")
+	s.press("n")
+	s.waitFor("the second run's key", "✓ n", "▶ press n")
+	s.press("n")
+	s.waitFor("the verdict and the diff line", "Right: 1", "diff: naive: 2 messages to jordan@acme.dev; safe: 1")
+	s.press("\x1b") // esc: back to the user's database
+	s.waitFor("the user's database is back", "left the lesson")
+	s.press("q")
+	<-s.done
+}
+
+// TestExplorerStartsClean: E, once y confirms, empties the database:
+// executions and histories as well as the world, which R keeps.
+func TestExplorerStartsClean(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	seed(t, bin, db, "naive", "safe")
+	s := startScreen(t, bin, db, 160, 40)
+	s.waitFor("two executions", "Executions 2")
+	s.press("E")
+	s.waitFor("the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	s.press("y")
+	s.waitFor("a clean database", "Executions 0", "none yet: press n", "erased: no executions")
+	s.press("q")
+	<-s.done
+	out, err := exec.Command(bin, "--db", db, "show").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no executions yet") {
+		t.Fatalf("show after E y: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--db", db, "state").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"outbox": []`) || !strings.Contains(string(out), `"journal": []`) {
+		t.Fatalf("state after E y: %v\n%s", err, out)
+	}
+}

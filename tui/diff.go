@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -20,8 +21,10 @@ import (
 // stays at the bottom. Below wideWidth the sides are stacked: each row is
 // two lines, A over B, so the view fits 80 columns.
 
-// compareState is the comparison's part of the Model.
-type compareState struct {
+// comparePane is the comparison (m, =) over the whole screen: both sides
+// lined up, scrolled together, with its own footer of keys.
+type comparePane struct {
+	*Context
 	// marked is the execution m marked: side A of the next comparison.
 	marked string
 	open   bool
@@ -33,7 +36,64 @@ type compareState struct {
 	top     int // the first row shown
 	// whatA and whatB are the widest subjects of each side, measured once
 	// when the result arrives, so a frame measures only the rows it shows.
-	whatA, whatB int
+	whatA, whatB  int
+	width, height int
+	footer        help.Model
+}
+
+func newComparePane(ctx *Context) *comparePane {
+	return &comparePane{Context: ctx, footer: newFooterHelp(ctx.theme)}
+}
+
+var (
+	compareScroll = key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "scroll both"))
+	comparePage   = key.NewBinding(key.WithKeys("pgup", "ctrl+u", "pgdown", "ctrl+d"), key.WithHelp("pgup/pgdn", "page"))
+	compareClose  = key.NewBinding(key.WithKeys("esc", "=", "q", "enter"), key.WithHelp("esc/=", "close"))
+)
+
+// ShortHelp is the comparison's footer.
+func (c *comparePane) ShortHelp() []key.Binding {
+	return []key.Binding{compareScroll, comparePage, compareClose}
+}
+
+// FullHelp is the comparison's keys in one group.
+func (c *comparePane) FullHelp() [][]key.Binding { return [][]key.Binding{c.ShortHelp()} }
+
+// SetSize fits the comparison to the screen.
+func (c *comparePane) SetSize(width, height int) { c.width, c.height = width, height }
+
+// Start opens the comparison of a with b while it is read.
+func (c *comparePane) Start(a, b string) {
+	c.open, c.loading, c.a, c.b, c.res, c.sel, c.top, c.whatA, c.whatB = true, true, a, b, nil, 0, 0, 0, 0
+}
+
+// Update takes the comparison in (compareMsg without an error: the Model
+// reports errors) and the keys while it shows: the explorer's moves scroll
+// both sides, esc, =, q or enter closes.
+func (c *comparePane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case compareMsg:
+		c.onResult(msg)
+	case tea.KeyMsg:
+		k := c.keys
+		switch {
+		case key.Matches(msg, k.Up):
+			c.move(-1)
+		case key.Matches(msg, k.Down):
+			c.move(1)
+		case key.Matches(msg, k.PageUp):
+			c.move(-c.rowsShown())
+		case key.Matches(msg, k.PageDown):
+			c.move(c.rowsShown())
+		case key.Matches(msg, k.Top):
+			c.move(-1 << 30)
+		case key.Matches(msg, k.Bottom):
+			c.move(1 << 30)
+		case key.Matches(msg, compareClose):
+			c.open, c.res = false, nil
+		}
+	}
+	return nil
 }
 
 // compareMsg is the comparison, computed off the UI goroutine.
@@ -48,7 +108,7 @@ type compareMsg struct {
 func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
 	if !m.cmp.open {
-		if m.showHelp {
+		if m.help.open {
 			return nil, false // the help is closed by any key first
 		}
 		switch {
@@ -59,25 +119,10 @@ func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		}
 		return nil, false
 	}
-	switch {
-	case msg.String() == "ctrl+c":
+	if msg.String() == "ctrl+c" {
 		return m.quit(), true
-	case key.Matches(msg, k.Up):
-		m.moveCompare(-1)
-	case key.Matches(msg, k.Down):
-		m.moveCompare(1)
-	case key.Matches(msg, k.PageUp):
-		m.moveCompare(-m.compareRowsShown())
-	case key.Matches(msg, k.PageDown):
-		m.moveCompare(m.compareRowsShown())
-	case key.Matches(msg, k.Top):
-		m.moveCompare(-1 << 30)
-	case key.Matches(msg, k.Bottom):
-		m.moveCompare(1 << 30)
-	case key.Matches(msg, k.Compare), key.Matches(msg, k.Disarm), key.Matches(msg, k.Quit), msg.String() == "enter":
-		m.cmp.open, m.cmp.res = false, nil
 	}
-	return nil, true
+	return m.cmp.Update(msg), true
 }
 
 // markExec marks the selected execution as side A.
@@ -94,8 +139,8 @@ func (m *Model) markExec() tea.Cmd {
 
 // markedTag starts the second line of an execution in the list: " A " for
 // the marked one (side A of the next comparison), else blanks.
-func (m *Model) markedTag(id string) string {
-	if id != "" && id == m.cmp.marked {
+func markedTag(id, marked string) string {
+	if id != "" && id == marked {
 		return " A "
 	}
 	return "   "
@@ -113,7 +158,7 @@ func (m *Model) openCompare() tea.Cmd {
 		return nil
 	}
 	a, b, src := m.cmp.marked, sel.x.ID, m.src
-	m.cmp = compareState{marked: a, open: true, loading: true, a: a, b: b}
+	m.cmp.Start(a, b)
 	return func() tea.Msg {
 		// Both histories are read and folded at once.
 		var tb *trace.Trace
@@ -152,140 +197,144 @@ func (m *Model) onCompare(msg compareMsg) tea.Cmd {
 	if !m.cmp.open || msg.a != m.cmp.a || msg.b != m.cmp.b {
 		return nil
 	}
-	m.cmp.loading = false
 	if msg.err != nil {
-		m.cmp.open = false
+		m.cmp.open, m.cmp.loading = false, false
 		m.setFlash("compare: "+oneLine(msg.err.Error()), true)
 		return nil
 	}
-	m.cmp.res = msg.res
-	m.cmp.sel, m.cmp.top = 0, 0
+	return m.cmp.Update(msg)
+}
+
+// onResult shows the comparison read, from where the sides part.
+func (c *comparePane) onResult(msg compareMsg) {
+	c.loading = false
+	c.res = msg.res
+	c.sel, c.top = 0, 0
 	for _, row := range msg.res.Rows {
 		if row.A != nil {
-			m.cmp.whatA = max(m.cmp.whatA, ansi.StringWidth(row.A.What()))
+			c.whatA = max(c.whatA, ansi.StringWidth(row.A.What()))
 		}
 		if row.B != nil {
-			m.cmp.whatB = max(m.cmp.whatB, ansi.StringWidth(row.B.What()))
+			c.whatB = max(c.whatB, ansi.StringWidth(row.B.What()))
 		}
 	}
 	if msg.res.Part > 0 {
-		m.moveCompare(msg.res.Part) // open where they part
+		c.move(msg.res.Part) // open where they part
 	}
-	return nil
 }
 
-func (m *Model) moveCompare(d int) {
-	if m.cmp.res == nil {
+func (c *comparePane) move(d int) {
+	if c.res == nil {
 		return
 	}
-	n := len(m.cmp.res.Rows)
-	m.cmp.sel = clamp(m.cmp.sel+d, 0, max(0, n-1))
-	shown := m.compareRowsShown()
-	if m.cmp.sel < m.cmp.top {
-		m.cmp.top = m.cmp.sel
+	n := len(c.res.Rows)
+	c.sel = clamp(c.sel+d, 0, max(0, n-1))
+	shown := c.rowsShown()
+	if c.sel < c.top {
+		c.top = c.sel
 	}
-	if m.cmp.sel >= m.cmp.top+shown {
-		m.cmp.top = m.cmp.sel - shown + 1
+	if c.sel >= c.top+shown {
+		c.top = c.sel - shown + 1
 	}
-	m.cmp.top = clamp(m.cmp.top, 0, max(0, n-shown))
+	c.top = clamp(c.top, 0, max(0, n-shown))
 }
 
 // compareStacked reports whether the sides are stacked (narrow terminals).
-func (m *Model) compareStacked() bool { return !m.wide() }
+func (c *comparePane) stacked() bool { return c.width < wideWidth }
 
 // compareLayout splits the box's inner height: the heads, the rows, the
 // foot (where they part, the effects, the legend).
-func (m *Model) compareLayout() (head, foot []string, rowLines int) {
-	w := m.width - 2
-	r := m.cmp.res
+func (c *comparePane) layout() (head, foot []string, rowLines int) {
+	w := c.width - 2
+	r := c.res
 	if r == nil {
 		return nil, nil, 0
 	}
 	head = []string{fit(" A  "+r.A.Head(), w), fit(" B  "+r.B.Head(), w)}
-	if !m.compareStacked() {
-		aw, bw := m.compareColumns()
+	if !c.stacked() {
+		aw, bw := c.columns()
 		head = append(head, fit("   "+fit("A "+r.A.Label, aw)+" │ "+fit("B "+r.B.Label, bw), w))
 	}
 	foot = append(foot, strings.Repeat("─", w))
-	if m.cmp.sel < len(r.Rows) {
-		row := r.Rows[m.cmp.sel]
+	if c.sel < len(r.Rows) {
+		row := r.Rows[c.sel]
 		why := row.Why
 		if !row.Differs {
 			why = "the same on both sides"
 		}
-		foot = append(foot, fit(fmt.Sprintf(" row %d %s %s", m.cmp.sel+1, row.Marker(), why), w))
+		foot = append(foot, fit(fmt.Sprintf(" row %d %s %s", c.sel+1, row.Marker(), why), w))
 	}
 	foot = append(foot, wrap(r.Parting, w)...)
 	for _, l := range r.EffectLines {
 		foot = append(foot, wrap("effects  "+l, w)...)
 	}
 	foot = append(foot, wrap(r.Legend(), w)...)
-	rowLines = m.height - 3 - len(head) - len(foot)
+	rowLines = c.height - 3 - len(head) - len(foot)
 	if rowLines < 2 {
 		// A short terminal keeps the effects and drops the legend first.
 		keep := max(2, len(foot)+rowLines-2)
 		foot = foot[:min(len(foot), keep)]
-		rowLines = max(2, m.height-3-len(head)-len(foot))
+		rowLines = max(2, c.height-3-len(head)-len(foot))
 	}
 	return head, foot, rowLines
 }
 
 // compareRowsShown is how many rows of the comparison fit.
-func (m *Model) compareRowsShown() int {
-	_, _, lines := m.compareLayout()
-	if m.compareStacked() {
+func (c *comparePane) rowsShown() int {
+	_, _, lines := c.layout()
+	if c.stacked() {
 		return max(1, lines/2)
 	}
 	return max(1, lines)
 }
 
 // compareColumns are the widths of side A's and side B's columns.
-func (m *Model) compareColumns() (int, int) {
-	w := m.width - 2 - 3 - 3 // the markers, the separator
+func (c *comparePane) columns() (int, int) {
+	w := c.width - 2 - 3 - 3 // the markers, the separator
 	return w / 2, w - w/2
 }
 
-// compareView draws the comparison over the whole screen.
-func (m *Model) compareView() string {
-	title := fmt.Sprintf("Compare  A %s  ⇄  B %s", m.cmp.a, m.cmp.b)
+// View draws the comparison over the whole screen.
+func (c *comparePane) View() string {
+	title := fmt.Sprintf("Compare  A %s  ⇄  B %s", c.a, c.b)
 	var lines []string
 	switch {
-	case m.cmp.loading || m.cmp.res == nil:
-		lines = []string{m.theme.Dim.Render(" reading and lining up both histories…")}
+	case c.loading || c.res == nil:
+		lines = []string{c.theme.Dim.Render(" reading and lining up both histories…")}
 	default:
-		head, foot, rowLines := m.compareLayout()
+		head, foot, rowLines := c.layout()
 		lines = append(lines, head...)
-		body := m.compareRows(rowLines)
+		body := c.rows(rowLines)
 		for len(body) < rowLines {
 			body = append(body, "")
 		}
 		lines = append(lines, body...)
 		lines = append(lines, foot...)
 	}
-	box := m.theme.box(title, lines, m.width, m.height-1, true)
-	return box + "\n" + m.compareStatus()
+	box := c.theme.box(title, lines, c.width, c.height-1, true)
+	return box + "\n" + c.status()
 }
 
 // compareRows renders the rows from top, as many as fit in n lines.
-func (m *Model) compareRows(n int) []string {
-	r := m.cmp.res
-	w := m.width - 2
+func (c *comparePane) rows(n int) []string {
+	r := c.res
+	w := c.width - 2
 	var out []string
-	if m.compareStacked() {
-		for i := m.cmp.top; i < len(r.Rows) && len(out)+2 <= n; i++ {
+	if c.stacked() {
+		for i := c.top; i < len(r.Rows) && len(out)+2 <= n; i++ {
 			row := r.Rows[i]
-			a := fit(fmt.Sprintf("%s%s A %s", selMark(i == m.cmp.sel), row.Marker(), cell(row.A, 0)), w)
+			a := fit(fmt.Sprintf("%s%s A %s", selMark(i == c.sel), row.Marker(), cell(row.A, 0)), w)
 			b := fit("   B "+cell(row.B, 0), w)
-			out = append(out, m.compareStyle(row, i == m.cmp.sel, a), m.compareStyle(row, i == m.cmp.sel, b))
+			out = append(out, c.style(row, i == c.sel, a), c.style(row, i == c.sel, b))
 		}
 		return out
 	}
-	aw, bw := m.compareColumns()
-	whatA, whatB := m.cmp.whatA, m.cmp.whatB
-	for i := m.cmp.top; i < len(r.Rows) && len(out) < n; i++ {
+	aw, bw := c.columns()
+	whatA, whatB := c.whatA, c.whatB
+	for i := c.top; i < len(r.Rows) && len(out) < n; i++ {
 		row := r.Rows[i]
-		line := fmt.Sprintf("%s%s %s │ %s", selMark(i == m.cmp.sel), row.Marker(), fit(cell(row.A, whatA), aw), fit(cell(row.B, whatB), bw))
-		out = append(out, m.compareStyle(row, i == m.cmp.sel, fit(line, w)))
+		line := fmt.Sprintf("%s%s %s │ %s", selMark(i == c.sel), row.Marker(), fit(cell(row.A, whatA), aw), fit(cell(row.B, whatB), bw))
+		out = append(out, c.style(row, i == c.sel, fit(line, w)))
 	}
 	return out
 }
@@ -307,29 +356,26 @@ func cell(it *xdiff.Item, what int) string {
 }
 
 // compareStyle highlights a selected row, and a row whose sides differ.
-func (m *Model) compareStyle(row xdiff.Row, selected bool, line string) string {
+func (c *comparePane) style(row xdiff.Row, selected bool, line string) string {
 	switch {
 	case selected:
-		return m.theme.Selected.Render(line)
+		return c.theme.Selected.Render(line)
 	case row.Differs:
-		return m.theme.Linked.Render(line)
+		return c.theme.Linked.Render(line)
 	}
 	return line
 }
 
-func (m *Model) compareStatus() string {
-	t := m.theme
+func (c *comparePane) status() string {
 	pos := ""
-	if r := m.cmp.res; r != nil && len(r.Rows) > 0 {
-		pos = fmt.Sprintf(" row %d/%d ", m.cmp.sel+1, len(r.Rows))
+	if r := c.res; r != nil && len(r.Rows) > 0 {
+		pos = fmt.Sprintf(" row %d/%d ", c.sel+1, len(r.Rows))
 	}
-	keys := []string{t.StatusKey.Render("↑/↓") + " " + t.Status.Render("scroll both"),
-		t.StatusKey.Render("pgup/pgdn") + " " + t.Status.Render("page"),
-		t.StatusKey.Render("esc/=") + " " + t.Status.Render("close")}
-	right := strings.Join(keys, "  ")
-	gap := m.width - ansi.StringWidth(pos) - ansi.StringWidth(right)
+	c.footer.Width = 0
+	right := c.footer.ShortHelpView(c.ShortHelp())
+	gap := c.width - ansi.StringWidth(pos) - ansi.StringWidth(right)
 	if gap < 1 {
-		return fit(pos+right, m.width)
+		return fit(pos+right, c.width)
 	}
 	return pos + strings.Repeat(" ", gap) + right
 }

@@ -1,38 +1,102 @@
 package tui
 
-import tea "github.com/charmbracelet/bubbletea"
+import (
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
-// onFilterKey edits the executions filter, which applies as you type: each
-// change reads the matching page from the host's index (engine
-// FindExecutions, a few milliseconds at a million executions), and an
-// answer to text typed over since is dropped. Enter keeps the filter and
-// closes the box; esc restores the filter the box opened with.
-func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter":
-		m.filtering = false
-		m.filter.Blur()
-		return m.applyFilter(m.filter.Value())
-	case "esc":
-		m.filtering = false
-		m.filter.Blur()
-		return m.applyFilter(m.filterBefore)
+// filterBox is the executions filter (/): a text box that applies as you
+// type: each change reads the matching page from the host's index (engine
+// FindExecutions, a few milliseconds at a million executions; the rule is
+// engine/execindex's), and an answer to text typed over since is dropped.
+// enter keeps the text and closes the box, esc restores the filter the box
+// opened with. text is the filter applied: the Model reads the list again
+// whenever an Update changes it.
+type filterBox struct {
+	*Context
+	input textinput.Model
+	open  bool
+	// text is the filter applied; before, the one the box opened with.
+	text, before string
+	width        int
+}
+
+func newFilterBox(ctx *Context) *filterBox {
+	in := textinput.New()
+	in.Prompt = "/"
+	in.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
+	in.CharLimit = 64
+	in.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
+	return &filterBox{Context: ctx, input: in}
+}
+
+var (
+	filterKeep = hint("enter", "keep")
+	filterUndo = hint("esc", "undo")
+)
+
+// Open shows the box with the filter applied, to edit.
+func (f *filterBox) Open() tea.Cmd {
+	f.open, f.before = true, f.text
+	f.input.SetValue(f.text)
+	return f.input.Focus()
+}
+
+// Clear drops the filter; false when there was none.
+func (f *filterBox) Clear() bool {
+	had := f.text != ""
+	f.text = ""
+	return had
+}
+
+// SetSize is the width of the executions pane the box shows in.
+func (f *filterBox) SetSize(width, _ int) { f.width = width }
+
+// Update edits the text on a key; the text typed applies at once.
+func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
 	}
-	before := m.filter.Value()
+	switch {
+	case key.Matches(km, filterKeep):
+		f.open = false
+		f.input.Blur()
+		f.text = f.input.Value()
+		return nil
+	case key.Matches(km, filterUndo):
+		f.open = false
+		f.input.Blur()
+		f.text = f.before
+		return nil
+	}
 	var cmd tea.Cmd
-	m.filter, cmd = m.filter.Update(msg)
-	if text := m.filter.Value(); text != before {
-		cmd = tea.Batch(cmd, m.applyFilter(text))
-	}
+	f.input, cmd = f.input.Update(km)
+	f.text = f.input.Value()
 	return cmd
 }
 
-// applyFilter shows the executions that answer text, from the first.
-func (m *Model) applyFilter(text string) tea.Cmd {
-	if text == m.filterText {
-		return nil
+// View is the box's line, at the top of the executions pane.
+func (f *filterBox) View() string { return f.input.View() }
+
+// ShortHelp is the box's keys; every other key types.
+func (f *filterBox) ShortHelp() []key.Binding {
+	return []key.Binding{filterKeep, filterUndo, hint("ctrl+c", "quit")}
+}
+
+// FullHelp is the box's keys in one group.
+func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
+
+// updateFilter hands msg to the filter box and reads the list again, from
+// the first, when the filter applied changed.
+func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
+	before := m.filter.text
+	cmd := m.filter.Update(msg)
+	if m.filter.text == before {
+		return cmd
 	}
-	m.filterText = text
-	m.execSel, m.execTop = 0, 0
-	return m.loadExecs()
+	m.execs.sel, m.execs.top = 0, 0
+	return tea.Batch(cmd, m.loadExecs())
 }

@@ -76,7 +76,7 @@ func BenchmarkExplorerFilter(b *testing.B) {
 	build := time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	executions := m.execTotal
+	executions := m.execs.total
 
 	var finds []time.Duration
 	for _, q := range []string{"c", "co", "com", "comp", "compl", "k", "ke", "key", "keys", "keys+", "keys+j",
@@ -110,7 +110,7 @@ func BenchmarkExplorerFilter(b *testing.B) {
 		}
 	}
 	b.Logf("keys slower than 16 ms at worst: %v", slow)
-	if m.execTotal == 0 {
+	if m.execs.total == 0 {
 		b.Fatal("the list is empty after the script")
 	}
 	// Reported after the timed loop: ResetTimer drops earlier metrics.

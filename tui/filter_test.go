@@ -16,20 +16,20 @@ func TestFilterDropsStaleAnswers(t *testing.T) {
 	// not yet in.
 	_, cmdSa := m.Update(keyMsg("a"))
 	_, cmdSaf := m.Update(keyMsg("f"))
-	if m.filterText != "saf" {
-		t.Fatalf("the filter applies as typed: %q", m.filterText)
+	if m.filter.text != "saf" {
+		t.Fatalf("the filter applies as typed: %q", m.filter.text)
 	}
 	drive(t, m, cmdSaf)
-	if m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("saf: %d executions, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("saf: %d executions, selected %q", m.execs.total, m.selID)
 	}
 	// The answer to "sa" lands last: it is dropped.
 	for _, msg := range collect(cmdSa) {
 		m.Update(msg)
 	}
 	m.Update(execsMsg{filter: "sa", total: 3})
-	if m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("a stale answer replaced the list: %d executions, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("a stale answer replaced the list: %d executions, selected %q", m.execs.total, m.selID)
 	}
 }
 

@@ -50,14 +50,14 @@ func (m *Model) onLocated(msg locatedMsg) tea.Cmd {
 		return nil
 	}
 	m.follow = ""
-	m.execSel = msg.index
-	m.execTop = scrollTo(msg.index, m.execTop, m.execVisible(), max(m.execTotal, msg.index+1))
+	m.sizePanes()
+	m.execs.moveTo(msg.index)
 	// The trace follows the new run's tail: the selection on the last row
 	// is what keeps it there as the run goes on.
 	if m.selID != msg.id {
-		m.selID, m.tr, m.rows = "", nil, nil
+		m.selID, m.trace.tr, m.trace.rows = "", nil, nil
 	} else {
-		m.traceSel = max(0, len(m.rows)-1)
+		m.trace.sel = max(0, len(m.trace.rows)-1)
 		m.clampScroll()
 	}
 	return m.loadExecs()

@@ -2,6 +2,9 @@ package tui
 
 import (
 	"fmt"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
 	"strings"
 	"time"
 
@@ -28,7 +31,7 @@ func (m *Model) expireFlash() tea.Cmd {
 
 // statusBar is the footer: the policy for the next runs, armed faults and
 // world clock on the left, a status message, and the key hints on the
-// right. The hints always show (the essential ones when narrow); a status
+// right. The hints always show (all but the optional ones when narrow); a status
 // message comes before the state, which shortens, then yields to it.
 func (m *Model) statusBar() string {
 	t := m.theme
@@ -47,13 +50,17 @@ func (m *Model) statusBar() string {
 		"",
 	}
 	hints := func(all bool) string {
-		var keys []string
-		for i, b := range m.keys.ShortHelp() {
-			if all || essential[i] {
-				keys = append(keys, t.StatusKey.Render(b.Help().Key)+" "+t.Status.Render(shortLabels[i]))
+		keys := m.shortHelp()
+		if !all {
+			kept := keys[:0:0]
+			for _, b := range keys {
+				if !optional[b.Help().Key] {
+					kept = append(kept, b)
+				}
 			}
+			keys = kept
 		}
-		return strings.Join(keys, "  ")
+		return m.footer.ShortHelpView(keys)
 	}
 	right := hints(true)
 	if lipgloss.Width(right)+40 > m.width {
@@ -103,4 +110,40 @@ func shorter(v *bool) string {
 		return "scn"
 	}
 	return short(v)
+}
+
+// newFooterHelp is bubbles' help, drawing the footer's short help in the
+// theme's status colours: "n run  c crash  ? help".
+func newFooterHelp(t Theme) help.Model {
+	h := help.New()
+	h.ShortSeparator = "  "
+	h.Styles.ShortKey = t.StatusKey
+	h.Styles.ShortDesc = t.Status
+	h.Styles.ShortSeparator = t.Status
+	h.Styles.Ellipsis = t.Status
+	return h
+}
+
+// shortHelp is the keys that work now, in the pane and mode in front: a
+// text box's keys while one has the keyboard (no q while a prediction is
+// typed), the lesson's while it waits for a key, else the focused pane's.
+func (m *Model) shortHelp() []key.Binding {
+	switch {
+	case m.help.open:
+		return m.help.ShortHelp()
+	case m.waitingQuit:
+		return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")}
+	case m.filter.open:
+		return m.filter.ShortHelp()
+	}
+	// The lesson has the keyboard in every pane while it is on.
+	if m.lesson.on {
+		if keys := m.lesson.ShortHelp(); keys != nil {
+			return keys
+		}
+	}
+	if keys := m.pane(m.focus).ShortHelp(); keys != nil {
+		return keys
+	}
+	return m.keys.ShortHelp()
 }

@@ -129,8 +129,8 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 	r.spawn(m.Init())
 	r.send(tea.WindowSizeMsg{Width: w, Height: hgt})
 	r.settle(tb)
-	if m.tr == nil || len(m.execs) == 0 {
-		tb.Fatalf("first frame without a trace or executions: %d executions", len(m.execs))
+	if m.trace.tr == nil || len(m.execs.items) == 0 {
+		tb.Fatalf("first frame without a trace or executions: %d executions", len(m.execs.items))
 	}
 	return m, r, m.View()
 }
@@ -210,10 +210,10 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	dup := false
 	for i := 0; i < 50; i++ {
 		frame := m.View()
-		if m.tr == nil || !strings.Contains(frame, "Trace  "+m.tr.exec.ID) {
+		if m.trace.tr == nil || !strings.Contains(frame, "Trace  "+m.trace.tr.exec.ID) {
 			t.Fatalf("selection %d: no trace in the frame:\n%s", i, frame)
 		}
-		seen[m.tr.exec.ID] = true
+		seen[m.trace.tr.exec.ID] = true
 		dup = dup || strings.Contains(frame, "duplicate send")
 		r.send(benchKey("j"))
 		r.settle(t)
@@ -264,13 +264,13 @@ func TestCRMRowsLoadLazily(t *testing.T) {
 	defer h.Close()
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
-	if m.records != nil {
-		t.Fatalf("the first frame read %d CRM rows; want none until the CRM tab shows", len(m.records))
+	if m.outbox.records != nil {
+		t.Fatalf("the first frame read %d CRM rows; want none until the CRM tab shows", len(m.outbox.records))
 	}
 	r.send(benchKey("o"))
 	r.settle(t)
-	if len(m.records) == 0 || m.recordsCut || !strings.Contains(m.View(), "CRM (provider's truth)") {
-		t.Fatalf("the CRM tab shows %d rows (cut %v)", len(m.records), m.recordsCut)
+	if len(m.outbox.records) == 0 || m.outbox.recordsCut || !strings.Contains(m.View(), "CRM (provider's truth)") {
+		t.Fatalf("the CRM tab shows %d rows (cut %v)", len(m.outbox.records), m.outbox.recordsCut)
 	}
 
 	rows := make([]world.Record, crmWindow+5)
@@ -305,25 +305,25 @@ func TestLongHistoryPagesIn(t *testing.T) {
 	defer h.Close()
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
-	if m.tr.events() != tracePage || !m.truncated {
-		t.Fatalf("first frame holds %d events (truncated %v); want one page of %d", m.tr.events(), m.truncated, tracePage)
+	if m.trace.tr.events() != tracePage || !m.trace.truncated {
+		t.Fatalf("first frame holds %d events (truncated %v); want one page of %d", m.trace.tr.events(), m.trace.truncated, tracePage)
 	}
-	for pages := 1; m.truncated; pages++ {
+	for pages := 1; m.trace.truncated; pages++ {
 		if pages > 10 {
-			t.Fatalf("still truncated after %d pages (%d events)", pages, m.tr.events())
+			t.Fatalf("still truncated after %d pages (%d events)", pages, m.trace.tr.events())
 		}
 		r.send(benchKey("G"))
 		r.settle(t)
 	}
-	if int64(m.tr.events()) != st.Events {
-		t.Fatalf("paged in %d events of %d", m.tr.events(), st.Events)
+	if int64(m.trace.tr.events()) != st.Events {
+		t.Fatalf("paged in %d events of %d", m.trace.tr.events(), st.Events)
 	}
-	all, err := h.Events(m.tr.exec.ID, 0, 0)
+	all, err := h.Events(m.trace.tr.exec.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := newTraceView(m.tr.exec, all).flatten(m.collapsed, false); len(m.rows) != len(want) {
-		t.Fatalf("the paged trace has %d rows; read whole it has %d", len(m.rows), len(want))
+	if want := newTraceView(m.trace.tr.exec, all).flatten(m.trace.collapsed, false); len(m.trace.rows) != len(want) {
+		t.Fatalf("the paged trace has %d rows; read whole it has %d", len(m.trace.rows), len(want))
 	}
 	if strings.Contains(m.View(), "keep scrolling") {
 		t.Fatal("the end of the history still says there is more")

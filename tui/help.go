@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/retrylab/retrylab/engine/trace"
@@ -12,13 +14,61 @@ import (
 // helpKeyWidth is the key column of the help screen.
 const helpKeyWidth = 8
 
+// helpPage is the full-screen help (?): every key of the keymap's FullHelp
+// groups, the same bindings the footer's short help shows, and the marker
+// legend, flowed into columns and paged to fit (80×24 takes two pages;
+// bubbles' help.Model does not page, so the page is ours).
+type helpPage struct {
+	*Context
+	open          bool
+	page          int
+	width, height int
+}
+
+func newHelpPage(ctx *Context) *helpPage { return &helpPage{Context: ctx} }
+
+// Show opens the help at its first page.
+func (h *helpPage) Show() { h.open, h.page = true, 0 }
+
+// SetSize fits the help to the screen.
+func (h *helpPage) SetSize(width, height int) { h.width, h.height = width, height }
+
+// Update pages the help on its keys; any other key closes it.
+func (h *helpPage) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok || !h.open {
+		return nil
+	}
+	if !h.onKey(k) {
+		h.open = false
+	}
+	return nil
+}
+
+var (
+	helpNext  = key.NewBinding(key.WithKeys("j", "down", " ", "pgdown", "ctrl+d"), key.WithHelp("j/↓/space", "next page"))
+	helpPrev  = key.NewBinding(key.WithKeys("k", "up", "pgup", "ctrl+u"), key.WithHelp("k/↑", "previous"))
+	helpClose = hint("other keys", "close")
+)
+
+// ShortHelp is the help's own keys.
+func (h *helpPage) ShortHelp() []key.Binding {
+	if len(h.pages()) > 1 {
+		return []key.Binding{helpNext, helpPrev, helpClose}
+	}
+	return []key.Binding{hint("any key", "close")}
+}
+
+// FullHelp is the help's keys in one group.
+func (h *helpPage) FullHelp() [][]key.Binding { return [][]key.Binding{h.ShortHelp()} }
+
 // helpBlocks is the help screen's text: a block of lines per key group,
 // then the marker legend. No line is ever cut: the screen flows the blocks
 // into as many columns as fit, and pages when they do not.
-func (m *Model) helpBlocks() [][]string {
-	t := m.theme
+func (h *helpPage) helpBlocks() [][]string {
+	t := h.theme
 	var out [][]string
-	for i, g := range m.keys.FullHelp() {
+	for i, g := range h.keys.FullHelp() {
 		block := []string{t.TitleFocused.Render(helpGroups[i])}
 		for _, b := range g {
 			block = append(block, t.StatusKey.Render(fmt.Sprintf("%-*s", helpKeyWidth, b.Help().Key))+b.Help().Desc)
@@ -34,16 +84,16 @@ func (m *Model) helpBlocks() [][]string {
 
 // helpPages lays the help out for the screen: pages of columns of lines. A
 // block starts a new column rather than break, unless it is taller than one.
-func (m *Model) helpPages() [][]string {
-	blocks := m.helpBlocks()
+func (h *helpPage) pages() [][]string {
+	blocks := h.helpBlocks()
 	colW := 0
 	for _, b := range blocks {
 		for _, l := range b {
 			colW = max(colW, lipgloss.Width(l)+2)
 		}
 	}
-	perPage := max(1, (m.width-2)/colW)
-	rows := max(1, m.height-2-4) // title and blank above, blank and hint below
+	perPage := max(1, (h.width-2)/colW)
+	rows := max(1, h.height-2-4) // title and blank above, blank and hint below
 	var cols [][]string
 	var col []string
 	for _, b := range blocks {
@@ -72,11 +122,11 @@ func (m *Model) helpPages() [][]string {
 	return pages
 }
 
-// helpView draws the current page of the help.
-func (m *Model) helpView() string {
-	t := m.theme
-	pages := m.helpPages()
-	page := clamp(m.helpPage, 0, len(pages)-1)
+// View draws the current page of the help; its hint says the paging keys.
+func (h *helpPage) View() string {
+	t := h.theme
+	pages := h.pages()
+	page := clamp(h.page, 0, len(pages)-1)
 	hint := "any key: close"
 	title := "Help"
 	if len(pages) > 1 {
@@ -84,21 +134,21 @@ func (m *Model) helpView() string {
 		hint = "j/↓/space: next page · k/↑: previous · other keys: close"
 	}
 	lines := append([]string{t.Bold.Render("retrylab — keys"), ""}, pages[page]...)
-	for len(lines) < m.height-4 {
+	for len(lines) < h.height-4 {
 		lines = append(lines, "")
 	}
 	lines = append(lines, "", t.Dim.Render(hint))
-	return t.box(title, lines, m.width, m.height, true)
+	return t.box(title, lines, h.width, h.height, true)
 }
 
-// onHelpKey pages the help; false means the key closes it.
-func (m *Model) onHelpKey(s string) bool {
-	switch s {
-	case "j", "down", " ", "pgdown", "ctrl+d":
-		m.helpPage = min(m.helpPage+1, len(m.helpPages())-1)
+// onKey pages the help; false means the key closes it.
+func (h *helpPage) onKey(k tea.KeyMsg) bool {
+	switch {
+	case key.Matches(k, helpNext):
+		h.page = min(h.page+1, len(h.pages())-1)
 		return true
-	case "k", "up", "pgup", "ctrl+u":
-		m.helpPage = max(m.helpPage-1, 0)
+	case key.Matches(k, helpPrev):
+		h.page = max(h.page-1, 0)
 		return true
 	}
 	return false

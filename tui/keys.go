@@ -14,6 +14,7 @@ type KeyMap struct {
 
 	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
+	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
 }
@@ -51,6 +52,7 @@ func DefaultKeyMap() KeyMap {
 		DeleteJournal: b("D", "delete journal record (asks)", "D"),
 		AdvanceClock:  b("A", "clock +25 h: keys expire", "A"),
 		ResetWorld:    b("R", "reset the world (asks)", "R"),
+		StartClean:    b("E", "erase all: start clean (asks)", "E"),
 		FinalOnly:     b("f", "final attempt only / all", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),
@@ -63,24 +65,57 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
-// ShortHelp is the status bar's reminder: the keys a presenter reaches for.
-func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Run, k.TimeoutAfter, k.CrashAfterEffect, k.Resume, k.FinalOnly, k.Help, k.Quit}
+// footerWords are the footer's words for the keys the short help shows:
+// the help page's line is the binding's own description, the footer's is
+// this word for the same binding.
+var footerWords = map[string]string{
+	"n": "run", "t": "timeout", "c": "crash", "r": "resume", "f": "final-only", "?": "help", "q": "quit",
+	"/": "filter", "m": "mark", "=": "compare", "o": "outbox/CRM", "x": "kill", "esc": "disarm",
+	"↑/k": "up", "↓/j": "down", "enter": "expand",
 }
 
-// shortLabels are the status bar's words for ShortHelp's keys.
-var shortLabels = []string{"run", "timeout", "crash", "resume", "final-only", "help", "quit"}
+// optional are the footer's keys it drops first when narrow; run, crash,
+// resume, filter, help and quit stay.
+var optional = map[string]bool{"t": true, "f": true, "m": true, "=": true, "x": true, "esc": true, "o": true}
 
-// essential marks the ShortHelp keys the status bar keeps when it is too
-// narrow for all: run, crash, resume, help, quit.
-var essential = []bool{true, false, true, true, false, true, true}
+// word is b as the footer shows it: the same keys, the footer's word.
+func word(b key.Binding) key.Binding {
+	w, ok := footerWords[b.Help().Key]
+	if !ok {
+		return b
+	}
+	c := b
+	c.SetHelp(b.Help().Key, w)
+	return c
+}
+
+// words is word of each binding.
+func words(bs ...key.Binding) []key.Binding {
+	out := make([]key.Binding, len(bs))
+	for i, b := range bs {
+		out[i] = word(b)
+	}
+	return out
+}
+
+// hint is a binding shown in the footer only, for a key a pane reads
+// itself (a text box's enter, a lesson's esc).
+func hint(k, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(k), key.WithHelp(k, desc))
+}
+
+// ShortHelp is the footer's reminder over the trace: the keys a presenter
+// reaches for.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return words(k.Run, k.TimeoutAfter, k.CrashAfterEffect, k.Resume, k.FinalOnly, k.Help, k.Quit)
+}
 
 // FullHelp groups every key; the fault keys have their own column.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
 		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.MarkExec, k.Compare, k.Lesson, k.Help, k.Quit},
-		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld},
+		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld, k.StartClean},
 	}
 }
 

@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/verify"
 )
 
 // Lessons is the guided path the explorer's lesson mode walks;
 // *lesson.Session is one. Begin resets the lessons' own database for a
-// step, Act plays one of its actions, Outcome reads what they left.
+// step, Act plays one of its actions, Outcome reads what they left, Record
+// saves a finished step: those run in commands. Path, Next and Score are
+// called from Update and View and must answer from memory.
 type Lessons interface {
 	Path() []lesson.Step
 	Next() (lesson.Step, bool)
@@ -33,6 +37,11 @@ type LessonRoom struct {
 	Source  Source
 	// Where names the lessons' database, for the lesson pane.
 	Where string
+	// Diff, when set, is told each finished step and its outcome and
+	// returns, for a fix, its difference from its mistake in one line
+	// ("diff: …", lesson.Pairs.Line); "" for a step that fixes nothing.
+	// It is called off the UI goroutine, before Record.
+	Diff func(ctx context.Context, step lesson.Step, out verify.Outcome) (string, error)
 }
 
 // lessonPhase is where the current step stands.
@@ -46,21 +55,76 @@ const (
 	phaseFinished                    // the whole path is done
 )
 
-// lessonState is the explorer's lesson mode.
-type lessonState struct {
-	on       bool
-	opening  bool
-	room     *LessonRoom
-	userSrc  Source // the user's source, back when the lesson ends
-	step     lesson.Step
-	phase    lessonPhase
-	input    textinput.Model
-	guess    int
-	next     int    // the action the learner's next key plays
-	after    string // what the last action left: "worker killed · 1 message in the outbox"
-	feedback lesson.Feedback
-	err      error
+// lessonPane is the explorer's lesson mode: the step's text, prediction
+// box and verdict where the Detail pane is (a tab of its own when narrow,
+// with a strip under the trace and outbox for the step's next key). It
+// owns the step's state and plays it through the room's Lessons, in
+// commands; the Model switches the database shown and reads it again.
+type lessonPane struct {
+	*Context
+	presenter bool
+	on        bool
+	opening   bool
+	room      *LessonRoom
+	userSrc   Source // the user's source, back when the lesson ends
+	step      lesson.Step
+	phase     lessonPhase
+	input     textinput.Model
+	guess     int
+	next      int    // the action the learner's next key plays
+	after     string // what the last action left: "worker killed · 1 message in the outbox"
+	feedback  lesson.Feedback
+	// diff is a fix's difference from its mistake, once read.
+	diff          string
+	err           error
+	width, height int
 }
+
+func newLessonPane(ctx *Context, presenter bool) *lessonPane {
+	return &lessonPane{Context: ctx, presenter: presenter}
+}
+
+// flashMsg puts a status message in the footer for a component.
+type flashMsg struct {
+	text string
+	bad  bool
+}
+
+func flash(text string, bad bool) tea.Cmd {
+	return func() tea.Msg { return flashMsg{text: text, bad: bad} }
+}
+
+// narrow says the screen's size is known and the panes are tabs. Before
+// the first size is known nothing is decided: the Model decides then
+// (sized).
+func (l *lessonPane) narrow() bool { return l.Context.width > 0 && l.Context.width < wideWidth }
+
+// sized is told the screen's first size: in a narrow screen a prediction
+// asked before it is asked on the lesson's tab.
+func (l *lessonPane) sized() {
+	if l.on && l.phase == phasePredict && l.narrow() {
+		l.focus = paneDetail
+	}
+}
+
+// SetSize is the lesson's box, borders included.
+func (l *lessonPane) SetSize(width, height int) { l.width, l.height = width, height }
+
+// View is the lesson's box where the Detail pane is.
+func (l *lessonPane) View() string {
+	title, lines := l.lines(l.width - 2)
+	if l.presenter {
+		lines = spaced(lines)
+	}
+	focused := l.focus == paneDetail
+	if focused {
+		title = focusMark + title
+	}
+	return l.theme.box(title, lines, l.width, l.height, focused)
+}
+
+// FullHelp is the lesson's keys in one group.
+func (l *lessonPane) FullHelp() [][]key.Binding { return [][]key.Binding{l.ShortHelp()} }
 
 // lessonMsg reports lesson work done off the UI goroutine.
 type lessonMsg struct {
@@ -70,15 +134,17 @@ type lessonMsg struct {
 	action  int
 	exec    string
 	outcome verify.Outcome
+	diff    string
 	err     error
 }
 
 type lessonMsgKind int
 
 const (
-	lessonOpened lessonMsgKind = iota // the room is open
-	lessonBegun                       // the lessons' database is reset for step
-	lessonActed                       // action ran; outcome is the state after it
+	lessonOpened   lessonMsgKind = iota // the room is open
+	lessonBegun                         // the lessons' database is reset for step
+	lessonActed                         // action ran; outcome is the state after it
+	lessonRecorded                      // the finished step is saved; diff is its diff line
 )
 
 func newLessonInput() textinput.Model {
@@ -110,11 +176,11 @@ func (m *Model) startLesson() tea.Cmd {
 		}
 	}
 	m.lesson.on = true
-	if !m.wide() {
+	if m.width > 0 && !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
 	m.lesson.userSrc = m.src
-	return tea.Batch(m.useSource(m.lesson.room.Source), m.nextLesson())
+	return tea.Batch(m.useSource(m.lesson.room.Source), m.lesson.ask())
 }
 
 // leaveLesson ends lesson mode and brings the user's database back.
@@ -130,33 +196,61 @@ func (m *Model) leaveLesson() tea.Cmd {
 }
 
 // useSource shows another source: the lessons' database or the user's.
+// Subscribing may be I/O (a client attached to a host in another process
+// opens a stream), so it runs in a command; the reads start once the
+// subscription is in (subscribedMsg), so no notice falls between.
 func (m *Model) useSource(src Source) tea.Cmd {
 	if m.unsubscribe != nil {
 		m.unsubscribe() // ends the wait on the old notices
 	}
 	m.src = src
 	m.srcGen++
-	m.notices, m.unsubscribe = src.Subscribe(4096)
-	m.execs, m.execSkip, m.execTotal, m.execSel, m.execTop = nil, 0, 0, 0, 0
-	m.selID, m.tr, m.rows, m.msgs, m.traceSel, m.traceTop = "", nil, nil, nil, 0, 0
-	m.collapsed = map[string]bool{}
-	m.filterText, m.follow, m.started = "", "", ""
-	m.recent, m.records, m.armed = nil, nil, nil
+	m.notices, m.unsubscribe = nil, nil
+	m.execs.Reset()
+	m.selID, m.trace.tr, m.trace.rows, m.trace.sel, m.trace.top = "", nil, nil, 0, 0
+	m.trace.collapsed = map[string]bool{}
+	m.filter.Clear()
+	m.follow, m.started = "", ""
+	m.outbox.Clear()
+	m.armed = nil
+	gen := m.srcGen
+	return func() tea.Msg {
+		ch, unsub := src.Subscribe(4096)
+		return subscribedMsg{gen: gen, notices: ch, unsubscribe: unsub}
+	}
+}
+
+// subscribedMsg is a subscription to the notices of the source numbered
+// gen, made off the UI goroutine.
+type subscribedMsg struct {
+	gen         int
+	notices     <-chan notice.Notice
+	unsubscribe func()
+}
+
+// onSubscribed starts following the source and reading it; a subscription
+// to a source no longer shown is ended.
+func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
+	if msg.gen != m.srcGen {
+		return func() tea.Msg { msg.unsubscribe(); return nil }
+	}
+	m.notices, m.unsubscribe = msg.notices, msg.unsubscribe
 	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
 }
 
-func (m *Model) nextLesson() tea.Cmd {
-	step, ok := m.lesson.room.Lessons.Next()
+// ask asks for the prediction of the first unfinished step.
+func (l *lessonPane) ask() tea.Cmd {
+	step, ok := l.room.Lessons.Next()
 	if !ok {
-		m.lesson.phase = phaseFinished
+		l.phase = phaseFinished
 		return nil
 	}
-	m.lesson.step, m.lesson.phase, m.lesson.err, m.lesson.after = step, phasePredict, nil, ""
-	m.lesson.input = newLessonInput()
-	if !m.wide() {
-		m.focus = paneDetail // the prediction is asked on the lesson's tab
+	l.step, l.phase, l.err, l.after, l.diff = step, phasePredict, nil, "", ""
+	l.input = newLessonInput()
+	if l.narrow() {
+		l.focus = paneDetail // the prediction is asked on the lesson's tab
 	}
-	return m.lesson.input.Focus()
+	return l.input.Focus()
 }
 
 // lessonKeyFor is the explorer key that plays a script verb.
@@ -180,58 +274,78 @@ func lessonKeyFor(verb string) string {
 // explorer: while it waits for an action, the key of that action and the
 // other action keys (which would run something the lesson did not ask
 // for); while a step plays, the action keys too.
-func (m *Model) lessonTakes(s string) bool {
-	switch m.lesson.phase {
+func (l *lessonPane) takes(s string) bool {
+	switch l.phase {
 	case phasePredict:
 		return true
 	case phaseActing, phaseRunning:
 		switch s {
-		case "n", "r", "D", "A", "R", "esc", "ctrl+c":
+		case "n", "r", "D", "A", "R", "E", "esc", "ctrl+c":
 			return true
 		}
-		return m.lesson.phase == phaseActing && s == lessonKeyFor(m.lesson.step.Actions[m.lesson.next].Verb)
+		return l.phase == phaseActing && s == lessonKeyFor(l.step.Actions[l.next].Verb)
 	case phaseFeedback, phaseFinished:
 		return s == "enter" || s == "esc" || s == "ctrl+c"
 	}
 	return false
 }
 
-// onLessonKey handles keys while the lesson pane has the keyboard.
+// onLessonKey handles keys while the lesson pane has the keyboard: esc
+// leaves, ctrl+c quits, enter after the last step brings the user's
+// database back; the pane takes the rest.
 func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc":
+	switch {
+	case msg.String() == "esc":
 		return m.leaveLesson()
-	case "ctrl+c":
+	case msg.String() == "ctrl+c":
 		return m.quit()
+	case msg.String() == "enter" && m.lesson.phase == phaseFinished:
+		return m.leaveLesson()
 	}
-	lessons := m.lesson.room.Lessons
-	switch m.lesson.phase {
+	return m.lesson.Update(msg)
+}
+
+// Update plays the step on its keys (the prediction typed, then each
+// action's key) and takes the results of its commands (lessonMsg: begun,
+// acted, recorded).
+func (l *lessonPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return l.onKey(msg)
+	case lessonMsg:
+		return l.onResult(msg)
+	}
+	return nil
+}
+
+func (l *lessonPane) onKey(msg tea.KeyMsg) tea.Cmd {
+	lessons := l.room.Lessons
+	switch l.phase {
 	case phasePredict:
 		if msg.String() != "enter" {
 			var cmd tea.Cmd
-			m.lesson.input, cmd = m.lesson.input.Update(msg)
-			m.lesson.err = nil
+			l.input, cmd = l.input.Update(msg)
+			l.err = nil
 			return cmd
 		}
-		guess, err := lesson.ParsePrediction(m.lesson.input.Value(), m.lesson.step.Measure)
+		guess, err := lesson.ParsePrediction(l.input.Value(), l.step.Measure)
 		if err != nil {
-			m.lesson.err = err
+			l.err = err
 			return nil
 		}
-		m.lesson.guess, m.lesson.err = guess, nil
-		m.lesson.phase = phaseRunning
-		step := m.lesson.step
+		l.guess, l.err = guess, nil
+		l.phase = phaseRunning
+		step := l.step
 		return func() tea.Msg {
 			return lessonMsg{kind: lessonBegun, step: step, err: lessons.Begin(step)}
 		}
 	case phaseActing:
-		step, i := m.lesson.step, m.lesson.next
+		step, i := l.step, l.next
 		want := lessonKeyFor(step.Actions[i].Verb)
 		if msg.String() != want {
-			m.setFlash(fmt.Sprintf("the lesson's next key is %s: %s", want, strings.ToLower(step.Actions[i].Say)), true)
-			return nil
+			return flash(fmt.Sprintf("the lesson's next key is %s: %s", want, strings.ToLower(step.Actions[i].Say)), true)
 		}
-		m.lesson.phase = phaseRunning
+		l.phase = phaseRunning
 		return func() tea.Msg {
 			exec, err := lessons.Act(context.Background(), step, i)
 			out, oerr := lessons.Outcome()
@@ -241,14 +355,50 @@ func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
 			return lessonMsg{kind: lessonActed, step: step, action: i, exec: exec, outcome: out, err: err}
 		}
 	case phaseRunning:
-		m.setFlash("the lesson is running: watch the trace and the outbox", false)
+		return flash("the lesson is running: watch the trace and the outbox", false)
 	case phaseFeedback:
 		if msg.String() == "enter" {
-			return m.nextLesson()
+			return l.ask()
 		}
-	case phaseFinished:
-		if msg.String() == "enter" {
-			return m.leaveLesson()
+	}
+	return nil
+}
+
+// onResult takes a step's progress: begun (its keys are next), an action
+// played (what it left; the verdict after the last), recorded (the diff
+// line).
+func (l *lessonPane) onResult(msg lessonMsg) tea.Cmd {
+	switch msg.kind {
+	case lessonBegun:
+		if msg.err != nil {
+			l.err, l.phase = msg.err, phaseFeedback
+			return nil
+		}
+		l.phase, l.next = phaseActing, 0
+		if l.narrow() {
+			l.focus = paneTrace // the trace and outbox, with the lesson's next key under them
+		}
+		if len(msg.step.Actions) == 0 {
+			return l.finish(verify.Outcome{})
+		}
+	case lessonActed:
+		if msg.err != nil {
+			l.err, l.phase = msg.err, phaseFeedback
+			return nil
+		}
+		l.after = afterAction(msg.outcome, l.step.Measure)
+		l.next = msg.action + 1
+		if l.next >= len(l.step.Actions) {
+			return l.finish(msg.outcome)
+		}
+		l.phase = phaseActing
+	case lessonRecorded:
+		if msg.step.Name != l.step.Name {
+			return nil
+		}
+		l.diff = msg.diff
+		if msg.err != nil {
+			l.err = msg.err
 		}
 	}
 	return nil
@@ -270,19 +420,12 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		if !m.lesson.on {
 			return nil
 		}
+		cmd := m.lesson.Update(msg)
 		if msg.err != nil {
-			m.lesson.err, m.lesson.phase = msg.err, phaseFeedback
 			return nil
 		}
-		m.lesson.phase, m.lesson.next = phaseActing, 0
-		m.execSel, m.execTop, m.selID = 0, 0, ""
-		if !m.wide() {
-			m.focus = paneTrace // the trace and outbox, with the lesson's next key under them
-		}
-		if len(msg.step.Actions) == 0 {
-			return m.finishLesson(verify.Outcome{})
-		}
-		return tea.Batch(m.loadExecs(), m.loadOutbox())
+		m.execs.sel, m.execs.top, m.selID = 0, 0, ""
+		return tea.Batch(cmd, m.loadExecs(), m.loadOutbox())
 	case lessonActed:
 		cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}
 		if !m.lesson.on {
@@ -292,30 +435,33 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			m.follow, m.started = msg.exec, msg.exec
 			cmds = append(cmds, m.locate(msg.exec))
 		}
-		if msg.err != nil {
-			m.lesson.err, m.lesson.phase = msg.err, phaseFeedback
-			return tea.Batch(cmds...)
+		return tea.Batch(append(cmds, m.lesson.Update(msg))...)
+	case lessonRecorded:
+		if !m.lesson.on {
+			return nil
 		}
-		m.lesson.after = afterAction(msg.outcome, m.lesson.step.Measure)
-		m.lesson.next = msg.action + 1
-		if m.lesson.next >= len(m.lesson.step.Actions) {
-			cmds = append(cmds, m.finishLesson(msg.outcome))
-		} else {
-			m.lesson.phase = phaseActing
-		}
-		return tea.Batch(cmds...)
+		return m.lesson.Update(msg)
 	}
 	return nil
 }
 
-// finishLesson checks the prediction against the step's outcome.
-func (m *Model) finishLesson(out verify.Outcome) tea.Cmd {
-	fb := lesson.Check(m.lesson.step, m.lesson.guess, out)
-	m.lesson.feedback, m.lesson.phase = fb, phaseFeedback
-	if err := m.lesson.room.Lessons.Record(m.lesson.step, fb); err != nil {
-		m.lesson.err = err
+// finish checks the prediction against the step's outcome, then, in a
+// command, reads a fix's diff line and saves the step as done.
+func (l *lessonPane) finish(out verify.Outcome) tea.Cmd {
+	step := l.step
+	fb := lesson.Check(step, l.guess, out)
+	l.feedback, l.phase = fb, phaseFeedback
+	room := l.room
+	return func() tea.Msg {
+		var line string
+		if room.Diff != nil {
+			var err error
+			if line, err = room.Diff(context.Background(), step, out); err != nil {
+				line = "diff: cannot compare with its mistake: " + oneLine(err.Error())
+			}
+		}
+		return lessonMsg{kind: lessonRecorded, step: step, diff: line, err: room.Lessons.Record(step, fb)}
 	}
-	return nil
 }
 
 // afterAction says what an action left, the state the lesson pauses on:
@@ -341,10 +487,10 @@ func byHand(step lesson.Step) string {
 	return strings.Join(parts, " → ")
 }
 
-// lessonLines is the lesson pane's text.
-func (m *Model) lessonLines(width int) (string, []string) {
-	st := m.lesson.step
-	done, right := m.lesson.room.Lessons.Score()
+// lines are the lesson's title and text.
+func (l *lessonPane) lines(width int) (string, []string) {
+	st := l.step
+	done, right := l.room.Lessons.Score()
 	title := fmt.Sprintf("Lesson %d/%d · %s — %s · %d done, %d predicted right · esc: leave", st.Number, st.Of, st.Name, st.Title, done, right)
 	wrap := func(s string) []string {
 		if s == "" {
@@ -352,60 +498,64 @@ func (m *Model) lessonLines(width int) (string, []string) {
 		}
 		return strings.Split(wrapText(s, width), "\n")
 	}
-	where := m.theme.Dim.Render("in " + m.lesson.room.Where + " (your database is untouched; esc brings it back)")
+	where := l.theme.Dim.Render("in " + l.room.Where + " (your database is untouched; esc brings it back)")
 	var lines []string
-	switch m.lesson.phase {
+	switch l.phase {
 	case phaseFinished:
 		return fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done),
 			[]string{"Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.", "", "enter: back to your database"}
 	case phasePredict:
 		lines = append(lines, wrap(st.Intro)...)
-		lines = append(lines, m.theme.Dim.Render("what you will do: "+byHand(st)))
-		lines = append(lines, m.theme.Bold.Render("Predict: "+st.Predict))
-		lines = append(lines, m.lesson.input.View()+m.theme.Dim.Render("   enter: start"))
-		if m.lesson.err != nil {
-			for _, l := range wrap(m.lesson.err.Error()) {
-				lines = append(lines, m.theme.Bad.Render(l))
+		lines = append(lines, l.theme.Dim.Render("what you will do: "+byHand(st)))
+		lines = append(lines, l.theme.Bold.Render("Predict: "+st.Predict))
+		lines = append(lines, l.input.View()+l.theme.Dim.Render("   enter: start"))
+		if l.err != nil {
+			for _, e := range wrap(l.err.Error()) {
+				lines = append(lines, l.theme.Bad.Render(e))
 			}
 		}
 		lines = append(lines, where)
 	case phaseActing, phaseRunning:
-		lines = append(lines, fmt.Sprintf("you predicted %s", predicted(m.lesson.guess, st.Measure)))
+		lines = append(lines, fmt.Sprintf("you predicted %s", predicted(l.guess, st.Measure)))
 		for i, a := range st.Actions {
 			mark, text := "  ", fmt.Sprintf("%s  %s", lessonKeyFor(a.Verb), a.Say)
 			switch {
-			case i < m.lesson.next:
+			case i < l.next:
 				mark = "✓ "
-			case i == m.lesson.next && m.lesson.phase == phaseRunning:
+			case i == l.next && l.phase == phaseRunning:
 				mark, text = "● ", text+" … watch the trace and the outbox"
-			case i == m.lesson.next:
-				mark, text = "▶ ", m.theme.Bold.Render("press "+text)
+			case i == l.next:
+				mark, text = "▶ ", l.theme.Bold.Render("press "+text)
 			}
 			lines = append(lines, mark+text)
 		}
-		if m.lesson.after != "" {
-			lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
+		if l.after != "" {
+			lines = append(lines, l.theme.Warn.Render("now: "+l.after))
 		}
 		lines = append(lines, where)
 	case phaseFeedback:
-		if m.lesson.err != nil {
-			lines = append(lines, m.theme.Bad.Render(oneLine(m.lesson.err.Error())))
+		if l.err != nil {
+			lines = append(lines, l.theme.Bad.Render(oneLine(l.err.Error())))
 		} else {
-			text := m.lesson.feedback.Text
-			style := m.theme.OK
-			if !m.lesson.feedback.Correct {
-				style = m.theme.Warn
+			text := l.feedback.Text
+			style := l.theme.OK
+			if !l.feedback.Correct {
+				style = l.theme.Warn
 			}
-			for i, l := range strings.Split(text, "\n") {
-				for _, w := range wrap(l) {
+			for i, para := range strings.Split(text, "\n") {
+				for _, w := range wrap(para) {
 					if i == 0 {
 						w = style.Render(w)
 					}
 					lines = append(lines, w)
 				}
 			}
+			// A fix is shown as a difference from its mistake.
+			for _, d := range wrap(l.diff) {
+				lines = append(lines, l.theme.Info.Render(d))
+			}
 		}
-		lines = append(lines, m.theme.Dim.Render("enter: next lesson · esc: back to your database"))
+		lines = append(lines, l.theme.Dim.Render("enter: next lesson · esc: back to your database"))
 	}
 	return title, lines
 }
@@ -442,40 +592,62 @@ func wrapText(s string, width int) string {
 	return strings.Join(out, "\n")
 }
 
-// lessonStripHeight is the height of the lesson's strip under the trace and
+// stripHeight is the height of the lesson's strip under the trace and
 // outbox in a narrow terminal, while a step waits for or plays its keys and
 // while its verdict shows; 0 when there is none.
-func (m *Model) lessonStripHeight() int {
-	if m.wide() || !m.lesson.on || m.lesson.phase == phasePredict || m.lesson.phase == phaseFinished {
+func (l *lessonPane) stripHeight() int {
+	if l.Context.width >= wideWidth || !l.on || l.phase == phasePredict || l.phase == phaseFinished {
 		return 0
 	}
 	return 4
 }
 
-// lessonStrip is the narrow layout's reminder of the lesson: the next key
+// strip is the narrow layout's reminder of the lesson: the next key
 // and what the last one left, or the verdict.
-func (m *Model) lessonStrip(height int) string {
-	st := m.lesson.step
+func (l *lessonPane) strip(height int) string {
+	st := l.step
 	var lines []string
-	if i := m.lesson.next; i < len(st.Actions) {
+	if i := l.next; i < len(st.Actions) {
 		a := st.Actions[i]
-		if m.lesson.phase == phaseRunning {
+		if l.phase == phaseRunning {
 			lines = append(lines, fmt.Sprintf("● %s  %s … watch the trace and the outbox", lessonKeyFor(a.Verb), a.Say))
 		} else {
-			lines = append(lines, m.theme.Bold.Render(fmt.Sprintf("▶ press %s  %s", lessonKeyFor(a.Verb), a.Say)))
+			lines = append(lines, l.theme.Bold.Render(fmt.Sprintf("▶ press %s  %s", lessonKeyFor(a.Verb), a.Say)))
 		}
 	}
 	title := fmt.Sprintf("Lesson %d/%d · %s · tab tab: the lesson's text", st.Number, st.Of, st.Name)
-	if m.lesson.phase == phaseFeedback {
+	if l.phase == phaseFeedback {
 		// The verdict beside the outbox it counts; the why is a tab away.
-		verdict := oneLine(m.lesson.feedback.Text)
-		if m.lesson.err != nil {
-			verdict = oneLine(m.lesson.err.Error())
+		verdict := oneLine(l.feedback.Text)
+		if l.err != nil {
+			verdict = oneLine(l.err.Error())
 		}
 		title = fmt.Sprintf("Lesson %d/%d · %s · tab tab: why", st.Number, st.Of, st.Name)
-		lines = []string{m.theme.Bold.Render(verdict), m.theme.Dim.Render("enter: next lesson · esc: back to your database")}
-	} else if m.lesson.after != "" {
-		lines = append(lines, m.theme.Warn.Render("now: "+m.lesson.after))
+		lines = []string{l.theme.Bold.Render(verdict), l.theme.Dim.Render("enter: next lesson · esc: back to your database")}
+	} else if l.after != "" {
+		lines = append(lines, l.theme.Warn.Render("now: "+l.after))
 	}
-	return m.theme.box(title, lines, m.width, height, false)
+	return l.theme.box(title, lines, l.Context.width, height, false)
+}
+
+// ShortHelp is the footer's keys while the lesson has the keyboard:
+// while a prediction is typed, enter and esc (q types a q); while it waits
+// for a key, that key; nil when the explorer's keys work (the verdict).
+func (l *lessonPane) ShortHelp() []key.Binding {
+	leave := hint("esc", "leave lesson")
+	switch l.phase {
+	case phasePredict:
+		return []key.Binding{hint("enter", "start"), leave, hint("ctrl+c", "quit")}
+	case phaseActing:
+		a := l.step.Actions[l.next]
+		k := lessonKeyFor(a.Verb)
+		return []key.Binding{hint(k, strings.ToLower(a.Verb)), leave, word(l.keys.Help), word(l.keys.Quit)}
+	case phaseRunning:
+		return []key.Binding{leave, word(l.keys.Quit)}
+	case phaseFeedback:
+		return []key.Binding{hint("enter", "next lesson"), leave, word(l.keys.Help), word(l.keys.Quit)}
+	case phaseFinished:
+		return []key.Binding{hint("enter", "back to your database"), word(l.keys.Quit)}
+	}
+	return nil
 }

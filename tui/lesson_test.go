@@ -121,12 +121,12 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 	user := article(t)
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, user, fl, 160, 44)
-	if m.execTotal != 3 {
-		t.Fatalf("the user's database has 3 executions, shown %d", m.execTotal)
+	if m.execs.total != 3 {
+		t.Fatalf("the user's database has 3 executions, shown %d", m.execs.total)
 	}
 	press(t, m, "L")
-	if !m.lesson.on || m.execTotal != 1 {
-		t.Fatalf("L: lesson on=%v, %d executions shown, want the lessons' database's 1", m.lesson.on, m.execTotal)
+	if !m.lesson.on || m.execs.total != 1 {
+		t.Fatalf("L: lesson on=%v, %d executions shown, want the lessons' database's 1", m.lesson.on, m.execs.total)
 	}
 	mustShow(t, m.View(), "lesson view", "in /work/retrylab.lessons.db (your database is untouched")
 	press(t, m, "2", "enter", "n")
@@ -137,8 +137,8 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 		t.Fatalf("the lesson acted on the user's database: %v", calls)
 	}
 	press(t, m, "esc")
-	if m.lesson.on || m.src != Source(user) || m.execTotal != 3 || m.selID != "exec_3C5R" {
-		t.Fatalf("esc: lesson on=%v, %d executions, selected %q; want the user's 3 back", m.lesson.on, m.execTotal, m.selID)
+	if m.lesson.on || m.src != Source(user) || m.execs.total != 3 || m.selID != "exec_3C5R" {
+		t.Fatalf("esc: lesson on=%v, %d executions, selected %q; want the user's 3 back", m.lesson.on, m.execs.total, m.selID)
 	}
 }
 
@@ -211,7 +211,7 @@ func TestLessonModeWalksSteps(t *testing.T) {
 	mustShow(t, m.View(), "feedback", "Not quite: you said 1; actual: 2 messages in the outbox", "Why:", "enter: next lesson")
 	// While reading feedback, the explorer's keys work again.
 	press(t, m, "f")
-	if !m.finalOnly {
+	if !m.trace.finalOnly {
 		t.Fatal("f works during feedback")
 	}
 	press(t, m, "enter")
@@ -266,4 +266,55 @@ func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
 	mustShow(t, m.View(), "narrow feedback", "[ Lesson ]", "you said 1", "enter: next lesson")
 	press(t, m, "shift+tab", "enter")
 	mustShow(t, m.View(), "the next lesson asks on its tab", "[ Lesson ]", "Predict:", "your prediction >")
+}
+
+// TestLessonFixEndsWithDiffLine: a fix's step ends with its difference
+// from its mistake, as `retrylab lesson` shows it; the room's Diff is told
+// every finished step (the mistake's too, which it remembers).
+func TestLessonFixEndsWithDiffLine(t *testing.T) {
+	fl := newFakeLessons(t)
+	var fix lesson.Step
+	for _, s := range fl.path {
+		if s.Scenario != nil && s.Scenario.Fixes != "" {
+			fix = s
+			break
+		}
+		fl.done[s.Name] = lesson.Feedback{Correct: true}
+	}
+	if fix.Name == "" {
+		t.Fatal("the lesson path has no fix")
+	}
+	var told []string
+	src := record(t, []string{"naive", "run"})
+	room := func() (*LessonRoom, error) {
+		return &LessonRoom{Lessons: fl, Source: src, Where: "/work/retrylab.lessons.db",
+			Diff: func(_ context.Context, s lesson.Step, out verify.Outcome) (string, error) {
+				told = append(told, s.Name)
+				if s.Scenario.Fixes == "" {
+					return "", nil
+				}
+				return fmt.Sprintf("diff: %s: 2 messages; %s: %d", s.Scenario.Fixes, s.Name, len(out.Messages)), nil
+			}}, nil
+	}
+	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: room})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 160, Height: 44})
+	drive(t, m, cmd)
+	press(t, m, "L")
+	if m.lesson.step.Name != fix.Name {
+		t.Fatalf("first unfinished lesson %q, want the fix %q", m.lesson.step.Name, fix.Name)
+	}
+	press(t, m, "1", "enter")
+	for m.lesson.phase == phaseActing {
+		press(t, m, lessonKeyFor(m.lesson.step.Actions[m.lesson.next].Verb))
+	}
+	if m.lesson.phase != phaseFeedback || strings.Join(told, ",") != fix.Name {
+		t.Fatalf("after the fix's keys: phase %d, Diff told %v", m.lesson.phase, told)
+	}
+	want := fmt.Sprintf("diff: %s: 2 messages; %s: %d", fix.Scenario.Fixes, fix.Name, fix.Expected)
+	mustShow(t, m.View(), "the fix's diff line", want)
+	if _, ok := fl.done[fix.Name]; !ok {
+		t.Fatal("the finished step was not recorded")
+	}
 }

@@ -108,11 +108,11 @@ func liveFixture(tb testing.TB, have int, all []history.Event) (*Model, *countin
 	settleAll(tb, m, m.Init())
 	_, cmd := m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	settleAll(tb, m, cmd)
-	for m.truncated {
+	for m.trace.truncated {
 		settleAll(tb, m, m.loadMoreTrace())
 	}
-	if m.tr == nil || m.tr.events() != have {
-		tb.Fatalf("the explorer holds %v events, want %d", m.tr, have)
+	if m.trace.tr == nil || m.trace.tr.events() != have {
+		tb.Fatalf("the explorer holds %v events, want %d", m.trace.tr, have)
 	}
 	return m, src
 }
@@ -174,15 +174,15 @@ func TestLiveBurstCostsNoReread(t *testing.T) {
 			t.Fatalf("a burst of 100 notices made %d Source calls %v; want at most 2, no Events", calls, by)
 		}
 	}
-	want := newTraceView(m.tr.exec, all[:49500]).flatten(m.collapsed, false)
-	if len(m.rows) != len(want) || m.rows[len(m.rows)-1].n.text != want[len(want)-1].n.text {
-		t.Fatalf("live rows %d, folded at once %d", len(m.rows), len(want))
+	want := newTraceView(m.trace.tr.exec, all[:49500]).flatten(m.trace.collapsed, false)
+	if len(m.trace.rows) != len(want) || m.trace.rows[len(m.trace.rows)-1].n.text != want[len(want)-1].n.text {
+		t.Fatalf("live rows %d, folded at once %d", len(m.trace.rows), len(want))
 	}
 	// A gap: 50 events never arrive as notices, then 10 do.
 	src.events[m.selID] = all[:49550]
 	calls, by := burst(t, m, src, all, 10)
-	if by["Events"] != 1 || m.tr.events() != 49560 || calls > 3 {
-		t.Fatalf("after a gap: %d calls %v, %d events held; want one page read", calls, by, m.tr.events())
+	if by["Events"] != 1 || m.trace.tr.events() != 49560 || calls > 3 {
+		t.Fatalf("after a gap: %d calls %v, %d events held; want one page read", calls, by, m.trace.tr.events())
 	}
 }
 
@@ -224,8 +224,8 @@ func TestExecutionsListCalls(t *testing.T) {
 	if calls > 2 || by["MessagesFor"] > 0 {
 		t.Fatalf("one redraw of the list made %d Source calls %v", calls, by)
 	}
-	if len(m.execs) == 0 || !m.execs[0].duplicates || m.execs[1].duplicates {
-		t.Fatalf("flags did not come with the list: %+v", m.execs[:2])
+	if len(m.execs.items) == 0 || !m.execs.items[0].duplicates || m.execs.items[1].duplicates {
+		t.Fatalf("flags did not come with the list: %+v", m.execs.items[:2])
 	}
 }
 
@@ -258,7 +258,7 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 	snap := record(t, []string{"crash", "run", "resume"})
 	m := open(t, snap, 160, 36)
 	ambiguous := func() bool {
-		for _, r := range m.rows {
+		for _, r := range m.trace.rows {
 			if r.n.kind == kindAttempt && r.n.mark == markAmbiguous &&
 				strings.Contains(r.n.text, "worker died · ambiguous: provider delivered msg_") {
 				return true
@@ -266,17 +266,17 @@ func TestResetWorldKeepsThePast(t *testing.T) {
 		}
 		return false
 	}
-	if !ambiguous() || !m.execs[0].duplicates {
-		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs[0].duplicates)
+	if !ambiguous() || !m.execs.items[0].duplicates {
+		t.Fatalf("before the reset: ◆ %v, ⚠ %v", ambiguous(), m.execs.items[0].duplicates)
 	}
 	snap.msgs, snap.records = nil, nil // what ResetWorld leaves
 	_, cmd := m.Update(noticesMsg{batch: []notice.Notice{{Lagged: true}}, closed: true})
 	settleAll(t, m, cmd)
-	if len(m.msgs) != 0 {
-		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.msgs))
+	if len(m.outbox.msgs) != 0 {
+		t.Fatalf("the outbox pane still shows %d messages after the reset", len(m.outbox.msgs))
 	}
-	if !ambiguous() || !m.execs[0].duplicates {
-		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs[0].duplicates, m.View())
+	if !ambiguous() || !m.execs.items[0].duplicates {
+		t.Fatalf("after the reset the past changed: ◆ %v, ⚠ %v\n%s", ambiguous(), m.execs.items[0].duplicates, m.View())
 	}
 }
 
@@ -287,11 +287,11 @@ func TestLiveTraceStopsAtTheCap(t *testing.T) {
 	if calls, by := burst(t, m, src, all, 100); by["Events"] > 0 || calls > 2 {
 		t.Fatalf("a burst past the cap read the history: %d calls %v", calls, by)
 	}
-	if m.tr.events() != maxTraceEvents || !m.truncated {
-		t.Fatalf("holds %d events (truncated %v), want the cap %d", m.tr.events(), m.truncated, maxTraceEvents)
+	if m.trace.tr.events() != maxTraceEvents || !m.trace.truncated {
+		t.Fatalf("holds %d events (truncated %v), want the cap %d", m.trace.tr.events(), m.trace.truncated, maxTraceEvents)
 	}
-	m.traceTop = len(m.rows) - 1 // the end of the trace, with room below
-	if _, lines := m.traceView(5, 120); !strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("history cut at %d events", maxTraceEvents)) {
+	m.trace.top = len(m.trace.rows) - 1 // the end of the trace, with room below
+	if _, lines := m.trace.lines(5, 120); !strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("history cut at %d events", maxTraceEvents)) {
 		t.Fatalf("the view does not say where the history was cut:\n%s", strings.Join(lines, "\n"))
 	}
 }
@@ -309,7 +309,7 @@ func TestTraceHeaderShowsTheRunsPolicies(t *testing.T) {
 		Status: history.StatusRunning, Runs: 2, Started: base, Updated: base.Add(time.Minute)}
 	snap := &snapshot{execs: []history.Execution{x}, events: map[string][]history.Event{x.ID: evs}}
 	m := open(t, snap, 160, 36)
-	title, lines := m.traceView(10, 150)
+	title, lines := m.trace.lines(10, 150)
 	if !strings.Contains(title, "exec_POL · naive · none → keys+journal") {
 		t.Fatalf("title %q", title)
 	}

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/list"
-	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine"
@@ -73,53 +71,30 @@ var paneNames = [paneCount]string{"Executions", "Trace", "Outbox", "Detail"}
 
 // Model is the explorer's state. All of it changes only in Update.
 type Model struct {
+	// Context is the theme, keymap and size every component shares.
+	*Context
 	src   Source
 	now   func() time.Time
-	keys  KeyMap
-	theme Theme
 	title string
 
-	width, height int
-	focus         pane
+	// footer draws the short help: the keys of the pane and mode in front.
+	footer help.Model
 
-	// Executions pane: a window of the list, loaded by cursor.
-	execs      []execItem
-	execSkip   int // index of execs[0] in the full list
-	execTotal  int
-	execSel    int
-	execTop    int
-	filter     textinput.Model
-	filtering  bool
-	filterText string
-	// filterBefore is the filter the box opened with; esc restores it.
-	filterBefore string
+	// execs is the executions pane, filter its filter box.
+	execs  *execsPane
+	filter *filterBox
 
-	// Trace pane.
-	selID     string
-	tr        *traceView
-	rows      []row
-	traceSel  int
-	traceTop  int
-	collapsed map[string]bool
-	finalOnly bool
-	truncated bool // the history goes on beyond the loaded events
-	paging    bool // a further page of the trace is being read
-	// stale is set when live events were dropped while a page was read:
-	// the trace reads on from where it stands once the page is in.
-	stale bool
+	// selID is the execution selected, whose trace and deliveries show.
+	selID string
+	// trace is the trace pane; detail describes its selection.
+	trace  *tracePane
+	detail *detailPane
 
-	// Outbox and CRM.
-	msgs        []world.Message // the selected execution's deliveries
-	recent      []world.Message
-	outboxTotal int
-	records     []world.Record
-	recordsCut  bool // more rows than crmWindow
-	crmTab      bool
-	outSel      int
-	outTop      int
+	// outbox is the outbox and CRM pane.
+	outbox *outboxPane
 
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
-	cmp compareState
+	cmp *comparePane
 
 	// Policy overrides for runs started here, armed faults, world clock.
 	keysOn, journalOn *bool
@@ -127,18 +102,15 @@ type Model struct {
 	worldOffset       time.Duration
 
 	scenarios []*scenario.Scenario
-	picking   bool
-	picker    list.Model
-	pickSeq   int // numbers the picker's keys; see pickerMsg
-	showHelp  bool
-	helpPage  int
+	picker    *scenarioPicker
+	help      *helpPage
 	flash     string
 	flashBad  bool
 	flashSeq  int // counts status messages, so only the newest expires
 	flashFor  time.Duration
 
 	openLessons func() (*LessonRoom, error)
-	lesson      lessonState
+	lesson      *lessonPane
 	startLsn    bool
 	presenter   bool
 
@@ -169,26 +141,27 @@ func New(o Options) *Model {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
-	ti.CharLimit = 64
-	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	m := &Model{
 		src:         o.Source,
 		now:         o.Now,
-		keys:        DefaultKeyMap(),
-		theme:       NewTheme(o.HighContrast),
+		Context:     newContext(o.HighContrast),
 		title:       o.Title,
-		focus:       paneTrace,
-		filter:      ti,
-		collapsed:   map[string]bool{},
 		startRun:    o.Run,
 		openLessons: o.OpenLessons,
 		startLsn:    o.Lesson,
 		presenter:   o.Presenter,
 		flashFor:    o.FlashFor,
 	}
+	m.footer = newFooterHelp(m.theme)
+	m.help = newHelpPage(m.Context)
+	m.filter = newFilterBox(m.Context)
+	m.picker = newScenarioPicker(m.Context)
+	m.cmp = newComparePane(m.Context)
+	m.trace = newTracePane(m.Context, m.linkedAttempt)
+	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
+	m.lesson = newLessonPane(m.Context, o.Presenter)
+	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
+	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
@@ -268,17 +241,10 @@ func (m *Model) Init() tea.Cmd {
 	return m.tag(tea.Batch(cmds...))
 }
 
-func (m *Model) execPageSize() int {
-	if m.height < 4 {
-		return 64
-	}
-	return m.height
-}
-
 func (m *Model) loadExecs() tea.Cmd {
-	src, filter := m.src, m.filterText
-	skip := m.execTop
-	limit := m.execPageSize()
+	src, filter := m.src, m.filter.text
+	skip := m.execs.top
+	limit := m.execs.pageSize()
 	return func() tea.Msg {
 		var list []history.Execution
 		var total int
@@ -312,15 +278,15 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 		return nil
 	}
 	limit := tracePage
-	if m.tr != nil && m.tr.exec.ID == id {
-		limit = max(limit, m.tr.events())
+	if m.trace.tr != nil && m.trace.tr.exec.ID == id {
+		limit = max(limit, m.trace.tr.events())
 	}
 	return m.readTrace(id, 0, limit)
 }
 
 // loadMoreTrace reads the next page of the shown history, once at a time.
 func (m *Model) loadMoreTrace() tea.Cmd {
-	if m.tr == nil || !m.truncated || m.paging || m.tr.events() >= maxTraceEvents {
+	if m.trace.tr == nil || !m.trace.truncated || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
 		return nil
 	}
 	return m.readOn()
@@ -329,11 +295,11 @@ func (m *Model) loadMoreTrace() tea.Cmd {
 // readOn reads the page after the last event the trace holds: the next
 // page of a long history, or the events a live trace missed (a gap).
 func (m *Model) readOn() tea.Cmd {
-	if m.tr == nil || m.paging || m.tr.events() >= maxTraceEvents {
+	if m.trace.tr == nil || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
 		return nil
 	}
-	m.paging = true
-	return m.readTrace(m.tr.exec.ID, m.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.tr.events()))
+	m.trace.paging = true
+	return m.readTrace(m.trace.tr.exec.ID, m.trace.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.trace.tr.events()))
 }
 
 // readTrace reads at most limit events of id from seq from through the
@@ -379,7 +345,7 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm := m.src, m.crmTab
+	src, crm := m.src, m.outbox.crmTab
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
@@ -479,22 +445,20 @@ func act(text string, fn func() error) tea.Cmd {
 	}
 }
 
-func (m *Model) selectedExec() *execItem {
-	i := m.execSel - m.execSkip
-	if i < 0 || i >= len(m.execs) {
-		return nil
-	}
-	return &m.execs[i]
-}
+func (m *Model) selectedExec() *execItem { return m.execs.selected() }
 
-func (m *Model) selectedRow() *node {
-	if m.traceSel < 0 || m.traceSel >= len(m.rows) {
-		return nil
-	}
-	return m.rows[m.traceSel].n
-}
+func (m *Model) selectedRow() *node { return m.trace.selected() }
 
 func (m *Model) setFlash(text string, bad bool) {
 	m.flash, m.flashBad = text, bad
 	m.flashSeq++
+}
+
+// inferredEffects is the outbox pane's content for an imported execution:
+// the effects inferred from its trace (tui/effects.go).
+func (m *Model) inferredEffects(width int) ([]string, bool) {
+	if tv := m.trace.tr; tv != nil && tv.exec.Imported != "" {
+		return tv.effectLines(width), true
+	}
+	return nil, false
 }

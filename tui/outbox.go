@@ -4,9 +4,189 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/world"
 )
+
+// outboxPane is the provider's truth beside the trace: the selected
+// execution's deliveries grouped by intent (o: the CRM's rows instead),
+// the message caused by the selected attempt marked •, and the whole
+// outbox's size.
+type outboxPane struct {
+	*Context
+	msgs       []world.Message // the selected execution's deliveries
+	recent     []world.Message
+	total      int
+	records    []world.Record
+	recordsCut bool // more rows than crmWindow
+	crmTab     bool
+	sel, top   int
+	// attempt is the selected trace attempt, whose deliveries are marked.
+	attempt func() *link
+	// inferred is, for an imported execution (no simulated provider saw its
+	// effects), the effects inferred from its trace, width wide; ok is
+	// false for an execution retrylab ran.
+	inferred      func(width int) (lines []string, ok bool)
+	width, height int
+}
+
+func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]string, bool)) *outboxPane {
+	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred}
+}
+
+// SetSize is the pane's box, borders included.
+func (o *outboxPane) SetSize(width, height int) { o.width, o.height = width, height }
+
+// Update takes what the outbox read brought (outboxMsg without an error,
+// for the execution selected), o (the CRM tab, from its top) and, when the
+// pane has the focus, the moves.
+func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case outboxMsg:
+		o.recent, o.total = msg.recent, msg.total
+		if msg.forID != "" {
+			o.msgs = msg.msgs
+		}
+		if msg.crm {
+			o.records, o.recordsCut = msg.records, msg.cut
+		}
+	case tea.KeyMsg:
+		k := o.keys
+		switch {
+		case key.Matches(msg, k.OutboxTab):
+			o.crmTab = !o.crmTab
+			o.sel, o.top = 0, 0
+		case o.focus != paneOutbox:
+		case key.Matches(msg, k.Up):
+			o.move(-1)
+		case key.Matches(msg, k.Down):
+			o.move(1)
+		case key.Matches(msg, k.PageUp):
+			o.move(-o.pageRows())
+		case key.Matches(msg, k.PageDown):
+			o.move(o.pageRows())
+		case key.Matches(msg, k.Top):
+			o.move(-1 << 30)
+		case key.Matches(msg, k.Bottom):
+			o.move(1 << 30)
+		}
+	}
+	return nil
+}
+
+// move moves the selection by delta rows.
+func (o *outboxPane) move(delta int) {
+	o.sel = clamp(o.sel+delta, 0, max(0, o.count()-1))
+	o.clampScroll()
+}
+
+func (o *outboxPane) pageRows() int { return max(1, o.height-3) }
+
+// clampScroll keeps the selection in view.
+func (o *outboxPane) clampScroll() { o.top = scrollTo(o.sel, o.top, o.height-2, o.count()) }
+
+// Clear forgets what was read (another source shows).
+func (o *outboxPane) Clear() {
+	o.msgs, o.recent, o.records, o.sel, o.top = nil, nil, nil, 0, 0
+}
+
+// count is how many rows the pane has.
+func (o *outboxPane) count() int {
+	if o.crmTab {
+		return len(crmLines(o.records))
+	}
+	if lines, ok := o.inferredLines(o.width - 2); ok {
+		return len(lines)
+	}
+	return len(outboxLines(o.msgs, o.total))
+}
+
+// inferredLines are the inferred effects of an imported execution.
+func (o *outboxPane) inferredLines(width int) ([]string, bool) {
+	if o.inferred == nil {
+		return nil, false
+	}
+	return o.inferred(width - 1)
+}
+
+// selected is the outbox message under the selection.
+func (o *outboxPane) selected() *outboxLine {
+	if o.crmTab {
+		return nil
+	}
+	lines := outboxLines(o.msgs, o.total)
+	if o.sel < 0 || o.sel >= len(lines) || lines[o.sel].msg == nil {
+		return nil
+	}
+	return &lines[o.sel]
+}
+
+// View is the pane's box.
+func (o *outboxPane) View() string {
+	title, lines := o.lines(o.height-2, o.width-2)
+	focused := o.focus == paneOutbox
+	if focused {
+		title = focusMark + title
+	}
+	return o.theme.box(title, lines, o.width, o.height, focused)
+}
+
+func (o *outboxPane) lines(height, width int) (string, []string) {
+	focused := o.focus == paneOutbox
+	if o.crmTab {
+		title := "CRM (provider's truth) · o: outbox"
+		if o.recordsCut {
+			title = fmt.Sprintf("CRM (first %d rows) · o: outbox", crmWindow)
+		}
+		all := crmLines(o.records)
+		return title, window(all, o.top, height, o.sel, focused, o.theme)
+	}
+	if lines, ok := o.inferredLines(width); ok {
+		return "Effects (inferred) · o: CRM", window(lines, o.top, height, o.sel, focused, o.theme)
+	}
+	title := "Outbox (provider's truth) · o: CRM"
+	ls := outboxLines(o.msgs, o.total)
+	var highlight *link
+	if o.attempt != nil {
+		highlight = o.attempt()
+	}
+	var lines []string
+	for i := o.top; i < len(ls) && len(lines) < height; i++ {
+		l := ls[i]
+		text := l.text
+		switch l.status {
+		case 1:
+			text = o.theme.OK.Render(text)
+		case 2:
+			text = o.theme.Bad.Render(text)
+		}
+		switch {
+		case focused && i == o.sel:
+			text = o.theme.Selected.Render(fit(selMark(true)+l.text, width))
+		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
+			text = o.theme.Linked.Render(fit("•"+l.text, width))
+		default:
+			text = " " + text
+		}
+		lines = append(lines, text)
+	}
+	return title, lines
+}
+
+// ShortHelp is the pane's keys in the footer.
+func (o *outboxPane) ShortHelp() []key.Binding {
+	k := o.keys
+	return words(k.OutboxTab, k.Run, k.CrashAfterEffect, k.Resume, k.Help, k.Quit)
+}
+
+// FullHelp is the pane's keys: o and the moves.
+func (o *outboxPane) FullHelp() [][]key.Binding {
+	k := o.keys
+	return [][]key.Binding{{k.OutboxTab, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+}
 
 // outboxLine is one row of the outbox pane; msg is nil for headers and totals.
 type outboxLine struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/list"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -45,55 +46,88 @@ func newPicker(scenarios []*scenario.Scenario) list.Model {
 	return l
 }
 
-// openPicker shows the picker over the scenario catalogue.
-func (m *Model) openPicker() tea.Cmd {
-	if len(m.scenarios) == 0 {
-		m.setFlash("no scenarios in the catalogue", true)
+// scenarioPicker is the scenario picker (n): bubbles' list over the
+// catalogue, what the selected scenario teaches and the keys it needs, and
+// the policy the run will have. enter picks (pickedMsg), esc closes or
+// clears the list's filter first; the rest goes to the list.
+type scenarioPicker struct {
+	*Context
+	list list.Model
+	open bool
+	// seq numbers the list's filter texts; see pickerMsg.
+	seq           int
+	width, height int
+	// keysOn and journalOn are the policy of the run it starts.
+	keysOn, journalOn *bool
+}
+
+func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Context: ctx} }
+
+// pickedMsg is the scenario the picker's enter chose, to start.
+type pickedMsg struct{ name string }
+
+var (
+	pickerRun    = hint("enter", "run")
+	pickerFilter = hint("/", "filter")
+	pickerClose  = hint("esc", "cancel")
+)
+
+// Open shows the picker over scenarios, for a run with this policy.
+func (p *scenarioPicker) Open(scenarios []*scenario.Scenario, keysOn, journalOn *bool) {
+	p.list, p.open = newPicker(scenarios), true
+	p.keysOn, p.journalOn = keysOn, journalOn
+	p.SetSize(p.width, p.height)
+}
+
+// SetSize fits the picker, and its list when open, to the screen.
+func (p *scenarioPicker) SetSize(width, height int) {
+	p.width, p.height = width, height
+	if p.open {
+		p.list.SetSize(max(10, width-2), max(4, height-2-pickerInfoLines))
+	}
+}
+
+// Update: a key (see scenarioPicker), or the list's own answer to a
+// filter text (pickerMsg), which only the newest text's is applied.
+func (p *scenarioPicker) Update(msg tea.Msg) tea.Cmd {
+	if !p.open {
 		return nil
 	}
-	m.picker = newPicker(m.scenarios)
-	m.picking = true
-	m.sizePicker()
-	return nil
-}
-
-// sizePicker fits the open picker to the screen.
-func (m *Model) sizePicker() {
-	if !m.picking {
-		return
-	}
-	m.picker.SetSize(max(10, m.width-2), max(4, m.height-2-pickerInfoLines))
-}
-
-// onPickerKey: enter runs the selected scenario, esc closes (or clears the
-// filter first), the rest goes to the list.
-func (m *Model) onPickerKey(msg tea.KeyMsg) tea.Cmd {
-	filtering := m.picker.FilterState() == list.Filtering
-	switch msg.String() {
-	case "ctrl+c":
-		return m.quit()
-	case "enter":
-		if !filtering {
-			it, ok := m.picker.SelectedItem().(scenarioItem)
-			if !ok {
-				return nil
-			}
-			m.picking = false
-			return m.start(it.s.Name)
-		}
-	case "esc":
-		if m.picker.FilterState() == list.Unfiltered {
-			m.picking = false
+	switch msg := msg.(type) {
+	case pickerMsg:
+		if msg.seq != p.seq {
 			return nil
 		}
+		var cmd tea.Cmd
+		p.list, cmd = p.list.Update(msg.msg)
+		return p.tag(cmd)
+	case tea.KeyMsg:
+		filtering := p.list.FilterState() == list.Filtering
+		switch {
+		case key.Matches(msg, pickerRun):
+			if !filtering {
+				it, ok := p.list.SelectedItem().(scenarioItem)
+				if !ok {
+					return nil
+				}
+				p.open = false
+				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
+			}
+		case key.Matches(msg, pickerClose):
+			if p.list.FilterState() == list.Unfiltered {
+				p.open = false
+				return nil
+			}
+		}
+		before := p.list.FilterValue()
+		var cmd tea.Cmd
+		p.list, cmd = p.list.Update(msg)
+		if p.list.FilterValue() != before {
+			p.seq++ // answers for the filter as it was are stale now
+		}
+		return p.tag(cmd)
 	}
-	before := m.picker.FilterValue()
-	var cmd tea.Cmd
-	m.picker, cmd = m.picker.Update(msg)
-	if m.picker.FilterValue() != before {
-		m.pickSeq++ // answers for the filter as it was are stale now
-	}
-	return m.pickerTag(cmd)
+	return nil
 }
 
 // pickerMsg is a picker list's own message (its filter's matches), tagged
@@ -105,9 +139,9 @@ type pickerMsg struct {
 	msg tea.Msg
 }
 
-// pickerTag tags the list's filter answers with the filter's number.
-func (m *Model) pickerTag(cmd tea.Cmd) tea.Cmd {
-	seq := m.pickSeq
+// tag tags the list's filter answers with the filter's number.
+func (p *scenarioPicker) tag(cmd tea.Cmd) tea.Cmd {
+	seq := p.seq
 	return wrapMsgs(cmd, func(msg tea.Msg) tea.Msg {
 		if _, ok := msg.(list.FilterMatchesMsg); ok {
 			return pickerMsg{seq: seq, msg: msg}
@@ -116,29 +150,39 @@ func (m *Model) pickerTag(cmd tea.Cmd) tea.Cmd {
 	})
 }
 
-// onPickerMsg hands the list the newest filter text's answer.
-func (m *Model) onPickerMsg(msg pickerMsg) tea.Cmd {
-	if !m.picking || msg.seq != m.pickSeq {
-		return nil
-	}
-	var cmd tea.Cmd
-	m.picker, cmd = m.picker.Update(msg.msg)
-	return m.pickerTag(cmd)
-}
-
-// pickerView is the list, then what the selected scenario teaches and the
-// keys it needs.
-func (m *Model) pickerView() string {
-	lines := strings.Split(m.picker.View(), "\n")
+// View is the list, then what the selected scenario teaches and the keys
+// it needs, then the run's policy.
+func (p *scenarioPicker) View() string {
+	lines := strings.Split(p.list.View(), "\n")
 	lines = append(lines, "")
-	if it, ok := m.picker.SelectedItem().(scenarioItem); ok {
-		lines = append(lines, scenarioInfo(it.s, m.width-2, pickerInfoLines-2, 3)...)
+	if it, ok := p.list.SelectedItem().(scenarioItem); ok {
+		lines = append(lines, scenarioInfo(it.s, p.width-2, pickerInfoLines-2, 3)...)
 	}
-	for len(lines) < m.height-3 {
+	for len(lines) < p.height-3 {
 		lines = append(lines, "")
 	}
-	lines = append(lines[:m.height-3], fmt.Sprintf("this run: keys %s · journal %s (K, J before n)", short(m.keysOn), short(m.journalOn)))
-	return m.theme.box("Run a scenario", lines, m.width, m.height, true)
+	lines = append(lines[:p.height-3], fmt.Sprintf("this run: keys %s · journal %s (K, J before n)", short(p.keysOn), short(p.journalOn)))
+	return p.theme.box("Run a scenario", lines, p.width, p.height, true)
+}
+
+// ShortHelp is the picker's keys; the list moves on the explorer's.
+func (p *scenarioPicker) ShortHelp() []key.Binding {
+	return []key.Binding{pickerRun, pickerFilter, pickerClose}
+}
+
+// FullHelp is the picker's keys and the list's movement.
+func (p *scenarioPicker) FullHelp() [][]key.Binding {
+	return [][]key.Binding{p.ShortHelp(), {p.list.KeyMap.CursorUp, p.list.KeyMap.CursorDown, p.list.KeyMap.NextPage, p.list.KeyMap.PrevPage}}
+}
+
+// openPicker shows the picker over the scenario catalogue.
+func (m *Model) openPicker() tea.Cmd {
+	if len(m.scenarios) == 0 {
+		m.setFlash("no scenarios in the catalogue", true)
+		return nil
+	}
+	m.picker.Open(m.scenarios, m.keysOn, m.journalOn)
+	return nil
 }
 
 // scenarioInfo says what a scenario teaches and the explorer keys its
@@ -168,11 +212,11 @@ func scenarioInfo(s *scenario.Scenario, width, room, teach int) []string {
 
 // scenarioOf is the catalogue's scenario of the execution in the trace.
 func (m *Model) scenarioOf() *scenario.Scenario {
-	if m.tr == nil {
+	if m.trace.tr == nil {
 		return nil
 	}
 	for _, s := range m.scenarios {
-		if s.Name == m.tr.exec.Scenario {
+		if s.Name == m.trace.tr.exec.Scenario {
 			return s
 		}
 	}

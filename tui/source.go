@@ -4,7 +4,18 @@
 //
 // The explorer never touches the database: it reads and acts through a
 // Source (the engine's Host, or a client attached to a host in another
-// process), always from tea.Cmds, so Update and View never block.
+// process), always from tea.Cmds, so Update and View never block
+// (TestUpdateAndViewDoNoIO holds it to that).
+//
+// The screen is made of components (context.go): the executions list
+// (execsPane), the trace (tracePane), the outbox and CRM (outboxPane), the
+// detail (detailPane), lesson mode (lessonPane), the executions filter
+// (filterBox), the scenario picker (scenarioPicker), the comparison
+// (comparePane) and the help page (helpPage). Each has Update, View,
+// SetSize and its own key bindings, and shares one Context (theme, keymap,
+// size, focus). The Model owns the source: it makes the reads and actions
+// and hands their results to the components; the footer's short help is
+// bubbles' help.Model over the keys of the component in front.
 package tui
 
 import "github.com/retrylab/retrylab/engine"

@@ -304,3 +304,11 @@ func (s *snapshot) AdvanceClock(d time.Duration) error { s.log("advance %s", d);
 func (s *snapshot) WorldOffset() time.Duration         { return 0 }
 func (s *snapshot) ResetWorld() error                  { s.log("reset-world"); return nil }
 func (s *snapshot) Running() []string                  { return nil }
+
+// Reset wipes the snapshot as Host.Reset wipes a database. Tests call it
+// from the command loop only, never beside a read.
+func (s *snapshot) Reset() error {
+	s.log("reset")
+	s.execs, s.events, s.msgs, s.records, s.armed = nil, map[string][]history.Event{}, nil, nil, nil
+	return nil
+}

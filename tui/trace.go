@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -383,39 +386,6 @@ func (tv *traceView) flatten(collapsed map[string]bool, finalOnly bool) []row {
 }
 
 // traceDetail describes the selected row of the trace.
-func (m *Model) traceDetail(n *node, width int) []string {
-	switch v := n.src.(type) {
-	case *trace.Attempt:
-		return attemptDetail(v)
-	case *trace.Replay:
-		return []string{
-			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, max(v.ResultRun, v.Run), orDash(v.Key)),
-			"result: " + compact(v.Result),
-			m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
-		}
-	case *trace.Note:
-		if v.Kind == trace.StepRecorded {
-			return []string{
-				fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, v.Run, orDash(v.Key)),
-				"result: " + compact(v.Result),
-				m.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
-			}
-		}
-		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
-	case *trace.Call:
-		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
-	case *trace.Turn:
-		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
-	case *trace.Run:
-		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
-		if s := m.scenarioOf(); s != nil {
-			lines = append(lines, m.theme.Bold.Render(s.Name+" — "+s.Title))
-			lines = append(lines, scenarioInfo(s, width, 4, 2)...)
-		}
-		return lines
-	}
-	return []string{n.plain()}
-}
 
 func attemptDetail(a *trace.Attempt) []string {
 	method, url := "?", ""
@@ -483,4 +453,232 @@ func eventName(v *trace.Note) string {
 		return string(history.ExecutionFailed)
 	}
 	return string(v.Kind)
+}
+
+// tracePane is the trace of the selected execution: its runs, turns, tool
+// calls and attempts as rows to expand and collapse, kept live by applying
+// the events notices carry, read a page at a time. The Model reads the
+// pages (it holds the source); the pane holds what was read and how it is
+// shown.
+type tracePane struct {
+	*Context
+	tr        *traceView
+	rows      []row
+	sel, top  int
+	collapsed map[string]bool
+	finalOnly bool
+	truncated bool // the history goes on beyond the loaded events
+	paging    bool // a further page of the trace is being read
+	// stale is set when live events were dropped while a page was read:
+	// the trace reads on from where it stands once the page is in.
+	stale bool
+	// linked is the attempt that caused the selected outbox message.
+	linked        func() *link
+	width, height int
+}
+
+func newTracePane(ctx *Context, linked func() *link) *tracePane {
+	return &tracePane{Context: ctx, collapsed: map[string]bool{}, linked: linked}
+}
+
+// SetSize is the pane's box, borders included.
+func (t *tracePane) SetSize(width, height int) { t.width, t.height = width, height }
+
+// Select starts showing another execution: from the top, all expanded.
+func (t *tracePane) Select() {
+	t.sel, t.top = 0, 0
+	t.collapsed = map[string]bool{}
+}
+
+// Update takes a read of the selected history (traceMsg without an error,
+// for the execution selected: a read from the start folds a new trace; a
+// further page, or the events a live trace missed, is applied to the
+// trace kept) and the keys that change how it shows: expand, collapse,
+// toggle (when focused) and final attempts only.
+func (t *tracePane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case traceMsg:
+		// Follow a live run's tail, but not the end of a page still to come.
+		following := !t.truncated && t.sel >= len(t.rows)-1
+		if msg.from > 0 {
+			// A further page: it continues the trace shown, or came too late.
+			if t.tr == nil || t.tr.exec.ID != msg.id || !t.tr.apply(msg.events) {
+				return nil
+			}
+		} else if msg.x.Imported != "" {
+			t.tr = newImportedTraceView(msg.x, msg.imported)
+		} else {
+			t.tr = newTraceView(msg.x, msg.events)
+		}
+		t.truncated = msg.truncated
+		t.reflow()
+		if following && len(t.rows) > 0 {
+			t.sel = len(t.rows) - 1
+		}
+		t.clampScroll()
+	case tea.KeyMsg:
+		k := t.keys
+		switch {
+		case key.Matches(msg, k.Expand):
+			t.setCollapsed(false)
+		case key.Matches(msg, k.Collapse):
+			t.setCollapsed(true)
+		case key.Matches(msg, k.Toggle):
+			if n := t.selected(); n != nil && t.focus == paneTrace {
+				t.setCollapsed(!t.collapsed[n.id])
+			}
+		case key.Matches(msg, k.FinalOnly):
+			t.finalOnly = !t.finalOnly
+			t.reflow()
+			t.clampScroll()
+		}
+	}
+	return nil
+}
+
+// follow reflows after live events were applied, keeping a selection on
+// the last row there (the run's tail).
+func (t *tracePane) follow() {
+	following := t.sel >= len(t.rows)-1
+	t.reflow()
+	if following && len(t.rows) > 0 {
+		t.sel = len(t.rows) - 1
+	}
+}
+
+// reflow recomputes the visible rows after data or toggles changed.
+func (t *tracePane) reflow() {
+	if t.tr == nil {
+		t.rows = nil
+		return
+	}
+	var selID string
+	if n := t.selected(); n != nil {
+		selID = n.id
+	}
+	t.rows = t.tr.flatten(t.collapsed, t.finalOnly)
+	for i, r := range t.rows {
+		if r.n.id == selID {
+			t.sel = i
+			break
+		}
+	}
+	t.sel = clamp(t.sel, 0, max(0, len(t.rows)-1))
+}
+
+// setCollapsed folds or unfolds the selected row, in the focused trace.
+func (t *tracePane) setCollapsed(c bool) {
+	if t.focus != paneTrace {
+		return
+	}
+	n := t.selected()
+	if n == nil || len(n.children) == 0 {
+		return
+	}
+	if c {
+		t.collapsed[n.id] = true
+	} else {
+		delete(t.collapsed, n.id)
+	}
+	t.reflow()
+	t.clampScroll()
+}
+
+// move moves the selection by delta; true when it comes within page rows
+// of the end of what is loaded (the next page may be due).
+func (t *tracePane) move(delta, page int) bool {
+	t.sel = clamp(t.sel+delta, 0, max(0, len(t.rows)-1))
+	return t.sel >= len(t.rows)-page
+}
+
+// clampScroll keeps the selection in view.
+func (t *tracePane) clampScroll() { t.top = scrollTo(t.sel, t.top, t.height-2, len(t.rows)) }
+
+// selected is the row under the selection.
+func (t *tracePane) selected() *node {
+	if t.sel < 0 || t.sel >= len(t.rows) {
+		return nil
+	}
+	return t.rows[t.sel].n
+}
+
+// View is the pane's box.
+func (t *tracePane) View() string {
+	title, lines := t.lines(t.height-2, t.width-2)
+	focused := t.focus == paneTrace
+	if focused {
+		title = focusMark + title
+	}
+	return t.theme.box(title, lines, t.width, t.height, focused)
+}
+
+// ShortHelp is the pane's keys in the footer: the ones a presenter reaches for.
+func (t *tracePane) ShortHelp() []key.Binding { return t.keys.ShortHelp() }
+
+// FullHelp is the pane's keys: the moves, folding, final attempts only.
+func (t *tracePane) FullHelp() [][]key.Binding {
+	k := t.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.FinalOnly}}
+}
+
+func (t *tracePane) lines(height, width int) (string, []string) {
+	if t.tr == nil {
+		return "Trace", []string{t.theme.Dim.Render("select an execution")}
+	}
+	x := t.tr.exec
+	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, t.tr.policies())
+	if t.finalOnly {
+		title += " · final attempts only"
+	}
+	var linked *link
+	if t.linked != nil {
+		linked = t.linked()
+	}
+	var lines []string
+	for i := t.top; i < len(t.rows) && len(lines) < height; i++ {
+		r := t.rows[i]
+		lines = append(lines, t.renderRow(r, i == t.sel, linked, width))
+	}
+	if t.truncated && len(lines) < height {
+		more := "(more of the history below: keep scrolling)"
+		if t.tr.events() >= maxTraceEvents {
+			more = fmt.Sprintf("(history cut at %d events)", maxTraceEvents)
+		}
+		lines = append(lines, t.theme.Dim.Render(more))
+	}
+	return title, lines
+}
+
+func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) string {
+	n := r.n
+	indent := strings.Repeat("  ", r.depth)
+	exp := "  "
+	if len(n.children) > 0 {
+		exp = "▾ "
+		if t.collapsed[n.id] {
+			exp = "▸ "
+		}
+	}
+	text := n.text
+	switch n.kind {
+	case kindRun:
+		text = t.theme.Bold.Render(text)
+	case kindGap:
+		text = t.theme.Dim.Render(text)
+	case kindTurn, kindStep:
+	default:
+		if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt {
+			text = markStyle(t.theme, n.mark).Render(g) + " " + text
+		} else if n.kind == kindAttempt {
+			text = markStyle(t.theme, n.mark).Render(text)
+		}
+	}
+	line := selMark(selected) + indent + exp + text
+	if selected {
+		return t.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
+	}
+	if k, ok := n.link(); ok && linked != nil && k == *linked {
+		return t.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
+	}
+	return line
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,9 +38,15 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		}
 		return m, nil
 	case tea.WindowSizeMsg:
+		first := m.width == 0
 		m.width, m.height = msg.Width, msg.Height
+		if first {
+			m.lesson.sized()
+		}
+		m.help.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
-		m.sizePicker()
+		m.picker.SetSize(msg.Width, msg.Height)
+		m.cmp.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)
@@ -50,14 +57,11 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.recent, m.outboxTotal, m.armed, m.worldOffset = msg.recent, msg.total, msg.armed, msg.offset
-		if msg.forID != "" && msg.forID == m.selID {
-			m.msgs = msg.msgs
+		m.armed, m.worldOffset = msg.armed, msg.offset
+		if msg.forID != m.selID {
+			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
-		if msg.crm {
-			m.records, m.recordsCut = msg.records, msg.cut
-		}
-		return m, nil
+		return m, m.outbox.Update(msg)
 	case scenariosMsg:
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
@@ -80,12 +84,23 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
 			m.follow, m.started = msg.selectID, msg.selectID
-			m.filterText = ""
+			m.filter.Clear()
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
 		return m, tea.Batch(cmds...)
+	case subscribedMsg:
+		return m, m.onSubscribed(msg)
+	case flashMsg:
+		m.setFlash(msg.text, msg.bad)
+		return m, nil
+	case armedMsg:
+		m.armed = msg.armed
+		m.setFlash(msg.text, false)
+		return m, nil
 	case pickerMsg:
-		return m, m.onPickerMsg(msg)
+		return m, m.picker.Update(msg)
+	case pickedMsg:
+		return m, m.start(msg.name)
 	case locatedMsg:
 		return m, m.onLocated(msg)
 	case runningMsg:
@@ -99,29 +114,25 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 }
 
 func (m *Model) onExecs(msg execsMsg) tea.Cmd {
-	if msg.filter != m.filterText {
+	if msg.filter != m.filter.text {
 		return nil // an answer to a filter typed over since
 	}
 	if msg.err != nil {
 		m.setFlash(msg.err.Error(), true)
 		return nil
 	}
-	m.execs, m.execSkip, m.execTotal = msg.items, msg.skip, msg.total
-	if m.execSel >= m.execTotal {
-		m.execSel = max(0, m.execTotal-1)
-	}
+	m.execs.Update(msg)
 	if sel := m.selectedExec(); sel != nil {
-		if m.tr != nil && m.tr.exec.ID == sel.x.ID {
-			m.tr.exec = sel.x // the record as the list read it: no read of its own
+		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
+			m.trace.tr.exec = sel.x // the record as the list read it: no read of its own
 		}
 		if sel.x.ID != m.selID {
 			m.selID = sel.x.ID
-			m.traceSel, m.traceTop = 0, 0
-			m.collapsed = map[string]bool{}
+			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
-	} else if m.execTotal == 0 {
-		m.selID, m.tr, m.rows, m.msgs = "", nil, nil, nil
+	} else if m.execs.total == 0 {
+		m.selID, m.trace.tr, m.trace.rows, m.outbox.msgs = "", nil, nil, nil
 	}
 	return nil
 }
@@ -134,57 +145,23 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 		return nil // an answer for an execution no longer selected
 	}
 	if msg.from > 0 {
-		m.paging = false
+		m.trace.paging = false
 	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		return nil
 	}
-	// Follow a live run's tail, but not the end of a page still to come.
-	following := !m.truncated && m.traceSel >= len(m.rows)-1
-	if msg.from > 0 {
-		// A further page: it continues the trace shown, or came too late.
-		if m.tr == nil || m.tr.exec.ID != msg.id || !m.tr.apply(msg.events) {
-			return nil
-		}
-	} else if msg.x.Imported != "" {
-		m.tr = newImportedTraceView(msg.x, msg.imported)
-		m.msgs = nil
-	} else {
-		m.tr = newTraceView(msg.x, msg.events)
-		m.msgs = msg.msgs
+	if msg.from == 0 {
+		m.outbox.msgs = msg.msgs
 	}
-	m.truncated = msg.truncated
-	m.reflow()
-	if following && len(m.rows) > 0 {
-		m.traceSel = len(m.rows) - 1
-	}
+	m.sizePanes()
+	m.trace.Update(msg)
 	m.clampScroll()
-	if m.stale && !m.truncated {
-		m.stale = false
+	if m.trace.stale && !m.trace.truncated {
+		m.trace.stale = false
 		return m.readOn()
 	}
 	return nil
-}
-
-// reflow recomputes the visible trace rows after data or toggles changed.
-func (m *Model) reflow() {
-	if m.tr == nil {
-		m.rows = nil
-		return
-	}
-	var selID string
-	if n := m.selectedRow(); n != nil {
-		selID = n.id
-	}
-	m.rows = m.tr.flatten(m.collapsed, m.finalOnly)
-	for i, r := range m.rows {
-		if r.n.id == selID {
-			m.traceSel = i
-			break
-		}
-	}
-	m.traceSel = clamp(m.traceSel, 0, max(0, len(m.rows)-1))
 }
 
 // onNotices follows the source live. An event of the trace shown is
@@ -207,13 +184,13 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 			reload = true // imported spans arrived: read the trace again
 		case n.Event != nil && n.Execution == m.selID:
 			switch {
-			case m.tr == nil || m.tr.exec.ID != m.selID:
+			case m.trace.tr == nil || m.trace.tr.exec.ID != m.selID:
 				reload = true // its first read is still to come
-			case m.truncated || m.paging:
-				m.stale = m.stale || m.paging // paging reads on to it
-			case m.tr.events() >= maxTraceEvents:
-				m.truncated = true // the cap: the view says where it cut
-			case !gap && m.tr.apply([]history.Event{*n.Event}):
+			case m.trace.truncated || m.trace.paging:
+				m.trace.stale = m.trace.stale || m.trace.paging // paging reads on to it
+			case m.trace.tr.events() >= maxTraceEvents:
+				m.trace.truncated = true // the cap: the view says where it cut
+			case !gap && m.trace.tr.apply([]history.Event{*n.Event}):
 				changed = true
 			default:
 				gap = true
@@ -227,11 +204,7 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 		cmds = append(cmds, m.readOn())
 	}
 	if changed {
-		following := m.traceSel >= len(m.rows)-1
-		m.reflow()
-		if following && len(m.rows) > 0 {
-			m.traceSel = len(m.rows) - 1
-		}
+		m.trace.follow()
 		m.clampScroll()
 	}
 	if outbox {
@@ -264,26 +237,29 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.setFlash("staying: the run goes on", false)
 		return nil
 	}
-	if m.filtering {
-		return m.onFilterKey(msg)
+	if m.filter.open {
+		if msg.String() == "ctrl+c" {
+			return m.quit() // as in every other box
+		}
+		return m.updateFilter(msg)
 	}
-	if m.picking {
-		return m.onPickerKey(msg)
+	if m.picker.open {
+		if msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		return m.picker.Update(msg)
 	}
-	if m.lesson.on && m.lessonTakes(msg.String()) {
+	if m.lesson.on && m.lesson.takes(msg.String()) {
 		return m.onLessonKey(msg)
 	}
 	if cmd, ok := m.compareKey(msg); ok {
 		return cmd
 	}
-	if m.showHelp {
+	if m.help.open {
 		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
 			return m.quit()
 		}
-		if !m.onHelpKey(msg.String()) {
-			m.showHelp = false
-		}
-		return nil
+		return m.help.Update(msg)
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
@@ -292,11 +268,17 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.askRunning(false, 0)
 	case key.Matches(msg, k.Help):
-		m.showHelp, m.helpPage = true, 0
+		m.help.Show()
 	case key.Matches(msg, k.NextPane):
 		m.focus = m.nextPane(1)
 	case key.Matches(msg, k.PrevPane):
 		m.focus = m.nextPane(-1)
+	case m.focus == paneOutbox && (key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom)):
+		m.sizePanes()
+		cmd := m.outbox.Update(msg)
+		m.revealLinkedAttempt()
+		m.clampScroll()
+		return cmd
 	case key.Matches(msg, k.Up):
 		return m.move(-1)
 	case key.Matches(msg, k.Down):
@@ -309,19 +291,12 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.move(-1 << 30)
 	case key.Matches(msg, k.Bottom):
 		return m.move(1 << 30)
-	case key.Matches(msg, k.Expand):
-		m.setCollapsed(false)
-	case key.Matches(msg, k.Collapse):
-		m.setCollapsed(true)
-	case key.Matches(msg, k.Toggle):
-		if n := m.selectedRow(); n != nil && m.focus == paneTrace {
-			m.setCollapsed(!m.collapsed[n.id])
-		}
+	case key.Matches(msg, k.Expand, k.Collapse, k.Toggle):
+		m.sizePanes()
+		m.trace.Update(msg)
+		m.clampScroll()
 	case key.Matches(msg, k.Filter):
-		m.filtering = true
-		m.filterBefore = m.filterText
-		m.filter.SetValue(m.filterText)
-		return m.filter.Focus()
+		return m.filter.Open()
 	case key.Matches(msg, k.Run):
 		return m.openPicker()
 	case key.Matches(msg, k.Resume):
@@ -349,13 +324,10 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.CrashAfterRecord):
 		return m.arm(fault.CrashAfterRecord)
 	case key.Matches(msg, k.Disarm):
-		if m.filterText != "" {
-			m.filterText = ""
+		if m.filter.Clear() {
 			return m.loadExecs()
 		}
-		m.src.Disarm()
-		m.armed = nil
-		m.setFlash("disarmed", false)
+		return m.disarm()
 	case key.Matches(msg, k.ToggleKeys):
 		m.keysOn = cycle(m.keysOn)
 		m.setFlash("next runs: idempotency keys "+tri(m.keysOn), false)
@@ -372,14 +344,16 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		src := m.src
 		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · other keys: keep",
 			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
+	case key.Matches(msg, k.StartClean):
+		return m.startClean()
 	case key.Matches(msg, k.FinalOnly):
-		m.finalOnly = !m.finalOnly
-		if m.finalOnly {
+		m.sizePanes()
+		m.trace.Update(msg)
+		if m.trace.finalOnly {
 			m.setFlash("showing each step's final attempt only — what many engines record", false)
 		} else {
 			m.setFlash("showing every attempt", false)
 		}
-		m.reflow()
 		m.clampScroll()
 	case key.Matches(msg, k.Lesson):
 		if m.lesson.on {
@@ -387,9 +361,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):
-		m.crmTab = !m.crmTab
-		m.outSel, m.outTop = 0, 0
-		if m.crmTab {
+		m.outbox.Update(msg)
+		if m.outbox.crmTab {
 			return m.loadOutbox() // the CRM rows are read only while shown
 		}
 	}
@@ -424,21 +397,45 @@ func tri(v *bool) string {
 	return "off"
 }
 
-func (m *Model) arm(p fault.Point) tea.Cmd {
-	m.src.Arm(p)
-	m.armed = m.src.Armed()
-	m.setFlash("armed for the next tool call: "+p.Describe(), false)
-	return nil
+// armedMsg reports the faults armed after an arm or a disarm, which run
+// as commands: a Source attached to a host in another process answers
+// over a socket.
+type armedMsg struct {
+	armed []fault.Point
+	text  string
 }
 
-func (m *Model) killNow() tea.Cmd {
-	id := killTarget(m.selID, m.started, m.src.Running())
-	if id == "" {
-		m.setFlash("no worker is running", true)
-		return nil
-	}
+func (m *Model) arm(p fault.Point) tea.Cmd {
 	src := m.src
-	return act("sent SIGKILL to the worker of "+id, func() error { return src.Kill(id) })
+	return func() tea.Msg {
+		src.Arm(p)
+		return armedMsg{armed: src.Armed(), text: "armed for the next tool call: " + p.Describe()}
+	}
+}
+
+func (m *Model) disarm() tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		src.Disarm()
+		return armedMsg{armed: src.Armed(), text: "disarmed"}
+	}
+}
+
+// killNow kills the selected execution's worker, or the last run started
+// here when the selection has none; which one is running is read in the
+// command, off the UI goroutine.
+func (m *Model) killNow() tea.Cmd {
+	src, sel, started := m.src, m.selID, m.started
+	return func() tea.Msg {
+		id := killTarget(sel, started, src.Running())
+		if id == "" {
+			return actionMsg{err: errors.New("no worker is running")}
+		}
+		if err := src.Kill(id); err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{text: "sent SIGKILL to the worker of " + id}
+	}
 }
 
 func (m *Model) deleteJournal() tea.Cmd {
@@ -454,21 +451,26 @@ func (m *Model) deleteJournal() tea.Cmd {
 		})
 }
 
-func (m *Model) setCollapsed(c bool) {
-	if m.focus != paneTrace {
-		return
+// resetter is a Source that can wipe its database (*engine.Host and
+// *engine.Client): executions, histories, journals and the world.
+type resetter interface {
+	Reset() error
+}
+
+// startClean empties the database shown, executions too, once y confirms:
+// R resets only the world and leaves the histories, which is what a demo
+// that starts over does not want.
+func (m *Model) startClean() tea.Cmd {
+	r, ok := m.src.(resetter)
+	if !ok {
+		m.setFlash("this source cannot be erased", true)
+		return nil
 	}
-	n := m.selectedRow()
-	if n == nil || len(n.children) == 0 {
-		return
-	}
-	if c {
-		m.collapsed[n.id] = true
-	} else {
-		delete(m.collapsed, n.id)
-	}
-	m.reflow()
-	m.clampScroll()
+	return m.ask("Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase · other keys: keep",
+		func() tea.Cmd {
+			m.follow, m.started, m.execs.sel, m.execs.top = "", "", 0, 0
+			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
+		})
 }
 
 func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }
@@ -477,55 +479,32 @@ func (m *Model) pageRows() int { return max(1, m.paneHeight(m.focus)-3) }
 func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
-		if m.execTotal == 0 {
-			return nil
-		}
-		m.execSel = clamp(m.execSel+delta, 0, m.execTotal-1)
-		vis := m.execVisible()
-		top := scrollTo(m.execSel, m.execTop, vis, m.execTotal)
-		if top != m.execTop || m.selectedExec() == nil {
-			m.execTop = top
+		m.sizePanes()
+		if m.execs.move(delta) {
 			return m.loadExecs()
 		}
 		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
 			m.selID = sel.x.ID
-			m.traceSel, m.traceTop = 0, 0
-			m.collapsed = map[string]bool{}
+			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
 	case paneTrace, paneDetail:
-		m.traceSel = clamp(m.traceSel+delta, 0, max(0, len(m.rows)-1))
-		if m.traceSel >= len(m.rows)-m.pageRows() {
+		m.sizePanes()
+		if m.trace.move(delta, m.pageRows()) {
 			m.clampScroll()
 			return m.loadMoreTrace() // near the end of what is loaded
 		}
 	case paneOutbox:
-		n := m.outboxCount()
-		m.outSel = clamp(m.outSel+delta, 0, max(0, n-1))
+		m.sizePanes()
+		m.outbox.move(delta)
 		m.revealLinkedAttempt()
 	}
 	m.clampScroll()
 	return nil
 }
 
-func (m *Model) outboxCount() int {
-	if m.crmTab {
-		return len(crmLines(m.records))
-	}
-	return len(outboxLines(m.msgs, m.outboxTotal))
-}
-
 // selectedMessage is the outbox message under the outbox selection.
-func (m *Model) selectedMessage() *outboxLine {
-	if m.crmTab {
-		return nil
-	}
-	lines := outboxLines(m.msgs, m.outboxTotal)
-	if m.outSel < 0 || m.outSel >= len(lines) || lines[m.outSel].msg == nil {
-		return nil
-	}
-	return &lines[m.outSel]
-}
+func (m *Model) selectedMessage() *outboxLine { return m.outbox.selected() }
 
 // revealLinkedAttempt moves the trace selection to the attempt that caused
 // the selected message, so the other half of the link is on screen.
@@ -535,9 +514,9 @@ func (m *Model) revealLinkedAttempt() {
 		return
 	}
 	at := l.msg.Attribution
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if k, ok := r.n.link(); ok && k.step == at.Step && k.attempt == at.Attempt {
-			m.traceSel = i
+			m.trace.sel = i
 			return
 		}
 	}
@@ -555,8 +534,9 @@ func (m *Model) nextPane(dir int) pane {
 }
 
 func (m *Model) clampScroll() {
-	m.traceTop = scrollTo(m.traceSel, m.traceTop, m.paneHeight(paneTrace)-2, len(m.rows))
-	m.outTop = scrollTo(m.outSel, m.outTop, m.paneHeight(paneOutbox)-2, m.outboxCount())
+	m.sizePanes()
+	m.trace.clampScroll()
+	m.outbox.clampScroll()
 }
 
 func contains(list []string, s string) bool {

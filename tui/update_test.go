@@ -29,8 +29,8 @@ func TestFocusAndExecutionSelection(t *testing.T) {
 		t.Fatalf("shift+tab: focus %s, want Executions", paneNames[m.focus])
 	}
 	press(t, m, "j")
-	if m.selID != "exec_01H8" || m.tr == nil || m.tr.exec.ID != "exec_01H8" {
-		t.Fatalf("j: selected %q (trace of %v), want exec_01H8", m.selID, m.tr != nil)
+	if m.selID != "exec_01H8" || m.trace.tr == nil || m.trace.tr.exec.ID != "exec_01H8" {
+		t.Fatalf("j: selected %q (trace of %v), want exec_01H8", m.selID, m.trace.tr != nil)
 	}
 	press(t, m, "j", "j", "j")
 	if m.selID != "exec_7K2Q" {
@@ -58,9 +58,9 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
 	// Select attempt #1 in the trace: the outbox highlights the message it caused.
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if k, ok := r.n.link(); ok && k.attempt == 1 {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	l := m.selectedAttemptLink()
@@ -84,7 +84,7 @@ func TestCrossHighlightAttemptAndMessage(t *testing.T) {
 	if got := m.linkedAttempt(); got == nil || got.attempt != 2 {
 		t.Fatalf("linked attempt = %+v, want #2", got)
 	}
-	if d := strings.Join(m.detailLines(150), "\n"); !strings.Contains(d, "caused by exec_7K2Q step-4 attempt 2") {
+	if d := strings.Join(m.detail.lines(150), "\n"); !strings.Contains(d, "caused by exec_7K2Q step-4 attempt 2") {
 		t.Fatalf("detail of the selected message:\n%s", d)
 	}
 }
@@ -93,34 +93,34 @@ func TestTraceExpandCollapseAndFinalOnly(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 160, 36)
-	all := len(m.rows)
+	all := len(m.trace.rows)
 	press(t, m, "g") // the run row
 	if m.selectedRow().kind != kindRun {
 		t.Fatalf("g selects %q, want the run", m.selectedRow().text)
 	}
 	press(t, m, "h")
-	if len(m.rows) != 1 {
-		t.Fatalf("collapsing the run leaves %d rows, want 1", len(m.rows))
+	if len(m.trace.rows) != 1 {
+		t.Fatalf("collapsing the run leaves %d rows, want 1", len(m.trace.rows))
 	}
 	press(t, m, "l")
-	if len(m.rows) != all {
-		t.Fatalf("expanding restores %d rows, want %d", len(m.rows), all)
+	if len(m.trace.rows) != all {
+		t.Fatalf("expanding restores %d rows, want %d", len(m.trace.rows), all)
 	}
 	press(t, m, "enter")
-	if len(m.rows) != 1 {
-		t.Fatalf("enter toggles: %d rows, want 1", len(m.rows))
+	if len(m.trace.rows) != 1 {
+		t.Fatalf("enter toggles: %d rows, want 1", len(m.trace.rows))
 	}
 	press(t, m, "enter", "f")
-	if len(m.rows) != all-1 || !m.finalOnly {
-		t.Fatalf("final-only hides one attempt: %d rows, want %d", len(m.rows), all-1)
+	if len(m.trace.rows) != all-1 || !m.trace.finalOnly {
+		t.Fatalf("final-only hides one attempt: %d rows, want %d", len(m.trace.rows), all-1)
 	}
 	press(t, m, "f")
-	if len(m.rows) != all {
-		t.Fatalf("every attempt again: %d rows, want %d", len(m.rows), all)
+	if len(m.trace.rows) != all {
+		t.Fatalf("every attempt again: %d rows, want %d", len(m.trace.rows), all)
 	}
 	press(t, m, "G")
-	if m.traceSel != len(m.rows)-1 {
-		t.Fatalf("G: selection %d, want the last row %d", m.traceSel, len(m.rows)-1)
+	if m.trace.sel != len(m.trace.rows)-1 {
+		t.Fatalf("G: selection %d, want the last row %d", m.trace.sel, len(m.trace.rows)-1)
 	}
 }
 
@@ -158,9 +158,9 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatalf("x: %s", last)
 	}
 	// D needs a step: select the replay row.
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if r.n.kind == kindReplay {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	press(t, m, "D", "y", "A", "R", "y")
@@ -170,15 +170,15 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatalf("D A R: %v, want %v", got, want)
 	}
 	press(t, m, "o")
-	if !m.crmTab || !strings.Contains(m.View(), "CRM (provider's truth)") {
+	if !m.outbox.crmTab || !strings.Contains(m.View(), "CRM (provider's truth)") {
 		t.Fatal("o shows the CRM tab")
 	}
 	press(t, m, "?")
-	if !m.showHelp || !strings.Contains(m.View(), "Faults") {
+	if !m.help.open || !strings.Contains(m.View(), "Faults") {
 		t.Fatal("? shows grouped help")
 	}
 	press(t, m, "x") // any key closes help without acting
-	if m.showHelp || snap.Calls()[len(snap.Calls())-1] != "reset-world" {
+	if m.help.open || snap.Calls()[len(snap.Calls())-1] != "reset-world" {
 		t.Fatal("a key closes help and does nothing else")
 	}
 	press(t, m, "q") // nothing runs: it quits without asking
@@ -192,12 +192,12 @@ func TestFilterExecutions(t *testing.T) {
 	snap := article(t)
 	m := open(t, snap, 160, 40)
 	press(t, m, "/", "s", "a", "f", "e", "enter")
-	if m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("filter 'safe': %d executions, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("filter 'safe': %d executions, selected %q", m.execs.total, m.selID)
 	}
 	press(t, m, "esc")
-	if m.execTotal != 3 {
-		t.Fatalf("esc clears the filter: %d executions, want 3", m.execTotal)
+	if m.execs.total != 3 {
+		t.Fatalf("esc clears the filter: %d executions, want 3", m.execs.total)
 	}
 }
 
@@ -238,4 +238,28 @@ func TestResizeAtAnyTime(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStartCleanAsksThenErasesExecutions: E erases the executions as well
+// as the world (R keeps the histories), only once y confirms.
+func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
+	snap := article(t)
+	m := open(t, snap, 160, 44)
+	if m.execs.total == 0 {
+		t.Fatal("the article's database has executions")
+	}
+	press(t, m, "E")
+	mustShow(t, m.View(), "the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	press(t, m, "j")
+	if calls := snap.Calls(); len(calls) != 0 || m.execs.total == 0 || !strings.Contains(m.flash, "cancelled") {
+		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execs.total, m.flash)
+	}
+	press(t, m, "E", "y")
+	if calls := snap.Calls(); strings.Join(calls, "|") != "reset" {
+		t.Fatalf("E y: calls %v", calls)
+	}
+	if m.execs.total != 0 || m.selID != "" || m.trace.tr != nil {
+		t.Fatalf("after E y: %d executions, selected %q", m.execs.total, m.selID)
+	}
+	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")
 }

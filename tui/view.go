@@ -7,8 +7,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"github.com/retrylab/retrylab/engine/history"
 )
 
 const (
@@ -62,13 +60,44 @@ func (m *Model) layout() map[pane]rect {
 		}
 	}
 	if m.focus == paneTrace || m.focus == paneOutbox {
-		traceH, outH := splitHeights(m.height - 2 - m.lessonStripHeight())
+		traceH, outH := splitHeights(m.height - 2 - m.lesson.stripHeight())
 		return map[pane]rect{
 			paneTrace:  {0, 1, m.width, traceH},
 			paneOutbox: {0, 1 + traceH, m.width, outH},
 		}
 	}
 	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
+}
+
+// sizePanes tells the panes that are components their boxes for the
+// current layout (a pane not shown gets the screen under the tabs, as
+// paneHeight says).
+func (m *Model) sizePanes() {
+	lay := m.layout()
+	for p := pane(0); p < paneCount; p++ {
+		r, ok := lay[p]
+		if !ok {
+			r = rect{w: m.width, h: m.height - 2}
+		}
+		m.pane(p).SetSize(r.w, r.h)
+	}
+}
+
+// pane is the component that draws p: the lesson takes the Detail pane's
+// place while lesson mode is on.
+func (m *Model) pane(p pane) component {
+	switch p {
+	case paneExecs:
+		return m.execs
+	case paneOutbox:
+		return m.outbox
+	case paneDetail:
+		if m.lesson.on {
+			return m.lesson
+		}
+		return m.detail
+	}
+	return m.trace
 }
 
 func (m *Model) paneHeight(p pane) int {
@@ -78,9 +107,6 @@ func (m *Model) paneHeight(p pane) int {
 	return m.height - 2
 }
 
-// execVisible is how many executions fit (two lines each).
-func (m *Model) execVisible() int { return max(1, (m.paneHeight(paneExecs)-2)/2) }
-
 // View draws the screen.
 func (m *Model) View() string {
 	if m.width == 0 || m.height == 0 {
@@ -89,14 +115,14 @@ func (m *Model) View() string {
 	if m.width < MinWidth || m.height < MinHeight {
 		return m.tooSmall()
 	}
-	if m.showHelp {
-		return m.helpView()
+	if m.help.open {
+		return m.help.View()
 	}
-	if m.picking {
-		return m.pickerView()
+	if m.picker.open {
+		return m.picker.View()
 	}
 	if m.cmp.open {
-		return m.compareView()
+		return m.cmp.View()
 	}
 	lay := m.layout()
 	if m.wide() {
@@ -105,8 +131,8 @@ func (m *Model) View() string {
 	}
 	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
 		parts := []string{m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)}
-		if h := m.lessonStripHeight(); h > 0 {
-			parts = append(parts, m.lessonStrip(h))
+		if h := m.lesson.stripHeight(); h > 0 {
+			parts = append(parts, m.lesson.strip(h))
 		}
 		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusBar())...)
 	}
@@ -142,30 +168,9 @@ func (m *Model) tabBar() string {
 
 func (m *Model) paneView(p pane, lay map[pane]rect) string {
 	r := lay[p]
-	inner := r.h - 2
-	var title string
-	var lines []string
-	switch p {
-	case paneExecs:
-		title, lines = m.execsView(inner, r.w-2)
-	case paneTrace:
-		title, lines = m.traceView(inner, r.w-2)
-	case paneOutbox:
-		title, lines = m.outboxView(inner, r.w-2)
-	case paneDetail:
-		if m.lesson.on {
-			title, lines = m.lessonLines(r.w - 2)
-			if m.presenter {
-				lines = spaced(lines)
-			}
-		} else {
-			title, lines = "Detail", m.detailLines(r.w-2)
-		}
-	}
-	if m.focus == p {
-		title = focusMark + title
-	}
-	return m.theme.box(title, lines, r.w, r.h, m.focus == p)
+	c := m.pane(p)
+	c.SetSize(r.w, r.h)
+	return c.View()
 }
 
 // focusMark starts the focused pane's title, so focus shows without colour
@@ -173,8 +178,10 @@ func (m *Model) paneView(p pane, lay map[pane]rect) string {
 // pane, and only this says which pane the keys move.
 const focusMark = "▶ "
 
-func (m *Model) markStyle(mk marker) lipgloss.Style {
-	t := m.theme
+func (m *Model) markStyle(mk marker) lipgloss.Style { return markStyle(m.theme, mk) }
+
+// markStyle is the style of a marker's glyph in theme t.
+func markStyle(t Theme, mk marker) lipgloss.Style {
 	switch mk {
 	case markOK, markRecorded:
 		return t.OK
@@ -192,71 +199,6 @@ func (m *Model) markStyle(mk marker) lipgloss.Style {
 	return lipgloss.NewStyle()
 }
 
-func (m *Model) execsView(height, width int) (string, []string) {
-	title := fmt.Sprintf("Executions %d", m.execTotal)
-	if m.filterText != "" {
-		title = fmt.Sprintf("Executions /%s %d", m.filterText, m.execTotal)
-	}
-	var lines []string
-	if m.filtering {
-		lines = append(lines, m.filter.View())
-	}
-	if m.execTotal == 0 {
-		return title, append(lines, m.theme.Dim.Render(" none yet: press n"))
-	}
-	for i := 0; len(lines)+1 < height+1 && m.execTop+i < m.execSkip+len(m.execs); i++ {
-		idx := m.execTop + i
-		j := idx - m.execSkip
-		if j < 0 {
-			continue
-		}
-		it := m.execs[j]
-		badge, mk := statusBadge(it)
-		sel := idx == m.execSel
-		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
-		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), m.markStyle(mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := m.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", m.markedTag(it.x.ID), it.x.Policy, it.x.Started.Format("15:04:05"), m.execDuration(it.x)))
-		if sel {
-			l1 = m.theme.Selected.Render(fit(plain, width))
-		}
-		lines = append(lines, l1, l2)
-	}
-	return title, lines
-}
-
-func (m *Model) execDuration(x history.Execution) string {
-	end := x.Updated
-	if x.Status == history.StatusRunning {
-		end = m.now()
-	}
-	return roundDur(end.Sub(x.Started))
-}
-
-func (m *Model) traceView(height, width int) (string, []string) {
-	if m.tr == nil {
-		return "Trace", []string{m.theme.Dim.Render("select an execution")}
-	}
-	x := m.tr.exec
-	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, m.tr.policies())
-	if m.finalOnly {
-		title += " · final attempts only"
-	}
-	linked := m.linkedAttempt()
-	var lines []string
-	for i := m.traceTop; i < len(m.rows) && len(lines) < height; i++ {
-		r := m.rows[i]
-		lines = append(lines, m.renderRow(r, i == m.traceSel, linked, width))
-	}
-	if m.truncated && len(lines) < height {
-		more := "(more of the history below: keep scrolling)"
-		if m.tr.events() >= maxTraceEvents {
-			more = fmt.Sprintf("(history cut at %d events)", maxTraceEvents)
-		}
-		lines = append(lines, m.theme.Dim.Render(more))
-	}
-	return title, lines
-}
-
 // linkedAttempt is the attempt that caused the selected outbox message.
 func (m *Model) linkedAttempt() *link {
 	if m.focus != paneOutbox {
@@ -268,85 +210,12 @@ func (m *Model) linkedAttempt() *link {
 	return nil
 }
 
-func (m *Model) renderRow(r row, selected bool, linked *link, width int) string {
-	n := r.n
-	indent := strings.Repeat("  ", r.depth)
-	exp := "  "
-	if len(n.children) > 0 {
-		exp = "▾ "
-		if m.collapsed[n.id] {
-			exp = "▸ "
-		}
-	}
-	text := n.text
-	switch n.kind {
-	case kindRun:
-		text = m.theme.Bold.Render(text)
-	case kindGap:
-		text = m.theme.Dim.Render(text)
-	case kindTurn, kindStep:
-	default:
-		if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt {
-			text = m.markStyle(n.mark).Render(g) + " " + text
-		} else if n.kind == kindAttempt {
-			text = m.markStyle(n.mark).Render(text)
-		}
-	}
-	line := selMark(selected) + indent + exp + text
-	if selected {
-		return m.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
-	}
-	if k, ok := n.link(); ok && linked != nil && k == *linked {
-		return m.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
-	}
-	return line
-}
-
 // plain is a row's text with its glyph, without colour.
 func (n *node) plain() string {
 	if g, ok := markerGlyph[n.mark]; ok && n.kind != kindAttempt && n.kind != kindTurn && n.kind != kindStep && n.kind != kindRun && n.kind != kindGap {
 		return g + " " + n.text
 	}
 	return n.text
-}
-
-func (m *Model) outboxView(height, width int) (string, []string) {
-	if m.crmTab {
-		title := "CRM (provider's truth) · o: outbox"
-		if m.recordsCut {
-			title = fmt.Sprintf("CRM (first %d rows) · o: outbox", crmWindow)
-		}
-		all := crmLines(m.records)
-		return title, window(all, m.outTop, height, m.outSel, m.focus == paneOutbox, m.theme)
-	}
-	if m.tr != nil && m.tr.exec.Imported != "" {
-		return "Effects (inferred) · o: CRM", window(m.tr.effectLines(width-3), m.outTop, height,
-			m.outSel, m.focus == paneOutbox, m.theme)
-	}
-	title := "Outbox (provider's truth) · o: CRM"
-	ls := outboxLines(m.msgs, m.outboxTotal)
-	highlight := m.selectedAttemptLink()
-	var lines []string
-	for i := m.outTop; i < len(ls) && len(lines) < height; i++ {
-		l := ls[i]
-		text := l.text
-		switch l.status {
-		case 1:
-			text = m.theme.OK.Render(text)
-		case 2:
-			text = m.theme.Bad.Render(text)
-		}
-		switch {
-		case m.focus == paneOutbox && i == m.outSel:
-			text = m.theme.Selected.Render(fit(selMark(true)+l.text, width))
-		case l.msg != nil && highlight != nil && l.msg.Attribution.Step == highlight.step && l.msg.Attribution.Attempt == highlight.attempt:
-			text = m.theme.Linked.Render(fit("•"+l.text, width))
-		default:
-			text = " " + text
-		}
-		lines = append(lines, text)
-	}
-	return title, lines
 }
 
 // selectedAttemptLink is the selected trace attempt, whose deliveries the
@@ -385,26 +254,6 @@ func selMark(selected bool) string {
 	return " "
 }
 
-// detailLines describes the selected attempt, step, replay or message.
-func (m *Model) detailLines(width int) []string {
-	if m.focus == paneOutbox {
-		if l := m.selectedMessage(); l != nil {
-			msg := l.msg
-			at := msg.Attribution
-			return []string{
-				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
-				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
-				"body: " + msg.Body,
-			}
-		}
-	}
-	n := m.selectedRow()
-	if n == nil {
-		return []string{m.theme.Dim.Render("select a row in the trace")}
-	}
-	return m.traceDetail(n, width)
-}
-
 func compact(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "—"
@@ -439,7 +288,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.showHelp || m.picking {
+	if m.help.open || m.picker.open {
 		return nil
 	}
 	for p, r := range m.layout() {
@@ -461,11 +310,11 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			}
 			switch p {
 			case paneExecs:
-				return m.move(m.execTop + row/2 - m.execSel)
+				return m.move(m.execs.top + row/2 - m.execs.sel)
 			case paneTrace:
-				return m.move(m.traceTop + row - m.traceSel)
+				return m.move(m.trace.top + row - m.trace.sel)
 			case paneOutbox:
-				return m.move(m.outTop + row - m.outSel)
+				return m.move(m.outbox.top + row - m.outbox.sel)
 			}
 		}
 		return nil

@@ -25,8 +25,8 @@ func TestKeysInOneBurstAllCount(t *testing.T) {
 	// A burst that opens the filter types the rest into it.
 	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/safe")})
 	drive(t, m, cmd)
-	if !m.filtering || m.filter.Value() != "safe" {
-		t.Fatalf("/safe in one burst: filtering=%v value %q", m.filtering, m.filter.Value())
+	if !m.filter.open || m.filter.input.Value() != "safe" {
+		t.Fatalf("/safe in one burst: filtering=%v value %q", m.filter.open, m.filter.input.Value())
 	}
 }
 
@@ -57,11 +57,11 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 		t.Fatalf("starts on the newest: %q", m.selID)
 	}
 	press(t, m, "n", "enter") // naive, first in lesson order
-	if m.selID != "exec_7K2Q" || m.tr == nil || m.tr.exec.ID != "exec_7K2Q" {
+	if m.selID != "exec_7K2Q" || m.trace.tr == nil || m.trace.tr.exec.ID != "exec_7K2Q" {
 		t.Fatalf("after restarting exec_7K2Q the explorer shows %q", m.selID)
 	}
-	if m.traceSel != len(m.rows)-1 {
-		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.traceSel, len(m.rows))
+	if m.trace.sel != len(m.trace.rows)-1 {
+		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.trace.sel, len(m.trace.rows))
 	}
 	if !strings.Contains(m.flash, "run 2 of exec_7K2Q") {
 		t.Fatalf("flash: %q", m.flash)
@@ -119,9 +119,9 @@ func TestFooterKeepsKeyHints(t *testing.T) {
 func TestDestructiveKeysAskFirst(t *testing.T) {
 	snap := record(t, []string{"safe", "run", "run"})
 	m := open(t, snap, 80, 24)
-	for i, r := range m.rows {
+	for i, r := range m.trace.rows {
 		if r.n.kind == kindReplay {
-			m.traceSel = i
+			m.trace.sel = i
 		}
 	}
 	press(t, m, "D")
@@ -130,8 +130,8 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 	}
 	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · other keys: keep")
 	press(t, m, "n")
-	if len(snap.Calls()) != 0 || m.confirm != nil || m.picking {
-		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picking)
+	if len(snap.Calls()) != 0 || m.confirm != nil || m.picker.open {
+		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picker.open)
 	}
 	press(t, m, "R")
 	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset")
@@ -181,7 +181,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 		m := open(t, article(t), size[0], size[1])
 		press(t, m, "?")
 		var seen strings.Builder
-		for page := 0; page < 10 && m.showHelp; page++ {
+		for page := 0; page < 10 && m.help.open; page++ {
 			v := m.View()
 			lines := strings.Split(v, "\n")
 			if len(lines) != size[1] {
@@ -211,7 +211,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 			mustShow(t, all, fmt.Sprintf("help at %v", size), mk[0], mk[1])
 		}
 		press(t, m, "x")
-		if m.showHelp {
+		if m.help.open {
 			t.Errorf("%v: x closes help", size)
 		}
 	}
@@ -281,16 +281,16 @@ func TestPickerFilters(t *testing.T) {
 	if calls := snap.Calls(); len(calls) != 1 || calls[0] != "start one-send keys=as the scenario says journal=as the scenario says" {
 		t.Fatalf("picked: %v", calls)
 	}
-	if m.picking {
+	if m.picker.open {
 		t.Fatal("the picker stays open after a run starts")
 	}
 	// The list pages: pgdown moves a page, not a row.
 	press(t, m, "n", "pgdown")
-	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.Index() < 3 {
-		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.Index())
+	if it := m.picker.list.SelectedItem().(scenarioItem); it.s.Name == "crash" || m.picker.list.Index() < 3 {
+		t.Fatalf("pgdown selected %q (index %d)", it.s.Name, m.picker.list.Index())
 	}
 	press(t, m, "esc")
-	if m.picking {
+	if m.picker.open {
 		t.Fatal("esc closes the picker")
 	}
 }
@@ -300,7 +300,7 @@ func TestPickerFilters(t *testing.T) {
 func TestScenarioPurposeAndKeys(t *testing.T) {
 	m := open(t, article(t), 80, 24)
 	press(t, m, "n", "/", "key-retention", "enter")
-	if it := m.picker.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
+	if it := m.picker.list.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
 		press(t, m, "down") // the filter may rank key-retention-fixed first
 	}
 	v := m.View()
@@ -309,7 +309,7 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 	press(t, m, "esc", "esc")
 	m = open(t, record(t, []string{"naive", "run"}), 160, 40)
 	press(t, m, "g") // the run row
-	mustShow(t, strings.Join(m.detailLines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
+	mustShow(t, strings.Join(m.detail.lines(156), "\n"), "detail of the run", "naive — Window 1: the response is lost", "teaches:", "keys: n (run the scenario)")
 }
 
 // TestExecutionsFilterAsYouTypeAndByMarker: the list narrows while the
@@ -317,24 +317,51 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 	m := open(t, article(t), 160, 40)
 	press(t, m, "/", "s", "a", "f")
-	if !m.filtering || m.execTotal != 1 || m.selID != "exec_01H8" {
-		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filtering, m.execTotal, m.selID)
+	if !m.filter.open || m.execs.total != 1 || m.selID != "exec_01H8" {
+		t.Fatalf("typing saf: filtering=%v, %d executions, selected %q", m.filter.open, m.execs.total, m.selID)
 	}
 	press(t, m, "esc")
-	if m.filtering || m.execTotal != 3 {
-		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execTotal)
+	if m.filter.open || m.execs.total != 3 {
+		t.Fatalf("esc restores the filter the box opened with: %d executions", m.execs.total)
 	}
 	press(t, m, "/", "dup", "enter")
-	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
-		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("dup finds the ⚠ execution: %d, selected %q", m.execs.total, m.selID)
 	}
 	mustShow(t, m.View(), "filtered list", "Executions /dup 1", "⚠ exec_7K2Q")
 	press(t, m, "esc", "/", "⚠", "enter")
-	if m.execTotal != 1 || m.selID != "exec_7K2Q" {
-		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execTotal, m.selID)
+	if m.execs.total != 1 || m.selID != "exec_7K2Q" {
+		t.Fatalf("⚠ finds the execution with duplicates: %d, selected %q", m.execs.total, m.selID)
 	}
 	press(t, m, "esc", "/", "✓", "enter")
-	if m.execTotal != 2 {
-		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execTotal)
+	if m.execs.total != 2 {
+		t.Fatalf("✓ finds the executions the list marks ✓ (not the ⚠ one): %d", m.execs.total)
 	}
+}
+
+// TestFooterShowsThePaneAndModeKeys: the footer's short help is the keys
+// that work now: the focused pane's, the filter box's while it is open,
+// and no q while a prediction is typed (q types a q).
+func TestFooterShowsThePaneAndModeKeys(t *testing.T) {
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	mustShow(t, m.statusBar(), "trace", "t timeout", "f final-only", "q quit")
+	press(t, m, "shift+tab")
+	mustShow(t, m.statusBar(), "executions", "/ filter", "m mark", "= compare", "q quit")
+	press(t, m, "tab", "tab")
+	mustShow(t, m.statusBar(), "outbox", "o outbox/CRM", "q quit")
+	press(t, m, "/")
+	bar := m.statusBar()
+	mustShow(t, bar, "filter box", "enter keep", "esc undo")
+	if strings.Contains(bar, "q quit") {
+		t.Fatalf("q types into the filter, the footer offers it: %s", bar)
+	}
+	press(t, m, "esc", "L")
+	bar = m.statusBar()
+	mustShow(t, bar, "prediction", "enter start", "esc leave lesson")
+	if strings.Contains(bar, "q quit") || strings.Contains(bar, "n run") {
+		t.Fatalf("while a prediction is typed the footer offers explorer keys: %s", bar)
+	}
+	press(t, m, "2", "enter")
+	mustShow(t, m.statusBar(), "the lesson's next key", "n run", "esc leave lesson", "q quit")
 }

@@ -1,0 +1,108 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+// detailPane says everything about what is selected: the trace's row (an
+// attempt's request, faults, outcome and effects; a run's scenario and the
+// keys it needs) or, while the outbox has the focus, its message. It reads
+// the selection of the two panes it describes; focused, its keys move the
+// trace's selection (the Model routes them).
+type detailPane struct {
+	*Context
+	trace  *tracePane
+	outbox *outboxPane
+	// scenarioOf is the catalogue's scenario of the execution traced.
+	scenarioOf    func() *scenario.Scenario
+	width, height int
+}
+
+func newDetailPane(ctx *Context, tr *tracePane, out *outboxPane, scenarioOf func() *scenario.Scenario) *detailPane {
+	return &detailPane{Context: ctx, trace: tr, outbox: out, scenarioOf: scenarioOf}
+}
+
+// SetSize is the pane's box, borders included.
+func (d *detailPane) SetSize(width, height int) { d.width, d.height = width, height }
+
+// Update does nothing: the pane shows the other panes' selection.
+func (d *detailPane) Update(tea.Msg) tea.Cmd { return nil }
+
+// View is the pane's box.
+func (d *detailPane) View() string {
+	title, focused := "Detail", d.focus == paneDetail
+	if focused {
+		title = focusMark + title
+	}
+	return d.theme.box(title, d.lines(d.width-2), d.width, d.height, focused)
+}
+
+// ShortHelp is the trace's keys: the detail follows the trace's selection.
+func (d *detailPane) ShortHelp() []key.Binding { return d.keys.ShortHelp() }
+
+// FullHelp is the moves of the selection it describes.
+func (d *detailPane) FullHelp() [][]key.Binding {
+	k := d.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+}
+
+// lines describe the selected attempt, step, replay or message.
+func (d *detailPane) lines(width int) []string {
+	if d.focus == paneOutbox {
+		if l := d.outbox.selected(); l != nil {
+			msg := l.msg
+			at := msg.Attribution
+			return []string{
+				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
+				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
+				"body: " + msg.Body,
+			}
+		}
+	}
+	n := d.trace.selected()
+	if n == nil {
+		return []string{d.theme.Dim.Render("select a row in the trace")}
+	}
+	return d.traceDetail(n, width)
+}
+
+func (d *detailPane) traceDetail(n *node, width int) []string {
+	switch v := n.src.(type) {
+	case *trace.Attempt:
+		return attemptDetail(v)
+	case *trace.Replay:
+		return []string{
+			fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, max(v.ResultRun, v.Run), orDash(v.Key)),
+			"result: " + compact(v.Result),
+			d.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
+		}
+	case *trace.Note:
+		if v.Kind == trace.StepRecorded {
+			return []string{
+				fmt.Sprintf("%s %s  journal record: attempt %d of run %d  key %s", v.Tool, v.Call, v.Attempt, v.Run, orDash(v.Key)),
+				"result: " + compact(v.Result),
+				d.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
+			}
+		}
+		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
+	case *trace.Call:
+		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
+	case *trace.Turn:
+		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
+	case *trace.Run:
+		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
+		if s := d.scenarioOf(); s != nil {
+			lines = append(lines, d.theme.Bold.Render(s.Name+" — "+s.Title))
+			lines = append(lines, scenarioInfo(s, width, 4, 2)...)
+		}
+		return lines
+	}
+	return []string{n.plain()}
+}

@@ -1,0 +1,159 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine/history"
+)
+
+// execsPane is the executions list: a window of the list read around the
+// selection (two lines an execution), with the filter box on top while it
+// is open. The Model reads the window again when a move leaves it
+// (move says so) and the trace when the selection changes.
+type execsPane struct {
+	*Context
+	// items is the window read; skip is the index of items[0] in the whole
+	// list (filtered, when a filter applies), total its length.
+	items       []execItem
+	skip, total int
+	sel, top    int
+	filter      *filterBox
+	now         func() time.Time
+	// marked is the execution marked as side A of a comparison.
+	marked        func() string
+	width, height int
+}
+
+func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string) *execsPane {
+	return &execsPane{Context: ctx, filter: filter, now: now, marked: marked}
+}
+
+// SetSize is the pane's box, borders included.
+func (e *execsPane) SetSize(width, height int) { e.width, e.height = width, height }
+
+// Update takes a read of the window (execsMsg without an error).
+func (e *execsPane) Update(msg tea.Msg) tea.Cmd {
+	if msg, ok := msg.(execsMsg); ok {
+		e.items, e.skip, e.total = msg.items, msg.skip, msg.total
+		if e.sel >= e.total {
+			e.sel = max(0, e.total-1)
+		}
+	}
+	return nil
+}
+
+// Reset forgets the list (another source, or a clean start).
+func (e *execsPane) Reset() {
+	e.items, e.skip, e.total, e.sel, e.top = nil, 0, 0, 0, 0
+}
+
+// visible is how many executions fit (two lines each).
+func (e *execsPane) visible() int { return max(1, (e.height-2)/2) }
+
+// pageSize is how many executions one read of the window asks for.
+func (e *execsPane) pageSize() int {
+	if e.Context.height < 4 {
+		return 64
+	}
+	return e.Context.height
+}
+
+// move moves the selection by delta; true when the window must be read
+// again (it scrolled, or the selection left what is read).
+func (e *execsPane) move(delta int) bool {
+	if e.total == 0 {
+		return false
+	}
+	e.sel = clamp(e.sel+delta, 0, e.total-1)
+	top := scrollTo(e.sel, e.top, e.visible(), e.total)
+	if top != e.top || e.selected() == nil {
+		e.top = top
+		return true
+	}
+	return false
+}
+
+// moveTo selects the execution at index (a run followed), scrolling to it.
+func (e *execsPane) moveTo(index int) {
+	e.sel = index
+	e.top = scrollTo(index, e.top, e.visible(), max(e.total, index+1))
+}
+
+// selected is the execution under the selection, if read.
+func (e *execsPane) selected() *execItem {
+	i := e.sel - e.skip
+	if i < 0 || i >= len(e.items) {
+		return nil
+	}
+	return &e.items[i]
+}
+
+// View is the pane's box.
+func (e *execsPane) View() string {
+	title, lines := e.lines(e.height-2, e.width-2)
+	focused := e.focus == paneExecs
+	if focused {
+		title = focusMark + title
+	}
+	return e.theme.box(title, lines, e.width, e.height, focused)
+}
+
+func (e *execsPane) lines(height, width int) (string, []string) {
+	title := fmt.Sprintf("Executions %d", e.total)
+	if e.filter.text != "" {
+		title = fmt.Sprintf("Executions /%s %d", e.filter.text, e.total)
+	}
+	var lines []string
+	if e.filter.open {
+		lines = append(lines, e.filter.View())
+	}
+	if e.total == 0 {
+		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))
+	}
+	marked := ""
+	if e.marked != nil {
+		marked = e.marked()
+	}
+	for i := 0; len(lines)+1 < height+1 && e.top+i < e.skip+len(e.items); i++ {
+		idx := e.top + i
+		j := idx - e.skip
+		if j < 0 {
+			continue
+		}
+		it := e.items[j]
+		badge, mk := statusBadge(it)
+		sel := idx == e.sel
+		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
+		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), markStyle(e.theme, mk).Render(badge), it.x.ID, it.x.Scenario)
+		l2 := e.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", markedTag(it.x.ID, marked), it.x.Policy, it.x.Started.Format("15:04:05"), e.duration(it.x)))
+		if sel {
+			l1 = e.theme.Selected.Render(fit(plain, width))
+		}
+		lines = append(lines, l1, l2)
+	}
+	return title, lines
+}
+
+func (e *execsPane) duration(x history.Execution) string {
+	end := x.Updated
+	if x.Status == history.StatusRunning {
+		end = e.now()
+	}
+	return roundDur(end.Sub(x.Started))
+}
+
+// ShortHelp is the pane's keys in the footer.
+func (e *execsPane) ShortHelp() []key.Binding {
+	k := e.keys
+	return words(k.Run, k.Filter, k.Resume, k.MarkExec, k.Compare, k.Help, k.Quit)
+}
+
+// FullHelp is the pane's keys: the moves, the filter, marking.
+func (e *execsPane) FullHelp() [][]key.Binding {
+	k := e.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Filter, k.Resume, k.MarkExec, k.Compare}}
+}
