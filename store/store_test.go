@@ -402,33 +402,64 @@ func TestOpenTruncatedFile(t *testing.T) {
 	}
 }
 
-// pageOf returns the page size and the root page of exec's history bucket.
+// historyRootPage returns the page size and a leaf page that holds events of
+// exec and of no other execution (histories share a bucket, so the page is in
+// the middle of exec's run of keys). It reads the file's pages as bbolt lays
+// them out: a 16-byte header (id, flags, count, overflow), then count leaf
+// elements of 16 bytes (flags, pos, key size, value size), pos counted from
+// the element.
 func historyRootPage(t *testing.T, path, exec string) (pageSize int, root uint64) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	err = b.View(func(tx *bolt.Tx) error {
-		h := tx.Bucket([]byte(bucketHistories)).Bucket([]byte(exec))
-		if h == nil {
+	pageSize = b.Info().PageSize
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		prefix := tx.Bucket([]byte(bucketHistoryIDs)).Get([]byte(exec))
+		if prefix == nil {
 			return fmt.Errorf("no history for %s", exec)
 		}
-		root = uint64(h.Root())
-		return nil
+		for id := 2; (id+1)*pageSize <= len(data); id++ {
+			info, err := tx.Page(id)
+			if err != nil {
+				return err
+			}
+			if info == nil || info.Type != "leaf" {
+				continue
+			}
+			p := data[id*pageSize : (id+1)*pageSize]
+			count := int(binary.LittleEndian.Uint16(p[10:]))
+			only := count > 0
+			for i := 0; i < count && only; i++ {
+				e := p[16+16*i:]
+				flags := binary.LittleEndian.Uint32(e)
+				pos := int(binary.LittleEndian.Uint32(e[4:]))
+				ksize := int(binary.LittleEndian.Uint32(e[8:]))
+				start := 16 + 16*i + pos
+				only = flags == 0 && start+ksize <= len(p) && ksize == len(prefix)+2 &&
+					bytes.HasPrefix(p[start:start+ksize], prefix)
+			}
+			if only {
+				root = uint64(id)
+				return nil
+			}
+		}
+		return fmt.Errorf("no page holds only events of %s", exec)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if root == 0 {
-		t.Fatalf("history of %s is inline; the test needs it on its own pages", exec)
-	}
-	return b.Info().PageSize, root
+	return pageSize, root
 }
 
 // A damaged page deep in one history makes bbolt panic inside a cursor. View
-// and Update must turn that into ErrCorrupt for that execution only; the
+// and Update must turn that into ErrCorrupt for that execution's reads only; the
 // rest of the database stays usable.
 func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "damaged.db")
@@ -470,7 +501,11 @@ func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	mustFail(t, err, ErrCorrupt, path)
 	t.Logf("View: %v", err)
 
-	_, err = appendOne(db, "exec-07")
+	// An append seeks past the end of exec-07's keys and need not read the
+	// damaged page; a read inside an Update does.
+	err = db.Update(func(tx *Tx) error {
+		return tx.Events("exec-07", 1, func(uint64, []byte) bool { return true })
+	})
 	mustFail(t, err, ErrCorrupt, path)
 	t.Logf("Update: %v", err)
 
@@ -786,28 +821,31 @@ func TestPanicInFnIsNotCorruption(t *testing.T) {
 	}
 }
 
-// A writer raises a v1 file (events stored as JSON) to v2 as it opens it, so
-// a build that knows only v1 refuses the file once compact events are in it;
-// a reader leaves the file as it is.
-func TestWriterRaisesV1ToCurrentSchema(t *testing.T) {
-	db, path := newDB(t)
-	if err := db.Update(func(tx *Tx) error {
-		return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(1))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ro := openDB(t, path, Options{ReadOnly: true})
-	if got := schemaOf(t, ro); got != 1 {
-		t.Fatalf("a reader changed the schema to %d", got)
-	}
-	if err := ro.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = openDB(t, path, Options{})
-	if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 2 {
-		t.Fatalf("schema after a writer opened a v1 file: %d, want %d", got, SchemaVersion)
+// A writer raises an older file (v1: events stored as JSON; v2: a bucket per
+// history) to the current schema as it opens it, so a build that knows only
+// the older layout refuses the file once the new one is in it; a reader
+// leaves the file as it is.
+func TestWriterRaisesOlderFilesToCurrentSchema(t *testing.T) {
+	for _, old := range []uint64{1, 2} {
+		db, path := newDB(t)
+		if err := db.Update(func(tx *Tx) error {
+			return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(old))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ro := openDB(t, path, Options{ReadOnly: true})
+		if got := schemaOf(t, ro); got != old {
+			t.Fatalf("a reader changed the schema from %d to %d", old, got)
+		}
+		if err := ro.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db = openDB(t, path, Options{})
+		if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 3 {
+			t.Fatalf("schema after a writer opened a v%d file: %d, want %d", old, got, SchemaVersion)
+		}
 	}
 }

@@ -2,8 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -70,6 +73,7 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 		if err != nil {
 			return err
 		}
+		order.FillPercent = appendFill // written in sequence order
 		n, err := order.NextSequence()
 		if err != nil {
 			return err
@@ -148,14 +152,146 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 
 // --- histories ----------------------------------------------------------
 
+// Histories are stored in two layouts, and read in both.
+//
+// Schema v3 keeps every execution's events in one bucket, history_events,
+// keyed by the execution's 4-byte number (history_ids: execution id ->
+// number, given out in order) and then its sequence number as a length byte
+// and that many big-endian bytes. Keys sort by execution, then numerically by
+// sequence; the short histories of many executions share a page, and a key
+// is 6 bytes for the first 255 events instead of 8.
+//
+// Schema v2 gave each execution a nested bucket under histories (8-byte
+// sequence -> event). A bucket on a page of its own costs a whole 4 KB page
+// even for a handful of events. Files written before v3 keep those buckets:
+// an execution that has one goes on appending to it, and one that does not
+// is stored in the v3 layout. Nothing is moved, so there is no migration to
+// interrupt.
+
+// historyKeyLen is the length of a history key's execution prefix.
+const historyKeyLen = 4
+
+// appendSeqKey appends seq as a key that sorts numerically: the number of
+// bytes (1 to 8), then the number in that many big-endian bytes.
+func appendSeqKey(dst []byte, seq uint64) []byte {
+	n := (bits.Len64(seq) + 7) / 8
+	if n == 0 {
+		n = 1
+	}
+	dst = append(dst, byte(n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(seq>>(8*i)))
+	}
+	return dst
+}
+
+// decodeSeqKey reverses appendSeqKey.
+func decodeSeqKey(b []byte) (uint64, bool) {
+	if len(b) < 2 || len(b) > 9 || int(b[0]) != len(b)-1 {
+		return 0, false
+	}
+	var seq uint64
+	for _, c := range b[1:] {
+		seq = seq<<8 | uint64(c)
+	}
+	return seq, true
+}
+
+// oldHistory returns exec's v2 history bucket, or nil when it has none.
+func (t *Tx) oldHistory(exec string) (*bolt.Bucket, error) {
+	return t.nested(bucketHistories, exec, false)
+}
+
+// historyPrefix returns the events bucket and exec's key prefix in it. The
+// prefix is nil when exec has no number yet and create is not set.
+func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, error) {
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, err := t.bucket(bucketHistoryIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := ids.Get([]byte(exec)); v != nil {
+		if len(v) != historyKeyLen {
+			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
+		}
+		return events, clone(v), nil
+	}
+	if !create {
+		return events, nil, nil
+	}
+	if exec == "" {
+		return nil, nil, fmt.Errorf("append event: empty execution id")
+	}
+	n, err := ids.NextSequence()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > math.MaxUint32 {
+		return nil, nil, fmt.Errorf("append event %s: more than %d histories", exec, uint32(math.MaxUint32))
+	}
+	prefix := binary.BigEndian.AppendUint32(nil, uint32(n))
+	if err := ids.Put([]byte(exec), prefix); err != nil {
+		return nil, nil, fmt.Errorf("number history %s: %w", exec, err)
+	}
+	return events, prefix, nil
+}
+
+// lastSeqIn is the highest sequence under prefix in events (0 if none).
+func lastSeqIn(events *bolt.Bucket, prefix []byte) (uint64, error) {
+	c := events.Cursor()
+	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
+	k, _ := c.Seek(append(clone(prefix), 0xff))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return 0, nil
+	}
+	seq, ok := decodeSeqKey(k[len(prefix):])
+	if !ok {
+		return 0, fmt.Errorf("history key %x: %w", k, ErrCorrupt)
+	}
+	return seq, nil
+}
+
 // AppendEvent appends an event to an execution's history and returns its
 // sequence number, starting at 1. encode receives the sequence number so the
 // stored bytes can carry it.
 func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	b, err := t.nested(bucketHistories, exec, true)
+	old, err := t.oldHistory(exec)
 	if err != nil {
 		return 0, err
 	}
+	if old != nil {
+		return appendOld(old, exec, encode)
+	}
+	events, prefix, err := t.historyPrefix(exec, true)
+	if err != nil {
+		return 0, err
+	}
+	last, err := lastSeqIn(events, prefix)
+	if err != nil {
+		return 0, fmt.Errorf("append to %s: %w", exec, err)
+	}
+	seq := last + 1
+	data, err := encode(seq)
+	if err != nil {
+		return 0, fmt.Errorf("encode event %s/%d: %w", exec, seq, err)
+	}
+	events.FillPercent = appendFill
+	if err := events.Put(appendSeqKey(prefix, seq), data); err != nil {
+		return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
+	}
+	return seq, nil
+}
+
+// appendOld appends to a v2 history bucket.
+func appendOld(b *bolt.Bucket, exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
 	b.FillPercent = appendFill
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -173,32 +309,78 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 
 // LastSeq is the highest sequence number in an execution's history.
 func (t *Tx) LastSeq(exec string) uint64 {
-	b, _ := t.nested(bucketHistories, exec, false)
-	if b == nil {
+	old, _ := t.oldHistory(exec)
+	if old != nil {
+		k, _ := old.Cursor().Last()
+		return DecodeU64(k)
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
 		return 0
 	}
-	k, _ := b.Cursor().Last()
-	return DecodeU64(k)
+	seq, _ := lastSeqIn(events, prefix)
+	return seq
 }
 
 // Events calls fn for an execution's events with seq >= from, in order, until
 // fn returns false.
 func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
-	b, err := t.nested(bucketHistories, exec, false)
-	if err != nil || b == nil {
+	old, err := t.oldHistory(exec)
+	if err != nil {
 		return err
 	}
-	c := b.Cursor()
-	for k, v := c.Seek(U64(from)); k != nil; k, v = c.Next() {
-		if !fn(DecodeU64(k), clone(v)) {
+	if old != nil {
+		c := old.Cursor()
+		for k, v := c.Seek(U64(from)); k != nil; k, v = c.Next() {
+			if !fn(DecodeU64(k), clone(v)) {
+				return nil
+			}
+		}
+		return nil
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err
+	}
+	c := events.Cursor()
+	for k, v := c.Seek(appendSeqKey(prefix, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		seq, ok := decodeSeqKey(k[len(prefix):])
+		if !ok {
+			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
+		}
+		if !fn(seq, clone(v)) {
 			return nil
 		}
 	}
 	return nil
 }
 
+// deleteHistory removes exec's events in either layout.
+func (t *Tx) deleteHistory(exec string) error {
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err
+	}
+	c := events.Cursor()
+	// Seek again after each delete: a bbolt cursor may skip the key after a
+	// deleted one.
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return fmt.Errorf("delete history of %s: %w", exec, err)
+		}
+	}
+	ids, err := t.bucket(bucketHistoryIDs)
+	if err != nil {
+		return err
+	}
+	return ids.Delete([]byte(exec))
+}
+
 // DeleteExecution removes an execution, its history and its journal.
 func (t *Tx) DeleteExecution(exec string) error {
+	if err := t.deleteHistory(exec); err != nil {
+		return err
+	}
 	for _, parent := range []Bucket{bucketHistories, bucketJournals} {
 		p, err := t.bucket(parent)
 		if err != nil {

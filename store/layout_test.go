@@ -1,0 +1,196 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Sequence keys sort as their numbers do and decode to them.
+func TestSeqKeysSortNumerically(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	seqs := []uint64{0, 1, 255, 256, 257, 65535, 65536, 1 << 32, math.MaxUint64 - 1, math.MaxUint64}
+	for range 2000 {
+		seqs = append(seqs, r.Uint64()>>r.UintN(64))
+	}
+	for _, a := range seqs {
+		ka := appendSeqKey(nil, a)
+		if got, ok := decodeSeqKey(ka); !ok || got != a {
+			t.Fatalf("decode(key(%d)) = %d, %v", a, got, ok)
+		}
+		b := seqs[r.IntN(len(seqs))]
+		if got, want := bytes.Compare(ka, appendSeqKey(nil, b)), cmp.Compare(a, b); got != want {
+			t.Fatalf("keys of %d and %d compare %d, numbers %d", a, b, got, want)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1}, {2, 1}, {9, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0, 1}} {
+		if _, ok := decodeSeqKey(bad); ok {
+			t.Errorf("decodeSeqKey(%x) accepted", bad)
+		}
+	}
+}
+
+// Many short histories, written side by side as concurrent executions write
+// them, share pages (a bucket per history took a page each), and each reads
+// back whole and in order.
+func TestShortHistoriesSharePages(t *testing.T) {
+	db, _ := newDB(t)
+	const execs, events = 600, 6
+	for round := range events {
+		err := db.Update(func(tx *Tx) error {
+			for e := range execs {
+				exec := fmt.Sprintf("exec_%04d", e)
+				seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
+					return payload(exec, seq, 60), nil
+				})
+				if err != nil {
+					return err
+				}
+				if seq != uint64(round+1) {
+					return fmt.Errorf("%s got seq %d in round %d", exec, seq, round)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.View(func(tx *Tx) error {
+		for e := range execs {
+			exec := fmt.Sprintf("exec_%04d", e)
+			var got []uint64
+			if err := tx.Events(exec, 0, func(seq uint64, data []byte) bool {
+				if !bytes.Equal(data, payload(exec, seq, 60)) {
+					t.Errorf("%s/%d holds %q", exec, seq, data[:12])
+				}
+				got = append(got, seq)
+				return true
+			}); err != nil {
+				return err
+			}
+			if !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6}) {
+				t.Fatalf("%s: events %v", exec, got)
+			}
+		}
+		s := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats()
+		// 3 600 events of 60 bytes and 6-byte keys: about 300 KB.
+		if pages := s.LeafPageN + s.BranchPageN; pages > 150 {
+			t.Errorf("%d short histories take %d pages", execs, pages)
+		}
+		if n := tx.tx.Bucket([]byte(bucketHistories)).Stats().BucketN; n != 1 {
+			t.Errorf("%d per-execution history buckets were created", n-1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file of schema v2 keeps each execution's history in a bucket of its own:
+// it is read, appended to and deleted where it is, beside histories of the
+// shared layout.
+func TestV2HistoryBucketsStayReadable(t *testing.T) {
+	db, path := newDB(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		h, err := tx.Bucket([]byte(bucketHistories)).CreateBucket([]byte("old"))
+		if err != nil {
+			return err
+		}
+		for seq := uint64(1); seq <= 3; seq++ {
+			if _, err := h.NextSequence(); err != nil {
+				return err
+			}
+			if err := h.Put(U64(seq), payload("old", seq, 40)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(2))
+	})
+	db = openDB(t, path, Options{})
+	if seqs := appendEvents(t, db, "old", 2); !slices.Equal(seqs, []uint64{4, 5}) {
+		t.Fatalf("appends to a v2 history got %v, want [4 5]", seqs)
+	}
+	if seqs := appendEvents(t, db, "new", 2); !slices.Equal(seqs, []uint64{1, 2}) {
+		t.Fatalf("a new history got %v", seqs)
+	}
+	events := func(exec string) (seqs []uint64) {
+		t.Helper()
+		err := db.View(func(tx *Tx) error {
+			return tx.Events(exec, 0, func(seq uint64, data []byte) bool {
+				size := 32
+				if exec == "old" && seq <= 3 {
+					size = 40
+				}
+				if !bytes.Equal(data, payload(exec, seq, size)) {
+					t.Errorf("%s/%d holds %q", exec, seq, data)
+				}
+				seqs = append(seqs, seq)
+				return true
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seqs
+	}
+	if got := events("old"); !slices.Equal(got, []uint64{1, 2, 3, 4, 5}) {
+		t.Fatalf("v2 history reads %v", got)
+	}
+	if got := tx1LastSeq(t, db, "old"); got != 5 {
+		t.Fatalf("LastSeq(old) = %d", got)
+	}
+	err := db.View(func(tx *Tx) error {
+		if n := tx.tx.Bucket([]byte(bucketHistories)).Bucket([]byte("old")).Stats().KeyN; n != 5 {
+			t.Errorf("the v2 bucket holds %d events, want all 5", n)
+		}
+		if tx.tx.Bucket([]byte(bucketHistoryIDs)).Get([]byte("old")) != nil {
+			t.Error("a v2 history was also given a number in the shared layout")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Deleting removes either layout; a history started again begins at 1.
+	if err := db.Update(func(tx *Tx) error {
+		if err := tx.DeleteExecution("old"); err != nil {
+			return err
+		}
+		return tx.DeleteExecution("new")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := events("old"); got != nil {
+		t.Fatalf("deleted v2 history reads %v", got)
+	}
+	if got := events("new"); got != nil {
+		t.Fatalf("deleted history reads %v", got)
+	}
+	err = db.View(func(tx *Tx) error {
+		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n != 0 {
+			t.Errorf("%d events left after deleting every history", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seqs := appendEvents(t, db, "new", 1); !slices.Equal(seqs, []uint64{1}) {
+		t.Fatalf("a history started again got %v", seqs)
+	}
+	if seqs := appendEvents(t, db, "old", 1); !slices.Equal(seqs, []uint64{1}) {
+		t.Fatalf("a v2 history started again got %v", seqs)
+	}
+}
