@@ -194,3 +194,52 @@ func TestV2HistoryBucketsStayReadable(t *testing.T) {
 		t.Fatalf("a v2 history started again got %v", seqs)
 	}
 }
+
+// Events are packed into chunks of up to chunkMax bytes; an event larger than
+// that is a chunk of its own. Reading from any sequence number starts in the
+// middle of the chunk that holds it.
+func TestChunksHoldEventsOfAnySize(t *testing.T) {
+	db, _ := newDB(t)
+	sizes := []int{10, 0, 500, 3 * chunkMax, 7, 1, chunkMax, chunkMax - 2, 300, 300, 300, 300, 5000, 20}
+	err := db.Update(func(tx *Tx) error {
+		for _, size := range sizes {
+			if _, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) {
+				return payload("x", seq, size), nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *Tx) error {
+		if got := tx.LastSeq("x"); got != uint64(len(sizes)) {
+			t.Errorf("LastSeq = %d, want %d", got, len(sizes))
+		}
+		for from := range uint64(len(sizes) + 2) {
+			var got []uint64
+			if err := tx.Events("x", from, func(seq uint64, data []byte) bool {
+				if want := payload("x", seq, sizes[seq-1]); !bytes.Equal(data, want) {
+					t.Errorf("event %d: %d bytes, want %d", seq, len(data), len(want))
+				}
+				data = append(data, 'z') // must not reach the next event
+				got = append(got, seq)
+				return true
+			}); err != nil {
+				return err
+			}
+			if want := max(int(from), 1); len(got) != len(sizes)-want+1 || (len(got) > 0 && got[0] != uint64(want)) {
+				t.Errorf("Events(from %d) = %v", from, got)
+			}
+		}
+		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n >= len(sizes) {
+			t.Errorf("%d events in %d chunks: none were packed", len(sizes), n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

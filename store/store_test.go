@@ -404,13 +404,14 @@ func TestOpenTruncatedFile(t *testing.T) {
 
 // historyRootPage returns the page size and a leaf page that holds events of
 // exec and of no other execution (histories share a bucket, so the page is in
-// the middle of exec's run of keys). It reads the file's pages as bbolt lays
-// them out: a 16-byte header (id, flags, count, overflow), then count leaf
-// elements of 16 bytes (flags, pos, key size, value size), pos counted from
-// the element.
+// the middle of exec's run of keys). It walks the bucket's pages from its
+// root as bbolt lays them out: a 16-byte header (id, flags, count,
+// overflow), then count elements of 16 bytes, on a branch page (pos, key
+// size, child page id), on a leaf page (flags, pos, key size, value size),
+// pos counted from the element.
 func historyRootPage(t *testing.T, path, exec string) (pageSize int, root uint64) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,41 +421,54 @@ func historyRootPage(t *testing.T, path, exec string) (pageSize int, root uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		prefix := tx.Bucket([]byte(bucketHistoryIDs)).Get([]byte(exec))
-		if prefix == nil {
-			return fmt.Errorf("no history for %s", exec)
-		}
-		for id := 2; (id+1)*pageSize <= len(data); id++ {
-			info, err := tx.Page(id)
-			if err != nil {
-				return err
-			}
-			if info == nil || info.Type != "leaf" {
-				continue
-			}
-			p := data[id*pageSize : (id+1)*pageSize]
-			count := int(binary.LittleEndian.Uint16(p[10:]))
-			only := count > 0
-			for i := 0; i < count && only; i++ {
-				e := p[16+16*i:]
-				flags := binary.LittleEndian.Uint32(e)
+	var prefix []byte
+	var top uint64
+	err = b.View(func(tx *bolt.Tx) error {
+		prefix = clone(tx.Bucket([]byte(bucketHistoryIDs)).Get([]byte(exec)))
+		top = uint64(tx.Bucket([]byte(bucketHistoryEvents)).Root())
+		return nil
+	})
+	if err != nil || prefix == nil || top == 0 {
+		t.Fatalf("no history pages for %s (%v)", exec, err)
+	}
+	// The leaves in key order, and whether each holds only exec's events.
+	type leaf struct {
+		id   uint64
+		only bool
+	}
+	var leaves []leaf
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		p := data[id*uint64(pageSize) : (id+1)*uint64(pageSize)]
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		only := count > 0
+		for i := range count {
+			e := p[16+16*i:]
+			switch flags {
+			case 0x01: // branch
+				walk(binary.LittleEndian.Uint64(e[8:]))
+			case 0x02: // leaf
 				pos := int(binary.LittleEndian.Uint32(e[4:]))
 				ksize := int(binary.LittleEndian.Uint32(e[8:]))
 				start := 16 + 16*i + pos
-				only = flags == 0 && start+ksize <= len(p) && ksize == len(prefix)+2 &&
-					bytes.HasPrefix(p[start:start+ksize], prefix)
-			}
-			if only {
-				root = uint64(id)
-				return nil
+				only = only && bytes.HasPrefix(p[start:start+ksize], prefix)
 			}
 		}
-		return fmt.Errorf("no page holds only events of %s", exec)
-	})
-	if err != nil {
-		t.Fatal(err)
+		if flags == 0x02 {
+			leaves = append(leaves, leaf{id, only})
+		}
 	}
+	walk(top)
+	// A cursor that seeks past the last key of a page reads the next one, so
+	// the execution before exec, seeking past its end, reads the first page
+	// of exec's keys: take a page after that one.
+	for i := 1; i < len(leaves); i++ {
+		if leaves[i-1].only && leaves[i].only {
+			return pageSize, leaves[i].id
+		}
+	}
+	t.Fatalf("no page in the middle of %s's events", exec)
 	return pageSize, root
 }
 

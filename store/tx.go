@@ -156,10 +156,15 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 //
 // Schema v3 keeps every execution's events in one bucket, history_events,
 // keyed by the execution's 4-byte number (history_ids: execution id ->
-// number, given out in order) and then its sequence number as a length byte
-// and that many big-endian bytes. Keys sort by execution, then numerically by
-// sequence; the short histories of many executions share a page, and a key
-// is 6 bytes for the first 255 events instead of 8.
+// number, given out in order) and then a sequence number as a length byte
+// and that many big-endian bytes, so keys sort by execution and then
+// numerically. Events are stored in chunks: a key names the first event of
+// its chunk, and the value holds consecutive events, each as a uvarint
+// length and its bytes, up to chunkMax bytes (an event larger than that is a
+// chunk of its own). An append extends the execution's last chunk or starts
+// the next. The short histories of many executions share a page, and an
+// event costs about one byte beside its own instead of bbolt's 16-byte
+// element header and an 8-byte key.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -239,24 +244,52 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	return events, prefix, nil
 }
 
-// lastSeqIn is the highest sequence under prefix in events (0 if none).
-func lastSeqIn(events *bolt.Bucket, prefix []byte) (uint64, error) {
+// chunkMax bounds the bytes of one chunk of events: large enough that a
+// chunk's key and header are a small share of it, small enough that an
+// append's copy of the chunk stays cheap and a page holds several.
+const chunkMax = 1024
+
+// chunkEvents splits a chunk into its events, each a slice of chunk whose
+// capacity ends where it does.
+func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
+	for len(chunk) > 0 {
+		n, w := binary.Uvarint(chunk)
+		if w <= 0 || n > uint64(len(chunk)-w) {
+			return false
+		}
+		end := w + int(n)
+		if !fn(chunk[w:end:end]) {
+			return true
+		}
+		chunk = chunk[end:]
+	}
+	return true
+}
+
+// lastChunk finds exec's last chunk under prefix: its key, its value (still
+// bbolt's memory), and the sequence of its last event. key is nil when the
+// history is empty.
+func lastChunk(events *bolt.Bucket, prefix []byte) (key, value []byte, last uint64, err error) {
 	c := events.Cursor()
 	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
-	k, _ := c.Seek(append(clone(prefix), 0xff))
+	k, v := c.Seek(append(clone(prefix), 0xff))
 	if k == nil {
-		k, _ = c.Last()
+		k, v = c.Last()
 	} else {
-		k, _ = c.Prev()
+		k, v = c.Prev()
 	}
 	if k == nil || !bytes.HasPrefix(k, prefix) {
-		return 0, nil
+		return nil, nil, 0, nil
 	}
-	seq, ok := decodeSeqKey(k[len(prefix):])
-	if !ok {
-		return 0, fmt.Errorf("history key %x: %w", k, ErrCorrupt)
+	first, ok := decodeSeqKey(k[len(prefix):])
+	n := 0
+	if ok {
+		ok = chunkEvents(v, func([]byte) bool { n++; return true })
 	}
-	return seq, nil
+	if !ok || n == 0 {
+		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
+	}
+	return k, v, first + uint64(n) - 1, nil
 }
 
 // AppendEvent appends an event to an execution's history and returns its
@@ -274,7 +307,7 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	if err != nil {
 		return 0, err
 	}
-	last, err := lastSeqIn(events, prefix)
+	key, chunk, last, err := lastChunk(events, prefix)
 	if err != nil {
 		return 0, fmt.Errorf("append to %s: %w", exec, err)
 	}
@@ -283,8 +316,20 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	if err != nil {
 		return 0, fmt.Errorf("encode event %s/%d: %w", exec, seq, err)
 	}
+	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
+	var value []byte
+	if key != nil && len(chunk)+size <= chunkMax {
+		key = clone(key)
+		value = make([]byte, 0, len(chunk)+size)
+		value = append(value, chunk...)
+	} else {
+		key = appendSeqKey(prefix, seq)
+		value = make([]byte, 0, size)
+	}
+	value = binary.AppendUvarint(value, uint64(len(data)))
+	value = append(value, data...)
 	events.FillPercent = appendFill
-	if err := events.Put(appendSeqKey(prefix, seq), data); err != nil {
+	if err := events.Put(key, value); err != nil {
 		return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
 	}
 	return seq, nil
@@ -318,8 +363,8 @@ func (t *Tx) LastSeq(exec string) uint64 {
 	if err != nil || prefix == nil {
 		return 0
 	}
-	seq, _ := lastSeqIn(events, prefix)
-	return seq
+	_, _, last, _ := lastChunk(events, prefix)
+	return last
 }
 
 // Events calls fn for an execution's events with seq >= from, in order, until
@@ -343,12 +388,34 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 		return err
 	}
 	c := events.Cursor()
-	for k, v := c.Seek(appendSeqKey(prefix, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	// Start at the chunk that holds from: the last one that begins at or
+	// before it.
+	k, v := c.Seek(appendSeqKey(prefix, from))
+	if k == nil || !bytes.Equal(k, appendSeqKey(prefix, from)) {
+		if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+			k, v = pk, pv
+		} else {
+			k, v = c.Seek(appendSeqKey(prefix, from))
+		}
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		seq, ok := decodeSeqKey(k[len(prefix):])
 		if !ok {
 			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
 		}
-		if !fn(seq, clone(v)) {
+		stopped := false
+		ok = chunkEvents(clone(v), func(data []byte) bool {
+			if seq >= from && !fn(seq, data) {
+				stopped = true
+				return false
+			}
+			seq++
+			return true
+		})
+		if !ok {
+			return fmt.Errorf("history chunk %x of %s: %w", k, exec, ErrCorrupt)
+		}
+		if stopped {
 			return nil
 		}
 	}
