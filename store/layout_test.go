@@ -243,3 +243,59 @@ func TestChunksHoldEventsOfAnySize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Appends in one transaction extend the chunk it wrote last; deleting or
+// clearing the histories in the same transaction starts them again.
+func TestAppendsInOneTransaction(t *testing.T) {
+	db, _ := newDB(t)
+	appendIn := func(tx *Tx, exec string, n int) (last uint64) {
+		for range n {
+			seq, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
+				return payload(exec, seq, 100), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = seq
+		}
+		return last
+	}
+	err := db.Update(func(tx *Tx) error {
+		if got := appendIn(tx, "a", 30) + appendIn(tx, "b", 5) + appendIn(tx, "a", 3); got != 30+5+33 {
+			t.Errorf("sequences interleaved wrongly: %d", got)
+		}
+		if err := tx.DeleteExecution("a"); err != nil {
+			return err
+		}
+		if got := appendIn(tx, "a", 2); got != 2 {
+			t.Errorf("after delete, a's last seq is %d, want 2", got)
+		}
+		if err := tx.ClearAll(); err != nil {
+			return err
+		}
+		if got := appendIn(tx, "b", 1); got != 1 {
+			t.Errorf("after ClearAll, b's last seq is %d, want 1", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, db, "b", 2)
+	err = db.View(func(tx *Tx) error {
+		var got []uint64
+		if err := tx.Events("b", 0, func(seq uint64, data []byte) bool {
+			got = append(got, seq)
+			return true
+		}); err != nil {
+			return err
+		}
+		if !slices.Equal(got, []uint64{1, 2, 3}) || tx.LastSeq("a") != 0 {
+			t.Errorf("b reads %v, a's last seq %d", got, tx.LastSeq("a"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,6 +15,16 @@ import (
 // values stay valid after the transaction ends.
 type Tx struct {
 	tx *bolt.Tx
+	// tails are the last chunks this transaction wrote, by execution, so
+	// the next append to the same history extends the buffer bbolt already
+	// holds instead of finding, copying and re-parsing the chunk.
+	tails map[string]*tail
+}
+
+// tail is an execution's last chunk as this transaction wrote it.
+type tail struct {
+	prefix, key, value []byte
+	last               uint64
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -303,35 +313,50 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	if old != nil {
 		return appendOld(old, exec, encode)
 	}
-	events, prefix, err := t.historyPrefix(exec, true)
+	events, err := t.bucket(bucketHistoryEvents)
 	if err != nil {
 		return 0, err
 	}
-	key, chunk, last, err := lastChunk(events, prefix)
-	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", exec, err)
+	tl := t.tails[exec]
+	if tl == nil {
+		_, prefix, err := t.historyPrefix(exec, true)
+		if err != nil {
+			return 0, err
+		}
+		key, chunk, last, err := lastChunk(events, prefix)
+		if err != nil {
+			return 0, fmt.Errorf("append to %s: %w", exec, err)
+		}
+		tl = &tail{prefix: prefix, last: last}
+		if key != nil {
+			tl.key = clone(key)
+			tl.value = append(make([]byte, 0, chunkMax), chunk...)
+		}
+		if t.tails == nil {
+			t.tails = make(map[string]*tail)
+		}
+		t.tails[exec] = tl
 	}
-	seq := last + 1
+	seq := tl.last + 1
 	data, err := encode(seq)
 	if err != nil {
 		return 0, fmt.Errorf("encode event %s/%d: %w", exec, seq, err)
 	}
 	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
-	var value []byte
-	if key != nil && len(chunk)+size <= chunkMax {
-		key = clone(key)
-		value = make([]byte, 0, len(chunk)+size)
-		value = append(value, chunk...)
-	} else {
-		key = appendSeqKey(prefix, seq)
-		value = make([]byte, 0, size)
+	if tl.key == nil || len(tl.value)+size > chunkMax {
+		tl.key = appendSeqKey(clone(tl.prefix), seq)
+		tl.value = make([]byte, 0, max(chunkMax, size))
 	}
-	value = binary.AppendUvarint(value, uint64(len(data)))
-	value = append(value, data...)
+	// bbolt keeps the value it is given until the commit; appending past its
+	// length leaves the bytes it holds as they are.
+	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
+	tl.value = append(tl.value, data...)
 	events.FillPercent = appendFill
-	if err := events.Put(key, value); err != nil {
+	if err := events.Put(tl.key, tl.value); err != nil {
+		delete(t.tails, exec)
 		return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
 	}
+	tl.last = seq
 	return seq, nil
 }
 
@@ -424,6 +449,7 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 
 // deleteHistory removes exec's events in either layout.
 func (t *Tx) deleteHistory(exec string) error {
+	delete(t.tails, exec)
 	events, prefix, err := t.historyPrefix(exec, false)
 	if err != nil || prefix == nil {
 		return err
@@ -662,6 +688,7 @@ func (t *Tx) Count(name Bucket) int {
 
 // Clear empties the given collections.
 func (t *Tx) Clear(names ...Bucket) error {
+	t.tails = nil
 	for _, name := range names {
 		if err := t.tx.DeleteBucket([]byte(name)); err != nil {
 			return fmt.Errorf("clear %s: %w", name, err)
