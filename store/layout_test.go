@@ -299,3 +299,46 @@ func TestAppendsInOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Reading from inside the last chunk of the last history in the bucket, where
+// a seek for the sequence runs past the bucket's end.
+func TestEventsFromInsideTheLastChunk(t *testing.T) {
+	db, _ := newDB(t)
+	err := db.Update(func(tx *Tx) error {
+		for range 11 { // 300-byte events: chunks begin at 1, 4, 7 and 10
+			if _, err := tx.AppendEvent("only", func(seq uint64) ([]byte, error) {
+				return payload("only", seq, 300), nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *Tx) error {
+		for from, want := range map[uint64][]uint64{11: {11}, 10: {10, 11}, 9: {9, 10, 11}, 12: nil} {
+			var got []uint64
+			if err := tx.Events("only", from, func(seq uint64, data []byte) bool {
+				if !bytes.Equal(data, payload("only", seq, 300)) {
+					t.Errorf("event %d holds %q", seq, data[:12])
+				}
+				got = append(got, seq)
+				return true
+			}); err != nil {
+				return err
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("Events(from %d) = %v, want %v", from, got, want)
+			}
+		}
+		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n != 4 {
+			t.Errorf("11 events of 300 bytes in %d chunks, want 4", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

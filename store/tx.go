@@ -415,12 +415,19 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 	c := events.Cursor()
 	// Start at the chunk that holds from: the last one that begins at or
 	// before it.
-	k, v := c.Seek(appendSeqKey(prefix, from))
-	if k == nil || !bytes.Equal(k, appendSeqKey(prefix, from)) {
-		if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+	start := appendSeqKey(prefix, from)
+	k, v := c.Seek(start)
+	if !bytes.Equal(k, start) {
+		var pk, pv []byte
+		if k == nil {
+			pk, pv = c.Last()
+		} else {
+			pk, pv = c.Prev()
+		}
+		if pk != nil && bytes.HasPrefix(pk, prefix) {
 			k, v = pk, pv
 		} else {
-			k, v = c.Seek(appendSeqKey(prefix, from))
+			k, v = c.Seek(start)
 		}
 	}
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
