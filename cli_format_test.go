@@ -18,8 +18,25 @@ import (
 // come out the same, and new runs must append to it.
 func TestOpensADatabaseOfTheFirstEncoding(t *testing.T) {
 	t.Parallel()
+	opensOldDatabase(t, "v1")
+}
+
+// TestOpensADatabaseOfTheSecondLayout opens testdata/v2/retrylab.db, written
+// by retrylab as of 8ac4e1f (schema v2: compact events, each execution's
+// history in a bucket of its own), the same runs as v1. It must read and
+// print as that build did, and a new run must append to the old history.
+func TestOpensADatabaseOfTheSecondLayout(t *testing.T) {
+	t.Parallel()
+	opensOldDatabase(t, "v2")
+}
+
+// opensOldDatabase checks a copy of testdata/<dir>/retrylab.db against what
+// the build that wrote it printed, then appends a run to one of its
+// executions and checks the whole file again.
+func opensOldDatabase(t *testing.T, dir string) {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
-	data, err := os.ReadFile(filepath.Join("testdata", "v1", "retrylab.db"))
+	data, err := os.ReadFile(filepath.Join("testdata", dir, "retrylab.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,15 +45,15 @@ func TestOpensADatabaseOfTheFirstEncoding(t *testing.T) {
 	}
 	golden := func(name string) string {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join("testdata", "v1", name))
+		b, err := os.ReadFile(filepath.Join("testdata", dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(b)
 	}
-	shows, err := filepath.Glob(filepath.Join("testdata", "v1", "show", "*.json"))
+	shows, err := filepath.Glob(filepath.Join("testdata", dir, "show", "*.json"))
 	if err != nil || len(shows) != 16 {
-		t.Fatalf("%d shows in testdata/v1/show (%v)", len(shows), err)
+		t.Fatalf("%d shows in testdata/%s/show (%v)", len(shows), dir, err)
 	}
 	for _, f := range shows {
 		id := strings.TrimSuffix(filepath.Base(f), ".json")

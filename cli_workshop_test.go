@@ -142,7 +142,9 @@ func TestCLIDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
 	}
 }
 
-// historyRoot is the page where an execution's history is stored.
+// historyRoot is a page where the histories are stored: the root of the
+// bucket every short history shares, or while that bucket is small enough to
+// be stored inline, the page of the top-level buckets that holds it.
 func historyRoot(t *testing.T, path, exec string) uint64 {
 	t.Helper()
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
@@ -152,16 +154,12 @@ func historyRoot(t *testing.T, path, exec string) uint64 {
 	defer b.Close()
 	var root uint64
 	err = b.View(func(tx *bolt.Tx) error {
-		hs := tx.Bucket([]byte("histories"))
-		h := hs.Bucket([]byte(exec))
-		if h == nil {
-			return fmt.Errorf("no history bucket for %s", exec)
+		if tx.Bucket([]byte("history_ids")).Get([]byte(exec)) == nil {
+			return fmt.Errorf("no history for %s", exec)
 		}
-		root = uint64(h.Root())
+		root = uint64(tx.Bucket([]byte("history_events")).Root())
 		if root == 0 {
-			// A short history is stored inline, in the page of the bucket
-			// that holds every history: damage that page instead.
-			root = uint64(hs.Root())
+			root = uint64(tx.Cursor().Bucket().Root())
 		}
 		return nil
 	})

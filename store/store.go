@@ -3,8 +3,8 @@
 // The store knows buckets and bytes, not agents: the engine decides what an
 // event or a journal record means. It offers three things the engine needs:
 //
-//   - per-execution append-only histories with 8-byte big-endian sequence
-//     keys, so cursor order is numeric order;
+//   - per-execution append-only histories, read in sequence order, the
+//     short ones of many executions sharing pages;
 //   - named key/value collections (journal, outbox, key store, CRM, ...);
 //   - group commit: concurrent Update calls are folded into one fsynced bbolt
 //     transaction, and each caller returns only after that commit.
@@ -33,11 +33,14 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v2: history events are stored in engine/history's compact encoding; v1
-// stored them as JSON. This build reads both; a writer raises a v1 file to v2
-// when it opens it (the next event it appends is compact), so a build that
-// knows only v1 refuses the file instead of misreading it.
-const SchemaVersion = 2
+// v3: histories of every execution share one bucket (history_events, see
+// Tx.AppendEvent); v2 gave each execution a bucket of its own, v3 files keep
+// those and go on appending to them. v2: history events are stored in
+// engine/history's compact encoding; v1 stored them as JSON. This build reads
+// all three; a writer raises an older file to v3 when it opens it, so a build
+// that knows only an older layout refuses the file instead of missing the
+// histories it cannot see.
+const SchemaVersion = 3
 
 // Sentinel errors, checked with errors.Is.
 var (
@@ -68,15 +71,19 @@ const (
 	bucketMeta       Bucket = "meta"
 	bucketExecutions Bucket = "executions" // execution id -> record
 	bucketExecOrder  Bucket = "exec_order" // 8-byte creation order -> execution id
-	bucketHistories  Bucket = "histories"  // execution id -> bucket of seq -> event
-	bucketJournals   Bucket = "journals"   // execution id -> bucket of step -> record
+	bucketHistories  Bucket = "histories"  // v2: execution id -> bucket of seq -> event
+	// v3: execution id -> 4-byte history number, and (number, seq) -> event
+	bucketHistoryIDs    Bucket = "history_ids"
+	bucketHistoryEvents Bucket = "history_events"
+	bucketJournals      Bucket = "journals" // execution id -> bucket of step -> record
 	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. history.Put
 	// keeps it; DeleteExecution and ClearAll keep it consistent.
 	Active Bucket = "active_executions"
 )
 
-var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories, bucketJournals, Active}
+var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories, bucketHistoryIDs, bucketHistoryEvents,
+	bucketJournals, Active}
 
 // Options tune Open.
 type Options struct {
@@ -96,6 +103,13 @@ type Options struct {
 	// a damaged page they hold fails the read or write that reaches it.
 	CheckUpTo int64
 }
+
+// growStep is how far past its last page the file grows once it is larger
+// than growStep (below that it grows as bbolt maps it, doubling). bbolt's
+// 16 MB default leaves a database of a few thousand executions a third empty;
+// each step costs one truncate and fsync, and at 1 MB those are still rare
+// beside the fsync of every commit.
+const growStep = 1 << 20
 
 // DefaultCheckUpTo bounds the full check at open: about 0.2 ms per MB, so at
 // most some 15 ms, and never on the large databases whose open must stay flat.
@@ -206,6 +220,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, classifyOpenError(path, err)
 	}
+	b.AllocSize = growStep
 	db = &DB{bolt: b, path: path, readOnly: opts.ReadOnly, maxBatch: opts.MaxBatch}
 	if err := db.prepare(); err != nil {
 		_ = b.Close()

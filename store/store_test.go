@@ -402,7 +402,13 @@ func TestOpenTruncatedFile(t *testing.T) {
 	}
 }
 
-// pageOf returns the page size and the root page of exec's history bucket.
+// historyRootPage returns the page size and a leaf page that holds events of
+// exec and of no other execution (histories share a bucket, so the page is in
+// the middle of exec's run of keys). It walks the bucket's pages from its
+// root as bbolt lays them out: a 16-byte header (id, flags, count,
+// overflow), then count elements of 16 bytes, on a branch page (pos, key
+// size, child page id), on a leaf page (flags, pos, key size, value size),
+// pos counted from the element.
 func historyRootPage(t *testing.T, path, exec string) (pageSize int, root uint64) {
 	t.Helper()
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -410,25 +416,64 @@ func historyRootPage(t *testing.T, path, exec string) (pageSize int, root uint64
 		t.Fatal(err)
 	}
 	defer b.Close()
-	err = b.View(func(tx *bolt.Tx) error {
-		h := tx.Bucket([]byte(bucketHistories)).Bucket([]byte(exec))
-		if h == nil {
-			return fmt.Errorf("no history for %s", exec)
-		}
-		root = uint64(h.Root())
-		return nil
-	})
+	pageSize = b.Info().PageSize
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if root == 0 {
-		t.Fatalf("history of %s is inline; the test needs it on its own pages", exec)
+	var prefix []byte
+	var top uint64
+	err = b.View(func(tx *bolt.Tx) error {
+		prefix = clone(tx.Bucket([]byte(bucketHistoryIDs)).Get([]byte(exec)))
+		top = uint64(tx.Bucket([]byte(bucketHistoryEvents)).Root())
+		return nil
+	})
+	if err != nil || prefix == nil || top == 0 {
+		t.Fatalf("no history pages for %s (%v)", exec, err)
 	}
-	return b.Info().PageSize, root
+	// The leaves in key order, and whether each holds only exec's events.
+	type leaf struct {
+		id   uint64
+		only bool
+	}
+	var leaves []leaf
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		p := data[id*uint64(pageSize) : (id+1)*uint64(pageSize)]
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		only := count > 0
+		for i := range count {
+			e := p[16+16*i:]
+			switch flags {
+			case 0x01: // branch
+				walk(binary.LittleEndian.Uint64(e[8:]))
+			case 0x02: // leaf
+				pos := int(binary.LittleEndian.Uint32(e[4:]))
+				ksize := int(binary.LittleEndian.Uint32(e[8:]))
+				start := 16 + 16*i + pos
+				only = only && bytes.HasPrefix(p[start:start+ksize], prefix)
+			}
+		}
+		if flags == 0x02 {
+			leaves = append(leaves, leaf{id, only})
+		}
+	}
+	walk(top)
+	// A cursor that seeks past the last key of a page reads the next one, so
+	// the execution before exec, seeking past its end, reads the first page
+	// of exec's keys: take a page after that one.
+	for i := 1; i < len(leaves); i++ {
+		if leaves[i-1].only && leaves[i].only {
+			return pageSize, leaves[i].id
+		}
+	}
+	t.Fatalf("no page in the middle of %s's events", exec)
+	return pageSize, root
 }
 
 // A damaged page deep in one history makes bbolt panic inside a cursor. View
-// and Update must turn that into ErrCorrupt for that execution only; the
+// and Update must turn that into ErrCorrupt for that execution's reads only; the
 // rest of the database stays usable.
 func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "damaged.db")
@@ -470,7 +515,11 @@ func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	mustFail(t, err, ErrCorrupt, path)
 	t.Logf("View: %v", err)
 
-	_, err = appendOne(db, "exec-07")
+	// An append seeks past the end of exec-07's keys and need not read the
+	// damaged page; a read inside an Update does.
+	err = db.Update(func(tx *Tx) error {
+		return tx.Events("exec-07", 1, func(uint64, []byte) bool { return true })
+	})
 	mustFail(t, err, ErrCorrupt, path)
 	t.Logf("Update: %v", err)
 
@@ -786,28 +835,31 @@ func TestPanicInFnIsNotCorruption(t *testing.T) {
 	}
 }
 
-// A writer raises a v1 file (events stored as JSON) to v2 as it opens it, so
-// a build that knows only v1 refuses the file once compact events are in it;
-// a reader leaves the file as it is.
-func TestWriterRaisesV1ToCurrentSchema(t *testing.T) {
-	db, path := newDB(t)
-	if err := db.Update(func(tx *Tx) error {
-		return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(1))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ro := openDB(t, path, Options{ReadOnly: true})
-	if got := schemaOf(t, ro); got != 1 {
-		t.Fatalf("a reader changed the schema to %d", got)
-	}
-	if err := ro.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = openDB(t, path, Options{})
-	if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 2 {
-		t.Fatalf("schema after a writer opened a v1 file: %d, want %d", got, SchemaVersion)
+// A writer raises an older file (v1: events stored as JSON; v2: a bucket per
+// history) to the current schema as it opens it, so a build that knows only
+// the older layout refuses the file once the new one is in it; a reader
+// leaves the file as it is.
+func TestWriterRaisesOlderFilesToCurrentSchema(t *testing.T) {
+	for _, old := range []uint64{1, 2} {
+		db, path := newDB(t)
+		if err := db.Update(func(tx *Tx) error {
+			return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(old))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ro := openDB(t, path, Options{ReadOnly: true})
+		if got := schemaOf(t, ro); got != old {
+			t.Fatalf("a reader changed the schema from %d to %d", old, got)
+		}
+		if err := ro.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db = openDB(t, path, Options{})
+		if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 3 {
+			t.Fatalf("schema after a writer opened a v%d file: %d, want %d", old, got, SchemaVersion)
+		}
 	}
 }

@@ -2,8 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,6 +16,10 @@ import (
 type Tx struct {
 	tx *bolt.Tx
 	db *DB
+	// tails are the last chunks this transaction wrote, by execution, so
+	// the next append to the same history extends the buffer bbolt already
+	// holds instead of finding, copying and re-parsing the chunk.
+	tails map[string]*tail
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only
@@ -23,6 +30,12 @@ func (t *Tx) watcher() ExecutionWatcher {
 		return nil
 	}
 	return t.db.executionWatcher()
+}
+
+// tail is an execution's last chunk as this transaction wrote it.
+type tail struct {
+	prefix, key, value []byte
+	last               uint64
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -98,6 +111,7 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 		if err != nil {
 			return err
 		}
+		order.FillPercent = appendFill // written in sequence order
 		n, err := order.NextSequence()
 		if err != nil {
 			return err
@@ -236,14 +250,206 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 
 // --- histories ----------------------------------------------------------
 
+// Histories are stored in two layouts, and read in both.
+//
+// Schema v3 keeps every execution's events in one bucket, history_events,
+// keyed by the execution's 4-byte number (history_ids: execution id ->
+// number, given out in order) and then a sequence number as a length byte
+// and that many big-endian bytes, so keys sort by execution and then
+// numerically. Events are stored in chunks: a key names the first event of
+// its chunk, and the value holds consecutive events, each as a uvarint
+// length and its bytes, up to chunkMax bytes (an event larger than that is a
+// chunk of its own). An append extends the execution's last chunk or starts
+// the next. The short histories of many executions share a page, and an
+// event costs about one byte beside its own instead of bbolt's 16-byte
+// element header and an 8-byte key.
+//
+// Schema v2 gave each execution a nested bucket under histories (8-byte
+// sequence -> event). A bucket on a page of its own costs a whole 4 KB page
+// even for a handful of events. Files written before v3 keep those buckets:
+// an execution that has one goes on appending to it, and one that does not
+// is stored in the v3 layout. Nothing is moved, so there is no migration to
+// interrupt.
+
+// historyKeyLen is the length of a history key's execution prefix.
+const historyKeyLen = 4
+
+// appendSeqKey appends seq as a key that sorts numerically: the number of
+// bytes (1 to 8), then the number in that many big-endian bytes.
+func appendSeqKey(dst []byte, seq uint64) []byte {
+	n := (bits.Len64(seq) + 7) / 8
+	if n == 0 {
+		n = 1
+	}
+	dst = append(dst, byte(n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(seq>>(8*i)))
+	}
+	return dst
+}
+
+// decodeSeqKey reverses appendSeqKey.
+func decodeSeqKey(b []byte) (uint64, bool) {
+	if len(b) < 2 || len(b) > 9 || int(b[0]) != len(b)-1 {
+		return 0, false
+	}
+	var seq uint64
+	for _, c := range b[1:] {
+		seq = seq<<8 | uint64(c)
+	}
+	return seq, true
+}
+
+// oldHistory returns exec's v2 history bucket, or nil when it has none.
+func (t *Tx) oldHistory(exec string) (*bolt.Bucket, error) {
+	return t.nested(bucketHistories, exec, false)
+}
+
+// historyPrefix returns the events bucket and exec's key prefix in it. The
+// prefix is nil when exec has no number yet and create is not set.
+func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, error) {
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, err := t.bucket(bucketHistoryIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := ids.Get([]byte(exec)); v != nil {
+		if len(v) != historyKeyLen {
+			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
+		}
+		return events, clone(v), nil
+	}
+	if !create {
+		return events, nil, nil
+	}
+	if exec == "" {
+		return nil, nil, fmt.Errorf("append event: empty execution id")
+	}
+	n, err := ids.NextSequence()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > math.MaxUint32 {
+		return nil, nil, fmt.Errorf("append event %s: more than %d histories", exec, uint32(math.MaxUint32))
+	}
+	prefix := binary.BigEndian.AppendUint32(nil, uint32(n))
+	if err := ids.Put([]byte(exec), prefix); err != nil {
+		return nil, nil, fmt.Errorf("number history %s: %w", exec, err)
+	}
+	return events, prefix, nil
+}
+
+// chunkMax bounds the bytes of one chunk of events: large enough that a
+// chunk's key and header are a small share of it, small enough that an
+// append's copy of the chunk stays cheap and a page holds several.
+const chunkMax = 1024
+
+// chunkEvents splits a chunk into its events, each a slice of chunk whose
+// capacity ends where it does.
+func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
+	for len(chunk) > 0 {
+		n, w := binary.Uvarint(chunk)
+		if w <= 0 || n > uint64(len(chunk)-w) {
+			return false
+		}
+		end := w + int(n)
+		if !fn(chunk[w:end:end]) {
+			return true
+		}
+		chunk = chunk[end:]
+	}
+	return true
+}
+
+// lastChunk finds exec's last chunk under prefix: its key, its value (still
+// bbolt's memory), and the sequence of its last event. key is nil when the
+// history is empty.
+func lastChunk(events *bolt.Bucket, prefix []byte) (key, value []byte, last uint64, err error) {
+	c := events.Cursor()
+	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
+	k, v := c.Seek(append(clone(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil, nil, 0, nil
+	}
+	first, ok := decodeSeqKey(k[len(prefix):])
+	n := 0
+	if ok {
+		ok = chunkEvents(v, func([]byte) bool { n++; return true })
+	}
+	if !ok || n == 0 {
+		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
+	}
+	return k, v, first + uint64(n) - 1, nil
+}
+
 // AppendEvent appends an event to an execution's history and returns its
 // sequence number, starting at 1. encode receives the sequence number so the
 // stored bytes can carry it.
 func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	b, err := t.nested(bucketHistories, exec, true)
+	old, err := t.oldHistory(exec)
 	if err != nil {
 		return 0, err
 	}
+	if old != nil {
+		return appendOld(old, exec, encode)
+	}
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return 0, err
+	}
+	tl := t.tails[exec]
+	if tl == nil {
+		_, prefix, err := t.historyPrefix(exec, true)
+		if err != nil {
+			return 0, err
+		}
+		key, chunk, last, err := lastChunk(events, prefix)
+		if err != nil {
+			return 0, fmt.Errorf("append to %s: %w", exec, err)
+		}
+		tl = &tail{prefix: prefix, last: last}
+		if key != nil {
+			tl.key = clone(key)
+			tl.value = append(make([]byte, 0, chunkMax), chunk...)
+		}
+		if t.tails == nil {
+			t.tails = make(map[string]*tail)
+		}
+		t.tails[exec] = tl
+	}
+	seq := tl.last + 1
+	data, err := encode(seq)
+	if err != nil {
+		return 0, fmt.Errorf("encode event %s/%d: %w", exec, seq, err)
+	}
+	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
+	if tl.key == nil || len(tl.value)+size > chunkMax {
+		tl.key = appendSeqKey(clone(tl.prefix), seq)
+		tl.value = make([]byte, 0, max(chunkMax, size))
+	}
+	// bbolt keeps the value it is given until the commit; appending past its
+	// length leaves the bytes it holds as they are.
+	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
+	tl.value = append(tl.value, data...)
+	events.FillPercent = appendFill
+	if err := events.Put(tl.key, tl.value); err != nil {
+		delete(t.tails, exec)
+		return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
+	}
+	tl.last = seq
+	return seq, nil
+}
+
+// appendOld appends to a v2 history bucket.
+func appendOld(b *bolt.Bucket, exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
 	b.FillPercent = appendFill
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -261,32 +467,108 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 
 // LastSeq is the highest sequence number in an execution's history.
 func (t *Tx) LastSeq(exec string) uint64 {
-	b, _ := t.nested(bucketHistories, exec, false)
-	if b == nil {
+	old, _ := t.oldHistory(exec)
+	if old != nil {
+		k, _ := old.Cursor().Last()
+		return DecodeU64(k)
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
 		return 0
 	}
-	k, _ := b.Cursor().Last()
-	return DecodeU64(k)
+	_, _, last, _ := lastChunk(events, prefix)
+	return last
 }
 
 // Events calls fn for an execution's events with seq >= from, in order, until
 // fn returns false.
 func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
-	b, err := t.nested(bucketHistories, exec, false)
-	if err != nil || b == nil {
+	old, err := t.oldHistory(exec)
+	if err != nil {
 		return err
 	}
-	c := b.Cursor()
-	for k, v := c.Seek(U64(from)); k != nil; k, v = c.Next() {
-		if !fn(DecodeU64(k), clone(v)) {
+	if old != nil {
+		c := old.Cursor()
+		for k, v := c.Seek(U64(from)); k != nil; k, v = c.Next() {
+			if !fn(DecodeU64(k), clone(v)) {
+				return nil
+			}
+		}
+		return nil
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err
+	}
+	c := events.Cursor()
+	// Start at the chunk that holds from: the last one that begins at or
+	// before it.
+	start := appendSeqKey(prefix, from)
+	k, v := c.Seek(start)
+	if !bytes.Equal(k, start) {
+		var pk, pv []byte
+		if k == nil {
+			pk, pv = c.Last()
+		} else {
+			pk, pv = c.Prev()
+		}
+		if pk != nil && bytes.HasPrefix(pk, prefix) {
+			k, v = pk, pv
+		} else {
+			k, v = c.Seek(start)
+		}
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		seq, ok := decodeSeqKey(k[len(prefix):])
+		if !ok {
+			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
+		}
+		stopped := false
+		ok = chunkEvents(clone(v), func(data []byte) bool {
+			if seq >= from && !fn(seq, data) {
+				stopped = true
+				return false
+			}
+			seq++
+			return true
+		})
+		if !ok {
+			return fmt.Errorf("history chunk %x of %s: %w", k, exec, ErrCorrupt)
+		}
+		if stopped {
 			return nil
 		}
 	}
 	return nil
 }
 
+// deleteHistory removes exec's events in either layout.
+func (t *Tx) deleteHistory(exec string) error {
+	delete(t.tails, exec)
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err
+	}
+	c := events.Cursor()
+	// Seek again after each delete: a bbolt cursor may skip the key after a
+	// deleted one.
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return fmt.Errorf("delete history of %s: %w", exec, err)
+		}
+	}
+	ids, err := t.bucket(bucketHistoryIDs)
+	if err != nil {
+		return err
+	}
+	return ids.Delete([]byte(exec))
+}
+
 // DeleteExecution removes an execution, its history and its journal.
 func (t *Tx) DeleteExecution(exec string) error {
+	if err := t.deleteHistory(exec); err != nil {
+		return err
+	}
 	for _, parent := range []Bucket{bucketHistories, bucketJournals} {
 		p, err := t.bucket(parent)
 		if err != nil {
@@ -525,6 +807,7 @@ func (t *Tx) Count(name Bucket) int {
 
 // Clear empties the given collections.
 func (t *Tx) Clear(names ...Bucket) error {
+	t.tails = nil
 	for _, name := range names {
 		if err := t.tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 			return fmt.Errorf("clear %s: %w", name, err)
