@@ -341,3 +341,41 @@ func TestRunsOfAnImportersEvents(t *testing.T) {
 		t.Errorf("rows %q, want %q", got, want)
 	}
 }
+
+// Inferred effects count what the audit counts: its tool-name patterns
+// (CamelCase activity types too), per attempt, so a row says "N vs M
+// effects"; attempts a source did not keep count only as unknown when
+// their failure says they may have acted; tools the patterns do not name
+// (lookup_customer, a read) never count.
+func TestInferredEffectsAsTheAuditCounts(t *testing.T) {
+	mk := func(id string, second trace.Outcome) *trace.Trace {
+		return trace.Fold(id, []trace.Event{
+			{Kind: trace.ExecutionStarted, Time: t0, Scenario: "wf"},
+			{Kind: trace.RunStarted, Time: t0},
+			{Kind: trace.CallScheduled, Time: t0, Call: "5", Tool: "lookup_customer"},
+			{Kind: trace.AttemptStarted, Time: t0, Call: "5", Attempt: 1},
+			{Kind: trace.AttemptFinished, Time: t0, Call: "5", Attempt: 1, Outcome: trace.OutcomeOK},
+			{Kind: trace.CallScheduled, Time: t0, Call: "9", Tool: "SendConfirmation"},
+			{Kind: trace.AttemptsNotKept, Time: t0, Call: "9", Attempt: 2, Error: "HTTPError 503"},
+			{Kind: trace.AttemptStarted, Time: t0, Call: "9", Attempt: 2},
+			{Kind: trace.AttemptFinished, Time: t0, Call: "9", Attempt: 2, Outcome: second},
+		})
+	}
+	r := diff.Compare(mk("sent", trace.OutcomeOK), mk("refused", trace.OutcomeError), "sent", "refused")
+	var row *diff.Row
+	for i := range r.Rows {
+		if r.Rows[i].A != nil && r.Rows[i].A.Tool == "SendConfirmation" {
+			row = &r.Rows[i]
+		}
+	}
+	if row == nil || row.Match != diff.MatchStep || !strings.HasSuffix(row.Why, "; 1 vs 0 effects") {
+		t.Fatalf("SendConfirmation row: %+v", row)
+	}
+	if a := row.A.Attempts; len(a) != 2 || a[0].Effects != 0 || a[1].Effects != 1 || !a[1].Inferred {
+		t.Errorf("attempts %+v: the not-kept failure took no effect, the kept success one", a)
+	}
+	want := []string{"sent: 1 SendConfirmation call took effect (inferred); refused: 0"}
+	if strings.Join(r.EffectLines, "|") != strings.Join(want, "|") {
+		t.Errorf("effects %q, want %q", r.EffectLines, want)
+	}
+}
