@@ -29,9 +29,11 @@ executions part and what each did to the world:
 A or B may be an execution of a trace file instead, OpenTelemetry or a
 Temporal history (the files 'retrylab import' reads): FILE#ID, or FILE alone
 when it holds one execution. The file is imported into a scratch database
-that is thrown away, never into --db. Imported traces record no effects:
-they are inferred as 'retrylab audit' infers them (side-effecting tools that
-answered ok and were not deduplicated; outcomes unknown counted apart).
+that is thrown away, never into --db. A trace that recorded no effects (most
+imported ones; retrylab's own export records them) has them inferred as
+'retrylab audit' infers them: calls of side-effecting tools (the audit's
+default --effects) that answered ok and were not deduplicated, "(inferred)";
+outcomes unknown are counted apart.
 
 Executions of different scenarios may be compared; the comparison says when
 they have nothing in common. --json prints the alignment; --markdown writes it
