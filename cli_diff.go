@@ -1,9 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"runtime/debug"
-	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -27,43 +26,61 @@ executions part and what each did to the world:
 
   effects  naive: 2 messages to jordan@acme.dev; safe: 1
 
+A or B may be an execution of a trace file instead, OpenTelemetry or a
+Temporal history (the files 'retrylab import' reads): FILE#ID, or FILE alone
+when it holds one execution. The file is imported into a scratch database
+that is thrown away, never into --db. A trace that recorded no effects (most
+imported ones; retrylab's own export records them) has them inferred as
+'retrylab audit' infers them: calls of side-effecting tools (the audit's
+default --effects) that answered ok and were not deduplicated, "(inferred)";
+outcomes unknown are counted apart.
+
 Executions of different scenarios may be compared; the comparison says when
 they have nothing in common. --json prints the alignment; --markdown writes it
-for a handout. FILE#id (an execution of an imported trace file) is not
-supported yet: import the file into the database first.`,
-		Example: "  retrylab diff exec_7K2Q exec_01H8\n  retrylab diff exec_9F1Z exec_01H8 --markdown > handout.md",
-		Args:    exactArgs(2, "two executions, A and B"),
+for a handout.`,
+		Example: "  retrylab diff exec_7K2Q exec_01H8\n  retrylab diff exec_9F1Z exec_01H8 --markdown > handout.md\n" +
+			"  retrylab diff order-run1.json order-run2.json\n  retrylab diff traces.json#otlp-conv-42 otlp-conv-42",
+		Args: exactArgs(2, "two executions, A and B"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && asMarkdown {
 				return &exitError{code: 2, msg: "diff: --json and --markdown exclude each other"}
 			}
-			for _, id := range args {
-				if file, _, ok := strings.Cut(id, "#"); ok {
-					return fmt.Errorf("diff %s: comparing an execution of a trace file (%s#ID) is not supported yet; give two execution ids of the database", id, file)
+			var sides [2]diffSide
+			for i, arg := range args {
+				d, err := parseDiffSide([]string{"A", "B"}[i], arg)
+				if err != nil {
+					return err
 				}
+				sides[i] = d
 			}
-			return a.withService(func(s engine.Service) error {
-				// The two histories are read and folded at once: reading
-				// (decoding every event) is most of the command's time. It
-				// allocates a lot that lives until the command exits, so a
-				// lazier collector saves a third of it (BENCHMARKS.md, 7).
-				defer debug.SetGCPercent(debug.SetGCPercent(400))
-				var tb *trace.Trace
-				var errB error
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					tb, errB = loadTrace(s, args[1], "B")
-				}()
-				ta, errA := loadTrace(s, args[0], "A")
-				<-done
-				if errA != nil {
-					return errA
+			// The two histories are read and folded at once: reading
+			// (decoding every event) is most of the command's time. It
+			// allocates a lot that lives until the command exits, so a
+			// lazier collector saves a third of it (BENCHMARKS.md, 7).
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			var traces [2]*trace.Trace
+			// Trace files first, each imported into a scratch database:
+			// two files never open the user's database at all.
+			files := &traceFiles{}
+			defer files.close()
+			for i, d := range sides {
+				if d.file == "" {
+					continue
 				}
-				if errB != nil {
-					return errB
+				t, err := files.fold(d)
+				if err != nil {
+					return err
 				}
-				r := diff.Compare(ta, tb, "", "")
+				traces[i] = t
+			}
+			show := func() error {
+				r := diff.Compare(traces[0], traces[1], "", "")
+				if r.A.Label == r.B.Label {
+					// The same execution id (two runs of one Temporal
+					// workflow, a file against its import): name the sides
+					// as they were given.
+					r = diff.Compare(traces[0], traces[1], sides[0].name(), sides[1].name())
+				}
 				switch {
 				case asJSON:
 					return printJSON(a.out, r)
@@ -71,6 +88,30 @@ supported yet: import the file into the database first.`,
 					return diff.Markdown(a.out, r)
 				}
 				return diff.Text(a.out, r)
+			}
+			if traces[0] != nil && traces[1] != nil {
+				return show()
+			}
+			return a.withService(func(s engine.Service) error {
+				var errs [2]error
+				var wg sync.WaitGroup
+				for i, d := range sides {
+					if traces[i] != nil {
+						continue
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						traces[i], errs[i] = loadTrace(s, d)
+					}()
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil {
+						return err // A's first: one line
+					}
+				}
+				return show()
 			})
 		},
 	}
@@ -83,19 +124,4 @@ supported yet: import the file into the database first.`,
 // mistake/fix pair that the database at hand does not hold.
 func scratchOpener() verify.Opener {
 	return verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
-}
-
-// loadTrace folds one execution's whole history.
-func loadTrace(s engine.Service, id, side string) (*trace.Trace, error) {
-	if _, err := s.Execution(id); err != nil {
-		if notFound(err) {
-			return nil, fmt.Errorf("diff %s: no such execution: %s in %s", side, id, s.DBPath())
-		}
-		return nil, fmt.Errorf("diff %s: %w", side, err)
-	}
-	events, err := s.Events(id, 0, 0)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s: %w", side, err)
-	}
-	return trace.FoldHistory(id, events), nil
 }

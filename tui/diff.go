@@ -180,10 +180,20 @@ func (m *Model) openCompare() tea.Cmd {
 	}
 }
 
-// foldExecution reads and folds one history, up to what the trace pane holds.
+// foldExecution reads and folds one history, up to what the trace pane
+// holds; an imported execution has no history, but its spans or Temporal
+// history translated (as the trace pane reads them).
 func foldExecution(src Source, id string) (*trace.Trace, error) {
-	if _, err := src.Execution(id); err != nil {
+	x, err := src.Execution(id)
+	if err != nil {
 		return nil, err
+	}
+	if x.Imported != "" {
+		events, err := src.ImportedEvents(id)
+		if err != nil {
+			return nil, err
+		}
+		return trace.Fold(id, events), nil
 	}
 	events, err := src.Events(id, 0, maxTraceEvents)
 	if err != nil {

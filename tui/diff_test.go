@@ -1,12 +1,17 @@
 package tui
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/store"
 )
 
 // compareKeys select naive (listed under the newer safe), mark it, go back
@@ -112,5 +117,48 @@ func TestCompareMarkedGone(t *testing.T) {
 	press(t, m, "=")
 	if m.cmp.open || !strings.Contains(m.flash, "compare: no such execution: exec_GONE") || !m.flashBad {
 		t.Errorf("open %v, flash %q", m.cmp.open, m.flash)
+	}
+}
+
+// Imported executions compare too: their events are the importer's
+// translation (ImportedEvents), not a history, and their effects are the
+// audit's inferred ones.
+func TestCompareImported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "imported.db")
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"../fixtures/otlp/openinference-charge.jsonl", "../fixtures/otlp/adk-send-twice.json"} {
+		if _, err := otlp.ImportFile(db, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	h := openHost(t, path)
+	defer h.Close()
+	// A host's notices never end: run the explorer as the runtime would.
+	m, r, _ := openExplorer(t, h, 160, 45)
+	defer m.Close()
+	for _, k := range compareKeys {
+		r.send(keyMsg(k))
+		r.settle(t)
+	}
+	if !m.cmp.open || m.cmp.res == nil || m.cmp.a == m.cmp.b {
+		t.Fatalf("compare not open on the two imported executions: %+v (flash %q)", m.cmp, m.flash)
+	}
+	ids := map[string]bool{m.cmp.a: true, m.cmp.b: true}
+	if !ids["otlp-conv-sess-oi-7"] || !ids["otlp-conv-sess-adk-mail-1"] {
+		t.Fatalf("compared %s and %s", m.cmp.a, m.cmp.b)
+	}
+	if r := m.cmp.res; r.A.Calls == 0 || r.B.Calls == 0 || !r.A.Effects.Inferred || !r.B.Effects.Inferred {
+		t.Errorf("an imported side was folded empty or its effects not inferred: A %+v B %+v", r.A, r.B)
+	}
+	v := ansi.Strip(m.View())
+	mustShow(t, v, "imported compare view", "Compare  A otlp-conv-sess-", "charge_card", "send_email",
+		"effects  billing_agent: 1 charge_card call took effect (inferred)",
+		"effects  billing_agent: 0 send_email calls took effect (inferred); invoke_workflow mail_agent: 2")
+	if t.Failed() {
+		t.Logf("view:\n%s", v)
 	}
 }

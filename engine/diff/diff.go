@@ -27,6 +27,7 @@ import (
 
 	"github.com/aymanbagabas/go-udiff/lcs"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/trace"
 )
@@ -66,8 +67,12 @@ type Attempt struct {
 	Deduplicated bool       `json:"deduplicated,omitempty"`
 	Key          string     `json:"key,omitempty"`
 	Faults       []string   `json:"faults,omitempty"`
-	// Effects counts what the providers did on its behalf.
-	Effects int `json:"effects"`
+	// Effects counts what the providers did on its behalf; for a trace
+	// that recorded no effect (an imported one), 1 when the attempt took
+	// effect as the audit infers it (a side-effecting call answered ok,
+	// not deduplicated), and Inferred is set.
+	Effects  int  `json:"effects"`
+	Inferred bool `json:"inferred,omitempty"`
 }
 
 // Item is one row of one trace.
@@ -196,6 +201,7 @@ func Compare(a, b *trace.Trace, labelA, labelB string) *Result {
 // Items flattens a trace into its rows, in the order they happened.
 func Items(t *trace.Trace) []*Item {
 	var out []*Item
+	inf := newInference(t)
 	var walk func(nodes []trace.Node, run, turn int)
 	walk = func(nodes []trace.Node, run, turn int) {
 		for _, n := range nodes {
@@ -205,7 +211,7 @@ func Items(t *trace.Trace) []*Item {
 			case *trace.Turn:
 				walk(n.Nodes, run, n.Number)
 			case *trace.Call:
-				out = append(out, callItem(n))
+				out = append(out, callItem(n, inf))
 			case *trace.Replay:
 				it := &Item{Kind: KindReplay, Run: n.Run, Turn: turn, Call: n.Call, Tool: n.Tool, Mark: trace.MarkReplay,
 					ResultRun: n.ResultRun, Seq: n.Seq, Text: "replayed from journal"}
@@ -236,12 +242,18 @@ func Items(t *trace.Trace) []*Item {
 	return out
 }
 
-func callItem(c *trace.Call) *Item {
+func callItem(c *trace.Call, inf inference) *Item {
 	it := &Item{Kind: KindCall, Run: c.Run, Turn: c.Turn, Call: c.Call, Tool: c.Tool, Args: canonical(c.Args), Seq: c.Seq,
 		Mark: trace.MarkRunning}
+	infer := inf.on && inf.sideEffecting(c)
 	for _, a := range c.Attempts {
 		at := Attempt{N: a.N, Mark: a.Mark(), Outcome: string(a.Outcome), Status: a.Status, Deduplicated: a.Deduplicated,
-			Key: a.Key, Faults: a.Faults, Effects: len(a.Effects)}
+			Key: a.Key, Faults: a.Faults, Effects: len(a.Effects), Inferred: infer}
+		if infer {
+			if took, _ := inferred(a); took {
+				at.Effects = 1
+			}
+		}
 		at.Glyph = at.Mark.Glyph()
 		it.Attempts = append(it.Attempts, at)
 		it.Mark = at.Mark
@@ -318,7 +330,11 @@ func identity(it *Item, pass, nth int) string {
 	switch pass {
 	case 0:
 		switch it.Kind {
-		case KindCall, KindReplay, KindDeleted:
+		case KindCall:
+			// The step id and the tool: an importer's call ids (a Temporal
+			// event id) may be the same number for different activities.
+			return fmt.Sprintf("%s\x00%s\x00%s\x00%d", it.Kind, it.Call, it.Tool, nth)
+		case KindReplay, KindDeleted:
 			return fmt.Sprintf("%s\x00%s\x00%d", it.Kind, it.Call, nth)
 		default:
 			return string(it.Kind)
@@ -552,31 +568,109 @@ func (e Effects) Total() int {
 	return n
 }
 
+// inference says whether a trace's effects are inferred (it recorded
+// none) and which of its calls may have side effects: retrylab's own calls
+// by their kind (reads never count), an imported trace's by the audit's
+// tool-name patterns (audit.DefaultEffects), so the diff and the audit
+// count the same attempts.
+type inference struct {
+	on   bool
+	opts audit.Options
+}
+
+func newInference(t *trace.Trace) inference {
+	recorded := false
+	walkCalls(t.Nodes, func(c *trace.Call) bool {
+		for _, a := range c.Attempts {
+			if len(a.Effects) > 0 {
+				recorded = true
+			}
+		}
+		return !recorded
+	})
+	if recorded {
+		return inference{}
+	}
+	// The default patterns are constant and valid.
+	pats, _ := audit.ParseEffects(audit.DefaultEffects)
+	return inference{on: true, opts: audit.Options{Effects: pats}}
+}
+
+func (inf inference) sideEffecting(c *trace.Call) bool {
+	if c.Kind != "" {
+		return c.Kind != "read"
+	}
+	return inf.opts.SideEffecting(c.Tool)
+}
+
+// inferred says, as the audit does, whether an attempt took effect (it
+// answered ok and was not deduplicated) or may have (its outcome is
+// unknown). Attempts a source did not keep count only when their last
+// failure says they may have acted.
+func inferred(a *trace.Attempt) (took, maybe bool) {
+	if a.Unknown() {
+		return false, true
+	}
+	if a.NotKept > 0 {
+		return false, false
+	}
+	return a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated, false
+}
+
+// walkCalls hands fn every call of the nodes in order until fn returns false.
+func walkCalls(nodes []trace.Node, fn func(*trace.Call) bool) bool {
+	for _, n := range nodes {
+		switch n := n.(type) {
+		case *trace.Run:
+			if !walkCalls(n.Nodes, fn) {
+				return false
+			}
+		case *trace.Turn:
+			if !walkCalls(n.Nodes, fn) {
+				return false
+			}
+		case *trace.Call:
+			if !fn(n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func effectsOf(t *trace.Trace) Effects {
 	var e Effects
 	mail := map[string]int{}
 	rows := map[string]bool{}
 	calls := map[string]*Count{}
-	recorded := false
-	var all []*trace.Call
-	var walk func(nodes []trace.Node)
-	walk = func(nodes []trace.Node) {
-		for _, n := range nodes {
-			switch n := n.(type) {
-			case *trace.Run:
-				walk(n.Nodes)
-			case *trace.Turn:
-				walk(n.Nodes)
-			case *trace.Call:
-				all = append(all, n)
-			}
+	count := func(target string) *Count {
+		cnt := calls[target]
+		if cnt == nil {
+			cnt = &Count{Target: target}
+			calls[target] = cnt
 		}
+		return cnt
 	}
-	walk(t.Nodes)
-	for _, c := range all {
+	inf := newInference(t)
+	walkCalls(t.Nodes, func(c *trace.Call) bool {
+		if inf.on {
+			// Nothing recorded what the calls did: infer it from the
+			// calls that may have side effects, as the audit does.
+			if !inf.sideEffecting(c) {
+				return true
+			}
+			for _, a := range c.Attempts {
+				switch took, maybe := inferred(a); {
+				case took:
+					count(c.Tool).N++
+				case maybe:
+					count(c.Tool).Possible++
+				}
+			}
+			return true
+		}
 		for _, a := range c.Attempts {
 			for _, fx := range a.Effects {
-				recorded = true
 				switch fx.Service {
 				case "mail":
 					mail[fx.Target]++
@@ -584,48 +678,13 @@ func effectsOf(t *trace.Trace) Effects {
 					e.CRMWrites++
 					rows[fx.ID] = true
 				default:
-					cnt := calls[fx.Service]
-					if cnt == nil {
-						cnt = &Count{Target: fx.Service}
-						calls[fx.Service] = cnt
-					}
-					cnt.N++
+					count(fx.Service).N++
 				}
 			}
 		}
-	}
-	if !recorded {
-		// Nothing recorded what the calls did: infer it from the calls
-		// that may have side effects (reads never count).
-		for _, c := range all {
-			if c.Kind == "read" {
-				continue
-			}
-			for _, a := range c.Attempts {
-				var took, maybe bool
-				switch {
-				case a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated:
-					took = true
-				case a.Unknown():
-					maybe = true
-				}
-				if !took && !maybe {
-					continue
-				}
-				cnt := calls[c.Tool]
-				if cnt == nil {
-					cnt = &Count{Target: c.Tool}
-					calls[c.Tool] = cnt
-				}
-				if took {
-					cnt.N++
-				} else {
-					cnt.Possible++
-				}
-			}
-		}
-		e.Inferred = len(calls) > 0
-	}
+		return true
+	})
+	e.Inferred = inf.on && len(calls) > 0
 	e.CRMRows = len(rows)
 	e.Mail = sorted(mail)
 	for _, c := range calls {

@@ -201,7 +201,7 @@ func TestNothingInCommon(t *testing.T) {
 func TestInferredEffects(t *testing.T) {
 	mk := func(dups bool) *trace.Trace {
 		h := newHist("", "").runStart().add(trace.Event{Kind: trace.CallScheduled, Call: "r", Tool: "get_user", Text: "read"}).
-			attempt("r", 1, trace.OutcomeOK, false).call("c1", "charge", `{"amount":5}`).attempt("c1", 1, trace.OutcomeTimeout, false)
+			attempt("r", 1, trace.OutcomeOK, false).call("c1", "charge_card", `{"amount":5}`).attempt("c1", 1, trace.OutcomeTimeout, false)
 		if dups {
 			h.attempt("c1", 2, trace.OutcomeOK, false)
 		} else {
@@ -210,7 +210,7 @@ func TestInferredEffects(t *testing.T) {
 		return h.fold(map[bool]string{true: "trace-a", false: "trace-b"}[dups])
 	}
 	r := diff.Compare(mk(true), mk(false), "", "")
-	want := "trace-a: 1 charge call took effect (inferred); trace-b: 0 (outcome unknown: 1 vs 1)"
+	want := "trace-a: 1 charge_card call took effect (inferred); trace-b: 0 (outcome unknown: 1 vs 1)"
 	if len(r.EffectLines) != 1 || r.EffectLines[0] != want || !r.A.Effects.Inferred {
 		t.Errorf("effects %q, want %q", r.EffectLines, want)
 	}
@@ -251,7 +251,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 }
 
 // A call with many attempts stays one line: the first two, the last two,
-// and the ones between summed up by mark.
+// and the ones between summed up by mark. Nothing recorded effects here, so
+// the last attempt's (a send answered ok) is inferred: +1.
 func TestManyAttemptsOneLine(t *testing.T) {
 	h := newHist("x", "none").runStart().call("s", send, args)
 	for n := 1; n <= 40; n++ {
@@ -262,7 +263,7 @@ func TestManyAttemptsOneLine(t *testing.T) {
 		h.attempt("s", n, out, false)
 	}
 	it := diff.Items(h.fold("X"))[0]
-	if got, want := it.Tries(), "#1 ⏱ #2 ⏱ …36 ⏱… #39 ⏱ #40 ✓"; got != want {
+	if got, want := it.Tries(), "#1 ⏱ #2 ⏱ …36 ⏱… #39 ⏱ #40 ✓+1"; got != want {
 		t.Errorf("tries %q, want %q", got, want)
 	}
 }
@@ -303,7 +304,9 @@ func TestWhyIsShort(t *testing.T) {
 	}
 }
 
-// A key that changes between attempts is named as the difference.
+// A key that changes between attempts is named as the difference, and what
+// it cost: the new key's send took effect (inferred, as nothing recorded
+// effects), the deduplicated one did not.
 func TestKeyChange(t *testing.T) {
 	mk := func(id, k2 string) *trace.Trace {
 		h := newHist(id, "keys").runStart().call("s", send, args)
@@ -314,7 +317,7 @@ func TestKeyChange(t *testing.T) {
 		return h.fold(id)
 	}
 	r := diff.Compare(mk("attempt-key", "ik_2"), mk("intent-key", "ik_1"), "", "")
-	if got, want := r.Rows[0].Why, "#2 ✓ vs ↺; new key at #2 vs the same key"; got != want {
+	if got, want := r.Rows[0].Why, "#2 ✓ vs ↺; new key at #2 vs the same key; 1 vs 0 effects"; got != want {
 		t.Errorf("why %q, want %q", got, want)
 	}
 }
@@ -336,5 +339,43 @@ func TestRunsOfAnImportersEvents(t *testing.T) {
 	}
 	if got, want := strings.Join(where, "|"), "r1 5 charge|r1 ☠ worker killed|r2 ✓ completed"; got != want {
 		t.Errorf("rows %q, want %q", got, want)
+	}
+}
+
+// Inferred effects count what the audit counts: its tool-name patterns
+// (CamelCase activity types too), per attempt, so a row says "N vs M
+// effects"; attempts a source did not keep count only as unknown when
+// their failure says they may have acted; tools the patterns do not name
+// (lookup_customer, a read) never count.
+func TestInferredEffectsAsTheAuditCounts(t *testing.T) {
+	mk := func(id string, second trace.Outcome) *trace.Trace {
+		return trace.Fold(id, []trace.Event{
+			{Kind: trace.ExecutionStarted, Time: t0, Scenario: "wf"},
+			{Kind: trace.RunStarted, Time: t0},
+			{Kind: trace.CallScheduled, Time: t0, Call: "5", Tool: "lookup_customer"},
+			{Kind: trace.AttemptStarted, Time: t0, Call: "5", Attempt: 1},
+			{Kind: trace.AttemptFinished, Time: t0, Call: "5", Attempt: 1, Outcome: trace.OutcomeOK},
+			{Kind: trace.CallScheduled, Time: t0, Call: "9", Tool: "SendConfirmation"},
+			{Kind: trace.AttemptsNotKept, Time: t0, Call: "9", Attempt: 2, Error: "HTTPError 503"},
+			{Kind: trace.AttemptStarted, Time: t0, Call: "9", Attempt: 2},
+			{Kind: trace.AttemptFinished, Time: t0, Call: "9", Attempt: 2, Outcome: second},
+		})
+	}
+	r := diff.Compare(mk("sent", trace.OutcomeOK), mk("refused", trace.OutcomeError), "sent", "refused")
+	var row *diff.Row
+	for i := range r.Rows {
+		if r.Rows[i].A != nil && r.Rows[i].A.Tool == "SendConfirmation" {
+			row = &r.Rows[i]
+		}
+	}
+	if row == nil || row.Match != diff.MatchStep || !strings.HasSuffix(row.Why, "; 1 vs 0 effects") {
+		t.Fatalf("SendConfirmation row: %+v", row)
+	}
+	if a := row.A.Attempts; len(a) != 2 || a[0].Effects != 0 || a[1].Effects != 1 || !a[1].Inferred {
+		t.Errorf("attempts %+v: the not-kept failure took no effect, the kept success one", a)
+	}
+	want := []string{"sent: 1 SendConfirmation call took effect (inferred); refused: 0"}
+	if strings.Join(r.EffectLines, "|") != strings.Join(want, "|") {
+		t.Errorf("effects %q, want %q", r.EffectLines, want)
 	}
 }
