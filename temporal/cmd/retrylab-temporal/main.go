@@ -38,7 +38,7 @@ show', 'retrylab audit' and the explorer read them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out))
+	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out), runAgentCmd(out), workerCmd(out))
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -46,6 +46,10 @@ show', 'retrylab audit' and the explorer read them.`,
 	defer cancel()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(errOut, "retrylab-temporal: %s\n", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0
