@@ -132,6 +132,19 @@ func TestRunKeysCompared(t *testing.T) {
 		t.Errorf("with Temporal's key the agent's second call is a new activity, a new key, a second invoice:\n%s", out)
 	}
 
+	// A crash fault kills the worker process right after the effect; run
+	// starts another, Temporal's start-to-close timeout gives attempt 1 up
+	// and attempt 2 sends again: without keys, two invoices (window 2).
+	out, errOut, code = cli(t, "run", "crash", "--address", s.Address(), "--db", db, "--workers", "1")
+	if code != 0 {
+		t.Fatalf("run crash: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"ended (signal: killed); starting another", "⏱ #1 timeout on worker ", "✓ #2 ok", ": 2 message(s)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run crash output lacks %q:\n%s", want, out)
+		}
+	}
+
 	// Bad input: one line, no workflow.
 	for _, tt := range []struct{ args, want string }{
 		{"run no-such-scenario --address " + s.Address() + " --db " + db, "no-such-scenario"},
