@@ -216,7 +216,7 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch eng {
 			case "temporal":
-				return a.runOnTemporal(cmd, args[0], temporalAddr, cmd.Flags().Changed("keys") || cmd.Flags().Changed("journal"))
+				return a.runOnTemporal(args[0], temporalAddr, cmd.Flags().Changed("keys") || cmd.Flags().Changed("journal"))
 			case "local":
 			default:
 				return &exitError{code: 2, msg: fmt.Sprintf("run: unknown --engine %q (valid: local, temporal)", eng)}

@@ -30,6 +30,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/scenario"
+	rltemporal "github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/temporal/interceptor"
 )
@@ -448,7 +449,7 @@ func request(ctx context.Context, c Call, args map[string]any, execution string,
 
 // AttributedExecution is the execution retrylab stores a workflow run's
 // history under (engine/temporal's naming for a run that starts a chain).
-func AttributedExecution(runID string) string { return "temporal-" + runID }
+func AttributedExecution(runID string) string { return rltemporal.ExecutionName(runID) }
 
 // die is a crash fault: SIGKILL of this very worker process.
 func die() {

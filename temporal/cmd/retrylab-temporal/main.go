@@ -38,7 +38,7 @@ show', 'retrylab audit' and the explorer read them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out), runAgentCmd(out), workerCmd(out))
+	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out), runAgentCmd(out), workerCmd(out), exploreCmd())
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
