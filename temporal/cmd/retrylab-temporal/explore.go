@@ -354,22 +354,22 @@ func (s *clusterSource) Subscribe(buffer int) (<-chan engine.Notice, func()) {
 // world or scenarios of its own, and the explorer may not change anything.
 
 func (s *clusterSource) Events(string, uint64, int) ([]history.Event, error) { return nil, nil }
-func (s *clusterSource) MessagesFor(string) ([]world.Message, error)        { return nil, nil }
-func (s *clusterSource) RecentMessages(int) ([]world.Message, int, error)   { return nil, 0, nil }
-func (s *clusterSource) Records() ([]world.Record, error)                   { return nil, nil }
-func (s *clusterSource) Scenarios() ([]*scenario.Scenario, error)           { return nil, nil }
+func (s *clusterSource) MessagesFor(string) ([]world.Message, error)         { return nil, nil }
+func (s *clusterSource) RecentMessages(int) ([]world.Message, int, error)    { return nil, 0, nil }
+func (s *clusterSource) Records() ([]world.Record, error)                    { return nil, nil }
+func (s *clusterSource) Scenarios() ([]*scenario.Scenario, error)            { return nil, nil }
 func (s *clusterSource) Start(string, engine.RunOptions) (*engine.Run, error) {
 	return nil, errReadOnly
 }
-func (s *clusterSource) Resume(string) (*engine.Run, error)          { return nil, errReadOnly }
-func (s *clusterSource) Kill(string) error                           { return errReadOnly }
-func (s *clusterSource) Arm(fault.Point)                             {}
-func (s *clusterSource) Disarm()                                     {}
-func (s *clusterSource) Armed() []fault.Point                        { return nil }
-func (s *clusterSource) DeleteJournal(string, string) error          { return errReadOnly }
-func (s *clusterSource) AdvanceClock(time.Duration) error            { return errReadOnly }
-func (s *clusterSource) WorldOffset() time.Duration                  { return 0 }
-func (s *clusterSource) ResetWorld() error                           { return errReadOnly }
-func (s *clusterSource) Running() []string                           { return nil }
+func (s *clusterSource) Resume(string) (*engine.Run, error) { return nil, errReadOnly }
+func (s *clusterSource) Kill(string) error                  { return errReadOnly }
+func (s *clusterSource) Arm(fault.Point)                    {}
+func (s *clusterSource) Disarm()                            {}
+func (s *clusterSource) Armed() []fault.Point               { return nil }
+func (s *clusterSource) DeleteJournal(string, string) error { return errReadOnly }
+func (s *clusterSource) AdvanceClock(time.Duration) error   { return errReadOnly }
+func (s *clusterSource) WorldOffset() time.Duration         { return 0 }
+func (s *clusterSource) ResetWorld() error                  { return errReadOnly }
+func (s *clusterSource) Running() []string                  { return nil }
 
 var _ engine.Source = (*clusterSource)(nil)
