@@ -34,7 +34,9 @@ func run(args []string, out, errOut io.Writer, stop <-chan struct{}) int {
 		Long: `retrylab's Temporal tools, the parts that need the Temporal server or SDK:
 dev runs a Temporal cluster in this process; list and import read a cluster's
 workflows and store their histories in retrylab's database, where 'retrylab
-show', 'retrylab audit' and the explorer read them.`,
+show', 'retrylab audit' and the explorer read them; explore opens the explorer
+on a cluster, live and read-only; run runs a demo scenario's agent as a
+workflow on worker processes (worker) against the simulated world.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
