@@ -74,23 +74,33 @@ type Result struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Call is one activity's input: one tool call, every attempt of it.
+// Call is one activity's input: one tool call, every attempt of it. The
+// history shows it as the call's arguments, so it carries the tool's
+// arguments first and only what an attempt needs besides.
 type Call struct {
+	Args    json.RawMessage `json:"args"` // rendered, canonical
 	Step    string          `json:"step"`
-	Tool    string          `json:"tool"`
 	Service string          `json:"service"`
 	Op      string          `json:"op"`
 	Kind    scenario.Kind   `json:"kind"`
-	Args    json.RawMessage `json:"args"` // rendered, canonical
-	Order   []string        `json:"order,omitempty"`
-	Policy  scenario.Policy `json:"policy"`
-	Keys    bool            `json:"keys"`
-	MailURL string          `json:"mail_url"`
-	CRMURL  string          `json:"crm_url"`
+	// Key is how the attempt keys its request; nil: no key.
+	Key     *KeyPolicy        `json:"key,omitempty"`
+	Timeout scenario.Duration `json:"timeout"` // the attempt's deadline
+	MailURL string            `json:"mail_url"`
+	CRMURL  string            `json:"crm_url"`
 	// Crashes are the scenario's crash faults of this step: the worker
 	// kills itself (SIGKILL) at the point, on the attempt named (0: the
 	// first), when it runs as a process of its own (Options.MayDie).
 	Crashes []scenario.Fault `json:"crashes,omitempty"`
+}
+
+// KeyPolicy is the part of a scenario's policy that derives keys.
+type KeyPolicy struct {
+	From   scenario.KeyFrom `json:"from"`
+	Digits int              `json:"digits"`
+	// Written, when set, hashes arguments in this order instead of
+	// canonically (canonical: false).
+	Written []string `json:"written,omitempty"`
 }
 
 // Options configure a worker's registration.
@@ -179,9 +189,14 @@ func AgentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 				if err != nil {
 					return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "scenario", nil)
 				}
-				call := Call{Step: step, Tool: c.Tool, Service: tool.Service, Op: tool.Op, Kind: tool.Kind, Args: raw, Order: order,
-					Policy: scn.Policy, Keys: keys && tool.Kind == scenario.KindKeyed,
-					MailURL: in.MailURL, CRMURL: in.CRMURL}
+				call := Call{Args: raw, Step: step, Service: tool.Service, Op: tool.Op, Kind: tool.Kind,
+					Timeout: scn.Policy.Retry.Timeout, MailURL: in.MailURL, CRMURL: in.CRMURL}
+				if keys && tool.Kind == scenario.KindKeyed {
+					call.Key = &KeyPolicy{From: scn.Policy.KeyFrom, Digits: scn.Policy.KeyDigits}
+					if !scn.Policy.CanonicalArgs() {
+						call.Key.Written = order
+					}
+				}
 				for _, f := range scn.Faults {
 					if f.Point.Crash() && (f.Step == "" || f.Step == step) {
 						call.Crashes = append(call.Crashes, f)
@@ -302,7 +317,7 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 		return nil, temporal.NewNonRetryableApplicationError("arguments: "+err.Error(), "rejected", err)
 	}
 	key := ""
-	if c.Keys {
+	if c.Key != nil {
 		var err error
 		if key, err = deriveKey(c, execution, info.ActivityID, args, attempt); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("key: "+err.Error(), "rejected", err)
@@ -320,7 +335,7 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "rejected", err)
 	}
-	timeout := c.Policy.Retry.Timeout.D()
+	timeout := c.Timeout.D()
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -363,7 +378,7 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 	}
 	if c.Kind == scenario.KindUnsafe && (outcome == "timeout" || outcome == "error") {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"%s: %s outcome unknown (%s) and the tool is unsafe to repeat; stopping for a human", c.Step, c.Tool, outcome), ErrEscalate, err)
+			"%s: %s outcome unknown (%s) and the tool is unsafe to repeat; stopping for a human", c.Step, info.ActivityType.Name, outcome), ErrEscalate, err)
 	}
 	return nil, temporal.NewApplicationError(err.Error(), outcome)
 }
@@ -383,13 +398,13 @@ func (t *tools) crash(c Call, attempt int) fault.Point {
 
 // deriveKey is the attempt's idempotency key by the scenario's key_from.
 func deriveKey(c Call, execution, activityID string, args map[string]any, attempt int) (string, error) {
-	p := c.Policy
-	digits := p.KeyDigits
+	p := c.Key
+	digits := p.Digits
 	if digits == 0 {
 		digits = idemkey.DefaultDigits
 	}
 	scope := c.Step
-	switch p.KeyFrom {
+	switch p.From {
 	case scenario.KeyFromAttempt:
 		scope = fmt.Sprintf("%s#%d", c.Step, attempt)
 	case scenario.KeyFromTimestamp:
@@ -399,10 +414,10 @@ func deriveKey(c Call, execution, activityID string, args map[string]any, attemp
 	case scenario.KeyFromTemporal:
 		return agent.TemporalKey(execution, activityID, digits)
 	}
-	if p.CanonicalArgs() {
+	if p.Written == nil {
 		return idemkey.Derive(execution, scope, args, digits)
 	}
-	written, err := idemkey.Ordered(args, c.Order)
+	written, err := idemkey.Ordered(args, p.Written)
 	if err != nil {
 		return "", err
 	}

@@ -32,13 +32,13 @@ func TestRetryPolicy(t *testing.T) {
 // id and the activity id, the same for every attempt.
 func TestDeriveKey(t *testing.T) {
 	args := map[string]any{"to": "jordan@acme.dev", "subject": "Your June invoice"}
-	c := Call{Step: "step-4", Policy: scenario.Policy{KeyFrom: scenario.KeyFromIntent, KeyDigits: 8}}
+	c := Call{Step: "step-4", Key: &KeyPolicy{From: scenario.KeyFromIntent, Digits: 8}}
 	k, err := deriveKey(c, "exec_4AR2", "5", args, 2)
 	want, _ := idemkey.Derive("exec_4AR2", "step-4", args, 8)
 	if err != nil || k != want {
 		t.Errorf("intent key %s %v, want %s", k, err, want)
 	}
-	c.Policy.KeyFrom = scenario.KeyFromTemporal
+	c.Key.From = scenario.KeyFromTemporal
 	k1, _ := deriveKey(c, "exec_4AR2", "5", args, 1)
 	k2, _ := deriveKey(c, "exec_4AR2", "5", args, 3)
 	other, _ := deriveKey(c, "exec_4AR2", "11", args, 1)
@@ -46,7 +46,7 @@ func TestDeriveKey(t *testing.T) {
 	if k1 != want || k2 != k1 || other == k1 {
 		t.Errorf("temporal keys %s %s, other activity %s; want %s for both attempts", k1, k2, other, want)
 	}
-	c.Policy.KeyFrom = scenario.KeyFromAttempt
+	c.Key.From = scenario.KeyFromAttempt
 	if a1, _ := deriveKey(c, "exec_4AR2", "5", args, 1); a1 == k || a1 == k1 {
 		t.Errorf("attempt key %s", a1)
 	}

@@ -145,6 +145,14 @@ func TestRunKeysCompared(t *testing.T) {
 		}
 	}
 
+	// An unsafe create whose answer was lost is not retried: escalated,
+	// exit 3, one CRM row.
+	out, errOut, code = cli(t, "run", "unsafe-escalates", "--address", s.Address(), "--db", db, "--workers", "1")
+	if code != exitEscalated || !strings.Contains(errOut, "escalated: step-6: open_ticket outcome unknown (timeout)") ||
+		strings.Contains(out, "#2") {
+		t.Errorf("run unsafe-escalates: exit %d\n%s%s", code, out, errOut)
+	}
+
 	// Bad input: one line, no workflow.
 	for _, tt := range []struct{ args, want string }{
 		{"run no-such-scenario --address " + s.Address() + " --db " + db, "no-such-scenario"},
