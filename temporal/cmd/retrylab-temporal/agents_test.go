@@ -205,6 +205,7 @@ expect:
 		t.Fatal(err)
 	}
 	workers := map[int]*exec.Cmd{}
+	started := make(chan struct{}) // closed once workers is filled
 	effect := make(chan struct{}, 1)
 	var out syncBuf
 	done := make(chan error, 1)
@@ -221,6 +222,7 @@ expect:
 				}
 			},
 			ready: func(otlpURL string) {
+				defer close(started)
 				for range 2 {
 					cmd := exec.Command(os.Args[0], "-test.run=^$")
 					cmd.Env = append(os.Environ(), envWorkerAddr+"="+s.Address(), envWorkerOTLP+"="+otlpURL, envWorkerMark+"="+mark)
@@ -235,6 +237,11 @@ expect:
 		})
 	}()
 	t.Cleanup(func() {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			return // run failed before it got to its workers
+		}
 		for _, cmd := range workers {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -247,6 +254,7 @@ expect:
 	case <-time.After(time.Minute):
 		t.Fatalf("no effect within a minute\n%s", out.String())
 	}
+	<-started
 	data, err := os.ReadFile(mark)
 	if err != nil {
 		t.Fatal(err)
