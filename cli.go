@@ -199,6 +199,7 @@ func (o *onOff) Type() string { return "on|off" }
 
 func (a *app) runCmd() *cobra.Command {
 	var keys, journal bool
+	var eng, temporalAddr string
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Run a scenario and narrate every attempt",
@@ -207,11 +208,23 @@ narrating each attempt as it happens, and end with the provider's outbox.
 If the scenario's execution already exists, this is a restart of it, as in the
 article: a new run of the same execution.
 
+With --engine temporal the agent runs as a Temporal workflow on the cluster
+at --temporal, its tool calls as activities: that engine needs the Temporal
+SDK, kept out of this binary, so run hands the scenario to the
+retrylab-temporal command (see temporal/README.md), which must be on PATH.
+
 Exit status: 0 when the execution completed, 137 when its worker was killed
 (resume it with 'retrylab resume'), 1 when it failed, 3 when it escalated.`,
-		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml",
+		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml\n  retrylab run agent-retry-same-step --engine temporal --temporal 127.0.0.1:7233",
 		Args:    exactArgs(1, "SCENARIO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch eng {
+			case "temporal":
+				return a.runOnTemporal(args[0], temporalAddr, cmd.Flags().Changed("keys") || cmd.Flags().Changed("journal"))
+			case "local":
+			default:
+				return &exitError{code: 2, msg: fmt.Sprintf("run: unknown --engine %q (valid: local, temporal)", eng)}
+			}
 			var opts engine.RunOptions
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
@@ -224,6 +237,8 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 	}
 	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
 	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
+	cmd.Flags().StringVar(&eng, "engine", "local", "local (retrylab's own workers) or temporal (a Temporal workflow, by retrylab-temporal)")
+	cmd.Flags().StringVar(&temporalAddr, "temporal", "127.0.0.1:7233", "the Temporal cluster's frontend, with --engine temporal")
 	return cmd
 }
 

@@ -21,12 +21,17 @@ type exploreFlags struct {
 	run          string
 	highContrast bool
 	lesson       bool
+	// temporal and namespace attach the explorer to a Temporal cluster
+	// (by retrylab-temporal explore) instead of the database.
+	temporal, namespace string
 }
 
 func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 	cmd.Flags().StringVar(&f.run, "run", "", "start this scenario as soon as the explorer opens")
 	cmd.Flags().BoolVar(&f.highContrast, "presenter", false, "high-contrast theme and roomier lesson text, for projectors")
 	cmd.Flags().BoolVar(&f.lesson, "lesson", false, "open in lesson mode: the guided path, in the lessons' own database beside --db (never --db itself)")
+	cmd.Flags().StringVar(&f.temporal, "temporal", "", "explore a Temporal cluster's workflows at this host:port instead, live and read-only (by retrylab-temporal explore)")
+	cmd.Flags().StringVar(&f.namespace, "namespace", "default", "the Temporal namespace, with --temporal")
 }
 
 // explore opens the explorer on the database. It needs a terminal.
@@ -34,6 +39,9 @@ func (a *app) explore(f *exploreFlags) error {
 	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
 			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}
+	}
+	if f.temporal != "" {
+		return a.handToTemporal("explore", "--address", f.temporal, "--namespace", f.namespace)
 	}
 	h, _, err := a.connect()
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,4 +66,25 @@ func TestCLIShowTemporal(t *testing.T) {
 		"+89.600s  run 2",
 		"✓ attempt 1  ok  300ms  run 2 event 6",
 		"✓ execution ended completed")
+}
+
+// run --engine temporal hands the scenario to retrylab-temporal; what it
+// cannot do says so in one line.
+func TestCLIRunEngineTemporal(t *testing.T) {
+	db := newDB(t)
+	msg := oneLineError(t, must(t, 2, db, "run", "naive", "--engine", "spark"))
+	if !strings.Contains(msg, `unknown --engine "spark" (valid: local, temporal)`) {
+		t.Errorf("bad engine: %q", msg)
+	}
+	msg = oneLineError(t, must(t, 2, db, "run", "naive", "--engine", "temporal", "--keys", "off"))
+	if !strings.Contains(msg, "--keys and --journal are for the local engine") {
+		t.Errorf("--keys with temporal: %q", msg)
+	}
+	if _, err := exec.LookPath("retrylab-temporal"); err == nil {
+		return // installed here: the temporal module's tests run it
+	}
+	msg = oneLineError(t, must(t, 1, db, "run", "naive", "--engine", "temporal"))
+	if !strings.Contains(msg, "run --engine temporal needs the retrylab-temporal command on PATH") {
+		t.Errorf("missing retrylab-temporal: %q", msg)
+	}
 }

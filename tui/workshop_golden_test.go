@@ -41,7 +41,7 @@ func TestGoldenPickerAt80x24(t *testing.T) {
 	for _, k := range []string{"n", "/", "retention", "enter"} {
 		tm.Send(keyMsg(k))
 	}
-	waitFor("18 filtered") // the list filters in a command of its own
+	waitFor("“retention” 5 items") // the list filters in a command of its own
 	tm.Send(settleMsg{})
 	tm.Quit()
 	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()

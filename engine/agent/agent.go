@@ -101,6 +101,9 @@ type worker struct {
 	// call share, and keeps their attempt grants in order.
 	mu      sync.Mutex
 	results map[string]any // step id -> decoded result, for ${step.field}
+	// activities numbers the tool calls of this run, 1, 2, ..., as
+	// Temporal numbers a workflow's activities (key_from: temporal).
+	activities int
 }
 
 func (w *worker) play(ctx context.Context) error {
@@ -257,9 +260,13 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)}); err != nil {
 		return false, err
 	}
+	w.mu.Lock()
+	w.activities++
+	activity := strconv.Itoa(w.activities)
+	w.mu.Unlock()
 	retry := w.scn.Policy.Retry
 	for n := 1; ; n++ {
-		attempt, key, req, grant, err := w.begin(ctx, c, tool, step, rendered, order)
+		attempt, key, req, grant, err := w.begin(ctx, c, tool, step, activity, rendered, order)
 		if err != nil {
 			return false, err
 		}
@@ -317,14 +324,14 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 // begin numbers the next attempt of a step, builds its request and asks the
 // host for it (learning the crash fault it meets, if any). Copies of a call
 // take their turns here, so attempt numbers reach the host in order.
-func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool, step string, args map[string]any,
+func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool, step, activity string, args map[string]any,
 	order []string) (attempt int, key string, req *http.Request, grant wire.AttemptGrant, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	attempt = w.plan.Attempts[step] + 1
 	w.plan.Attempts[step] = attempt
 	if w.plan.Policy.Keys && tool.Kind == scenario.KindKeyed {
-		if key, err = w.key(step, args, order, attempt); err != nil {
+		if key, err = w.key(step, activity, args, order, attempt); err != nil {
 			return
 		}
 	}
@@ -405,7 +412,7 @@ func retryable(o history.Outcome, nonRetryable []string) bool {
 // key derives the attempt's idempotency key the way the scenario's agent
 // does: from the intent (right), or with the attempt or the time mixed in,
 // or over arguments in the order the agent wrote them (wrong, to show why).
-func (w *worker) key(step string, args map[string]any, order []string, attempt int) (string, error) {
+func (w *worker) key(step, activity string, args map[string]any, order []string, attempt int) (string, error) {
 	p := w.scn.Policy
 	scope := step
 	switch p.KeyFrom {
@@ -415,6 +422,8 @@ func (w *worker) key(step string, args map[string]any, order []string, attempt i
 		scope = step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
 	case scenario.KeyFromStep:
 		return idemkey.FromCanonical(w.plan.Execution, step, nil, p.KeyDigits)
+	case scenario.KeyFromTemporal:
+		return TemporalKey(w.plan.Execution, activity, p.KeyDigits)
 	}
 	if p.CanonicalArgs() {
 		return idemkey.Derive(w.plan.Execution, scope, args, p.KeyDigits)
@@ -424,6 +433,12 @@ func (w *worker) key(step string, args map[string]any, order []string, attempt i
 		return "", err
 	}
 	return idemkey.FromCanonical(w.plan.Execution, scope, written, p.KeyDigits)
+}
+
+// TemporalKey is Temporal's recommended idempotency key, from the workflow
+// id and the activity id, in retrylab's key form (key_from: temporal).
+func TemporalKey(workflowID, activityID string, digits int) (string, error) {
+	return idemkey.FromCanonical(workflowID, activityID, nil, digits)
 }
 
 func (w *worker) args(step string) (map[string]any, error) {

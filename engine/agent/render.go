@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// Render substitutes ${run} and ${step.field} references in a call's
+// arguments as the agent does (results maps step ids to decoded results):
+// the same rendering for agents that run elsewhere, as Temporal workflows.
+func Render(args any, results map[string]any, run int) any { return render(args, results, run) }
+
 var ref = regexp.MustCompile(`\$\{([A-Za-z0-9_.-]+)\}`)
 
 // render substitutes ${run} and ${step.field} references in argument

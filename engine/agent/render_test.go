@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/wire"
 )
@@ -83,7 +84,7 @@ func TestWorkerKey(t *testing.T) {
 	}
 	key := func(w *worker, order []string, attempt int) string {
 		t.Helper()
-		k, err := w.key("step-4", args, order, attempt)
+		k, err := w.key("step-4", "1", args, order, attempt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +102,15 @@ func TestWorkerKey(t *testing.T) {
 	perAttempt := newWorker(scenario.Policy{KeyFrom: scenario.KeyFromAttempt})
 	if k1, k2 := key(perAttempt, written, 1), key(perAttempt, written, 2); k1 == k2 || k1 == "ik_a94a0b1d" {
 		t.Errorf("attempt keys %s, %s; want a different key per attempt", k1, k2)
+	}
+	// Temporal's key: workflow id and activity id, the same for every
+	// attempt and argument order, another for the run's next tool call.
+	tk := newWorker(scenario.Policy{KeyFrom: scenario.KeyFromTemporal})
+	k1, k2 := key(tk, written, 1), key(tk, reversed(written), 2)
+	next, err := tk.key("step-4", "2", args, written, 1)
+	want, _ := idemkey.FromCanonical("exec_01H8", "1", nil, 8)
+	if err != nil || k1 != want || k2 != k1 || next == k1 {
+		t.Errorf("temporal keys %s, %s, next call %s (%v); want %s twice, then another", k1, k2, next, err, want)
 	}
 	unsorted := newWorker(scenario.Policy{KeyFrom: scenario.KeyFromIntent, Canonical: &canonicalOff})
 	if k1, k2 := key(unsorted, written, 1), key(unsorted, reversed(written), 1); k1 == k2 {

@@ -432,8 +432,8 @@ func (s *Scenario) validate() error {
 	if s.Fixes != "" && (!validName.MatchString(s.Fixes) || s.Fixes == s.Name) {
 		return fieldErr(fmt.Sprintf("%q is not the name of another scenario", s.Fixes), "fixes")
 	}
-	if !oneOf(s.Policy.KeyFrom, KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep) {
-		return fieldErr(fmt.Sprintf("unknown value %q (valid: %s)", s.Policy.KeyFrom, list(KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep)), "policy", "key_from")
+	if !oneOf(s.Policy.KeyFrom, KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep, KeyFromTemporal) {
+		return fieldErr(fmt.Sprintf("unknown value %q (valid: %s)", s.Policy.KeyFrom, list(KeyFromIntent, KeyFromAttempt, KeyFromTimestamp, KeyFromStep, KeyFromTemporal)), "policy", "key_from")
 	}
 	if s.Policy.JournalDecisions && !s.Policy.Journal {
 		return fieldErr("needs journal: true (decisions are written to the journal)", "policy", "journal_decisions")

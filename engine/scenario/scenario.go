@@ -53,6 +53,12 @@ const (
 	// like a key minted once per operation: a retry that changes the
 	// arguments reuses the key, and the provider answers 422.
 	KeyFromStep KeyFrom = "step"
+	// KeyFromTemporal is Temporal's own recommendation: the workflow id
+	// and the activity id (the execution id and the number of the tool
+	// call in the run, 1, 2, ..., as Temporal numbers activities). Every
+	// retry of an activity keeps it; a new call of the same tool, as an
+	// agent-level retry, gets a new one, where exec:step:args stays.
+	KeyFromTemporal KeyFrom = "temporal"
 )
 
 // Policy is how the agent protects its tool calls.

@@ -61,8 +61,12 @@ func Identify(h *historypb.History) (exec, run string) {
 	if chain == "" {
 		chain = run
 	}
-	return "temporal-" + sanitize(chain), sanitize(run)
+	return ExecutionName(chain), sanitize(run)
 }
+
+// ExecutionName is the execution retrylab stores a chain of runs under,
+// named after its first run id.
+func ExecutionName(firstRunID string) string { return "temporal-" + sanitize(firstRunID) }
 
 func sanitize(s string) string {
 	var b strings.Builder

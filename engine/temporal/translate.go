@@ -181,7 +181,7 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 		t.attemptFinished(s, base, a.GetScheduledEventId(), trace.OutcomeOK, "", payloadsJSON(a.GetResult()), "completed")
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
 		a := ev.GetActivityTaskFailedEventAttributes()
-		t.attemptFinished(s, base, a.GetScheduledEventId(), trace.OutcomeError, failureText(a.GetFailure()), nil, "failed")
+		t.attemptFinished(s, base, a.GetScheduledEventId(), failureOutcome(a.GetFailure()), failureText(a.GetFailure()), nil, "failed")
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
 		a := ev.GetActivityTaskTimedOutEventAttributes()
 		t.attemptFinished(s, base, a.GetScheduledEventId(), trace.OutcomeTimeout, failureText(a.GetFailure()), nil, "timed out")
@@ -605,6 +605,12 @@ func failureOutcome(f *failurepb.Failure) trace.Outcome {
 		return trace.OutcomeTimeout
 	case f.GetCanceledFailureInfo() != nil:
 		return trace.OutcomeCancelled
+	}
+	// An application failure typed with one of retrylab's outcomes (as the
+	// demo agents' activities on Temporal type theirs) keeps it.
+	switch o := trace.Outcome(f.GetApplicationFailureInfo().GetType()); o {
+	case trace.OutcomeTimeout, trace.OutcomeConflict, trace.OutcomeMismatch, trace.OutcomeRejected:
+		return o
 	}
 	return trace.OutcomeError
 }

@@ -34,11 +34,13 @@ func run(args []string, out, errOut io.Writer, stop <-chan struct{}) int {
 		Long: `retrylab's Temporal tools, the parts that need the Temporal server or SDK:
 dev runs a Temporal cluster in this process; list and import read a cluster's
 workflows and store their histories in retrylab's database, where 'retrylab
-show', 'retrylab audit' and the explorer read them.`,
+show', 'retrylab audit' and the explorer read them; explore opens the explorer
+on a cluster, live and read-only; run runs a demo scenario's agent as a
+workflow on worker processes (worker) against the simulated world.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out))
+	root.AddCommand(devCmd(out, stop), listCmd(out), importCmd(out), runAgentCmd(out), workerCmd(out), exploreCmd())
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -46,6 +48,10 @@ show', 'retrylab audit' and the explorer read them.`,
 	defer cancel()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(errOut, "retrylab-temporal: %s\n", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0
