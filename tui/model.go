@@ -102,12 +102,15 @@ type Model struct {
 	worldOffset       time.Duration
 
 	scenarios []*scenario.Scenario
-	picker    *scenarioPicker
-	help      *helpPage
-	flash     string
-	flashBad  bool
-	flashSeq  int // counts status messages, so only the newest expires
-	flashFor  time.Duration
+	// scenariosRead is set once the catalogue's answer came; pickPending
+	// remembers an n pressed before it, so no key is dropped.
+	scenariosRead, pickPending bool
+	picker                     *scenarioPicker
+	help                       *helpPage
+	flash                      string
+	flashBad                   bool
+	flashSeq                   int // counts status messages, so only the newest expires
+	flashFor                   time.Duration
 
 	openLessons func() (*LessonRoom, error)
 	lesson      *lessonPane

@@ -177,6 +177,10 @@ func (p *scenarioPicker) FullHelp() [][]key.Binding {
 
 // openPicker shows the picker over the scenario catalogue.
 func (m *Model) openPicker() tea.Cmd {
+	if !m.scenariosRead {
+		m.pickPending = true // opens when the catalogue's answer comes
+		return nil
+	}
 	if len(m.scenarios) == 0 {
 		m.setFlash("no scenarios in the catalogue", true)
 		return nil

@@ -66,7 +66,11 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
 		}
-		m.scenarios = msg.list
+		m.scenarios, m.scenariosRead = msg.list, true
+		if m.pickPending {
+			m.pickPending = false
+			return m, m.openPicker()
+		}
 		return m, nil
 	case compareMsg:
 		return m, m.onCompare(msg)

@@ -365,3 +365,20 @@ func TestFooterShowsThePaneAndModeKeys(t *testing.T) {
 	press(t, m, "2", "enter")
 	mustShow(t, m.statusBar(), "the lesson's next key", "n run", "esc leave lesson", "q quit")
 }
+
+// TestRunKeyBeforeTheCatalogueArrives: n pressed before the catalogue's
+// answer (a user quick on the first key) opens the picker once it comes;
+// the key is neither dropped nor answered "no scenarios".
+func TestRunKeyBeforeTheCatalogueArrives(t *testing.T) {
+	m := New(Options{Source: article(t), Now: fixedNow})
+	t.Cleanup(m.Close)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	m.Update(keyMsg("n"))
+	if m.picker.open || strings.Contains(m.flash, "no scenarios") {
+		t.Fatalf("before the catalogue: picker open %v, flash %q", m.picker.open, m.flash)
+	}
+	drive(t, m, m.loadScenarios())
+	if !m.picker.open {
+		t.Fatalf("the catalogue came, the n pressed before it did not open the picker (flash %q)", m.flash)
+	}
+}
