@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -176,6 +175,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	var puts []pendingPut
 	var maps [][2]string
+	arena := make([]byte, 0, 256*len(spans))
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -207,12 +207,10 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			maps = append(maps, [2]string{t, exec})
 		}
 		for _, i := range byTrace[t] {
-			s := spans[i]
-			enc, err := json.Marshal(&s)
-			if err != nil {
-				return fmt.Errorf("span %s: encode: %w", s.SpanID, err)
-			}
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: enc, span: &spans[i]}
+			s := &spans[i]
+			n := len(arena)
+			arena = encodeSpan(arena, s)
+			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: arena[n:len(arena):len(arena)], span: s}
 			if from := w.from[t]; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
@@ -227,7 +225,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		}
 		if ent != nil {
 			seq, _ := decodeIndex(ent)
-			if bytes.Equal(tx.Get(store.OTLPSpans, store.U64(seq)), p.val) {
+			if sameSpan(tx.Get(store.OTLPSpans, store.U64(seq)), p.val) {
 				w.stats.Repeated++
 				continue
 			}
@@ -341,7 +339,7 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary,
 		seq, imp := decodeIndex(entries[i])
 		if imp != importID || importID == 0 {
 			var s Span
-			if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+			if err := decodeSpan(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
@@ -440,7 +438,7 @@ func Load(tx *store.Tx, exec string) ([]Span, error) {
 			return true
 		}
 		var s Span
-		if err := json.Unmarshal(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
+		if err := decodeSpan(tx.Get(store.OTLPSpans, store.U64(seq)), &s); err != nil {
 			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
 			return false
 		}
