@@ -90,7 +90,7 @@ func TestSpanEncodingRoundTrips(t *testing.T) {
 		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "0123456789abcdef", ParentID: "fedcba9876543210",
 			Name: "execute_tool send_email", Kind: "internal", Start: 1790607000000000000, End: 1790607001000000000,
 			Status: "error", Message: "boom", Service: "svc", Scope: "scope",
-			Attrs: map[string]string{"gen_ai.tool.name": "send_email", "custom.key": "v", "gen_ai.tool.call.arguments": `{"a":1}`},
+			Attrs:  map[string]string{"gen_ai.tool.name": "send_email", "custom.key": "v", "gen_ai.tool.call.arguments": `{"a":1}`},
 			Events: []SpanEvent{{Name: "exception", Time: 1790607000500000000, Attrs: map[string]string{"exception.message": "x", "other": "y"}}, {Name: "e2", Time: -5}}},
 		{TraceID: "t1", SpanID: "S1", ParentID: "ABCDEF0123456789", Name: "x", Start: 10, End: 5},
 	}
