@@ -150,6 +150,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 	path := benchFile(b, n)
 	var bare, imp time.Duration
 	var peak uint64
+	var dbBytes int64
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
 		t0 := time.Now()
@@ -172,7 +173,8 @@ func BenchmarkImportJSONL(b *testing.B) {
 		f.Close()
 		bare += time.Since(t0)
 
-		db, err := store.Open(filepath.Join(b.TempDir(), "import.db"), store.Options{})
+		dbPath := filepath.Join(b.TempDir(), "import.db")
+		db, err := store.Open(dbPath, store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -186,7 +188,11 @@ func BenchmarkImportJSONL(b *testing.B) {
 			b.Fatalf("imported %d of %d: %v", res.Spans, n, err)
 		}
 		db.Close()
+		if fi, err := os.Stat(dbPath); err == nil {
+			dbBytes = fi.Size()
+		}
 	}
+	b.ReportMetric(float64(dbBytes)/float64(n), "db-bytes/span")
 	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-spans/s")
 	b.ReportMetric(float64(n*b.N)/imp.Seconds(), "import-spans/s")
 	b.ReportMetric(bare.Seconds()/imp.Seconds(), "ratio")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/retrylab/retrylab/store"
@@ -105,6 +106,25 @@ func TestSpanEncodingRoundTrips(t *testing.T) {
 		}
 		if err := decodeSpan(enc[:len(enc)-1], &got); err == nil {
 			t.Error("a truncated span decoded")
+		}
+	}
+}
+
+// Decoding and storing overlap; a span refused by the store is still
+// named with the line it came from, and the file leaves nothing behind.
+func TestStoreErrorNamesTheSpansLine(t *testing.T) {
+	for _, chunk := range []int{1, 2, 8192} {
+		db := openDB(t)
+		p := filepath.Join(t.TempDir(), "dup.jsonl")
+		other := strings.Replace(goodSpan, `"a000000000000001"`, `"a000000000000002"`, 1)
+		dup := strings.Replace(goodSpan, `"name":"x"`, `"name":"y"`, 1)
+		os.WriteFile(p, []byte(doc(goodSpan)+"\n"+doc(other)+"\n"+doc(dup)+"\n"+doc(other)+"\n"), 0o600)
+		_, err := importFile(db, p, chunk)
+		if err == nil || !strings.Contains(err.Error(), p+": line 3: span a000000000000001: appears twice") {
+			t.Fatalf("chunks of %d: error %v", chunk, err)
+		}
+		if xs := executions(t, db); len(xs) != 0 {
+			t.Fatalf("chunks of %d: a failed file left %d executions", chunk, len(xs))
 		}
 	}
 }

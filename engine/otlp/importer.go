@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
@@ -47,30 +48,55 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	w := newWriter(path, id)
-	chunk := make([]Span, 0, chunkSpans)
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
-		}
-		err := db.Update(func(tx *store.Tx) error { return w.write(tx, chunk) })
-		chunk = chunk[:0]
-		return err
+	// Decoding and storing overlap: a goroutine commits each chunk while
+	// the next one is decoded. Two chunks go round between them, so memory
+	// holds at most two.
+	full := make(chan *fileChunk, 1)
+	free := make(chan *fileChunk, 2)
+	for range 2 {
+		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans)}
 	}
+	var failed atomic.Bool
+	stored := make(chan error, 1)
+	go func() {
+		var err error
+		for c := range full {
+			if err == nil {
+				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans) }); err != nil {
+					err = c.atLine(err)
+					failed.Store(true)
+				}
+			}
+			c.reset()
+			free <- c
+		}
+		stored <- err
+	}()
+	chunk := <-free
 	seen := 0
 	format, err := ReadFile(path, func(b Batch) error {
 		seen += len(b.Spans)
-		chunk = append(chunk, b.Spans...)
-		if len(chunk) >= chunkSpans {
-			return flush()
+		chunk.spans = append(chunk.spans, b.Spans...)
+		for range b.Spans {
+			chunk.lines = append(chunk.lines, b.Line)
+		}
+		if len(chunk.spans) >= chunkSpans {
+			full <- chunk
+			chunk = <-free
+			if failed.Load() {
+				return errStoreFailed
+			}
 		}
 		return nil
 	})
-	res.Format = format
-	if err == nil {
-		if err = flush(); err != nil {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
+	if err == nil && len(chunk.spans) > 0 {
+		full <- chunk
 	}
+	close(full)
+	if serr := <-stored; serr != nil && (err == nil || errors.Is(err, errStoreFailed)) {
+		err = fmt.Errorf("%s: %w", path, serr)
+	}
+	res.Format = format
 	if err == nil && seen == 0 {
 		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
 	}
@@ -103,6 +129,36 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// errStoreFailed stops decoding once storing a chunk failed; the error
+// reported is the store's.
+var errStoreFailed = errors.New("storing an earlier chunk failed")
+
+// fileChunk is spans on their way to the store, with the line (JSON
+// Lines) each came from.
+type fileChunk struct {
+	spans []Span
+	lines []int
+}
+
+// atLine names the line of the span an error is about, when it is known.
+func (c *fileChunk) atLine(err error) error {
+	var se *SpanError
+	if !errors.As(err, &se) {
+		return err
+	}
+	for i := len(c.spans) - 1; i >= 0; i-- {
+		if c.spans[i].SpanID == se.SpanID {
+			return atLine(c.lines[i], err)
+		}
+	}
+	return err
+}
+
+func (c *fileChunk) reset() {
+	clear(c.spans) // let the spans go while the chunk waits
+	c.spans, c.lines = c.spans[:0], c.lines[:0]
 }
 
 // CleanPending removes what imports cut short (by a crash) wrote.
