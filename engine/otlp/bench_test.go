@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +117,22 @@ func benchFile(b *testing.B, n int) string {
 	return path
 }
 
+// writtenBytes is what this process has caused to be written to disk so
+// far (Linux's /proc/self/io write_bytes); 0 where it is not known.
+func writtenBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // peakHeap samples the heap in use until stop is called, and returns the
 // highest figure seen.
 func peakHeap() (stop func() uint64) {
@@ -150,7 +167,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 	path := benchFile(b, n)
 	var bare, imp time.Duration
 	var peak uint64
-	var dbBytes int64
+	var dbBytes, written int64
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
 		t0 := time.Now()
@@ -180,9 +197,11 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 		runtime.GC()
 		stop := peakHeap()
+		w0 := writtenBytes()
 		t0 = time.Now()
 		res, err := ImportFile(db, path)
 		imp += time.Since(t0)
+		written += writtenBytes() - w0
 		peak = max(peak, stop())
 		if err != nil || res.Spans != n {
 			b.Fatalf("imported %d of %d: %v", res.Spans, n, err)
@@ -193,6 +212,9 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(dbBytes)/float64(n), "db-bytes/span")
+	if written > 0 {
+		b.ReportMetric(float64(written)/float64(n*b.N), "written-bytes/span")
+	}
 	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-spans/s")
 	b.ReportMetric(float64(n*b.N)/imp.Seconds(), "import-spans/s")
 	b.ReportMetric(bare.Seconds()/imp.Seconds(), "ratio")
