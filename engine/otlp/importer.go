@@ -22,6 +22,15 @@ type FileResult struct {
 // share an fsync among many, few enough to keep memory flat.
 const chunkSpans = 8192
 
+// ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
+// (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
+// overrides it). The import streams, but what it keeps per trace grows
+// with the file, and Go's collector lets the heap reach twice what is
+// live before it runs; the limit makes it run sooner, keeping a
+// million-span file under 150 MB (BENCHMARKS.md, 8b). An import that needs
+// more still gets it.
+const ImportMemoryLimit = 100 << 20
+
 // ImportFile streams path into the database: spans are committed in
 // chunks as they are decoded, marked as belonging to a pending import that
 // readers skip, and the execution records are written with the import's
