@@ -112,7 +112,7 @@ func (m *summary) add(s *Span) {
 		}
 	}
 	if m.fallback == "" {
-		m.fallback = "(" + firstNonEmpty(s.Service, s.Scope, "spans") + ")"
+		m.fallback = firstNonEmpty(s.Service, s.Scope, "spans") // shares the span's string
 	}
 }
 
@@ -142,17 +142,23 @@ func (m *summary) merge(o *summary) {
 type writer struct {
 	importID uint64
 	source   string
-	execOf   map[string]string   // trace -> its execution, as decided here
-	from     map[string]string   // trace -> the execution its earlier spans are under, to move at the end
-	sums     map[string]*summary // trace -> what its new spans say
-	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
-	traces   []string            // in order of first mention
+	state    map[string]*traceState // trace -> what this writer knows of it
+	perExec  map[string]*summary    // execution -> what its new spans say, once toPublish ran
+	traces   []*traceState          // in order of first mention
 	stats    Stats
 }
 
+// traceState is what a writer keeps of each trace it has seen, one
+// allocation a trace: a file import keeps it for every trace in the file.
+type traceState struct {
+	trace string
+	exec  string  // its execution, as decided here
+	from  string  // the execution its earlier spans are under, to move at the end
+	sum   summary // what its new spans say
+}
+
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, execOf: map[string]string{}, from: map[string]string{},
-		sums: map[string]*summary{}}
+	return &writer{importID: importID, source: source, state: map[string]*traceState{}}
 }
 
 type pendingPut struct {
@@ -184,12 +190,16 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 				break
 			}
 		}
-		cur, known := w.execOf[t]
-		committed := ""
-		if !known {
+		st, known := w.state[t]
+		committed, cur := "", ""
+		if known {
+			cur = st.exec
+		} else {
 			committed = string(tx.Get(store.OTLPTraces, []byte(t)))
 			cur = committed
-			w.traces = append(w.traces, t)
+			st = &traceState{trace: t}
+			w.state[t] = st
+			w.traces = append(w.traces, st)
 		}
 		exec := cur
 		if exec == "" {
@@ -198,12 +208,12 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			// The trace's conversation became known: it joins the
 			// conversation's execution, its earlier spans with it.
 			exec = ExecutionID(t, conv)
-			if _, moving := w.from[t]; !moving {
-				w.from[t] = cur
+			if st.from == "" {
+				st.from = cur
 			}
 		}
-		w.execOf[t] = exec
-		if !known && committed != exec && w.from[t] == "" {
+		st.exec = exec
+		if !known && committed != exec && st.from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
 		for _, i := range byTrace[t] {
@@ -211,7 +221,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			n := len(arena)
 			arena = encodeSpan(arena, s)
 			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: arena[n:len(arena):len(arena)], span: s}
-			if from := w.from[t]; from != "" {
+			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
 			puts = append(puts, p)
@@ -239,12 +249,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			return err
 		}
 		w.stats.Spans++
-		m := w.sums[p.span.TraceID]
-		if m == nil {
-			m = &summary{}
-			w.sums[p.span.TraceID] = m
-		}
-		m.add(p.span)
+		w.state[p.span.TraceID].sum.add(p.span)
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
@@ -268,21 +273,21 @@ func (w *writer) finish(tx *store.Tx) error {
 func (w *writer) toPublish() []string {
 	w.perExec = map[string]*summary{}
 	var targets, rest []string
-	for _, t := range w.traces {
-		exec := w.execOf[t]
+	for _, st := range w.traces {
+		exec := st.exec
 		m := w.perExec[exec]
 		if m == nil {
 			m = &summary{}
 			w.perExec[exec] = m
-			if w.from[t] != "" {
+			if st.from != "" {
 				targets = append(targets, exec)
 			} else {
 				rest = append(rest, exec)
 			}
 		}
-		m.merge(w.sums[t])
+		m.merge(&st.sum)
+		st.sum = summary{}
 	}
-	w.sums = nil
 	w.stats.Executions = append(append([]string(nil), targets...), rest...)
 	return w.stats.Executions
 }
@@ -292,12 +297,12 @@ func (w *writer) toPublish() []string {
 // list, so they are in it).
 func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 	if moves {
-		for _, t := range w.traces {
-			from := w.from[t]
+		for _, st := range w.traces {
+			t, from := st.trace, st.from
 			if from == "" {
 				continue
 			}
-			exec := w.execOf[t]
+			exec := st.exec
 			moved, err := moveTrace(tx, t, from, exec, w.importID)
 			if err != nil {
 				return err
@@ -399,7 +404,7 @@ func updateRecord(tx *store.Tx, exec string, m *summary, source string) error {
 		x.Scenario = m.rootName
 	}
 	if x.Scenario == "" {
-		x.Scenario = firstNonEmpty(m.fallback, "(spans)")
+		x.Scenario = "(" + firstNonEmpty(m.fallback, "spans") + ")"
 	}
 	if m.failed && x.Status != history.StatusFailed {
 		x.Status, x.Error = history.StatusFailed, m.errText
