@@ -37,7 +37,11 @@ import (
 // stored them as JSON. This build reads both; a writer raises a v1 file to v2
 // when it opens it (the next event it appends is compact), so a build that
 // knows only v1 refuses the file instead of misreading it.
-const SchemaVersion = 2
+//
+// v3: spans imported from OpenTelemetry (OTLPSpans) are stored in
+// engine/otlp's compact binary encoding; v2 stored them as JSON objects.
+// Same rule: this build reads both, a writer raises the file to v3.
+const SchemaVersion = 3
 
 // Sentinel errors, checked with errors.Is.
 var (
