@@ -74,7 +74,7 @@ func sanitize(s string) string {
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	if err := w.write(tx, spans); err != nil {
+	if err := w.write(tx, spans, nil); err != nil {
 		return w.stats, err
 	}
 	if err := w.finish(tx); err != nil {
@@ -169,7 +169,10 @@ type pendingPut struct {
 
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
 // being rewritten on every insert.
-func (w *writer) write(tx *store.Tx, spans []Span) error {
+//
+// encoded, when not nil, holds each span's stored form (encodeSpan), made
+// ahead by a file import's decoding goroutine.
+func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	byTrace := map[string][]int{}
 	var order []string
 	for i := range spans {
@@ -181,7 +184,10 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	var puts []pendingPut
 	var maps [][2]string
-	arena := make([]byte, 0, 256*len(spans))
+	var arena []byte
+	if encoded == nil {
+		arena = make([]byte, 0, 256*len(spans))
+	}
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -218,9 +224,15 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		}
 		for _, i := range byTrace[t] {
 			s := &spans[i]
-			n := len(arena)
-			arena = encodeSpan(arena, s)
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: arena[n:len(arena):len(arena)], span: s}
+			var val []byte
+			if encoded != nil {
+				val = encoded[i]
+			} else {
+				n := len(arena)
+				arena = encodeSpan(arena, s)
+				val = arena[n:len(arena):len(arena)]
+			}
+			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s}
 			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}

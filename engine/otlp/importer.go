@@ -63,7 +63,8 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	full := make(chan *fileChunk, 1)
 	free := make(chan *fileChunk, 2)
 	for range 2 {
-		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans)}
+		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
+			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans)}
 	}
 	var failed atomic.Bool
 	stored := make(chan error, 1)
@@ -71,7 +72,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		var err error
 		for c := range full {
 			if err == nil {
-				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans) }); err != nil {
+				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
 				}
@@ -85,9 +86,8 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	seen := 0
 	format, err := ReadFile(path, func(b Batch) error {
 		seen += len(b.Spans)
-		chunk.spans = append(chunk.spans, b.Spans...)
-		for range b.Spans {
-			chunk.lines = append(chunk.lines, b.Line)
+		for i := range b.Spans {
+			chunk.add(&b.Spans[i], b.Line)
 		}
 		if len(chunk.spans) >= chunkSpans {
 			full <- chunk
@@ -145,10 +145,21 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 var errStoreFailed = errors.New("storing an earlier chunk failed")
 
 // fileChunk is spans on their way to the store, with the line (JSON
-// Lines) each came from.
+// Lines) each came from and their stored form: encoding them here, on the
+// decoding side, balances the work between it and the committer.
 type fileChunk struct {
-	spans []Span
-	lines []int
+	spans   []Span
+	lines   []int
+	encoded [][]byte
+	arena   []byte // holds encoded
+}
+
+func (c *fileChunk) add(s *Span, line int) {
+	c.spans = append(c.spans, *s)
+	c.lines = append(c.lines, line)
+	n := len(c.arena)
+	c.arena = encodeSpan(c.arena, s)
+	c.encoded = append(c.encoded, c.arena[n:len(c.arena):len(c.arena)])
 }
 
 // atLine names the line of the span an error is about, when it is known.
@@ -167,7 +178,12 @@ func (c *fileChunk) atLine(err error) error {
 
 func (c *fileChunk) reset() {
 	clear(c.spans) // let the spans go while the chunk waits
-	c.spans, c.lines = c.spans[:0], c.lines[:0]
+	clear(c.encoded)
+	c.spans, c.lines, c.encoded = c.spans[:0], c.lines[:0], c.encoded[:0]
+	if cap(c.arena) > 512*chunkSpans {
+		c.arena = nil // a chunk of unusually large spans: do not keep its buffer
+	}
+	c.arena = c.arena[:0]
 }
 
 // CleanPending removes what imports cut short (by a crash) wrote.
