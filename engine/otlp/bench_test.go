@@ -170,8 +170,10 @@ func BenchmarkImportJSONL(b *testing.B) {
 	var bare, imp time.Duration
 	var peak uint64
 	var dbBytes, written int64
+	var bareCPU, impCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
+		c0 := cpuTime()
 		t0 := time.Now()
 		f, err := os.Open(path)
 		if err != nil {
@@ -191,6 +193,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 		f.Close()
 		bare += time.Since(t0)
+		bareCPU += cpuTime() - c0
 
 		dbPath := filepath.Join(b.TempDir(), "import.db")
 		db, err := store.Open(dbPath, store.Options{})
@@ -201,9 +204,11 @@ func BenchmarkImportJSONL(b *testing.B) {
 		stop := peakHeap()
 		w0 := writtenBytes()
 		old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
+		c0 = cpuTime()
 		t0 = time.Now()
 		res, err := ImportFile(db, path)
 		imp += time.Since(t0)
+		impCPU += cpuTime() - c0
 		debug.SetMemoryLimit(old)
 		written += writtenBytes() - w0
 		peak = max(peak, stop())
@@ -216,6 +221,8 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(dbBytes)/float64(n), "db-bytes/span")
+	b.ReportMetric(bareCPU.Seconds()/float64(b.N), "bare-cpu-s")
+	b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
 	if written > 0 {
 		b.ReportMetric(float64(written)/float64(n*b.N), "written-bytes/span")
 	}
