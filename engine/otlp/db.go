@@ -17,7 +17,7 @@ const ImportedFormat = "otlp"
 // Stats says what one Save did.
 type Stats struct {
 	Spans      int      // spans stored
-	Repeated   int      // spans already stored, byte for byte (a re-sent batch)
+	Repeated   int      // spans already stored, identical (a re-sent batch)
 	Executions []string // executions created or extended, in order of first mention
 }
 
@@ -69,7 +69,7 @@ func sanitize(s string) string {
 }
 
 // Save stores spans in one transaction, the caller's (the receiver commits
-// each request in one). A span already stored byte for byte is skipped, so
+// each request in one). A span already stored, identical, is skipped, so
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
