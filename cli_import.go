@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +55,12 @@ Exit status: 0 when every file was imported, 1 when any failed.`,
 		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// The import streams, but Go's collector lets the heap grow
+				// to twice what is live before it runs: this keeps a
+				// million-span file under 150 MB (BENCHMARKS.md, 8b).
+				debug.SetMemoryLimit(otlp.ImportMemoryLimit)
+			}
 			return a.importFiles(args)
 		},
 	}

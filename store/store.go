@@ -33,14 +33,16 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v3: histories of every execution share one bucket (history_events, see
-// Tx.AppendEvent); v2 gave each execution a bucket of its own, v3 files keep
-// those and go on appending to them. v2: history events are stored in
-// engine/history's compact encoding; v1 stored them as JSON. This build reads
-// all three; a writer raises an older file to v3 when it opens it, so a build
-// that knows only an older layout refuses the file instead of missing the
-// histories it cannot see.
-const SchemaVersion = 3
+// v4: spans imported from OpenTelemetry (engine/otlp's spans bucket) are
+// stored in engine/otlp's compact binary encoding; earlier files hold them as
+// JSON objects. v3: histories of every execution share one bucket
+// (history_events, see Tx.AppendEvent); v2 gave each execution a bucket of
+// its own, and files that have them keep them and go on appending to them.
+// v2: history events are stored in engine/history's compact encoding; v1
+// stored them as JSON. This build reads all of these; a writer raises an
+// older file to v4 when it opens it, so a build that knows only an older
+// layout refuses the file instead of misreading or missing what it holds.
+const SchemaVersion = 4
 
 // Sentinel errors, checked with errors.Is.
 var (

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +118,22 @@ func benchFile(b *testing.B, n int) string {
 	return path
 }
 
+// writtenBytes is what this process has caused to be written to disk so
+// far (Linux's /proc/self/io write_bytes); 0 where it is not known.
+func writtenBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // peakHeap samples the heap in use until stop is called, and returns the
 // highest figure seen.
 func peakHeap() (stop func() uint64) {
@@ -142,16 +160,20 @@ func peakHeap() (stop func() uint64) {
 }
 
 // BenchmarkImportJSONL compares `retrylab import` of a JSON Lines file
-// (decode, translate, store, fsync) with pdata's bare unmarshal of the same
-// lines, in alternating rounds; it reports both rates, their ratio (goal
-// >= 0.5) and the import's peak heap (goal <= 150 MB).
+// (decode, translate, store, fsync, under the CLI's ImportMemoryLimit)
+// with pdata's bare unmarshal of the same lines, in alternating rounds; it
+// reports both rates, their ratio (goal >= 0.5), the import's peak heap
+// (goal <= 150 MB), the database's size and the bytes written per span.
 func BenchmarkImportJSONL(b *testing.B) {
 	n := benchSpans()
 	path := benchFile(b, n)
 	var bare, imp time.Duration
 	var peak uint64
+	var dbBytes, written int64
+	var bareCPU, impCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
+		c0 := cpuTime()
 		t0 := time.Now()
 		f, err := os.Open(path)
 		if err != nil {
@@ -171,21 +193,38 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 		f.Close()
 		bare += time.Since(t0)
+		bareCPU += cpuTime() - c0
 
-		db, err := store.Open(filepath.Join(b.TempDir(), "import.db"), store.Options{})
+		dbPath := filepath.Join(b.TempDir(), "import.db")
+		db, err := store.Open(dbPath, store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
 		stop := peakHeap()
+		w0 := writtenBytes()
+		old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
+		c0 = cpuTime()
 		t0 = time.Now()
 		res, err := ImportFile(db, path)
 		imp += time.Since(t0)
+		impCPU += cpuTime() - c0
+		debug.SetMemoryLimit(old)
+		written += writtenBytes() - w0
 		peak = max(peak, stop())
 		if err != nil || res.Spans != n {
 			b.Fatalf("imported %d of %d: %v", res.Spans, n, err)
 		}
 		db.Close()
+		if fi, err := os.Stat(dbPath); err == nil {
+			dbBytes = fi.Size()
+		}
+	}
+	b.ReportMetric(float64(dbBytes)/float64(n), "db-bytes/span")
+	b.ReportMetric(bareCPU.Seconds()/float64(b.N), "bare-cpu-s")
+	b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
+	if written > 0 {
+		b.ReportMetric(float64(written)/float64(n*b.N), "written-bytes/span")
 	}
 	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-spans/s")
 	b.ReportMetric(float64(n*b.N)/imp.Seconds(), "import-spans/s")

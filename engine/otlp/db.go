@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -34,7 +33,7 @@ const ImportedFormat = "otlp"
 // Stats says what one Save did.
 type Stats struct {
 	Spans      int      // spans stored
-	Repeated   int      // spans already stored, byte for byte (a re-sent batch)
+	Repeated   int      // spans already stored, identical (a re-sent batch)
 	Executions []string // executions created or extended, in order of first mention
 }
 
@@ -86,12 +85,12 @@ func sanitize(s string) string {
 }
 
 // Save stores spans in one transaction, the caller's (the receiver commits
-// each request in one). A span already stored byte for byte is skipped, so
+// each request in one). A span already stored, identical, is skipped, so
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	if err := w.write(tx, spans); err != nil {
+	if err := w.write(tx, spans, nil); err != nil {
 		return w.stats, err
 	}
 	if err := w.finish(tx); err != nil {
@@ -129,7 +128,7 @@ func (m *summary) add(s *Span) {
 		}
 	}
 	if m.fallback == "" {
-		m.fallback = "(" + firstNonEmpty(s.Service, s.Scope, "spans") + ")"
+		m.fallback = firstNonEmpty(s.Service, s.Scope, "spans") // shares the span's string
 	}
 }
 
@@ -159,17 +158,23 @@ func (m *summary) merge(o *summary) {
 type writer struct {
 	importID uint64
 	source   string
-	execOf   map[string]string   // trace -> its execution, as decided here
-	from     map[string]string   // trace -> the execution its earlier spans are under, to move at the end
-	sums     map[string]*summary // trace -> what its new spans say
-	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
-	traces   []string            // in order of first mention
+	state    map[string]*traceState // trace -> what this writer knows of it
+	perExec  map[string]*summary    // execution -> what its new spans say, once toPublish ran
+	traces   []*traceState          // in order of first mention
 	stats    Stats
 }
 
+// traceState is what a writer keeps of each trace it has seen, one
+// allocation a trace: a file import keeps it for every trace in the file.
+type traceState struct {
+	trace string
+	exec  string  // its execution, as decided here
+	from  string  // the execution its earlier spans are under, to move at the end
+	sum   summary // what its new spans say
+}
+
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, execOf: map[string]string{}, from: map[string]string{},
-		sums: map[string]*summary{}}
+	return &writer{importID: importID, source: source, state: map[string]*traceState{}}
 }
 
 type pendingPut struct {
@@ -180,7 +185,10 @@ type pendingPut struct {
 
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
 // being rewritten on every insert.
-func (w *writer) write(tx *store.Tx, spans []Span) error {
+//
+// encoded, when not nil, holds each span's stored form (encodeSpan), made
+// ahead by a file import's decoding goroutine.
+func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	byTrace := map[string][]int{}
 	var order []string
 	for i := range spans {
@@ -192,6 +200,10 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 	}
 	var puts []pendingPut
 	var maps [][2]string
+	var arena []byte
+	if encoded == nil {
+		arena = make([]byte, 0, 256*len(spans))
+	}
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -200,12 +212,16 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 				break
 			}
 		}
-		cur, known := w.execOf[t]
-		committed := ""
-		if !known {
+		st, known := w.state[t]
+		committed, cur := "", ""
+		if known {
+			cur = st.exec
+		} else {
 			committed = string(tx.Get(BucketTraces, []byte(t)))
 			cur = committed
-			w.traces = append(w.traces, t)
+			st = &traceState{trace: t}
+			w.state[t] = st
+			w.traces = append(w.traces, st)
 		}
 		exec := cur
 		if exec == "" {
@@ -214,22 +230,26 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			// The trace's conversation became known: it joins the
 			// conversation's execution, its earlier spans with it.
 			exec = ExecutionID(t, conv)
-			if _, moving := w.from[t]; !moving {
-				w.from[t] = cur
+			if st.from == "" {
+				st.from = cur
 			}
 		}
-		w.execOf[t] = exec
-		if !known && committed != exec && w.from[t] == "" {
+		st.exec = exec
+		if !known && committed != exec && st.from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
 		for _, i := range byTrace[t] {
-			s := spans[i]
-			enc, err := json.Marshal(&s)
-			if err != nil {
-				return fmt.Errorf("span %s: encode: %w", s.SpanID, err)
+			s := &spans[i]
+			var val []byte
+			if encoded != nil {
+				val = encoded[i]
+			} else {
+				n := len(arena)
+				arena = encodeSpan(arena, s)
+				val = arena[n:len(arena):len(arena)]
 			}
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: enc, span: &spans[i]}
-			if from := w.from[t]; from != "" {
+			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s}
+			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
 			puts = append(puts, p)
@@ -243,7 +263,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 		}
 		if ent != nil {
 			seq, _ := decodeIndex(ent)
-			if bytes.Equal(tx.Get(BucketSpans, store.U64(seq)), p.val) {
+			if sameSpan(tx.Get(BucketSpans, store.U64(seq)), p.val) {
 				w.stats.Repeated++
 				continue
 			}
@@ -257,12 +277,7 @@ func (w *writer) write(tx *store.Tx, spans []Span) error {
 			return err
 		}
 		w.stats.Spans++
-		m := w.sums[p.span.TraceID]
-		if m == nil {
-			m = &summary{}
-			w.sums[p.span.TraceID] = m
-		}
-		m.add(p.span)
+		w.state[p.span.TraceID].sum.add(p.span)
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
@@ -286,21 +301,21 @@ func (w *writer) finish(tx *store.Tx) error {
 func (w *writer) toPublish() []string {
 	w.perExec = map[string]*summary{}
 	var targets, rest []string
-	for _, t := range w.traces {
-		exec := w.execOf[t]
+	for _, st := range w.traces {
+		exec := st.exec
 		m := w.perExec[exec]
 		if m == nil {
 			m = &summary{}
 			w.perExec[exec] = m
-			if w.from[t] != "" {
+			if st.from != "" {
 				targets = append(targets, exec)
 			} else {
 				rest = append(rest, exec)
 			}
 		}
-		m.merge(w.sums[t])
+		m.merge(&st.sum)
+		st.sum = summary{}
 	}
-	w.sums = nil
 	w.stats.Executions = append(append([]string(nil), targets...), rest...)
 	return w.stats.Executions
 }
@@ -310,12 +325,12 @@ func (w *writer) toPublish() []string {
 // list, so they are in it).
 func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 	if moves {
-		for _, t := range w.traces {
-			from := w.from[t]
+		for _, st := range w.traces {
+			t, from := st.trace, st.from
 			if from == "" {
 				continue
 			}
-			exec := w.execOf[t]
+			exec := st.exec
 			moved, err := moveTrace(tx, t, from, exec, w.importID)
 			if err != nil {
 				return err
@@ -357,7 +372,7 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary,
 		seq, imp := decodeIndex(entries[i])
 		if imp != importID || importID == 0 {
 			var s Span
-			if err := json.Unmarshal(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
+			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
@@ -417,7 +432,7 @@ func updateRecord(tx *store.Tx, exec string, m *summary, source string) error {
 		x.Scenario = m.rootName
 	}
 	if x.Scenario == "" {
-		x.Scenario = firstNonEmpty(m.fallback, "(spans)")
+		x.Scenario = "(" + firstNonEmpty(m.fallback, "spans") + ")"
 	}
 	if m.failed && x.Status != history.StatusFailed {
 		x.Status, x.Error = history.StatusFailed, m.errText
@@ -456,7 +471,7 @@ func Load(tx *store.Tx, exec string) ([]Span, error) {
 			return true
 		}
 		var s Span
-		if err := json.Unmarshal(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
+		if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
 			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
@@ -20,6 +21,15 @@ type FileResult struct {
 // chunkSpans is how many spans a file import commits at once: enough to
 // share an fsync among many, few enough to keep memory flat.
 const chunkSpans = 8192
+
+// ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
+// (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
+// overrides it). The import streams, but what it keeps per trace grows
+// with the file, and Go's collector lets the heap reach twice what is
+// live before it runs; the limit makes it run sooner, keeping a
+// million-span file under 150 MB (BENCHMARKS.md, 8b). An import that needs
+// more still gets it.
+const ImportMemoryLimit = 100 << 20
 
 // ImportFile streams path into the database: spans are committed in
 // chunks as they are decoded, marked as belonging to a pending import that
@@ -47,30 +57,55 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	w := newWriter(path, id)
-	chunk := make([]Span, 0, chunkSpans)
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
-		}
-		err := db.Update(func(tx *store.Tx) error { return w.write(tx, chunk) })
-		chunk = chunk[:0]
-		return err
+	// Decoding and storing overlap: a goroutine commits each chunk while
+	// the next one is decoded. Two chunks go round between them, so memory
+	// holds at most two.
+	full := make(chan *fileChunk, 1)
+	free := make(chan *fileChunk, 2)
+	for range 2 {
+		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
+			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans)}
 	}
+	var failed atomic.Bool
+	stored := make(chan error, 1)
+	go func() {
+		var err error
+		for c := range full {
+			if err == nil {
+				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded) }); err != nil {
+					err = c.atLine(err)
+					failed.Store(true)
+				}
+			}
+			c.reset()
+			free <- c
+		}
+		stored <- err
+	}()
+	chunk := <-free
 	seen := 0
 	format, err := ReadFile(path, func(b Batch) error {
 		seen += len(b.Spans)
-		chunk = append(chunk, b.Spans...)
-		if len(chunk) >= chunkSpans {
-			return flush()
+		for i := range b.Spans {
+			chunk.add(&b.Spans[i], b.Line)
+		}
+		if len(chunk.spans) >= chunkSpans {
+			full <- chunk
+			chunk = <-free
+			if failed.Load() {
+				return errStoreFailed
+			}
 		}
 		return nil
 	})
-	res.Format = format
-	if err == nil {
-		if err = flush(); err != nil {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
+	if err == nil && len(chunk.spans) > 0 {
+		full <- chunk
 	}
+	close(full)
+	if serr := <-stored; serr != nil && (err == nil || errors.Is(err, errStoreFailed)) {
+		err = fmt.Errorf("%s: %w", path, serr)
+	}
+	res.Format = format
 	if err == nil && seen == 0 {
 		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
 	}
@@ -103,6 +138,52 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// errStoreFailed stops decoding once storing a chunk failed; the error
+// reported is the store's.
+var errStoreFailed = errors.New("storing an earlier chunk failed")
+
+// fileChunk is spans on their way to the store, with the line (JSON
+// Lines) each came from and their stored form: encoding them here, on the
+// decoding side, balances the work between it and the committer.
+type fileChunk struct {
+	spans   []Span
+	lines   []int
+	encoded [][]byte
+	arena   []byte // holds encoded
+}
+
+func (c *fileChunk) add(s *Span, line int) {
+	c.spans = append(c.spans, *s)
+	c.lines = append(c.lines, line)
+	n := len(c.arena)
+	c.arena = encodeSpan(c.arena, s)
+	c.encoded = append(c.encoded, c.arena[n:len(c.arena):len(c.arena)])
+}
+
+// atLine names the line of the span an error is about, when it is known.
+func (c *fileChunk) atLine(err error) error {
+	var se *SpanError
+	if !errors.As(err, &se) {
+		return err
+	}
+	for i := len(c.spans) - 1; i >= 0; i-- {
+		if c.spans[i].SpanID == se.SpanID {
+			return atLine(c.lines[i], err)
+		}
+	}
+	return err
+}
+
+func (c *fileChunk) reset() {
+	clear(c.spans) // let the spans go while the chunk waits
+	clear(c.encoded)
+	c.spans, c.lines, c.encoded = c.spans[:0], c.lines[:0], c.encoded[:0]
+	if cap(c.arena) > 512*chunkSpans {
+		c.arena = nil // a chunk of unusually large spans: do not keep its buffer
+	}
+	c.arena = c.arena[:0]
 }
 
 // CleanPending removes what imports cut short (by a crash) wrote.

@@ -407,7 +407,7 @@ func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
 			return err
 		}
 		w := newWriter("crashed.json", id)
-		return w.write(tx, []Span{extra}) // and the process dies before finish
+		return w.write(tx, []Span{extra}, nil) // and the process dies before finish
 	})
 	after, _ := LoadSpans(db, exec)
 	if len(after) != len(before) {
@@ -440,7 +440,7 @@ func TestCrashWhilePublishingIsCleaned(t *testing.T) {
 			return err
 		}
 		w := newWriter("crashed.json", id)
-		if err := w.write(tx, spans); err != nil {
+		if err := w.write(tx, spans, nil); err != nil {
 			return err
 		}
 		return w.publish(tx, w.toPublish(), true) // and the pending mark is never dropped

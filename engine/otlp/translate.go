@@ -51,6 +51,21 @@ type translation struct {
 	orphans []string
 	// turnAt lists the turns' starts, in order, for the calls to find theirs.
 	turnAt []turnStart
+	// canon holds the tool spans' canonical arguments, computed once.
+	canon map[int]json.RawMessage
+}
+
+// args are span i's canonical arguments. Canonicalising parses and
+// re-encodes the JSON, the translation's largest cost: each span's is
+// computed once, though a call's signature, its scheduling and its attempt
+// all use it.
+func (t *translation) args(i int) json.RawMessage {
+	if a, ok := t.canon[i]; ok {
+		return a
+	}
+	a := canonical(t.spans[i].Args())
+	t.canon[i] = a
+	return a
 }
 
 type turnStart struct {
@@ -81,7 +96,8 @@ type timed struct {
 }
 
 func newTranslation(spans []Span) *translation {
-	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{}}
+	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{},
+		canon: map[int]json.RawMessage{}, out: make([]timed, 0, 3*len(spans)+4)}
 	for i := range spans {
 		t.byID[spans[i].TraceID+spans[i].SpanID] = i
 	}
@@ -194,17 +210,22 @@ func (t *translation) events() []trace.Event {
 	t.crashes()
 	t.end(last, failed)
 
-	sort.SliceStable(t.out, func(i, j int) bool {
-		a, b := t.out[i], t.out[j]
+	// Events are large: sort their positions, and copy each once.
+	order := make([]int32, len(t.out))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := &t.out[order[i]], &t.out[order[j]]
 		if a.at != b.at {
 			return a.at < b.at
 		}
 		return a.order < b.order
 	})
 	evs := make([]trace.Event, len(t.out))
-	for i, x := range t.out {
-		x.ev.Seq = uint64(i + 1)
-		evs[i] = x.ev
+	for i, k := range order {
+		evs[i] = t.out[k].ev
+		evs[i].Seq = uint64(i + 1)
 	}
 	return evs
 }
@@ -299,7 +320,7 @@ func (t *translation) calls() {
 		if s.Role() != RoleTool {
 			continue
 		}
-		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(canonical(s.Args()))
+		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(t.args(i))
 		cid := s.CallID()
 		_, exported := s.Attrs["retrylab.attempt"]
 		c := byID[cid]
@@ -328,7 +349,7 @@ func (t *translation) calls() {
 			if run != lastRun {
 				// The call is scheduled in each run that tries it.
 				lastRun = run
-				args := canonical(s.Args())
+				args := t.args(i)
 				key := s.Key()
 				if _, exported := s.Attrs["retrylab.attempt"]; exported {
 					key = s.Attrs["retrylab.call.key"] // retrylab keys attempts, not always the call
@@ -355,7 +376,7 @@ func (t *translation) calls() {
 // it led to and the journal record of its result.
 func (t *translation) attempt(i int, callID string, run, number int) {
 	s := &t.spans[i]
-	a := canonical(s.Args())
+	a := t.args(i)
 	maxAttempts, _ := strconv.Atoi(s.Attrs["retrylab.max_attempts"])
 	t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: run, Call: callID, Tool: s.Tool(), Attempt: number,
 		MaxAttempts: maxAttempts, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})

@@ -1,0 +1,130 @@
+package otlp
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// fillOldDB is how testdata/spans-json-v0.db was written, by the code
+// before the binary span encoding (spans stored as JSON objects): three
+// fixtures imported as files, one saved as the receiver saves.
+func fillOldDB(t *testing.T, db *store.DB) {
+	t.Helper()
+	for _, f := range []string{"adk-send-twice.json", "genai-semconv.json", "openinference-charge.jsonl"} {
+		if _, err := ImportFile(db, filepath.Join(fixtures, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := readFixture(t, "openllmetry-ticket.json")
+	if err := db.Update(func(tx *store.Tx) error { _, err := Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A database written before the binary encoding reads as a fresh one
+// does: the same executions, the same spans, and importing the same files
+// again finds every span already there.
+func TestDatabaseWithJSONSpansStillReads(t *testing.T) {
+	old, err := os.ReadFile("testdata/spans-json-v0.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(p, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldDB, err := store.Open(p, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldDB.Close()
+	// The file really holds the old encoding.
+	jsonSpans := 0
+	oldDB.View(func(tx *store.Tx) error {
+		return tx.Scan(BucketSpans, nil, false, func(_, v []byte) bool {
+			if len(v) > 0 && v[0] == '{' {
+				jsonSpans++
+			}
+			return true
+		})
+	})
+	if jsonSpans == 0 {
+		t.Fatal("testdata/spans-json-v0.db holds no JSON-encoded span")
+	}
+	fresh := openDB(t)
+	fillOldDB(t, fresh)
+
+	oldX, freshX := executions(t, oldDB), executions(t, fresh)
+	if len(oldX) == 0 || !reflect.DeepEqual(oldX, freshX) {
+		t.Fatalf("executions differ:\nold   %+v\nfresh %+v", oldX, freshX)
+	}
+	for _, x := range oldX {
+		a, err := LoadSpans(oldDB, x.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := LoadSpans(fresh, x.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) == 0 || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: spans differ:\nold   %+v\nfresh %+v", x.ID, a, b)
+		}
+		if ea, eb := Events(a), Events(b); !reflect.DeepEqual(ea, eb) {
+			t.Errorf("%s: events differ", x.ID)
+		}
+	}
+	res, err := ImportFile(oldDB, filepath.Join(fixtures, "adk-send-twice.json"))
+	if err != nil || res.Spans != 0 || res.Repeated != 9 {
+		t.Fatalf("re-import into the old database: %+v, %v", res.Stats, err)
+	}
+}
+
+// Every field survives the binary encoding, ids that are not hex too.
+func TestSpanEncodingRoundTrips(t *testing.T) {
+	spans := []Span{
+		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "0123456789abcdef", ParentID: "fedcba9876543210",
+			Name: "execute_tool send_email", Kind: "internal", Start: 1790607000000000000, End: 1790607001000000000,
+			Status: "error", Message: "boom", Service: "svc", Scope: "scope",
+			Attrs:  map[string]string{"gen_ai.tool.name": "send_email", "custom.key": "v", "gen_ai.tool.call.arguments": `{"a":1}`},
+			Events: []SpanEvent{{Name: "exception", Time: 1790607000500000000, Attrs: map[string]string{"exception.message": "x", "other": "y"}}, {Name: "e2", Time: -5}}},
+		{TraceID: "t1", SpanID: "S1", ParentID: "ABCDEF0123456789", Name: "x", Start: 10, End: 5},
+	}
+	for _, s := range spans {
+		enc := encodeSpan(nil, &s)
+		var got Span
+		if err := decodeSpan(enc, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, s) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, s)
+		}
+		if err := decodeSpan(enc[:len(enc)-1], &got); err == nil {
+			t.Error("a truncated span decoded")
+		}
+	}
+}
+
+// Decoding and storing overlap; a span refused by the store is still
+// named with the line it came from, and the file leaves nothing behind.
+func TestStoreErrorNamesTheSpansLine(t *testing.T) {
+	for _, chunk := range []int{1, 2, 8192} {
+		db := openDB(t)
+		p := filepath.Join(t.TempDir(), "dup.jsonl")
+		other := strings.Replace(goodSpan, `"a000000000000001"`, `"a000000000000002"`, 1)
+		dup := strings.Replace(goodSpan, `"name":"x"`, `"name":"y"`, 1)
+		os.WriteFile(p, []byte(doc(goodSpan)+"\n"+doc(other)+"\n"+doc(dup)+"\n"+doc(other)+"\n"), 0o600)
+		_, err := importFile(db, p, chunk)
+		if err == nil || !strings.Contains(err.Error(), p+": line 3: span a000000000000001: appears twice") {
+			t.Fatalf("chunks of %d: error %v", chunk, err)
+		}
+		if xs := executions(t, db); len(xs) != 0 {
+			t.Fatalf("chunks of %d: a failed file left %d executions", chunk, len(xs))
+		}
+	}
+}
