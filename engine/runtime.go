@@ -135,8 +135,9 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, plan)
 }
 
-// unfinishedSteps finds steps whose last attempt never finished and were not
-// recorded or replayed afterwards (trace.Unfinished). With a journal, a
+// unfinishedSteps finds steps whose last attempt never finished, or ended
+// in a timeout or a server error, and were not recorded, replayed or
+// escalated afterwards (trace.Unfinished). With a journal, a
 // step is finished only when its result is recorded: an ok answer that
 // never reached the journal (the worker or the host died in between) leaves
 // the step unfinished, so an unsafe tool escalates instead of running again.

@@ -222,3 +222,44 @@ func TestApplyRunAfterTheEnd(t *testing.T) {
 		t.Fatalf("running again: outcome %s, end %+v, run 1 %s", tr.Outcome(), tr.End, tr.Runs[0].Mark())
 	}
 }
+
+// An attempt that timed out or met a server error has an unknown outcome:
+// an unsafe tool's worker escalates right after recording it, and a worker
+// killed in between (its host killed with SIGKILL, say) leaves the call
+// unfinished, so the next run escalates instead of repeating the call. A
+// definite answer (ok, or a 4xx) closes the attempt as before.
+func TestApplyUnknownOutcomeLeavesTheCallUnfinished(t *testing.T) {
+	tr := trace.Fold("x", []trace.Event{
+		{Seq: 1, Kind: trace.CallScheduled, Run: 1, Call: "timeout"},
+		{Seq: 2, Kind: trace.AttemptStarted, Run: 1, Call: "timeout", Attempt: 1},
+		{Seq: 3, Kind: trace.AttemptFinished, Run: 1, Call: "timeout", Attempt: 1, Outcome: trace.OutcomeTimeout},
+		{Seq: 4, Kind: trace.CallScheduled, Run: 1, Call: "error"},
+		{Seq: 5, Kind: trace.AttemptStarted, Run: 1, Call: "error", Attempt: 1},
+		{Seq: 6, Kind: trace.AttemptFinished, Run: 1, Call: "error", Attempt: 1, Outcome: trace.OutcomeError},
+		{Seq: 7, Kind: trace.CallScheduled, Run: 1, Call: "rejected"},
+		{Seq: 8, Kind: trace.AttemptStarted, Run: 1, Call: "rejected", Attempt: 1},
+		{Seq: 9, Kind: trace.AttemptFinished, Run: 1, Call: "rejected", Attempt: 1, Outcome: trace.OutcomeRejected},
+		{Seq: 10, Kind: trace.CallScheduled, Run: 1, Call: "retried"},
+		{Seq: 11, Kind: trace.AttemptStarted, Run: 1, Call: "retried", Attempt: 1},
+		{Seq: 12, Kind: trace.AttemptFinished, Run: 1, Call: "retried", Attempt: 1, Outcome: trace.OutcomeTimeout},
+		{Seq: 13, Kind: trace.AttemptStarted, Run: 1, Call: "retried", Attempt: 2},
+		{Seq: 14, Kind: trace.AttemptFinished, Run: 1, Call: "retried", Attempt: 2, Outcome: trace.OutcomeOK},
+		{Seq: 15, Kind: trace.StepRecorded, Run: 1, Call: "retried"},
+		{Seq: 16, Kind: trace.RunCrashed, Run: 1, ExitCode: 137},
+	})
+	for _, journal := range []bool{true, false} {
+		if got := fmt.Sprint(tr.Unfinished(journal)); got != "[timeout error]" {
+			t.Errorf("unfinished (journal %v) %s, want [timeout error]", journal, got)
+		}
+	}
+	// An escalation closes the call.
+	tr = trace.Fold("y", []trace.Event{
+		{Seq: 1, Kind: trace.CallScheduled, Run: 1, Call: "send"},
+		{Seq: 2, Kind: trace.AttemptStarted, Run: 1, Call: "send", Attempt: 1},
+		{Seq: 3, Kind: trace.AttemptFinished, Run: 1, Call: "send", Attempt: 1, Outcome: trace.OutcomeTimeout},
+		{Seq: 4, Kind: trace.Escalated, Run: 1, Call: "send"},
+	})
+	if got := tr.Unfinished(true); len(got) != 0 {
+		t.Errorf("unfinished after the escalation %v, want none", got)
+	}
+}

@@ -505,9 +505,14 @@ func (t *Trace) Apply(e Event) {
 			delete(ar.open, k)
 		}
 		if p := t.progress[e.Call]; p != nil {
-			p.openAnswered = false
+			// A timeout or a server error leaves the outcome unknown: the
+			// call stays open until a later attempt, a record or an
+			// escalation closes it, so a run after a kill that came before
+			// the escalation escalates instead of repeating the call.
+			unknown := e.Outcome == OutcomeTimeout || e.Outcome == OutcomeError
+			p.openAnswered = unknown
 			if e.Outcome != OutcomeOK {
-				p.openRecorded = false
+				p.openRecorded = unknown
 			}
 		}
 	case RetryScheduled:
@@ -737,7 +742,8 @@ func (t *Trace) PlansFired() map[int]bool {
 	return out
 }
 
-// Unfinished lists the calls whose latest attempt never finished and that
+// Unfinished lists the calls whose latest attempt never finished, or
+// finished with an unknown outcome (a timeout or a server error), and that
 // no record, replay or escalation closed since, in order of their first
 // attempt. With journal set, only a journal record (not an ok answer)
 // finishes a call: an answer that never reached the journal leaves it

@@ -35,7 +35,8 @@ type Plan struct {
 	// Attempts is the last attempt number per step so far.
 	Attempts map[string]int `json:"attempts"`
 	// Unfinished lists steps whose last attempt started in an earlier run
-	// and never finished: their outcome is unknown.
+	// and never finished, or finished with a timeout or a server error, with
+	// no record or escalation since: their outcome is unknown.
 	Unfinished []string `json:"unfinished,omitempty"`
 }
 
