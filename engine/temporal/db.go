@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/safeid"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -61,23 +62,7 @@ func Identify(h *historypb.History) (exec, run string) {
 	if chain == "" {
 		chain = run
 	}
-	return "temporal-" + sanitize(chain), sanitize(run)
-}
-
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-		if b.Len() >= 80 {
-			break
-		}
-	}
-	return b.String()
+	return "temporal-" + safeid.Part(chain, 80), safeid.Part(run, 80)
 }
 
 // chunkEvents is how many events one stored value holds: event ids
