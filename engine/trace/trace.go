@@ -355,6 +355,15 @@ func (a *Attempt) Mark() Mark {
 	return MarkFailed
 }
 
+// endMark is the glyph of an execution's or a run's end: ✓ when it
+// finished OK, ✖ for any other outcome.
+func endMark(o Outcome) Mark {
+	if o == OutcomeOK {
+		return MarkOK
+	}
+	return MarkFailed
+}
+
 // Injection is one fault injected into an attempt.
 type Injection struct {
 	Fault string
@@ -558,11 +567,7 @@ func (t *Trace) Apply(e Event) {
 	case JournalDeleted:
 		t.Nodes = append(t.Nodes, t.note(e, MarkDeleted))
 	case ExecutionEnded:
-		m := MarkFailed
-		if e.Outcome == OutcomeOK {
-			m = MarkOK
-		}
-		n := t.note(e, m)
+		n := t.note(e, endMark(e.Outcome))
 		r.End = n
 		t.End = n
 		r.Nodes = append(r.Nodes, n)
@@ -574,11 +579,7 @@ func (t *Trace) Apply(e Event) {
 			r.Nodes = append(r.Nodes, n)
 		}
 	case RunEnded:
-		m := MarkFailed
-		if e.Outcome == OutcomeOK {
-			m = MarkOK
-		}
-		n := t.note(e, m)
+		n := t.note(e, endMark(e.Outcome))
 		r.End = n
 		r.turn = nil
 		r.Nodes = append(r.Nodes, n)
