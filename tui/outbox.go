@@ -127,11 +127,7 @@ func (o *outboxPane) selected() *outboxLine {
 // View is the pane's box.
 func (o *outboxPane) View() string {
 	title, lines := o.lines(o.height-2, o.width-2)
-	focused := o.focus == paneOutbox
-	if focused {
-		title = focusMark + title
-	}
-	return o.theme.box(title, lines, o.width, o.height, focused)
+	return o.theme.pane(title, lines, o.width, o.height, o.focus == paneOutbox)
 }
 
 func (o *outboxPane) lines(height, width int) (string, []string) {
