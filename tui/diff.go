@@ -75,21 +75,9 @@ func (c *comparePane) Update(msg tea.Msg) tea.Cmd {
 	case compareMsg:
 		c.onResult(msg)
 	case tea.KeyMsg:
-		k := c.keys
-		switch {
-		case key.Matches(msg, k.Up):
-			c.move(-1)
-		case key.Matches(msg, k.Down):
-			c.move(1)
-		case key.Matches(msg, k.PageUp):
-			c.move(-c.rowsShown())
-		case key.Matches(msg, k.PageDown):
-			c.move(c.rowsShown())
-		case key.Matches(msg, k.Top):
-			c.move(-1 << 30)
-		case key.Matches(msg, k.Bottom):
-			c.move(1 << 30)
-		case key.Matches(msg, compareClose):
+		if d, ok := c.keys.moveDelta(msg, c.rowsShown()); ok {
+			c.move(d)
+		} else if key.Matches(msg, compareClose) {
 			c.open, c.res = false, nil
 		}
 	}

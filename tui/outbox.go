@@ -60,18 +60,10 @@ func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 			o.crmTab = !o.crmTab
 			o.sel, o.top = 0, 0
 		case o.focus != paneOutbox:
-		case key.Matches(msg, k.Up):
-			o.move(-1)
-		case key.Matches(msg, k.Down):
-			o.move(1)
-		case key.Matches(msg, k.PageUp):
-			o.move(-o.pageRows())
-		case key.Matches(msg, k.PageDown):
-			o.move(o.pageRows())
-		case key.Matches(msg, k.Top):
-			o.move(-1 << 30)
-		case key.Matches(msg, k.Bottom):
-			o.move(1 << 30)
+		default:
+			if d, ok := k.moveDelta(msg, o.pageRows()); ok {
+				o.move(d)
+			}
 		}
 	}
 	return nil
