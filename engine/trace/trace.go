@@ -462,14 +462,7 @@ func (t *Trace) Apply(e Event) {
 	case CallScheduled:
 		c := &Call{Call: e.Call, Tool: e.Tool, Kind: e.Text, Args: e.Args, Key: e.Key, Run: r.Number, Turn: e.Turn,
 			Seq: e.Seq, Time: e.Time, Attrs: e.Attrs}
-		if r.turn != nil {
-			c.Turn = r.turn.Number
-			r.turn.Nodes = append(r.turn.Nodes, c)
-		} else {
-			r.Nodes = append(r.Nodes, c)
-		}
-		r.calls[e.Call] = c
-		t.calls[e.Call] = c
+		t.addCall(r, c)
 	case AttemptStarted:
 		t.attemptStarted(r, e)
 	case AttemptsNotKept:
@@ -769,15 +762,21 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 		return c
 	}
 	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
+	t.addCall(r, c)
+	return c
+}
+
+// addCall places a new call in the run's open turn (taking the turn's
+// number), or in the run itself between turns, and indexes it by its id.
+func (t *Trace) addCall(r *Run, c *Call) {
 	if r.turn != nil {
 		c.Turn = r.turn.Number
 		r.turn.Nodes = append(r.turn.Nodes, c)
 	} else {
 		r.Nodes = append(r.Nodes, c)
 	}
-	r.calls[e.Call] = c
-	t.calls[e.Call] = c
-	return c
+	r.calls[c.Call] = c
+	t.calls[c.Call] = c
 }
 
 // runOf finds the run an event belongs to, opening it (and the gap before
