@@ -227,14 +227,7 @@ func (c *comparePane) move(d int) {
 	}
 	n := len(c.res.Rows)
 	c.sel = clamp(c.sel+d, 0, max(0, n-1))
-	shown := c.rowsShown()
-	if c.sel < c.top {
-		c.top = c.sel
-	}
-	if c.sel >= c.top+shown {
-		c.top = c.sel - shown + 1
-	}
-	c.top = clamp(c.top, 0, max(0, n-shown))
+	c.top = scrollTo(c.sel, c.top, c.rowsShown(), n)
 }
 
 // compareStacked reports whether the sides are stacked (narrow terminals).
