@@ -97,17 +97,13 @@ func (a *app) eachFolded(ids []string, fn func(*trace.Trace)) error {
 	}
 	defer db.Close()
 	if len(ids) == 0 {
-		if err := db.View(func(tx *store.Tx) error {
-			return tx.Executions(false, 0, func(id string, _ []byte) bool {
-				// Attempts a Temporal worker's interceptor recorded show
-				// in their workflow's execution once its history is
-				// imported: not counted twice.
-				if !temporal.MergedSpans(tx, id) {
-					ids = append(ids, id)
-				}
-				return true
-			})
-		}); err != nil {
+		// Attempts a Temporal worker's interceptor recorded show in their
+		// workflow's execution once its history is imported: not counted
+		// twice.
+		ids, err = executionIDs(db, func(tx *store.Tx, id string, _ []byte) bool {
+			return !temporal.MergedSpans(tx, id)
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -138,3 +138,18 @@ func (a *app) fixPorts(port int) error {
 	a.mailPort, a.crmPort, a.controlPort = port, port+1, port+2
 	return nil
 }
+
+// executionIDs lists db's executions in stored order, those keep accepts
+// (nil keeps all); keep sees each one's stored record in the same read.
+func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) bool) ([]string, error) {
+	var ids []string
+	err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if keep == nil || keep(tx, id, rec) {
+				ids = append(ids, id)
+			}
+			return true
+		})
+	})
+	return ids, err
+}

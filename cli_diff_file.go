@@ -120,13 +120,8 @@ func (tf *traceFiles) fold(d diffSide) (*trace.Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: read %s", d.side, oneLine(err.Error()))
 	}
-	var ids []string
-	if err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, _ []byte) bool {
-			ids = append(ids, id)
-			return true
-		})
-	}); err != nil {
+	ids, err := executionIDs(db, nil)
+	if err != nil {
 		return nil, fmt.Errorf("diff %s: %s: %w", d.side, d.file, err)
 	}
 	slices.Sort(ids)

@@ -120,13 +120,8 @@ func TestCLIDiffErrorsAndNothingInCommon(t *testing.T) {
 		{[]string{"diff", "exec_7K2Q"}, 2, "retrylab diff needs two executions, A and B (see --help)"},
 		{[]string{"diff", "exec_7K2Q", "exec_8NI1", "--json", "--markdown"}, 2, "--json and --markdown exclude each other"},
 	} {
-		r := rl(t, db, tt.args...)
-		msg := oneLineError(t, r)
-		if r.code != tt.code || !strings.Contains(msg, tt.want) {
-			t.Errorf("want exit %d and %q\n%s", tt.code, tt.want, r)
-		}
-		if r.stdout != "" {
-			t.Errorf("an error printed on stdout\n%s", r)
+		if msg := fails(t, tt.code, db, tt.args...); !strings.Contains(msg, tt.want) {
+			t.Errorf("%v: want %q, got %q", tt.args, tt.want, msg)
 		}
 	}
 }
@@ -351,13 +346,8 @@ func TestCLIDiffTraceFileErrors(t *testing.T) {
 		{[]string{"diff", "#abc", "exec_7K2Q"}, 2, `retrylab: diff A: "#abc": want FILE#ID`},
 		{[]string{"diff", semconv, "exec_NOPE"}, 1, "retrylab: diff B: no such execution: exec_NOPE in " + db},
 	} {
-		r := rl(t, db, tt.args...)
-		msg := oneLineError(t, r)
-		if r.code != tt.code || !strings.HasPrefix(msg, tt.want) {
-			t.Errorf("want exit %d and %q\n%s", tt.code, tt.want, r)
-		}
-		if r.stdout != "" {
-			t.Errorf("an error printed on stdout\n%s", r)
+		if msg := fails(t, tt.code, db, tt.args...); !strings.HasPrefix(msg, tt.want) {
+			t.Errorf("%v: want %q, got %q", tt.args, tt.want, msg)
 		}
 	}
 	// A file with two executions, one named: it diffs.

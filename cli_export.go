@@ -55,14 +55,12 @@ func (a *app) exportOTLP(file string, ids []string) error {
 	err = func() error {
 		defer db.Close()
 		if !named {
-			if err := db.View(func(tx *store.Tx) error {
-				return tx.Executions(false, 0, func(id string, rec []byte) bool {
-					if x, err := history.DecodeExecution(rec); err == nil && x.Imported == "" {
-						ids = append(ids, id)
-					}
-					return true
-				})
-			}); err != nil {
+			var err error
+			ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
+				x, err := history.DecodeExecution(rec)
+				return err == nil && x.Imported == ""
+			})
+			if err != nil {
 				return err
 			}
 		}

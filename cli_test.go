@@ -610,13 +610,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"no-such-command"}, 2, `unknown command "no-such-command"`},
 		{[]string{"outbox", "--frobnicate"}, 2, "unknown flag: --frobnicate"},
 	} {
-		r := rl(t, db, tt.args...)
-		msg := oneLineError(t, r)
-		if r.code != tt.code || !strings.Contains(msg, tt.want) {
-			t.Errorf("want exit %d and %q\n%s", tt.code, tt.want, r)
-		}
-		if r.stdout != "" {
-			t.Errorf("an error printed on stdout\n%s", r)
+		if msg := fails(t, tt.code, db, tt.args...); !strings.Contains(msg, tt.want) {
+			t.Errorf("%v: want %q, got %q", tt.args, tt.want, msg)
 		}
 	}
 	// The unknown scenario lists the known ones.

@@ -128,6 +128,21 @@ func oneLineError(t *testing.T, r ran) string {
 	return msg
 }
 
+// fails runs a command that must fail with exit code: one 'retrylab: ...'
+// line on stderr, nothing on stdout. It returns that line.
+func fails(t *testing.T, code int, db string, args ...string) string {
+	t.Helper()
+	r := rl(t, db, args...)
+	msg := oneLineError(t, r)
+	if r.code != code {
+		t.Errorf("want exit %d\n%s", code, r)
+	}
+	if r.stdout != "" {
+		t.Errorf("an error printed on stdout\n%s", r)
+	}
+	return msg
+}
+
 func has(t *testing.T, r ran, want ...string) {
 	t.Helper()
 	for _, w := range want {

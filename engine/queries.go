@@ -161,19 +161,7 @@ func (h *Host) ResetWorld() error {
 
 // Reset wipes everything: executions, histories, journals and the world,
 // like the article's `reset`. It refuses while a worker runs.
-func (h *Host) Reset() error {
-	if running := h.Running(); len(running) > 0 {
-		return fmt.Errorf("cannot reset while %s is running", running[0])
-	}
-	if err := h.db.Update(func(tx *store.Tx) error { return tx.ClearAll() }); err != nil {
-		return fmt.Errorf("reset: %w", err)
-	}
-	h.mu.Lock()
-	h.execs = map[string]*execState{}
-	h.armed = nil
-	h.mu.Unlock()
-	return h.ResetWorld()
-}
+func (h *Host) Reset() error { return h.ResetKeeping() }
 
 // State is the whole state in one object, like the article's state.json.
 type State struct {

@@ -201,20 +201,8 @@ func TestV2HistoryBucketsStayReadable(t *testing.T) {
 func TestChunksHoldEventsOfAnySize(t *testing.T) {
 	db, _ := newDB(t)
 	sizes := []int{10, 0, 500, 3 * chunkMax, 7, 1, chunkMax, chunkMax - 2, 300, 300, 300, 300, 5000, 20}
-	err := db.Update(func(tx *Tx) error {
-		for _, size := range sizes {
-			if _, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) {
-				return payload("x", seq, size), nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.View(func(tx *Tx) error {
+	appendSized(t, db, "x", sizes...)
+	err := db.View(func(tx *Tx) error {
 		if got := tx.LastSeq("x"); got != uint64(len(sizes)) {
 			t.Errorf("LastSeq = %d, want %d", got, len(sizes))
 		}
@@ -304,20 +292,9 @@ func TestAppendsInOneTransaction(t *testing.T) {
 // a seek for the sequence runs past the bucket's end.
 func TestEventsFromInsideTheLastChunk(t *testing.T) {
 	db, _ := newDB(t)
-	err := db.Update(func(tx *Tx) error {
-		for range 11 { // 300-byte events: chunks begin at 1, 4, 7 and 10
-			if _, err := tx.AppendEvent("only", func(seq uint64) ([]byte, error) {
-				return payload("only", seq, 300), nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.View(func(tx *Tx) error {
+	// 300-byte events: chunks begin at 1, 4, 7 and 10.
+	appendSized(t, db, "only", slices.Repeat([]int{300}, 11)...)
+	err := db.View(func(tx *Tx) error {
 		for from, want := range map[uint64][]uint64{11: {11}, 10: {10, 11}, 9: {9, 10, 11}, 12: nil} {
 			var got []uint64
 			if err := tx.Events("only", from, func(seq uint64, data []byte) bool {
@@ -335,6 +312,25 @@ func TestEventsFromInsideTheLastChunk(t *testing.T) {
 		}
 		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n != 4 {
 			t.Errorf("11 events of 300 bytes in %d chunks, want 4", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendSized appends one event of each size to exec's history, in one
+// transaction; each payload starts "exec:seq:".
+func appendSized(t *testing.T, db *DB, exec string, sizes ...int) {
+	t.Helper()
+	err := db.Update(func(tx *Tx) error {
+		for _, size := range sizes {
+			if _, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) {
+				return payload(exec, seq, size), nil
+			}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -21,6 +21,15 @@ func fit(s string, width int) string {
 	return s
 }
 
+// pane is a focusable pane's box: when focused, its title starts with
+// focusMark so focus shows without colour.
+func (t Theme) pane(title string, lines []string, width, height int, focused bool) string {
+	if focused {
+		title = focusMark + title
+	}
+	return t.box(title, lines, width, height, focused)
+}
+
 // box draws a bordered pane of exactly width x height cells with a title in
 // its top border. lines beyond the inner height are dropped; short content
 // is padded. Drawing borders by hand keeps the size exact at every width.

@@ -37,11 +37,7 @@ func (d *detailPane) Update(tea.Msg) tea.Cmd { return nil }
 
 // View is the pane's box.
 func (d *detailPane) View() string {
-	title, focused := "Detail", d.focus == paneDetail
-	if focused {
-		title = focusMark + title
-	}
-	return d.theme.box(title, d.lines(d.width-2), d.width, d.height, focused)
+	return d.theme.pane("Detail", d.lines(d.width-2), d.width, d.height, d.focus == paneDetail)
 }
 
 // ShortHelp is the trace's keys: the detail follows the trace's selection.

@@ -75,21 +75,9 @@ func (c *comparePane) Update(msg tea.Msg) tea.Cmd {
 	case compareMsg:
 		c.onResult(msg)
 	case tea.KeyMsg:
-		k := c.keys
-		switch {
-		case key.Matches(msg, k.Up):
-			c.move(-1)
-		case key.Matches(msg, k.Down):
-			c.move(1)
-		case key.Matches(msg, k.PageUp):
-			c.move(-c.rowsShown())
-		case key.Matches(msg, k.PageDown):
-			c.move(c.rowsShown())
-		case key.Matches(msg, k.Top):
-			c.move(-1 << 30)
-		case key.Matches(msg, k.Bottom):
-			c.move(1 << 30)
-		case key.Matches(msg, compareClose):
+		if d, ok := c.keys.moveDelta(msg, c.rowsShown()); ok {
+			c.move(d)
+		} else if key.Matches(msg, compareClose) {
 			c.open, c.res = false, nil
 		}
 	}
@@ -239,14 +227,7 @@ func (c *comparePane) move(d int) {
 	}
 	n := len(c.res.Rows)
 	c.sel = clamp(c.sel+d, 0, max(0, n-1))
-	shown := c.rowsShown()
-	if c.sel < c.top {
-		c.top = c.sel
-	}
-	if c.sel >= c.top+shown {
-		c.top = c.sel - shown + 1
-	}
-	c.top = clamp(c.top, 0, max(0, n-shown))
+	c.top = scrollTo(c.sel, c.top, c.rowsShown(), n)
 }
 
 // compareStacked reports whether the sides are stacked (narrow terminals).

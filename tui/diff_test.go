@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +8,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
-
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/store"
 )
 
 // compareKeys select naive (listed under the newer safe), mark it, go back
@@ -124,17 +120,7 @@ func TestCompareMarkedGone(t *testing.T) {
 // translation (ImportedEvents), not a history, and their effects are the
 // audit's inferred ones.
 func TestCompareImported(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "imported.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"../fixtures/otlp/openinference-charge.jsonl", "../fixtures/otlp/adk-send-twice.json"} {
-		if _, err := otlp.ImportFile(db, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	path := importedDB(t, "../fixtures/otlp/openinference-charge.jsonl", "../fixtures/otlp/adk-send-twice.json")
 	h := openHost(t, path)
 	defer h.Close()
 	// A host's notices never end: run the explorer as the runtime would.

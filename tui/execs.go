@@ -95,11 +95,7 @@ func (e *execsPane) selected() *execItem {
 // View is the pane's box.
 func (e *execsPane) View() string {
 	title, lines := e.lines(e.height-2, e.width-2)
-	focused := e.focus == paneExecs
-	if focused {
-		title = focusMark + title
-	}
-	return e.theme.box(title, lines, e.width, e.height, focused)
+	return e.theme.pane(title, lines, e.width, e.height, e.focus == paneExecs)
 }
 
 func (e *execsPane) lines(height, width int) (string, []string) {

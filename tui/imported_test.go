@@ -16,19 +16,32 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
-// An execution imported from OpenTelemetry shows in the list and, once
-// selected, its trace: runs, turns, tool calls and their attempts, as the
-// fold makes them of the spans.
-func TestImportedExecutionShowsItsTrace(t *testing.T) {
+// importedDB is a new database file holding the executions of the OTLP
+// trace files, closed again so a host can open it.
+func importedDB(t *testing.T, files ...string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "imported.db")
 	db, err := store.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := otlp.ImportFile(db, "../fixtures/otlp/genai-semconv.json"); err != nil {
+	for _, f := range files {
+		if _, err := otlp.ImportFile(db, f); err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	return path
+}
+
+// An execution imported from OpenTelemetry shows in the list and, once
+// selected, its trace: runs, turns, tool calls and their attempts, as the
+// fold makes them of the spans.
+func TestImportedExecutionShowsItsTrace(t *testing.T) {
+	path := importedDB(t, "../fixtures/otlp/genai-semconv.json")
 	h := openHost(t, path)
 	defer h.Close()
 	m, _, frame := openExplorer(t, h, 160, 48)

@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // KeyMap is every key the explorer answers to, with its help text.
 type KeyMap struct {
@@ -121,3 +124,24 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 
 // helpGroups names FullHelp's columns.
 var helpGroups = []string{"Move", "Run", "Faults"}
+
+// moveDelta is how many rows a move key moves a selection: ±1 for up and
+// down, ±page for the page keys, far past either end for top and bottom (the
+// pane clamps). ok is false for any other key.
+func (k KeyMap) moveDelta(msg tea.KeyMsg, page int) (delta int, ok bool) {
+	switch {
+	case key.Matches(msg, k.Up):
+		return -1, true
+	case key.Matches(msg, k.Down):
+		return 1, true
+	case key.Matches(msg, k.PageUp):
+		return -page, true
+	case key.Matches(msg, k.PageDown):
+		return page, true
+	case key.Matches(msg, k.Top):
+		return -1 << 30, true
+	case key.Matches(msg, k.Bottom):
+		return 1 << 30, true
+	}
+	return 0, false
+}

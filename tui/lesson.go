@@ -116,11 +116,7 @@ func (l *lessonPane) View() string {
 	if l.presenter {
 		lines = spaced(lines)
 	}
-	focused := l.focus == paneDetail
-	if focused {
-		title = focusMark + title
-	}
-	return l.theme.box(title, lines, l.width, l.height, focused)
+	return l.theme.pane(title, lines, l.width, l.height, l.focus == paneDetail)
 }
 
 // FullHelp is the lesson's keys in one group.

@@ -60,18 +60,10 @@ func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 			o.crmTab = !o.crmTab
 			o.sel, o.top = 0, 0
 		case o.focus != paneOutbox:
-		case key.Matches(msg, k.Up):
-			o.move(-1)
-		case key.Matches(msg, k.Down):
-			o.move(1)
-		case key.Matches(msg, k.PageUp):
-			o.move(-o.pageRows())
-		case key.Matches(msg, k.PageDown):
-			o.move(o.pageRows())
-		case key.Matches(msg, k.Top):
-			o.move(-1 << 30)
-		case key.Matches(msg, k.Bottom):
-			o.move(1 << 30)
+		default:
+			if d, ok := k.moveDelta(msg, o.pageRows()); ok {
+				o.move(d)
+			}
 		}
 	}
 	return nil
@@ -127,11 +119,7 @@ func (o *outboxPane) selected() *outboxLine {
 // View is the pane's box.
 func (o *outboxPane) View() string {
 	title, lines := o.lines(o.height-2, o.width-2)
-	focused := o.focus == paneOutbox
-	if focused {
-		title = focusMark + title
-	}
-	return o.theme.box(title, lines, o.width, o.height, focused)
+	return o.theme.pane(title, lines, o.width, o.height, o.focus == paneOutbox)
 }
 
 func (o *outboxPane) lines(height, width int) (string, []string) {

@@ -605,11 +605,7 @@ func (t *tracePane) selected() *node {
 // View is the pane's box.
 func (t *tracePane) View() string {
 	title, lines := t.lines(t.height-2, t.width-2)
-	focused := t.focus == paneTrace
-	if focused {
-		title = focusMark + title
-	}
-	return t.theme.box(title, lines, t.width, t.height, focused)
+	return t.theme.pane(title, lines, t.width, t.height, t.focus == paneTrace)
 }
 
 // ShortHelp is the pane's keys in the footer: the ones a presenter reaches for.

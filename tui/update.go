@@ -283,18 +283,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.revealLinkedAttempt()
 		m.clampScroll()
 		return cmd
-	case key.Matches(msg, k.Up):
-		return m.move(-1)
-	case key.Matches(msg, k.Down):
-		return m.move(1)
-	case key.Matches(msg, k.PageUp):
-		return m.move(-m.pageRows())
-	case key.Matches(msg, k.PageDown):
-		return m.move(m.pageRows())
-	case key.Matches(msg, k.Top):
-		return m.move(-1 << 30)
-	case key.Matches(msg, k.Bottom):
-		return m.move(1 << 30)
+	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom):
+		d, _ := k.moveDelta(msg, m.pageRows())
+		return m.move(d)
 	case key.Matches(msg, k.Expand, k.Collapse, k.Toggle):
 		m.sizePanes()
 		m.trace.Update(msg)

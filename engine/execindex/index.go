@@ -375,23 +375,13 @@ func (ix *Index) appendRow(id string, attr uint32) (int, error) {
 }
 
 func (ix *Index) attr(r record) (uint32, error) {
-	sc, ok := ix.scenOf[r.Scenario]
-	if !ok {
-		if len(ix.scens) == maxScens {
-			return 0, fmt.Errorf("%w: more than %d scenarios", ErrFull, maxScens)
-		}
-		sc = uint32(len(ix.scens))
-		ix.scens = append(ix.scens, r.Scenario)
-		ix.scenOf[r.Scenario] = sc
+	sc, err := intern(r.Scenario, ix.scenOf, &ix.scens, maxScens, "scenarios")
+	if err != nil {
+		return 0, err
 	}
-	st, ok := ix.statusOf[r.Status]
-	if !ok {
-		if len(ix.statuses) == maxStatuses {
-			return 0, fmt.Errorf("%w: more than %d statuses", ErrFull, maxStatuses)
-		}
-		st = uint32(len(ix.statuses))
-		ix.statuses = append(ix.statuses, r.Status)
-		ix.statusOf[r.Status] = st
+	st, err := intern(r.Status, ix.statusOf, &ix.statuses, maxStatuses, "statuses")
+	if err != nil {
+		return 0, err
 	}
 	a := sc<<scenShift | st<<statusShift
 	if r.Policy.Keys {
@@ -404,6 +394,22 @@ func (ix *Index) attr(r record) (uint32, error) {
 		a |= attrDup
 	}
 	return a, nil
+}
+
+// intern is v's code: its index in names, looked up in codes, added to
+// both when new. At most limit codes fit the attribute's bits; what names
+// them in the error.
+func intern[V comparable](v V, codes map[V]uint32, names *[]V, limit int, what string) (uint32, error) {
+	if c, ok := codes[v]; ok {
+		return c, nil
+	}
+	if len(*names) == limit {
+		return 0, fmt.Errorf("%w: more than %d %s", ErrFull, limit, what)
+	}
+	c := uint32(len(*names))
+	*names = append(*names, v)
+	codes[v] = c
+	return c, nil
 }
 
 // bitset is one bit per row; rows past its end are not set.

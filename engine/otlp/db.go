@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/safeid"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -63,25 +64,9 @@ func spanKey(exec, trace, span string) []byte {
 // has one (gen_ai.conversation.id), else the trace itself.
 func ExecutionID(trace, conversation string) string {
 	if conversation != "" {
-		return "otlp-conv-" + sanitize(conversation)
+		return "otlp-conv-" + safeid.Part(conversation, 64)
 	}
 	return "otlp-" + trace
-}
-
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-		if b.Len() >= 64 {
-			break
-		}
-	}
-	return b.String()
 }
 
 // Save stores spans in one transaction, the caller's (the receiver commits

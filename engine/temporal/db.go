@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/safeid"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -61,28 +62,12 @@ func Identify(h *historypb.History) (exec, run string) {
 	if chain == "" {
 		chain = run
 	}
-	return ExecutionName(chain), sanitize(run)
+	return ExecutionName(chain), safeid.Part(run, 80)
 }
 
 // ExecutionName is the execution retrylab stores a chain of runs under,
 // named after its first run id.
-func ExecutionName(firstRunID string) string { return "temporal-" + sanitize(firstRunID) }
-
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-		if b.Len() >= 80 {
-			break
-		}
-	}
-	return b.String()
-}
+func ExecutionName(firstRunID string) string { return "temporal-" + safeid.Part(firstRunID, 80) }
 
 // chunkEvents is how many events one stored value holds: event ids
 // k*chunkEvents+1 .. (k+1)*chunkEvents of a run are chunk k. A chunk is the

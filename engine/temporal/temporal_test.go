@@ -365,12 +365,7 @@ func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
 		span("a000000000000002", 2, "error", "HTTPError", "card service answered 503", 2),
 		span("a000000000000003", 3, "ok", "", "", 3),
 	}
-	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := temporal.ImportFile(db, run1File); err != nil {
-		t.Fatal(err)
-	}
+	receiveThenImport(t, db, spans, run1File)
 	var tr *trace.Trace
 	if err := db.View(func(tx *store.Tx) error {
 		if !temporal.MergedSpans(tx, otlp.ExecutionID("", temporal.SpanConversation(run))) || temporal.MergedSpans(tx, "otlp-conv-other") {
@@ -515,12 +510,7 @@ func TestRecordedStartMarkerOnly(t *testing.T) {
 		{TraceID: "1123456789abcdef0123456789abcdef", SpanID: "b000000000000003", ParentID: "b0000000000000ff", Name: temporal.SpanAttemptStarted,
 			Start: base + 2e9, End: base + 2e9, Attrs: attrs(2, temporal.AttrPhase, "started", "temporal.worker", "77@host-b")},
 	}
-	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := temporal.ImportFile(db, run1File); err != nil {
-		t.Fatal(err)
-	}
+	receiveThenImport(t, db, spans, run1File)
 	var tr *trace.Trace
 	if err := db.View(func(tx *store.Tx) error {
 		evs, err := temporal.LoadEvents(tx, execID)
@@ -601,5 +591,17 @@ func TestSaveFromInBatches(t *testing.T) {
 	}
 	if xa.Status != history.StatusCompleted || xa.Status != xb.Status || !xa.Updated.Equal(xb.Updated) || xa.Runs != 1 {
 		t.Errorf("records %+v vs %+v", xa, xb)
+	}
+}
+
+// receiveThenImport stores spans as the OTLP receiver would (a worker's
+// interceptor sent them), then imports the Temporal history file.
+func receiveThenImport(t *testing.T, db *store.DB, spans []otlp.Span, file string) {
+	t.Helper()
+	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := temporal.ImportFile(db, file); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -41,14 +41,7 @@ func TestFoldEveryFixture(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range out.Executions {
-				x, err := h.Execution(id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				events, err := h.Events(id, 0, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				x, events := recorded(t, h, id)
 				holds(t, x, events, out)
 			}
 		})

@@ -50,6 +50,12 @@ func recordHistory(t *testing.T, scenario string, script ...string) (history.Exe
 		<-r.Done()
 		id = r.Execution
 	}
+	return recorded(t, h, id)
+}
+
+// recorded is an execution's record and its whole history.
+func recorded(t *testing.T, h engine.Service, id string) (history.Execution, []history.Event) {
+	t.Helper()
 	x, err := h.Execution(id)
 	if err != nil {
 		t.Fatal(err)

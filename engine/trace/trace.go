@@ -355,6 +355,15 @@ func (a *Attempt) Mark() Mark {
 	return MarkFailed
 }
 
+// endMark is the glyph of an execution's or a run's end: ✓ when it
+// finished OK, ✖ for any other outcome.
+func endMark(o Outcome) Mark {
+	if o == OutcomeOK {
+		return MarkOK
+	}
+	return MarkFailed
+}
+
 // Injection is one fault injected into an attempt.
 type Injection struct {
 	Fault string
@@ -453,14 +462,7 @@ func (t *Trace) Apply(e Event) {
 	case CallScheduled:
 		c := &Call{Call: e.Call, Tool: e.Tool, Kind: e.Text, Args: e.Args, Key: e.Key, Run: r.Number, Turn: e.Turn,
 			Seq: e.Seq, Time: e.Time, Attrs: e.Attrs}
-		if r.turn != nil {
-			c.Turn = r.turn.Number
-			r.turn.Nodes = append(r.turn.Nodes, c)
-		} else {
-			r.Nodes = append(r.Nodes, c)
-		}
-		r.calls[e.Call] = c
-		t.calls[e.Call] = c
+		t.addCall(r, c)
 	case AttemptStarted:
 		t.attemptStarted(r, e)
 	case AttemptsNotKept:
@@ -563,11 +565,7 @@ func (t *Trace) Apply(e Event) {
 	case JournalDeleted:
 		t.Nodes = append(t.Nodes, t.note(e, MarkDeleted))
 	case ExecutionEnded:
-		m := MarkFailed
-		if e.Outcome == OutcomeOK {
-			m = MarkOK
-		}
-		n := t.note(e, m)
+		n := t.note(e, endMark(e.Outcome))
 		r.End = n
 		t.End = n
 		r.Nodes = append(r.Nodes, n)
@@ -579,11 +577,7 @@ func (t *Trace) Apply(e Event) {
 			r.Nodes = append(r.Nodes, n)
 		}
 	case RunEnded:
-		m := MarkFailed
-		if e.Outcome == OutcomeOK {
-			m = MarkOK
-		}
-		n := t.note(e, m)
+		n := t.note(e, endMark(e.Outcome))
 		r.End = n
 		r.turn = nil
 		r.Nodes = append(r.Nodes, n)
@@ -774,15 +768,21 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 		return c
 	}
 	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
+	t.addCall(r, c)
+	return c
+}
+
+// addCall places a new call in the run's open turn (taking the turn's
+// number), or in the run itself between turns, and indexes it by its id.
+func (t *Trace) addCall(r *Run, c *Call) {
 	if r.turn != nil {
 		c.Turn = r.turn.Number
 		r.turn.Nodes = append(r.turn.Nodes, c)
 	} else {
 		r.Nodes = append(r.Nodes, c)
 	}
-	r.calls[e.Call] = c
-	t.calls[e.Call] = c
-	return c
+	r.calls[c.Call] = c
+	t.calls[c.Call] = c
 }
 
 // runOf finds the run an event belongs to, opening it (and the gap before
