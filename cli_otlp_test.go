@@ -259,3 +259,25 @@ func TestCLIExportImportSameModel(t *testing.T) {
 		t.Errorf("audits differ:\n%s\n%s", a1.stdout, a2.stdout)
 	}
 }
+
+// export to a place it cannot write names that place, not the temporary
+// file it writes first, and leaves nothing behind.
+func TestCLIExportBadDestination(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	dir := t.TempDir()
+	cases := []struct{ file, want string }{
+		{filepath.Join(dir, "nodir", "out.json"), "export: directory " + filepath.Join(dir, "nodir") + " does not exist"},
+		{dir, "export: " + dir + " is a directory"},
+	}
+	for _, c := range cases {
+		r := must(t, 1, db, "export", "--otlp", c.file)
+		msg := oneLineError(t, r)
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, "/.") {
+			t.Errorf("%s: stderr %q, want %q and no temporary file", c.file, msg, c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("export left %d files in %s", len(left), dir)
+	}
+}
