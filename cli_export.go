@@ -35,7 +35,7 @@ retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
 into the same model. Imported executions are not exported again.
 
 The file is written whole or not at all (a temporary file renamed into place).`,
-		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json naive-1",
+		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return &exitError{code: 2, msg: "export needs --otlp FILE (see --help)"}

@@ -281,3 +281,21 @@ func TestCLIExportBadDestination(t *testing.T) {
 		t.Errorf("export left %d files in %s", len(left), dir)
 	}
 }
+
+// export's --help examples work as written, after 'retrylab run naive'.
+func TestCLIExportHelpExamplesRun(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	ex := (&app{}).exportCmd().Example
+	lines := strings.Split(strings.TrimSpace(ex), "\n")
+	if len(lines) == 0 {
+		t.Fatal("export has no examples")
+	}
+	for _, line := range lines {
+		args := strings.Fields(line)
+		if args[0] != "retrylab" {
+			t.Fatalf("example %q does not start with retrylab", line)
+		}
+		has(t, ok(t, db, args[1:]...), "wrote 1 executions")
+	}
+}
