@@ -597,6 +597,8 @@ func TestCLIErrors(t *testing.T) {
 		want string // in the error line
 	}{
 		{[]string{"run", "nope"}, 1, `retrylab: unknown scenario "nope" (known: `},
+		{[]string{"--run", "nope"}, 1, `retrylab: --run: unknown scenario "nope" (known: `},
+		{[]string{"--run", badYAML}, 1, "retrylab: --run: " + badYAML + `:7: turns.0.calls.0.tool: unknown tool "sned"`},
 		{[]string{"run"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "safe"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "--keys", "maybe"}, 2, `want on or off, not "maybe"`},
