@@ -216,6 +216,9 @@ func (a *app) journalCmd() *cobra.Command {
 				id := ""
 				if len(args) == 1 {
 					id = args[0]
+					if _, err := h.Execution(id); err != nil {
+						return err // no such execution, not "no journal records"
+					}
 				}
 				entries, err := h.Journal(id)
 				if err != nil {

@@ -607,6 +607,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"resume", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"journal", "delete", "exec_01H8", "step-4"}, 1, "retrylab: no such execution: exec_01H8"},
 		{[]string{"journal", "delete", "exec_01H8"}, 2, "needs EXECUTION and STEP"},
+		{[]string{"journal", "list", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"show", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"show"}, 1, "retrylab: no executions yet"},
 		{[]string{"no-such-command"}, 2, `unknown command "no-such-command"`},
