@@ -299,3 +299,15 @@ func TestCLIExportHelpExamplesRun(t *testing.T) {
 		has(t, ok(t, db, args[1:]...), "wrote 1 executions")
 	}
 }
+
+// An imported execution was not run by retrylab: resume says so, rather than
+// looking for a scenario named after the file or hinting to run it again.
+func TestCLIResumeImportedSaysImported(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "import", fixturePaths(t)[0])
+	r := must(t, 1, db, "resume", "otlp-conv-sess-adk-mail-1")
+	want := "retrylab: execution otlp-conv-sess-adk-mail-1 was imported (otlp), not run by retrylab: there is nothing to resume"
+	if msg := oneLineError(t, r); msg != want {
+		t.Errorf("stderr %q, want %q", msg, want)
+	}
+}
