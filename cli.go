@@ -64,7 +64,28 @@ Without a subcommand it opens the explorer on the database.`,
 	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
 		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd(), a.clockCmd(), a.diffCmd())
 	root.AddCommand(otlpCommands(a)...)
+	for _, c := range root.Commands() {
+		usageArgs(c)
+	}
 	return root
+}
+
+// usageArgs makes a wrong number of arguments, as cobra's own checks word
+// it, a usage error: exit 2 and a pointer to --help, as a bad flag is.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) || strings.HasPrefix(err.Error(), "unknown command ") {
+				return err
+			}
+			return &exitError{code: 2, msg: fmt.Sprintf("%s: %s (see --help)", c.CommandPath(), err)}
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func envOr(name, def string) string {

@@ -29,7 +29,9 @@ OpenTelemetry traces above all. Side-effecting tool calls are grouped by tool
 and canonical arguments, within an execution and across executions whose
 attempts lie within --window of each other, and graded:
 
-  duplicate  two attempts of the same effect succeeded
+  duplicate  two attempts of the same effect succeeded (or took effect: an
+             attempt whose caller saw no answer but whose effect the trace
+             records, ◆, counts as one that succeeded)
   possible   an attempt whose outcome is unknown (timeout, cancellation, a
              dead worker) was followed by another
   absorbed   the repeat carried the same idempotency key (read from

@@ -13,6 +13,8 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/tui"
 )
 
@@ -36,6 +38,13 @@ func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 
 // explore opens the explorer on the database. It needs a terminal.
 func (a *app) explore(f *exploreFlags) error {
+	// A --run the explorer could not start is said here, whole, not in a
+	// status line cut to the terminal's width after the explorer opened.
+	if f.run != "" {
+		if _, err := scenario.NewCatalog(fixtures.FS).Get(f.run); err != nil {
+			return fmt.Errorf("--run: %w", err)
+		}
+	}
 	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
 			"  retrylab run naive     retrylab show     retrylab outbox     retrylab --help"}

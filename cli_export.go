@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -33,7 +35,7 @@ retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
 into the same model. Imported executions are not exported again.
 
 The file is written whole or not at all (a temporary file renamed into place).`,
-		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json naive-1",
+		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return &exitError{code: 2, msg: "export needs --otlp FILE (see --help)"}
@@ -46,6 +48,9 @@ The file is written whole or not at all (a temporary file renamed into place).`,
 }
 
 func (a *app) exportOTLP(file string, ids []string) error {
+	if err := checkDestination(file); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	named := len(ids) > 0
 	db, err := a.openStore(false)
 	if err != nil {
@@ -96,6 +101,19 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// checkDestination says, before any work, why a file cannot be written at
+// path in words about path (not the temporary file writeFileAtomic makes).
+func checkDestination(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory; name a file in it, e.g. %s", path, filepath.Join(path, "traces.json"))
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("directory %s does not exist (create it first: mkdir -p %s)", dir, dir)
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to a temporary file beside path, syncs it and

@@ -30,6 +30,9 @@ for a mistake or its fix, the pair's diff line (the other half from this
 database, or run on a scratch database when this one has none).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && asMarkdown {
+				return &exitError{code: 2, msg: "show: --json and --markdown exclude each other"}
+			}
 			return a.withService(func(h engine.Service) error {
 				id, err := pickExecution(h, args)
 				if err != nil {
@@ -40,6 +43,9 @@ database, or run on a scratch database when this one has none).`,
 					return err
 				}
 				if x.Imported != "" {
+					if asMarkdown {
+						return &exitError{code: 2, msg: fmt.Sprintf("show: %s is imported: it has no handout (try show --json, or audit --markdown)", x.ID)}
+					}
 					return a.showImported(h, x, asJSON)
 				}
 				switch {
@@ -210,6 +216,9 @@ func (a *app) journalCmd() *cobra.Command {
 				id := ""
 				if len(args) == 1 {
 					id = args[0]
+					if _, err := h.Execution(id); err != nil {
+						return err // no such execution, not "no journal records"
+					}
 				}
 				entries, err := h.Journal(id)
 				if err != nil {

@@ -259,3 +259,55 @@ func TestCLIExportImportSameModel(t *testing.T) {
 		t.Errorf("audits differ:\n%s\n%s", a1.stdout, a2.stdout)
 	}
 }
+
+// export to a place it cannot write names that place, not the temporary
+// file it writes first, and leaves nothing behind.
+func TestCLIExportBadDestination(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	dir := t.TempDir()
+	cases := []struct{ file, want string }{
+		{filepath.Join(dir, "nodir", "out.json"), "export: directory " + filepath.Join(dir, "nodir") + " does not exist"},
+		{dir, "export: " + dir + " is a directory"},
+	}
+	for _, c := range cases {
+		r := must(t, 1, db, "export", "--otlp", c.file)
+		msg := oneLineError(t, r)
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, "/.") {
+			t.Errorf("%s: stderr %q, want %q and no temporary file", c.file, msg, c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("export left %d files in %s", len(left), dir)
+	}
+}
+
+// export's --help examples work as written, after 'retrylab run naive'.
+func TestCLIExportHelpExamplesRun(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	ex := (&app{}).exportCmd().Example
+	lines := strings.Split(strings.TrimSpace(ex), "\n")
+	if len(lines) == 0 {
+		t.Fatal("export has no examples")
+	}
+	for _, line := range lines {
+		args := strings.Fields(line)
+		if args[0] != "retrylab" {
+			t.Fatalf("example %q does not start with retrylab", line)
+		}
+		has(t, ok(t, db, args[1:]...), "wrote 1 executions")
+	}
+}
+
+// An imported execution was not run by retrylab: resume says so, rather than
+// looking for a scenario named after the file or hinting to run it again.
+func TestCLIResumeImportedSaysImported(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "import", fixturePaths(t)[0])
+	r := must(t, 1, db, "resume", "otlp-conv-sess-adk-mail-1")
+	want := "retrylab: execution otlp-conv-sess-adk-mail-1 was imported (otlp), not run by retrylab: there is nothing to resume"
+	if msg := oneLineError(t, r); msg != want {
+		t.Errorf("stderr %q, want %q", msg, want)
+	}
+}

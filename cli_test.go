@@ -597,6 +597,8 @@ func TestCLIErrors(t *testing.T) {
 		want string // in the error line
 	}{
 		{[]string{"run", "nope"}, 1, `retrylab: unknown scenario "nope" (known: `},
+		{[]string{"--run", "nope"}, 1, `retrylab: --run: unknown scenario "nope" (known: `},
+		{[]string{"--run", badYAML}, 1, "retrylab: --run: " + badYAML + `:7: turns.0.calls.0.tool: unknown tool "sned"`},
 		{[]string{"run"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "safe"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "--keys", "maybe"}, 2, `want on or off, not "maybe"`},
@@ -605,6 +607,10 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"resume", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"journal", "delete", "exec_01H8", "step-4"}, 1, "retrylab: no such execution: exec_01H8"},
 		{[]string{"journal", "delete", "exec_01H8"}, 2, "needs EXECUTION and STEP"},
+		{[]string{"journal", "list", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
+		{[]string{"show", "exec_7K2Q", "exec_01H8"}, 2, "retrylab: retrylab show: accepts at most 1 arg(s), received 2 (see --help)"},
+		{[]string{"outbox", "extra"}, 2, `unknown command "extra" for "retrylab outbox" (see --help)`},
+		{[]string{"import"}, 2, "retrylab: retrylab import: requires at least 1 arg(s), only received 0 (see --help)"},
 		{[]string{"show", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"show"}, 1, "retrylab: no executions yet"},
 		{[]string{"no-such-command"}, 2, `unknown command "no-such-command"`},

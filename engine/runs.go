@@ -153,6 +153,9 @@ func (h *Host) Resume(id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if x.Imported != "" {
+		return nil, fmt.Errorf("execution %s was imported (%s), not run by retrylab: there is nothing to resume", id, x.Imported)
+	}
 	if x.Status.Finished() {
 		return nil, fmt.Errorf("execution %s has %s; nothing to resume (running its scenario again restarts it)", id, x.Status)
 	}

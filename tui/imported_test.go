@@ -134,3 +134,32 @@ func BenchmarkExplorerOpenImported(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
 	}
 }
+
+// An imported run had no worker of retrylab's and its attempts no HTTP
+// status: the rows say neither "worker starting" nor a status of 0.
+func TestImportedRowsInventNoWorkerNorStatus(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "imported.db")
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := otlp.ImportFile(db, "../fixtures/otlp/openinference-charge.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	h := openHost(t, path)
+	defer h.Close()
+	m, _, frame := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	view := ansi.Strip(frame)
+	for _, want := range []string{"▾ run 1 · policy unknown (imported) · ✓ completed", "#1 ✓ ok → result  40ms", "#2 ✓ ok → result  600ms"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+	for _, bad := range []string{"worker starting", "✓ 0 →"} {
+		if strings.Contains(view, bad) {
+			t.Errorf("the explorer says %q of an imported trace:\n%s", bad, view)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (tv *traceView) row(tn trace.Node) *node {
 		}
 	}
 	if n == nil {
-		n = makeNode(tn, tv.t)
+		n = makeNode(tn, tv.t, tv.exec.Imported != "")
 		tv.made[tn] = n
 	}
 	n.children = tn.Children()
@@ -180,12 +180,13 @@ func (tv *traceView) apply(events []history.Event) bool {
 	return true
 }
 
-// makeNode describes a node of the model as a row.
-func makeNode(tn trace.Node, t *trace.Trace) *node {
+// makeNode describes a node of the model as a row; imported says the
+// trace was imported (no worker of retrylab's ran it).
+func makeNode(tn trace.Node, t *trace.Trace, imported bool) *node {
 	n := &node{id: tn.ID(), children: tn.Children(), src: tn}
 	switch v := tn.(type) {
 	case *trace.Run:
-		n.kind, n.text = kindRun, runLine(v, t)
+		n.kind, n.text = kindRun, runLine(v, t, imported)
 	case *trace.Gap:
 		n.kind, n.text = kindGap, fmt.Sprintf("┆ %s with no worker running", roundDur(v.Duration))
 	case *trace.Turn:
@@ -205,14 +206,16 @@ func makeNode(tn trace.Node, t *trace.Trace) *node {
 	return n
 }
 
-// runLine is a run's row: its worker, its own policy, the faults injected
-// during it and how it ended.
-func runLine(r *trace.Run, t *trace.Trace) string {
-	worker := "worker starting"
-	if r.PID != 0 {
-		worker = fmt.Sprintf("pid %d", r.PID)
+// runLine is a run's row: its worker (none for an imported run), its own
+// policy, the faults injected during it and how it ended.
+func runLine(r *trace.Run, t *trace.Trace, imported bool) string {
+	s := fmt.Sprintf("run %d", r.Number)
+	switch {
+	case r.PID != 0:
+		s += fmt.Sprintf(" · pid %d", r.PID)
+	case !imported:
+		s += " · worker starting"
 	}
-	s := fmt.Sprintf("run %d · %s", r.Number, worker)
 	if r.Policy != "" {
 		s += " · policy " + r.Policy
 	}
@@ -299,9 +302,17 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 	case markDedup:
 		return m, fmt.Sprintf("%s%s deduplicated by key → %s  %s%s%s", head, g, exchangeRef(a.Response), roundDur(a.Duration), key, faults)
 	case markOK:
-		return m, fmt.Sprintf("%s%s %d → %s  %s%s%s", head, g, a.Status, exchangeRef(a.Response), roundDur(a.Duration), key, faults)
+		status := "ok" // an imported span has no HTTP status
+		if a.Status != 0 {
+			status = fmt.Sprint(a.Status)
+		}
+		return m, fmt.Sprintf("%s%s %s → %s  %s%s%s", head, g, status, exchangeRef(a.Response), roundDur(a.Duration), key, faults)
 	}
-	return m, fmt.Sprintf("%s%s %s %d  %s%s%s%s", head, g, a.Outcome, a.Status, roundDur(a.Duration), key, faults, retry)
+	outcome := string(a.Outcome)
+	if a.Status != 0 {
+		outcome += fmt.Sprintf(" %d", a.Status)
+	}
+	return m, fmt.Sprintf("%s%s %s  %s%s%s%s", head, g, outcome, roundDur(a.Duration), key, faults, retry)
 }
 
 // effectIDs lists what the providers did for an attempt, by id.

@@ -178,6 +178,7 @@ type seen struct {
 	N                           int
 	Started                     time.Time
 	Deduplicated, ok, unknown   bool
+	delivered                   bool // ok, though its caller saw no answer (◆)
 	Mark                        trace.Mark
 }
 
@@ -220,11 +221,14 @@ func (au *Auditor) Add(t *trace.Trace) {
 				if _, ok := au.groups[k]; !ok {
 					au.order = append(au.order, k)
 				}
-				unknown := a.Unknown()
+				// An attempt its caller never heard back from, but whose
+				// effect the trace records (◆), acted for certain.
+				delivered := a.Ambiguous()
+				unknown := a.Unknown() && !delivered
 				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: string(args), a: seen{
 					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
-					Deduplicated: a.Deduplicated, unknown: unknown, Mark: a.Mark(),
-					ok: !unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated}})
+					Deduplicated: a.Deduplicated, unknown: unknown, delivered: delivered, Mark: a.Mark(),
+					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
 			}
 		})
 	}
@@ -341,6 +345,8 @@ func grade(cl []attempt) (Finding, bool) {
 			switch {
 			case cl[j].a.Deduplicated || (cl[j].a.Key != "" && cl[j].a.Key == cl[i].a.Key):
 				g, w = Absorbed, "the repeat carried the same idempotency key"
+			case aOK && bOK && (cl[i].a.delivered || cl[j].a.delivered):
+				g, w = Duplicate, "two attempts took effect (one whose caller saw no answer, ◆)"
 			case aOK && bOK:
 				g, w = Duplicate, "two attempts succeeded"
 			case aUnknown:

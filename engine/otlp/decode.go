@@ -144,9 +144,21 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	if err != nil {
 		// json-iterator quotes the bytes around the fault, new lines and all.
 		msg := strings.Join(strings.Fields(err.Error()), " ")
+		if cutShort(doc) {
+			msg = "the JSON ends early (cut short?)"
+		}
 		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 	}
 	return deliver(td, line, fn)
+}
+
+// cutShort says whether doc is the start of a JSON value that stops before
+// its end, as a truncated file is. It runs only once decoding has failed.
+func cutShort(doc []byte) bool {
+	var v struct{} // nothing kept: the syntax is checked, the content skipped
+	err := json.Unmarshal(doc, &v)
+	var syn *json.SyntaxError
+	return err != nil && errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimRight(doc, " \t\r\n")))
 }
 
 func deliver(td ptrace.Traces, line int, fn func(Batch) error) error {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -87,7 +88,7 @@ func Decode(data []byte) (*historypb.History, Shape, error) {
 		if !json.Valid(data) {
 			return nil, shape, fmt.Errorf("not valid JSON (cut short?): %w", jsonError(data))
 		}
-		return nil, shape, fmt.Errorf("not a Temporal history: %w", err)
+		return nil, shape, fmt.Errorf("not a Temporal history: %s", codecMessage(err))
 	}
 	if err := validate(h, body); err != nil {
 		return nil, shape, err
@@ -182,6 +183,9 @@ func validate(h *historypb.History, body []byte) error {
 			if body != nil {
 				name = unknownTypeName(body, i)
 			}
+			if name == noTypeGiven {
+				return fmt.Errorf("event %d has no event type", id)
+			}
 			return fmt.Errorf("event %d: unknown event type %s (written by a newer Temporal server than this retrylab reads)", id, name)
 		}
 		if i == 0 && t != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
@@ -202,6 +206,20 @@ func validate(h *historypb.History, body []byte) error {
 
 // unknownTypeName reads the i-th event's eventType as written, for the
 // error that refuses it (the codec drops names it does not know).
+// noTypeGiven is unknownTypeName's answer for an event without eventType.
+const noTypeGiven = "(none given)"
+
+// codecMessage is the JSON codec's error as a user should read it: without
+// its package prefix and the codec source line some of its errors end with
+// ("(in .../json_unmarshal.go:540)").
+func codecMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "temporalproto: ")
+	if i := strings.LastIndex(msg, " (in "); i >= 0 && strings.HasSuffix(msg, ")") && strings.Contains(msg[i:], ".go:") {
+		msg = msg[:i]
+	}
+	return msg
+}
+
 func unknownTypeName(body []byte, i int) string {
 	var doc struct {
 		Events []struct {
@@ -209,7 +227,7 @@ func unknownTypeName(body []byte, i int) string {
 		} `json:"events"`
 	}
 	if json.Unmarshal(body, &doc) != nil || i >= len(doc.Events) || len(doc.Events[i].EventType) == 0 {
-		return "(none given)"
+		return noTypeGiven
 	}
 	return string(doc.Events[i].EventType)
 }
