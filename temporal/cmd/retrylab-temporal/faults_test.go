@@ -128,3 +128,67 @@ turns:
 		t.Error("run's host should be gone once run ended")
 	}
 }
+
+// A crash armed from outside (the explorer's c) kills the worker process
+// running the activity right after its effect: run starts another worker,
+// Temporal's start-to-close timeout gives attempt 1 up, attempt 2 sends
+// again; without keys, two invoices (window 2).
+func TestRunArmedCrashKillsTheWorker(t *testing.T) {
+	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	t.Setenv(envAsMain, "1") // the workers run starts are this binary
+	dir := t.TempDir()
+	db := filepath.Join(dir, "retrylab.db")
+	scn := filepath.Join(dir, "armed.yaml")
+	if err := os.WriteFile(scn, []byte(`name: armed-crash
+title: "A crash armed from outside"
+teaches: "The explorer's c kills the worker running the activity."
+execution: exec_ARMED_CRASH
+policy:
+  keys: false
+  retry: {initial: 50ms, backoff: 1, max_attempts: 3, timeout: 1s}
+tools:
+  send_invoice_email: {service: mail, op: send, kind: keyed}
+turns:
+  - text: "Sending the June invoice to jordan@acme.dev"
+    calls:
+      - step: step-4
+        tool: send_invoice_email
+        args: {to: jordan@acme.dev, subject: "Your June invoice", body: "…"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuf
+	err = runAgent(context.Background(), &out, agentRun{
+		cluster:  clusterFlags{address: s.Address(), namespace: "default", timeout: 10 * time.Second},
+		scenario: scn, dbPath: db, taskQueue: agentflow.TaskQueue, workers: 1,
+		ready: func(string, string) {
+			ctl, err := engine.Dial(db)
+			if err != nil {
+				t.Errorf("attach to run's database: %v", err)
+				return
+			}
+			defer ctl.Close()
+			ctl.Arm(fault.CrashAfterEffect)
+		},
+	})
+	got := out.String()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, got)
+	}
+	for _, want := range []string{
+		"fault armed from outside: crash-after-effect on step-4 attempt 1\n",
+		"ended (signal: killed); starting another",
+		"    ⏱ #1 timeout on worker ",
+		"    ✓ #2 ok on worker ",
+		": 2 message(s)\n",
+		"completed\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("run output lacks %q:\n%s", want, got)
+		}
+	}
+}
