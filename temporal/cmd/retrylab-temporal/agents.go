@@ -274,13 +274,17 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	source := fmt.Sprintf("temporal://%s/%s/%s", cf.address, cf.namespace, id)
 	var exec string
 	save := func() error {
-		return db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx *store.Tx) error {
 			st, err := rltemporal.SaveFrom(tx, h, source, known)
 			if err == nil {
 				known, exec = len(h.Events), st.Execution
 			}
 			return err
 		})
+		if err == nil {
+			w.Announce(exec) // an attached explorer follows the workflow as it is committed
+		}
+		return err
 	}
 	if err := fetchHistory(ctx, c.WorkflowService(), cf.namespace, id, run.GetRunID(), h, save); err != nil {
 		return fmt.Errorf("history of %s: %w", id, rootCause(err))
