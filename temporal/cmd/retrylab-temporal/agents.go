@@ -123,8 +123,9 @@ every attempt and every effect. While it runs, run hosts the database as
 'retrylab' does: an explorer or CLI attached to it ('retrylab --db DB', or
 its control API) arms faults (t, T, c, esc in the explorer), and the next
 activity attempt takes them: timeouts and server errors by the world, a
-crash by killing the worker process running the activity. The database must
-not be open in another retrylab process.
+crash by killing the worker process running the activity. Before it exits,
+run waits for the processes attached to it (Ctrl-C closes at once). The
+database must not be open in another retrylab process.
 
 Exit status: 0 when the agent completed, 1 when it failed, 3 when it escalated.`,
 		Example: "  retrylab-temporal dev &\n  retrylab-temporal run agent-retry-same-step\n  retrylab-temporal run ./my-scenario.yaml --workers 3",
@@ -211,7 +212,11 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	// As 'retrylab run' does, the host waits for the processes attached to
+	// it (an explorer) before it closes; Ctrl-C closes at once.
+	defer w.CloseWhenIdle(ctx, func(_ []string, holds int) {
+		fmt.Fprintf(out, "%d retrylab process(es) attached to %s; waiting for them before closing (Ctrl-C closes now)\n", holds, dbPath)
+	})
 	db := w.Store()
 	if r.observe != nil {
 		ch, cancel := w.Subscribe(256)

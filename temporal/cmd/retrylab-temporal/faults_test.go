@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,22 +163,58 @@ turns:
 		t.Fatal(err)
 	}
 	var out syncBuf
+	// The attached process holds run's host, as the explorer does: run
+	// waits for it before closing, and it reads the workflow's trace
+	// through the host meanwhile.
+	var seen []string
+	var seenErr error
+	released := make(chan struct{})
+	attached := false
 	err = runAgent(context.Background(), &out, agentRun{
 		cluster:  clusterFlags{address: s.Address(), namespace: "default", timeout: 10 * time.Second},
 		scenario: scn, dbPath: db, taskQueue: agentflow.TaskQueue, workers: 1,
 		ready: func(string, string) {
+			attached = true
 			ctl, err := engine.Dial(db)
 			if err != nil {
 				t.Errorf("attach to run's database: %v", err)
+				close(released)
 				return
 			}
-			defer ctl.Close()
+			if err := ctl.Hold(); err != nil {
+				t.Errorf("hold run's host: %v", err)
+			}
 			ctl.Arm(fault.CrashAfterEffect)
+			go func() {
+				defer close(released)
+				defer ctl.Close()
+				for !strings.Contains(out.String(), "waiting for them before closing") {
+					time.Sleep(20 * time.Millisecond)
+				}
+				got := out.String()
+				i := strings.Index(got, "outbox of ")
+				if i < 0 {
+					seenErr = fmt.Errorf("no outbox line")
+					return
+				}
+				exec := strings.TrimSuffix(strings.Fields(got[i+len("outbox of "):])[0], ":")
+				evs, err := ctl.ImportedEvents(exec)
+				for _, e := range evs {
+					seen = append(seen, fmt.Sprintf("%s %s", e.Kind, e.Outcome))
+				}
+				seenErr = err
+			}()
 		},
 	})
+	if attached {
+		<-released // run closed its host only once the attached process let go
+	}
 	got := out.String()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, got)
+	}
+	if seenErr != nil || !strings.Contains(strings.Join(seen, "\n"), "timeout") {
+		t.Errorf("the attached process read the workflow's trace: %v %q", seenErr, seen)
 	}
 	for _, want := range []string{
 		"fault armed from outside: crash-after-effect on step-4 attempt 1\n",
@@ -186,6 +223,7 @@ turns:
 		"    ✓ #2 ok on worker ",
 		": 2 message(s)\n",
 		"completed\n",
+		"1 retrylab process(es) attached to " + db + "; waiting for them before closing",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("run output lacks %q:\n%s", want, got)
