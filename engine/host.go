@@ -63,6 +63,10 @@ type Config struct {
 	// mail API, the CRM and the runtime and control API, for clients that
 	// need known addresses (serve --port). Zero means any free port.
 	MailPort, CRMPort, ControlPort int
+	// Faults, when set, decides the server-side faults of requests
+	// attributed to executions this host does not run (a Temporal
+	// workflow's activities, which 'retrylab-temporal run' hosts).
+	Faults world.FaultSource
 }
 
 // Host owns the database, the world and the workers.
@@ -384,6 +388,9 @@ func (h *Host) recordEffect(tx *store.Tx, a *world.Activity) error {
 	x, err := history.DecodeExecution(data)
 	if err != nil {
 		return err
+	}
+	if x.Imported != "" {
+		return nil // an imported history is the other engine's record, not the host's to append to
 	}
 	a.RecordedAt = h.clock.Now()
 	ev := effectEvent(*a)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -330,11 +331,27 @@ func (h *Host) ServerFaults(execution, step string, attempt int) []fault.Point {
 	}
 	st := h.execs[execution]
 	if st == nil {
-		return nil
+		if h.cfg.Faults == nil {
+			return nil
+		}
+		h.mu.Unlock()
+		defer h.mu.Lock() // the deferred Unlock above needs it held
+		return h.cfg.Faults.ServerFaults(execution, step, attempt)
 	}
 	key := attemptKey{step, attempt}
 	out := st.server[key]
 	delete(st.server, key)
+	return out
+}
+
+// TakeArmed removes and returns the armed faults, for a runner of tool
+// calls outside the host's workers (a Temporal activity) whose next attempt
+// takes them, as the host's own next attempt would.
+func (h *Host) TakeArmed() []fault.Point {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.armed
+	h.armed = nil
 	return out
 }
 
@@ -363,3 +380,7 @@ func (h *Host) Armed() []fault.Point {
 	defer h.mu.Unlock()
 	return append([]fault.Point(nil), h.armed...)
 }
+
+// SetRetention sets how long the world keeps an execution's idempotency
+// keys (0: forever), for executions the host does not run itself.
+func (h *Host) SetRetention(execution string, d time.Duration) { h.world.SetRetention(execution, d) }

@@ -111,6 +111,20 @@ type Options struct {
 	MayDie bool
 	// HTTP is the client tool calls use; nil means a fresh one.
 	HTTP *http.Client
+	// FaultsURL, when set, is where each attempt takes the faults armed
+	// from outside ('retrylab-temporal run' serves it: an explorer or CLI
+	// attached to its database arms them), before it sends its request.
+	FaultsURL string
+}
+
+// AttemptFaults is what an attempt asks FaultsURL: it names itself, and is
+// told the armed faults it takes. Server-side ones are carried out by the
+// world for this very attempt; a crash one by the activity.
+type AttemptFaults struct {
+	Execution string        `json:"execution"` // the attributed execution (temporal-RUNID)
+	Step      string        `json:"step"`
+	Attempt   int           `json:"attempt"`
+	Armed     []fault.Point `json:"armed,omitempty"` // the answer
 }
 
 // Register adds the agent workflow and the tool activity to a worker.
@@ -325,6 +339,17 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 		interceptor.SetIdempotencyKey(ctx, key)
 	}
 	crash := t.crash(c, attempt)
+	if t.opts.FaultsURL != "" {
+		armed, err := t.takeArmed(ctx, AttemptFaults{Execution: AttributedExecution(info.WorkflowExecution.RunID), Step: c.Step, Attempt: attempt})
+		if err != nil {
+			return nil, temporal.NewApplicationError("armed faults: "+err.Error(), "error")
+		}
+		for _, p := range armed {
+			if p.Crash() && crash == "" && t.opts.MayDie {
+				crash = p
+			}
+		}
+	}
 	if crash == fault.CrashBeforeCall {
 		die()
 	}
@@ -381,6 +406,34 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 			"%s: %s outcome unknown (%s) and the tool is unsafe to repeat; stopping for a human", c.Step, info.ActivityType.Name, outcome), ErrEscalate, err)
 	}
 	return nil, temporal.NewApplicationError(err.Error(), outcome)
+}
+
+// takeArmed asks FaultsURL for the faults armed from outside that this
+// attempt takes.
+func (t *tools) takeArmed(ctx context.Context, a AttemptFaults) ([]fault.Point, error) {
+	body, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.opts.FaultsURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.opts.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	var out AttemptFaults
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	return out.Armed, nil
 }
 
 // crash is the crash fault this attempt meets, if this worker may die.

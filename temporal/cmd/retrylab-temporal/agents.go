@@ -23,6 +23,7 @@ import (
 	temporalinterceptor "go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -51,7 +52,7 @@ func (e *exitError) Error() string { return e.msg }
 
 func workerCmd(out io.Writer) *cobra.Command {
 	var cf clusterFlags
-	var taskQueue, otlpURL string
+	var taskQueue, otlpURL, faultsURL string
 	var mayDie bool
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -79,7 +80,7 @@ as you like, on one cluster; every attempt is recorded as an OTLP span to
 				ics = append(ics, interceptor.New(interceptor.Options{TracerProvider: tp}))
 			}
 			w := worker.New(c, taskQueue, worker.Options{Interceptors: ics})
-			agentflow.Register(w, agentflow.Options{MayDie: mayDie})
+			agentflow.Register(w, agentflow.Options{MayDie: mayDie, FaultsURL: faultsURL})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
 			}
@@ -92,6 +93,7 @@ as you like, on one cluster; every attempt is recorded as an OTLP span to
 	cf.add(cmd)
 	cmd.Flags().StringVar(&taskQueue, "task-queue", agentflow.TaskQueue, "the task queue")
 	cmd.Flags().StringVar(&otlpURL, "otlp", "", "record every attempt as OTLP spans to this receiver (http://host:port)")
+	cmd.Flags().StringVar(&faultsURL, "faults", "", "take the faults armed from outside (what 'run' serves) before each attempt")
 	cmd.Flags().BoolVar(&mayDie, "crash-faults", false, "let the scenarios' crash faults kill this process (SIGKILL), as the local engine's workers do")
 	return cmd
 }
@@ -117,8 +119,13 @@ worker', restarted when one dies: a crash fault kills its worker with
 SIGKILL); with --workers 0, start your own. Every attempt is recorded as an
 OTLP span into the database, and the workflow's history is imported there as
 it is committed, so 'retrylab show', the explorer and 'retrylab outbox' show
-every attempt and every effect. The database must not be open in another
-retrylab process.
+every attempt and every effect. While it runs, run hosts the database as
+'retrylab' does: an explorer or CLI attached to it ('retrylab --db DB', or
+its control API) arms faults (t, T, c, esc in the explorer), and the next
+activity attempt takes them: timeouts and server errors by the world, a
+crash by killing the worker process running the activity. Before it exits,
+run waits for the processes attached to it (Ctrl-C closes at once). The
+database must not be open in another retrylab process.
 
 Exit status: 0 when the agent completed, 1 when it failed, 3 when it escalated.`,
 		Example: "  retrylab-temporal dev &\n  retrylab-temporal run agent-retry-same-step\n  retrylab-temporal run ./my-scenario.yaml --workers 3",
@@ -166,9 +173,10 @@ type agentRun struct {
 	workers          int
 	// observe, when set, sees what the world does (tests).
 	observe func(world.Activity)
-	// ready, when set, is told where the OTLP receiver listens, before
-	// the workflow starts (tests start workers of their own).
-	ready func(otlpURL string)
+	// ready, when set, is told where the OTLP receiver and the armed
+	// faults are served, before the workflow starts (tests start workers
+	// of their own).
+	ready func(otlpURL, faultsURL string)
 }
 
 func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
@@ -190,11 +198,6 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		return err
 	}
 	defer c.Close()
-	db, err := store.Open(dbPath, store.Options{})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 
 	id := scn.Execution
 	if id == "" {
@@ -202,27 +205,49 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		rand.Read(b[:])
 		id = "exec_" + hex.EncodeToString(b[:])
 	}
+	// The host owns the database and the world, and announces itself for
+	// the database, so explorers and CLIs attach and arm faults.
 	faults := newServerFaults(scn)
-	w, err := world.New(world.Config{DB: db, Clock: wallClock{}, Faults: faults, Observe: r.observe, Retention: scn.Policy.Retention.D()})
+	w, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, Clock: wallClock{}, Faults: faults})
 	if err != nil {
 		return err
 	}
-	if err := w.Start(); err != nil {
-		return err
+	// As 'retrylab run' does, the host waits for the processes attached to
+	// it (an explorer) before it closes; Ctrl-C closes at once.
+	defer w.CloseWhenIdle(ctx, func(_ []string, holds int) {
+		fmt.Fprintf(out, "%d retrylab process(es) attached to %s; waiting for them before closing (Ctrl-C closes now)\n", holds, dbPath)
+	})
+	db := w.Store()
+	if r.observe != nil {
+		ch, cancel := w.Subscribe(256)
+		defer cancel()
+		go func() {
+			for n := range ch {
+				if n.Activity != nil {
+					r.observe(*n.Activity)
+				}
+			}
+		}()
 	}
-	defer w.Close()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("OTLP receiver: %w", err)
 	}
-	rc := &http.Server{Handler: (&otlp.Receiver{DB: db, Source: "retrylab-temporal run"}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var secret [16]byte
+	rand.Read(secret[:])
+	faultsPath := "/retrylab/faults/" + hex.EncodeToString(secret[:])
+	mux := http.NewServeMux()
+	mux.Handle("/", (&otlp.Receiver{DB: db, Source: "retrylab-temporal run"}).Handler())
+	mux.Handle("POST "+faultsPath, faults.handler(out, w))
+	rc := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go rc.Serve(ln)
 	defer rc.Close()
 	otlpURL := "http://" + ln.Addr().String()
+	faultsURL := otlpURL + faultsPath
 
 	if r.ready != nil {
-		r.ready(otlpURL)
+		r.ready(otlpURL, faultsURL)
 	}
 	runCtx, stopWorkers := context.WithCancel(ctx)
 	pool := &workerPool{}
@@ -232,7 +257,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		if err != nil {
 			return err
 		}
-		args := []string{"worker", "--address", cf.address, "--namespace", cf.namespace, "--task-queue", taskQueue, "--otlp", otlpURL, "--crash-faults"}
+		args := []string{"worker", "--address", cf.address, "--namespace", cf.namespace, "--task-queue", taskQueue, "--otlp", otlpURL, "--faults", faultsURL, "--crash-faults"}
 		for range workers {
 			if err := pool.keep(runCtx, out, self, args); err != nil {
 				return err
@@ -245,6 +270,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	if err != nil {
 		return fmt.Errorf("start workflow %s: %w", id, rootCause(err))
 	}
+	w.SetRetention(agentflow.AttributedExecution(run.GetRunID()), scn.Policy.Retention.D())
 	fmt.Fprintf(out, "%s: workflow %s, run %s, on %s (task queue %s, %d workers)\n", scn.Name, id, run.GetRunID(), cf.address, taskQueue, workers)
 
 	// Follow the history as it is committed, into the database.
@@ -253,13 +279,17 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	source := fmt.Sprintf("temporal://%s/%s/%s", cf.address, cf.namespace, id)
 	var exec string
 	save := func() error {
-		return db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx *store.Tx) error {
 			st, err := rltemporal.SaveFrom(tx, h, source, known)
 			if err == nil {
 				known, exec = len(h.Events), st.Execution
 			}
 			return err
 		})
+		if err == nil {
+			w.Announce(exec) // an attached explorer follows the workflow as it is committed
+		}
+		return err
 	}
 	if err := fetchHistory(ctx, c.WorkflowService(), cf.namespace, id, run.GetRunID(), h, save); err != nil {
 		return fmt.Errorf("history of %s: %w", id, rootCause(err))
@@ -410,6 +440,9 @@ type serverFaults struct {
 	mu     sync.Mutex
 	faults []scenario.Fault
 	fired  []bool
+	// armed are the server-side faults armed from outside that an
+	// attempt took (handler), waiting for its request.
+	armed map[armedKey][]fault.Point
 }
 
 func newServerFaults(s *scenario.Scenario) *serverFaults {
@@ -420,7 +453,49 @@ func newServerFaults(s *scenario.Scenario) *serverFaults {
 		}
 	}
 	f.fired = make([]bool, len(f.faults))
+	f.armed = map[armedKey][]fault.Point{}
 	return f
+}
+
+// armedKey names one attempt of a tool call.
+type armedKey struct {
+	execution, step string
+	attempt         int
+}
+
+// armedSource is what the faults armed from outside come from: the host
+// an explorer or CLI attaches to.
+type armedSource interface{ TakeArmed() []fault.Point }
+
+// handler serves the activities' question (agentflow.AttemptFaults): the
+// faults armed from outside are taken by the attempt that asks; the world
+// carries out the server-side ones on that attempt's request, the activity
+// the crash ones. crash-after-record has no Temporal form and is dropped,
+// with a note.
+func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a agentflow.AttemptFaults
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&a); err != nil || a.Execution == "" || a.Step == "" || a.Attempt < 1 {
+			http.Error(w, "want {execution, step, attempt}", http.StatusBadRequest)
+			return
+		}
+		key := armedKey{a.Execution, a.Step, a.Attempt}
+		for _, p := range src.TakeArmed() {
+			if p == fault.CrashAfterRecord {
+				fmt.Fprintf(out, "note: %s armed from outside has no Temporal form; dropped\n", p)
+				continue
+			}
+			fmt.Fprintf(out, "fault armed from outside: %s on %s attempt %d\n", p, a.Step, a.Attempt)
+			a.Armed = append(a.Armed, p)
+			if p.ServerSide() {
+				f.mu.Lock()
+				f.armed[key] = append(f.armed[key], p)
+				f.mu.Unlock()
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(a)
+	})
 }
 
 func (f *serverFaults) ServerFaults(execution, step string, attempt int) []fault.Point {
@@ -429,7 +504,9 @@ func (f *serverFaults) ServerFaults(execution, step string, attempt int) []fault
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []fault.Point
+	key := armedKey{execution, step, attempt}
+	out := f.armed[key]
+	delete(f.armed, key)
 	for i, x := range f.faults {
 		if f.fired[i] || x.Step != "" && x.Step != step || x.Attempt != 0 && x.Attempt != attempt {
 			continue

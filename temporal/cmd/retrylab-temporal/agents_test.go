@@ -221,7 +221,7 @@ expect:
 					}
 				}
 			},
-			ready: func(otlpURL string) {
+			ready: func(otlpURL, _ string) {
 				defer close(started)
 				for range 2 {
 					cmd := exec.Command(os.Args[0], "-test.run=^$")
