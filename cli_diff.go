@@ -20,7 +20,8 @@ func (a *app) diffCmd() *cobra.Command {
 		Short: "Line up two executions call by call: where they part, and what each did to the world",
 		Long: `Compare two executions of the database, attempt by attempt: calls are lined up
 by step id, then by tool and canonical arguments (an agent's retry under a new
-step id), then by position. Each row shows both sides' attempts with their
+step id), then by tool in order; a call of a tool the other side never called
+stands alone. Each row shows both sides' attempts with their
 marks (= the same, ≠ they differ, < only in A, > only in B), then where the
 executions part and what each did to the world:
 

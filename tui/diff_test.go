@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+
+	xdiff "github.com/retrylab/retrylab/engine/diff"
 )
 
 // compareKeys select naive (listed under the newer safe), mark it, go back
@@ -140,8 +142,16 @@ func TestCompareImported(t *testing.T) {
 	if r := m.cmp.res; r.A.Calls == 0 || r.B.Calls == 0 || !r.A.Effects.Inferred || !r.B.Effects.Inferred {
 		t.Errorf("an imported side was folded empty or its effects not inferred: A %+v B %+v", r.A, r.B)
 	}
+	// The view does not contradict itself: a row paired as ≠ is a call the
+	// two have in common, so none pairs calls of different tools, and
+	// "nothing in common" comes only with no call paired.
+	for _, row := range m.cmp.res.Rows {
+		if row.A != nil && row.B != nil && row.A.Kind == xdiff.KindCall && row.A.Tool != row.B.Tool {
+			t.Errorf("%s paired with %s (%s) beside %q", row.A.Name(), row.B.Name(), row.Why, m.cmp.res.Parting)
+		}
+	}
 	v := ansi.Strip(m.View())
-	mustShow(t, v, "imported compare view", "Compare  A otlp-conv-sess-", "charge_card", "send_email",
+	mustShow(t, v, "imported compare view", "Compare  A otlp-conv-sess-", "charge_card", "send_email", "nothing in common",
 		"effects  billing_agent: 1 charge_card call took effect (inferred)",
 		"effects  billing_agent: 0 send_email calls took effect (inferred); invoke_workflow mail_agent: 2")
 	if t.Failed() {

@@ -78,6 +78,11 @@ type lessonPane struct {
 	diff          string
 	err           error
 	width, height int
+
+	// userSel is the execution selected in the user's database when the
+	// lesson began; restore is it, once the lesson ends, until the user's
+	// list is read again with the selection put back on it.
+	userSel, restore string
 }
 
 func newLessonPane(ctx *Context, presenter bool) *lessonPane {
@@ -132,6 +137,11 @@ type lessonMsg struct {
 	outcome verify.Outcome
 	diff    string
 	err     error
+	// gen, index and found, for lessonRestored: the source shown when the
+	// search began, and where exec stands in its list, if it is there.
+	gen   int
+	index int
+	found bool
 }
 
 type lessonMsgKind int
@@ -141,6 +151,7 @@ const (
 	lessonBegun                         // the lessons' database is reset for step
 	lessonActed                         // action ran; outcome is the state after it
 	lessonRecorded                      // the finished step is saved; diff is its diff line
+	lessonRestored                      // the user's selection before the lesson is found again
 )
 
 func newLessonInput() textinput.Model {
@@ -175,7 +186,7 @@ func (m *Model) startLesson() tea.Cmd {
 	if m.width > 0 && !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
-	m.lesson.userSrc = m.src
+	m.lesson.userSrc, m.lesson.userSel, m.lesson.restore = m.src, m.selID, ""
 	return tea.Batch(m.useSource(m.lesson.room.Source), m.lesson.ask())
 }
 
@@ -187,6 +198,9 @@ func (m *Model) leaveLesson() tea.Cmd {
 	}
 	src := m.lesson.userSrc
 	m.lesson.userSrc = nil
+	// The execution selected before the lesson is selected again once the
+	// user's list is read (onSubscribed), the first if it is gone.
+	m.lesson.restore, m.lesson.userSel = m.lesson.userSel, ""
 	m.setFlash("left the lesson: your database is back; L returns to the lesson", false)
 	return m.useSource(src)
 }
@@ -231,7 +245,25 @@ func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
 		return func() tea.Msg { msg.unsubscribe(); return nil }
 	}
 	m.notices, m.unsubscribe = msg.notices, msg.unsubscribe
-	return tea.Batch(m.loadExecs(), m.loadOutbox(), m.loadScenarios(), m.waitNotices())
+	execs := m.loadExecs()
+	if id := m.lesson.restore; id != "" && !m.lesson.on {
+		m.lesson.restore = ""
+		execs = m.restoreSelection(id)
+	}
+	return tea.Batch(execs, m.loadOutbox(), m.loadScenarios(), m.waitNotices())
+}
+
+// restoreSelection finds id's place in the list shown, in a command; the
+// list is read once it is found (onLesson), with the selection on it.
+func (m *Model) restoreSelection(id string) tea.Cmd {
+	gen, locate := m.srcGen, m.locate(id)
+	return func() tea.Msg {
+		msg := lessonMsg{kind: lessonRestored, gen: gen, exec: id}
+		if loc, ok := locate().(locatedMsg); ok {
+			msg.index, msg.found, msg.err = loc.index, loc.found, loc.err
+		}
+		return msg
+	}
 }
 
 // ask asks for the prediction of the first unfinished step.
@@ -437,6 +469,18 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			return nil
 		}
 		return m.lesson.Update(msg)
+	case lessonRestored:
+		if msg.gen != m.srcGen {
+			return nil // another source is shown since
+		}
+		if msg.err != nil {
+			m.setFlash(oneLine(msg.err.Error()), true)
+		}
+		if msg.found {
+			m.sizePanes()
+			m.execs.moveTo(msg.index)
+		}
+		return m.loadExecs()
 	}
 	return nil
 }

@@ -142,6 +142,45 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 	}
 }
 
+// TestLessonLeavesTheSelectionWhereItWas: esc from a lesson selects again
+// the execution selected before L, by id, not the first of the list; the
+// first when it is gone from the user's database meanwhile.
+func TestLessonLeavesTheSelectionWhereItWas(t *testing.T) {
+	user := article(t)
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, user, fl, 160, 44)
+	press(t, m, "shift+tab", "j", "j")
+	was := m.selID
+	if was == "" || was == user.execs[0].ID {
+		t.Fatalf("j j selected %q, want one below the first", was)
+	}
+	press(t, m, "L")
+	if !m.lesson.on || m.src == Source(user) {
+		t.Fatalf("L: lesson on=%v, the user's database still shown", m.lesson.on)
+	}
+	press(t, m, "esc")
+	if m.lesson.on || m.src != Source(user) || m.selID != was || m.execs.sel != 2 {
+		t.Fatalf("esc: lesson on=%v, selected %q at %d; want %q back", m.lesson.on, m.selID, m.execs.sel, was)
+	}
+	if m.trace.tr == nil || m.trace.tr.exec.ID != was {
+		t.Fatalf("esc: the trace shown is not %s's", was)
+	}
+	mustShow(t, m.View(), "the user's explorer after the lesson", was)
+
+	// The selected execution is gone when the lesson ends: the first.
+	press(t, m, "k")
+	gone := m.selID
+	press(t, m, "L")
+	user.mu.Lock()
+	user.execs = append(user.execs[:1:1], user.execs[2:]...)
+	user.mu.Unlock()
+	press(t, m, "esc")
+	if m.selID == gone || m.selID != user.execs[0].ID || m.execs.sel != 0 || m.execs.total != 2 {
+		t.Fatalf("esc after %s went: selected %q at %d of %d; want the first, %s", gone, m.selID, m.execs.sel,
+			m.execs.total, user.execs[0].ID)
+	}
+}
+
 // TestLessonStepsOneKeyAtATime: the crash lesson waits for n, runs, pauses
 // on the killed worker with one message in the outbox, then waits for r.
 func TestLessonStepsOneKeyAtATime(t *testing.T) {

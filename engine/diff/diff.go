@@ -8,8 +8,11 @@
 // ends) in the order they happened. Rows are matched in three passes, each
 // on what the previous left unmatched: the same step id (call id), then
 // the same tool and canonical arguments (a retry filed under a new step
-// id, an imported trace whose call ids differ), then position (the n-th
-// unmatched call of one side beside the n-th of the other). Each pass is a
+// id, an imported trace whose call ids differ), then the same tool in
+// order (the n-th unmatched call of a tool on one side beside the n-th of
+// that tool on the other, whatever their arguments). Calls of tools the
+// other side never called stand alone: a paired row is a call the two
+// executions have in common. Each pass is a
 // longest-common-subsequence diff of the rows' identities, computed by
 // go-udiff's lcs package (a port of the Go tools' Myers diff) over the
 // identities interned as runes; this package only says what an identity
@@ -39,7 +42,7 @@ type Match string
 const (
 	MatchStep     Match = "step"     // the same step (call) id
 	MatchArgs     Match = "args"     // the same tool and canonical arguments
-	MatchPosition Match = "position" // the n-th unmatched call of each side
+	MatchPosition Match = "position" // the same tool, in order: the n-th unmatched call of that tool on each side
 	MatchEnd      Match = "end"      // the same kind of run end (a crash, the execution's end)
 	MatchNone     Match = ""         // only one side has the row
 )
@@ -154,7 +157,8 @@ type Result struct {
 	A    Side  `json:"a"`
 	B    Side  `json:"b"`
 	Rows []Row `json:"rows"`
-	// Common counts the calls and replays matched by step id or arguments.
+	// Common counts the calls and replays paired, by step id, by tool and
+	// arguments or by tool: every row with both sides but the run ends.
 	Common int `json:"common"`
 	// Part is the index of the first row that differs, -1 when none does.
 	Part int `json:"part"`
@@ -186,7 +190,7 @@ func Compare(a, b *trace.Trace, labelA, labelB string) *Result {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		row.Differs, row.Why = differ(row)
-		if row.Match == MatchStep || row.Match == MatchArgs {
+		if row.Match == MatchStep || row.Match == MatchArgs || row.Match == MatchPosition {
 			r.Common++
 		}
 		if row.Differs && r.Part < 0 {
@@ -343,17 +347,21 @@ func identity(it *Item, pass, nth int) string {
 		if it.Kind == KindCall || it.Kind == KindReplay {
 			return string(it.Kind) + "\x00" + it.Tool + "\x00" + it.Args
 		}
+	case 2:
+		if it.Kind == KindCall {
+			return string(it.Kind) + "\x00" + it.Tool
+		}
 	}
 	return ""
 }
 
-var passMatch = [2]Match{MatchStep, MatchArgs}
+var passMatch = [3]Match{MatchStep, MatchArgs, MatchPosition}
 
 // align matches a and b in pass `pass` and hands what it leaves unmatched
-// to the next pass; the last pass pairs by position.
+// to the next pass; what the last pass leaves stands alone.
 func align(a, b []*Item, pass int, rows []Row) []Row {
 	if pass == len(passMatch) {
-		return byPosition(a, b, rows)
+		return alone(a, b, rows)
 	}
 	ids := map[string]rune{}
 	next := rune(1)
@@ -411,23 +419,15 @@ func align(a, b []*Item, pass int, rows []Row) []Row {
 	return rows
 }
 
-// byPosition pairs the n-th call of a with the n-th of b; everything else
-// stands alone, a's before b's.
-func byPosition(a, b []*Item, rows []Row) []Row {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i].Kind == KindCall && b[j].Kind == KindCall:
-			rows = append(rows, Row{A: a[i], B: b[j], Match: MatchPosition})
-			i++
-			j++
-		case i < len(a) && (j == len(b) || a[i].Kind != KindCall):
-			rows = append(rows, Row{A: a[i]})
-			i++
-		default:
-			rows = append(rows, Row{B: b[j]})
-			j++
-		}
+// alone adds the rows no pass matched, each standing alone, a's before
+// b's: a call of one side is never paired with a call of another tool,
+// which the two executions do not have in common.
+func alone(a, b []*Item, rows []Row) []Row {
+	for _, it := range a {
+		rows = append(rows, Row{A: it})
+	}
+	for _, it := range b {
+		rows = append(rows, Row{B: it})
 	}
 	return rows
 }
@@ -511,7 +511,7 @@ func parting(r *Result) string {
 	case len(r.Rows) == 0:
 		return "neither has a call"
 	case r.Common == 0:
-		return fmt.Sprintf("nothing in common: no call of %s matches one of %s by step id or by tool and arguments", a, b)
+		return fmt.Sprintf("nothing in common: no call of %s matches one of %s by step id or by tool", a, b)
 	case r.Part < 0:
 		return "they do not part: every call, attempt and outcome is the same"
 	}

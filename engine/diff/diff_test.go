@@ -196,6 +196,44 @@ func TestNothingInCommon(t *testing.T) {
 	}
 }
 
+// A row paired as ≠ is a call the two have in common, and the summary
+// agrees: a call of another tool (naive's send_invoice_email beside an
+// imported trace's get_contact) is never paired with it, and a call of the
+// same tool with other arguments is paired in order and counted in common.
+func TestPairedRowsAreInCommon(t *testing.T) {
+	imported := newHist("", "").runStart().turn(2).call("c1", "get_contact", `{"q":"jordan"}`).attempt("c1", 1, trace.OutcomeOK, false).
+		call("c2", "send_email", `{"to":"jordan@acme.dev"}`).attempt("c2", 1, trace.OutcomeOK, false).
+		call("c3", send, `{"to":"sam@acme.dev"}`).attempt("c3", 1, trace.OutcomeOK, false).end().fold("otlp-1")
+	r := diff.Compare(naive(), imported, "naive", "imported")
+	var got []string
+	for _, row := range r.Rows {
+		got = append(got, fmt.Sprintf("%s %s %s", row.Marker(), row.Match, row.Why))
+	}
+	want := []string{">  only in B", ">  only in B", "≠ position other arguments; 2 vs 1 attempts; #1 ◆ vs ✓; 2 vs 1 effects", "= end "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q\nwant %q", got, want)
+	}
+	for _, row := range r.Rows {
+		if row.A != nil && row.B != nil && row.A.Kind == diff.KindCall && row.A.Tool != row.B.Tool {
+			t.Errorf("%s paired with %s: %s", row.A.Name(), row.B.Name(), row.Why)
+		}
+	}
+	if r.Common != 1 || !strings.HasPrefix(r.Parting, "they part at row 1") {
+		t.Errorf("rows %q: common %d, parting %q", got, r.Common, r.Parting)
+	}
+	// Nothing of the same tool: nothing paired, and nothing in common.
+	other := newHist("", "").runStart().call("c1", "get_contact", `{}`).attempt("c1", 1, trace.OutcomeOK, false).end().fold("otlp-2")
+	r = diff.Compare(naive(), other, "naive", "other")
+	for _, row := range r.Rows {
+		if row.Marker() == diff.MarkerDiff && row.A.Kind == diff.KindCall {
+			t.Errorf("row paired as ≠ with nothing in common: %s vs %s", row.A.Name(), row.B.Name())
+		}
+	}
+	if r.Common != 0 || !strings.HasPrefix(r.Parting, "nothing in common: no call of naive matches one of other by step id or by tool") {
+		t.Errorf("common %d, parting %q", r.Common, r.Parting)
+	}
+}
+
 // An imported trace records no effects: they are inferred from the calls,
 // and reads never count.
 func TestInferredEffects(t *testing.T) {
