@@ -152,6 +152,7 @@ type writer struct {
 	traces   []*traceState          // in order of first mention
 	stats    Stats
 	effect   effects
+	ahead    map[string]bool // executions audited before publish: a duplicate found
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -356,7 +357,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 	sorted := append([]string(nil), execs...)
 	sort.Strings(sorted)
 	for _, exec := range sorted {
-		if err := updateRecord(tx, exec, w.perExec[exec], w.source, w.importID, w.effect); err != nil {
+		if err := w.updateRecord(tx, exec, w.perExec[exec]); err != nil {
 			return err
 		}
 	}
@@ -417,10 +418,10 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 
 // updateRecord folds a summary of new spans into the execution's record:
 // its time span, its name (the first root span's), failed when a root
-// span failed, and whether the audit finds a duplicate in it. importID is
-// the file import writing it (0: the receiver), whose spans count though
-// the import is not done.
-func updateRecord(tx *store.Tx, exec string, m *summary, source string, importID uint64, effect effects) error {
+// span failed, and whether the audit finds a duplicate in it (read from
+// auditAhead's answers, else audited here).
+func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
+	source := w.source
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	earlier := false
 	if rec := tx.Execution(exec); rec != nil {
@@ -461,14 +462,24 @@ func updateRecord(tx *store.Tx, exec string, m *summary, source string, importID
 	x.Updated = x.Ended
 	// A duplicate takes two side-effecting attempts, one of them new: only
 	// then is the execution read back and audited (its list shows ⚠).
-	if m.effects >= 2 || (m.effects == 1 && earlier) {
-		dup, err := duplicated(tx, exec, importID, effect)
-		if err != nil {
-			return err
+	if needsAudit(m, earlier) {
+		dup, ok := w.ahead[exec]
+		if !ok {
+			var err error
+			if dup, err = duplicated(tx, exec, w.importID, w.effect); err != nil {
+				return err
+			}
 		}
 		x.Duplicates = dup
 	}
 	return history.Put(tx, x)
+}
+
+// needsAudit says whether new spans (m) may make a duplicate: two
+// side-effecting attempts, one of them new. earlier: the execution had
+// spans before.
+func needsAudit(m *summary, earlier bool) bool {
+	return m.effects >= 2 || (m.effects == 1 && earlier)
 }
 
 // duplicated audits one execution's stored spans alone, with the default
