@@ -125,7 +125,7 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		sel := idx == e.sel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), markStyle(e.theme, mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := e.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", markedTag(it.x.ID, marked), it.x.Policy, it.x.Started.Format("15:04:05"), e.duration(it.x)))
+		l2 := e.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", markedTag(it.x.ID, marked), it.x.PolicyWords(), it.x.Started.Format("15:04:05"), e.duration(it.x)))
 		if sel {
 			l1 = e.theme.Selected.Render(fit(plain, width))
 		}

@@ -163,3 +163,23 @@ func TestImportedRowsInventNoWorkerNorStatus(t *testing.T) {
 		}
 	}
 }
+
+// The list shows what is true of imported rows: ⚠ when the audit finds a
+// duplicate in the execution, and "imported · otlp" where a row retrylab
+// ran shows its policy, not "none".
+func TestImportedRowsShowDuplicatesAndWhereFrom(t *testing.T) {
+	path := importedDB(t, "../fixtures/otlp/adk-send-twice.json", "../fixtures/otlp/openinference-charge.jsonl")
+	h := openHost(t, path)
+	defer h.Close()
+	m, _, frame := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	view := ansi.Strip(frame)
+	for _, want := range []string{"⚠ otlp-conv-sess-adk-mail-1", "✓ otlp-conv-sess-oi-7", "imported · otlp  14:50:00"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "none  14:50:00") {
+		t.Errorf("an imported row says its policy is none:\n%s", view)
+	}
+}

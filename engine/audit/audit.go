@@ -380,3 +380,23 @@ func grade(cl []attempt) (Finding, bool) {
 	}
 	return f, true
 }
+
+// defaultPatterns are DefaultEffects parsed, once; never changed.
+var defaultPatterns, _ = ParseEffects(DefaultEffects)
+
+// defaultOptions are the options of an audit with the default effects.
+func defaultOptions() Options { return Options{Effects: defaultPatterns} }
+
+// EffectByDefault reports whether a tool counts as a side effect with the
+// default effects: an importer's cheap test of whether an execution needs
+// auditing at all.
+func EffectByDefault(tool string) bool { return defaultOptions().SideEffecting(tool) }
+
+// HasDuplicate says whether one execution, audited alone with the default
+// effects, holds a finding graded duplicate: what its record's Duplicates
+// flag says of an imported execution, so the explorer's list marks it ⚠.
+func HasDuplicate(t *trace.Trace) bool {
+	au := NewAuditor(defaultOptions())
+	au.Add(t)
+	return au.Report().Counts.Duplicate > 0
+}

@@ -21,9 +21,10 @@ var ErrFull = errors.New("execution index cannot hold the records")
 const (
 	attrDead    = 1 << 0 // deleted; dropped at the next compaction
 	attrDup     = 1 << 1 // a delivery was duplicated (the ⚠ marker)
-	policyShift = 2      // 2 bits: keys<<1 | journal
-	statusShift = 4      // 6 bits: index into statuses
+	policyShift = 2      // 4 bits: index into policies
+	statusShift = 6      // 4 bits: index into statuses
 	scenShift   = 10     // 22 bits: index into scenarios
+	maxPolicies = 1 << (statusShift - policyShift)
 	maxStatuses = 1 << (scenShift - statusShift)
 	maxScens    = 1 << (32 - scenShift)
 )
@@ -51,6 +52,8 @@ type Index struct {
 	scenOf   map[string]uint32
 	statuses []history.Status
 	statusOf map[history.Status]uint32
+	policies []policy // policy index -> the policy, or the import format
+	policyOf map[policy]uint32
 	slots    []int32 // open addressing by id hash: row+1, 0 when empty
 	seed     maphash.Seed
 	dead     int
@@ -67,7 +70,7 @@ type Index struct {
 	loading    bitset // rows Load gave an id and no record yet
 	scenRows   []bitset
 	statusRows []bitset
-	policyRows [4]bitset
+	policyRows []bitset
 	byteRows   [256]bitset
 
 	qmu     sync.Mutex
@@ -95,9 +98,10 @@ func (ix *Index) reset() {
 	ix.ids, ix.starts, ix.attrs, ix.upper, ix.odd = nil, []uint32{0}, nil, nil, map[int]string{}
 	ix.scens, ix.scenOf = nil, map[string]uint32{}
 	ix.statuses, ix.statusOf = nil, map[history.Status]uint32{}
+	ix.policies, ix.policyOf = nil, map[policy]uint32{}
 	ix.slots = make([]int32, 1024)
 	ix.dead, ix.full, ix.results, ix.prefix = 0, nil, nil, 0
-	ix.live, ix.dup, ix.scenRows, ix.statusRows, ix.policyRows, ix.byteRows = nil, nil, nil, nil, [4]bitset{}, [256]bitset{}
+	ix.live, ix.dup, ix.scenRows, ix.statusRows, ix.policyRows, ix.byteRows = nil, nil, nil, nil, nil, [256]bitset{}
 }
 
 // Len is the number of executions held (queued changes not counted).
@@ -112,8 +116,21 @@ type record struct {
 	ID         string         `json:"id"`
 	Scenario   string         `json:"scenario"`
 	Policy     history.Policy `json:"policy"`
+	Imported   string         `json:"imported"`
 	Status     history.Status `json:"status"`
 	Duplicates bool           `json:"duplicates"`
+}
+
+// policy is what the list's policy column says of an execution: the
+// policy it ran with, or the format it was imported from.
+type policy struct {
+	run      history.Policy
+	imported string
+}
+
+// words are the column's words (history.Execution.PolicyWords).
+func (p policy) words() string {
+	return history.Execution{Policy: p.run, Imported: p.imported}.PolicyWords()
 }
 
 // Load fills an empty index from the store. read calls add with every
@@ -174,7 +191,7 @@ func (ix *Index) Put(x history.Execution) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.applyPending()
-	return ix.put(record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Status: x.Status, Duplicates: x.Duplicates})
+	return ix.put(record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Imported: x.Imported, Status: x.Status, Duplicates: x.Duplicates})
 }
 
 // Delete removes an execution.
@@ -383,13 +400,11 @@ func (ix *Index) attr(r record) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	a := sc<<scenShift | st<<statusShift
-	if r.Policy.Keys {
-		a |= 2 << policyShift
+	pol, err := intern(policy{run: r.Policy, imported: r.Imported}, ix.policyOf, &ix.policies, maxPolicies, "policies")
+	if err != nil {
+		return 0, err
 	}
-	if r.Policy.Journal {
-		a |= 1 << policyShift
-	}
+	a := sc<<scenShift | st<<statusShift | pol<<policyShift
 	if r.Duplicates {
 		a |= attrDup
 	}
@@ -439,8 +454,11 @@ func (ix *Index) mark(row int, a uint32, on bool) {
 	for len(ix.statusRows) < len(ix.statuses) {
 		ix.statusRows = append(ix.statusRows, nil)
 	}
+	for len(ix.policyRows) < len(ix.policies) {
+		ix.policyRows = append(ix.policyRows, nil)
+	}
 	sets := []*bitset{&ix.live, &ix.scenRows[a>>scenShift], &ix.statusRows[(a>>statusShift)&(maxStatuses-1)],
-		&ix.policyRows[(a>>policyShift)&3]}
+		&ix.policyRows[(a>>policyShift)&(maxPolicies-1)]}
 	if a&attrDup != 0 {
 		sets = append(sets, &ix.dup)
 	}
@@ -506,8 +524,8 @@ func (ix *Index) compact() {
 		ix.prefix = 0
 	}
 	ix.rehash(len(ix.slots))
-	ix.live, ix.dup, ix.policyRows, ix.byteRows = nil, nil, [4]bitset{}, [256]bitset{}
-	ix.scenRows, ix.statusRows = make([]bitset, len(ix.scens)), make([]bitset, len(ix.statuses))
+	ix.live, ix.dup, ix.byteRows = nil, nil, [256]bitset{}
+	ix.scenRows, ix.statusRows, ix.policyRows = make([]bitset, len(ix.scens)), make([]bitset, len(ix.statuses)), make([]bitset, len(ix.policies))
 	for r, a := range ix.attrs {
 		ix.mark(r, a, true)
 		ix.markID(r)
@@ -630,9 +648,9 @@ func (ix *Index) compute(q Query) []uint64 {
 			or(ix.statusRows[i])
 		}
 	}
-	for p, b := range ix.policyRows {
-		if q.matchField(history.Policy{Keys: p&2 != 0, Journal: p&1 != 0}.String()) {
-			or(b)
+	for i, p := range ix.policies {
+		if q.matchField(p.words()) {
+			or(ix.policyRows[i])
 		}
 	}
 	and(ix.live)
@@ -688,9 +706,9 @@ func (ix *Index) matchIDs(q Query, out []uint64) {
 // execOf is what the index holds of row, as a record the rule reads.
 func (ix *Index) execOf(r int) history.Execution {
 	a := ix.attrs[r]
-	p := (a >> policyShift) & 3
+	p := ix.policies[(a>>policyShift)&(maxPolicies-1)]
 	return history.Execution{ID: ix.rawID(r), Scenario: ix.scens[a>>scenShift],
-		Status: ix.statuses[(a>>statusShift)&(maxStatuses-1)], Policy: history.Policy{Keys: p&2 != 0, Journal: p&1 != 0},
+		Status: ix.statuses[(a>>statusShift)&(maxStatuses-1)], Policy: p.run, Imported: p.imported,
 		Duplicates: a&attrDup != 0}
 }
 

@@ -18,7 +18,8 @@ func randomExec(rng *rand.Rand, id string) history.Execution {
 	return history.Execution{ID: id, Scenario: scens[rng.IntN(len(scens))],
 		Status:     testStatuses[rng.IntN(len(testStatuses))],
 		Policy:     history.Policy{Keys: rng.IntN(2) == 0, Journal: rng.IntN(2) == 0},
-		Duplicates: rng.IntN(5) == 0}
+		Duplicates: rng.IntN(5) == 0,
+		Imported:   []string{"", "", "", "", "otlp", "temporal"}[rng.IntN(6)]}
 }
 
 // brute is the rule applied to every execution, newest first.
@@ -38,7 +39,7 @@ func brute(all []history.Execution, q Query, skip, limit int) ([]string, int) {
 
 var testQueries = []string{"", "  ", "e", "exec_0", "_1", "0", "naive", "NAIVE", "keys", "keys+journal", "none",
 	"journal", "comp", "run", "kill", "gen-", "unsafe", "⚠", "!", "dup", "duplicates", "du", "✓", "●", "☠", "⚑", "✖",
-	"zzz", "\x00", "c_9", "1\x00e", "exec_012", "exec_0123", "exec_01234", "exec_0123"}
+	"zzz", "imported", "otlp", "temporal", "imported · otlp", "\x00", "c_9", "1\x00e", "exec_012", "exec_0123", "exec_01234", "exec_0123"}
 
 // check compares Find with the rule for every test query and a few pages.
 func check(t *testing.T, ix *Index, all []history.Execution) {
@@ -258,4 +259,43 @@ func TestQueueWhileFinding(t *testing.T) {
 	}
 	<-done
 	check(t, ix, all)
+}
+
+// An imported execution ran with no policy retrylab knows: its policy
+// column says where it came from, and the filter matches those words, not
+// "none" (its zero Policy).
+func TestImportedPolicyWords(t *testing.T) {
+	otlp := history.Execution{ID: "otlp-1", Scenario: "invoke_agent", Status: history.StatusCompleted, Imported: "otlp"}
+	tmp := history.Execution{ID: "temporal-1", Scenario: "OrderWorkflow", Status: history.StatusCompleted, Imported: "temporal"}
+	own := history.Execution{ID: "exec_1", Scenario: "naive", Status: history.StatusCompleted}
+	if got := otlp.PolicyWords(); got != "imported · otlp" {
+		t.Errorf("otlp: %q", got)
+	}
+	if got := own.PolicyWords(); got != "none" {
+		t.Errorf("own: %q", got)
+	}
+	ix := New()
+	all := []history.Execution{otlp, tmp, own}
+	for _, x := range all {
+		if err := ix.Put(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q, want := range map[string][]string{
+		"none":            {"exec_1"},
+		"imported":        {"temporal-1", "otlp-1"},
+		"Imported · OTLP": {"otlp-1"},
+		"temporal":        {"temporal-1"},
+	} {
+		got, _, err := ix.Find(Parse(q), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("index, filter %q: %v, want %v", q, got, want)
+		}
+		if got, _ := brute(all, Parse(q), 0, 0); !slices.Equal(got, want) {
+			t.Errorf("rule, filter %q: %v, want %v", q, got, want)
+		}
+	}
 }

@@ -54,7 +54,7 @@ func Fold(s string) string { return strings.ToLower(s) }
 func (q Query) All() bool { return !q.marker && !q.dups && q.text == "" }
 
 // Match says whether x answers q: its id, scenario, status or policy
-// contains the text, or x shows the marker in the list (a duplicate
+// (in words: PolicyWords) contains the text, or x shows the marker in the list (a duplicate
 // delivery shows ⚠, which outranks the status badge).
 func (q Query) Match(x history.Execution) bool {
 	switch {
@@ -63,7 +63,7 @@ func (q Query) Match(x history.Execution) bool {
 	case q.dups:
 		return x.Duplicates
 	}
-	return q.matchField(x.ID) || q.matchField(x.Scenario) || q.matchField(string(x.Status)) || q.matchField(x.Policy.String())
+	return q.matchField(x.ID) || q.matchField(x.Scenario) || q.matchField(string(x.Status)) || q.matchField(x.PolicyWords())
 }
 
 // matchField is the rule for one field: it contains the text, folded.

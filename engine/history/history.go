@@ -272,6 +272,17 @@ type Execution struct {
 	Duplicates bool           `json:"duplicates,omitempty"`
 }
 
+// PolicyWords is what the explorer's list says of the policy, and what
+// its filter matches: the policy retrylab ran the execution with, or, for
+// an execution it imported (run with no policy it knows), "imported · "
+// and the format ("imported · otlp").
+func (x Execution) PolicyWords() string {
+	if x.Imported != "" {
+		return "imported · " + x.Imported
+	}
+	return x.Policy.String()
+}
+
 // SendIntent is the key of Execution.Sends: one intended message.
 func SendIntent(to, subject string) string { return to + "\n" + subject }
 

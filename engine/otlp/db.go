@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/internal/safeid"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -93,6 +95,7 @@ type summary struct {
 	failed         bool
 	errText        string
 	fallback       string
+	effects        int // side-effecting tool spans (audit's default effects)
 }
 
 func (m *summary) add(s *Span) {
@@ -127,6 +130,7 @@ func (m *summary) merge(o *summary) {
 	m.ended = max(m.ended, o.ended)
 	m.n += o.n
 	m.runs += o.runs
+	m.effects += o.effects
 	if o.rootName != "" && (m.rootName == "" || o.rootStart < m.rootStart) {
 		m.rootName, m.rootStart = o.rootName, o.rootStart
 	}
@@ -147,6 +151,26 @@ type writer struct {
 	perExec  map[string]*summary    // execution -> what its new spans say, once toPublish ran
 	traces   []*traceState          // in order of first mention
 	stats    Stats
+	effect   effects
+	ahead    map[string]bool // executions audited before publish: a duplicate found
+}
+
+// effects remembers which tools the audit counts as side effects by
+// default, by name: a file holds few tool names and many spans.
+type effects map[string]bool
+
+// of says whether span s is an attempt of a side-effecting tool.
+func (e effects) of(s *Span) bool {
+	if s.Role() != RoleTool {
+		return false
+	}
+	tool := s.Tool()
+	is, ok := e[tool]
+	if !ok {
+		is = audit.EffectByDefault(tool)
+		e[tool] = is
+	}
+	return is
 }
 
 // traceState is what a writer keeps of each trace it has seen, one
@@ -159,7 +183,7 @@ type traceState struct {
 }
 
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, state: map[string]*traceState{}}
+	return &writer{importID: importID, source: source, state: map[string]*traceState{}, effect: effects{}}
 }
 
 type pendingPut struct {
@@ -262,7 +286,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			return err
 		}
 		w.stats.Spans++
-		w.state[p.span.TraceID].sum.add(p.span)
+		sum := &w.state[p.span.TraceID].sum
+		sum.add(p.span)
+		if w.effect.of(p.span) {
+			sum.effects++
+		}
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
@@ -316,7 +344,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 				continue
 			}
 			exec := st.exec
-			moved, err := moveTrace(tx, t, from, exec, w.importID)
+			moved, err := moveTrace(tx, t, from, exec, w.importID, w.effect)
 			if err != nil {
 				return err
 			}
@@ -329,7 +357,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 	sorted := append([]string(nil), execs...)
 	sort.Strings(sorted)
 	for _, exec := range sorted {
-		if err := updateRecord(tx, exec, w.perExec[exec], w.source); err != nil {
+		if err := w.updateRecord(tx, exec, w.perExec[exec]); err != nil {
 			return err
 		}
 	}
@@ -340,7 +368,7 @@ func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 // the old execution if nothing is left in it, and summarises the moved
 // spans that an earlier import or request stored (this import's own are
 // summarised already).
-func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary, error) {
+func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect effects) (*summary, error) {
 	prefix := spanKey(from, trace, "")
 	var keys, entries [][]byte
 	if err := tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
@@ -361,6 +389,9 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary,
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
+			if effect.of(&s) {
+				m.effects++
+			}
 		}
 		if err := tx.Delete(BucketIndex, k); err != nil {
 			return nil, err
@@ -386,11 +417,15 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64) (*summary,
 }
 
 // updateRecord folds a summary of new spans into the execution's record:
-// its time span, its name (the first root span's), and failed when a root
-// span failed.
-func updateRecord(tx *store.Tx, exec string, m *summary, source string) error {
+// its time span, its name (the first root span's), failed when a root
+// span failed, and whether the audit finds a duplicate in it (read from
+// auditAhead's answers, else audited here).
+func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
+	source := w.source
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
+	earlier := false
 	if rec := tx.Execution(exec); rec != nil {
+		earlier = true
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
 			return fmt.Errorf("execution %s: %w", exec, err)
@@ -425,7 +460,46 @@ func updateRecord(tx *store.Tx, exec string, m *summary, source string) error {
 	// An imported execution was last updated when its last span ended,
 	// not when it was imported: lists show how long it took.
 	x.Updated = x.Ended
+	// A duplicate takes two side-effecting attempts, one of them new: only
+	// then is the execution read back and audited (its list shows ⚠).
+	if needsAudit(m, earlier) {
+		dup, ok := w.ahead[exec]
+		if !ok {
+			var err error
+			if dup, err = duplicated(tx, exec, w.importID, w.effect); err != nil {
+				return err
+			}
+		}
+		x.Duplicates = dup
+	}
 	return history.Put(tx, x)
+}
+
+// needsAudit says whether new spans (m) may make a duplicate: two
+// side-effecting attempts, one of them new. earlier: the execution had
+// spans before.
+func needsAudit(m *summary, earlier bool) bool {
+	return m.effects >= 2 || (m.effects == 1 && earlier)
+}
+
+// duplicated audits one execution's stored spans alone, with the default
+// effects, as `retrylab audit` grades them: whether a duplicate is found.
+func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (bool, error) {
+	spans, err := load(tx, exec, importID)
+	if err != nil {
+		return false, err
+	}
+	// The audit reads only side-effecting calls, their runs and how those
+	// ended: the other spans (turns, model calls, reads) are left out of
+	// the translation, which halves its work on an agent's usual trace.
+	kept := spans[:0]
+	for i := range spans {
+		s := &spans[i]
+		if s.ParentID == "" || s.Attrs["retrylab.replay"] == "true" || effect.of(s) {
+			kept = append(kept, *s)
+		}
+	}
+	return audit.HasDuplicate(trace.Fold(exec, Events(kept))), nil
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -439,12 +513,16 @@ func firstNonEmpty(ss ...string) string {
 
 // Load returns an imported execution's spans, ordered by start time then
 // span id; spans of an import still in progress are not seen.
-func Load(tx *store.Tx, exec string) ([]Span, error) {
+func Load(tx *store.Tx, exec string) ([]Span, error) { return load(tx, exec, 0) }
+
+// load is Load that also sees the spans of import own, still in progress.
+func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 	prefix := spanKey(exec, "", "")
 	pending, err := pendingImports(tx)
 	if err != nil {
 		return nil, err
 	}
+	delete(pending, own)
 	var spans []Span
 	var bad error
 	err = tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {

@@ -60,6 +60,11 @@ func TestDatabaseWithJSONSpansStillReads(t *testing.T) {
 	fillOldDB(t, fresh)
 
 	oldX, freshX := executions(t, oldDB), executions(t, fresh)
+	for i := range freshX {
+		// The old file predates the records' duplicate flag (the audit's
+		// grading, set when a record is written).
+		freshX[i].Duplicates = false
+	}
 	if len(oldX) == 0 || !reflect.DeepEqual(oldX, freshX) {
 		t.Fatalf("executions differ:\nold   %+v\nfresh %+v", oldX, freshX)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -113,6 +115,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		// The records go in batches too; the last one drops the pending
 		// mark, which makes the spans visible.
 		execs := w.toPublish()
+		err = w.auditAhead(db, execs)
 		for i := 0; err == nil && (i == 0 || i < len(execs)); i += chunkSpans {
 			batch := execs[i:min(i+chunkSpans, len(execs))]
 			last := i+chunkSpans >= len(execs)
@@ -138,6 +141,57 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// auditAhead audits the executions whose records will carry the audit's
+// grading before the records are written, on up to two cores: their spans
+// are committed, so read transactions can go side by side. Those that
+// receive a moved trace are left to publish, which moves it first.
+func (w *writer) auditAhead(db *store.DB, execs []string) error {
+	moved := map[string]bool{}
+	for _, st := range w.traces {
+		if st.from != "" {
+			moved[st.exec] = true
+		}
+	}
+	var todo []string
+	for _, exec := range execs {
+		if !moved[exec] && w.perExec[exec].effects > 0 {
+			todo = append(todo, exec)
+		}
+	}
+	audited, dup := make([]bool, len(todo)), make([]bool, len(todo))
+	workers := min(runtime.GOMAXPROCS(0), 2)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			effect := effects{} // one each: a map is not for two goroutines
+			errs[k] = db.View(func(tx *store.Tx) error {
+				for i := k; i < len(todo); i += workers {
+					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
+						continue
+					}
+					var err error
+					if dup[i], err = duplicated(tx, todo[i], w.importID, effect); err != nil {
+						return err
+					}
+					audited[i] = true
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	w.ahead = map[string]bool{}
+	for i, exec := range todo {
+		if audited[i] {
+			w.ahead[exec] = dup[i]
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // errStoreFailed stops decoding once storing a chunk failed; the error

@@ -13,6 +13,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/internal/safeid"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -200,6 +201,11 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
 	if x.Scenario == "" {
 		x.Scenario = "(Temporal workflow)"
 	}
+	dup, err := duplicated(tx, exec, runs)
+	if err != nil {
+		return err
+	}
+	x.Duplicates = dup
 	// Not history.Put: an imported workflow that is still running is not
 	// one of retrylab's unfinished executions (store.Active), which a host
 	// would mark as killed when it starts.
@@ -208,6 +214,29 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
 		return err
 	}
 	return tx.PutExecution(exec, enc)
+}
+
+// duplicated says whether the audit (with the default effects) finds a
+// duplicate in the execution alone, so the explorer's list marks it ⚠. It
+// folds the execution only when one of its activities is side-effecting.
+func duplicated(tx *store.Tx, exec string, runs []Run) (bool, error) {
+	effects := false
+	for _, r := range runs {
+		for _, ev := range r.Events {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && audit.EffectByDefault(a.GetActivityType().GetName()) {
+				effects = true
+				break
+			}
+		}
+	}
+	if !effects {
+		return false, nil
+	}
+	evs, err := LoadEvents(tx, exec)
+	if err != nil {
+		return false, err
+	}
+	return audit.HasDuplicate(trace.Fold(exec, evs)), nil
 }
 
 // conflict names the first event of part that differs from the one stored.
