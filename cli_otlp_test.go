@@ -31,6 +31,7 @@ func fixturePaths(t *testing.T) []string {
 }
 
 func TestCLIImportAndAudit(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	r := ok(t, db, append([]string{"import"}, fixturePaths(t)...)...)
 	has(t, r, "adk-send-twice.json: OTLP/JSON, 9 spans imported -> otlp-conv-sess-adk-mail-1",
@@ -101,6 +102,7 @@ func TestCLIImportAndAudit(t *testing.T) {
 }
 
 func TestCLIImportBadFiles(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -134,6 +136,7 @@ func TestCLIImportBadFiles(t *testing.T) {
 // The fixtures load with pdata's own unmarshaler: they are OTLP, not a
 // dialect of ours.
 func TestFixturesAreOTLP(t *testing.T) {
+	t.Parallel()
 	for _, p := range fixturePaths(t) {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -213,6 +216,7 @@ func foldAll(t *testing.T, path string) map[string]*trace.Trace {
 // Export then import gives the same model, and the file is OTLP as pdata
 // reads it.
 func TestCLIExportImportSameModel(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "run", "naive")
 	must(t, 137, db, "run", "crash")
@@ -263,6 +267,7 @@ func TestCLIExportImportSameModel(t *testing.T) {
 // export to a place it cannot write names that place, not the temporary
 // file it writes first, and leaves nothing behind.
 func TestCLIExportBadDestination(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "run", "naive")
 	dir := t.TempDir()
@@ -284,6 +289,7 @@ func TestCLIExportBadDestination(t *testing.T) {
 
 // export's --help examples work as written, after 'retrylab run naive'.
 func TestCLIExportHelpExamplesRun(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "run", "naive")
 	ex := (&app{}).exportCmd().Example
@@ -303,6 +309,7 @@ func TestCLIExportHelpExamplesRun(t *testing.T) {
 // An imported execution was not run by retrylab: resume says so, rather than
 // looking for a scenario named after the file or hinting to run it again.
 func TestCLIResumeImportedSaysImported(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "import", fixturePaths(t)[0])
 	r := must(t, 1, db, "resume", "otlp-conv-sess-adk-mail-1")

@@ -9,6 +9,7 @@ import (
 // caused, as recorded, and the crashed attempt whose outcome the agent
 // never learnt though the provider delivered (◆).
 func TestCLIShowReadsEffectsFromTheHistory(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	must(t, 137, db, "run", "crash") // the worker is killed
 	ok(t, db, "resume")
@@ -21,6 +22,7 @@ func TestCLIShowReadsEffectsFromTheHistory(t *testing.T) {
 // show's two formats exclude each other, as diff's and audit's do, and an
 // imported execution has no handout: both are refused, not ignored.
 func TestCLIShowRefusesFormatsItCannotHonour(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "run", "naive")
 	fixture, err := filepath.Abs("fixtures/otlp/genai-semconv.json")

@@ -20,6 +20,7 @@ func temporalFixture(t *testing.T, name string) string {
 // files, and a bad one fails alone with a one-line error; audit then finds
 // the confirmation sent in both runs of the continue-as-new chain.
 func TestCLIImportTemporalAndAudit(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	run1, run2 := temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json")
 	bad := temporalFixture(t, "bad-unknown-event-type.json")
@@ -54,6 +55,7 @@ func TestCLIImportTemporalAndAudit(t *testing.T) {
 // show prints an imported workflow as the fold sees it: both runs of the
 // chain, the attempts Temporal did not keep with the last failure, notes.
 func TestCLIShowTemporal(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	ok(t, db, "import", temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json"))
 	r := ok(t, db, "show", "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
@@ -71,6 +73,7 @@ func TestCLIShowTemporal(t *testing.T) {
 // run --engine temporal hands the scenario to retrylab-temporal; what it
 // cannot do says so in one line.
 func TestCLIRunEngineTemporal(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	msg := oneLineError(t, must(t, 2, db, "run", "naive", "--engine", "spark"))
 	if !strings.Contains(msg, `unknown --engine "spark" (valid: local, temporal)`) {

@@ -21,6 +21,7 @@ func seed(t *testing.T, bin, db string, scenarios ...string) {
 // jjj or a fast typist does: the terminal reader hands them over as one
 // message, and every key must still count.
 func TestExplorerKeysInOneBurst(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	seed(t, bin, db, "naive", "safe", "one-send")
 	s := startScreen(t, bin, db, 160, 40)
@@ -39,6 +40,7 @@ func TestExplorerKeysInOneBurst(t *testing.T) {
 // their own beside the user's; the user's executions are all there during
 // and after the lesson.
 func TestLessonLeavesTheUsersDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "retrylab.db")
 	seed(t, bin, db, "safe", "one-send")
@@ -64,6 +66,7 @@ func TestLessonLeavesTheUsersDatabase(t *testing.T) {
 // fix's step ends with its diff line, as `retrylab lesson` shows it; the
 // mistake (naive, done headless before) is run on a scratch database.
 func TestExplorerLessonFixEndsWithDiffLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	if out, err := exec.Command(bin, "--db", db, "lesson", "--answers", "2,1", "--quiet").CombinedOutput(); err != nil {
 		t.Fatalf("the first two lessons: %v\n%s", err, out)
@@ -87,6 +90,7 @@ func TestExplorerLessonFixEndsWithDiffLine(t *testing.T) {
 // TestExplorerStartsClean: E, once y confirms, empties the database:
 // executions and histories as well as the world, which R keeps.
 func TestExplorerStartsClean(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	seed(t, bin, db, "naive", "safe")
 	s := startScreen(t, bin, db, 160, 40)

@@ -38,6 +38,7 @@ func compareView(t *testing.T, src Source, w, h int, keys ...string) string {
 }
 
 func TestGoldenCompareWide(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
 	v := compareView(t, snap, 160, 45, compareKeys...)
 	mustShow(t, v, "compare view", "Compare  A exec_7K2Q  ⇄  B exec_01H8",
@@ -49,6 +50,7 @@ func TestGoldenCompareWide(t *testing.T) {
 }
 
 func TestGoldenCompareNarrow(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
 	v := compareView(t, snap, 80, 24, compareKeys...)
 	mustShow(t, v, "stacked compare view", "›≠ A r1 t1 step-4 send_invoice_email  #1 ◆+1 #2 ✓+1",
@@ -67,6 +69,7 @@ func TestGoldenCompareNarrow(t *testing.T) {
 // Both sides scroll together; the rows that differ carry their marker in
 // text; esc closes; = without a mark says what to do.
 func TestCompareKeys(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
 	m := open(t, snap, 160, 45)
 	press(t, m, "=")
@@ -109,6 +112,7 @@ func TestCompareKeys(t *testing.T) {
 // A marked execution that is gone (the database was reset) closes the
 // comparison with a one-line message.
 func TestCompareMarkedGone(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	m := open(t, snap, 80, 24)
 	m.cmp.marked = "exec_GONE"
@@ -122,6 +126,7 @@ func TestCompareMarkedGone(t *testing.T) {
 // translation (ImportedEvents), not a history, and their effects are the
 // audit's inferred ones.
 func TestCompareImported(t *testing.T) {
+	t.Parallel()
 	path := importedDB(t, "../fixtures/otlp/openinference-charge.jsonl", "../fixtures/otlp/adk-send-twice.json")
 	h := openHost(t, path)
 	defer h.Close()

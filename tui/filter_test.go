@@ -10,6 +10,7 @@ import (
 // answer to text typed over since never replaces the one for the text now
 // in the box, whatever order the answers land in.
 func TestFilterDropsStaleAnswers(t *testing.T) {
+	t.Parallel()
 	m := open(t, article(t), 160, 40)
 	press(t, m, "/", "s")
 	// The answers to "s" are in; "sa" and "saf" are typed, their answers

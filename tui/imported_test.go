@@ -41,6 +41,7 @@ func importedDB(t *testing.T, files ...string) string {
 // selected, its trace: runs, turns, tool calls and their attempts, as the
 // fold makes them of the spans.
 func TestImportedExecutionShowsItsTrace(t *testing.T) {
+	t.Parallel()
 	path := importedDB(t, "../fixtures/otlp/genai-semconv.json")
 	h := openHost(t, path)
 	defer h.Close()
@@ -61,6 +62,7 @@ func TestImportedExecutionShowsItsTrace(t *testing.T) {
 // Spans that arrive at the receiver while the explorer is open show up in
 // it: the receiver announces each execution it changed.
 func TestReceivedSpansArriveLive(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "live.db")
 	h := openHost(t, path)
 	defer h.Close()
@@ -138,6 +140,7 @@ func BenchmarkExplorerOpenImported(b *testing.B) {
 // An imported run had no worker of retrylab's and its attempts no HTTP
 // status: the rows say neither "worker starting" nor a status of 0.
 func TestImportedRowsInventNoWorkerNorStatus(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "imported.db")
 	db, err := store.Open(path, store.Options{})
 	if err != nil {
@@ -168,6 +171,7 @@ func TestImportedRowsInventNoWorkerNorStatus(t *testing.T) {
 // duplicate in the execution, and "imported · otlp" where a row retrylab
 // ran shows its policy, not "none".
 func TestImportedRowsShowDuplicatesAndWhereFrom(t *testing.T) {
+	t.Parallel()
 	path := importedDB(t, "../fixtures/otlp/adk-send-twice.json", "../fixtures/otlp/openinference-charge.jsonl")
 	h := openHost(t, path)
 	defer h.Close()

@@ -118,6 +118,7 @@ func openWithLessons(t *testing.T, user Source, fl *fakeLessons, w, h int) *Mode
 // TestLessonRunsInItsOwnDatabase: L shows the lessons' database, never
 // acts on the user's, and esc brings the user's back.
 func TestLessonRunsInItsOwnDatabase(t *testing.T) {
+	t.Parallel()
 	user := article(t)
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, user, fl, 160, 44)
@@ -146,6 +147,7 @@ func TestLessonRunsInItsOwnDatabase(t *testing.T) {
 // the execution selected before L, by id, not the first of the list; the
 // first when it is gone from the user's database meanwhile.
 func TestLessonLeavesTheSelectionWhereItWas(t *testing.T) {
+	t.Parallel()
 	user := article(t)
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, user, fl, 160, 44)
@@ -184,6 +186,7 @@ func TestLessonLeavesTheSelectionWhereItWas(t *testing.T) {
 // TestLessonStepsOneKeyAtATime: the crash lesson waits for n, runs, pauses
 // on the killed worker with one message in the outbox, then waits for r.
 func TestLessonStepsOneKeyAtATime(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	fl.done["naive"] = lesson.Feedback{Correct: true}
 	m := openWithLessons(t, article(t), fl, 160, 44)
@@ -215,6 +218,7 @@ func TestLessonStepsOneKeyAtATime(t *testing.T) {
 // TestLessonPredictionRule: the explorer reads a prediction as `retrylab
 // lesson` does: nothing is no prediction, a non-number is refused.
 func TestLessonPredictionRule(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, article(t), fl, 160, 44)
 	press(t, m, "L", "x", "enter")
@@ -287,6 +291,7 @@ func TestGoldenLessonStep(t *testing.T) {
 // step's keys are played with the trace and outbox in view, the next key
 // under them, then the verdict; the why is on the lesson's tab.
 func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	fl.done["naive"] = lesson.Feedback{Correct: true}
 	m := openWithLessons(t, article(t), fl, 80, 24)
@@ -311,6 +316,7 @@ func TestLessonAt80x24ShowsTraceOutboxAndNextKey(t *testing.T) {
 // from its mistake, as `retrylab lesson` shows it; the room's Diff is told
 // every finished step (the mistake's too, which it remembers).
 func TestLessonFixEndsWithDiffLine(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	var fix lesson.Step
 	for _, s := range fl.path {

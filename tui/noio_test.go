@@ -102,6 +102,7 @@ func (w *watchedSource) Reset() error      { w.note("Reset"); return w.snapshot.
 // box, reaches the source only through the commands Update returns: not
 // in Update, not in View (the package doc's promise).
 func TestUpdateAndViewDoNoIO(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{160, 44}, {80, 24}} {
 		src := &watchedSource{snapshot: record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})}
 		fl := newFakeLessons(t)

@@ -12,24 +12,28 @@ import (
 )
 
 func TestGoldenHelpAt80x24(t *testing.T) {
+	t.Parallel()
 	v := view(t, record(t, []string{"naive", "run"}), 80, 24, "execution completed", "?")
 	mustShow(t, v, "help at 80×24", "Help · page 1 of 2", "Move", "Run", "next page")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenHelpAt80x24SecondPage(t *testing.T) {
+	t.Parallel()
 	v := view(t, record(t, []string{"naive", "run"}), 80, 24, "execution completed", "?", "j")
 	mustShow(t, v, "help page 2 at 80×24", "Help · page 2 of 2", "Markers", "Faults", "◆       unknown to caller; delivered")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenTraceWithOutboxAt100x30(t *testing.T) {
+	t.Parallel()
 	v := view(t, record(t, []string{"naive", "run"}), 100, 30, "duplicate send")
 	mustShow(t, v, "100×30", "▶ Trace", "◆ timeout", "2 messages ← duplicate send")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenPickerAt80x24(t *testing.T) {
+	t.Parallel()
 	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
 	t.Cleanup(m.Close)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
@@ -52,6 +56,7 @@ func TestGoldenPickerAt80x24(t *testing.T) {
 // TestGoldenLessonPausedOnTheCrashAt80x24: the crash lesson after n, at
 // 80×24: the killed run, its one message, and the next key.
 func TestGoldenLessonPausedOnTheCrashAt80x24(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	fl.done["naive"] = lesson.Feedback{Correct: true}
 	m := openWithLessons(t, article(t), fl, 80, 24)

@@ -15,6 +15,7 @@ import (
 // TestKeysInOneBurstAllCount: the reader hands keys typed together over as
 // one message with several runes; each must act.
 func TestKeysInOneBurstAllCount(t *testing.T) {
+	t.Parallel()
 	m := open(t, article(t), 160, 40)
 	press(t, m, "shift+tab")
 	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jj")})
@@ -51,6 +52,7 @@ func (r *restarting) Running() []string { return r.running }
 // execution restarts that execution; the explorer selects it (not the
 // newest), and x kills its worker.
 func TestRerunFollowsTheRunItStarted(t *testing.T) {
+	t.Parallel()
 	src := &restarting{snapshot: article(t), id: "exec_7K2Q"}
 	m := open(t, src, 160, 40)
 	if m.selID != "exec_3C5R" {
@@ -75,6 +77,7 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 // TestStatusMessagesExpire: a status message goes after FlashFor; an old
 // message's expiry does not clear a newer one.
 func TestStatusMessagesExpire(t *testing.T) {
+	t.Parallel()
 	m := New(Options{Source: article(t), Now: fixedNow, FlashFor: time.Millisecond})
 	t.Cleanup(m.Close)
 	drive(t, m, m.Init())
@@ -101,6 +104,7 @@ func TestStatusMessagesExpire(t *testing.T) {
 // TestFooterKeepsKeyHints: a long status message never pushes the key
 // hints off the footer, at 80 columns or 160.
 func TestFooterKeepsKeyHints(t *testing.T) {
+	t.Parallel()
 	for _, w := range []int{80, 160} {
 		m := open(t, article(t), w, 24)
 		m.setFlash("showing each step's final attempt only — what many engines record, and a good deal more text", false)
@@ -117,6 +121,7 @@ func TestFooterKeepsKeyHints(t *testing.T) {
 // TestDestructiveKeysAskFirst: D and R ask, and act only on y; the
 // question fits the footer at 80 columns.
 func TestDestructiveKeysAskFirst(t *testing.T) {
+	t.Parallel()
 	snap := record(t, []string{"safe", "run", "run"})
 	m := open(t, snap, 80, 24)
 	for i, r := range m.trace.rows {
@@ -145,6 +150,7 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 // is killed), w waits for the run to end, other keys stay. Without a run q
 // quits at once.
 func TestQuitDuringARunAsks(t *testing.T) {
+	t.Parallel()
 	src := &restarting{snapshot: article(t), id: "exec_7K2Q", running: []string{"exec_7K2Q"}}
 	m := open(t, src, 80, 24)
 	press(t, m, "q")
@@ -177,6 +183,7 @@ func TestQuitDuringARunAsks(t *testing.T) {
 // TestHelpFitsAt80x24: every key and marker is on some page of the help,
 // whole, at 80×24 and at 160×36; nothing is cut.
 func TestHelpFitsAt80x24(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {160, 36}} {
 		m := open(t, article(t), size[0], size[1])
 		press(t, m, "?")
@@ -220,6 +227,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 // TestTraceAndOutboxTogetherWhenNarrow: at 80×24 and 100×30 the outbox
 // sits under the trace, so a duplicate shows beside the run that sent it.
 func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {100, 30}} {
 		m := open(t, record(t, []string{"naive", "run"}), size[0], size[1])
 		for _, focus := range []string{"trace", "outbox"} {
@@ -238,6 +246,7 @@ func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
 
 // TestPanesShareWidthInProportion: the columns grow with the terminal.
 func TestPanesShareWidthInProportion(t *testing.T) {
+	t.Parallel()
 	prev := [3]int{}
 	for _, w := range []int{110, 160, 200, 240} {
 		e, tr, o := columnWidths(w)
@@ -257,6 +266,7 @@ func TestPanesShareWidthInProportion(t *testing.T) {
 // TestFocusMarkedInText: without colour (the tests' profile, as NO_COLOR)
 // exactly one pane title carries the focus mark, the focused one.
 func TestFocusMarkedInText(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{160, 40}, {80, 24}} {
 		m := open(t, article(t), size[0], size[1])
 		for i := 0; i < 3; i++ {
@@ -273,6 +283,7 @@ func TestFocusMarkedInText(t *testing.T) {
 // TestPickerFilters: / then a few letters finds one-send, the last of 23
 // scenarios, without 22 presses of j.
 func TestPickerFilters(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 80, 24)
 	press(t, m, "n", "/", "one-s", "enter")
@@ -298,6 +309,7 @@ func TestPickerFilters(t *testing.T) {
 // TestScenarioPurposeAndKeys: the picker and the detail pane say what a
 // scenario teaches and the keys it needs.
 func TestScenarioPurposeAndKeys(t *testing.T) {
+	t.Parallel()
 	m := open(t, article(t), 80, 24)
 	press(t, m, "n", "/", "key-retention", "enter")
 	if it := m.picker.list.SelectedItem().(scenarioItem); it.s.Name != "key-retention" {
@@ -315,6 +327,7 @@ func TestScenarioPurposeAndKeys(t *testing.T) {
 // TestExecutionsFilterAsYouTypeAndByMarker: the list narrows while the
 // filter is typed, and a marker (or "dup" for ⚠) finds executions by badge.
 func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
+	t.Parallel()
 	m := open(t, article(t), 160, 40)
 	press(t, m, "/", "s", "a", "f")
 	if !m.filter.open || m.execs.total != 1 || m.selID != "exec_01H8" {
@@ -343,6 +356,7 @@ func TestExecutionsFilterAsYouTypeAndByMarker(t *testing.T) {
 // that work now: the focused pane's, the filter box's while it is open,
 // and no q while a prediction is typed (q types a q).
 func TestFooterShowsThePaneAndModeKeys(t *testing.T) {
+	t.Parallel()
 	fl := newFakeLessons(t)
 	m := openWithLessons(t, article(t), fl, 160, 44)
 	mustShow(t, m.statusBar(), "trace", "t timeout", "f final-only", "q quit")
@@ -370,6 +384,7 @@ func TestFooterShowsThePaneAndModeKeys(t *testing.T) {
 // answer (a user quick on the first key) opens the picker once it comes;
 // the key is neither dropped nor answered "no scenarios".
 func TestRunKeyBeforeTheCatalogueArrives(t *testing.T) {
+	t.Parallel()
 	m := New(Options{Source: article(t), Now: fixedNow})
 	t.Cleanup(m.Close)
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
