@@ -102,22 +102,7 @@ func TestEveryAttemptRecorded(t *testing.T) {
 	if err := tp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := &historypb.History{}
-	for it := c.GetWorkflowHistory(ctx, "invoice-42", run.GetRunID(), false, 0); it.HasNext(); {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "invoice-42.json")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeHistory(ctx, t, c, dir, "invoice-42", run.GetRunID())
 	res, err := rltemporal.ImportFile(db, file)
 	if err != nil {
 		t.Fatal(err)
@@ -161,3 +146,26 @@ func TestEveryAttemptRecorded(t *testing.T) {
 
 // quiet keeps the SDK's client and worker logs out of the test output.
 var quiet = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+// writeHistory writes the history of the workflow id's run to dir as the
+// JSON a user exports from the Temporal UI, and returns the file's path.
+func writeHistory(ctx context.Context, t *testing.T, c client.Client, dir, id, runID string) string {
+	t.Helper()
+	h := &historypb.History{}
+	for it := c.GetWorkflowHistory(ctx, id, runID, false, 0); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, id+".json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}

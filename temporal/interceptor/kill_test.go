@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	temporalinterceptor "go.temporal.io/sdk/interceptor"
@@ -153,22 +151,7 @@ func TestWorkerKilledMidActivity(t *testing.T) {
 		t.Fatalf("workflow: %q %v", msg, err)
 	}
 
-	h := &historypb.History{}
-	for it := c.GetWorkflowHistory(ctx, "slow-1", run.GetRunID(), false, 0); it.HasNext(); {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "slow-1.json")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeHistory(ctx, t, c, dir, "slow-1", run.GetRunID())
 	// The surviving worker's span is sent when its attempt ends; give the
 	// receiver a moment to have it stored.
 	var tr *trace.Trace
