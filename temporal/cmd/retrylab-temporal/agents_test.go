@@ -182,28 +182,18 @@ func TestRunWorkerKilledMidActivity(t *testing.T) {
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "sending")
 	scn := filepath.Join(dir, "killed.yaml")
-	if err := os.WriteFile(scn, []byte(`name: killed
+	writeInvoiceScenario(t, scn, `name: killed
 title: "A worker killed mid-activity"
 teaches: "Temporal retries the activity on another worker; the key makes it safe."
 execution: exec_KILL
 policy:
   keys: true
   retry: {initial: 50ms, backoff: 1, max_attempts: 3, timeout: 3s}
-tools:
-  send_invoice_email: {service: mail, op: send, kind: keyed}
-turns:
-  - text: "Sending the June invoice to jordan@acme.dev"
-    calls:
-      - step: step-4
-        tool: send_invoice_email
-        args: {to: jordan@acme.dev, subject: "Your June invoice", body: "…"}
-faults:
+`, `faults:
   - {step: step-4, attempt: 1, point: timeout-after-effect}
 expect:
   outbox: {jordan@acme.dev: 1}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	workers := map[int]*exec.Cmd{}
 	started := make(chan struct{}) // closed once workers is filled
 	effect := make(chan struct{}, 1)

@@ -48,24 +48,14 @@ func TestRunTakesFaultsArmedFromOutside(t *testing.T) {
 		{"true", ": 1 message(s)\n", "    ✓ #2 ok key ik_"},
 	} {
 		scn := filepath.Join(dir, "armed-"+tt.keys+".yaml")
-		if err := os.WriteFile(scn, []byte(`name: armed
+		writeInvoiceScenario(t, scn, `name: armed
 title: "A fault armed from outside"
 teaches: "The explorer's hotkeys reach Temporal's activities."
 execution: exec_ARMED_`+tt.keys+`
 policy:
   keys: `+tt.keys+`
   retry: {initial: 50ms, backoff: 1, max_attempts: 3, timeout: 1s}
-tools:
-  send_invoice_email: {service: mail, op: send, kind: keyed}
-turns:
-  - text: "Sending the June invoice to jordan@acme.dev"
-    calls:
-      - step: step-4
-        tool: send_invoice_email
-        args: {to: jordan@acme.dev, subject: "Your June invoice", body: "…"}
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
+`, "")
 		var w worker.Worker
 		var armed []fault.Point
 		var out syncBuf
@@ -144,24 +134,14 @@ func TestRunArmedCrashKillsTheWorker(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "retrylab.db")
 	scn := filepath.Join(dir, "armed.yaml")
-	if err := os.WriteFile(scn, []byte(`name: armed-crash
+	writeInvoiceScenario(t, scn, `name: armed-crash
 title: "A crash armed from outside"
 teaches: "The explorer's c kills the worker running the activity."
 execution: exec_ARMED_CRASH
 policy:
   keys: false
   retry: {initial: 50ms, backoff: 1, max_attempts: 3, timeout: 1s}
-tools:
-  send_invoice_email: {service: mail, op: send, kind: keyed}
-turns:
-  - text: "Sending the June invoice to jordan@acme.dev"
-    calls:
-      - step: step-4
-        tool: send_invoice_email
-        args: {to: jordan@acme.dev, subject: "Your June invoice", body: "…"}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, "")
 	var out syncBuf
 	// The attached process holds run's host, as the explorer does: run
 	// waits for it before closing, and it reads the workflow's trace
@@ -228,5 +208,26 @@ turns:
 		if !strings.Contains(got, want) {
 			t.Errorf("run output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// invoiceTurn is the scenario's one tool and the turn that calls it once:
+// step-4 sends the June invoice by mail, keyed.
+const invoiceTurn = `tools:
+  send_invoice_email: {service: mail, op: send, kind: keyed}
+turns:
+  - text: "Sending the June invoice to jordan@acme.dev"
+    calls:
+      - step: step-4
+        tool: send_invoice_email
+        args: {to: jordan@acme.dev, subject: "Your June invoice", body: "…"}
+`
+
+// writeInvoiceScenario writes to file a scenario of head (name, policy, ...),
+// then invoiceTurn, then tail (faults, expect; may be empty).
+func writeInvoiceScenario(t *testing.T, file, head, tail string) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(head+invoiceTurn+tail), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
