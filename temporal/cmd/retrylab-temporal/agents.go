@@ -63,13 +63,7 @@ as you like, on one cluster; every attempt is recorded as an OTLP span to
 --otlp (what 'run' prints, or 'retrylab serve --otlp'). Stop with Ctrl-C.`,
 		Example: "  retrylab-temporal worker --otlp http://127.0.0.1:4318",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: cf.withClient(func(ctx context.Context, c client.Client) error {
 			var ics []temporalinterceptor.WorkerInterceptor
 			if otlpURL != "" {
 				tp, err := interceptor.NewTracerProvider(ctx, otlpURL)
@@ -88,7 +82,7 @@ as you like, on one cluster; every attempt is recorded as an OTLP span to
 			<-ctx.Done()
 			w.Stop()
 			return nil
-		},
+		}),
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVar(&taskQueue, "task-queue", agentflow.TaskQueue, "the task queue")

@@ -53,6 +53,20 @@ func (f *clusterFlags) dial(ctx context.Context) (client.Client, error) {
 	return c, nil
 }
 
+// withClient is a command's RunE that dials the cluster, runs fn with the
+// command's context and the client, and closes the client after.
+func (f *clusterFlags) withClient(fn func(ctx context.Context, c client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		c, err := f.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(ctx, c)
+	}
+}
+
 func rootCause(err error) error {
 	for {
 		u := errors.Unwrap(err)
@@ -75,13 +89,7 @@ store knows them: workflow id, run id, type, status and start time. --query
 takes a visibility query (e.g. 'WorkflowType = "OrderWorkflow"'). Read-only.`,
 		Example: "  retrylab-temporal list\n  retrylab-temporal list --address 127.0.0.1:7233 -n agents --query 'ExecutionStatus = \"Running\"'",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: cf.withClient(func(ctx context.Context, c client.Client) error {
 			var token []byte
 			n := 0
 			for n < limit {
@@ -103,7 +111,7 @@ takes a visibility query (e.g. 'WorkflowType = "OrderWorkflow"'). Read-only.`,
 				fmt.Fprintf(out, "no workflows in namespace %s\n", cf.namespace)
 			}
 			return nil
-		},
+		}),
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVarP(&query, "query", "q", "", "visibility query")

@@ -44,13 +44,7 @@ closes. The explorer's actions (run, kill, faults) are refused: it is
 read-only. A lost connection shows in the status bar and is retried.`,
 		Example: "  retrylab-temporal explore\n  retrylab-temporal explore --address 127.0.0.1:7233 -n agents",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: cf.withClient(func(ctx context.Context, c client.Client) error {
 			src, err := newClusterSource(ctx, c, cf, time.Second)
 			if err != nil {
 				return err
@@ -62,7 +56,7 @@ read-only. A lost connection shows in the status bar and is retried.`,
 				return fmt.Errorf("explorer: %w", err)
 			}
 			return nil
-		},
+		}),
 	}
 	cf.add(cmd)
 	return cmd
