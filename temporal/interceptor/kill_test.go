@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	temporalinterceptor "go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -25,19 +23,12 @@ import (
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 	"github.com/retrylab/retrylab/temporal/devserver"
-	"github.com/retrylab/retrylab/temporal/interceptor"
-)
-
-// The environment that makes this test binary a worker process.
-const (
-	envWorkerAddr = "RETRYLAB_TEST_WORKER_ADDR"
-	envWorkerOTLP = "RETRYLAB_TEST_WORKER_OTLP"
-	envWorkerMark = "RETRYLAB_TEST_WORKER_MARK"
+	"github.com/retrylab/retrylab/temporal/internal/workerproc"
 )
 
 func TestMain(m *testing.M) {
-	if addr := os.Getenv(envWorkerAddr); addr != "" {
-		os.Exit(workerProcess(addr, os.Getenv(envWorkerOTLP), os.Getenv(envWorkerMark)))
+	if addr := os.Getenv(workerproc.EnvAddr); addr != "" {
+		os.Exit(workerProcess(addr, os.Getenv(workerproc.EnvOTLP), os.Getenv(workerproc.EnvMark)))
 	}
 	os.Exit(m.Run())
 }
@@ -45,39 +36,17 @@ func TestMain(m *testing.M) {
 // workerProcess is a worker of its own, as a team's would be: it runs
 // SlowSend, whose first attempt hangs after saying it started.
 func workerProcess(addr, otlpURL, mark string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Close()
-	tp, err := interceptor.NewTracerProvider(ctx, otlpURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer tp.Shutdown(context.Background())
-	w := worker.New(c, "mail", worker.Options{
-		Interceptors: []temporalinterceptor.WorkerInterceptor{interceptor.New(interceptor.Options{TracerProvider: tp})},
+	return workerproc.Serve(addr, otlpURL, "mail", func(w worker.Worker) {
+		w.RegisterWorkflowWithOptions(slowWorkflow, workflow.RegisterOptions{Name: "SlowWorkflow"})
+		w.RegisterActivityWithOptions(func(ctx context.Context, to string) (string, error) {
+			if activity.GetInfo(ctx).Attempt == 1 {
+				os.WriteFile(mark, []byte(fmt.Sprint(os.Getpid())), 0o600)
+				<-ctx.Done() // killed before this returns
+				return "", ctx.Err()
+			}
+			return "msg-1", nil
+		}, activity.RegisterOptions{Name: "SlowSend"})
 	})
-	w.RegisterWorkflowWithOptions(slowWorkflow, workflow.RegisterOptions{Name: "SlowWorkflow"})
-	w.RegisterActivityWithOptions(func(ctx context.Context, to string) (string, error) {
-		if activity.GetInfo(ctx).Attempt == 1 {
-			os.WriteFile(mark, []byte(fmt.Sprint(os.Getpid())), 0o600)
-			<-ctx.Done() // killed before this returns
-			return "", ctx.Err()
-		}
-		return "msg-1", nil
-	}, activity.RegisterOptions{Name: "SlowSend"})
-	if err := w.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-ctx.Done()
-	w.Stop()
-	return 0
 }
 
 func slowWorkflow(ctx workflow.Context, to string) (string, error) {
@@ -111,9 +80,7 @@ func TestWorkerKilledMidActivity(t *testing.T) {
 	defer s.Stop()
 	mark := filepath.Join(dir, "started")
 	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envWorkerAddr+"="+s.Address(), envWorkerOTLP+"="+rc.URL, envWorkerMark+"="+mark)
-		cmd.Stderr = os.Stderr
+		cmd := workerproc.Command(s.Address(), rc.URL, mark)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

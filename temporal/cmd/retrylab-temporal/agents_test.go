@@ -6,38 +6,31 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	temporalinterceptor "go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/temporal/agentflow"
 	"github.com/retrylab/retrylab/temporal/devserver"
-	"github.com/retrylab/retrylab/temporal/interceptor"
+	"github.com/retrylab/retrylab/temporal/internal/workerproc"
 )
 
 // The environment that turns this test binary into the command (for the
-// workers 'run' starts) or into a test's own worker process.
-const (
-	envAsMain     = "RETRYLAB_TEST_AS_MAIN"
-	envWorkerAddr = "RETRYLAB_TEST_WORKER_ADDR"
-	envWorkerOTLP = "RETRYLAB_TEST_WORKER_OTLP"
-	envWorkerMark = "RETRYLAB_TEST_WORKER_MARK"
-)
+// workers 'run' starts); workerproc.EnvAddr turns it into a test's own
+// worker process.
+const envAsMain = "RETRYLAB_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envAsMain) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, nil))
 	}
-	if addr := os.Getenv(envWorkerAddr); addr != "" {
-		os.Exit(markingWorker(addr, os.Getenv(envWorkerOTLP), os.Getenv(envWorkerMark)))
+	if addr := os.Getenv(workerproc.EnvAddr); addr != "" {
+		os.Exit(markingWorker(addr, os.Getenv(workerproc.EnvOTLP), os.Getenv(workerproc.EnvMark)))
 	}
 	os.Exit(m.Run())
 }
@@ -46,31 +39,9 @@ func TestMain(m *testing.M) {
 // write this process's id to mark as they are sent: the test learns which
 // worker is in the middle of an activity.
 func markingWorker(addr, otlpURL, mark string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Close()
-	tp, err := interceptor.NewTracerProvider(ctx, otlpURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer tp.Shutdown(context.Background())
-	w := worker.New(c, agentflow.TaskQueue, worker.Options{
-		Interceptors: []temporalinterceptor.WorkerInterceptor{interceptor.New(interceptor.Options{TracerProvider: tp})},
+	return workerproc.Serve(addr, otlpURL, agentflow.TaskQueue, func(w worker.Worker) {
+		agentflow.Register(w, agentflow.Options{HTTP: &http.Client{Transport: markTransport{mark}}})
 	})
-	agentflow.Register(w, agentflow.Options{HTTP: &http.Client{Transport: markTransport{mark}}})
-	if err := w.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-ctx.Done()
-	w.Stop()
-	return 0
 }
 
 type markTransport struct{ file string }
@@ -214,9 +185,7 @@ expect:
 			ready: func(otlpURL, _ string) {
 				defer close(started)
 				for range 2 {
-					cmd := exec.Command(os.Args[0], "-test.run=^$")
-					cmd.Env = append(os.Environ(), envWorkerAddr+"="+s.Address(), envWorkerOTLP+"="+otlpURL, envWorkerMark+"="+mark)
-					cmd.Stderr = os.Stderr
+					cmd := workerproc.Command(s.Address(), otlpURL, mark)
 					if err := cmd.Start(); err != nil {
 						t.Error(err)
 						return
