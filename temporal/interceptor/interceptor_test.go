@@ -56,14 +56,7 @@ func invoiceWorkflow(ctx workflow.Context, to string) (string, error) {
 // shows with its real outcome: none is "not kept".
 func TestEveryAttemptRecorded(t *testing.T) {
 	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "retrylab.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rc := &otlp.Receiver{DB: db, Source: "test receiver"}
-	http := httptest.NewServer(rc.Handler())
-	defer http.Close()
+	db, http := openWithReceiver(t, dir)
 
 	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
 	if err != nil {
@@ -168,4 +161,18 @@ func writeHistory(ctx context.Context, t *testing.T, c client.Client, dir, id, r
 		t.Fatal(err)
 	}
 	return file
+}
+
+// openWithReceiver opens dir's retrylab.db and serves retrylab's OTLP
+// receiver into it; both are closed when the test ends.
+func openWithReceiver(t *testing.T, dir string) (*store.DB, *httptest.Server) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dir, "retrylab.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	rc := httptest.NewServer((&otlp.Receiver{DB: db, Source: "test receiver"}).Handler())
+	t.Cleanup(rc.Close)
+	return db, rc
 }

@@ -3,7 +3,6 @@ package interceptor_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,13 +65,7 @@ func slowWorkflow(ctx workflow.Context, to string) (string, error) {
 // second attempt is the kept one, and its span was recorded.
 func TestWorkerKilledMidActivity(t *testing.T) {
 	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "retrylab.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rc := httptest.NewServer((&otlp.Receiver{DB: db, Source: "test receiver"}).Handler())
-	defer rc.Close()
+	db, rc := openWithReceiver(t, dir)
 	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
