@@ -30,9 +30,22 @@ func view(t *testing.T, src Source, w, h int, want string, keys ...string) strin
 // viewModel is view for a model built by the caller.
 func viewModel(t *testing.T, m *Model, w, h int, want string, keys ...string) string {
 	t.Helper()
+	return viewModelOnce(t, m, w, h, []string{want}, keys...)
+}
+
+// viewModelOnce is viewModel that waits until the output has shown every
+// one of wants, for views whose parts arrive from separate reads.
+func viewModelOnce(t *testing.T, m *Model, w, h int, wants []string, keys ...string) string {
+	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
-		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				return false
+			}
+		}
+		return true
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 	for _, k := range keys {
 		tm.Send(keyMsg(k))
 	}

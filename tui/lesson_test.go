@@ -282,7 +282,9 @@ func TestGoldenLessonStep(t *testing.T) {
 	openRoom, _ := lessonRoom(t, fl)
 	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: openRoom, Lesson: true})
 	t.Cleanup(m.Close)
-	v := viewModel(t, m, 160, 44, "Predict:")
+	// The lesson's text, its database's list and the selected execution's
+	// trace and outbox come from separate reads: wait for all of them.
+	v := viewModelOnce(t, m, 160, 44, []string{"Predict:", "exec_7K2Q", "duplicate send", "execution completed"})
 	mustShow(t, v, "lesson view", "Lesson 1/", "naive", "Predict: How many invoices will jordan@acme.dev receive?", "your prediction >")
 	golden.RequireEqual(t, []byte(v))
 }
