@@ -410,29 +410,54 @@ func retryable(o history.Outcome, nonRetryable []string) bool {
 }
 
 // key derives the attempt's idempotency key the way the scenario's agent
-// does: from the intent (right), or with the attempt or the time mixed in,
-// or over arguments in the order the agent wrote them (wrong, to show why).
+// does (see Key).
 func (w *worker) key(step, activity string, args map[string]any, order []string, attempt int) (string, error) {
 	p := w.scn.Policy
-	scope := step
-	switch p.KeyFrom {
+	return Key(KeyInput{From: p.KeyFrom, Digits: p.KeyDigits, Canonical: p.CanonicalArgs(), Execution: w.plan.Execution,
+		Step: step, Activity: activity, Args: args, Order: order, Attempt: attempt})
+}
+
+// KeyInput is what an attempt's idempotency key is derived from.
+type KeyInput struct {
+	// From, Digits and Canonical are the scenario's key policy.
+	From      scenario.KeyFrom
+	Digits    int
+	Canonical bool
+	// Execution, Step and Activity name the call; Activity is the
+	// activity id Temporal's key takes (the call's number in a run).
+	Execution, Step, Activity string
+	Args                      map[string]any
+	// Order is the order the agent wrote the arguments in, hashed as
+	// written when the policy is not canonical.
+	Order   []string
+	Attempt int
+}
+
+// Key derives an attempt's idempotency key by the scenario's key_from: from
+// the intent (right), or with the attempt or the time mixed in, or over
+// arguments in the order the agent wrote them (wrong, to show why), or as
+// Temporal recommends. retrylab's worker and its Temporal activities
+// (temporal/agentflow) both derive keys here.
+func Key(in KeyInput) (string, error) {
+	scope := in.Step
+	switch in.From {
 	case scenario.KeyFromAttempt:
-		scope = fmt.Sprintf("%s#%d", step, attempt)
+		scope = fmt.Sprintf("%s#%d", in.Step, in.Attempt)
 	case scenario.KeyFromTimestamp:
-		scope = step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
+		scope = in.Step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
 	case scenario.KeyFromStep:
-		return idemkey.FromCanonical(w.plan.Execution, step, nil, p.KeyDigits)
+		return idemkey.FromCanonical(in.Execution, in.Step, nil, in.Digits)
 	case scenario.KeyFromTemporal:
-		return TemporalKey(w.plan.Execution, activity, p.KeyDigits)
+		return TemporalKey(in.Execution, in.Activity, in.Digits)
 	}
-	if p.CanonicalArgs() {
-		return idemkey.Derive(w.plan.Execution, scope, args, p.KeyDigits)
+	if in.Canonical {
+		return idemkey.Derive(in.Execution, scope, in.Args, in.Digits)
 	}
-	written, err := idemkey.Ordered(args, order)
+	written, err := idemkey.Ordered(in.Args, in.Order)
 	if err != nil {
 		return "", err
 	}
-	return idemkey.FromCanonical(w.plan.Execution, scope, written, p.KeyDigits)
+	return idemkey.FromCanonical(in.Execution, scope, written, in.Digits)
 }
 
 // TemporalKey is Temporal's recommended idempotency key, from the workflow

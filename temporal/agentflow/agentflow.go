@@ -449,32 +449,16 @@ func (t *tools) crash(c Call, attempt int) fault.Point {
 	return ""
 }
 
-// deriveKey is the attempt's idempotency key by the scenario's key_from.
+// deriveKey is the attempt's idempotency key by the scenario's key_from,
+// derived as retrylab's own worker derives it (agent.Key).
 func deriveKey(c Call, execution, activityID string, args map[string]any, attempt int) (string, error) {
 	p := c.Key
 	digits := p.Digits
 	if digits == 0 {
 		digits = idemkey.DefaultDigits
 	}
-	scope := c.Step
-	switch p.From {
-	case scenario.KeyFromAttempt:
-		scope = fmt.Sprintf("%s#%d", c.Step, attempt)
-	case scenario.KeyFromTimestamp:
-		scope = c.Step + "@" + time.Now().UTC().Format(time.RFC3339Nano)
-	case scenario.KeyFromStep:
-		return idemkey.FromCanonical(execution, c.Step, nil, digits)
-	case scenario.KeyFromTemporal:
-		return agent.TemporalKey(execution, activityID, digits)
-	}
-	if p.Written == nil {
-		return idemkey.Derive(execution, scope, args, digits)
-	}
-	written, err := idemkey.Ordered(args, p.Written)
-	if err != nil {
-		return "", err
-	}
-	return idemkey.FromCanonical(execution, scope, written, digits)
+	return agent.Key(agent.KeyInput{From: p.From, Digits: digits, Canonical: p.Written == nil, Execution: execution,
+		Step: c.Step, Activity: activityID, Args: args, Order: p.Written, Attempt: attempt})
 }
 
 // request builds the HTTP request of an attempt, attributed to the
