@@ -482,41 +482,57 @@ func (w *worker) args(step string) (map[string]any, error) {
 
 // request builds the HTTP request for a tool call and its trace form.
 func (w *worker) request(tool scenario.Tool, step string, args map[string]any, attempt int, key string) (*http.Request, *history.Exchange, error) {
+	req, body, err := ToolRequest(context.Background(), tool.Service, tool.Op, w.plan.MailURL, w.plan.CRMURL, args,
+		world.Attribution{Execution: w.plan.Execution, Step: step, Key: key, Attempt: attempt, Run: w.plan.Run})
+	if err != nil {
+		return nil, nil, err
+	}
+	headers := map[string]string{}
+	if key != "" {
+		headers[world.HeaderIdempotencyKey] = key
+	}
+	return req, &history.Exchange{Method: req.Method, URL: req.URL.Path, Headers: headers, Body: body}, nil
+}
+
+// ToolRequest builds the HTTP request of one attempt of a tool call on the
+// simulated world: the operation's method and path, its JSON body (also
+// returned, nil for a read), the Idempotency-Key when at has one, and
+// retrylab's attribution headers. retrylab's worker and its Temporal
+// activities (temporal/agentflow) both build requests here.
+func ToolRequest(ctx context.Context, service, op, mailURL, crmURL string, args map[string]any, at world.Attribution) (*http.Request, []byte, error) {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return nil, nil, err
 	}
 	var method, url string
 	id, _ := args["id"].(string)
-	switch tool.Service + "/" + tool.Op {
+	switch service + "/" + op {
 	case "mail/send":
-		method, url = http.MethodPost, w.plan.MailURL+"/v1/send"
+		method, url = http.MethodPost, mailURL+"/v1/send"
 	case "crm/upsert":
-		method, url = http.MethodPut, w.plan.CRMURL+"/v1/records/"+id
+		method, url = http.MethodPut, crmURL+"/v1/records/"+id
 	case "crm/create":
-		method, url = http.MethodPost, w.plan.CRMURL+"/v1/records"
+		method, url = http.MethodPost, crmURL+"/v1/records"
 	case "crm/get":
-		method, url, body = http.MethodGet, w.plan.CRMURL+"/v1/records/"+id, nil
+		method, url, body = http.MethodGet, crmURL+"/v1/records/"+id, nil
 	default:
-		return nil, nil, fmt.Errorf("%s: no such operation %s/%s", step, tool.Service, tool.Op)
+		return nil, nil, fmt.Errorf("%s: no such operation %s/%s", at.Step, service, op)
 	}
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
-	headers := map[string]string{}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-		headers["Idempotency-Key"] = key
+	if at.Key != "" {
+		req.Header.Set(world.HeaderIdempotencyKey, at.Key)
 	}
-	req.Header.Set(world.HeaderExecution, w.plan.Execution)
-	req.Header.Set(world.HeaderStep, step)
-	req.Header.Set(world.HeaderAttempt, strconv.Itoa(attempt))
-	req.Header.Set(world.HeaderRun, strconv.Itoa(w.plan.Run))
-	return req, &history.Exchange{Method: method, URL: req.URL.Path, Headers: headers, Body: body}, nil
+	req.Header.Set(world.HeaderExecution, at.Execution)
+	req.Header.Set(world.HeaderStep, at.Step)
+	req.Header.Set(world.HeaderAttempt, strconv.Itoa(at.Attempt))
+	req.Header.Set(world.HeaderRun, strconv.Itoa(at.Run))
+	return req, body, nil
 }
 
 type result struct {

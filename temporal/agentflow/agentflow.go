@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -462,41 +461,12 @@ func deriveKey(c Call, execution, activityID string, args map[string]any, attemp
 }
 
 // request builds the HTTP request of an attempt, attributed to the
-// workflow (its id is the execution) so the world's outbox names it.
+// workflow (its id is the execution) so the world's outbox names it, as
+// retrylab's own worker builds it (agent.ToolRequest).
 func request(ctx context.Context, c Call, args map[string]any, execution string, attempt int, key string) (*http.Request, error) {
-	body, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	id, _ := args["id"].(string)
-	var method, url string
-	switch c.Service + "/" + c.Op {
-	case "mail/send":
-		method, url = http.MethodPost, c.MailURL+"/v1/send"
-	case "crm/upsert":
-		method, url = http.MethodPut, c.CRMURL+"/v1/records/"+id
-	case "crm/create":
-		method, url = http.MethodPost, c.CRMURL+"/v1/records"
-	case "crm/get":
-		method, url, body = http.MethodGet, c.CRMURL+"/v1/records/"+id, nil
-	default:
-		return nil, fmt.Errorf("%s: no such operation %s/%s", c.Step, c.Service, c.Op)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set(world.HeaderIdempotencyKey, key)
-	}
-	req.Header.Set(world.HeaderExecution, execution)
-	req.Header.Set(world.HeaderStep, c.Step)
-	req.Header.Set(world.HeaderAttempt, strconv.Itoa(attempt))
-	req.Header.Set(world.HeaderRun, "1")
-	return req, nil
+	req, _, err := agent.ToolRequest(ctx, c.Service, c.Op, c.MailURL, c.CRMURL, args,
+		world.Attribution{Execution: execution, Step: c.Step, Key: key, Attempt: attempt, Run: 1})
+	return req, err
 }
 
 // AttributedExecution is the execution retrylab stores a workflow run's
