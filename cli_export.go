@@ -1,19 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -34,7 +34,10 @@ retrylab.effects and retrylab.provider.message_ids, retrylab.journal.recorded,
 retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
 into the same model. Imported executions are not exported again.
 
-The file is written whole or not at all (a temporary file renamed into place).`,
+The file is written whole or not at all (a temporary file renamed into place).
+With --otlp - the document goes to standard output as it is written, and the
+summary to standard error. Either way it streams: an execution's history is
+read twice, a page at a time, and never held whole in memory.`,
 		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
@@ -43,56 +46,132 @@ The file is written whole or not at all (a temporary file renamed into place).`,
 			return a.exportOTLP(file, args)
 		},
 	}
-	cmd.Flags().StringVar(&file, "otlp", "", "write OTLP/JSON to this file")
+	cmd.Flags().StringVar(&file, "otlp", "", "write OTLP/JSON to this file (- for standard output)")
 	return cmd
 }
 
 func (a *app) exportOTLP(file string, ids []string) error {
-	if err := checkDestination(file); err != nil {
-		return fmt.Errorf("export: %w", err)
+	toStdout := file == "-"
+	if !toStdout {
+		if err := checkDestination(file); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 	}
 	named := len(ids) > 0
 	db, err := a.openStore(false)
 	if err != nil {
 		return err
 	}
-	var traces []*trace.Trace
-	err = func() error {
-		defer db.Close()
-		if !named {
-			var err error
-			ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
-				x, err := history.DecodeExecution(rec)
-				return err == nil && x.Imported == ""
-			})
-			if err != nil {
+	defer db.Close()
+	if !named {
+		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			return err == nil && x.Imported == ""
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// Every execution named is found before anything is written.
+	imported := make([]bool, len(ids))
+	for i, id := range ids {
+		x, err := executionRecord(db, id)
+		if err != nil {
+			return err
+		}
+		imported[i] = x.Imported != ""
+	}
+	spans := 0
+	write := func(w io.Writer) error {
+		jw := otlp.NewJSONWriter(w, buildVersion())
+		for i, id := range ids {
+			if err := exportOne(db, jw, id, imported[i]); err != nil {
 				return err
 			}
 		}
-		for _, id := range ids {
-			t, err := foldOne(db, id)
-			if err != nil {
-				return err
-			}
-			if t.Events == 0 {
-				return fmt.Errorf("export: %s was imported, not run by retrylab: its source file is its export", id)
-			}
-			traces = append(traces, t)
+		if err := jw.Close(); err != nil {
+			return err
 		}
-		return nil
-	}()
-	if err != nil {
+		spans = jw.Spans()
+		_, err := io.WriteString(w, "\n")
 		return err
 	}
-	td := otlp.Export(traces, buildVersion())
-	data, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
-	if err != nil {
-		return fmt.Errorf("export: encode: %w", err)
+	if toStdout {
+		bw := bufio.NewWriter(a.out)
+		if err := write(bw); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		fmt.Fprintf(a.errOut, "wrote %d executions, %d spans to standard output (OTLP/JSON)\n", len(ids), spans)
+		return nil
 	}
-	if err := writeFileAtomic(file, append(data, '\n')); err != nil {
+	if err := writeFileAtomic(file, write); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", len(traces), td.SpanCount(), file)
+	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", len(ids), spans, file)
+	return nil
+}
+
+// executionRecord reads an execution's record.
+func executionRecord(db *store.DB, id string) (history.Execution, error) {
+	var x history.Execution
+	err := db.View(func(tx *store.Tx) error {
+		rec := tx.Execution(id)
+		if rec == nil {
+			return fmt.Errorf("no execution %q in %s", id, db.Path())
+		}
+		var err error
+		if x, err = history.DecodeExecution(rec); err != nil {
+			return fmt.Errorf("execution %s: %w", id, err)
+		}
+		return nil
+	})
+	return x, err
+}
+
+// exportOne writes one execution's spans: retrylab's own streamed from its
+// history (read twice, never whole), an imported one from its model.
+func exportOne(db *store.DB, jw *otlp.JSONWriter, id string, imported bool) error {
+	notOurs := fmt.Errorf("%s was imported, not run by retrylab: its source file is its export", id)
+	if imported {
+		t, err := foldOne(db, id)
+		if err != nil {
+			return err
+		}
+		if t.Events == 0 {
+			return notOurs
+		}
+		if err := jw.Trace(t); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		return nil
+	}
+	err := db.View(func(tx *store.Tx) error {
+		return jw.History(id, func(fn func(history.Event) error) error {
+			var bad error
+			if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+				ev, err := history.Decode(data)
+				if err == nil {
+					err = fn(ev)
+				} else {
+					err = fmt.Errorf("execution %s: %w", id, err)
+				}
+				bad = err
+				return err == nil
+			}); err != nil {
+				return err
+			}
+			return bad
+		})
+	})
+	switch {
+	case errors.Is(err, otlp.ErrNoEvents):
+		return notOurs
+	case err != nil:
+		return fmt.Errorf("%s: %w", id, err)
+	}
 	return nil
 }
 
@@ -116,15 +195,21 @@ func checkDestination(path string) error {
 	return nil
 }
 
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it into place, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic writes a file with write into a temporary file beside
+// path, syncs it and renames it into place, so a reader never sees half a
+// file, and a failed write leaves nothing behind.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	if err := write(w); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
 		tmp.Close()
 		return err
 	}

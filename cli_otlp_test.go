@@ -264,6 +264,89 @@ func TestCLIExportImportSameModel(t *testing.T) {
 	}
 }
 
+// export streams an execution's history, but writes the bytes the build
+// before it (c610b32, which folded every history whole and marshalled one
+// document) wrote for the same database: testdata/v2/export.json is its
+// export of testdata/v2/retrylab.db. The same bytes go to standard output
+// with --otlp -, the summary to standard error.
+func TestCLIExportStreamsTheSameBytes(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	data, err := os.ReadFile(filepath.Join("testdata", "v2", "retrylab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "v2", "export.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := regexp.MustCompile(`"version":"[^"]*"`)
+	same := func(got []byte) bool {
+		return string(version.ReplaceAll(got, []byte(`"version":"(devel)"`))) == string(want)
+	}
+	file := filepath.Join(t.TempDir(), "out.json")
+	has(t, ok(t, db, "export", "--otlp", file), "wrote 16 executions, 106 spans to "+file)
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !same(got) {
+		t.Errorf("export --otlp FILE differs from c610b32's:\n%s", firstDiff(string(got), string(want)))
+	}
+	r := must(t, 0, db, "export", "--otlp", "-")
+	if !same([]byte(r.stdout)) {
+		t.Errorf("export --otlp - differs from c610b32's:\n%s", firstDiff(r.stdout, string(want)))
+	}
+	if r.stderr != "wrote 16 executions, 106 spans to standard output (OTLP/JSON)\n" {
+		t.Errorf("export --otlp - said on stderr %q", r.stderr)
+	}
+}
+
+// The streamed export of fresh runs (a crash and its resume, an
+// escalation, an invoice whose copies overlap) is Export's document of
+// their whole folds, byte for byte.
+func TestCLIExportStreamsAsTheWholeFold(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	must(t, 137, db, "run", "crash")
+	ok(t, db, "resume")
+	must(t, 3, db, "run", "unsafe-escalates")
+	must(t, 137, db, "run", "invoice-crm")
+	ok(t, db, "resume")
+	ok(t, db, "run", "concurrent-duplicates")
+	must(t, 137, db, "run", "key-retention")
+	r := must(t, 0, db, "export", "--otlp", "-")
+	folds := foldAll(t, db)
+	var ids []string
+	s, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+	})
+	s.Close()
+	var traces []*trace.Trace
+	for _, id := range ids {
+		traces = append(traces, folds[id])
+	}
+	td := otlp.Export(traces, "(devel)")
+	want, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := regexp.MustCompile(`"version":"[^"]*"`).ReplaceAllString(r.stdout, `"version":"(devel)"`)
+	if got != string(want)+"\n" {
+		t.Errorf("streamed export differs from the whole fold's:\n%s", firstDiff(got, string(want)+"\n"))
+	}
+	if td.SpanCount() < 20 {
+		t.Errorf("only %d spans", td.SpanCount())
+	}
+}
+
 // export to a place it cannot write names that place, not the temporary
 // file it writes first, and leaves nothing behind.
 func TestCLIExportBadDestination(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -16,10 +17,12 @@ import (
 )
 
 // BenchmarkStreamLongExecution runs the real binary's readers of one
-// history (show, show --json, show --markdown, check, state --json) on a
+// history (show, show --json, show --markdown, check, state --json, export
+// --otlp -) on a
 // generated database holding one execution of many attempts, and reports
 // for each: first-line-ms (from the start of the process to its first
-// line on stdout), total-ms, and heap-MB, the largest heap the Go runtime
+// line on stdout; for export, whose document is one line, first-byte-ms),
+// total-ms, and heap-MB, the largest heap the Go runtime
 // reported at the start of a collection (GODEBUG=gctrace=1): the peak of
 // the heap, garbage included. By default the execution has 5 000 attempts;
 // with RETRYLAB_BENCH_FULL=1, 100 000 (400 004 events, ~140 MB of file).
@@ -33,19 +36,32 @@ func BenchmarkStreamLongExecution(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, args := range [][]string{{"show"}, {"show", "--json"}, {"show", "--markdown"}, {"check"}, {"state", "--json"}} {
+	// export writes one line (the OTLP/JSON document) to standard output:
+	// its first byte is what shows it streams. A build older than the
+	// streaming export knows no "--otlp -": it writes a file, and its
+	// first line is the summary it prints once the file is written.
+	exportArgs, firstOf := []string{"export", "--otlp", "-"}, "first-byte-ms"
+	if os.Getenv("RETRYLAB_BENCH_BIN") != "" {
+		exportArgs = []string{"export", "--otlp", filepath.Join(b.TempDir(), "long.json")}
+		firstOf = "first-line-ms"
+	}
+	for _, args := range [][]string{{"show"}, {"show", "--json"}, {"show", "--markdown"}, {"check"}, {"state", "--json"}, exportArgs} {
 		name := args[0]
-		if len(args) > 1 {
+		if len(args) > 1 && args[0] != "export" {
 			name += args[1]
+		}
+		metric := "first-line-ms"
+		if args[0] == "export" {
+			metric = firstOf
 		}
 		b.Run(name, func(b *testing.B) {
 			var first, total time.Duration
 			heap := 0
 			for range b.N {
-				f, t, h := streamOnce(b, db, args)
+				f, t, h := streamOnce(b, db, args, metric == "first-byte-ms")
 				first, total, heap = first+f, total+t, max(heap, h)
 			}
-			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-line-ms")
+			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), metric)
 			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "total-ms")
 			b.ReportMetric(float64(heap), "heap-MB")
 			b.ReportMetric(0, "ns/op")
@@ -57,8 +73,9 @@ func BenchmarkStreamLongExecution(b *testing.B) {
 // collection started.
 var gcStart = regexp.MustCompile(`(\d+)->\d+->\d+ MB`)
 
-// streamOnce runs one reader and times its first line and its end.
-func streamOnce(b *testing.B, db string, args []string) (first, total time.Duration, heapMB int) {
+// streamOnce runs one reader and times its first line (or, with byte
+// set, its first byte) and its end.
+func streamOnce(b *testing.B, db string, args []string, firstByte bool) (first, total time.Duration, heapMB int) {
 	b.Helper()
 	exe := bin
 	if other := os.Getenv("RETRYLAB_BENCH_BIN"); other != "" {
@@ -77,7 +94,11 @@ func streamOnce(b *testing.B, db string, args []string) (first, total time.Durat
 		b.Fatal(err)
 	}
 	r := bufio.NewReader(out)
-	if _, err := r.ReadBytes('\n'); err != nil {
+	if firstByte {
+		if _, err := r.ReadByte(); err != nil {
+			b.Fatalf("%v: no first byte: %v\n%s", args, err, stderr.String())
+		}
+	} else if _, err := r.ReadBytes('\n'); err != nil {
 		b.Fatalf("%v: no first line: %v\n%s", args, err, stderr.String())
 	}
 	first = time.Since(start)

@@ -39,54 +39,67 @@ type exporter struct {
 	t     *trace.Trace
 	tid   pcommon.TraceID
 	n     int
+	// done, when set, is called once each span is complete (a streaming
+	// writer marshals it and clears spans).
+	done func()
 }
 
 func exportTrace(spans ptrace.SpanSlice, t *trace.Trace) {
 	for i, r := range t.Runs {
 		e := &exporter{spans: spans, t: t, tid: traceID(t.Execution, r.Number)}
-		root := e.span("retrylab.run", pcommon.SpanID{}, r.Started, runEnd(t, r))
-		root.SetName("retrylab.run " + t.Scenario)
-		a := root.Attributes()
-		a.PutStr("gen_ai.operation.name", "invoke_workflow")
-		a.PutStr("gen_ai.conversation.id", t.Execution)
-		a.PutStr("retrylab.execution", t.Execution)
-		a.PutStr("retrylab.scenario", t.Scenario)
-		a.PutStr("retrylab.policy", t.Policy)
-		a.PutInt("retrylab.run", int64(r.Number))
-		if r.Policy != "" {
-			a.PutStr("retrylab.run.policy", r.Policy)
-		}
-		if r.PID != 0 {
-			a.PutInt("process.pid", int64(r.PID))
-		}
-		if r.End != nil && r.End.Kind == trace.RunCrashed {
-			a.PutBool("retrylab.run.crashed", true)
-			a.PutInt("retrylab.run.exit_code", int64(r.End.ExitCode))
-			if r.End.Fault != "" {
-				a.PutStr("retrylab.run.fault", r.End.Fault)
-			}
-			root.Status().SetCode(ptrace.StatusCodeError)
-			root.Status().SetMessage("worker killed")
-		}
-		if i == len(t.Runs)-1 {
-			end := "running"
-			switch {
-			case t.End != nil && t.End.Kind == trace.Escalated:
-				end = "escalated"
-			case t.End != nil && t.End.Mark == trace.MarkOK:
-				end = "ok"
-			case t.End != nil:
-				end = "failed"
-				root.Status().SetCode(ptrace.StatusCodeError)
-				root.Status().SetMessage(t.End.Error)
-			}
-			a.PutStr("retrylab.execution.end", end)
-			if t.End != nil && t.End.Error != "" {
-				a.PutStr("retrylab.execution.error", t.End.Error)
-			}
-		}
-		e.nodes(r.Nodes, root.SpanID(), runEnd(t, r))
+		root := e.run(r, i == len(t.Runs)-1)
+		e.nodes(r.Nodes, root, runEnd(t, r))
 	}
+}
+
+// run writes a run's root span and returns its id; last says it is the
+// execution's last run, which carries how the execution ended.
+func (e *exporter) run(r *trace.Run, last bool) pcommon.SpanID {
+	t := e.t
+	root := e.span("retrylab.run", pcommon.SpanID{}, r.Started, runEnd(t, r))
+	root.SetName("retrylab.run " + t.Scenario)
+	a := root.Attributes()
+	a.PutStr("gen_ai.operation.name", "invoke_workflow")
+	a.PutStr("gen_ai.conversation.id", t.Execution)
+	a.PutStr("retrylab.execution", t.Execution)
+	a.PutStr("retrylab.scenario", t.Scenario)
+	a.PutStr("retrylab.policy", t.Policy)
+	a.PutInt("retrylab.run", int64(r.Number))
+	if r.Policy != "" {
+		a.PutStr("retrylab.run.policy", r.Policy)
+	}
+	if r.PID != 0 {
+		a.PutInt("process.pid", int64(r.PID))
+	}
+	if r.End != nil && r.End.Kind == trace.RunCrashed {
+		a.PutBool("retrylab.run.crashed", true)
+		a.PutInt("retrylab.run.exit_code", int64(r.End.ExitCode))
+		if r.End.Fault != "" {
+			a.PutStr("retrylab.run.fault", r.End.Fault)
+		}
+		root.Status().SetCode(ptrace.StatusCodeError)
+		root.Status().SetMessage("worker killed")
+	}
+	if last {
+		end := "running"
+		switch {
+		case t.End != nil && t.End.Kind == trace.Escalated:
+			end = "escalated"
+		case t.End != nil && t.End.Mark == trace.MarkOK:
+			end = "ok"
+		case t.End != nil:
+			end = "failed"
+			root.Status().SetCode(ptrace.StatusCodeError)
+			root.Status().SetMessage(t.End.Error)
+		}
+		a.PutStr("retrylab.execution.end", end)
+		if t.End != nil && t.End.Error != "" {
+			a.PutStr("retrylab.execution.error", t.End.Error)
+		}
+	}
+	id := root.SpanID()
+	e.complete()
+	return id
 }
 
 // runEnd is when a run's last event happened.
@@ -97,115 +110,144 @@ func runEnd(t *trace.Trace, r *trace.Run) time.Time {
 	return r.Last
 }
 
+// turnEnd is when the turn at nodes[i] ended: when the next turn of its
+// run began, or until (its run's end).
+func turnEnd(nodes []trace.Node, i int, until time.Time) time.Time {
+	for _, later := range nodes[i+1:] {
+		if lt, ok := later.(*trace.Turn); ok {
+			return lt.Time
+		}
+	}
+	return until
+}
+
 func (e *exporter) nodes(nodes []trace.Node, parent pcommon.SpanID, until time.Time) {
 	for i, n := range nodes {
 		switch x := n.(type) {
 		case *trace.Turn:
-			end := until
-			for _, later := range nodes[i+1:] {
-				if lt, ok := later.(*trace.Turn); ok {
-					end = lt.Time
-					break
-				}
-			}
-			s := e.span("invoke_agent "+e.t.Scenario, parent, x.Time, end)
-			a := s.Attributes()
-			a.PutStr("gen_ai.operation.name", "invoke_agent")
-			a.PutStr("gen_ai.agent.name", e.t.Scenario)
-			a.PutStr("gen_ai.conversation.id", e.t.Execution)
-			a.PutInt("retrylab.turn", int64(x.Number))
-			a.PutStr("retrylab.turn.text", x.Text)
-			e.nodes(x.Nodes, s.SpanID(), end)
+			end := turnEnd(nodes, i, until)
+			e.nodes(x.Nodes, e.turn(x, parent, end), end)
 		case *trace.Call:
-			e.call(x, parent, until)
+			for _, at := range x.Attempts {
+				e.attempt(x, at, parent, until, at == x.Attempts[len(x.Attempts)-1])
+			}
 		case *trace.Replay:
-			s := e.span("retrylab.replay "+x.Tool, parent, x.Time, x.Time)
-			a := s.Attributes()
-			a.PutBool("retrylab.replay", true)
-			a.PutStr("gen_ai.tool.name", x.Tool)
-			a.PutStr("gen_ai.tool.call.id", x.Call)
-			a.PutInt("retrylab.replay.run", int64(x.ResultRun))
-			if x.Decision {
-				a.PutBool("retrylab.replay.decision", true)
-			}
-			if x.Result != nil {
-				a.PutStr("gen_ai.tool.call.result", string(x.Result))
-			}
+			e.replay(x, parent)
 		}
 	}
 }
 
-func (e *exporter) call(c *trace.Call, parent pcommon.SpanID, until time.Time) {
-	for _, at := range c.Attempts {
-		end := until
-		if at.Finished {
-			end = at.Started.Add(at.Duration)
+// turn writes an invoke_agent span and returns its id.
+func (e *exporter) turn(x *trace.Turn, parent pcommon.SpanID, end time.Time) pcommon.SpanID {
+	s := e.span("invoke_agent "+e.t.Scenario, parent, x.Time, end)
+	a := s.Attributes()
+	a.PutStr("gen_ai.operation.name", "invoke_agent")
+	a.PutStr("gen_ai.agent.name", e.t.Scenario)
+	a.PutStr("gen_ai.conversation.id", e.t.Execution)
+	a.PutInt("retrylab.turn", int64(x.Number))
+	a.PutStr("retrylab.turn.text", x.Text)
+	id := s.SpanID()
+	e.complete()
+	return id
+}
+
+// replay writes a retrylab.replay span.
+func (e *exporter) replay(x *trace.Replay, parent pcommon.SpanID) {
+	s := e.span("retrylab.replay "+x.Tool, parent, x.Time, x.Time)
+	a := s.Attributes()
+	a.PutBool("retrylab.replay", true)
+	a.PutStr("gen_ai.tool.name", x.Tool)
+	a.PutStr("gen_ai.tool.call.id", x.Call)
+	a.PutInt("retrylab.replay.run", int64(x.ResultRun))
+	if x.Decision {
+		a.PutBool("retrylab.replay.decision", true)
+	}
+	if x.Result != nil {
+		a.PutStr("gen_ai.tool.call.result", string(x.Result))
+	}
+	e.complete()
+}
+
+// attempt writes an execute_tool span for one attempt of c; an attempt
+// with no answer ends at until. last says it is the call's last attempt,
+// which carries the journal's record of the call.
+func (e *exporter) attempt(c *trace.Call, at *trace.Attempt, parent pcommon.SpanID, until time.Time, last bool) {
+	end := until
+	if at.Finished {
+		end = at.Started.Add(at.Duration)
+	}
+	s := e.span("execute_tool "+c.Tool, parent, at.Started, end)
+	a := s.Attributes()
+	a.PutStr("gen_ai.operation.name", "execute_tool")
+	a.PutStr("gen_ai.tool.name", c.Tool)
+	a.PutStr("gen_ai.tool.call.id", c.Call)
+	if c.Args != nil {
+		a.PutStr("gen_ai.tool.call.arguments", string(c.Args))
+	}
+	if c.Kind != "" {
+		a.PutStr("retrylab.tool.kind", c.Kind)
+	}
+	if c.Key != "" {
+		a.PutStr("retrylab.call.key", c.Key)
+	}
+	a.PutInt("retrylab.attempt", int64(at.N))
+	if at.MaxAttempts > 0 {
+		a.PutInt("retrylab.max_attempts", int64(at.MaxAttempts))
+	}
+	if at.Key != "" {
+		a.PutStr("retrylab.idempotency_key", at.Key)
+	}
+	if len(at.Faults) > 0 {
+		a.PutStr("retrylab.faults", strings.Join(at.Faults, ","))
+	}
+	if at.Retry > 0 {
+		a.PutStr("retrylab.retry_after", at.Retry.String())
+	}
+	if len(at.Effects) > 0 {
+		b, _ := json.Marshal(at.Effects)
+		a.PutStr("retrylab.effects", string(b))
+		ids := make([]string, len(at.Effects))
+		for i, fx := range at.Effects {
+			ids[i] = fx.ID
 		}
-		s := e.span("execute_tool "+c.Tool, parent, at.Started, end)
-		a := s.Attributes()
-		a.PutStr("gen_ai.operation.name", "execute_tool")
-		a.PutStr("gen_ai.tool.name", c.Tool)
-		a.PutStr("gen_ai.tool.call.id", c.Call)
-		if c.Args != nil {
-			a.PutStr("gen_ai.tool.call.arguments", string(c.Args))
+		a.PutStr("retrylab.provider.message_ids", strings.Join(ids, ","))
+	}
+	if at.Request != nil && at.Request.URL != "" {
+		a.PutStr("url.full", at.Request.URL)
+		a.PutStr("http.request.method", at.Request.Method)
+	}
+	outcome := "none" // no answer: the worker died, or it is in flight
+	if at.Finished {
+		outcome = string(at.Outcome)
+		if at.Status != 0 {
+			a.PutInt("http.response.status_code", int64(at.Status))
 		}
-		if c.Kind != "" {
-			a.PutStr("retrylab.tool.kind", c.Kind)
+		if at.Response != nil && at.Response.Body != nil {
+			a.PutStr("gen_ai.tool.call.result", string(at.Response.Body))
 		}
-		if c.Key != "" {
-			a.PutStr("retrylab.call.key", c.Key)
+		if at.Deduplicated {
+			a.PutBool("retrylab.deduplicated", true)
 		}
-		a.PutInt("retrylab.attempt", int64(at.N))
-		if at.MaxAttempts > 0 {
-			a.PutInt("retrylab.max_attempts", int64(at.MaxAttempts))
+		if at.Outcome != trace.OutcomeOK {
+			s.Status().SetCode(ptrace.StatusCodeError)
+			s.Status().SetMessage(at.Error)
+			a.PutStr("error.type", string(at.Outcome))
 		}
-		if at.Key != "" {
-			a.PutStr("retrylab.idempotency_key", at.Key)
+	}
+	a.PutStr("retrylab.outcome", outcome)
+	if c.Recorded != nil && last {
+		a.PutBool("retrylab.journal.recorded", true)
+		if c.Recorded.Result != nil {
+			a.PutStr("retrylab.journal.result", string(c.Recorded.Result))
 		}
-		if len(at.Faults) > 0 {
-			a.PutStr("retrylab.faults", strings.Join(at.Faults, ","))
-		}
-		if at.Retry > 0 {
-			a.PutStr("retrylab.retry_after", at.Retry.String())
-		}
-		if len(at.Effects) > 0 {
-			b, _ := json.Marshal(at.Effects)
-			a.PutStr("retrylab.effects", string(b))
-			ids := make([]string, len(at.Effects))
-			for i, fx := range at.Effects {
-				ids[i] = fx.ID
-			}
-			a.PutStr("retrylab.provider.message_ids", strings.Join(ids, ","))
-		}
-		if at.Request != nil && at.Request.URL != "" {
-			a.PutStr("url.full", at.Request.URL)
-			a.PutStr("http.request.method", at.Request.Method)
-		}
-		outcome := "none" // no answer: the worker died, or it is in flight
-		if at.Finished {
-			outcome = string(at.Outcome)
-			if at.Status != 0 {
-				a.PutInt("http.response.status_code", int64(at.Status))
-			}
-			if at.Response != nil && at.Response.Body != nil {
-				a.PutStr("gen_ai.tool.call.result", string(at.Response.Body))
-			}
-			if at.Deduplicated {
-				a.PutBool("retrylab.deduplicated", true)
-			}
-			if at.Outcome != trace.OutcomeOK {
-				s.Status().SetCode(ptrace.StatusCodeError)
-				s.Status().SetMessage(at.Error)
-				a.PutStr("error.type", string(at.Outcome))
-			}
-		}
-		a.PutStr("retrylab.outcome", outcome)
-		if c.Recorded != nil && at == c.Attempts[len(c.Attempts)-1] {
-			a.PutBool("retrylab.journal.recorded", true)
-			if c.Recorded.Result != nil {
-				a.PutStr("retrylab.journal.result", string(c.Recorded.Result))
-			}
-		}
+	}
+	e.complete()
+}
+
+// complete says the latest span is written in full.
+func (e *exporter) complete() {
+	if e.done != nil {
+		e.done()
 	}
 }
 

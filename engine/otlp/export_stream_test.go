@@ -1,0 +1,119 @@
+package otlp
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/trace"
+)
+
+// exportBoth writes the OTLP/JSON document of one history streamed (as
+// export does) and from the whole fold (Export marshalled by pdata).
+func exportBoth(t *testing.T, id string, evs []history.Event) (streamed, whole []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	jw := NewJSONWriter(&buf, "v9")
+	err := jw.History(id, func(fn func(history.Event) error) error {
+		for _, ev := range evs {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	td := Export([]*trace.Trace{trace.FoldHistory(id, evs)}, "v9")
+	whole, err = (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jw.Spans() != td.SpanCount() {
+		t.Errorf("%d spans streamed, %d in the whole export", jw.Spans(), td.SpanCount())
+	}
+	return buf.Bytes(), whole
+}
+
+// The streamed export is the whole fold's, byte for byte, for every prefix
+// of a history where events interleave: concurrent copies of a call whose
+// answers and retries come after the other copy's next attempt began, two
+// calls in flight, an effect, a journal record, a crash with attempts
+// open, a second run with a replay, and the end.
+func TestExportStreamsAsTheWholeFold(t *testing.T) {
+	t0 := time.Date(2026, 6, 30, 9, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	at := t0
+	ev := func(e history.Event) history.Event {
+		seq++
+		at = at.Add(100 * time.Millisecond)
+		e.Seq, e.Time = seq, at
+		if e.Run == 0 {
+			e.Run = 1
+		}
+		return e
+	}
+	req := &history.Exchange{Method: "POST", URL: "/v1/send"}
+	evs := []history.Event{
+		ev(history.Event{Type: history.ExecutionStarted, Scenario: "mix", Text: "keys"}),
+		ev(history.Event{Type: history.WorkerStarted, PID: 7}),
+		ev(history.Event{Type: history.TurnStarted, Turn: 1, Text: "go"}),
+		ev(history.Event{Type: history.ToolCallScheduled, Step: "s1", Tool: "send", Turn: 1}),
+		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 1, Request: req, Key: "k"}),
+		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 2, Request: req, Key: "k"}),
+		ev(history.Event{Type: history.FaultInjected, Step: "s1", Attempt: 1, Fault: "server-error", Text: "plan"}),
+		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 2, Outcome: history.OutcomeConflict}),
+		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 3, Request: req, Key: "k"}),
+		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 1, Outcome: history.OutcomeError}),
+		ev(history.Event{Type: history.ToolCallScheduled, Step: "s2", Tool: "upsert", Turn: 1}),
+		ev(history.Event{Type: history.RetryScheduled, Step: "s1", Attempt: 1, Delay: time.Second}),
+		ev(history.Event{Type: history.AttemptStarted, Step: "s2", Attempt: 1, Request: req}),
+		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 3, Outcome: history.OutcomeOK}),
+		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 4, Request: req, Key: "k"}),
+		ev(history.Event{Type: history.EffectObserved, Step: "s2", Attempt: 1, Effect: &history.Effect{Service: "crm", ID: "r1"}}),
+		ev(history.Event{Type: history.StepRecorded, Step: "s1", Tool: "send", Attempt: 3, Result: []byte(`{"id":"m1"}`)}),
+		ev(history.Event{Type: history.WorkerCrashed, ExitCode: 137, Error: "killed from outside"}),
+		ev(history.Event{Type: history.WorkerStarted, Run: 2, PID: 8}),
+		ev(history.Event{Type: history.TurnStarted, Run: 2, Turn: 1, Text: "again"}),
+		ev(history.Event{Type: history.StepReplayed, Run: 2, Step: "s1", Tool: "send", ResultRun: 1}),
+		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s2", Tool: "upsert", Turn: 1}),
+		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s2", Attempt: 2, Request: req}),
+		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s2", Attempt: 2, Outcome: history.OutcomeOK}),
+		ev(history.Event{Type: history.TurnStarted, Run: 2, Turn: 2, Text: "and then"}),
+		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s3", Tool: "send", Turn: 2}),
+		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s3", Attempt: 1, Request: req, Key: "k3"}),
+		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s3", Attempt: 1, Outcome: history.OutcomeTimeout}),
+		ev(history.Event{Type: history.JournalDeleted, Run: 2, Step: "s1"}),
+		ev(history.Event{Type: history.ExecutionFailed, Run: 2, Error: "gave up"}),
+	}
+	for n := 1; n <= len(evs); n++ { // every prefix: a history read while it grows
+		streamed, whole := exportBoth(t, "exec_M", evs[:n])
+		if !bytes.Equal(streamed, whole) {
+			t.Fatalf("after %d events the streamed export differs:\n%s\n--- whole fold:\n%s", n, streamed, whole)
+		}
+	}
+}
+
+// An execution with no events has nothing to export; a document with no
+// span is the envelope alone, as pdata writes it.
+func TestExportStreamEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	jw := NewJSONWriter(&buf, "v9")
+	if err := jw.History("exec_E", func(func(history.Event) error) error { return nil }); err != ErrNoEvents {
+		t.Fatalf("History of nothing: %v, want ErrNoEvents", err)
+	}
+	if err := jw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(Export(nil, "v9"))
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("empty document %s, want %s", buf.Bytes(), want)
+	}
+}
