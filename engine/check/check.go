@@ -139,8 +139,10 @@ type Operation struct {
 	// Effects is the number of distinct effects in the ledger.
 	Effects int
 	Refs    []string
-	// Faults are the faults injected into its attempts.
-	Faults []fault.Point
+	// Faults counts the faults injected into its attempts by point (nil
+	// when none was): counts, not a list, so an operation of any number of
+	// attempts holds at most one entry per point.
+	Faults map[fault.Point]int
 	// KeyExpired is set when the key was forgotten between two attempts.
 	KeyExpired bool
 	Class      Class
@@ -427,7 +429,7 @@ type intent struct {
 // forgotten, and the slots of the range model.
 type intentAgg struct {
 	attempts int
-	faults   []fault.Point
+	faults   map[fault.Point]int
 	// first is each key's first effect, by the world clock; expired is set
 	// once a later effect under it came after the retention.
 	first   map[string]time.Time
@@ -1067,7 +1069,12 @@ func (w *walk) aggregate() error {
 		}
 		ag := &in.agg
 		ag.attempts++
-		ag.faults = append(ag.faults, a.points...)
+		for _, p := range a.points {
+			if ag.faults == nil {
+				ag.faults = map[fault.Point]int{}
+			}
+			ag.faults[p]++
+		}
 		id := attemptID{a.step, a.n}
 		var fx []Effect
 		if k := w.kept[id]; k != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -523,5 +524,27 @@ func TestCheckDB(t *testing.T) {
 	}
 	if rep.ByPolicy["none"].Classes[Duplicated] != 1 || rep.ByPolicy["keys+journal"].Classes[OK] != 1 {
 		t.Errorf("tallies: %+v %+v", rep.ByPolicy["none"], rep.ByPolicy["keys+journal"])
+	}
+}
+
+// An operation counts its faults by point: 40 server errors and a timeout
+// are two entries, however many attempts carried them.
+func TestOperationCountsFaultsByPoint(t *testing.T) {
+	h := newHist("e1", "single", both).worker().schedule("send", "send_email", sendArgs)
+	const n = 40
+	for i := 1; i <= n; i++ {
+		h = h.attempt("send", i, "ik_1", fault.ServerError).finish("send", i, history.OutcomeError)
+	}
+	h = h.attempt("send", n+1, "ik_1", fault.TimeoutAfterEffect).send("send", n+1, "ik_1", 0).finish("send", n+1, history.OutcomeTimeout).
+		attempt("send", n+2, "ik_1").finish("send", n+2, history.OutcomeOK).recorded("send").completed()
+	res, _ := checkOne(t, Options{Resolve: planFor(false)}, h)
+	op := res.Operations[0]
+	want := map[fault.Point]int{fault.ServerError: n, fault.TimeoutAfterEffect: 1}
+	if !reflect.DeepEqual(op.Faults, want) || op.Attempts != n+2 {
+		t.Fatalf("faults %v in %d attempts, want %v in %d", op.Faults, op.Attempts, want, n+2)
+	}
+	if res, _ := checkOne(t, Options{Resolve: planFor(false)}, newHist("e2", "single", both).worker().schedule("send", "send_email", sendArgs).
+		attempt("send", 1, "ik_1").send("send", 1, "ik_1", 0).finish("send", 1, history.OutcomeOK).recorded("send").completed()); res.Operations[0].Faults != nil {
+		t.Fatalf("an operation without faults: %v", res.Operations[0].Faults)
 	}
 }
