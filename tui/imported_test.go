@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
@@ -186,4 +187,20 @@ func TestImportedRowsShowDuplicatesAndWhereFrom(t *testing.T) {
 	if strings.Contains(view, "none  14:50:00") {
 		t.Errorf("an imported row says its policy is none:\n%s", view)
 	}
+}
+
+// o on an imported execution stays on its inferred effects (no simulated
+// outbox or CRM saw them) and says why, instead of showing the simulated
+// CRM.
+func TestGoldenImportedEffectsStayOnO(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, importedDB(t, "../fixtures/otlp/genai-semconv.json"))
+	defer h.Close()
+	v := view(t, h, 160, 40, "DUPLICATE send_invoice", "o")
+	mustShow(t, v, "imported view after o", "Effects (inferred)", "DUPLICATE send_invoice",
+		"no simulated outbox or CRM here: effects are inferred")
+	if strings.Contains(v, "CRM (provider's truth)") || strings.Contains(v, "o: CRM") {
+		t.Errorf("o on an imported execution offers or shows the simulated CRM:\n%s", v)
+	}
+	golden.RequireEqual(t, []byte(v))
 }

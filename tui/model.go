@@ -457,11 +457,18 @@ func (m *Model) setFlash(text string, bad bool) {
 	m.flashSeq++
 }
 
+// showsImported reports whether the trace shown is of an imported
+// execution, whose effects the outbox pane infers.
+func (m *Model) showsImported() bool {
+	tv := m.trace.tr
+	return tv != nil && tv.exec.Imported != ""
+}
+
 // inferredEffects is the outbox pane's content for an imported execution:
 // the effects inferred from its trace (tui/effects.go).
 func (m *Model) inferredEffects(width int) ([]string, bool) {
-	if tv := m.trace.tr; tv != nil && tv.exec.Imported != "" {
-		return tv.effectLines(width), true
+	if m.showsImported() {
+		return m.trace.tr.effectLines(width), true
 	}
 	return nil, false
 }

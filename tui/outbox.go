@@ -14,7 +14,8 @@ import (
 // outboxPane is the provider's truth beside the trace: the selected
 // execution's deliveries grouped by intent (o: the CRM's rows instead),
 // the message caused by the selected attempt marked •, and the whole
-// outbox's size.
+// outbox's size; for an imported execution, the effects inferred from its
+// trace (o does not leave them: no simulated provider saw them).
 type outboxPane struct {
 	*Context
 	msgs       []world.Message // the selected execution's deliveries
@@ -87,11 +88,11 @@ func (o *outboxPane) Clear() {
 
 // count is how many rows the pane has.
 func (o *outboxPane) count() int {
-	if o.crmTab {
-		return len(crmLines(o.records))
-	}
 	if lines, ok := o.inferredLines(o.width - 2); ok {
 		return len(lines)
+	}
+	if o.crmTab {
+		return len(crmLines(o.records))
 	}
 	return len(outboxLines(o.msgs, o.total))
 }
@@ -106,7 +107,7 @@ func (o *outboxPane) inferredLines(width int) ([]string, bool) {
 
 // selected is the outbox message under the selection.
 func (o *outboxPane) selected() *outboxLine {
-	if o.crmTab {
+	if _, inferred := o.inferredLines(o.width - 2); inferred || o.crmTab {
 		return nil
 	}
 	lines := outboxLines(o.msgs, o.total)
@@ -124,6 +125,11 @@ func (o *outboxPane) View() string {
 
 func (o *outboxPane) lines(height, width int) (string, []string) {
 	focused := o.focus == paneOutbox
+	// An imported execution's effects were seen by no simulated provider:
+	// the pane infers them from its trace, whichever tab o last chose.
+	if lines, ok := o.inferredLines(width); ok {
+		return "Effects (inferred)", window(lines, o.top, height, o.sel, focused, o.theme)
+	}
 	if o.crmTab {
 		title := "CRM (provider's truth) · o: outbox"
 		if o.recordsCut {
@@ -131,9 +137,6 @@ func (o *outboxPane) lines(height, width int) (string, []string) {
 		}
 		all := crmLines(o.records)
 		return title, window(all, o.top, height, o.sel, focused, o.theme)
-	}
-	if lines, ok := o.inferredLines(width); ok {
-		return "Effects (inferred) · o: CRM", window(lines, o.top, height, o.sel, focused, o.theme)
 	}
 	title := "Outbox (provider's truth) · o: CRM"
 	ls := outboxLines(o.msgs, o.total)

@@ -356,6 +356,10 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return m.startLesson()
 	case key.Matches(msg, k.OutboxTab):
+		if m.showsImported() {
+			m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
+			return nil
+		}
 		m.outbox.Update(msg)
 		if m.outbox.crmTab {
 			return m.loadOutbox() // the CRM rows are read only while shown
