@@ -34,6 +34,7 @@ func newPicker(scenarios []*scenario.Scenario) list.Model {
 	d := list.NewDefaultDelegate()
 	d.SetSpacing(0)
 	l := list.New(items, d, 0, 0)
+	l.Filter = rankScenarios
 	l.Title = "Run which scenario? enter: run · /: filter · esc: cancel"
 	l.SetShowHelp(false)
 	// The status bar counts the items and the filtered; the page dots
@@ -44,6 +45,64 @@ func newPicker(scenarios []*scenario.Scenario) list.Model {
 	l.KeyMap.ShowFullHelp.SetEnabled(false)
 	l.KeyMap.CloseFullHelp.SetEnabled(false)
 	return l
+}
+
+// rankScenarios orders the scenarios a filter text matches, best first:
+// names that begin with it, names that hold it, titles that hold it, then
+// names and at last whole lines that hold its letters in order, best
+// scored first (bubbles' fuzzy filter). targets are FilterValues: a name,
+// a space, a title. The fuzzy filter alone ranked a long line below a
+// short one whatever matched, so "jour" put safe (whose title ends in "a
+// journal") above journal-deleted.
+func rankScenarios(term string, targets []string) []list.Rank {
+	t := strings.ToLower(strings.TrimSpace(term))
+	if t == "" {
+		return list.DefaultFilter(term, targets)
+	}
+	names := make([]string, len(targets))
+	for i, v := range targets {
+		names[i], _, _ = strings.Cut(v, " ")
+	}
+	var tiers [5][]list.Rank
+	seen := make([]bool, len(targets))
+	add := func(tier, i int, matched []int) {
+		if !seen[i] {
+			seen[i] = true
+			tiers[tier] = append(tiers[tier], list.Rank{Index: i, MatchedIndexes: matched})
+		}
+	}
+	runes := func(from, n int) []int {
+		out := make([]int, n)
+		for k := range out {
+			out[k] = from + k
+		}
+		return out
+	}
+	n := len([]rune(t))
+	for i, v := range targets {
+		lower := strings.ToLower(v)
+		name := strings.ToLower(names[i])
+		switch {
+		case strings.HasPrefix(name, t):
+			add(0, i, runes(0, n))
+		case strings.Contains(name, t):
+			add(1, i, runes(len([]rune(name[:strings.Index(name, t)])), n))
+		case strings.Contains(lower[len(name):], t):
+			at := len(name) + strings.Index(lower[len(name):], t)
+			add(2, i, runes(len([]rune(lower[:at])), n))
+		}
+	}
+	for _, r := range list.DefaultFilter(term, names) {
+		add(3, r.Index, r.MatchedIndexes)
+	}
+	for _, r := range list.DefaultFilter(term, targets) {
+		add(4, r.Index, r.MatchedIndexes)
+	}
+	var out []list.Rank
+	for _, tier := range tiers {
+		out = append(out, tier...)
+	}
+	return out
 }
 
 // scenarioPicker is the scenario picker (n): bubbles' list over the

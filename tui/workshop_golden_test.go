@@ -65,3 +65,36 @@ func TestGoldenLessonPausedOnTheCrashAt80x24(t *testing.T) {
 	mustShow(t, v, "paused lesson", "▶ press r  Resume the killed execution", "now: worker killed · 1 message in the outbox")
 	golden.RequireEqual(t, []byte(v))
 }
+
+// The picker's filter ranks what a user means first: names that begin
+// with the text, then names that hold it, then titles that hold it, then
+// scattered letters. bubbles' fuzzy filter alone put safe (whose title
+// ends "a journal") above journal-deleted for "jour".
+func TestPickerFilterRanksNamesFirst(t *testing.T) {
+	t.Parallel()
+	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 40))
+	waitFor := func(want string) {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitFor("execution completed")
+	for _, k := range []string{"n", "/", "jour", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor("“jour” 4 items")
+	tm.Send(settleMsg{})
+	tm.Quit()
+	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
+	var names []string
+	for _, l := range strings.Split(v, "\n") {
+		f := strings.Fields(strings.Trim(l, "│ "))
+		if len(f) == 1 && strings.Contains(f[0], "-") || len(f) == 1 && (f[0] == "safe" || f[0] == "naive") {
+			names = append(names, f[0])
+		}
+	}
+	if want := []string{"journal-deleted", "safe", "invoice-crm", "regenerated-args-fixed"}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("the picker lists %v for “jour”, want %v:\n%s", names, want, v)
+	}
+}
