@@ -18,6 +18,7 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -116,7 +117,7 @@ func (a *app) runChaos(cfg chaos.Config) error {
 		return err
 	}
 	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (hosts killed %d); database %s\n\n",
-		res.Runs, res.Elapsed.Round(100*time.Millisecond), res.Hosts, res.HostKills, res.DB)
+		res.Runs, dur.Text(res.Elapsed.Round(100*time.Millisecond)), res.Hosts, res.HostKills, res.DB)
 	res.Report.Write(a.out, maxListedViolations)
 	if !res.Report.OK() {
 		return &exitError{code: 1, msg: fmt.Sprintf("chaos: the check found %d violations (re-check with: retrylab check --db %s)", len(res.Report.Violations), res.DB)}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 func (a *app) clockCmd() *cobra.Command {
@@ -80,14 +81,14 @@ func parseAdvance(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// offsetText writes a duration, to the second, in whole hours when it is
-// one ("25h").
+// offsetText writes a duration to the second as people write it ("25h",
+// "1h30m"); no offset is "0h".
 func offsetText(d time.Duration) string {
 	d = d.Round(time.Second)
-	if d%time.Hour == 0 {
-		return fmt.Sprintf("%dh", d/time.Hour)
+	if d == 0 {
+		return "0h" // the clock's unit, as in +25h
 	}
-	return d.Round(time.Second).String()
+	return dur.Text(d)
 }
 
 // offsetLabel is the offset as the explorer's status bar shows it: +25h.

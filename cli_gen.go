@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -110,7 +111,7 @@ func (a *app) runGen(opts gen.Options) error {
 		size = info.Size()
 	}
 	fmt.Fprintf(a.out, "\ngen: wrote %d executions in %s (%.0f events/s); %s is %s\n", st.Executions,
-		elapsed.Round(time.Millisecond), float64(st.Events)/max(elapsed.Seconds(), 1e-9), a.dbPath, byteSize(size))
+		dur.Text(elapsed.Round(time.Millisecond)), float64(st.Events)/max(elapsed.Seconds(), 1e-9), a.dbPath, byteSize(size))
 	fmt.Fprintf(a.out, "  attempts %d · events %d (%s encoded) · outbox messages %d · CRM writes %d · journal records %d\n",
 		st.Attempts, st.Events, byteSize(st.Bytes), st.Messages, st.CRMWrites, st.Journal)
 	fmt.Fprintf(a.out, "  shapes: %s\n  status: %s\n", counts(st.ByShape), counts(st.ByStatus))

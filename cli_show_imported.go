@@ -9,6 +9,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // showImported prints an imported execution: its spans translated and
@@ -35,7 +36,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 	t := trace.Fold(x.ID, events)
 	took := "(running)"
 	if !x.Ended.IsZero() {
-		took = x.Ended.Sub(x.Started).Round(time.Millisecond).String()
+		took = dur.Text(x.Ended.Sub(x.Started).Round(time.Millisecond))
 	}
 	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  %s %s  started %s  took %s\n",
 		x.ID, x.Source, x.Scenario, x.Status, x.Runs, unit, sourceCount(events, unit), x.Started.Format(time.RFC3339), took)
@@ -58,7 +59,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
 					}
 					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", rel(at.Started), indent+"  ", at.Mark(), which,
-						at.Mark().Word(), at.Duration.Round(time.Millisecond), refWord+at.Ref)
+						at.Mark().Word(), dur.Text(at.Duration.Round(time.Millisecond)), refWord+at.Ref)
 					if at.Key != "" {
 						line += "  key " + at.Key
 					}

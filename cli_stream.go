@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // The readers of one history (show, show --json, show --markdown) stream:
@@ -62,7 +63,7 @@ func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 	w := bufio.NewWriter(out)
 	took := x.Updated.Sub(x.Started)
 	fmt.Fprintf(w, "%s  scenario %s  policy %s  %s  runs %d  started %s  took %s\n\n",
-		x.ID, x.Scenario, x.Policy, x.Status, x.Runs, x.Started.Format(time.RFC3339), took.Round(time.Millisecond))
+		x.ID, x.Scenario, x.Policy, x.Status, x.Runs, x.Started.Format(time.RFC3339), dur.Text(took.Round(time.Millisecond)))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 			// The event opened a run: say how long nothing ran before it.
 			runs = len(t.Runs)
 			if r := t.Runs[runs-1]; r.Number > 1 && r.Idle >= gapWorth {
-				fmt.Fprintf(w, "%9s   %s %s with no worker running\n", "", trace.MarkGap.Glyph(), r.Idle.Round(100*time.Millisecond))
+				fmt.Fprintf(w, "%9s   %s %s with no worker running\n", "", trace.MarkGap.Glyph(), dur.Text(r.Idle.Round(100*time.Millisecond)))
 			}
 		}
 		rel := ev.Time.Sub(x.Started).Seconds()

@@ -372,6 +372,9 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 		}
 	}
 	has(t, ok(t, db, "clock", "advance", "2d"), "world clock advanced 48h: now +73h")
+	// Durations read as people write them, without Go's zero units.
+	has(t, ok(t, db, "clock", "advance", "90m"), "world clock advanced 1h30m: now +74h30m")
+	has(t, ok(t, db, "clock"), "world clock +74h30m: the providers' clock runs 74h30m ahead of real time")
 }
 
 // freePorts finds n consecutive free ports on 127.0.0.1.

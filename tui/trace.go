@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // The trace pane shows the one model of a trace (engine/trace), kept live:
@@ -282,7 +283,7 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 	}
 	retry := ""
 	if a.Retry > 0 {
-		retry = fmt.Sprintf("  ↻ retry in %s", a.Retry)
+		retry = fmt.Sprintf("  ↻ retry in %s", dur.Text(a.Retry))
 	}
 	head := fmt.Sprintf("#%d ", a.N)
 	m := a.Mark()
@@ -348,13 +349,13 @@ func resultRef(raw json.RawMessage) string {
 func roundDur(d time.Duration) string {
 	switch {
 	case d >= time.Minute:
-		return d.Round(time.Second).String()
+		return dur.Text(d.Round(time.Second))
 	case d >= time.Second:
-		return d.Round(100 * time.Millisecond).String()
+		return dur.Text(d.Round(100 * time.Millisecond))
 	case d < time.Millisecond:
 		return "<1ms"
 	}
-	return d.Round(time.Millisecond).String()
+	return dur.Text(d.Round(time.Millisecond))
 }
 
 // row is one visible line of the flattened tree.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // retentionJump is how far A moves the world clock: past the default 24 h
@@ -333,7 +334,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.deleteJournal()
 	case key.Matches(msg, k.AdvanceClock):
 		src := m.src
-		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", retentionJump),
+		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
 			func() error { return src.AdvanceClock(retentionJump) })
 	case key.Matches(msg, k.ResetWorld):
 		src := m.src

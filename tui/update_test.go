@@ -263,3 +263,16 @@ func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 	}
 	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")
 }
+
+// A says how far it moved the world clock as a person writes it: 25h, not
+// Go's 25h0m0s.
+func TestAdvanceClockSaysHours(t *testing.T) {
+	t.Parallel()
+	snap := record(t, []string{"safe", "run"})
+	m := open(t, snap, 200, 36)
+	press(t, m, "A")
+	v := m.View()
+	if !strings.Contains(v, "world clock advanced 25h: keys older") || strings.Contains(v, "0m0s") {
+		t.Fatalf("after A the footer does not say 25h:\n%s", v)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // Handout is what a Markdown handout of one execution is made from.
@@ -551,11 +552,11 @@ func statusWords(s history.Status) string {
 func mdDur(d time.Duration) string {
 	switch {
 	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
+		return dur.Text(d.Round(10 * time.Millisecond))
 	case d >= time.Millisecond:
-		return d.Round(time.Millisecond).String()
+		return dur.Text(d.Round(time.Millisecond))
 	}
-	return d.String()
+	return dur.Text(d)
 }
 
 // mdEscape keeps text from breaking tables and emphasis.

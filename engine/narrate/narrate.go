@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // Narrator turns notices into lines. It follows one execution.
@@ -79,7 +80,7 @@ func (n *Narrator) event(ev history.Event) []string {
 		if ev.MaxAttempts > 0 {
 			of = fmt.Sprintf("/%d", ev.MaxAttempts)
 		}
-		return []string{tag("agent") + fmt.Sprintf("tool call failed, retrying in %s (attempt %d%s)", ev.Delay, ev.Attempt+1, of)}
+		return []string{tag("agent") + fmt.Sprintf("tool call failed, retrying in %s (attempt %d%s)", dur.Text(ev.Delay), ev.Attempt+1, of)}
 	case history.StepRecorded:
 		return []string{tag("journal") + fmt.Sprintf("recorded %s = %s", ev.Step, Summary(ev.Result))}
 	case history.StepReplayed:
@@ -164,11 +165,12 @@ func problemOf(body json.RawMessage) string {
 	return ""
 }
 
-func round(d time.Duration) time.Duration {
+// round rounds a duration for reading.
+func round(d time.Duration) string {
 	if d > time.Second {
-		return d.Round(100 * time.Millisecond)
+		return dur.Text(d.Round(100 * time.Millisecond))
 	}
-	return d.Round(time.Millisecond)
+	return dur.Text(d.Round(time.Millisecond))
 }
 
 func activity(a world.Activity) []string {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/retrylab/retrylab/engine/trace"
+	durtext "github.com/retrylab/retrylab/internal/dur"
 )
 
 // Run is one workflow run's history: RunID is the run it is (its original
@@ -644,7 +645,7 @@ func dur(d *durationpb.Duration) string {
 	if d == nil {
 		return ""
 	}
-	return d.AsDuration().String()
+	return durtext.Text(d.AsDuration())
 }
 
 // attrs builds an attribute map from key, value pairs, leaving out empty
