@@ -86,6 +86,13 @@ type Host struct {
 
 	find finder // the index FindExecutions answers from
 
+	// flagging gives old imports their duplicate flag in the background
+	// (flagOldImports): stop ends it, done is closed when it returned.
+	flagging struct {
+		stop, done chan struct{}
+		once       sync.Once
+	}
+
 	mu    sync.Mutex
 	execs map[string]*execState
 	armed []fault.Point
@@ -177,11 +184,26 @@ func Open(cfg Config) (*Host, error) {
 		h.Close()
 		return nil, err
 	}
+	h.flagging.stop, h.flagging.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.flagging.done)
+		// An error leaves the Meta key unset: the next open tries again.
+		_ = h.flagOldImports(h.flagging.stop)
+	}()
 	if err := h.writeHostFile(); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// stopFlagging stops flagOldImports and waits for it.
+func (h *Host) stopFlagging() {
+	if h.flagging.stop == nil {
+		return
+	}
+	h.flagging.once.Do(func() { close(h.flagging.stop) })
+	<-h.flagging.done
 }
 
 func (h *Host) startRuntime() error {
@@ -285,6 +307,7 @@ func (h *Host) Close() error {
 		<-w.done
 	}
 	h.removeHostFile()
+	h.stopFlagging()
 	h.stopIndex()
 	h.bus.close() // ends attached clients' notice streams and waits
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

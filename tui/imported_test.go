@@ -204,3 +204,29 @@ func TestGoldenImportedEffectsStayOnO(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(v))
 }
+
+// Executions imported before importers set the duplicate flag
+// (testdata/imported-v1, written by 6066a84) show ⚠ in the list once the
+// host has audited them on open, as executions imported today do.
+func TestGoldenOldImportsShowDuplicates(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "imported-v1", "retrylab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "retrylab.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := openHost(t, path)
+	defer h.Close()
+	m := New(Options{Source: h, Now: fixedNow})
+	t.Cleanup(m.Close)
+	v := viewModelOnce(t, m, 160, 30, []string{"⚠ otlp-conv-sess-adk-mail-1", "⚠ otlp-conv-conv-9", "⚠ temporal-3f1c2a10"})
+	for _, clean := range []string{"otlp-conv-sess-oi-7", "otlp-4bf92f3577b34da6a3"} {
+		if strings.Contains(v, "⚠ "+clean) || !strings.Contains(v, clean) {
+			t.Errorf("%s: flagged, or not listed:\n%s", clean, v)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}

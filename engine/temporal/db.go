@@ -216,6 +216,17 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
 	return tx.PutExecution(exec, enc)
 }
 
+// Duplicated says whether an imported workflow's stored history, audited
+// alone with the default effects, holds a duplicate: the record's
+// Duplicates flag, for a record imported before the importer set it.
+func Duplicated(tx *store.Tx, exec string) (bool, error) {
+	evs, err := LoadEvents(tx, exec)
+	if err != nil {
+		return false, err
+	}
+	return audit.HasDuplicate(trace.Fold(exec, evs)), nil
+}
+
 // duplicated says whether the audit (with the default effects) finds a
 // duplicate in the execution alone, so the explorer's list marks it ⚠. It
 // folds the execution only when one of its activities is side-effecting.
