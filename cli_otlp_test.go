@@ -340,7 +340,7 @@ func TestCLIExportStreamsAsTheWholeFold(t *testing.T) {
 	}
 	got := regexp.MustCompile(`"version":"[^"]*"`).ReplaceAllString(r.stdout, `"version":"(devel)"`)
 	if got != string(want)+"\n" {
-		t.Errorf("streamed export differs from the whole fold's:\n%s", firstDiff(got, string(want)+"\n"))
+		t.Errorf("streamed export differs from the whole fold's:\n%s", firstByteDiff(got, string(want)+"\n"))
 	}
 	if td.SpanCount() < 20 {
 		t.Errorf("only %d spans", td.SpanCount())
@@ -400,4 +400,14 @@ func TestCLIResumeImportedSaysImported(t *testing.T) {
 	if msg := oneLineError(t, r); msg != want {
 		t.Errorf("stderr %q, want %q", msg, want)
 	}
+}
+
+// firstByteDiff shows where two one-line documents part, with some context.
+func firstByteDiff(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-300)
+	return fmt.Sprintf("at byte %d:\n got …%s\nwant …%s", i, got[from:min(len(got), i+200)], want[from:min(len(want), i+200)])
 }

@@ -137,9 +137,10 @@ func (jw *JSONWriter) Close() error {
 // it wrote. An execution with no events is ErrNoEvents.
 //
 // An attempt is written once its call moved on after its answer (its
-// retry, its journal record or the next attempt is in) or its worker died:
-// while one waits for that (the last attempt of a call nothing recorded,
-// until the history ends), what follows it waits in memory too.
+// retry, its journal record or the next attempt is in) or its worker died;
+// the last attempt of a recorded call once its call closed. While one
+// waits for that (the last attempt of a call nothing recorded, until the
+// history ends), what follows it waits in memory too.
 func (jw *JSONWriter) History(id string, read func(fn func(history.Event) error) error) error {
 	whole := trace.New(id)
 	whole.Stream()
@@ -250,7 +251,15 @@ func (s *historyStream) pump(final bool) {
 				return
 			}
 			c := f.node.(*trace.Call)
-			f.e.attempt(c, n, f.parent, f.until, n == c.Attempts[len(c.Attempts)-1])
+			last := n == c.Attempts[len(c.Attempts)-1]
+			// The call's last attempt carries its journal record, and a
+			// record may come before another attempt (a concurrent copy's
+			// retry): with a record, the last attempt so far waits until
+			// no attempt can follow, its call closed.
+			if !final && last && c.Recorded != nil && (n.Retry > 0 || !s.closed(len(s.stack)-1)) {
+				return
+			}
+			f.e.attempt(c, n, f.parent, f.until, last)
 			f.retrying = n.Retry > 0
 			s.t.Forget(n)
 			if len(s.children(f)) < len(ns) {

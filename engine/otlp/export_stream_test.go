@@ -2,13 +2,17 @@ package otlp
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
 )
 
 // exportBoth writes the OTLP/JSON document of one history streamed (as
@@ -46,7 +50,8 @@ func exportBoth(t *testing.T, id string, evs []history.Event) (streamed, whole [
 // of a history where events interleave: concurrent copies of a call whose
 // answers and retries come after the other copy's next attempt began, two
 // calls in flight, an effect, a journal record, a crash with attempts
-// open, a second run with a replay, and the end.
+// open, a second run with a replay, a record that comes before the retry
+// of a concurrent copy, and the end.
 func TestExportStreamsAsTheWholeFold(t *testing.T) {
 	t0 := time.Date(2026, 6, 30, 9, 0, 0, 0, time.UTC)
 	seq := uint64(0)
@@ -86,7 +91,19 @@ func TestExportStreamsAsTheWholeFold(t *testing.T) {
 		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s2", Tool: "upsert", Turn: 1}),
 		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s2", Attempt: 2, Request: req}),
 		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s2", Attempt: 2, Outcome: history.OutcomeOK}),
+		ev(history.Event{Type: history.StepRecorded, Run: 2, Step: "s2", Tool: "upsert", Attempt: 2}),
 		ev(history.Event{Type: history.TurnStarted, Run: 2, Turn: 2, Text: "and then"}),
+		// Concurrent copies of s4: the record comes between the 409 of
+		// one copy and its retry, which is the call's last attempt.
+		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s4", Tool: "send", Turn: 2}),
+		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s4", Attempt: 1, Request: req, Key: "k4"}),
+		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s4", Attempt: 2, Request: req, Key: "k4"}),
+		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s4", Attempt: 2, Outcome: history.OutcomeConflict}),
+		ev(history.Event{Type: history.RetryScheduled, Run: 2, Step: "s4", Attempt: 2, Delay: 100 * time.Millisecond}),
+		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s4", Attempt: 1, Outcome: history.OutcomeOK}),
+		ev(history.Event{Type: history.StepRecorded, Run: 2, Step: "s4", Tool: "send", Attempt: 1, Result: []byte(`{"id":"m4"}`)}),
+		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s4", Attempt: 3, Request: req, Key: "k4"}),
+		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s4", Attempt: 3, Outcome: history.OutcomeOK, Deduplicated: true}),
 		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s3", Tool: "send", Turn: 2}),
 		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s3", Attempt: 1, Request: req, Key: "k3"}),
 		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s3", Attempt: 1, Outcome: history.OutcomeTimeout}),
@@ -115,5 +132,42 @@ func TestExportStreamEmpty(t *testing.T) {
 	want, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(Export(nil, "v9"))
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Fatalf("empty document %s, want %s", buf.Bytes(), want)
+	}
+}
+
+// Generated executions (crashes, concurrent copies, journals, escalations,
+// seeded) stream as their whole folds' Export, byte for byte.
+func TestExportStreamsGeneratedExecutions(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "g.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: 150, AttemptsPerStep: 4, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	if err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		var evs []history.Event
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.Events(id, 0, func(_ uint64, data []byte) bool {
+				ev, err := history.Decode(data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
+				return true
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if streamed, whole := exportBoth(t, id, evs); !bytes.Equal(streamed, whole) {
+			t.Fatalf("%s: the streamed export differs:\n%s\n--- whole fold:\n%s", id, streamed, whole)
+		}
 	}
 }
