@@ -37,7 +37,7 @@ into the same model. Imported executions are not exported again.
 The file is written whole or not at all (a temporary file renamed into place).
 With --otlp - the document goes to standard output as it is written, and the
 summary to standard error. Either way it streams: an execution's history is
-read twice, a page at a time, and never held whole in memory.`,
+read twice, an event at a time, and never held whole in memory.`,
 		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
