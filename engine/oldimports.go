@@ -25,24 +25,49 @@ const flagBatch = 64
 // a running explorer marks it ⚠ at once. Once every record was seen, the
 // Meta key says so and later opens skip the walk. It runs in the
 // background from Open (an audit of many imported executions takes
-// seconds); stop makes it write what it found and return, and a later
+// seconds); stop makes it write what it found and return (the walk over
+// the records, which decodes only imported ones, stops too), and a later
 // open starts it over. An execution whose spans or history cannot be read
 // keeps its record as it is.
 func (h *Host) flagOldImports(stop <-chan struct{}) error {
-	var done bool
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	var done, imports bool
 	var ids []string
 	err := h.db.View(func(tx *store.Tx) error {
 		if done = tx.Meta(importsFlagged) != nil; done {
 			return nil
 		}
+		// A database that never imported anything (most, and the largest)
+		// has nothing to flag: its records are not walked.
+		for _, b := range []store.Bucket{otlp.BucketIndex, temporal.BucketRuns} {
+			if err := tx.Scan(b, nil, false, func(_, _ []byte) bool { imports = true; return false }); err != nil {
+				return err
+			}
+		}
+		if !imports {
+			return nil
+		}
 		return tx.ExecutionRecords(func(id, rec []byte) bool {
+			if stopped() {
+				return false
+			}
+			if !history.MaybeImported(rec) {
+				return true // retrylab's own: not decoded
+			}
 			if x, err := history.DecodeExecution(rec); err == nil && x.Imported != "" && !x.Duplicates {
 				ids = append(ids, string(id))
 			}
 			return true
 		})
 	})
-	if err != nil || done {
+	if err != nil || done || stopped() {
 		return err
 	}
 	var found []string
@@ -81,10 +106,8 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 		return nil
 	}
 	for _, id := range ids {
-		select {
-		case <-stop:
+		if stopped() {
 			return write()
-		default:
 		}
 		var dup bool
 		err := h.db.View(func(tx *store.Tx) error {

@@ -90,3 +90,21 @@ func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 		t.Error("the database does not say its imports are flagged")
 	}
 }
+
+// A database that never imported anything is marked done at its first
+// open, with no walk over its records.
+func TestOpenMarksADatabaseWithoutImports(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "retrylab.db")
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-engine.OldImportsFlagged(h)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if flags, marked := duplicateFlags(t, path); len(flags) != 0 || !marked {
+		t.Fatalf("%d executions, marked %v", len(flags), marked)
+	}
+}

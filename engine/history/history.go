@@ -8,6 +8,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -311,6 +312,12 @@ func Put(tx *store.Tx, x Execution) error {
 	}
 	return tx.Put(store.Active, []byte(x.ID), []byte(x.Status))
 }
+
+// MaybeImported reports, without decoding it, whether a stored execution
+// record may be an imported execution's (its "imported" key is set): a
+// cheap test for walks over every record. False is certain: the record is
+// of an execution retrylab ran.
+func MaybeImported(record []byte) bool { return bytes.Contains(record, []byte(`"imported":`)) }
 
 // DecodeExecution reads a stored execution record.
 func DecodeExecution(data []byte) (Execution, error) {
