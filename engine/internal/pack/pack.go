@@ -1,0 +1,670 @@
+// Package pack is the compact binary encoding of the world's records (outbox
+// messages, stored keys, CRM rows and writes) and of the journals: the
+// building blocks their owners (engine/world, engine/history) put together
+// field by field. A record so encoded starts with Magic, a byte no JSON text
+// starts with, so a reader tells it from the JSON objects older databases
+// hold and reads both.
+//
+// The blocks:
+//
+//   - Numbers are varints (signed ones zigzag).
+//   - A string is a uvarint v and what v says (kind v&7, n v>>3): 0 entry n
+//     of the frozen table below; 1 n bytes of text; 2 the n-th string the
+//     record holds before it (its refs: the seeds the reader is given, such
+//     as the record's key, then every string written as text, hex or a
+//     prefix); 3 a table prefix (uvarint index) and n bytes written as
+//     lowercase hex; 4 a table prefix and ref n; 5 a table prefix and what
+//     follows the first '_' of ref n ("inv_" + the "00D9ZK7Z" of
+//     "exec_00D9ZK7Z"); 6 a table prefix and n bytes of text. The writer
+//     takes the shortest.
+//   - A time is a uvarint h: h&3 = 0 the zero time, 1 the record's previous
+//     time again, 2 Unix nanoseconds as 8 little-endian bytes, 3 seconds and
+//     nanoseconds as varints (outside 1678-2262); h>>2 = 1 when the zone
+//     offset (seconds, varint) follows, which encoding/json's text of it
+//     keeps.
+//   - A JSON value is kept byte for byte as encoding/json writes a
+//     RawMessage (compacted, <, > and & escaped): a uvarint t, with t&3 = 0 a
+//     string (its text between the quotes, escapes and all, as a string
+//     above), 1 a literal or anything else (its text), 2 an object of t>>2
+//     members (name as a string, then the value), 3 an array of t>>2 values.
+package pack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"time"
+)
+
+// Magic starts every packed record.
+const Magic = 0xC3
+
+// Is reports whether a stored value is packed (rather than JSON).
+func Is(v []byte) bool { return len(v) > 0 && v[0] == Magic }
+
+// table holds the strings stored as an index. It is part of the format:
+// entries are only ever appended, never changed, removed or reordered.
+var table = [...]string{
+	// 0-9: prefixes (see prefixes)
+	"", "ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_",
+	// 10-: endpoints, steps, tools, CRM operations
+	"mail POST /v1/send", "crm POST /v1/records", "mail", "crm",
+	"step-1", "step-2", "step-3", "step-4", "step-5", "step-6", "step-7", "step-8",
+	"send_invoice_email", "record_invoice", "open_ticket", "lookup_customer", "save_customer",
+	"upsert", "create", "create-existing",
+	// 30-: names and values of bodies, responses and CRM fields
+	"to", "subject", "body", "\u2026", "message_id", "deduplicated", "idempotency_key", "status", "sent",
+	"id", "version", "created", "fields", "existing", "customer", "invoice", "priority", "low",
+	"true", "false", "null", "0", "1", "2", "3",
+	"type", "title", "detail", "urn:retrylab:problem:server-error", "Internal Server Error",
+	// 60-: the catalogue's words
+	"jordan@acme.dev", "Your June invoice",
+	"January", "February", "March", "April", "May", "June", "July", "August",
+	"September", "October", "November", "December",
+}
+
+// prefixes are the table entries tried as a string's prefix ("" only before
+// hex).
+var prefixes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 0}
+
+// tableIndex finds a string's table entry; built once, never changed.
+var tableIndex = func() map[string]int {
+	m := make(map[string]int, len(table))
+	for i, s := range table {
+		m[s] = i
+	}
+	return m
+}()
+
+// String kinds.
+const (
+	kTable = iota
+	kText
+	kRef
+	kHex
+	kPrefixRef
+	kPrefixSuffix
+	kPrefixText
+	kLast
+)
+
+// Writer writes one packed record.
+type Writer struct {
+	b        []byte
+	refs     []string
+	prev     time.Time
+	hasPrev  bool
+	scratch  []byte
+	scratch2 []byte
+}
+
+// NewWriter starts a record. The seeds are strings the reader also knows
+// (the record's key, say): the record may refer to them.
+func NewWriter(seeds ...string) *Writer {
+	w := &Writer{b: make([]byte, 1, 96)}
+	w.b[0] = Magic
+	w.refs = append(w.refs, seeds...)
+	return w
+}
+
+// Bytes is the record written so far.
+func (w *Writer) Bytes() []byte { return w.b }
+
+// Uvarint writes an unsigned number.
+func (w *Writer) Uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+
+// Varint writes a signed number.
+func (w *Writer) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
+
+// Str writes a string.
+func (w *Writer) Str(s string) {
+	if i, ok := tableIndex[s]; ok {
+		w.Uvarint(uint64(i) << 3)
+		return
+	}
+	if i := w.ref(s); i >= 0 {
+		w.Uvarint(uint64(i)<<3 | kRef)
+		return
+	}
+	best := binary.AppendUvarint(w.scratch[:0], uint64(len(s))<<3|kText)
+	best = append(best, s...)
+	for _, p := range prefixes {
+		rest, ok := strings.CutPrefix(s, table[p])
+		if !ok {
+			continue
+		}
+		try := func(kind, n uint64, tail string) {
+			c := binary.AppendUvarint(w.scratch2[:0], n<<3|kind)
+			c = binary.AppendUvarint(c, uint64(p))
+			c = append(c, tail...)
+			if len(c) < len(best) {
+				best, c = c, best
+			}
+			w.scratch2 = c
+		}
+		if len(rest) >= 2 && len(rest)%2 == 0 && isLowerHex(rest) {
+			raw := make([]byte, 0, len(rest)/2)
+			for i := 0; i < len(rest); i += 2 {
+				raw = append(raw, unhex(rest[i])<<4|unhex(rest[i+1]))
+			}
+			try(kHex, uint64(len(raw)), string(raw))
+		}
+		if p == 0 {
+			continue
+		}
+		if i := w.ref(rest); i >= 0 {
+			try(kPrefixRef, uint64(i), "")
+		}
+		for i, r := range w.refs {
+			if _, after, ok := strings.Cut(r, "_"); ok && after == rest {
+				try(kPrefixSuffix, uint64(i), "")
+				break
+			}
+		}
+		try(kPrefixText, uint64(len(rest)), rest)
+	}
+	w.b = append(w.b, best...)
+	w.scratch = best
+	w.refs = append(w.refs, s)
+}
+
+func (w *Writer) ref(s string) int {
+	for i, r := range w.refs {
+		if r == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Time writes a time as encoding/json's text of it keeps it: the instant
+// and the zone offset.
+func (w *Writer) Time(t time.Time) {
+	_, offset := t.Zone()
+	switch {
+	case t.IsZero():
+		w.Uvarint(0)
+		return
+	case w.hasPrev && t.Equal(w.prev) && sameOffset(t, w.prev):
+		w.Uvarint(1)
+		return
+	}
+	w.prev, w.hasPrev = t, true
+	var zone uint64
+	if offset != 0 {
+		zone = 1
+	}
+	if y := t.Year(); y < 1678 || y > 2261 {
+		w.Uvarint(zone<<2 | 3)
+		w.Varint(t.Unix())
+		w.Uvarint(uint64(t.Nanosecond()))
+	} else {
+		w.Uvarint(zone<<2 | 2)
+		w.b = binary.LittleEndian.AppendUint64(w.b, uint64(t.UnixNano()))
+	}
+	if zone != 0 {
+		w.Varint(int64(offset))
+	}
+}
+
+func sameOffset(a, b time.Time) bool {
+	_, x := a.Zone()
+	_, y := b.Zone()
+	return x == y
+}
+
+// JSON writes a JSON value as encoding/json stores a RawMessage in the text
+// it marshals: compacted, with <, > and & escaped. It refuses what is not
+// JSON, as encoding/json does.
+func (w *Writer) JSON(v json.RawMessage) error {
+	var c, h bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		return err
+	}
+	json.HTMLEscape(&h, c.Bytes())
+	text := h.Bytes()
+	mark, refs, prev, hasPrev := len(w.b), len(w.refs), w.prev, w.hasPrev
+	if rest, ok := w.value(text, 0); ok && len(rest) == 0 {
+		return nil
+	}
+	// Not the JSON this writer takes apart: keep its text.
+	w.b, w.refs, w.prev, w.hasPrev = w.b[:mark], w.refs[:refs], prev, hasPrev
+	w.Uvarint(1)
+	w.Str(string(text))
+	return nil
+}
+
+// maxDepth bounds the nesting taken apart; deeper values are kept as text.
+const maxDepth = 32
+
+// value writes the compact JSON value at the start of b and returns what
+// follows it; ok is false when b does not start with one this writer can
+// write back byte for byte.
+func (w *Writer) value(b []byte, depth int) (rest []byte, ok bool) {
+	if len(b) == 0 || depth > maxDepth {
+		return nil, false
+	}
+	switch b[0] {
+	case '"':
+		s, rest, ok := jsonString(b)
+		if !ok {
+			return nil, false
+		}
+		w.Uvarint(0)
+		w.Str(s)
+		return rest, true
+	case '{', '[':
+		close := byte('}')
+		kind := uint64(2)
+		if b[0] == '[' {
+			close, kind = ']', 3
+		}
+		// Count the members first: the count comes before them.
+		n, ok := countItems(b, depth)
+		if !ok {
+			return nil, false
+		}
+		w.Uvarint(uint64(n)<<2 | kind)
+		rest = b[1:]
+		for i := range n {
+			if i > 0 {
+				rest = rest[1:] // the ',' countItems saw
+			}
+			if kind == 2 {
+				name, after, ok := jsonString(rest)
+				if !ok || len(after) == 0 || after[0] != ':' {
+					return nil, false
+				}
+				w.Str(name)
+				rest = after[1:]
+			}
+			if rest, ok = w.value(rest, depth+1); !ok {
+				return nil, false
+			}
+		}
+		if len(rest) == 0 || rest[0] != close {
+			return nil, false
+		}
+		return rest[1:], true
+	}
+	end := 0
+	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
+		end++
+	}
+	if end == 0 {
+		return nil, false
+	}
+	w.Uvarint(1)
+	w.Str(string(b[:end]))
+	return b[end:], true
+}
+
+// countItems counts the members of the object or array at the start of b.
+func countItems(b []byte, depth int) (int, bool) {
+	probe := Writer{}
+	rest := b[1:]
+	if len(rest) > 0 && (rest[0] == '}' || rest[0] == ']') {
+		return 0, true
+	}
+	n := 0
+	for {
+		if b[0] == '{' {
+			_, after, ok := jsonString(rest)
+			if !ok || len(after) == 0 || after[0] != ':' {
+				return 0, false
+			}
+			rest = after[1:]
+		}
+		var ok bool
+		if rest, ok = probe.skip(rest, depth+1); !ok {
+			return 0, false
+		}
+		probe.b = probe.b[:0]
+		n++
+		if len(rest) == 0 {
+			return 0, false
+		}
+		if rest[0] != ',' {
+			return n, true
+		}
+		rest = rest[1:]
+	}
+}
+
+// skip finds the end of the JSON value at the start of b.
+func (w *Writer) skip(b []byte, depth int) ([]byte, bool) {
+	if len(b) == 0 || depth > maxDepth {
+		return nil, false
+	}
+	switch b[0] {
+	case '"':
+		_, rest, ok := jsonString(b)
+		return rest, ok
+	case '{', '[':
+		close := byte('}')
+		if b[0] == '[' {
+			close = ']'
+		}
+		n, ok := countItems(b, depth)
+		if !ok {
+			return nil, false
+		}
+		rest := b[1:]
+		for i := range n {
+			if i > 0 {
+				rest = rest[1:]
+			}
+			if b[0] == '{' {
+				_, after, _ := jsonString(rest)
+				rest = after[1:]
+			}
+			rest, _ = w.skip(rest, depth+1)
+		}
+		if len(rest) == 0 || rest[0] != close {
+			return nil, false
+		}
+		return rest[1:], true
+	}
+	end := 0
+	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
+		end++
+	}
+	return b[end:], end > 0
+}
+
+// jsonString reads the JSON string at the start of b: its text between the
+// quotes as written (escapes kept), and what follows.
+func jsonString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return string(b[1:i]), b[i+1:], true
+		}
+	}
+	return "", nil, false
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
+
+const hexDigits = "0123456789abcdef"
+
+// ErrDamaged is every reason a packed record is refused.
+var ErrDamaged = errors.New("damaged packed record")
+
+// Reader reads one packed record; the first problem sticks (Err).
+type Reader struct {
+	b       []byte
+	refs    []string
+	err     error
+	prev    time.Time
+	hasPrev bool
+}
+
+// NewReader starts reading a record written with the same seeds. It fails
+// (Err) when v is not packed.
+func NewReader(v []byte, seeds ...string) *Reader {
+	r := &Reader{refs: append([]string(nil), seeds...)}
+	if !Is(v) {
+		r.fail()
+		return r
+	}
+	r.b = v[1:]
+	return r
+}
+
+// Err is the first problem met, or nil.
+func (r *Reader) Err() error { return r.err }
+
+// Done is Err, or ErrDamaged when bytes are left over.
+func (r *Reader) Done() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail()
+	}
+	return r.err
+}
+
+func (r *Reader) fail() {
+	if r.err == nil {
+		r.err = ErrDamaged
+	}
+	r.b = nil
+}
+
+// Uvarint reads an unsigned number.
+func (r *Reader) Uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// Varint reads a signed number.
+func (r *Reader) Varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// Int reads a signed number that must fit an int.
+func (r *Reader) Int() int {
+	v := r.Varint()
+	if v < math.MinInt || v > math.MaxInt {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *Reader) bytes(n uint64) []byte {
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *Reader) tableEntry(i uint64) string {
+	if i >= uint64(len(table)) {
+		r.fail()
+		return ""
+	}
+	return table[i]
+}
+
+func (r *Reader) refAt(i uint64) string {
+	if i >= uint64(len(r.refs)) {
+		r.fail()
+		return ""
+	}
+	return r.refs[i]
+}
+
+// Str reads a string.
+func (r *Reader) Str() string {
+	v := r.Uvarint()
+	if r.err != nil {
+		return ""
+	}
+	kind, n := v&7, v>>3
+	var s string
+	switch kind {
+	case kTable:
+		return r.tableEntry(n)
+	case kRef:
+		return r.refAt(n)
+	case kText:
+		s = string(r.bytes(n))
+	case kHex, kPrefixRef, kPrefixSuffix, kPrefixText:
+		p := r.tableEntry(r.Uvarint())
+		switch kind {
+		case kHex:
+			raw := r.bytes(n)
+			out := make([]byte, 0, len(p)+2*len(raw))
+			out = append(out, p...)
+			for _, c := range raw {
+				out = append(out, hexDigits[c>>4], hexDigits[c&15])
+			}
+			s = string(out)
+		case kPrefixRef:
+			s = p + r.refAt(n)
+		case kPrefixSuffix:
+			_, after, ok := strings.Cut(r.refAt(n), "_")
+			if !ok {
+				r.fail()
+			}
+			s = p + after
+		default:
+			s = p + string(r.bytes(n))
+		}
+	default:
+		r.fail()
+	}
+	if r.err != nil {
+		return ""
+	}
+	r.refs = append(r.refs, s)
+	return s
+}
+
+// Time reads a time.
+func (r *Reader) Time() time.Time {
+	h := r.Uvarint()
+	if r.err != nil {
+		return time.Time{}
+	}
+	var t time.Time
+	switch h & 3 {
+	case 0:
+		if h != 0 {
+			r.fail()
+		}
+		return time.Time{}
+	case 1:
+		if h != 1 || !r.hasPrev {
+			r.fail()
+		}
+		return r.prev
+	case 2:
+		n := r.bytes(8)
+		if r.err != nil {
+			return time.Time{}
+		}
+		t = time.Unix(0, int64(binary.LittleEndian.Uint64(n))).UTC()
+	case 3:
+		sec := r.Varint()
+		ns := r.Uvarint()
+		if ns >= 1e9 {
+			r.fail()
+		}
+		t = time.Unix(sec, int64(ns)).UTC()
+	}
+	switch h >> 2 {
+	case 0:
+	case 1:
+		off := r.Varint()
+		if off == 0 || off < -24*3600 || off > 24*3600 {
+			r.fail()
+			break
+		}
+		// As encoding/json reads an offset: the local zone if it has that
+		// offset at that time, else a zone without a name.
+		if _, lo := t.In(time.Local).Zone(); int64(lo) == off {
+			t = t.In(time.Local)
+		} else {
+			t = t.In(time.FixedZone("", int(off)))
+		}
+	default:
+		r.fail()
+	}
+	if r.err != nil {
+		return time.Time{}
+	}
+	r.prev, r.hasPrev = t, true
+	return t
+}
+
+// JSON reads a JSON value.
+func (r *Reader) JSON() json.RawMessage {
+	out := r.value(nil, 0)
+	if r.err != nil || len(out) == 0 || !json.Valid(out) {
+		r.fail()
+		return nil
+	}
+	return json.RawMessage(out)
+}
+
+func (r *Reader) value(out []byte, depth int) []byte {
+	t := r.Uvarint()
+	if r.err != nil || depth > maxDepth {
+		r.fail()
+		return nil
+	}
+	switch t & 3 {
+	case 0:
+		out = append(out, '"')
+		out = append(out, r.Str()...)
+		return append(out, '"')
+	case 1:
+		if t != 1 {
+			r.fail()
+			return nil
+		}
+		return append(out, r.Str()...)
+	}
+	n := t >> 2
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	open, close := byte('{'), byte('}')
+	if t&3 == 3 {
+		open, close = '[', ']'
+	}
+	out = append(out, open)
+	for i := range n {
+		if r.err != nil {
+			return nil
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if open == '{' {
+			out = append(out, '"')
+			out = append(out, r.Str()...)
+			out = append(out, '"', ':')
+		}
+		out = r.value(out, depth+1)
+	}
+	return append(out, close)
+}
