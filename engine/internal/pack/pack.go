@@ -445,6 +445,9 @@ func (r *Reader) Done() error {
 	return r.err
 }
 
+// Fail marks the record damaged: the owner found a value it cannot hold.
+func (r *Reader) Fail() { r.fail() }
+
 func (r *Reader) fail() {
 	if r.err == nil {
 		r.err = ErrDamaged
