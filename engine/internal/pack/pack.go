@@ -8,8 +8,9 @@
 // The blocks:
 //
 //   - Numbers are varints (signed ones zigzag).
-//   - A string is a uvarint v and what v says (kind v&7, n v>>3): 0 entry n
-//     of the frozen table below; 1 n bytes of text; 2 the n-th string the
+//   - A string is a uvarint v: when even, entry v>>1 of the frozen table
+//     below; when odd, v>>1&7 is its kind and v>>4 its n. Kinds: 1 n bytes
+//     of text; 2 the n-th string the
 //     record holds before it (its refs: the seeds the reader is given, such
 //     as the record's key, then every string written as text, hex or a
 //     prefix); 3 a table prefix (uvarint index) and n bytes written as
@@ -46,29 +47,37 @@ const Magic = 0xC3
 func Is(v []byte) bool { return len(v) > 0 && v[0] == Magic }
 
 // table holds the strings stored as an index. It is part of the format:
-// entries are only ever appended, never changed, removed or reordered.
+// entries are only ever appended, never changed, removed or reordered. The
+// first 64 take one byte; the prefixes, used after a string's kind, do too.
 var table = [...]string{
-	// 0-9: prefixes (see prefixes)
-	"", "ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_",
-	// 10-: endpoints, steps, tools, CRM operations
-	"mail POST /v1/send", "crm POST /v1/records", "mail", "crm",
+	// 0: the empty string, also the prefix of plain hex strings
+	"",
+	// 1-: steps, tools, endpoints, CRM operations
 	"step-1", "step-2", "step-3", "step-4", "step-5", "step-6", "step-7", "step-8",
 	"send_invoice_email", "record_invoice", "open_ticket", "lookup_customer", "save_customer",
-	"upsert", "create", "create-existing",
-	// 30-: names and values of bodies, responses and CRM fields
+	"mail POST /v1/send", "crm POST /v1/records", "mail", "crm", "upsert", "create", "create-existing",
+	// 21-: names and values of bodies, responses and CRM fields
 	"to", "subject", "body", "\u2026", "message_id", "deduplicated", "idempotency_key", "status", "sent",
 	"id", "version", "created", "fields", "existing", "customer", "invoice", "priority", "low",
 	"true", "false", "null", "0", "1", "2", "3",
 	"type", "title", "detail", "urn:retrylab:problem:server-error", "Internal Server Error",
-	// 60-: the catalogue's words
+	// 51-: the catalogue's words
 	"jordan@acme.dev", "Your June invoice",
 	"January", "February", "March", "April", "May", "June", "July", "August",
 	"September", "October", "November", "December",
+	// 65-: prefixes (see prefixes)
+	"ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_",
 }
 
 // prefixes are the table entries tried as a string's prefix ("" only before
 // hex).
-var prefixes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 0}
+var prefixes = func() []int {
+	var out []int
+	for _, p := range []string{"ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_", ""} {
+		out = append(out, tableIndex[p])
+	}
+	return out
+}()
 
 // tableIndex finds a string's table entry; built once, never changed.
 var tableIndex = func() map[string]int {
@@ -79,9 +88,9 @@ var tableIndex = func() map[string]int {
 	return m
 }()
 
-// String kinds.
+// String kinds (kind 0, a table entry, is written as an even uvarint).
 const (
-	kTable = iota
+	_ = iota
 	kText
 	kRef
 	kHex
@@ -122,14 +131,14 @@ func (w *Writer) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
 // Str writes a string.
 func (w *Writer) Str(s string) {
 	if i, ok := tableIndex[s]; ok {
-		w.Uvarint(uint64(i) << 3)
+		w.Uvarint(uint64(i) << 1)
 		return
 	}
 	if i := w.ref(s); i >= 0 {
-		w.Uvarint(uint64(i)<<3 | kRef)
+		w.Uvarint(strTag(kRef, uint64(i)))
 		return
 	}
-	best := binary.AppendUvarint(w.scratch[:0], uint64(len(s))<<3|kText)
+	best := binary.AppendUvarint(w.scratch[:0], strTag(kText, uint64(len(s))))
 	best = append(best, s...)
 	for _, p := range prefixes {
 		rest, ok := strings.CutPrefix(s, table[p])
@@ -137,7 +146,7 @@ func (w *Writer) Str(s string) {
 			continue
 		}
 		try := func(kind, n uint64, tail string) {
-			c := binary.AppendUvarint(w.scratch2[:0], n<<3|kind)
+			c := binary.AppendUvarint(w.scratch2[:0], strTag(kind, n))
 			c = binary.AppendUvarint(c, uint64(p))
 			c = append(c, tail...)
 			if len(c) < len(best) {
@@ -170,6 +179,10 @@ func (w *Writer) Str(s string) {
 	w.scratch = best
 	w.refs = append(w.refs, s)
 }
+
+// strTag is the uvarint that starts a string of a kind other than a table
+// entry.
+func strTag(kind, n uint64) uint64 { return n<<4 | kind<<1 | 1 }
 
 func (w *Writer) ref(s string) int {
 	for i, r := range w.refs {
@@ -519,11 +532,12 @@ func (r *Reader) Str() string {
 	if r.err != nil {
 		return ""
 	}
-	kind, n := v&7, v>>3
+	if v&1 == 0 {
+		return r.tableEntry(v >> 1)
+	}
+	kind, n := v>>1&7, v>>4
 	var s string
 	switch kind {
-	case kTable:
-		return r.tableEntry(n)
 	case kRef:
 		return r.refAt(n)
 	case kText:
