@@ -511,20 +511,24 @@ func DecodeCRMWrite(key, v []byte) (CRMWrite, error) {
 // The per-execution outbox index in BucketMeta. Earlier builds wrote
 // execIndexPrefix, the execution, NUL and the 8-byte sequence number (37
 // bytes a key for the usual ids); this build writes execIndexShort, the
-// execution, NUL, then the sequence number's length in bytes and its
-// big-endian bytes without leading zeros, which sort as the numbers do.
-// MessagesFor reads both.
+// execution packed (pack.AppendString: "exec_" and eight characters take 8
+// bytes, and no execution's form is the start of another's), then the
+// sequence number's length in bytes and its big-endian bytes without
+// leading zeros, which sort as the numbers do. MessagesFor reads both.
 const (
 	execIndexPrefix = "outbox_by_exec\x00"
 	execIndexShort  = "\x00o"
 )
 
+// execIndexStart is what the short index keys of an execution start with.
+func execIndexStart(execution string) []byte {
+	return pack.AppendString([]byte(execIndexShort), execution)
+}
+
 func execIndexKey(execution string, seq uint64) []byte {
 	n := max((bits.Len64(seq)+7)/8, 1)
-	k := make([]byte, 0, len(execIndexShort)+len(execution)+2+n)
-	k = append(k, execIndexShort...)
-	k = append(k, execution...)
-	k = append(k, 0, byte(n))
+	k := execIndexStart(execution)
+	k = append(k, byte(n))
 	for i := n - 1; i >= 0; i-- {
 		k = append(k, byte(seq>>(8*i)))
 	}
@@ -545,14 +549,14 @@ func execIndexSeqs(tx *store.Tx, execution string) ([]uint64, error) {
 	}); err != nil {
 		return nil, err
 	}
-	short := append(append([]byte(execIndexShort), execution...), 0)
+	short := execIndexStart(execution)
 	if err := tx.Scan(BucketMeta, short, false, func(k, _ []byte) bool {
 		if len(k) < len(short)+2 || string(k[:len(short)]) != string(short) {
 			return false
 		}
 		num := k[len(short)+1:]
 		if int(k[len(short)]) != len(num) || len(num) > 8 {
-			return true // another execution's, whose id continues this one
+			return true // not an index key: skip it
 		}
 		var seq uint64
 		for _, c := range num {

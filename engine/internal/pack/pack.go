@@ -16,8 +16,10 @@
 //     prefix); 3 a table prefix (uvarint index) and n bytes written as
 //     lowercase hex; 4 a table prefix and ref n; 5 a table prefix and what
 //     follows the first '_' of ref n ("inv_" + the "00D9ZK7Z" of
-//     "exec_00D9ZK7Z"); 6 a table prefix and n bytes of text. The writer
-//     takes the shortest.
+//     "exec_00D9ZK7Z"); 6 a table prefix and n bytes of text; 7 a table
+//     prefix and n characters of Crockford's base32 alphabet
+//     (0-9A-Z without I, L, O, U: the execution ids), five bits each, in
+//     (5n+7)/8 bytes. The writer takes the shortest.
 //   - A time is a uvarint h: h&3 = 0 the zero time, 1 the record's previous
 //     time again, 2 Unix nanoseconds as 8 little-endian bytes, 3 seconds and
 //     nanoseconds as varints (outside 1678-2262); h>>2 = 1 when the zone
@@ -97,8 +99,60 @@ const (
 	kPrefixRef
 	kPrefixSuffix
 	kPrefixText
-	kLast
+	kPrefixBase32
 )
+
+// base32 is Crockford's alphabet, which execution ids are written in.
+const base32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// base32Value maps a character to its value in base32, or 0xff.
+var base32Value = func() (v [256]byte) {
+	for i := range v {
+		v[i] = 0xff
+	}
+	for i := 0; i < len(base32); i++ {
+		v[base32[i]] = byte(i)
+	}
+	return v
+}()
+
+// packBase32 packs base32 text five bits a character, or reports false.
+func packBase32(s string) ([]byte, bool) {
+	out := make([]byte, (5*len(s)+7)/8)
+	for i := 0; i < len(s); i++ {
+		v := base32Value[s[i]]
+		if v == 0xff {
+			return nil, false
+		}
+		for bit := range 5 {
+			if v>>(4-bit)&1 != 0 {
+				pos := 5*i + bit
+				out[pos/8] |= 0x80 >> (pos % 8)
+			}
+		}
+	}
+	return out, true
+}
+
+// unpackBase32 gives back n characters packed by packBase32; the unused
+// bits must be zero.
+func unpackBase32(raw []byte, n int) (string, bool) {
+	out := make([]byte, n)
+	for i := range n {
+		var v byte
+		for bit := range 5 {
+			pos := 5*i + bit
+			v = v<<1 | raw[pos/8]>>(7-pos%8)&1
+		}
+		out[i] = base32[v]
+	}
+	for pos := 5 * n; pos < 8*len(raw); pos++ {
+		if raw[pos/8]>>(7-pos%8)&1 != 0 {
+			return "", false
+		}
+	}
+	return string(out), true
+}
 
 // Writer writes one packed record.
 type Writer struct {
@@ -161,6 +215,9 @@ func (w *Writer) Str(s string) {
 			}
 			try(kHex, uint64(len(raw)), string(raw))
 		}
+		if raw, ok := packBase32(rest); ok && len(rest) > 0 {
+			try(kPrefixBase32, uint64(len(rest)), string(raw))
+		}
 		if p == 0 {
 			continue
 		}
@@ -178,6 +235,23 @@ func (w *Writer) Str(s string) {
 	w.b = append(w.b, best...)
 	w.scratch = best
 	w.refs = append(w.refs, s)
+}
+
+// AppendString appends a string's packed form, without seeds or refs, to
+// b: a self-delimiting form (no string's form is the start of another's),
+// so a collection's keys may begin with it. ReadString reads it back.
+func AppendString(b []byte, s string) []byte {
+	w := Writer{}
+	w.Str(s)
+	return append(b, w.b...)
+}
+
+// ReadString reads a string AppendString wrote at the start of b and
+// returns what follows it.
+func ReadString(b []byte) (string, []byte, error) {
+	r := Reader{b: b}
+	s := r.Str()
+	return s, r.b, r.err
 }
 
 // strTag is the uvarint that starts a string of a kind other than a table
@@ -542,7 +616,7 @@ func (r *Reader) Str() string {
 		return r.refAt(n)
 	case kText:
 		s = string(r.bytes(n))
-	case kHex, kPrefixRef, kPrefixSuffix, kPrefixText:
+	case kHex, kPrefixRef, kPrefixSuffix, kPrefixText, kPrefixBase32:
 		p := r.tableEntry(r.Uvarint())
 		switch kind {
 		case kHex:
@@ -553,6 +627,16 @@ func (r *Reader) Str() string {
 				out = append(out, hexDigits[c>>4], hexDigits[c&15])
 			}
 			s = string(out)
+		case kPrefixBase32:
+			if n == 0 || n > uint64(8*len(r.b)/5) {
+				r.fail()
+				return ""
+			}
+			text, ok := unpackBase32(r.bytes((5*n+7)/8), int(n))
+			if !ok {
+				r.fail()
+			}
+			s = p + text
 		case kPrefixRef:
 			s = p + r.refAt(n)
 		case kPrefixSuffix:

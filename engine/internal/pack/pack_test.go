@@ -12,7 +12,8 @@ func TestStringsRoundTrip(t *testing.T) {
 	seeds := []string{"ik_0123456789abcdef0123456789abcdef", "exec_00D9ZK7Z"}
 	strs := []string{"", "step-4", "hello", "ik_0123456789abcdef0123456789abcdef", "exec_00D9ZK7Z",
 		"inv_00D9ZK7Z", "crm PUT /v1/records/inv_00D9ZK7Z", "msg_3def2b", "5d12bed49e8ca02c46ffabe7e8b3897dbcb21f62e067169c6d42d71292529341",
-		"hello", "abc", "ik_ABC", "Your May invoice", "ticket_", "a_b", "\u2026", "é\x00\xff"}
+		"hello", "abc", "ik_ABC", "Your May invoice", "ticket_", "a_b", "\u2026", "é\x00\xff",
+		"exec_4414E58B", "exec_7K2Q", "ZZZZZZZZZZZZZZZZZ", "exec_I", "0", "exec_0"}
 	w := NewWriter(seeds...)
 	for _, s := range strs {
 		w.Str(s)
@@ -32,6 +33,11 @@ func TestStringsRoundTrip(t *testing.T) {
 	w.Str("inv_00D9ZK7Z")
 	if n := len(w.Bytes()); n != 1+1+2 {
 		t.Errorf("a seed and a prefix+suffix take %d bytes, want 4", n)
+	}
+	w = NewWriter()
+	w.Str("exec_4414E58B")
+	if n := len(w.Bytes()); n != 1+2+1+5 {
+		t.Errorf("exec_4414E58B takes %d bytes, want 9", n)
 	}
 	w = NewWriter()
 	w.Str(strs[7])
@@ -112,6 +118,33 @@ func checkJSON(t *testing.T, s string) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s: got %s, want %s", s, got, want)
 	}
+}
+
+func FuzzStrings(f *testing.F) {
+	f.Add("exec_4414E58B", "inv_4414E58B")
+	f.Add("ik_00ff", "msg_3def2b")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		w := NewWriter(a)
+		w.Str(b)
+		w.Str(a + b)
+		k := AppendString(nil, b)
+		k = AppendString(k, a)
+		r := NewReader(w.Bytes(), a)
+		if got := r.Str(); got != b {
+			t.Fatalf("got %q, want %q", got, b)
+		}
+		if got := r.Str(); got != a+b {
+			t.Fatalf("got %q, want %q", got, a+b)
+		}
+		if err := r.Done(); err != nil {
+			t.Fatal(err)
+		}
+		gb, rest, err := ReadString(k)
+		ga, rest2, err2 := ReadString(rest)
+		if gb != b || ga != a || len(rest2) != 0 || err != nil || err2 != nil {
+			t.Fatalf("keys: %q %q %q %v %v", gb, ga, rest2, err, err2)
+		}
+	})
 }
 
 func FuzzJSON(f *testing.F) {
