@@ -517,7 +517,7 @@ func DecodeCRMWrite(key, v []byte) (CRMWrite, error) {
 // leading zeros, which sort as the numbers do. MessagesFor reads both.
 const (
 	execIndexPrefix = "outbox_by_exec\x00"
-	execIndexShort  = "\x00o"
+	execIndexShort  = "\x00" // no other key of BucketMeta starts with NUL
 )
 
 // execIndexStart is what the short index keys of an execution start with.

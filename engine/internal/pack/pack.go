@@ -8,18 +8,17 @@
 // The blocks:
 //
 //   - Numbers are varints (signed ones zigzag).
-//   - A string is a uvarint v: when even, entry v>>1 of the frozen table
-//     below; when odd, v>>1&7 is its kind and v>>4 its n. Kinds: 1 n bytes
-//     of text; 2 the n-th string the
-//     record holds before it (its refs: the seeds the reader is given, such
-//     as the record's key, then every string written as text, hex or a
-//     prefix); 3 a table prefix (uvarint index) and n bytes written as
-//     lowercase hex; 4 a table prefix and ref n; 5 a table prefix and what
+//   - A string is a uvarint v. When v is even, it is entry v>>1 of the
+//     frozen table below. Otherwise n = v>>3 and v&7 says: 1 n bytes of
+//     text; 3 the n-th string the record holds before it (its refs: the
+//     seeds the reader is given, such as the record's key, then every
+//     string written as text or with a prefix); 5 a prefix and a tail, with
+//     a byte x: x>>3 is the prefix's place in the frozen prefixes below, x&7
+//     the tail's kind: 0 n bytes written as lowercase hex; 1 ref n; 2 what
 //     follows the first '_' of ref n ("inv_" + the "00D9ZK7Z" of
-//     "exec_00D9ZK7Z"); 6 a table prefix and n bytes of text; 7 a table
-//     prefix and n characters of Crockford's base32 alphabet
-//     (0-9A-Z without I, L, O, U: the execution ids), five bits each, in
-//     (5n+7)/8 bytes. The writer takes the shortest.
+//     "exec_00D9ZK7Z"); 3 n bytes of text; 4 n characters of Crockford's
+//     base32 alphabet (0-9A-Z without I, L, O, U: the execution ids), five
+//     bits each, in (5n+7)/8 bytes. The writer takes the shortest form.
 //   - A time is a uvarint h: h&3 = 0 the zero time, 1 the record's previous
 //     time again, 2 Unix nanoseconds as 8 little-endian bytes, 3 seconds and
 //     nanoseconds as varints (outside 1678-2262); h>>2 = 1 when the zone
@@ -50,7 +49,7 @@ func Is(v []byte) bool { return len(v) > 0 && v[0] == Magic }
 
 // table holds the strings stored as an index. It is part of the format:
 // entries are only ever appended, never changed, removed or reordered. The
-// first 64 take one byte; the prefixes, used after a string's kind, do too.
+// first 64 take one byte.
 var table = [...]string{
 	// 0: the empty string, also the prefix of plain hex strings
 	"",
@@ -67,19 +66,12 @@ var table = [...]string{
 	"jordan@acme.dev", "Your June invoice",
 	"January", "February", "March", "April", "May", "June", "July", "August",
 	"September", "October", "November", "December",
-	// 65-: prefixes (see prefixes)
-	"ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_",
 }
 
-// prefixes are the table entries tried as a string's prefix ("" only before
-// hex).
-var prefixes = func() []int {
-	var out []int
-	for _, p := range []string{"ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_", ""} {
-		out = append(out, tableIndex[p])
-	}
-	return out
-}()
+// prefixes are the prefixes a string may be written after, by their place
+// in this list ("" only before hex and base32). It is part of the format,
+// as the table is.
+var prefixes = [...]string{"", "ik_", "msg_", "rec_", "inv_", "exec_", "crm PUT /v1/records/", "Your ", "ticket_", "cus_"}
 
 // tableIndex finds a string's table entry; built once, never changed.
 var tableIndex = func() map[string]int {
@@ -90,16 +82,21 @@ var tableIndex = func() map[string]int {
 	return m
 }()
 
-// String kinds (kind 0, a table entry, is written as an even uvarint).
+// String kinds: v&7 of a string's uvarint when v is odd.
 const (
-	_ = iota
-	kText
-	kRef
-	kHex
-	kPrefixRef
-	kPrefixSuffix
-	kPrefixText
-	kPrefixBase32
+	kText   = 1
+	kRef    = 3
+	kPrefix = 5
+)
+
+// Tail kinds of a string written after a prefix: x&7 of its byte x.
+const (
+	tHex = iota
+	tRef
+	tSuffix
+	tText
+	tBase32
+	tLast
 )
 
 // base32 is Crockford's alphabet, which execution ids are written in.
@@ -194,15 +191,15 @@ func (w *Writer) Str(s string) {
 	}
 	best := binary.AppendUvarint(w.scratch[:0], strTag(kText, uint64(len(s))))
 	best = append(best, s...)
-	for _, p := range prefixes {
-		rest, ok := strings.CutPrefix(s, table[p])
+	for place, prefix := range prefixes {
+		rest, ok := strings.CutPrefix(s, prefix)
 		if !ok {
 			continue
 		}
-		try := func(kind, n uint64, tail string) {
-			c := binary.AppendUvarint(w.scratch2[:0], strTag(kind, n))
-			c = binary.AppendUvarint(c, uint64(p))
-			c = append(c, tail...)
+		try := func(tail, n uint64, bytes string) {
+			c := binary.AppendUvarint(w.scratch2[:0], strTag(kPrefix, n))
+			c = append(c, byte(place<<3)|byte(tail))
+			c = append(c, bytes...)
 			if len(c) < len(best) {
 				best, c = c, best
 			}
@@ -213,24 +210,24 @@ func (w *Writer) Str(s string) {
 			for i := 0; i < len(rest); i += 2 {
 				raw = append(raw, unhex(rest[i])<<4|unhex(rest[i+1]))
 			}
-			try(kHex, uint64(len(raw)), string(raw))
+			try(tHex, uint64(len(raw)), string(raw))
 		}
 		if raw, ok := packBase32(rest); ok && len(rest) > 0 {
-			try(kPrefixBase32, uint64(len(rest)), string(raw))
+			try(tBase32, uint64(len(rest)), string(raw))
 		}
-		if p == 0 {
+		if prefix == "" {
 			continue
 		}
 		if i := w.ref(rest); i >= 0 {
-			try(kPrefixRef, uint64(i), "")
+			try(tRef, uint64(i), "")
 		}
 		for i, r := range w.refs {
 			if _, after, ok := strings.Cut(r, "_"); ok && after == rest {
-				try(kPrefixSuffix, uint64(i), "")
+				try(tSuffix, uint64(i), "")
 				break
 			}
 		}
-		try(kPrefixText, uint64(len(rest)), rest)
+		try(tText, uint64(len(rest)), rest)
 	}
 	w.b = append(w.b, best...)
 	w.scratch = best
@@ -256,7 +253,7 @@ func ReadString(b []byte) (string, []byte, error) {
 
 // strTag is the uvarint that starts a string of a kind other than a table
 // entry.
-func strTag(kind, n uint64) uint64 { return n<<4 | kind<<1 | 1 }
+func strTag(kind, n uint64) uint64 { return n<<3 | kind }
 
 func (w *Writer) ref(s string) int {
 	for i, r := range w.refs {
@@ -609,17 +606,22 @@ func (r *Reader) Str() string {
 	if v&1 == 0 {
 		return r.tableEntry(v >> 1)
 	}
-	kind, n := v>>1&7, v>>4
+	n := v >> 3
 	var s string
-	switch kind {
+	switch v & 7 {
 	case kRef:
 		return r.refAt(n)
 	case kText:
 		s = string(r.bytes(n))
-	case kHex, kPrefixRef, kPrefixSuffix, kPrefixText, kPrefixBase32:
-		p := r.tableEntry(r.Uvarint())
-		switch kind {
-		case kHex:
+	case kPrefix:
+		x := r.bytes(1)
+		if r.err != nil || int(x[0]>>3) >= len(prefixes) || x[0]&7 >= tLast {
+			r.fail()
+			return ""
+		}
+		p := prefixes[x[0]>>3]
+		switch x[0] & 7 {
+		case tHex:
 			raw := r.bytes(n)
 			out := make([]byte, 0, len(p)+2*len(raw))
 			out = append(out, p...)
@@ -627,7 +629,7 @@ func (r *Reader) Str() string {
 				out = append(out, hexDigits[c>>4], hexDigits[c&15])
 			}
 			s = string(out)
-		case kPrefixBase32:
+		case tBase32:
 			if n == 0 || n > uint64(8*len(r.b)/5) {
 				r.fail()
 				return ""
@@ -637,9 +639,9 @@ func (r *Reader) Str() string {
 				r.fail()
 			}
 			s = p + text
-		case kPrefixRef:
+		case tRef:
 			s = p + r.refAt(n)
-		case kPrefixSuffix:
+		case tSuffix:
 			_, after, ok := strings.Cut(r.refAt(n), "_")
 			if !ok {
 				r.fail()

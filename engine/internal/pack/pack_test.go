@@ -36,8 +36,8 @@ func TestStringsRoundTrip(t *testing.T) {
 	}
 	w = NewWriter()
 	w.Str("exec_4414E58B")
-	if n := len(w.Bytes()); n != 1+2+1+5 {
-		t.Errorf("exec_4414E58B takes %d bytes, want 9", n)
+	if n := len(w.Bytes()); n != 1+1+1+5 {
+		t.Errorf("exec_4414E58B takes %d bytes, want 8", n)
 	}
 	w = NewWriter()
 	w.Str(strs[7])
