@@ -60,3 +60,26 @@ func TestJournalRecordsPackAsTheyReadAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeJournal feeds any bytes to the journal reader: it must never
+// panic, and a record it reads must be served as the JSON text of itself.
+func FuzzDecodeJournal(f *testing.F) {
+	rec := JournalRecord{Step: "step-4", Tool: "send_invoice_email", Key: "ik_15b2", Attempt: 1, Run: 1,
+		Result: json.RawMessage(`{"a":[1,"b",{"c":null}]}`), Recorded: time.Unix(1e9, 5).UTC()}
+	packed, _ := EncodeJournal("exec_1", "step-4", rec)
+	js, _ := json.Marshal(rec)
+	f.Add(packed)
+	f.Add(js)
+	f.Add([]byte{0xC3, 0x7f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeJournal("exec_1", "step-4", data)
+		served, serr := JournalJSON("exec_1", "step-4", data)
+		if err != nil || len(data) == 0 || data[0] != 0xC3 {
+			return
+		}
+		want, merr := json.Marshal(got)
+		if (serr == nil) != (merr == nil) || serr == nil && string(served) != string(want) {
+			t.Fatalf("%+v served as %s (%v), marshals as %s (%v)", got, served, serr, want, merr)
+		}
+	})
+}

@@ -210,7 +210,7 @@ func putRawMap(w *pack.Writer, m map[string]json.RawMessage) error {
 
 func readRawMap(r *pack.Reader) map[string]json.RawMessage {
 	n := r.Uvarint()
-	if n > 1<<20 {
+	if n > uint64(r.Left()) { // each member takes at least a byte
 		r.Fail()
 		return nil
 	}

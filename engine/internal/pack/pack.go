@@ -518,6 +518,10 @@ func NewReader(v []byte, seeds ...string) *Reader {
 	return r
 }
 
+// Left is how many bytes are still to be read: a count read from the
+// record cannot honestly exceed it.
+func (r *Reader) Left() int { return len(r.b) }
+
 // Err is the first problem met, or nil.
 func (r *Reader) Err() error { return r.err }
 
