@@ -2,6 +2,7 @@ package pack
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -175,5 +176,61 @@ func TestDamagedRecordsAreRefused(t *testing.T) {
 	}
 	if r := NewReader([]byte(`{"a":1}`)); r.Err() == nil {
 		t.Error("JSON read as packed")
+	}
+}
+
+// goldenRecord writes one of each block with fixed values.
+func goldenRecord() []byte {
+	w := NewWriter("ik_0123456789abcdef0123456789abcdef", "exec_00D9ZK7Z")
+	w.Uvarint(300)
+	w.Varint(-2)
+	for _, s := range []string{"step-4", "send_invoice_email", "jordan@acme.dev", "exec_4414E58B", "inv_00D9ZK7Z",
+		"msg_3def2b", "crm PUT /v1/records/inv_00D9ZK7Z", "Your March invoice", "plain", "plain",
+		"5d12bed49e8ca02c46ffabe7e8b3897dbcb21f62e067169c6d42d71292529341", "ik_0123456789abcdef0123456789abcdef"} {
+		w.Str(s)
+	}
+	t := time.Date(2026, 6, 1, 9, 0, 5, 499684881, time.UTC)
+	w.Time(t)
+	w.Time(t)
+	w.Time(t.In(time.FixedZone("", 3600)).Add(time.Second))
+	w.Time(time.Time{})
+	_ = w.JSON(json.RawMessage(`{"created":true,"fields":{"customer":"jordan@acme.dev","n":[1,2.5,null]},"id":"inv_00D9ZK7Z","<&>":"\u00e9"}`))
+	return w.Bytes()
+}
+
+// goldenHex is goldenRecord as this format writes it. Databases hold
+// records in this format: if this test fails, the format changed, and files
+// written before would no longer read. Add to the table; never change it.
+const goldenHex = "c3ac0203081266452c210247150b0d221d103def2b1d316d3b4d6172636820696e766f69636529706c61696e3b8502005d12bed49e8ca02c46ffabe7e8b3897dbcb21f62e067169c6d42d7129252934103021128dfa16ce9b418010611f279dd6ce9b418a038001240014e420a460066096e0f01560119322e3501523c001b91015c75303033635c75303032365c753030336500315c7530306539"
+
+func TestTheFormatStaysTheSame(t *testing.T) {
+	got := hex.EncodeToString(goldenRecord())
+	if got != goldenHex {
+		t.Errorf("the packed format changed: records written before would not read as they did\n got %s\nwant %s", got, goldenHex)
+	}
+	// And the record reads as what was written.
+	data, _ := hex.DecodeString(goldenHex)
+	r := NewReader(data, "ik_0123456789abcdef0123456789abcdef", "exec_00D9ZK7Z")
+	if r.Uvarint() != 300 || r.Varint() != -2 {
+		t.Error("numbers")
+	}
+	for _, want := range []string{"step-4", "send_invoice_email", "jordan@acme.dev", "exec_4414E58B", "inv_00D9ZK7Z",
+		"msg_3def2b", "crm PUT /v1/records/inv_00D9ZK7Z", "Your March invoice", "plain", "plain",
+		"5d12bed49e8ca02c46ffabe7e8b3897dbcb21f62e067169c6d42d71292529341", "ik_0123456789abcdef0123456789abcdef"} {
+		if got := r.Str(); got != want {
+			t.Errorf("read %q, want %q", got, want)
+		}
+	}
+	for _, want := range []string{"2026-06-01T09:00:05.499684881Z", "2026-06-01T09:00:05.499684881Z",
+		"2026-06-01T10:00:06.499684881+01:00", "0001-01-01T00:00:00Z"} {
+		if got := r.Time().Format(time.RFC3339Nano); got != want {
+			t.Errorf("read time %s, want %s", got, want)
+		}
+	}
+	if got, want := string(r.JSON()), `{"created":true,"fields":{"customer":"jordan@acme.dev","n":[1,2.5,null]},"id":"inv_00D9ZK7Z","\u003c\u0026\u003e":"\u00e9"}`; got != want {
+		t.Errorf("read %s, want %s", got, want)
+	}
+	if err := r.Done(); err != nil {
+		t.Error(err)
 	}
 }
