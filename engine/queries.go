@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -93,8 +92,7 @@ func (h *Host) Journal(id string) ([]JournalEntry, error) {
 			if id != "" && exec != id {
 				return true
 			}
-			var rec history.JournalRecord
-			if json.Unmarshal(data, &rec) == nil {
+			if rec, err := history.DecodeJournal(exec, step, data); err == nil {
 				out = append(out, JournalEntry{Execution: exec, JournalRecord: rec})
 			}
 			return true

@@ -267,6 +267,11 @@ func (h *Host) handleJournalGet(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no journal record", http.StatusNotFound)
 		return
 	}
+	data, err := history.JournalJSON(id, step, data)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(data)
 }
@@ -290,7 +295,7 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	now := h.clock.Now()
 	rec.Step, rec.Run, rec.Recorded = step, run, now
-	data, err := json.Marshal(rec)
+	data, err := history.EncodeJournal(id, step, rec)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -61,8 +61,7 @@ func (h *Host) WriteState(w io.Writer) error {
 		err := h.db.View(func(tx *store.Tx) error {
 			return tx.JournalEntriesAfter(exec, step, func(e, s string, data []byte) bool {
 				exec, step = e, s
-				var rec history.JournalRecord
-				if json.Unmarshal(data, &rec) == nil {
+				if rec, err := history.DecodeJournal(e, s, data); err == nil {
 					page = append(page, JournalEntry{Execution: e, JournalRecord: rec})
 				}
 				return len(page) < statePage

@@ -60,8 +60,8 @@ var (
 type Bucket string
 
 // The store's own top-level collections: executions and their order,
-// histories and journals (nested per execution), and the index of
-// unfinished executions. Histories and journals are nested per execution.
+// histories and journals (each execution's together, in the layouts
+// below), and the index of unfinished executions.
 //
 // Every other collection belongs to the package that owns its data and
 // encoding (the simulated world's ledgers to engine/world, the lesson
@@ -77,7 +77,7 @@ const (
 	// v3: execution id -> 4-byte history number, and (number, seq) -> event
 	bucketHistoryIDs    Bucket = "history_ids"
 	bucketHistoryEvents Bucket = "history_events"
-	bucketJournals      Bucket = "journals" // execution id -> bucket of step -> record
+	bucketJournals      Bucket = "journals" // execution id, NUL, step -> record (before: id -> bucket of step -> record)
 	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. history.Put
 	// keeps it; DeleteExecution and ClearAll keep it consistent.

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -23,8 +22,8 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	var bad []Violation
 	err := db.View(func(tx *store.Tx) error {
 		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
-			var m world.Message
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := world.DecodeMessage(k, v)
+			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
 				return true
 			}
@@ -34,8 +33,8 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 			return err
 		}
 		return tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
-			var wr world.CRMWrite
-			if err := json.Unmarshal(v, &wr); err != nil {
+			wr, err := world.DecodeCRMWrite(k, v)
+			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})
 				return true
 			}

@@ -721,7 +721,7 @@ func (s *sim) one(c *call, a int, point fault.Point) (rec history.JournalRecord,
 // record writes a step's journal record and its StepRecorded event, as the
 // runtime's journal PUT does in one commit.
 func (s *sim) record(rec history.JournalRecord) {
-	data, err := json.Marshal(rec)
+	data, err := history.EncodeJournal(s.x.ID, rec.Step, rec)
 	if err != nil {
 		s.fail(err)
 		return

@@ -133,15 +133,15 @@ func loadRecord(tx *store.Tx, id string) (recordDoc, bool, error) {
 	if v == nil {
 		return recordDoc{}, false, nil
 	}
-	var doc recordDoc
-	if err := json.Unmarshal(v, &doc); err != nil {
+	doc, err := decodeRecordDoc(id, v)
+	if err != nil {
 		return recordDoc{}, false, fmt.Errorf("decode record %q: %w", id, err)
 	}
 	return doc, true, nil
 }
 
 func saveRecord(tx *store.Tx, doc recordDoc) error {
-	data, err := json.Marshal(doc)
+	data, err := encodeRecordDoc(doc)
 	if err != nil {
 		return fmt.Errorf("encode record %q: %w", doc.ID, err)
 	}
@@ -151,7 +151,7 @@ func saveRecord(tx *store.Tx, doc recordDoc) error {
 func appendWrite(tx *store.Tx, wr CRMWrite) error {
 	_, err := tx.Append(BucketCRMWrites, func(seq uint64) ([]byte, error) {
 		wr.Seq = seq
-		return json.Marshal(wr)
+		return encodeCRMWrite(wr), nil
 	})
 	return err
 }
@@ -337,7 +337,7 @@ func runList(tx *store.Tx, in *input) (*result, error) {
 	var decodeErr error
 	if err := tx.Scan(BucketCRM, nil, false, func(k, v []byte) bool {
 		var doc recordDoc
-		if decodeErr = json.Unmarshal(v, &doc); decodeErr != nil {
+		if doc, decodeErr = decodeRecordDoc(string(k), v); decodeErr != nil {
 			decodeErr = fmt.Errorf("decode record %q: %w", k, decodeErr)
 			return false
 		}

@@ -79,7 +79,7 @@ func Apply(tx *store.Tx, c Call) (Reply, error) {
 			fp: fingerprint(c.Method, c.Path, canon), created: c.Now, retention: retention, attr: in.attr}
 		// The retention of records stored without one is the world default.
 		w := &World{retention: DefaultRetention}
-		if rec, ok := decodeKeyRecord(tx.Get(BucketKeys, []byte(c.Key))); ok && !w.expired(rec, c.Now) {
+		if rec, ok := decodeKeyRecord(c.Key, tx.Get(BucketKeys, []byte(c.Key))); ok && !w.expired(rec, c.Now) {
 			switch {
 			case rec.Endpoint != cl.endpoint || rec.Fingerprint != cl.fp:
 				res := reject(ep.service, in, http.StatusUnprocessableEntity, "idempotency-key-reused", "Unprocessable Content",

@@ -109,14 +109,6 @@ type keyRecord struct {
 	Attribution Attribution   `json:"attribution"`
 }
 
-func decodeKeyRecord(v []byte) (keyRecord, bool) {
-	var rec keyRecord
-	if v == nil || json.Unmarshal(v, &rec) != nil {
-		return keyRecord{}, false
-	}
-	return rec, true
-}
-
 // expired reports whether a record is older than the retention window by
 // the world clock, and so forgotten.
 func (w *World) expired(rec keyRecord, now time.Time) bool {
@@ -172,7 +164,7 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 			return nil
 		}
 		out, prior = claimNew, keyRecord{}
-		data, err := json.Marshal(keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Created: c.created,
+		data, err := encodeKeyRecord(c.key, keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Created: c.created,
 			Retention: c.retention, InFlight: true, Token: c.token, Attribution: c.attr})
 		if err != nil {
 			return err
@@ -191,7 +183,7 @@ func (w *World) claimKey(c *claim) (claimOutcome, keyRecord, error) {
 // existingClaim looks the key up: decided is false when it is absent or
 // forgotten, so the request may claim it.
 func (w *World) existingClaim(tx *store.Tx, c *claim) (out claimOutcome, prior keyRecord, decided bool) {
-	rec, ok := decodeKeyRecord(tx.Get(BucketKeys, []byte(c.key)))
+	rec, ok := decodeKeyRecord(c.key, tx.Get(BucketKeys, []byte(c.key)))
 	if !ok || w.expired(rec, c.created) {
 		return claimNew, keyRecord{}, false
 	}
@@ -209,7 +201,7 @@ func (w *World) existingClaim(tx *store.Tx, c *claim) (out claimOutcome, prior k
 // corrected retry executes.
 func (c *claim) settle(tx *store.Tx, res *result) error {
 	if res.status >= 200 && res.status < 300 {
-		data, err := json.Marshal(keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Status: res.status,
+		data, err := encodeKeyRecord(c.key, keyRecord{Fingerprint: c.fp, Endpoint: c.endpoint, Status: res.status,
 			Body: res.body, Ref: res.ref, Created: c.created, Retention: c.retention, Attribution: c.attr})
 		if err != nil {
 			return err
@@ -224,7 +216,7 @@ func (c *claim) settle(tx *store.Tx, res *result) error {
 
 // releaseIn deletes the key record if it is still this claim's.
 func (c *claim) releaseIn(tx *store.Tx) error {
-	if rec, ok := decodeKeyRecord(tx.Get(BucketKeys, []byte(c.key))); ok && rec.InFlight && rec.Token == c.token {
+	if rec, ok := decodeKeyRecord(c.key, tx.Get(BucketKeys, []byte(c.key))); ok && rec.InFlight && rec.Token == c.token {
 		if err := tx.Delete(BucketKeysInFlight, []byte(c.key)); err != nil {
 			return err
 		}
@@ -263,7 +255,7 @@ func (w *World) dropInFlight() error {
 	err := w.db.Update(func(tx *store.Tx) error {
 		var stale [][]byte
 		collect := func(k, v []byte) bool {
-			if rec, ok := decodeKeyRecord(v); ok && rec.InFlight {
+			if rec, ok := decodeKeyRecord(string(k), v); ok && rec.InFlight {
 				stale = append(stale, k)
 			}
 			return true

@@ -47,7 +47,8 @@ func benchSend(i int) []byte {
 func keyStoreDB(b *testing.B, n int) string {
 	b.Helper()
 	dir := filepath.Join(os.TempDir(), "retrylab-bench")
-	path := filepath.Join(dir, fmt.Sprintf("keys-v1-n%d.db", n))
+	// v2: the world's records packed (codec.go), not JSON.
+	path := filepath.Join(dir, fmt.Sprintf("keys-v2-n%d.db", n))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}

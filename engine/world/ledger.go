@@ -39,7 +39,7 @@ type Record struct {
 // Outbox returns up to limit messages with Seq >= fromSeq, in sequence
 // order; limit <= 0 means all. Page on with the last Seq + 1.
 func (w *World) Outbox(fromSeq uint64, limit int) ([]Message, error) {
-	return readLog[Message](w.db, BucketOutbox, fromSeq, limit, "outbox")
+	return readLog(w.db, BucketOutbox, fromSeq, limit, "outbox", DecodeMessage)
 }
 
 // MessagesFor returns the outbox messages attributed to an execution, in
@@ -48,16 +48,8 @@ func (w *World) Outbox(fromSeq uint64, limit int) ([]Message, error) {
 func (w *World) MessagesFor(execution string) ([]Message, error) {
 	var out []Message
 	err := w.db.View(func(tx *store.Tx) error {
-		prefix := execIndexKey(execution, 0)
-		prefix = prefix[:len(prefix)-8]
-		var seqs []uint64
-		if err := tx.Scan(BucketMeta, prefix, false, func(k, _ []byte) bool {
-			if !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
-				return false
-			}
-			seqs = append(seqs, store.DecodeU64(k[len(prefix):]))
-			return true
-		}); err != nil {
+		seqs, err := execIndexSeqs(tx, execution)
+		if err != nil {
 			return err
 		}
 		for _, seq := range seqs {
@@ -65,8 +57,8 @@ func (w *World) MessagesFor(execution string) ([]Message, error) {
 			if v == nil {
 				continue
 			}
-			var m Message
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := DecodeMessage(store.U64(seq), v)
+			if err != nil {
 				return fmt.Errorf("decode outbox entry %d: %w", seq, err)
 			}
 			out = append(out, m)
@@ -93,7 +85,7 @@ func (w *World) Recent(limit int) ([]Message, int, error) {
 		var derr error
 		if err := tx.Scan(BucketOutbox, nil, true, func(k, v []byte) bool {
 			var m Message
-			if derr = json.Unmarshal(v, &m); derr != nil {
+			if m, derr = DecodeMessage(k, v); derr != nil {
 				derr = fmt.Errorf("decode outbox entry %d: %w", store.DecodeU64(k), derr)
 				return false
 			}
@@ -136,13 +128,14 @@ func outboxSize(tx *store.Tx) int {
 // CRMWrites returns up to limit CRM write log entries with Seq >= fromSeq,
 // in order; limit <= 0 means all.
 func (w *World) CRMWrites(fromSeq uint64, limit int) ([]CRMWrite, error) {
-	return readLog[CRMWrite](w.db, BucketCRMWrites, fromSeq, limit, "crm writes")
+	return readLog(w.db, BucketCRMWrites, fromSeq, limit, "crm writes", DecodeCRMWrite)
 }
 
-// readLog reads up to limit JSON entries with seq >= fromSeq from an
-// append-only collection, in order; limit <= 0 reads all. what names the
-// collection in errors.
-func readLog[T any](db *store.DB, b store.Bucket, fromSeq uint64, limit int, what string) ([]T, error) {
+// readLog reads up to limit entries with seq >= fromSeq from an append-only
+// collection, in order, each with decode; limit <= 0 reads all. what names
+// the collection in errors.
+func readLog[T any](db *store.DB, b store.Bucket, fromSeq uint64, limit int, what string,
+	decode func(k, v []byte) (T, error)) ([]T, error) {
 	var out []T
 	err := db.View(func(tx *store.Tx) error {
 		out = out[:0]
@@ -152,7 +145,7 @@ func readLog[T any](db *store.DB, b store.Bucket, fromSeq uint64, limit int, wha
 				return false
 			}
 			var e T
-			if derr = json.Unmarshal(v, &e); derr != nil {
+			if e, derr = decode(k, v); derr != nil {
 				derr = fmt.Errorf("decode %s entry %d: %w", b, store.DecodeU64(k), derr)
 				return false
 			}
@@ -192,7 +185,7 @@ func (w *World) KeysPage(from string, limit int) ([]StoredKey, error) {
 			if limit > 0 && len(out) >= limit {
 				return false
 			}
-			rec, ok := decodeKeyRecord(v)
+			rec, ok := decodeKeyRecord(string(k), v)
 			if !ok {
 				derr = fmt.Errorf("decode key record %q", k)
 				return false
@@ -224,7 +217,7 @@ func (w *World) LookupKey(key string) (StoredKey, bool, error) {
 	if v == nil {
 		return StoredKey{}, false, nil
 	}
-	rec, ok := decodeKeyRecord(v)
+	rec, ok := decodeKeyRecord(key, v)
 	if !ok {
 		return StoredKey{}, false, fmt.Errorf("look up key %q: %w: undecodable record", key, store.ErrCorrupt)
 	}
@@ -246,7 +239,7 @@ func (w *World) RecordsPage(from string, limit int) ([]Record, error) {
 				return false
 			}
 			var r Record
-			if r, derr = decodeRecord(v); derr != nil {
+			if r, derr = decodeRecord(string(k), v); derr != nil {
 				derr = fmt.Errorf("decode record %q: %w", k, derr)
 				return false
 			}
@@ -275,16 +268,16 @@ func (w *World) Record(id string) (Record, bool, error) {
 	if v == nil {
 		return Record{}, false, nil
 	}
-	r, err := decodeRecord(v)
+	r, err := decodeRecord(id, v)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("read record %q: %w", id, err)
 	}
 	return r, true, nil
 }
 
-func decodeRecord(v []byte) (Record, error) {
-	var doc recordDoc
-	if err := json.Unmarshal(v, &doc); err != nil {
+func decodeRecord(key string, v []byte) (Record, error) {
+	doc, err := decodeRecordDoc(key, v)
+	if err != nil {
 		return Record{}, err
 	}
 	r := Record{ID: doc.ID, Version: doc.Version, Created: doc.Created, Updated: doc.Updated,

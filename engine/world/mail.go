@@ -93,7 +93,7 @@ func runSend(tx *store.Tx, in *input) (*result, error) {
 	}
 	seq, err := tx.Append(BucketOutbox, func(seq uint64) ([]byte, error) {
 		m.Seq, m.ID, m.Time, m.Attribution = seq, messageID(seq), in.now, in.attr
-		return json.Marshal(m)
+		return encodeMessage(m)
 	})
 	if err != nil {
 		return nil, err
@@ -113,16 +113,4 @@ func runSend(tx *store.Tx, in *input) (*result, error) {
 	res.acts = []Activity{{Kind: KindDelivered, Service: ServiceMail, Time: in.now, Attribution: in.attr,
 		MessageID: m.ID, To: m.To, Subject: m.Subject, Key: in.key, Status: http.StatusOK}}
 	return res, nil
-}
-
-// execIndexPrefix starts the keys of the per-execution outbox index kept in
-// BucketMeta: prefix, execution, NUL, 8-byte sequence number.
-const execIndexPrefix = "outbox_by_exec\x00"
-
-func execIndexKey(execution string, seq uint64) []byte {
-	k := make([]byte, 0, len(execIndexPrefix)+len(execution)+9)
-	k = append(k, execIndexPrefix...)
-	k = append(k, execution...)
-	k = append(k, 0)
-	return append(k, store.U64(seq)...)
 }
