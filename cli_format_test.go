@@ -30,6 +30,16 @@ func TestOpensADatabaseOfTheSecondLayout(t *testing.T) {
 	opensOldDatabase(t, "v2")
 }
 
+// TestOpensADatabaseOfTheFourthLayout opens testdata/v4/retrylab.db, written
+// by retrylab as of c610b32 (schema v4: every history in history_events, in
+// chunks of plain compact events; execution records as JSON), the same runs
+// as v1 (gen's part with that build's generator). It must read and print as
+// that build did, and a new run must append to the old history.
+func TestOpensADatabaseOfTheFourthLayout(t *testing.T) {
+	t.Parallel()
+	opensOldDatabase(t, "v4")
+}
+
 // opensOldDatabase checks a copy of testdata/<dir>/retrylab.db against what
 // the build that wrote it printed, then appends a run to one of its
 // executions and checks the whole file again.
