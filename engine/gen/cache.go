@@ -12,7 +12,7 @@ import (
 
 // FormatVersion changes whenever Generate's output changes, so cached
 // databases from an older generator are not reused.
-const FormatVersion = 4 // 3: the compact event encoding; 4: and effects recorded in the histories
+const FormatVersion = 5 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: compressed history chunks (store schema v5)
 
 // Cached returns the path of a database under dir holding what Generate
 // writes with opts into an empty database, and what it wrote. Only the
