@@ -286,15 +286,6 @@ func (x Execution) PolicyWords() string {
 // SendIntent is the key of Execution.Sends: one intended message.
 func SendIntent(to, subject string) string { return to + "\n" + subject }
 
-// EncodeExecution is the stored form of an execution record.
-func EncodeExecution(x Execution) ([]byte, error) {
-	b, err := json.Marshal(x)
-	if err != nil {
-		return nil, fmt.Errorf("encode execution %s: %w", x.ID, err)
-	}
-	return b, nil
-}
-
 // Put stores an execution record and keeps the index of unfinished
 // executions (store.Active: id -> status) in step with it, in the same
 // transaction.
@@ -310,15 +301,6 @@ func Put(tx *store.Tx, x Execution) error {
 		return tx.Delete(store.Active, []byte(x.ID))
 	}
 	return tx.Put(store.Active, []byte(x.ID), []byte(x.Status))
-}
-
-// DecodeExecution reads a stored execution record.
-func DecodeExecution(data []byte) (Execution, error) {
-	var x Execution
-	if err := json.Unmarshal(data, &x); err != nil {
-		return Execution{}, fmt.Errorf("decode execution: %w", err)
-	}
-	return x, nil
 }
 
 // JournalRecord is a step's durably recorded result.
