@@ -54,7 +54,8 @@ func Cached(ctx context.Context, dir string, opts Options) (string, Stats, error
 		db.Close()
 		return "", Stats{}, err
 	}
-	if err := db.Close(); err != nil {
+	// As `retrylab gen` leaves its file: compacted.
+	if err := db.CompactAndClose(); err != nil {
 		return "", Stats{}, err
 	}
 	if data, err := json.Marshal(st); err == nil {
