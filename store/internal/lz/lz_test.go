@@ -74,7 +74,9 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		{0x03, 0xff, 0xff, 0xff, 0xff, 0x0f}, // a distance far before the dictionary
 		{0x01, 0x00},                         // distance 0
 		{0x80},                               // a truncated uvarint
-		{0x20, 'a'},                          // a literal run longer than what follows
+		{0x40, 'a'},                          // a literal run longer than what follows
+		{0x10},                               // a repeat before any distance
+		{0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f}, // a match longer than the value
 	}
 	for _, b := range bad {
 		if _, err := d.Decode(nil, b, len(src)); err != ErrCorrupt {
