@@ -10,7 +10,7 @@ import (
 )
 
 // compactTxMax bounds the bytes one transaction of the copy carries.
-const compactTxMax = 64 << 20
+const compactTxMax = 8 << 20
 
 // CompactAndClose rewrites the database into a new file with every page
 // full and no free pages or growth reserve, puts it in place of the old

@@ -211,3 +211,37 @@ func TestDamagedChunkIsErrCorrupt(t *testing.T) {
 		t.Fatalf("appending after a damaged chunk: %v", err)
 	}
 }
+
+// A chunk of the gen mix's kind: events that repeat each other, with times
+// and numbers that do not.
+func benchChunk() []byte {
+	var plain []byte
+	for seq := uint64(1); len(plain) < chunkMax-200; seq++ {
+		ev := fmt.Appendf(nil, "\xc1%c\x14%08x step-%d send_invoice_email ik_%016x{\"to\":\"alex@initech.com\",\"subject\":\"Your February invoice\"}",
+			byte(seq), seq*2654435761, seq%3, seq*0x9E3779B97F4A7C15)
+		plain = binary.AppendUvarint(plain, uint64(len(ev)))
+		plain = append(plain, ev...)
+	}
+	return plain
+}
+
+func BenchmarkEncodeChunk(b *testing.B) {
+	plain := benchChunk()
+	b.SetBytes(int64(len(plain)))
+	var out []byte
+	for b.Loop() {
+		out = encodeChunk(plain)
+	}
+	b.ReportMetric(float64(len(out))/float64(len(plain)), "ratio")
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	plain := benchChunk()
+	stored := encodeChunk(plain)
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		if _, err := decodeChunk(stored, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -30,6 +30,7 @@ package lz
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 const (
@@ -76,8 +77,16 @@ func hash(b []byte, bits uint) uint32 {
 	return binary.LittleEndian.Uint32(b) * 2654435761 >> (32 - bits)
 }
 
+// common is the length of the common prefix of a and b, compared eight
+// bytes at a time.
 func common(a, b []byte) int {
 	n := 0
+	for n+8 <= len(a) && n+8 <= len(b) {
+		if x := binary.LittleEndian.Uint64(a[n:]) ^ binary.LittleEndian.Uint64(b[n:]); x != 0 {
+			return n + bits.TrailingZeros64(x)/8
+		}
+		n += 8
+	}
 	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
@@ -102,15 +111,26 @@ func (e *encoder) insert(j int) {
 // trying the value's earlier positions, then the dictionary's.
 func (e *encoder) find(i int) (best, dist int) {
 	src := e.src
+	// A candidate must share the first MinMatch bytes (not only their
+	// hash) and beat best at its last byte before it is measured.
+	head := binary.LittleEndian.Uint32(src[i:])
+	better := func(text []byte, p int) bool {
+		return p+MinMatch <= len(text) && binary.LittleEndian.Uint32(text[p:]) == head &&
+			(best == 0 || p+best < len(text) && i+best < len(src) && text[p+best] == src[i+best])
+	}
 	for p, k := int(e.table[hash(src[i:], srcBits)])-1, 0; p >= 0 && k < chain; p, k = int(e.prev[p])-1, k+1 {
-		if n := common(src[p:], src[i:]); n > best {
-			best, dist = n, i-p
+		if better(src, p) {
+			if n := common(src[p:], src[i:]); n > best {
+				best, dist = n, i-p
+			}
 		}
 	}
 	d := e.d
 	for p, k := int(d.table[hash(src[i:], dictBits)])-1, 0; p >= 0 && k < chain; p, k = int(d.prev[p])-1, k+1 {
-		if n := common(d.text[p:], src[i:]); n > best {
-			best, dist = n, i+len(d.text)-p
+		if better(d.text, p) {
+			if n := common(d.text[p:], src[i:]); n > best {
+				best, dist = n, i+len(d.text)-p
+			}
 		}
 	}
 	if best < MinMatch {
