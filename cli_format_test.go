@@ -128,8 +128,9 @@ func firstDiff(got, want string) string {
 // compact encoding, every history in compressed chunks; the other
 // collections copied as they are) and checks that show --json of every
 // execution, check and state --json print what the build that wrote v4
-// printed: the new layout changes how histories and records are stored,
-// never what a reader gets.
+// printed, and show, show --markdown, diff and export what this build prints
+// of the v4 file: the new layout changes how histories and records are
+// stored, never what a reader gets.
 func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join("testdata", "v4", "retrylab.db")
@@ -280,5 +281,43 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 	}
 	if got := ok(t, dst, "state", "--json").stdout; got != golden("state.json") {
 		t.Errorf("state --json differs:\n%s", firstDiff(got, golden("state.json")))
+	}
+
+	// The other readers, against what this build prints of the v4 file
+	// (which TestOpensADatabaseOfTheFourthLayout holds to the v4 build):
+	// show as text and Markdown, diff, and the OTLP export.
+	v4 := filepath.Join(t.TempDir(), "retrylab.db")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v4, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	same := func(args ...string) {
+		t.Helper()
+		if got, want := ok(t, dst, args...).stdout, ok(t, v4, args...).stdout; got != want {
+			t.Errorf("%s differs on the new layout:\n%s", strings.Join(args, " "), firstDiff(got, want))
+		}
+	}
+	for _, f := range shows {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		same("show", id)
+		same("show", "--markdown", id)
+	}
+	same("diff", "exec_7K2Q", "exec_01H8")
+	same("diff", "--json", "exec_3C5R", "exec_R1BP51TN")
+	exported := func(db string) string {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "otlp.json")
+		ok(t, db, "export", "--otlp", out)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got, want := exported(dst), exported(v4); got != want {
+		t.Errorf("export --otlp differs on the new layout:\n%s", firstDiff(got, want))
 	}
 }
