@@ -2,12 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/store"
 )
 
 // TestOpensADatabaseOfTheFirstEncoding opens testdata/v1/retrylab.db, written
@@ -28,6 +34,16 @@ func TestOpensADatabaseOfTheFirstEncoding(t *testing.T) {
 func TestOpensADatabaseOfTheSecondLayout(t *testing.T) {
 	t.Parallel()
 	opensOldDatabase(t, "v2")
+}
+
+// TestOpensADatabaseOfTheFourthLayout opens testdata/v4/retrylab.db, written
+// by retrylab as of c610b32 (schema v4: every history in history_events, in
+// chunks of plain compact events; execution records as JSON), the same runs
+// as v1 (gen's part with that build's generator). It must read and print as
+// that build did, and a new run must append to the old history.
+func TestOpensADatabaseOfTheFourthLayout(t *testing.T) {
+	t.Parallel()
+	opensOldDatabase(t, "v4")
 }
 
 // opensOldDatabase checks a copy of testdata/<dir>/retrylab.db against what
@@ -105,4 +121,203 @@ func firstDiff(got, want string) string {
 		}
 	}
 	return "(same lines)"
+}
+
+// TestNewLayoutPrintsAsTheOld writes what testdata/v4/retrylab.db holds into
+// a new database through this build's store (execution records in their
+// compact encoding, every history in compressed chunks; the other
+// collections copied as they are) and checks that show --json of every
+// execution, check and state --json print what the build that wrote v4
+// printed, and show, show --markdown, diff and export what this build prints
+// of the v4 file: the new layout changes how histories and records are
+// stored, never what a reader gets.
+func TestNewLayoutPrintsAsTheOld(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("testdata", "v4", "retrylab.db")
+	dst := filepath.Join(t.TempDir(), "retrylab.db")
+	ours := map[string]bool{"executions": true, "exec_order": true, "history_ids": true, "history_events": true,
+		"histories": true}
+
+	// The collections this change does not touch, byte for byte.
+	from, err := bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := bolt.Open(dst, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copyBucket func(dst, src *bolt.Bucket) error
+	copyBucket = func(dst, src *bolt.Bucket) error {
+		if err := dst.SetSequence(src.Sequence()); err != nil {
+			return err
+		}
+		return src.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return dst.Put(k, v)
+			}
+			nested, err := dst.CreateBucket(k)
+			if err != nil {
+				return err
+			}
+			return copyBucket(nested, src.Bucket(k))
+		})
+	}
+	err = from.View(func(ftx *bolt.Tx) error {
+		return to.Update(func(ttx *bolt.Tx) error {
+			return ftx.ForEach(func(name []byte, b *bolt.Bucket) error {
+				if ours[string(name)] {
+					return nil
+				}
+				nb, err := ttx.CreateBucket(name)
+				if err != nil {
+					return err
+				}
+				if err := copyBucket(nb, b); err != nil {
+					return err
+				}
+				if string(name) == "meta" {
+					// PutExecution counts the executions again.
+					return nb.Delete([]byte("exec_count"))
+				}
+				return nil
+			})
+		})
+	})
+	if err := errors.Join(err, from.Close(), to.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Executions, in their order, and their histories, event by event.
+	old, err := store.Open(src, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	db, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.View(func(otx *store.Tx) error {
+		return db.Update(func(tx *store.Tx) error {
+			var failed error
+			err := otx.ExecutionOrder(func(id []byte) bool {
+				exec := string(id)
+				x, err := history.DecodeExecution(otx.Execution(exec))
+				if err != nil {
+					failed = err
+					return false
+				}
+				rec, err := history.EncodeExecution(x)
+				if err == nil {
+					err = tx.PutExecution(exec, rec)
+				}
+				if err == nil {
+					err = otx.Events(exec, 0, func(seq uint64, data []byte) bool {
+						var got uint64
+						got, err = tx.AppendEvent(exec, func(uint64) ([]byte, error) { return data, nil })
+						if err == nil && got != seq {
+							err = fmt.Errorf("%s: event %d appended as %d", exec, seq, got)
+						}
+						return err == nil
+					})
+				}
+				failed = err
+				return err == nil
+			})
+			return errors.Join(err, failed)
+		})
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every record and every chunk is in the new form.
+	b, err := bolt.Open(dst, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, chunks := 0, 0
+	err = b.View(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte("executions")).ForEach(func(k, v []byte) error {
+			if records++; v[0] != 0xC2 {
+				return fmt.Errorf("record of %s stored as %.20q", k, v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("history_events")).ForEach(func(k, v []byte) error {
+			if chunks++; v[0] != 0 {
+				return fmt.Errorf("chunk %x stored plain", k)
+			}
+			return nil
+		})
+	})
+	if err := errors.Join(err, b.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if records != 16 || chunks < 16 {
+		t.Fatalf("%d records, %d chunks", records, chunks)
+	}
+
+	golden := func(name string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("testdata", "v4", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	shows, _ := filepath.Glob(filepath.Join("testdata", "v4", "show", "*.json"))
+	for _, f := range shows {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		if got, want := ok(t, dst, "show", "--json", id).stdout, golden(filepath.Join("show", id+".json")); got != want {
+			t.Errorf("show --json %s differs from what the v4 build printed:\n%s", id, firstDiff(got, want))
+		}
+	}
+	if _, rest, _ := strings.Cut(ok(t, dst, "check").stdout, "\n"); rest != golden("check.txt") {
+		t.Errorf("check differs:\n%s", firstDiff(rest, golden("check.txt")))
+	}
+	if got := ok(t, dst, "state", "--json").stdout; got != golden("state.json") {
+		t.Errorf("state --json differs:\n%s", firstDiff(got, golden("state.json")))
+	}
+
+	// The other readers, against what this build prints of the v4 file
+	// (which TestOpensADatabaseOfTheFourthLayout holds to the v4 build):
+	// show as text and Markdown, diff, and the OTLP export.
+	v4 := filepath.Join(t.TempDir(), "retrylab.db")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v4, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	same := func(args ...string) {
+		t.Helper()
+		if got, want := ok(t, dst, args...).stdout, ok(t, v4, args...).stdout; got != want {
+			t.Errorf("%s differs on the new layout:\n%s", strings.Join(args, " "), firstDiff(got, want))
+		}
+	}
+	for _, f := range shows {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		same("show", id)
+		same("show", "--markdown", id)
+	}
+	same("diff", "exec_7K2Q", "exec_01H8")
+	same("diff", "--json", "exec_3C5R", "exec_R1BP51TN")
+	exported := func(db string) string {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "otlp.json")
+		ok(t, db, "export", "--otlp", out)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got, want := exported(dst), exported(v4); got != want {
+		t.Errorf("export --otlp differs on the new layout:\n%s", firstDiff(got, want))
+	}
 }

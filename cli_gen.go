@@ -35,8 +35,11 @@ would have, attributed to the attempts, so the explorer, 'retrylab show' and
 'retrylab check' read them like recorded runs. Their scenario names start
 with "gen-".
 
-Writes are batched: many executions per fsynced transaction. The output is the
-same for the same --seed. The database must not be open in another retrylab.`,
+Writes are batched: many executions per fsynced transaction. At the end the
+file is rewritten compactly (into a new file beside it, fsynced and renamed
+over it: a kill at any moment leaves the old file or the new one). The output
+is the same for the same --seed. The database must not be open in another
+retrylab.`,
 		Example: "  retrylab gen --db big.db --executions 10000 --attempts-per-step 50\n  retrylab --db big.db",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -96,16 +99,19 @@ func (a *app) runGen(opts gen.Options) error {
 		}
 		st, err = gen.Generate(ctx, db, opts)
 	}
-	elapsed := time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &exitError{code: 130, msg: fmt.Sprintf("gen: interrupted after %d executions; what was committed stays in %s", st.Executions, a.dbPath)}
 		}
 		return fmt.Errorf("gen: %w", err)
 	}
-	if err := db.Close(); err != nil {
-		return err
+	// A bbolt file never shrinks: the pages gen's last commits freed, the
+	// slack of pages split by random keys and the room the file grew into
+	// would stay. Rewrite it compactly (a new file, renamed into place).
+	if err := db.CompactAndClose(); err != nil {
+		return fmt.Errorf("gen: %w", err)
 	}
+	elapsed := time.Since(start)
 	var size int64
 	if info, err := os.Stat(a.dbPath); err == nil {
 		size = info.Size()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,6 +12,13 @@ func TestCLIGen(t *testing.T) {
 	db := newDB(t)
 	r := ok(t, db, "gen", "--executions", "30", "--attempts-per-step", "3", "--seed", "4", "--batch-events", "200")
 	has(t, r, "gen: 30/30 executions", "wrote 30 executions", "shapes: ", "status: ", "retrylab check --db")
+	// The file was compacted into a new one: still 0600, nothing beside it.
+	if info, err := os.Stat(db); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("after gen: %v, %v", info, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(db)); len(entries) != 1 {
+		t.Errorf("beside the database after gen: %v", entries)
+	}
 	r = ok(t, db, "check")
 	has(t, r, "30 executions", "verdict: PASS")
 	r = ok(t, db, "show")

@@ -292,13 +292,14 @@ func TestAppendsInOneTransaction(t *testing.T) {
 // a seek for the sequence runs past the bucket's end.
 func TestEventsFromInsideTheLastChunk(t *testing.T) {
 	db, _ := newDB(t)
-	// 300-byte events: chunks begin at 1, 4, 7 and 10.
-	appendSized(t, db, "only", slices.Repeat([]int{300}, 11)...)
+	// Events of 3/10 of a chunk: chunks begin at 1, 4, 7 and 10.
+	size := chunkMax * 3 / 10
+	appendSized(t, db, "only", slices.Repeat([]int{size}, 11)...)
 	err := db.View(func(tx *Tx) error {
 		for from, want := range map[uint64][]uint64{11: {11}, 10: {10, 11}, 9: {9, 10, 11}, 12: nil} {
 			var got []uint64
 			if err := tx.Events("only", from, func(seq uint64, data []byte) bool {
-				if !bytes.Equal(data, payload("only", seq, 300)) {
+				if !bytes.Equal(data, payload("only", seq, size)) {
 					t.Errorf("event %d holds %q", seq, data[:12])
 				}
 				got = append(got, seq)
@@ -311,7 +312,7 @@ func TestEventsFromInsideTheLastChunk(t *testing.T) {
 			}
 		}
 		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n != 4 {
-			t.Errorf("11 events of 300 bytes in %d chunks, want 4", n)
+			t.Errorf("11 events of %d bytes in %d chunks, want 4", size, n)
 		}
 		return nil
 	})

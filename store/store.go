@@ -33,16 +33,20 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v4: spans imported from OpenTelemetry (engine/otlp's spans bucket) are
+// v5: history chunks are stored compressed (see Tx.AppendEvent); chunks of
+// older files are plain and stay readable, and a chunk appended to is
+// rewritten compressed. Execution records, the world's records (engine/world)
+// and journal records are stored packed, journals flat in one bucket; JSON
+// records and per-execution journal buckets of older files still read. v4: spans imported from OpenTelemetry (engine/otlp's spans bucket) are
 // stored in engine/otlp's compact binary encoding; earlier files hold them as
 // JSON objects. v3: histories of every execution share one bucket
 // (history_events, see Tx.AppendEvent); v2 gave each execution a bucket of
 // its own, and files that have them keep them and go on appending to them.
 // v2: history events are stored in engine/history's compact encoding; v1
 // stored them as JSON. This build reads all of these; a writer raises an
-// older file to v4 when it opens it, so a build that knows only an older
+// older file to v5 when it opens it, so a build that knows only an older
 // layout refuses the file instead of misreading or missing what it holds.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Sentinel errors, checked with errors.Is.
 var (
@@ -553,7 +557,13 @@ func (db *DB) commit(batch []*request) {
 
 func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
 	defer recoverCorrupt(db.path, &err)
-	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		t := &Tx{tx: tx, db: db}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flushChunks()
+	})
 }
 
 // recoverCorrupt turns a panic in a transaction into an error. bbolt panics

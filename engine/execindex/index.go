@@ -2,7 +2,6 @@ package execindex
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -113,12 +112,22 @@ func (ix *Index) Len() int {
 
 // record is what the index reads of a stored execution record.
 type record struct {
-	ID         string         `json:"id"`
-	Scenario   string         `json:"scenario"`
-	Policy     history.Policy `json:"policy"`
-	Imported   string         `json:"imported"`
-	Status     history.Status `json:"status"`
-	Duplicates bool           `json:"duplicates"`
+	ID         string
+	Scenario   string
+	Policy     history.Policy
+	Imported   string
+	Status     history.Status
+	Duplicates bool
+}
+
+// decodeRecord reads what the index needs of a stored record (in either
+// of history.EncodeExecution's forms).
+func decodeRecord(data []byte) (record, bool) {
+	x, err := history.DecodeExecution(data)
+	if err != nil {
+		return record{}, false
+	}
+	return record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Imported: x.Imported, Status: x.Status, Duplicates: x.Duplicates}, true
 }
 
 // policy is what the list's policy column says of an execution: the
@@ -156,8 +165,11 @@ func (ix *Index) Load(read func(add func(id []byte), put func(record []byte)) er
 		ix.loading.set(row)
 	}
 	put := func(data []byte) {
-		var r record
-		if failed != nil || json.Unmarshal(data, &r) != nil {
+		if failed != nil {
+			return
+		}
+		r, ok := decodeRecord(data)
+		if !ok {
 			return // unreadable: no list shows it either
 		}
 		row := ix.lookup(r.ID)
@@ -244,8 +256,8 @@ func (ix *Index) applyPending() {
 	for _, c := range list {
 		switch c.kind {
 		case 'p':
-			var r record
-			if json.Unmarshal(c.record, &r) != nil {
+			r, ok := decodeRecord(c.record)
+			if !ok {
 				ix.delete(c.id) // unreadable: no list shows it either
 				continue
 			}

@@ -12,7 +12,7 @@ import (
 
 // FormatVersion changes whenever Generate's output changes, so cached
 // databases from an older generator are not reused.
-const FormatVersion = 5 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed
+const FormatVersion = 6 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed; 6: compressed history chunks (store schema v5)
 
 // Cached returns the path of a database under dir holding what Generate
 // writes with opts into an empty database, and what it wrote. Only the
@@ -54,7 +54,8 @@ func Cached(ctx context.Context, dir string, opts Options) (string, Stats, error
 		db.Close()
 		return "", Stats{}, err
 	}
-	if err := db.Close(); err != nil {
+	// As `retrylab gen` leaves its file: compacted.
+	if err := db.CompactAndClose(); err != nil {
 		return "", Stats{}, err
 	}
 	if data, err := json.Marshal(st); err == nil {

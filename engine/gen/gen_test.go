@@ -3,6 +3,7 @@ package gen_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -154,7 +155,13 @@ func dump(t *testing.T, path string) []byte {
 	var buf bytes.Buffer
 	err := db.View(func(tx *store.Tx) error {
 		return tx.Executions(false, 0, func(id string, rec []byte) bool {
-			fmt.Fprintf(&buf, "%s %s\n", id, rec)
+			// Records as a reader sees them (they are stored compactly).
+			x, err := history.DecodeExecution(rec)
+			if err != nil {
+				t.Errorf("record of %s: %v", id, err)
+			}
+			js, _ := json.Marshal(x)
+			fmt.Fprintf(&buf, "%s %s\n", id, js)
 			_ = tx.Events(id, 0, func(seq uint64, data []byte) bool {
 				fmt.Fprintf(&buf, "  %d %s\n", seq, data)
 				return true

@@ -116,6 +116,10 @@ var table = [...]string{
 	"Gateway Timeout", "urn:retrylab:problem:shutting-down", "Service Unavailable", "null",
 	// 95-: effects recorded in the history
 	"EffectObserved", "mail", "crm",
+	// 98-: execution records (record.go): statuses, scenarios, import formats
+	"running", "completed", "killed", "failed", "escalated",
+	"naive", "safe", "crash", "invoice-crm", "gen-naive", "gen-safe", "gen-crash",
+	"gen-invoice-crm", "gen-unsafe", "gen-exhausted", "otlp", "temporal", "(Temporal workflow)",
 }
 
 // tableIndex finds a string's table entry; built once, never changed.

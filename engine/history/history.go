@@ -287,15 +287,6 @@ func (x Execution) PolicyWords() string {
 // SendIntent is the key of Execution.Sends: one intended message.
 func SendIntent(to, subject string) string { return to + "\n" + subject }
 
-// EncodeExecution is the stored form of an execution record.
-func EncodeExecution(x Execution) ([]byte, error) {
-	b, err := json.Marshal(x)
-	if err != nil {
-		return nil, fmt.Errorf("encode execution %s: %w", x.ID, err)
-	}
-	return b, nil
-}
-
 // Put stores an execution record and keeps the index of unfinished
 // executions (store.Active: id -> status) in step with it, in the same
 // transaction.
@@ -314,18 +305,14 @@ func Put(tx *store.Tx, x Execution) error {
 }
 
 // MaybeImported reports, without decoding it, whether a stored execution
-// record may be an imported execution's (its "imported" key is set): a
-// cheap test for walks over every record. False is certain: the record is
-// of an execution retrylab ran.
-func MaybeImported(record []byte) bool { return bytes.Contains(record, []byte(`"imported":`)) }
-
-// DecodeExecution reads a stored execution record.
-func DecodeExecution(data []byte) (Execution, error) {
-	var x Execution
-	if err := json.Unmarshal(data, &x); err != nil {
-		return Execution{}, fmt.Errorf("decode execution: %w", err)
+// record may be an imported execution's: a cheap test for walks over every
+// record. False is certain: the record is of an execution retrylab ran.
+func MaybeImported(record []byte) bool {
+	if len(record) > 0 && record[0] == recordMagic {
+		bits, n := binary.Uvarint(record[1:])
+		return n > 0 && bits&rImported != 0
 	}
-	return x, nil
+	return bytes.Contains(record, []byte(`"imported":`))
 }
 
 // JournalRecord is a step's durably recorded result.

@@ -1,102 +1,98 @@
-// Command dbbytes prints where a retrylab database's bytes go: for each
-// top-level collection its keys and the bytes of the pages it holds (nested
-// collections and inline ones included) and of what is in use in them, then
-// the free pages and the file's size. With -per N every figure is also
-// divided by N (the attempts in the file, say), as BENCHMARKS.md gives them.
+// Command dbbytes says where a retrylab database's bytes go: the pages each
+// top-level collection holds (with the bytes in use on them), the free
+// pages, bbolt's own pages and the growth reserve past the last page. It
+// opens the file read-only. With -per N it also prints each figure divided
+// by N (the attempts in the file, say, for BENCHMARKS.md's bytes per attempt).
 //
 //	go run ./internal/dbbytes -per 35063 small.db
-//
-// It opens the file read-only and never writes.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
-	"text/tabwriter"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 func main() {
-	per := flag.Float64("per", 0, "also divide every figure by this (e.g. the attempts in the file)")
-	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: dbbytes [-per N] FILE.db")
-		flag.PrintDefaults()
-	}
+	per := flag.Float64("per", 0, "also divide every figure by this (the attempts in the file)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		flag.Usage()
+		fmt.Fprintln(os.Stderr, "usage: dbbytes [-per N] FILE")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *per); err != nil {
+	if err := report(os.Stdout, flag.Arg(0), *per); err != nil {
 		fmt.Fprintln(os.Stderr, "dbbytes:", err)
 		os.Exit(1)
 	}
 }
 
-// usage is what one collection takes.
-type usage struct {
-	name        string
-	keys        int
-	alloc, used int64
+// row is one line of the report.
+type row struct {
+	name         string
+	pages        int
+	inuse, elems int
 }
 
-func run(path string, per float64) error {
+func report(w io.Writer, path string, per float64) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	db, err := bolt.Open(path, 0, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer db.Close()
-	var rows []usage
-	var freeBytes, pending int64
+	page := db.Info().PageSize
+	var rows []row
+	var high int64
 	err = db.View(func(tx *bolt.Tx) error {
-		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		high = tx.Size()
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			s := b.Stats()
-			used := int64(s.BranchInuse + s.LeafInuse)
-			if used == 0 { // the collection is inline, in its parent's page
-				used = int64(s.InlineBucketInuse)
-			}
-			rows = append(rows, usage{name: string(name), keys: s.KeyN,
-				alloc: int64(s.BranchAlloc + s.LeafAlloc), used: used})
+			rows = append(rows, row{
+				name:  string(name),
+				pages: s.BranchPageN + s.BranchOverflowN + s.LeafPageN + s.LeafOverflowN,
+				inuse: s.BranchInuse + s.LeafInuse,
+				elems: s.KeyN,
+			})
 			return nil
-		}); err != nil {
-			return err
-		}
-		st := db.Stats()
-		freeBytes = int64(st.FreePageN) * int64(db.Info().PageSize)
-		pending = int64(st.PendingPageN) * int64(db.Info().PageSize)
-		return nil
+		})
 	})
 	if err != nil {
 		return err
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].alloc > rows[j].alloc })
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	div := func(n int64) string {
-		if per <= 0 {
-			return ""
+	sort.Slice(rows, func(i, j int) bool { return rows[i].pages > rows[j].pages })
+	line := func(name string, bytes int64, extra string) {
+		fmt.Fprintf(w, "%-22s %12d", name, bytes)
+		if per > 0 {
+			fmt.Fprintf(w, " %9.1f", float64(bytes)/per)
 		}
-		return fmt.Sprintf("%.1f\t", float64(n)/per)
+		fmt.Fprintf(w, "  %s\n", extra)
 	}
-	head := "collection\tkeys\tpage bytes\tin use\t"
+	fmt.Fprintf(w, "%-22s %12s", "collection", "bytes")
 	if per > 0 {
-		head += "pages/N\tin use/N\t"
+		fmt.Fprintf(w, " %9s", "per")
 	}
-	fmt.Fprintln(tw, head)
-	var sum int64
+	fmt.Fprintf(w, "  %s\n", "(keys, bytes in use, fill)")
+	counted := 0
 	for _, r := range rows {
-		sum += r.alloc
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s%s\n", r.name, r.keys, r.alloc, r.used, div(r.alloc), div(r.used))
+		counted += r.pages
+		fill := 0.0
+		if r.pages > 0 {
+			fill = float64(r.inuse) / float64(r.pages*page) * 100
+		}
+		line(r.name, int64(r.pages*page), fmt.Sprintf("(%d keys, %d in use, %.0f%%)", r.elems, r.inuse, fill))
 	}
-	fmt.Fprintf(tw, "(collections)\t\t%d\t\t%s\n", sum, div(sum))
-	fmt.Fprintf(tw, "(free pages)\t\t%d\t\t%s\n", freeBytes+pending, div(freeBytes+pending))
-	fmt.Fprintf(tw, "(file)\t\t%d\t\t%s\n", info.Size(), div(info.Size()))
-	return tw.Flush()
+	// A read-only handle does not load the freelist: what no collection
+	// holds is free pages, the two meta pages and the freelist's own.
+	other := int(high/int64(page)) - counted
+	line("free and bbolt's own", int64(other*page), fmt.Sprintf("(%d pages: free, meta, freelist)", other))
+	line("growth reserve", info.Size()-high, "(past the last page)")
+	line("file", info.Size(), "")
+	return nil
 }

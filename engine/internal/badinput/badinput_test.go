@@ -523,7 +523,17 @@ func TestDiskFull(t *testing.T) {
 		}
 		if res.Status != history.StatusCompleted {
 			x, _ := h.Execution(r.Execution)
-			failure = errors.New(x.Error)
+			// The write that hits the wall may be the history's or the
+			// provider's: then the mail API answers 500 with the error,
+			// the attempts record it and the retry policy gives up.
+			msg := x.Error
+			events, _ := h.Events(r.Execution, 0, 0)
+			for _, ev := range events {
+				if ev.Type == history.AttemptFinished && ev.Response != nil {
+					msg += fmt.Sprintf("; attempt %d answered %d %s", ev.Attempt, ev.Response.Status, ev.Response.Body)
+				}
+			}
+			failure = errors.New(msg)
 		}
 	}
 	if failure == nil {

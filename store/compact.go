@@ -1,0 +1,125 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// compactTxMax bounds the bytes one transaction of the copy carries.
+const compactTxMax = 8 << 20
+
+// CompactAndClose rewrites the database into a new file with every page
+// full and no free pages or growth reserve, puts it in place of the old
+// file, and closes db. A bbolt file never shrinks: the pages a writer's
+// last commits freed, the half-empty pages that random keys leave, and the
+// room it grew into stay in it. A bulk writer (`retrylab gen`) calls this
+// once at the end.
+//
+// The copy is written to a temporary file beside the database (mode 0600),
+// fsynced, and renamed over it, and the directory is fsynced: a process
+// killed at any moment leaves either the old file or the new one under the
+// name, each whole (a kill before the rename also leaves the temporary file,
+// named after the database with ".compact-" in it, which the next
+// compaction removes). Pending commits finish
+// first; nothing may write to db meanwhile, and other processes cannot,
+// since db holds the lock. On an error the old file stays, and db is closed.
+func (db *DB) CompactAndClose() (err error) {
+	if db.readOnly {
+		return fmt.Errorf("compact %s: database opened read-only", db.path)
+	}
+	db.closeMu.Lock()
+	if db.closed {
+		db.closeMu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	db.closeMu.Unlock()
+	close(db.stop)
+	<-db.done
+	defer func() {
+		if cerr := db.bolt.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	defer recoverCorrupt(db.path, &err)
+
+	pattern := "." + filepath.Base(db.path) + ".compact-*"
+	// Copies of a compaction killed before its rename: db holds the lock,
+	// so none is being written.
+	if stale, _ := filepath.Glob(filepath.Join(filepath.Dir(db.path), pattern)); len(stale) > 0 {
+		for _, name := range stale {
+			_ = os.Remove(name)
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(db.path), pattern)
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", db.path, err)
+	}
+	tmp := f.Name()
+	if err := errors.Join(f.Chmod(0o600), f.Close()); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", db.path, err)
+	}
+	if err := compactInto(db.bolt, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", db.path, err)
+	}
+	if err := os.Rename(tmp, db.path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", db.path, err)
+	}
+	return syncDir(filepath.Dir(db.path))
+}
+
+// compactInto copies src into the empty file at path, then cuts the file
+// at its last page and fsyncs it.
+func compactInto(src *bolt.DB, path string) error {
+	dst, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	dst.AllocSize = growStep
+	if err := bolt.Compact(dst, src, compactTxMax); err != nil {
+		_ = dst.Close()
+		return err
+	}
+	var end int64
+	if err := dst.View(func(tx *bolt.Tx) error { end = tx.Size(); return nil }); err != nil {
+		_ = dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	// Past end lies only the room bbolt grew into: no page is there.
+	if err := errors.Join(f.Truncate(end), f.Sync()); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a directory, so a rename in it is durable. Windows cannot
+// open a directory for that (its renames are durable once they return).
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

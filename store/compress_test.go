@@ -1,0 +1,247 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// The dictionary is part of the format: a chunk compressed with it reads
+// back only with the same bytes.
+func TestChunkDictionaryIsFrozen(t *testing.T) {
+	sum := sha256.Sum256(chunkDictText)
+	if got := hex.EncodeToString(sum[:]); got != "57a35e713e86d797198a7fe9cc77921fa23e6f06feb637389e191102288d454b" {
+		t.Fatalf("chunkdict.bin changed (sha256 %s): files written with the old one would not read", got)
+	}
+}
+
+// eventLike is an event that resembles its neighbours, as a history's do.
+func eventLike(seq uint64) []byte {
+	return fmt.Appendf(nil, `{"seq":%d,"type":"AttemptStarted","tool":"send_invoice_email","request":{"to":"alex@initech.com"}}`, seq)
+}
+
+// storedChunks returns exec's chunks as the bucket holds them.
+func storedChunks(t *testing.T, db *DB, exec string) (keys, values [][]byte) {
+	t.Helper()
+	err := db.View(func(tx *Tx) error {
+		events, prefix, err := tx.historyPrefix(exec, false)
+		if err != nil || prefix == nil {
+			return fmt.Errorf("no history %s (%v)", exec, err)
+		}
+		c := events.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			keys, values = append(keys, clone(k)), append(values, clone(v))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, values
+}
+
+func readAll(t *testing.T, db *DB, exec string, from uint64) (seqs []uint64, data [][]byte) {
+	t.Helper()
+	err := db.View(func(tx *Tx) error {
+		return tx.Events(exec, from, func(seq uint64, d []byte) bool {
+			seqs, data = append(seqs, seq), append(data, d)
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs, data
+}
+
+// Chunks are stored compressed, a third of their plain size or less for
+// events that repeat each other, and read back byte for byte from any
+// sequence number, whether appended in one transaction or one by one.
+func TestChunksAreStoredCompressed(t *testing.T) {
+	db, _ := newDB(t)
+	err := db.Update(func(tx *Tx) error {
+		for range 100 {
+			if _, err := tx.AppendEvent("many", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if err := db.Update(func(tx *Tx) error {
+			_, err := tx.AppendEvent("single", func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for exec, n := range map[string]int{"many": 100, "single": 30} {
+		plain, stored := 0, 0
+		keys, values := storedChunks(t, db, exec)
+		for i, v := range values {
+			if v[0] != compressedChunk {
+				t.Errorf("%s chunk %x is stored plain", exec, keys[i])
+			}
+			stored += len(v)
+		}
+		for from := range uint64(n + 2) {
+			seqs, data := readAll(t, db, exec, from)
+			want := max(int(from), 1)
+			if len(seqs) != max(0, n-want+1) {
+				t.Fatalf("%s from %d: %d events, want %d", exec, from, len(seqs), n-want+1)
+			}
+			for i, seq := range seqs {
+				if seq != uint64(want+i) || !bytes.Equal(data[i], eventLike(seq)) {
+					t.Fatalf("%s from %d: event %d is %d %q", exec, from, i, seq, data[i])
+				}
+				if from == 0 {
+					plain += len(data[i]) + 1
+				}
+			}
+		}
+		if stored*3 > plain {
+			t.Errorf("%s: %d plain bytes stored in %d", exec, plain, stored)
+		}
+	}
+}
+
+// A chunk an older build wrote is plain: it reads as it is, and an append
+// to its history rewrites it compressed with the new event.
+func TestPlainChunksOfOlderFiles(t *testing.T) {
+	db, _ := newDB(t)
+	var plain []byte
+	for seq := uint64(1); seq <= 3; seq++ {
+		plain = binary.AppendUvarint(plain, uint64(len(eventLike(seq))))
+		plain = append(plain, eventLike(seq)...)
+	}
+	err := db.Update(func(tx *Tx) error {
+		events, prefix, err := tx.historyPrefix("old", true)
+		if err != nil {
+			return err
+		}
+		return events.Put(appendSeqKey(prefix, 1), plain)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seqs, _ := readAll(t, db, "old", 2); !slices.Equal(seqs, []uint64{2, 3}) {
+		t.Fatalf("a plain chunk from 2: %v", seqs)
+	}
+	if got := appendEvents(t, db, "old", 1); !slices.Equal(got, []uint64{4}) {
+		t.Fatalf("append after a plain chunk: %v", got)
+	}
+	keys, values := storedChunks(t, db, "old")
+	if len(keys) != 1 || values[0][0] != compressedChunk {
+		t.Fatalf("after the append: %d chunks, first byte %d", len(keys), values[0][0])
+	}
+	seqs, data := readAll(t, db, "old", 0)
+	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
+		t.Fatalf("after the append: %v", seqs)
+	}
+}
+
+// What a transaction appended is read back inside it, and survives a
+// Clear of other collections before its commit; a history deleted in it
+// leaves nothing behind.
+func TestAppendsSeenInTheirTransaction(t *testing.T) {
+	db, _ := newDB(t)
+	err := db.Update(func(tx *Tx) error {
+		for range 5 {
+			if _, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+				return err
+			}
+			if _, err := tx.AppendEvent("gone", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+				return err
+			}
+		}
+		n := 0
+		if err := tx.Events("x", 3, func(seq uint64, data []byte) bool { n++; return bytes.Equal(data, eventLike(seq)) }); err != nil {
+			return err
+		}
+		if n != 3 || tx.LastSeq("x") != 5 {
+			return fmt.Errorf("inside the transaction: %d events from 3, last %d", n, tx.LastSeq("x"))
+		}
+		if _, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+			return err
+		}
+		if err := tx.Clear("other"); err != nil {
+			return err
+		}
+		return tx.DeleteExecution("gone")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seqs, _ := readAll(t, db, "x", 0); !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("after the commit: %v", seqs)
+	}
+	if seqs, _ := readAll(t, db, "gone", 0); len(seqs) != 0 {
+		t.Fatalf("a deleted history: %v", seqs)
+	}
+}
+
+// A damaged compressed chunk fails the read with ErrCorrupt.
+func TestDamagedChunkIsErrCorrupt(t *testing.T) {
+	db, _ := newDB(t)
+	appendEvents(t, db, "x", 3)
+	keys, values := storedChunks(t, db, "x")
+	damaged := append(clone(values[0][:len(values[0])-2]), 0xff)
+	if err := db.Update(func(tx *Tx) error {
+		return tx.tx.Bucket([]byte(bucketHistoryEvents)).Put(keys[0], damaged)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.View(func(tx *Tx) error { return tx.Events("x", 0, func(uint64, []byte) bool { return true }) })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reading a damaged chunk: %v", err)
+	}
+	err = db.Update(func(tx *Tx) error {
+		_, err := tx.AppendEvent("x", func(uint64) ([]byte, error) { return []byte("e"), nil })
+		return err
+	})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("appending after a damaged chunk: %v", err)
+	}
+}
+
+// A chunk of the gen mix's kind: events that repeat each other, with times
+// and numbers that do not.
+func benchChunk() []byte {
+	var plain []byte
+	for seq := uint64(1); len(plain) < chunkMax-200; seq++ {
+		ev := fmt.Appendf(nil, "\xc1%c\x14%08x step-%d send_invoice_email ik_%016x{\"to\":\"alex@initech.com\",\"subject\":\"Your February invoice\"}",
+			byte(seq), seq*2654435761, seq%3, seq*0x9E3779B97F4A7C15)
+		plain = binary.AppendUvarint(plain, uint64(len(ev)))
+		plain = append(plain, ev...)
+	}
+	return plain
+}
+
+func BenchmarkEncodeChunk(b *testing.B) {
+	plain := benchChunk()
+	b.SetBytes(int64(len(plain)))
+	var out []byte
+	for b.Loop() {
+		out = encodeChunk(plain)
+	}
+	b.ReportMetric(float64(len(out))/float64(len(plain)), "ratio")
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	plain := benchChunk()
+	stored := encodeChunk(plain)
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		if _, err := decodeChunk(stored, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
