@@ -3,6 +3,7 @@ package temporal
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/otlp"
@@ -25,6 +26,17 @@ const (
 	AttrPhase = "retrylab.phase"
 	// SpanAttemptStarted names that marker.
 	SpanAttemptStarted = "retrylab.attempt.started"
+	// AttrFaults lists the faults retrylab injected into an attempt
+	// (fault points, comma-separated), as retrylab's own OTLP export
+	// writes them: on the attempt's span, and on a marker
+	// (SpanFaultInjected, AttrPhase "fault") sent as the fault is taken, so
+	// a fault that kills the worker is still known.
+	AttrFaults = "retrylab.faults"
+	// AttrFaultSource says where a fault came from ("armed from the
+	// explorer", "from the scenario's fault plan"), on the marker.
+	AttrFaultSource = "retrylab.fault.source"
+	// SpanFaultInjected names that marker.
+	SpanFaultInjected = "retrylab.fault.injected"
 )
 
 // spanConversationPrefix starts the conversation id the interceptor gives
@@ -47,6 +59,16 @@ type Recorded struct {
 	Digest     string
 	// Worker is where it ran, when known.
 	Worker string
+	// Faults are the faults retrylab injected into the attempt.
+	Faults []Fault
+}
+
+// Fault is one fault injected into a recorded attempt: its point, where it
+// came from, and when it was taken.
+type Fault struct {
+	Point  string
+	Source string
+	Time   time.Time
 }
 
 // Ended reports whether the attempt's own span arrived; an attempt known
@@ -68,11 +90,35 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 	}
 	ended := map[attemptKey]bool{}
 	started := map[attemptKey]Recorded{}
+	faults := map[attemptKey][]Fault{}
+	addFaults := func(k attemptKey, list, source string, at int64) {
+		for _, p := range strings.Split(list, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			dup := false
+			for j := range faults[k] {
+				if f := &faults[k][j]; f.Point == p {
+					dup = true
+					if source != "" { // the marker knows more than the span's list
+						f.Source, f.Time = source, time.Unix(0, at).UTC()
+					}
+				}
+			}
+			if !dup {
+				faults[k] = append(faults[k], Fault{Point: p, Source: source, Time: time.Unix(0, at).UTC()})
+			}
+		}
+	}
 	for i := range spans {
 		s := &spans[i]
 		id := s.Attrs[AttrActivityID]
 		n, err := strconv.Atoi(s.Attrs[AttrAttempt])
 		if id == "" || err != nil || n < 1 || s.Attrs[AttrRunID] != runID {
+			continue
+		}
+		if s.Attrs[AttrPhase] == "fault" {
+			addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], s.Attrs[AttrFaultSource], s.Start)
 			continue
 		}
 		if s.Attrs[AttrPhase] == "started" {
@@ -85,6 +131,7 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 		}
 		ended[attemptKey{id, n}] = true
 		delete(started, attemptKey{id, n})
+		addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], "", s.Start)
 		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
 			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"]}
 		if s.Status == "error" {
@@ -103,8 +150,11 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 	for k, r := range started {
 		out[k.activity] = append(out[k.activity], r)
 	}
-	for _, rs := range out {
+	for id, rs := range out {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Attempt < rs[j].Attempt })
+		for i := range rs {
+			rs[i].Faults = faults[attemptKey{id, rs[i].Attempt}]
+		}
 	}
 	return out, nil
 }

@@ -396,6 +396,68 @@ func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
 	}
 }
 
+// A fault retrylab injected into a recorded attempt (the interceptor's
+// retrylab.faults, on the attempt's span or on the marker sent as the
+// fault is taken) marks that attempt ⚡ in the fold, as in a native trace:
+// an earlier attempt whose worker was killed by it, and the kept one.
+func TestRecordedFaultsMarkAttempts(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
+		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name,
+			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second), Status: "ok",
+			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
+				"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run, temporal.AttrActivityID: "5",
+				temporal.AttrAttempt: fmt.Sprint(attempt)}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Attrs[kv[i]] = kv[i+1]
+		}
+		return s
+	}
+	spans := []otlp.Span{
+		// Attempt 1: started, took a crash, its worker died (no span of its own).
+		span("b000000000000001", temporal.SpanAttemptStarted, 1, 0, temporal.AttrPhase, "started", "temporal.worker", "41@box"),
+		span("b000000000000002", temporal.SpanFaultInjected, 1, 0, temporal.AttrPhase, "fault",
+			temporal.AttrFaults, "crash-after-effect", temporal.AttrFaultSource, "armed from the explorer"),
+		// Attempt 2: timed out after its effect, then 3 succeeded; the
+		// fault is only on attempt 2's span.
+		span("b000000000000003", "execute_tool ChargeCard", 2, 2, temporal.AttrFaults, "timeout-after-effect", "error.type", "timeout"),
+		span("b000000000000004", "execute_tool ChargeCard", 3, 3, temporal.AttrFaults, "slow-response"),
+		span("b000000000000005", temporal.SpanFaultInjected, 3, 3, temporal.AttrPhase, "fault",
+			temporal.AttrFaults, "slow-response", temporal.AttrFaultSource, "from the scenario's fault plan"),
+	}
+	spans[2].Status = "error"
+	receiveThenImport(t, db, spans, run1File)
+	var tr *trace.Trace
+	if err := db.View(func(tx *store.Tx) error {
+		evs, err := temporal.LoadEvents(tx, execID)
+		tr = trace.Fold(execID, evs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range tr.LastCall("5").Attempts {
+		line := fmt.Sprintf("%s #%d %s", a.Mark(), a.N, a.Outcome)
+		for _, in := range a.Injections {
+			line += fmt.Sprintf(" %s%s (%s)", trace.MarkFault.Glyph(), in.Fault, in.Text)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"⏱ #1 timeout ⚡crash-after-effect (armed from the explorer)",
+		"⏱ #2 timeout ⚡timeout-after-effect (recorded by the worker interceptor)",
+		"✓ #3 ok ⚡slow-response (from the scenario's fault plan)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(tr.Anomalies) != 0 {
+		t.Errorf("anomalies: %v", tr.Anomalies)
+	}
+}
+
 // A history fetched from a cluster is checked as a file is; an event type
 // newer than the api module is named by its number.
 func TestValidateFetched(t *testing.T) {

@@ -346,6 +346,7 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 			e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
 			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
 			t.emit(e)
+			t.faults(e, act, r)
 			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
 			if !r.Ended() {
 				// Started, never ended: its worker died with it. The
@@ -367,17 +368,41 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 		e.Attrs = map[string]string{"temporal.not_kept": fmt.Sprintf("attempts 1-%d are not kept by Temporal", n-1)}
 		t.emit(e)
 	}
-	// The kept attempt's own span, when recorded, gives its key.
-	for _, r := range s.recorded[act.id] {
+	// The kept attempt's own span, when recorded, gives its key and the
+	// faults injected into it.
+	var kept *Recorded
+	for i, r := range s.recorded[act.id] {
 		if act.id != "" && r.Attempt == n {
 			a = withAttrs(a, "retrylab.span", r.SpanID)
 			base.Key = r.Key
+			kept = &s.recorded[act.id][i]
 		}
 	}
 	act.attempt, act.started = n, at
 	e := base
 	e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Attrs = trace.AttemptStarted, act.call, act.tool, n, at, a
 	t.emit(e)
+	if kept != nil {
+		t.faults(e, act, *kept)
+	}
+}
+
+// faults reports the faults retrylab injected into a recorded attempt (the
+// worker interceptor's retrylab.faults), as a native trace does: the fold
+// marks the attempt ⚡.
+func (t *translator) faults(base trace.Event, act *activity, r Recorded) {
+	for _, f := range r.Faults {
+		e := base
+		e.Kind, e.Call, e.Tool, e.Attempt, e.Fault, e.Text, e.Key, e.Attrs = trace.FaultInjected, act.call, act.tool, r.Attempt, f.Point, f.Source, "", nil
+		e.Time = base.Time
+		if !f.Time.IsZero() && f.Time.After(e.Time) {
+			e.Time = f.Time
+		}
+		if e.Text == "" {
+			e.Text = "recorded by the worker interceptor"
+		}
+		t.emit(e)
+	}
 }
 
 // attemptFinished ends the started attempt of the activity or child

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -358,6 +359,9 @@ func printCalls(out io.Writer, tr *trace.Trace) {
 					if a.Deduplicated {
 						line += " (deduplicated)"
 					}
+					if len(a.Faults) > 0 {
+						line += " " + trace.MarkFault.Glyph() + strings.Join(a.Faults, ",")
+					}
 					if a.Key != "" {
 						line += " key " + a.Key
 					}
@@ -462,10 +466,11 @@ type armedKey struct {
 type armedSource interface{ TakeArmed() []fault.Point }
 
 // handler serves the activities' question (agentflow.AttemptFaults): the
-// faults armed from outside are taken by the attempt that asks; the world
-// carries out the server-side ones on that attempt's request, the activity
-// the crash ones. crash-after-record has no Temporal form and is dropped,
-// with a note.
+// faults armed from outside are taken by the attempt that asks, and the
+// scenario's server-side faults it meets; the world carries out the
+// server-side ones on that attempt's request, the activity the crash ones,
+// and the attempt records them all (the trace marks it ⚡).
+// crash-after-record has no Temporal form and is dropped, with a note.
 func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var a agentflow.AttemptFaults
@@ -487,6 +492,19 @@ func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
 				f.mu.Unlock()
 			}
 		}
+		// The scenario's server-side faults this attempt meets are taken
+		// now, so the attempt records them; the world carries them out
+		// on its request.
+		f.mu.Lock()
+		for i, x := range f.faults {
+			if f.fired[i] || x.Step != "" && x.Step != a.Step || x.Attempt != 0 && x.Attempt != a.Attempt {
+				continue
+			}
+			f.fired[i] = true
+			f.armed[key] = append(f.armed[key], x.Point)
+			a.Planned = append(a.Planned, x.Point)
+		}
+		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(a)
 	})

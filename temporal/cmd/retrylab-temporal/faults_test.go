@@ -9,15 +9,20 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
 	"go.temporal.io/sdk/client"
 	temporalinterceptor "go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	rltemporal "github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/temporal/agentflow"
 	"github.com/retrylab/retrylab/temporal/devserver"
 	"github.com/retrylab/retrylab/temporal/interceptor"
+	"github.com/retrylab/retrylab/tui"
 )
 
 // A fault armed from outside reaches the activities: while run runs, a
@@ -99,7 +104,7 @@ policy:
 		}
 		for _, want := range []string{
 			"fault armed from outside: timeout-after-effect on step-4 attempt 1\n",
-			"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout",
+			"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout ⚡timeout-after-effect",
 			tt.second,
 			tt.messages,
 			"completed\n",
@@ -118,6 +123,35 @@ policy:
 	if _, err := engine.Dial(db); err == nil {
 		t.Error("run's host should be gone once run ended")
 	}
+	// The explorer on the database marks the attempt that took the fault
+	// ⚡, as it marks a native trace's, and says so in its details.
+	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	xs, _, err := h.Executions(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, x := range xs {
+		if x.Imported == rltemporal.ImportedFormat && strings.HasPrefix(x.Scenario, agentflow.WorkflowName) {
+			last = x.ID
+			break
+		}
+	}
+	m := tui.New(tui.Options{Source: h})
+	defer m.Close()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
+	tm.Type("/" + last) // the workflow, not the spans' own OTLP execution
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		v := string(b)
+		return strings.Contains(v, "Trace  "+last[:20]) && strings.Contains(v, "⏱ timeout") && strings.Contains(v, "⚡timeout-after-effect")
+	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Quit()
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }
 
 // A crash armed from outside (the explorer's c) kills the worker process
