@@ -61,6 +61,8 @@ type Recorded struct {
 	Worker string
 	// Faults are the faults retrylab injected into the attempt.
 	Faults []Fault
+	// Tool is the activity type, when the span or marker names it.
+	Tool string
 }
 
 // Fault is one fault injected into a recorded attempt: its point, where it
@@ -75,6 +77,15 @@ type Fault struct {
 // only from its start marker never ended (its worker died, or the span is
 // still to come).
 func (r Recorded) Ended() bool { return r.Outcome != "" }
+
+// RecordedAttempts reads the spans the interceptor sent for a run
+// (imported through `retrylab import` or `retrylab serve --otlp`), by
+// activity id, each activity's attempts in order: what a reader that
+// follows a run's attempts as they happen (retrylab-temporal run) sees
+// before the history keeps them.
+func RecordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error) {
+	return recordedAttempts(tx, runID)
+}
 
 // recordedAttempts reads the spans the interceptor sent for a run (imported
 // through `retrylab import` or `retrylab serve --otlp`), by activity id.
@@ -125,7 +136,7 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 			// The attempt started; its own span, if it ever ended, says more.
 			if _, ok := ended[attemptKey{id, n}]; !ok {
 				started[attemptKey{id, n}] = Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), SpanID: s.SpanID,
-					Worker: s.Attrs["temporal.worker"]}
+					Worker: s.Attrs["temporal.worker"], Tool: s.Attrs["gen_ai.tool.name"]}
 			}
 			continue
 		}
@@ -133,7 +144,7 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 		delete(started, attemptKey{id, n})
 		addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], "", s.Start)
 		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
-			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"]}
+			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"], Tool: s.Attrs["gen_ai.tool.name"]}
 		if s.Status == "error" {
 			r.Error = s.ErrorText()
 			switch s.Attrs["error.type"] {

@@ -172,6 +172,7 @@ func (a *activityInterceptor) ExecuteActivity(ctx context.Context, in *intercept
 	// never ends it: a marker, ended at once, says the attempt started (and
 	// where), so a killed attempt is still known to have run.
 	markerAttrs := []attribute.KeyValue{
+		attribute.String("gen_ai.tool.name", info.ActivityType.Name),
 		attribute.Int("retrylab.attempt", int(info.Attempt)),
 		attribute.String(rltemporal.AttrRunID, info.WorkflowExecution.RunID),
 		attribute.String(rltemporal.AttrActivityID, info.ActivityID),

@@ -18,6 +18,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/temporal/agentflow"
 	"github.com/retrylab/retrylab/temporal/devserver"
@@ -64,9 +65,17 @@ policy:
 		var w worker.Worker
 		var armed []fault.Point
 		var out syncBuf
+		// Told live: when the world sees attempt 2, run has already told
+		// attempt 1, the fault it took, what the world did and how it ended.
+		var atRetry string
 		err := runAgent(context.Background(), &out, agentRun{
 			cluster:  clusterFlags{address: s.Address(), namespace: "default", timeout: 10 * time.Second},
 			scenario: scn, dbPath: db, taskQueue: agentflow.TaskQueue,
+			observe: func(a world.Activity) {
+				if a.Attribution.Attempt == 2 && atRetry == "" {
+					atRetry = out.String()
+				}
+			},
 			ready: func(otlpURL, faultsURL string) {
 				// From outside, as an attached explorer or CLI does.
 				ctl, err := engine.Dial(db)
@@ -103,7 +112,7 @@ policy:
 			t.Errorf("keys %s: armed on run's host: %v", tt.keys, armed)
 		}
 		for _, want := range []string{
-			"fault armed from outside: timeout-after-effect on step-4 attempt 1\n",
+			"[fault]     ⚡ timeout after the effect (response lost) on step-4 attempt 1 (armed from the explorer)\n",
 			"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout ⚡timeout-after-effect",
 			tt.second,
 			tt.messages,
@@ -115,6 +124,16 @@ policy:
 		}
 		if k := strings.TrimSuffix(keyOf(got), ":"); tt.keys == "true" && (k == "" || strings.Count(got, "key ik_"+k) != 3) {
 			t.Errorf("keys true: both attempts and the one message should carry the same key:\n%s", got)
+		}
+		inOrder(t, atRetry,
+			"[agent]     step-4: send_invoice_email(to=jordan@acme.dev, subject=\"Your June invoice\"), activity 5\n",
+			"[tool]      attempt 1 of send_invoice_email (activity 5, step-4) on worker ",
+			"[fault]     ⚡ timeout after the effect (response lost) on step-4 attempt 1 (armed from the explorer)\n",
+			"[mail-api]  delivered id=msg_",
+			"[tool]      ⏱ attempt 1 of send_invoice_email (activity 5, step-4): timeout after ",
+			"[tool]      attempt 2 of send_invoice_email (activity 5, step-4) on worker ")
+		if strings.Contains(atRetry, "history: ") {
+			t.Errorf("keys %s: the summary came before the workflow ended:\n%s", tt.keys, atRetry)
 		}
 		if strings.Contains(got, "#3") {
 			t.Errorf("keys %s: the armed fault should apply to one attempt only:\n%s", tt.keys, got)
@@ -231,9 +250,9 @@ policy:
 		t.Errorf("the attached process read the workflow's trace: %v %q", seenErr, seen)
 	}
 	for _, want := range []string{
-		"fault armed from outside: crash-after-effect on step-4 attempt 1\n",
+		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (armed from the explorer)\n",
 		"ended (signal: killed); starting another",
-		"    ⏱ #1 timeout on worker ",
+		"    ⏱ #1 timeout ⚡crash-after-effect on worker ",
 		"    ✓ #2 ok on worker ",
 		": 2 message(s)\n",
 		"completed\n",
