@@ -50,9 +50,12 @@ read-only. A lost connection shows in the status bar and is retried.`,
 				return err
 			}
 			defer src.Close()
-			m := tui.New(tui.Options{Source: src, Title: fmt.Sprintf("temporal://%s/%s (read-only)", cf.address, cf.namespace)})
+			// The follower announces each committed batch once: the
+			// explorer shows it at once, not after a gathering window.
+			m := tui.New(tui.Options{Source: src, Title: fmt.Sprintf("temporal://%s/%s (read-only)", cf.address, cf.namespace), NoticeWindow: -1})
 			defer m.Close()
-			if _, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx)).Run(); err != nil && ctx.Err() == nil {
+			p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx), tea.WithFPS(explorerFPS))
+			if _, err := p.Run(); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("explorer: %w", err)
 			}
 			return nil
@@ -61,6 +64,10 @@ read-only. A lost connection shows in the status bar and is retried.`,
 	cf.add(cmd)
 	return cmd
 }
+
+// explorerFPS is the explorer's frame rate, as retrylab's own explorer
+// has it: Bubble Tea's highest, so a frame waits at most ~8 ms.
+const explorerFPS = 120
 
 // errReadOnly answers the explorer's actions on a cluster.
 var errReadOnly = errors.New("read-only: attached to a Temporal cluster (run agents with 'retrylab-temporal run')")
@@ -98,7 +105,10 @@ func newClusterSource(ctx context.Context, c client.Client, cf clusterFlags, eve
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(filepath.Join(dir, "cluster.db"), store.Options{})
+	// A scratch database, gone when the explorer closes: nothing in it
+	// must survive a crash (the cluster keeps the histories), so commits
+	// skip the fsync that would stand between a batch and the screen.
+	db, err := store.Open(filepath.Join(dir, "cluster.db"), store.Options{NoSync: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -327,14 +337,15 @@ func (s *clusterSource) follow(id string, ref runRef, known int) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
 		h := &historypb.History{}
+		stored := 0 // events of h this read stored (a re-read stores from the start, skipping what is there)
 		err := fetchHistory(s.ctx, s.c.WorkflowService(), s.cf.namespace, ref.workflowID, ref.runID, h, func() error {
 			if len(h.Events) <= known {
 				return nil
 			}
-			if err := s.save(h, 0); err != nil {
+			if err := s.save(h, stored); err != nil {
 				return err
 			}
-			known = len(h.Events)
+			known, stored = len(h.Events), len(h.Events)
 			s.mu.Lock()
 			delete(s.followErr, id)
 			s.mu.Unlock()
