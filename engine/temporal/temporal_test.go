@@ -15,6 +15,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
@@ -665,5 +666,52 @@ func receiveThenImport(t *testing.T, db *store.DB, spans []otlp.Span, file strin
 	}
 	if _, err := temporal.ImportFile(db, file); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A live follower saves a history batch by batch (SaveFrom with what it
+// stored before); the record's duplicate flag is then carried over from
+// the batch before when the new events cannot change the audit, and
+// audited again when they can. After every batch, whatever its size, it
+// must say what auditing the whole execution says.
+func TestLiveBatchesAuditAsTheWhole(t *testing.T) {
+	for _, size := range []int{1, 2, 5} {
+		db := openDB(t)
+		sawDuplicate := false
+		for _, file := range []string{run1File, run2File} {
+			full, _, err := temporal.Decode(read(t, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &historypb.History{}
+			for known := 0; known < len(full.Events); known = len(h.Events) {
+				h.Events = full.Events[:min(known+size, len(full.Events))]
+				if err := db.Update(func(tx *store.Tx) error {
+					st, err := temporal.SaveFrom(tx, h, "live", known)
+					if err != nil {
+						return err
+					}
+					x, err := history.DecodeExecution(tx.Execution(st.Execution))
+					if err != nil {
+						return err
+					}
+					evs, err := temporal.LoadEvents(tx, st.Execution)
+					if err != nil {
+						return err
+					}
+					if whole := audit.HasDuplicate(trace.Fold(st.Execution, evs)); x.Duplicates != whole {
+						t.Errorf("batches of %d, %s up to event %d: record says duplicates %v, the whole audit %v",
+							size, file, len(h.Events), x.Duplicates, whole)
+					}
+					sawDuplicate = sawDuplicate || x.Duplicates
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !sawDuplicate {
+			t.Errorf("batches of %d: the chain's duplicate confirmation was never flagged", size)
+		}
 	}
 }
