@@ -206,6 +206,7 @@ type traceMsg struct {
 	x         history.Execution
 	events    []history.Event
 	imported  []trace.Event // an imported execution's trace, read whole
+	grows     bool          // imported only grows: what the view holds is a prefix of it (GrowingImports)
 	msgs      []world.Message
 	truncated bool
 	from      uint64 // the first seq read for a further page; 0 for a fresh read
@@ -335,7 +336,8 @@ func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 			if x.Imported != "" {
 				// An imported trace has no history: its spans, translated.
 				evs, err := src.ImportedEvents(id)
-				return traceMsg{id: id, x: x, imported: evs, err: err}
+				g, ok := src.(GrowingImports)
+				return traceMsg{id: id, x: x, imported: evs, grows: ok && g.ImportedGrows(id), err: err}
 			}
 		}
 		events, err := src.Events(id, from, limit+1)

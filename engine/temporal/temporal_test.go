@@ -715,3 +715,42 @@ func TestLiveBatchesAuditAsTheWhole(t *testing.T) {
 		}
 	}
 }
+
+// Translating a run batch by batch as it is committed (Live) gives what
+// translating its whole history gives, whatever the batches; a batch that
+// repeats events is fine, one that leaves a hole is refused.
+func TestLiveTranslationAsTheWhole(t *testing.T) {
+	for _, file := range []string{run1File, run2File} {
+		h, _, err := temporal.Decode(read(t, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, run := temporal.Identify(h)
+		want, err := json.Marshal(temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for size := 1; size <= 7; size++ {
+			live := temporal.NewLive(run)
+			var got []trace.Event
+			for i := 0; i < len(h.Events); i += size {
+				// Each batch repeats the event before it, as a re-read may.
+				evs, err := live.Add(h.Events[max(0, i-1):min(i+size, len(h.Events))])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, evs...)
+			}
+			if b, _ := json.Marshal(got); !bytes.Equal(b, want) {
+				t.Errorf("%s in batches of %d: differs from the whole translation", file, size)
+			}
+			if b, _ := json.Marshal(live.Events()); !bytes.Equal(b, want) {
+				t.Errorf("%s in batches of %d: Events differs from the whole translation", file, size)
+			}
+		}
+		live := temporal.NewLive(run)
+		if _, err := live.Add(h.Events[2:]); err == nil || !strings.Contains(err.Error(), "event 3 follows event 0") {
+			t.Errorf("a hole: %v", err)
+		}
+	}
+}

@@ -68,6 +68,48 @@ func Events(runs []Run) []trace.Event {
 	return tr.out
 }
 
+// Live translates one workflow run's history as it is committed, batch by
+// batch, for a reader that follows the run (the explorer on a cluster):
+// each batch costs what it brings, where Events translates the whole
+// history again. The events Add returns, concatenated, are what Events
+// gives for the run's history so far, with no recorded attempts (a live
+// reader has no interceptor spans).
+type Live struct {
+	t *translator
+	s *runState
+	// next is the id of the event the next batch must start with.
+	next int64
+}
+
+// NewLive starts translating the run runID (the one run of its execution
+// the reader holds).
+func NewLive(runID string) *Live {
+	return &Live{t: &translator{usedCalls: map[string]bool{}}, s: &runState{n: 1, runID: runID, last: true, acts: map[int64]*activity{}}, next: 1}
+}
+
+// Add translates the events after those added before and returns their
+// fold events (Seq continuing). Events it has seen are skipped, so a batch
+// may repeat the end of the one before; a batch that leaves a hole is
+// refused.
+func (l *Live) Add(evs []*historypb.HistoryEvent) ([]trace.Event, error) {
+	from := len(l.t.out)
+	for _, ev := range evs {
+		switch id := ev.GetEventId(); {
+		case id < l.next:
+			continue
+		case id > l.next:
+			return nil, fmt.Errorf("run %s: event %d follows event %d", l.s.runID, id, l.next-1)
+		}
+		l.t.event(l.s, ev)
+		l.next++
+	}
+	return l.t.out[from:len(l.t.out):len(l.t.out)], nil
+}
+
+// Events is every event translated so far. Later batches never change
+// them, so a reader may keep the slice.
+func (l *Live) Events() []trace.Event { return l.t.out[:len(l.t.out):len(l.t.out)] }
+
 type translator struct {
 	out       []trace.Event
 	usedCalls map[string]bool

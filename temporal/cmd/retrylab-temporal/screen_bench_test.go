@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -135,7 +136,8 @@ func (s *ptyScreen) waitShown(b *testing.B, what string, d time.Duration) time.T
 // SignalWorkflow (the event is committed before the call returns, so this
 // bounds the commit from above) until the read of the explorer's output
 // that put "signal tick received" with that word on the screen. p50, p99
-// and max over the rounds.
+// and max over the rounds. RETRYLAB_BENCH_SIGNALS=N sends N signals before
+// the explorer opens, for a long history (events-before says how long).
 func BenchmarkSignalToScreen(b *testing.B) {
 	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
 	if err != nil {
@@ -158,6 +160,21 @@ func BenchmarkSignalToScreen(b *testing.B) {
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "screen-waiter", TaskQueue: "bench"}, "TextWaiter"); err != nil {
 		b.Fatal(err)
 	}
+
+	// A long history first, with RETRYLAB_BENCH_SIGNALS=N: N signals
+	// before the explorer opens.
+	if n, _ := strconv.Atoi(os.Getenv("RETRYLAB_BENCH_SIGNALS")); n > 0 {
+		for i := range n {
+			if err := c.SignalWorkflow(ctx, "screen-waiter", "", "tick", fmt.Sprintf("fill%06d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, "screen-waiter", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	events := desc.GetWorkflowExecutionInfo().GetHistoryLength()
 
 	screen := startPtyScreen(b, 160, 48, "explore", "--address", s.Address())
 	screen.await("TextWaiter screen-wait")
@@ -194,4 +211,5 @@ func BenchmarkSignalToScreen(b *testing.B) {
 	b.ReportMetric(at(0.5), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 	b.ReportMetric(at(1), "max-ms")
+	b.ReportMetric(float64(events), "events-before")
 }
