@@ -754,3 +754,63 @@ func TestLiveTranslationAsTheWhole(t *testing.T) {
 		}
 	}
 }
+
+// While an activity retries, its history holds no attempt (Temporal writes
+// ActivityTaskStarted when the activity closes): the interceptor's spans
+// show its attempts meanwhile, the fault injected into one marked ⚡ and
+// the last in flight; once the history has the kept attempt, the same
+// spans fill the attempts before it.
+func TestRecordedAttemptsOfAnActivityStillRetrying(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
+		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name, Status: "error",
+			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second),
+			Attrs: map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
+				temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt), "gen_ai.tool.name": "ChargeCard"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Attrs[kv[i]] = kv[i+1]
+		}
+		return s
+	}
+	spans := []otlp.Span{
+		span("d000000000000001", "execute_tool ChargeCard", 1, 0, "gen_ai.operation.name", "execute_tool", "error.type", "HTTPError",
+			temporal.AttrFaults, "server-error"),
+		span("d000000000000002", temporal.SpanAttemptStarted, 2, 2, temporal.AttrPhase, "started", "temporal.worker", "7@box"),
+	}
+	full, _, err := temporal.Decode(read(t, run1File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := func(h *historypb.History) []string {
+		t.Helper()
+		var got []string
+		if err := db.Update(func(tx *store.Tx) error {
+			if _, err := temporal.Save(tx, h, "live"); err != nil {
+				return err
+			}
+			evs, err := temporal.LoadEvents(tx, execID)
+			tr := trace.Fold(execID, evs)
+			for _, a := range tr.LastCall("5").Attempts {
+				got = append(got, fmt.Sprintf("%s #%d %v", a.Mark(), a.N, a.Faults))
+			}
+			if len(tr.Anomalies) > 0 {
+				t.Errorf("anomalies: %v", tr.Anomalies)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := attempts(&historypb.History{Events: full.Events[:6]}), "✖ #1 [server-error]\n… #2 []"; strings.Join(got, "\n") != want {
+		t.Errorf("retrying:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	if got, want := attempts(full), "✖ #1 [server-error]\n⏱ #2 []\n✓ #3 []"; strings.Join(got, "\n") != want {
+		t.Errorf("closed:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,62 @@ func (t *translator) run(n int, r Run, last bool) {
 	for _, ev := range r.Events {
 		t.event(s, ev)
 	}
+	t.pending(s)
+}
+
+// pending reports the recorded attempts of activities whose history holds
+// no attempt yet: Temporal writes ActivityTaskStarted only once the
+// activity closes, so while it retries (or after a timeout before any
+// start) only the interceptor's spans know its attempts. Each shows as
+// recorded; the last, unended, is in flight.
+func (t *translator) pending(s *runState) {
+	if len(s.recorded) == 0 {
+		return
+	}
+	ids := make([]int64, 0, len(s.acts))
+	for id, act := range s.acts {
+		if act.attempt == 0 && act.id != "" && len(s.recorded[act.id]) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		act := s.acts[id]
+		rs := s.recorded[act.id]
+		for i, r := range rs {
+			base := trace.Event{Run: s.n}
+			t.recordedAttempt(base, act, r, i < len(rs)-1, nil, false)
+		}
+	}
+}
+
+// recordedAttempt reports one attempt as the interceptor recorded it: its
+// start, the faults injected into it and, when its span ended (or a later
+// attempt says it is over: over), its end. An attempt that started and
+// never ended while another followed died with its worker; last is
+// Temporal's failure of it, when it was the attempt before the kept one.
+func (t *translator) recordedAttempt(base trace.Event, act *activity, r Recorded, over bool, last *failurepb.Failure, beforeKept bool) {
+	e := base
+	e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
+	e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
+	t.emit(e)
+	t.faults(e, act, r)
+	if !r.Ended() && !over {
+		return // in flight
+	}
+	e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
+	if !r.Ended() {
+		// Started, never ended: its worker died with it. The caller
+		// never learnt what it did; Temporal timed it out.
+		e.Outcome, e.Time, e.Duration = trace.OutcomeTimeout, r.Start, 0
+		e.Error = "started, no end recorded (its worker died?)"
+		if beforeKept {
+			if f := failureText(last); f != "" {
+				e.Error += "; Temporal: " + f
+			}
+		}
+	}
+	t.emit(e)
 }
 
 func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
@@ -384,24 +441,7 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 	if act.id != "" && rec != nil {
 		// The interceptor recorded every attempt before the kept one.
 		for _, r := range rec[:n-1] {
-			e := base
-			e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
-			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
-			t.emit(e)
-			t.faults(e, act, r)
-			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
-			if !r.Ended() {
-				// Started, never ended: its worker died with it. The
-				// caller never learnt what it did; Temporal timed it out.
-				e.Outcome, e.Time, e.Duration = trace.OutcomeTimeout, r.Start, 0
-				e.Error = "started, no end recorded (its worker died?)"
-				if r.Attempt == n-1 {
-					if f := failureText(last); f != "" {
-						e.Error += "; Temporal: " + f
-					}
-				}
-			}
-			t.emit(e)
+			t.recordedAttempt(base, act, r, true, last, r.Attempt == n-1)
 		}
 	} else if n > 1 {
 		e := base

@@ -242,6 +242,9 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 				if err := narr.spans(db); err != nil {
 					fmt.Fprintf(out, "narration: %v\n", err)
 				}
+				// An attached explorer shows the attempts of an activity
+				// still retrying from its spans: it reads the trace again.
+				w.Announce(narr.execution())
 				return
 			}
 		}

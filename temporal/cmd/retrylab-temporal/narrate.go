@@ -100,6 +100,14 @@ func (n *liveNarrator) spansExecution() string {
 	return otlp.ExecutionID("", rltemporal.SpanConversation(n.runID))
 }
 
+// execution is the execution the run's history is stored under ("" before
+// the run started).
+func (n *liveNarrator) execution() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exec
+}
+
 // worldNotice tells what the world did for the run.
 func (n *liveNarrator) worldNotice(no notice.Notice) {
 	n.mu.Lock()
