@@ -249,6 +249,13 @@ policy:
 	if seenErr != nil || !strings.Contains(strings.Join(seen, "\n"), "timeout") {
 		t.Errorf("the attached process read the workflow's trace: %v %q", seenErr, seen)
 	}
+	inOrder(t, got,
+		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (armed from the explorer)\n",
+		"[mail-api]  delivered id=",
+		"ended (signal: killed); starting another\n",
+		"[tool]      ☠ attempt 1 of send_invoice_email (activity 5, step-4): started, no end recorded (its worker died?)\n",
+		"[tool]      attempt 2 of send_invoice_email (activity 5, step-4) on worker ",
+		"[tool]      ✓ attempt 2 of send_invoice_email (activity 5, step-4): ok after ")
 	for _, want := range []string{
 		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (armed from the explorer)\n",
 		"ended (signal: killed); starting another",

@@ -273,6 +273,15 @@ func (n *liveNarrator) spans(db *store.DB) error {
 			}
 			of := n.attemptName(id, r)
 			if !t.started {
+				// A later attempt started: one before it that never ended
+				// died with its worker.
+				for _, prev := range rec[id] {
+					if p := n.told[attemptRef{id, prev.Attempt}]; prev.Attempt < r.Attempt && p != nil && p.started && !p.ended && !prev.Ended() {
+						p.ended = true
+						n.line("tool", fmt.Sprintf("%s attempt %d of %s: started, no end recorded (its worker died?)",
+							trace.MarkKilled.Glyph(), prev.Attempt, n.attemptName(id, prev)))
+					}
+				}
 				t.started = true
 				line := fmt.Sprintf("attempt %d of %s", r.Attempt, of)
 				if r.Worker != "" {
