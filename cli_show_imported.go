@@ -63,6 +63,9 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 					if at.Key != "" {
 						line += "  key " + at.Key
 					}
+					if len(at.Faults) > 0 {
+						line += "  " + trace.MarkFault.Glyph() + strings.Join(at.Faults, ",")
+					}
 					if at.Error != "" {
 						line += "  " + at.Error
 					}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,6 +70,52 @@ func TestCLIShowTemporal(t *testing.T) {
 		"+89.600s  run 2",
 		"✓ attempt 1  ok  300ms  run 2 event 6",
 		"✓ execution ended completed")
+}
+
+// The worker interceptor's spans of run 1, with a fault retrylab injected
+// into attempt 1 of ChargeCard (a crash that killed its worker, known from
+// the marker sent as it was taken) and 2 (on the attempt's own span):
+// show marks those attempts ⚡, as it marks a native trace's.
+func TestCLIShowTemporalRecordedFaults(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	span := func(id, name string, attempt, at int, status string, kv ...string) string {
+		attrs := []string{"gen_ai.operation.name", "execute_tool", "gen_ai.tool.name", "ChargeCard", "gen_ai.tool.call.id", "5",
+			"gen_ai.conversation.id", "temporal-run-" + run, "temporal.run_id", run, "temporal.activity_id", "5",
+			"retrylab.attempt", fmt.Sprint(attempt)}
+		attrs = append(attrs, kv...)
+		var list []string
+		for i := 0; i+1 < len(attrs); i += 2 {
+			list = append(list, fmt.Sprintf(`{"key":%q,"value":{"stringValue":%q}}`, attrs[i], attrs[i+1]))
+		}
+		code := 1
+		if status == "error" {
+			code = 2
+		}
+		start := int64(1772445600+at) * 1e9
+		return fmt.Sprintf(`{"traceId":"0123456789abcdef0123456789abcdef","spanId":%q,"name":%q,"kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s],"status":{"code":%d}}`,
+			id, name, start, start+1e9, strings.Join(list, ","), code)
+	}
+	spans := []string{
+		span("c000000000000001", "retrylab.attempt.started", 1, 0, "ok", "retrylab.phase", "started", "temporal.worker", "41@box"),
+		span("c000000000000002", "retrylab.fault.injected", 1, 0, "ok", "retrylab.phase", "fault",
+			"retrylab.faults", "crash-after-effect", "retrylab.fault.source", "armed from the explorer"),
+		span("c000000000000003", "execute_tool ChargeCard", 2, 2, "error", "retrylab.faults", "server-error", "error.type", "HTTPError"),
+		span("c000000000000004", "execute_tool ChargeCard", 3, 3, "ok"),
+	}
+	file := filepath.Join(t.TempDir(), "spans.json")
+	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"worker"}}]},"scopeSpans":[{"spans":[` +
+		strings.Join(spans, ",") + `]}]}]}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, db, "import", file, temporalFixture(t, "order-run1.cli.json"))
+	r := ok(t, db, "show", "temporal-"+run)
+	has(t, r, "⏱ attempt 1  timeout  0s  span c000000000000001  ⚡crash-after-effect  started, no end recorded (its worker died?)",
+		"✖ attempt 2  failed  1s  span c000000000000003  ⚡server-error",
+		"✓ attempt 3  ok  400ms  event 7")
+	hasNot(t, r, "⋯ attempts 1-2")
 }
 
 // run --engine temporal hands the scenario to retrylab-temporal; what it

@@ -98,7 +98,8 @@ type Options struct {
 	// ReadOnly opens the file with a shared lock and refuses writes.
 	ReadOnly bool
 	// NoSync skips fsync on commit. Only benchmarks that measure the
-	// difference set it.
+	// difference set it, and scratch databases nothing must survive a
+	// crash in (the Temporal explorer's copy of a cluster's histories).
 	NoSync bool
 	// MaxBatch bounds how many Update calls share one commit. Zero means 1024.
 	MaxBatch int

@@ -7,6 +7,8 @@ replace github.com/retrylab/retrylab => ../
 require (
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/charmbracelet/x/exp/teatest v0.0.0-20251215102626-e0db08df7383
+	github.com/creack/pty v1.1.24
+	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
 	github.com/retrylab/retrylab v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
 	go.opentelemetry.io/otel v1.47.0

@@ -55,7 +55,17 @@ type Options struct {
 	// FlashFor is how long a status message stays in the footer; zero
 	// keeps it until the next one. DefaultFlashFor suits people.
 	FlashFor time.Duration
+	// NoticeWindow is how long the explorer gathers live notices after
+	// the first of a burst before it refreshes, so a burst costs one
+	// refresh; zero means DefaultNoticeWindow. A negative window takes
+	// only the notices already waiting: for a source whose notices come
+	// batched already (a Temporal cluster's follower sends one per
+	// committed batch), so each shows as soon as it comes.
+	NoticeWindow time.Duration
 }
+
+// DefaultNoticeWindow gathers the live notices of one frame.
+const DefaultNoticeWindow = 16 * time.Millisecond
 
 type pane int
 
@@ -118,6 +128,7 @@ type Model struct {
 	presenter   bool
 
 	notices     <-chan notice.Notice
+	noticeWin   time.Duration
 	unsubscribe func()
 	startRun    string
 	quitting    bool
@@ -154,6 +165,10 @@ func New(o Options) *Model {
 		startLsn:    o.Lesson,
 		presenter:   o.Presenter,
 		flashFor:    o.FlashFor,
+		noticeWin:   o.NoticeWindow,
+	}
+	if m.noticeWin == 0 {
+		m.noticeWin = DefaultNoticeWindow
 	}
 	m.footer = newFooterHelp(m.theme)
 	m.help = newHelpPage(m.Context)
@@ -191,6 +206,7 @@ type traceMsg struct {
 	x         history.Execution
 	events    []history.Event
 	imported  []trace.Event // an imported execution's trace, read whole
+	grows     bool          // imported only grows: what the view holds is a prefix of it (GrowingImports)
 	msgs      []world.Message
 	truncated bool
 	from      uint64 // the first seq read for a further page; 0 for a fresh read
@@ -320,7 +336,8 @@ func (m *Model) readTrace(id string, from uint64, limit int) tea.Cmd {
 			if x.Imported != "" {
 				// An imported trace has no history: its spans, translated.
 				evs, err := src.ImportedEvents(id)
-				return traceMsg{id: id, x: x, imported: evs, err: err}
+				g, ok := src.(GrowingImports)
+				return traceMsg{id: id, x: x, imported: evs, grows: ok && g.ImportedGrows(id), err: err}
 			}
 		}
 		events, err := src.Events(id, from, limit+1)
@@ -399,26 +416,39 @@ func (m *Model) loadScenarios() tea.Cmd {
 }
 
 // waitNotices blocks (in its own goroutine) for the next notices and
-// gathers what arrives within one frame, so a burst costs one refresh.
+// gathers what arrives within the notice window (one frame by default), so
+// a burst costs one refresh; with a negative window, only what is waiting.
 func (m *Model) waitNotices() tea.Cmd {
-	ch := m.notices
+	ch, window := m.notices, m.noticeWin
 	return func() tea.Msg {
 		n, ok := <-ch
 		if !ok {
 			return noticesMsg{closed: true}
 		}
 		batch := []notice.Notice{n}
-		deadline := time.After(16 * time.Millisecond)
+		var deadline <-chan time.Time
+		if window > 0 {
+			deadline = time.After(window)
+		}
 		for {
-			select {
-			case n, ok := <-ch:
-				if !ok {
-					return noticesMsg{batch: batch, closed: true}
+			var more bool
+			if deadline == nil {
+				select {
+				case n, more = <-ch:
+				default:
+					return noticesMsg{batch: batch}
 				}
-				batch = append(batch, n)
-			case <-deadline:
-				return noticesMsg{batch: batch}
+			} else {
+				select {
+				case n, more = <-ch:
+				case <-deadline:
+					return noticesMsg{batch: batch}
+				}
 			}
+			if !more {
+				return noticesMsg{batch: batch, closed: true}
+			}
+			batch = append(batch, n)
 		}
 	}
 }

@@ -28,3 +28,13 @@ var (
 	_ Source = (*engine.Host)(nil)
 	_ Source = (*engine.Client)(nil)
 )
+
+// GrowingImports is what a Source may add when an imported execution's
+// trace only ever grows while it is followed: each ImportedEvents of it
+// holds the events of the one before, unchanged, then new ones (a Temporal
+// cluster's follower translates each committed batch on its own). The
+// explorer then folds only the new events into the trace it shows instead
+// of the whole trace again.
+type GrowingImports interface {
+	ImportedGrows(id string) bool
+}

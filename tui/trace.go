@@ -122,6 +122,21 @@ func newImportedTraceView(x history.Execution, events []trace.Event) *traceView 
 		sigs: map[*trace.Attempt]attemptSig{}}
 }
 
+// extend folds into an imported trace shown the events of a new read of it
+// past those it holds, when the read only grew it (GrowingImports): the
+// rows of what did not change are kept. It reports false when tv is not
+// that execution's imported trace, or the read is shorter than it.
+func (tv *traceView) extend(x history.Execution, events []trace.Event) bool {
+	if tv == nil || tv.exec.ID != x.ID || tv.exec.Imported == "" || len(events) < tv.t.Events {
+		return false
+	}
+	for _, e := range events[tv.t.Events:] {
+		tv.t.Apply(e)
+	}
+	tv.exec = x
+	return true
+}
+
 // row is the row of a model node, made again only when its words changed.
 func (tv *traceView) row(tn trace.Node) *node {
 	n := tv.made[tn]
@@ -518,7 +533,9 @@ func (t *tracePane) Update(msg tea.Msg) tea.Cmd {
 				return nil
 			}
 		} else if msg.x.Imported != "" {
-			t.tr = newImportedTraceView(msg.x, msg.imported)
+			if !msg.grows || !t.tr.extend(msg.x, msg.imported) {
+				t.tr = newImportedTraceView(msg.x, msg.imported)
+			}
 		} else {
 			t.tr = newTraceView(msg.x, msg.events)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -122,6 +123,8 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 	if known > 0 && known <= len(evs) {
 		first = known / chunkEvents
 		st.Repeated += first * chunkEvents
+	} else {
+		known = 0
 	}
 	for k := first; k*chunkEvents < len(evs); k++ {
 		part := evs[k*chunkEvents : min((k+1)*chunkEvents, len(evs))]
@@ -168,18 +171,29 @@ func SaveFrom(tx *store.Tx, h *historypb.History, source string, known int) (Sta
 			return st, err
 		}
 	}
-	return st, putRecord(tx, exec, runs, source)
+	// What an earlier batch stored was audited with it: only the events
+	// new since then can change the audit (known > 0: a live follower's
+	// batch).
+	var fresh []*historypb.HistoryEvent
+	if known > 0 {
+		fresh = evs[known:]
+	}
+	return st, putRecord(tx, exec, runs, source, fresh)
 }
 
 // putRecord writes the execution's record from its folded runs: what ran,
-// when, how many runs, and how it ended so far.
-func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
+// when, how many runs, and how it ended so far. fresh, when not nil, are
+// the only events not stored (and audited) when the record was last
+// written.
+func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*historypb.HistoryEvent) error {
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source}
+	var before *history.Execution
 	if rec := tx.Execution(exec); rec != nil {
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
 			return fmt.Errorf("execution %s: %w", exec, err)
 		}
+		before = &old
 		x.Source = old.Source
 		if source != "" && !strings.Contains(x.Source, source) {
 			x.Source += ", " + source
@@ -201,11 +215,22 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string) error {
 	if x.Scenario == "" {
 		x.Scenario = "(Temporal workflow)"
 	}
-	dup, err := duplicated(tx, exec, runs)
-	if err != nil {
-		return err
+	switch {
+	case before != nil && before.Duplicates:
+		// A history only grows: a duplicate found stays one.
+		x.Duplicates = true
+	case before != nil && fresh != nil && !auditMayChange(fresh):
+		// A live batch of workflow tasks, signals, timers: no attempt
+		// started or ended, nothing the audit reads; the earlier batches'
+		// verdict stands without folding the execution again.
+		x.Duplicates = before.Duplicates
+	default:
+		dup, err := duplicated(tx, exec, runs)
+		if err != nil {
+			return err
+		}
+		x.Duplicates = dup
 	}
-	x.Duplicates = dup
 	// Not history.Put: an imported workflow that is still running is not
 	// one of retrylab's unfinished executions (store.Active), which a host
 	// would mark as killed when it starts.
@@ -225,6 +250,26 @@ func Duplicated(tx *store.Tx, exec string) (bool, error) {
 		return false, err
 	}
 	return audit.HasDuplicate(trace.Fold(exec, evs)), nil
+}
+
+// auditMayChange says whether events appended to a history can change
+// its audit: any but workflow tasks, signals, timers and the workflow's
+// own properties (search attributes, memo), which add no attempt, no
+// outcome and no call.
+func auditMayChange(evs []*historypb.HistoryEvent) bool {
+	for _, ev := range evs {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+			enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+			enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+			enumspb.EVENT_TYPE_TIMER_STARTED, enumspb.EVENT_TYPE_TIMER_FIRED, enumspb.EVENT_TYPE_TIMER_CANCELED,
+			enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+			enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // duplicated says whether the audit (with the default effects) finds a

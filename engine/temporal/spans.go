@@ -3,6 +3,7 @@ package temporal
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/otlp"
@@ -25,6 +26,17 @@ const (
 	AttrPhase = "retrylab.phase"
 	// SpanAttemptStarted names that marker.
 	SpanAttemptStarted = "retrylab.attempt.started"
+	// AttrFaults lists the faults retrylab injected into an attempt
+	// (fault points, comma-separated), as retrylab's own OTLP export
+	// writes them: on the attempt's span, and on a marker
+	// (SpanFaultInjected, AttrPhase "fault") sent as the fault is taken, so
+	// a fault that kills the worker is still known.
+	AttrFaults = "retrylab.faults"
+	// AttrFaultSource says where a fault came from ("armed from the
+	// explorer", "from the scenario's fault plan"), on the marker.
+	AttrFaultSource = "retrylab.fault.source"
+	// SpanFaultInjected names that marker.
+	SpanFaultInjected = "retrylab.fault.injected"
 )
 
 // spanConversationPrefix starts the conversation id the interceptor gives
@@ -47,12 +59,33 @@ type Recorded struct {
 	Digest     string
 	// Worker is where it ran, when known.
 	Worker string
+	// Faults are the faults retrylab injected into the attempt.
+	Faults []Fault
+	// Tool is the activity type, when the span or marker names it.
+	Tool string
+}
+
+// Fault is one fault injected into a recorded attempt: its point, where it
+// came from, and when it was taken.
+type Fault struct {
+	Point  string
+	Source string
+	Time   time.Time
 }
 
 // Ended reports whether the attempt's own span arrived; an attempt known
 // only from its start marker never ended (its worker died, or the span is
 // still to come).
 func (r Recorded) Ended() bool { return r.Outcome != "" }
+
+// RecordedAttempts reads the spans the interceptor sent for a run
+// (imported through `retrylab import` or `retrylab serve --otlp`), by
+// activity id, each activity's attempts in order: what a reader that
+// follows a run's attempts as they happen (retrylab-temporal run) sees
+// before the history keeps them.
+func RecordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error) {
+	return recordedAttempts(tx, runID)
+}
 
 // recordedAttempts reads the spans the interceptor sent for a run (imported
 // through `retrylab import` or `retrylab serve --otlp`), by activity id.
@@ -68,6 +101,26 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 	}
 	ended := map[attemptKey]bool{}
 	started := map[attemptKey]Recorded{}
+	faults := map[attemptKey][]Fault{}
+	addFaults := func(k attemptKey, list, source string, at int64) {
+		for _, p := range strings.Split(list, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			dup := false
+			for j := range faults[k] {
+				if f := &faults[k][j]; f.Point == p {
+					dup = true
+					if source != "" { // the marker knows more than the span's list
+						f.Source, f.Time = source, time.Unix(0, at).UTC()
+					}
+				}
+			}
+			if !dup {
+				faults[k] = append(faults[k], Fault{Point: p, Source: source, Time: time.Unix(0, at).UTC()})
+			}
+		}
+	}
 	for i := range spans {
 		s := &spans[i]
 		id := s.Attrs[AttrActivityID]
@@ -75,18 +128,23 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 		if id == "" || err != nil || n < 1 || s.Attrs[AttrRunID] != runID {
 			continue
 		}
+		if s.Attrs[AttrPhase] == "fault" {
+			addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], s.Attrs[AttrFaultSource], s.Start)
+			continue
+		}
 		if s.Attrs[AttrPhase] == "started" {
 			// The attempt started; its own span, if it ever ended, says more.
 			if _, ok := ended[attemptKey{id, n}]; !ok {
 				started[attemptKey{id, n}] = Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), SpanID: s.SpanID,
-					Worker: s.Attrs["temporal.worker"]}
+					Worker: s.Attrs["temporal.worker"], Tool: s.Attrs["gen_ai.tool.name"]}
 			}
 			continue
 		}
 		ended[attemptKey{id, n}] = true
 		delete(started, attemptKey{id, n})
+		addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], "", s.Start)
 		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
-			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"]}
+			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"], Tool: s.Attrs["gen_ai.tool.name"]}
 		if s.Status == "error" {
 			r.Error = s.ErrorText()
 			switch s.Attrs["error.type"] {
@@ -103,8 +161,11 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 	for k, r := range started {
 		out[k.activity] = append(out[k.activity], r)
 	}
-	for _, rs := range out {
+	for id, rs := range out {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Attempt < rs[j].Attempt })
+		for i := range rs {
+			rs[i].Faults = faults[attemptKey{id, rs[i].Attempt}]
+		}
 	}
 	return out, nil
 }

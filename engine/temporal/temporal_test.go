@@ -15,6 +15,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
@@ -396,6 +397,68 @@ func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
 	}
 }
 
+// A fault retrylab injected into a recorded attempt (the interceptor's
+// retrylab.faults, on the attempt's span or on the marker sent as the
+// fault is taken) marks that attempt ⚡ in the fold, as in a native trace:
+// an earlier attempt whose worker was killed by it, and the kept one.
+func TestRecordedFaultsMarkAttempts(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
+		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name,
+			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second), Status: "ok",
+			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
+				"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run, temporal.AttrActivityID: "5",
+				temporal.AttrAttempt: fmt.Sprint(attempt)}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Attrs[kv[i]] = kv[i+1]
+		}
+		return s
+	}
+	spans := []otlp.Span{
+		// Attempt 1: started, took a crash, its worker died (no span of its own).
+		span("b000000000000001", temporal.SpanAttemptStarted, 1, 0, temporal.AttrPhase, "started", "temporal.worker", "41@box"),
+		span("b000000000000002", temporal.SpanFaultInjected, 1, 0, temporal.AttrPhase, "fault",
+			temporal.AttrFaults, "crash-after-effect", temporal.AttrFaultSource, "armed from the explorer"),
+		// Attempt 2: timed out after its effect, then 3 succeeded; the
+		// fault is only on attempt 2's span.
+		span("b000000000000003", "execute_tool ChargeCard", 2, 2, temporal.AttrFaults, "timeout-after-effect", "error.type", "timeout"),
+		span("b000000000000004", "execute_tool ChargeCard", 3, 3, temporal.AttrFaults, "slow-response"),
+		span("b000000000000005", temporal.SpanFaultInjected, 3, 3, temporal.AttrPhase, "fault",
+			temporal.AttrFaults, "slow-response", temporal.AttrFaultSource, "from the scenario's fault plan"),
+	}
+	spans[2].Status = "error"
+	receiveThenImport(t, db, spans, run1File)
+	var tr *trace.Trace
+	if err := db.View(func(tx *store.Tx) error {
+		evs, err := temporal.LoadEvents(tx, execID)
+		tr = trace.Fold(execID, evs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range tr.LastCall("5").Attempts {
+		line := fmt.Sprintf("%s #%d %s", a.Mark(), a.N, a.Outcome)
+		for _, in := range a.Injections {
+			line += fmt.Sprintf(" %s%s (%s)", trace.MarkFault.Glyph(), in.Fault, in.Text)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"⏱ #1 timeout ⚡crash-after-effect (armed from the explorer)",
+		"⏱ #2 timeout ⚡timeout-after-effect (recorded by the worker interceptor)",
+		"✓ #3 ok ⚡slow-response (from the scenario's fault plan)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attempts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(tr.Anomalies) != 0 {
+		t.Errorf("anomalies: %v", tr.Anomalies)
+	}
+}
+
 // A history fetched from a cluster is checked as a file is; an event type
 // newer than the api module is named by its number.
 func TestValidateFetched(t *testing.T) {
@@ -603,5 +666,151 @@ func receiveThenImport(t *testing.T, db *store.DB, spans []otlp.Span, file strin
 	}
 	if _, err := temporal.ImportFile(db, file); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A live follower saves a history batch by batch (SaveFrom with what it
+// stored before); the record's duplicate flag is then carried over from
+// the batch before when the new events cannot change the audit, and
+// audited again when they can. After every batch, whatever its size, it
+// must say what auditing the whole execution says.
+func TestLiveBatchesAuditAsTheWhole(t *testing.T) {
+	for _, size := range []int{1, 2, 5} {
+		db := openDB(t)
+		sawDuplicate := false
+		for _, file := range []string{run1File, run2File} {
+			full, _, err := temporal.Decode(read(t, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &historypb.History{}
+			for known := 0; known < len(full.Events); known = len(h.Events) {
+				h.Events = full.Events[:min(known+size, len(full.Events))]
+				if err := db.Update(func(tx *store.Tx) error {
+					st, err := temporal.SaveFrom(tx, h, "live", known)
+					if err != nil {
+						return err
+					}
+					x, err := history.DecodeExecution(tx.Execution(st.Execution))
+					if err != nil {
+						return err
+					}
+					evs, err := temporal.LoadEvents(tx, st.Execution)
+					if err != nil {
+						return err
+					}
+					if whole := audit.HasDuplicate(trace.Fold(st.Execution, evs)); x.Duplicates != whole {
+						t.Errorf("batches of %d, %s up to event %d: record says duplicates %v, the whole audit %v",
+							size, file, len(h.Events), x.Duplicates, whole)
+					}
+					sawDuplicate = sawDuplicate || x.Duplicates
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !sawDuplicate {
+			t.Errorf("batches of %d: the chain's duplicate confirmation was never flagged", size)
+		}
+	}
+}
+
+// Translating a run batch by batch as it is committed (Live) gives what
+// translating its whole history gives, whatever the batches; a batch that
+// repeats events is fine, one that leaves a hole is refused.
+func TestLiveTranslationAsTheWhole(t *testing.T) {
+	for _, file := range []string{run1File, run2File} {
+		h, _, err := temporal.Decode(read(t, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, run := temporal.Identify(h)
+		want, err := json.Marshal(temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for size := 1; size <= 7; size++ {
+			live := temporal.NewLive(run)
+			var got []trace.Event
+			for i := 0; i < len(h.Events); i += size {
+				// Each batch repeats the event before it, as a re-read may.
+				evs, err := live.Add(h.Events[max(0, i-1):min(i+size, len(h.Events))])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, evs...)
+			}
+			if b, _ := json.Marshal(got); !bytes.Equal(b, want) {
+				t.Errorf("%s in batches of %d: differs from the whole translation", file, size)
+			}
+			if b, _ := json.Marshal(live.Events()); !bytes.Equal(b, want) {
+				t.Errorf("%s in batches of %d: Events differs from the whole translation", file, size)
+			}
+		}
+		live := temporal.NewLive(run)
+		if _, err := live.Add(h.Events[2:]); err == nil || !strings.Contains(err.Error(), "event 3 follows event 0") {
+			t.Errorf("a hole: %v", err)
+		}
+	}
+}
+
+// While an activity retries, its history holds no attempt (Temporal writes
+// ActivityTaskStarted when the activity closes): the interceptor's spans
+// show its attempts meanwhile, the fault injected into one marked ⚡ and
+// the last in flight; once the history has the kept attempt, the same
+// spans fill the attempts before it.
+func TestRecordedAttemptsOfAnActivityStillRetrying(t *testing.T) {
+	db := openDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
+		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name, Status: "error",
+			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second),
+			Attrs: map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
+				temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt), "gen_ai.tool.name": "ChargeCard"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Attrs[kv[i]] = kv[i+1]
+		}
+		return s
+	}
+	spans := []otlp.Span{
+		span("d000000000000001", "execute_tool ChargeCard", 1, 0, "gen_ai.operation.name", "execute_tool", "error.type", "HTTPError",
+			temporal.AttrFaults, "server-error"),
+		span("d000000000000002", temporal.SpanAttemptStarted, 2, 2, temporal.AttrPhase, "started", "temporal.worker", "7@box"),
+	}
+	full, _, err := temporal.Decode(read(t, run1File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := func(h *historypb.History) []string {
+		t.Helper()
+		var got []string
+		if err := db.Update(func(tx *store.Tx) error {
+			if _, err := temporal.Save(tx, h, "live"); err != nil {
+				return err
+			}
+			evs, err := temporal.LoadEvents(tx, execID)
+			tr := trace.Fold(execID, evs)
+			for _, a := range tr.LastCall("5").Attempts {
+				got = append(got, fmt.Sprintf("%s #%d %v", a.Mark(), a.N, a.Faults))
+			}
+			if len(tr.Anomalies) > 0 {
+				t.Errorf("anomalies: %v", tr.Anomalies)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if err := db.Update(func(tx *store.Tx) error { _, err := otlp.Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := attempts(&historypb.History{Events: full.Events[:6]}), "✖ #1 [server-error]\n… #2 []"; strings.Join(got, "\n") != want {
+		t.Errorf("retrying:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	if got, want := attempts(full), "✖ #1 [server-error]\n⏱ #2 []\n✓ #3 []"; strings.Join(got, "\n") != want {
+		t.Errorf("closed:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }

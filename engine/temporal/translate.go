@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,48 @@ func Events(runs []Run) []trace.Event {
 	return tr.out
 }
 
+// Live translates one workflow run's history as it is committed, batch by
+// batch, for a reader that follows the run (the explorer on a cluster):
+// each batch costs what it brings, where Events translates the whole
+// history again. The events Add returns, concatenated, are what Events
+// gives for the run's history so far, with no recorded attempts (a live
+// reader has no interceptor spans).
+type Live struct {
+	t *translator
+	s *runState
+	// next is the id of the event the next batch must start with.
+	next int64
+}
+
+// NewLive starts translating the run runID (the one run of its execution
+// the reader holds).
+func NewLive(runID string) *Live {
+	return &Live{t: &translator{usedCalls: map[string]bool{}}, s: &runState{n: 1, runID: runID, last: true, acts: map[int64]*activity{}}, next: 1}
+}
+
+// Add translates the events after those added before and returns their
+// fold events (Seq continuing). Events it has seen are skipped, so a batch
+// may repeat the end of the one before; a batch that leaves a hole is
+// refused.
+func (l *Live) Add(evs []*historypb.HistoryEvent) ([]trace.Event, error) {
+	from := len(l.t.out)
+	for _, ev := range evs {
+		switch id := ev.GetEventId(); {
+		case id < l.next:
+			continue
+		case id > l.next:
+			return nil, fmt.Errorf("run %s: event %d follows event %d", l.s.runID, id, l.next-1)
+		}
+		l.t.event(l.s, ev)
+		l.next++
+	}
+	return l.t.out[from:len(l.t.out):len(l.t.out)], nil
+}
+
+// Events is every event translated so far. Later batches never change
+// them, so a reader may keep the slice.
+func (l *Live) Events() []trace.Event { return l.t.out[:len(l.t.out):len(l.t.out)] }
+
 type translator struct {
 	out       []trace.Event
 	usedCalls map[string]bool
@@ -116,6 +159,62 @@ func (t *translator) run(n int, r Run, last bool) {
 	for _, ev := range r.Events {
 		t.event(s, ev)
 	}
+	t.pending(s)
+}
+
+// pending reports the recorded attempts of activities whose history holds
+// no attempt yet: Temporal writes ActivityTaskStarted only once the
+// activity closes, so while it retries (or after a timeout before any
+// start) only the interceptor's spans know its attempts. Each shows as
+// recorded; the last, unended, is in flight.
+func (t *translator) pending(s *runState) {
+	if len(s.recorded) == 0 {
+		return
+	}
+	ids := make([]int64, 0, len(s.acts))
+	for id, act := range s.acts {
+		if act.attempt == 0 && act.id != "" && len(s.recorded[act.id]) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		act := s.acts[id]
+		rs := s.recorded[act.id]
+		for i, r := range rs {
+			base := trace.Event{Run: s.n}
+			t.recordedAttempt(base, act, r, i < len(rs)-1, nil, false)
+		}
+	}
+}
+
+// recordedAttempt reports one attempt as the interceptor recorded it: its
+// start, the faults injected into it and, when its span ended (or a later
+// attempt says it is over: over), its end. An attempt that started and
+// never ended while another followed died with its worker; last is
+// Temporal's failure of it, when it was the attempt before the kept one.
+func (t *translator) recordedAttempt(base trace.Event, act *activity, r Recorded, over bool, last *failurepb.Failure, beforeKept bool) {
+	e := base
+	e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
+	e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
+	t.emit(e)
+	t.faults(e, act, r)
+	if !r.Ended() && !over {
+		return // in flight
+	}
+	e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
+	if !r.Ended() {
+		// Started, never ended: its worker died with it. The caller
+		// never learnt what it did; Temporal timed it out.
+		e.Outcome, e.Time, e.Duration = trace.OutcomeTimeout, r.Start, 0
+		e.Error = "started, no end recorded (its worker died?)"
+		if beforeKept {
+			if f := failureText(last); f != "" {
+				e.Error += "; Temporal: " + f
+			}
+		}
+	}
+	t.emit(e)
 }
 
 func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
@@ -343,23 +442,7 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 	if act.id != "" && rec != nil {
 		// The interceptor recorded every attempt before the kept one.
 		for _, r := range rec[:n-1] {
-			e := base
-			e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Key, e.Ref = trace.AttemptStarted, act.call, act.tool, r.Attempt, r.Start, r.Key, "span "+r.SpanID
-			e.Attrs = attrs("retrylab.recorded_by", "worker interceptor", "retrylab.args_digest", r.Digest, "temporal.worker", r.Worker)
-			t.emit(e)
-			e.Kind, e.Outcome, e.Error, e.Time, e.Duration, e.Attrs = trace.AttemptFinished, r.Outcome, r.Error, r.End, r.End.Sub(r.Start), nil
-			if !r.Ended() {
-				// Started, never ended: its worker died with it. The
-				// caller never learnt what it did; Temporal timed it out.
-				e.Outcome, e.Time, e.Duration = trace.OutcomeTimeout, r.Start, 0
-				e.Error = "started, no end recorded (its worker died?)"
-				if r.Attempt == n-1 {
-					if f := failureText(last); f != "" {
-						e.Error += "; Temporal: " + f
-					}
-				}
-			}
-			t.emit(e)
+			t.recordedAttempt(base, act, r, true, last, r.Attempt == n-1)
 		}
 	} else if n > 1 {
 		e := base
@@ -368,17 +451,41 @@ func (t *translator) attemptStarted(s *runState, base trace.Event, act *activity
 		e.Attrs = map[string]string{"temporal.not_kept": fmt.Sprintf("attempts 1-%d are not kept by Temporal", n-1)}
 		t.emit(e)
 	}
-	// The kept attempt's own span, when recorded, gives its key.
-	for _, r := range s.recorded[act.id] {
+	// The kept attempt's own span, when recorded, gives its key and the
+	// faults injected into it.
+	var kept *Recorded
+	for i, r := range s.recorded[act.id] {
 		if act.id != "" && r.Attempt == n {
 			a = withAttrs(a, "retrylab.span", r.SpanID)
 			base.Key = r.Key
+			kept = &s.recorded[act.id][i]
 		}
 	}
 	act.attempt, act.started = n, at
 	e := base
 	e.Kind, e.Call, e.Tool, e.Attempt, e.Time, e.Attrs = trace.AttemptStarted, act.call, act.tool, n, at, a
 	t.emit(e)
+	if kept != nil {
+		t.faults(e, act, *kept)
+	}
+}
+
+// faults reports the faults retrylab injected into a recorded attempt (the
+// worker interceptor's retrylab.faults), as a native trace does: the fold
+// marks the attempt ⚡.
+func (t *translator) faults(base trace.Event, act *activity, r Recorded) {
+	for _, f := range r.Faults {
+		e := base
+		e.Kind, e.Call, e.Tool, e.Attempt, e.Fault, e.Text, e.Key, e.Attrs = trace.FaultInjected, act.call, act.tool, r.Attempt, f.Point, f.Source, "", nil
+		e.Time = base.Time
+		if !f.Time.IsZero() && f.Time.After(e.Time) {
+			e.Time = f.Time
+		}
+		if e.Text == "" {
+			e.Text = "recorded by the worker interceptor"
+		}
+		t.emit(e)
+	}
 }
 
 // attemptFinished ends the started attempt of the activity or child

@@ -124,7 +124,18 @@ type AttemptFaults struct {
 	Step      string        `json:"step"`
 	Attempt   int           `json:"attempt"`
 	Armed     []fault.Point `json:"armed,omitempty"` // the answer
+	// Planned are the scenario's server-side faults the world carries out
+	// on this attempt's request (the answer too), so the attempt records
+	// them.
+	Planned []fault.Point `json:"planned,omitempty"`
 }
+
+// Where a fault an attempt records came from, in the words of retrylab's
+// own traces.
+const (
+	FaultArmed   = "armed from the explorer"
+	FaultPlanned = "from the scenario's fault plan"
+)
 
 // Register adds the agent workflow and the tool activity to a worker.
 func Register(w worker.Registry, opts Options) {
@@ -338,14 +349,25 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 		interceptor.SetIdempotencyKey(ctx, key)
 	}
 	crash := t.crash(c, attempt)
+	if crash != "" {
+		interceptor.RecordFault(ctx, string(crash), FaultPlanned)
+	}
 	if t.opts.FaultsURL != "" {
-		armed, err := t.takeArmed(ctx, AttemptFaults{Execution: AttributedExecution(info.WorkflowExecution.RunID), Step: c.Step, Attempt: attempt})
+		ans, err := t.takeArmed(ctx, AttemptFaults{Execution: AttributedExecution(info.WorkflowExecution.RunID), Step: c.Step, Attempt: attempt})
 		if err != nil {
 			return nil, temporal.NewApplicationError("armed faults: "+err.Error(), "error")
 		}
-		for _, p := range armed {
-			if p.Crash() && crash == "" && t.opts.MayDie {
+		// Each fault this attempt meets is recorded on it (the trace marks
+		// it ⚡); a crash only where it kills this worker.
+		for _, p := range ans.Planned {
+			interceptor.RecordFault(ctx, string(p), FaultPlanned)
+		}
+		for _, p := range ans.Armed {
+			if !p.Crash() {
+				interceptor.RecordFault(ctx, string(p), FaultArmed)
+			} else if crash == "" && t.opts.MayDie {
 				crash = p
+				interceptor.RecordFault(ctx, string(p), FaultArmed)
 			}
 		}
 	}
@@ -408,31 +430,29 @@ func (t *tools) Tool(ctx context.Context, c Call) (json.RawMessage, error) {
 }
 
 // takeArmed asks FaultsURL for the faults armed from outside that this
-// attempt takes.
-func (t *tools) takeArmed(ctx context.Context, a AttemptFaults) ([]fault.Point, error) {
+// attempt takes, and the scenario's server-side ones it meets.
+func (t *tools) takeArmed(ctx context.Context, a AttemptFaults) (AttemptFaults, error) {
 	body, err := json.Marshal(a)
 	if err != nil {
-		return nil, err
+		return AttemptFaults{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.opts.FaultsURL, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return AttemptFaults{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := t.opts.HTTP.Do(req)
 	if err != nil {
-		return nil, err
+		return AttemptFaults{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		return AttemptFaults{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	var out AttemptFaults
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	return out.Armed, nil
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
 }
 
 // crash is the crash fault this attempt meets, if this worker may die.

@@ -17,7 +17,8 @@
 // semantic conventions' tool attributes (the activity id as the tool-call
 // id, the workflow run as the conversation) and retrylab's: the attempt
 // number, a digest of the arguments (SHA-256 of their canonical JSON), the
-// idempotency key the activity declared (SetIdempotencyKey), and the
+// idempotency key the activity declared (SetIdempotencyKey), the faults
+// retrylab injected into it (RecordFault), and the
 // Temporal ids that tie the span to the history (workflow id, run id,
 // activity id).
 package interceptor
@@ -30,6 +31,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -91,9 +93,17 @@ type activityInterceptor struct {
 	w *workerInterceptor
 }
 
-type keyHolder struct {
-	mu  sync.Mutex
-	key string
+// attemptState is what an activity declares about its attempt while it
+// runs (SetIdempotencyKey, RecordFault), for the attempt's span.
+type attemptState struct {
+	mu     sync.Mutex
+	key    string
+	faults []string
+	// tracer, ctx and attrs make the fault markers: children of the
+	// attempt's span, tied to the history as its start marker is.
+	tracer trace.Tracer
+	ctx    context.Context
+	attrs  []attribute.KeyValue
 }
 
 type keyCtx struct{}
@@ -104,11 +114,33 @@ type keyCtx struct{}
 // provider absorbed from a duplicate. Without the interceptor it does
 // nothing.
 func SetIdempotencyKey(ctx context.Context, key string) {
-	if h, ok := ctx.Value(keyCtx{}).(*keyHolder); ok {
+	if h, ok := ctx.Value(keyCtx{}).(*attemptState); ok {
 		h.mu.Lock()
 		h.key = key
 		h.mu.Unlock()
 	}
+}
+
+// RecordFault declares, from inside an activity, a fault injected into
+// this attempt (a fault point such as timeout-after-effect, and where it
+// came from: "armed from the explorer", "from the scenario's fault plan"),
+// so retrylab marks the attempt ⚡ as it marks a native one. The attempt's
+// span lists it in retrylab.faults; a marker span (retrylab.fault.injected)
+// is sent at once, so a fault that kills the worker before the attempt
+// ends is still known. Without the interceptor it does nothing.
+func RecordFault(ctx context.Context, point, source string) {
+	h, ok := ctx.Value(keyCtx{}).(*attemptState)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	h.faults = append(h.faults, point)
+	h.mu.Unlock()
+	_, marker := h.tracer.Start(h.ctx, rltemporal.SpanFaultInjected, trace.WithAttributes(append(h.attrs,
+		attribute.String(rltemporal.AttrPhase, "fault"),
+		attribute.String(rltemporal.AttrFaults, point),
+		attribute.String(rltemporal.AttrFaultSource, source))...))
+	marker.End()
 }
 
 func (a *activityInterceptor) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
@@ -139,20 +171,26 @@ func (a *activityInterceptor) ExecuteActivity(ctx context.Context, in *intercept
 	// A span is sent only when it ends, and a worker killed mid-attempt
 	// never ends it: a marker, ended at once, says the attempt started (and
 	// where), so a killed attempt is still known to have run.
-	_, started := a.w.tracer.Start(ctx, rltemporal.SpanAttemptStarted, trace.WithAttributes(
-		attribute.String(rltemporal.AttrPhase, "started"),
+	markerAttrs := []attribute.KeyValue{
+		attribute.String("gen_ai.tool.name", info.ActivityType.Name),
 		attribute.Int("retrylab.attempt", int(info.Attempt)),
 		attribute.String(rltemporal.AttrRunID, info.WorkflowExecution.RunID),
 		attribute.String(rltemporal.AttrActivityID, info.ActivityID),
 		attribute.String("gen_ai.conversation.id", rltemporal.SpanConversation(info.WorkflowExecution.RunID)),
-		attribute.String("temporal.worker", workerIdentity())))
+		attribute.String("temporal.worker", workerIdentity()),
+	}
+	_, started := a.w.tracer.Start(ctx, rltemporal.SpanAttemptStarted, trace.WithAttributes(
+		append(markerAttrs, attribute.String(rltemporal.AttrPhase, "started"))...))
 	started.End()
-	holder := &keyHolder{}
+	holder := &attemptState{tracer: a.w.tracer, ctx: ctx, attrs: markerAttrs}
 	ctx = context.WithValue(ctx, keyCtx{}, holder)
 	res, err := a.Next.ExecuteActivity(ctx, in)
 	holder.mu.Lock()
 	if holder.key != "" {
 		span.SetAttributes(attribute.String("retrylab.idempotency_key", holder.key))
+	}
+	if len(holder.faults) > 0 {
+		span.SetAttributes(attribute.String(rltemporal.AttrFaults, strings.Join(holder.faults, ",")))
 	}
 	holder.mu.Unlock()
 	if err != nil {

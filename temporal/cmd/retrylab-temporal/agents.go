@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -113,11 +114,14 @@ worker', restarted when one dies: a crash fault kills its worker with
 SIGKILL); with --workers 0, start your own. Every attempt is recorded as an
 OTLP span into the database, and the workflow's history is imported there as
 it is committed, so 'retrylab show', the explorer and 'retrylab outbox' show
-every attempt and every effect. While it runs, run hosts the database as
+every attempt and every effect. run tells each attempt as it happens, as
+'retrylab run' does ([agent], [tool], [fault], [mail-api], [temporal]
+lines), then prints each call's attempts and the outbox. While it runs, run hosts the database as
 'retrylab' does: an explorer or CLI attached to it ('retrylab --db DB', or
 its control API) arms faults (t, T, c, esc in the explorer), and the next
 activity attempt takes them: timeouts and server errors by the world, a
-crash by killing the worker process running the activity. Before it exits,
+crash by killing the worker process running the activity; the attempt
+records the fault, and its trace marks it ⚡. Before it exits,
 run waits for the processes attached to it (Ctrl-C closes at once). The
 database must not be open in another retrylab process.
 
@@ -212,17 +216,16 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		fmt.Fprintf(out, "%d retrylab process(es) attached to %s; waiting for them before closing (Ctrl-C closes now)\n", holds, dbPath)
 	})
 	db := w.Store()
-	if r.observe != nil {
-		ch, cancel := w.Subscribe(256)
-		defer cancel()
-		go func() {
-			for n := range ch {
-				if n.Activity != nil {
-					r.observe(*n.Activity)
-				}
-			}
-		}()
-	}
+	// What happens is told as it happens: the world's notices, each
+	// attempt's spans as they arrive, the history as it is committed.
+	narr := newLiveNarrator(out)
+	narr.observe = r.observe
+	notices, unsubscribe := w.Subscribe(4096)
+	narrated := make(chan struct{})
+	go func() { defer close(narrated); narr.follow(notices) }()
+	var stopOnce sync.Once
+	stopNarration := func() { stopOnce.Do(func() { unsubscribe(); <-narrated }) }
+	defer stopNarration()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -232,7 +235,20 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	rand.Read(secret[:])
 	faultsPath := "/retrylab/faults/" + hex.EncodeToString(secret[:])
 	mux := http.NewServeMux()
-	mux.Handle("/", (&otlp.Receiver{DB: db, Source: "retrylab-temporal run"}).Handler())
+	mux.Handle("/", (&otlp.Receiver{DB: db, Source: "retrylab-temporal run", Stored: func(execs []string) {
+		mine := narr.spansExecution()
+		for _, x := range execs {
+			if x == mine && mine != "" {
+				if err := narr.spans(db); err != nil {
+					fmt.Fprintf(out, "narration: %v\n", err)
+				}
+				// An attached explorer shows the attempts of an activity
+				// still retrying from its spans: it reads the trace again.
+				w.Announce(narr.execution())
+				return
+			}
+		}
+	}}).Handler())
 	mux.Handle("POST "+faultsPath, faults.handler(out, w))
 	rc := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go rc.Serve(ln)
@@ -253,7 +269,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		}
 		args := []string{"worker", "--address", cf.address, "--namespace", cf.namespace, "--task-queue", taskQueue, "--otlp", otlpURL, "--faults", faultsURL, "--crash-faults"}
 		for range workers {
-			if err := pool.keep(runCtx, out, self, args); err != nil {
+			if err := pool.keep(runCtx, narr, self, args); err != nil {
 				return err
 			}
 		}
@@ -266,6 +282,12 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	}
 	w.SetRetention(agentflow.AttributedExecution(run.GetRunID()), scn.Policy.Retention.D())
 	fmt.Fprintf(out, "%s: workflow %s, run %s, on %s (task queue %s, %d workers)\n", scn.Name, id, run.GetRunID(), cf.address, taskQueue, workers)
+	narr.started(run.GetRunID(), func() (*historypb.History, error) {
+		h := &historypb.History{}
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return h, fetchHistory(fctx, c.WorkflowService(), cf.namespace, id, run.GetRunID(), h, nil)
+	})
 
 	// Follow the history as it is committed, into the database.
 	h := &historypb.History{}
@@ -282,6 +304,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 		})
 		if err == nil {
 			w.Announce(exec) // an attached explorer follows the workflow as it is committed
+			narr.history(h)
 		}
 		return err
 	}
@@ -294,6 +317,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	}
 	stopWorkers()
 	pool.wait()
+	stopNarration() // what the world did is told before the summary
 
 	// What happened, from the database: the history merged with every
 	// attempt's span, and the world's outbox.
@@ -357,6 +381,9 @@ func printCalls(out io.Writer, tr *trace.Trace) {
 					line := fmt.Sprintf("    %s #%d %s", a.Mark(), a.N, a.Outcome)
 					if a.Deduplicated {
 						line += " (deduplicated)"
+					}
+					if len(a.Faults) > 0 {
+						line += " " + trace.MarkFault.Glyph() + strings.Join(a.Faults, ",")
 					}
 					if a.Key != "" {
 						line += " key " + a.Key
@@ -462,10 +489,11 @@ type armedKey struct {
 type armedSource interface{ TakeArmed() []fault.Point }
 
 // handler serves the activities' question (agentflow.AttemptFaults): the
-// faults armed from outside are taken by the attempt that asks; the world
-// carries out the server-side ones on that attempt's request, the activity
-// the crash ones. crash-after-record has no Temporal form and is dropped,
-// with a note.
+// faults armed from outside are taken by the attempt that asks, and the
+// scenario's server-side faults it meets; the world carries out the
+// server-side ones on that attempt's request, the activity the crash ones,
+// and the attempt records them all (the trace marks it ⚡).
+// crash-after-record has no Temporal form and is dropped, with a note.
 func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var a agentflow.AttemptFaults
@@ -479,7 +507,6 @@ func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
 				fmt.Fprintf(out, "note: %s armed from outside has no Temporal form; dropped\n", p)
 				continue
 			}
-			fmt.Fprintf(out, "fault armed from outside: %s on %s attempt %d\n", p, a.Step, a.Attempt)
 			a.Armed = append(a.Armed, p)
 			if p.ServerSide() {
 				f.mu.Lock()
@@ -487,6 +514,19 @@ func (f *serverFaults) handler(out io.Writer, src armedSource) http.Handler {
 				f.mu.Unlock()
 			}
 		}
+		// The scenario's server-side faults this attempt meets are taken
+		// now, so the attempt records them; the world carries them out
+		// on its request.
+		f.mu.Lock()
+		for i, x := range f.faults {
+			if f.fired[i] || x.Step != "" && x.Step != a.Step || x.Attempt != 0 && x.Attempt != a.Attempt {
+				continue
+			}
+			f.fired[i] = true
+			f.armed[key] = append(f.armed[key], x.Point)
+			a.Planned = append(a.Planned, x.Point)
+		}
+		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(a)
 	})

@@ -72,7 +72,7 @@ func TestRunKeysCompared(t *testing.T) {
 	}
 	for _, want := range []string{
 		"agent-retry-same-step: workflow exec_4AR2, run ",
-		"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout key ik_",
+		"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout ⚡timeout-after-effect key ik_",
 		"  11 send_invoice_email (step-4)\n    ✓ #1 ok key ik_",
 		"outbox of temporal-", ": 1 message(s)\n",
 		"jordan@acme.dev", "completed\n",
@@ -110,11 +110,28 @@ func TestRunKeysCompared(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run crash: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"ended (signal: killed); starting another", "⏱ #1 timeout on worker ", "✓ #2 ok", ": 2 message(s)\n"} {
+	for _, want := range []string{"ended (signal: killed); starting another", "⏱ #1 timeout ⚡crash-after-effect on worker ", "✓ #2 ok", ": 2 message(s)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run crash output lacks %q:\n%s", want, out)
 		}
 	}
+	// run tells each attempt as it happens, as 'retrylab run' does, before
+	// the summary it prints at the end: the attempt starts, takes the
+	// scenario's crash, the invoice is delivered, the worker dies, another
+	// attempt sends again.
+	inOrder(t, out,
+		"[agent]     step-4: send_invoice_email(to=jordan@acme.dev, subject=\"Your June invoice\"), activity 5\n",
+		"[tool]      attempt 1 of send_invoice_email (activity 5, step-4) on worker ",
+		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (from the scenario's fault plan)\n",
+		"[mail-api]  delivered id=",
+		"ended (signal: killed); starting another\n",
+		"[tool]      attempt 2 of send_invoice_email (activity 5, step-4) on worker ",
+		"[mail-api]  delivered id=",
+		"[tool]      ✓ attempt 2 of send_invoice_email (activity 5, step-4): ok after ",
+		"[temporal]  activity 5 (send_invoice_email) completed\n",
+		"[temporal]  workflow completed\n",
+		"history: ",
+		"outbox of ")
 
 	// An unsafe create whose answer was lost is not retried: escalated,
 	// exit 3, one CRM row.
@@ -260,4 +277,18 @@ func keyOf(out string) string {
 		return ""
 	}
 	return strings.Fields(out[i+len("key ik_"):])[0]
+}
+
+// inOrder checks that out holds each of want, each after the one before.
+func inOrder(t *testing.T, out string, want ...string) {
+	t.Helper()
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("output lacks %q after what came before it, in order %q:\n%s", w, want, out)
+			return
+		}
+		rest = rest[i+len(w):]
+	}
 }

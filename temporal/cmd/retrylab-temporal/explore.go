@@ -50,9 +50,12 @@ read-only. A lost connection shows in the status bar and is retried.`,
 				return err
 			}
 			defer src.Close()
-			m := tui.New(tui.Options{Source: src, Title: fmt.Sprintf("temporal://%s/%s (read-only)", cf.address, cf.namespace)})
+			// The follower announces each committed batch once: the
+			// explorer shows it at once, not after a gathering window.
+			m := tui.New(tui.Options{Source: src, Title: fmt.Sprintf("temporal://%s/%s (read-only)", cf.address, cf.namespace), NoticeWindow: -1})
 			defer m.Close()
-			if _, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx)).Run(); err != nil && ctx.Err() == nil {
+			p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx), tea.WithFPS(explorerFPS))
+			if _, err := p.Run(); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("explorer: %w", err)
 			}
 			return nil
@@ -61,6 +64,10 @@ read-only. A lost connection shows in the status bar and is retried.`,
 	cf.add(cmd)
 	return cmd
 }
+
+// explorerFPS is the explorer's frame rate, as retrylab's own explorer
+// has it: Bubble Tea's highest, so a frame waits at most ~8 ms.
+const explorerFPS = 120
 
 // errReadOnly answers the explorer's actions on a cluster.
 var errReadOnly = errors.New("read-only: attached to a Temporal cluster (run agents with 'retrylab-temporal run')")
@@ -88,6 +95,7 @@ type clusterSource struct {
 	listErr   error                       // the last list's failure, until one succeeds
 	followed  map[string]bool             // execution ids followed
 	followErr map[string]error            // a follower's lost connection
+	live      map[string]*rltemporal.Live // execution id -> its run translated so far
 	subs      map[chan notice.Notice]bool // subscribers
 }
 
@@ -98,13 +106,16 @@ func newClusterSource(ctx context.Context, c client.Client, cf clusterFlags, eve
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(filepath.Join(dir, "cluster.db"), store.Options{})
+	// A scratch database, gone when the explorer closes: nothing in it
+	// must survive a crash (the cluster keeps the histories), so commits
+	// skip the fsync that would stand between a batch and the screen.
+	db, err := store.Open(filepath.Join(dir, "cluster.db"), store.Options{NoSync: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &clusterSource{c: c, cf: cf, db: db, dir: dir, every: every, runs: map[string]runRef{},
-		followed: map[string]bool{}, followErr: map[string]error{}, subs: map[chan notice.Notice]bool{}}
+		followed: map[string]bool{}, followErr: map[string]error{}, live: map[string]*rltemporal.Live{}, subs: map[chan notice.Notice]bool{}}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.list()
 	s.wg.Add(1)
@@ -263,12 +274,19 @@ func (s *clusterSource) Execution(id string) (history.Execution, error) {
 
 // ImportedEvents is the workflow's history as the fold's events. The first
 // call reads the whole history; a running workflow is then followed, each
-// committed batch stored and announced.
+// committed batch stored, translated (only the batch: engine/temporal's
+// Live) and announced, so a later call costs nothing however long the
+// history.
 func (s *clusterSource) ImportedEvents(id string) ([]trace.Event, error) {
 	s.mu.Lock()
 	ref, ok := s.runs[id]
 	followed := s.followed[id]
 	lost := s.followErr[id]
+	if live := s.live[id]; live != nil {
+		evs := live.Events()
+		s.mu.Unlock()
+		return evs, lost
+	}
 	s.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", engine.ErrNoExecution, id)
@@ -290,13 +308,21 @@ func (s *clusterSource) ImportedEvents(id string) ([]trace.Event, error) {
 		if err := s.save(h, 0); err != nil {
 			return nil, err
 		}
+		_, run := rltemporal.Identify(h)
+		live := rltemporal.NewLive(run)
+		evs, err := live.Add(h.Events)
+		if err != nil {
+			return nil, err
+		}
 		s.mu.Lock()
 		if !s.followed[id] {
 			s.followed[id] = true
+			s.live[id] = live
 			s.wg.Add(1)
 			go s.follow(id, ref, len(h.Events))
 		}
 		s.mu.Unlock()
+		return evs, nil
 	}
 	var evs []trace.Event
 	err := s.db.View(func(tx *store.Tx) error {
@@ -308,6 +334,15 @@ func (s *clusterSource) ImportedEvents(id string) ([]trace.Event, error) {
 		err = lost
 	}
 	return evs, err
+}
+
+// ImportedGrows says that a followed workflow's trace only grows: each
+// ImportedEvents holds the one before, then the events of new batches
+// (tui.GrowingImports), so the explorer folds only those.
+func (s *clusterSource) ImportedGrows(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id] != nil
 }
 
 func (s *clusterSource) save(h *historypb.History, known int) error {
@@ -327,17 +362,22 @@ func (s *clusterSource) follow(id string, ref runRef, known int) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
 		h := &historypb.History{}
+		stored := 0 // events of h this read stored (a re-read stores from the start, skipping what is there)
 		err := fetchHistory(s.ctx, s.c.WorkflowService(), s.cf.namespace, ref.workflowID, ref.runID, h, func() error {
 			if len(h.Events) <= known {
 				return nil
 			}
-			if err := s.save(h, 0); err != nil {
+			if err := s.save(h, stored); err != nil {
 				return err
 			}
-			known = len(h.Events)
 			s.mu.Lock()
+			_, err := s.live[id].Add(h.Events[known:])
 			delete(s.followErr, id)
 			s.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			known, stored = len(h.Events), len(h.Events)
 			s.publish(notice.Notice{Execution: id})
 			return nil
 		})
@@ -395,4 +435,7 @@ func (s *clusterSource) WorldOffset() time.Duration         { return 0 }
 func (s *clusterSource) ResetWorld() error                  { return errReadOnly }
 func (s *clusterSource) Running() []string                  { return nil }
 
-var _ engine.Source = (*clusterSource)(nil)
+var (
+	_ engine.Source      = (*clusterSource)(nil)
+	_ tui.GrowingImports = (*clusterSource)(nil)
+)

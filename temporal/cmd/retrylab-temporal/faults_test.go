@@ -9,15 +9,21 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
 	"go.temporal.io/sdk/client"
 	temporalinterceptor "go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	rltemporal "github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/temporal/agentflow"
 	"github.com/retrylab/retrylab/temporal/devserver"
 	"github.com/retrylab/retrylab/temporal/interceptor"
+	"github.com/retrylab/retrylab/tui"
 )
 
 // A fault armed from outside reaches the activities: while run runs, a
@@ -59,9 +65,17 @@ policy:
 		var w worker.Worker
 		var armed []fault.Point
 		var out syncBuf
+		// Told live: when the world sees attempt 2, run has already told
+		// attempt 1, the fault it took, what the world did and how it ended.
+		var atRetry string
 		err := runAgent(context.Background(), &out, agentRun{
 			cluster:  clusterFlags{address: s.Address(), namespace: "default", timeout: 10 * time.Second},
 			scenario: scn, dbPath: db, taskQueue: agentflow.TaskQueue,
+			observe: func(a world.Activity) {
+				if a.Attribution.Attempt == 2 && atRetry == "" {
+					atRetry = out.String()
+				}
+			},
 			ready: func(otlpURL, faultsURL string) {
 				// From outside, as an attached explorer or CLI does.
 				ctl, err := engine.Dial(db)
@@ -98,8 +112,8 @@ policy:
 			t.Errorf("keys %s: armed on run's host: %v", tt.keys, armed)
 		}
 		for _, want := range []string{
-			"fault armed from outside: timeout-after-effect on step-4 attempt 1\n",
-			"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout",
+			"[fault]     ⚡ timeout after the effect (response lost) on step-4 attempt 1 (armed from the explorer)\n",
+			"  5 send_invoice_email (step-4)\n    ⏱ #1 timeout ⚡timeout-after-effect",
 			tt.second,
 			tt.messages,
 			"completed\n",
@@ -111,6 +125,16 @@ policy:
 		if k := strings.TrimSuffix(keyOf(got), ":"); tt.keys == "true" && (k == "" || strings.Count(got, "key ik_"+k) != 3) {
 			t.Errorf("keys true: both attempts and the one message should carry the same key:\n%s", got)
 		}
+		inOrder(t, atRetry,
+			"[agent]     step-4: send_invoice_email(to=jordan@acme.dev, subject=\"Your June invoice\"), activity 5\n",
+			"[tool]      attempt 1 of send_invoice_email (activity 5, step-4) on worker ",
+			"[fault]     ⚡ timeout after the effect (response lost) on step-4 attempt 1 (armed from the explorer)\n",
+			"[mail-api]  delivered id=msg_",
+			"[tool]      ⏱ attempt 1 of send_invoice_email (activity 5, step-4): timeout after ",
+			"[tool]      attempt 2 of send_invoice_email (activity 5, step-4) on worker ")
+		if strings.Contains(atRetry, "history: ") {
+			t.Errorf("keys %s: the summary came before the workflow ended:\n%s", tt.keys, atRetry)
+		}
 		if strings.Contains(got, "#3") {
 			t.Errorf("keys %s: the armed fault should apply to one attempt only:\n%s", tt.keys, got)
 		}
@@ -118,6 +142,35 @@ policy:
 	if _, err := engine.Dial(db); err == nil {
 		t.Error("run's host should be gone once run ended")
 	}
+	// The explorer on the database marks the attempt that took the fault
+	// ⚡, as it marks a native trace's, and says so in its details.
+	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	xs, _, err := h.Executions(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, x := range xs {
+		if x.Imported == rltemporal.ImportedFormat && strings.HasPrefix(x.Scenario, agentflow.WorkflowName) {
+			last = x.ID
+			break
+		}
+	}
+	m := tui.New(tui.Options{Source: h})
+	defer m.Close()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
+	tm.Type("/" + last) // the workflow, not the spans' own OTLP execution
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		v := string(b)
+		return strings.Contains(v, "Trace  "+last[:20]) && strings.Contains(v, "⏱ timeout") && strings.Contains(v, "⚡timeout-after-effect")
+	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Quit()
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }
 
 // A crash armed from outside (the explorer's c) kills the worker process
@@ -196,10 +249,17 @@ policy:
 	if seenErr != nil || !strings.Contains(strings.Join(seen, "\n"), "timeout") {
 		t.Errorf("the attached process read the workflow's trace: %v %q", seenErr, seen)
 	}
+	inOrder(t, got,
+		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (armed from the explorer)\n",
+		"[mail-api]  delivered id=",
+		"ended (signal: killed); starting another\n",
+		"[tool]      ☠ attempt 1 of send_invoice_email (activity 5, step-4): started, no end recorded (its worker died?)\n",
+		"[tool]      attempt 2 of send_invoice_email (activity 5, step-4) on worker ",
+		"[tool]      ✓ attempt 2 of send_invoice_email (activity 5, step-4): ok after ")
 	for _, want := range []string{
-		"fault armed from outside: crash-after-effect on step-4 attempt 1\n",
+		"[fault]     ⚡ crash after the effect, before recording on step-4 attempt 1 (armed from the explorer)\n",
 		"ended (signal: killed); starting another",
-		"    ⏱ #1 timeout on worker ",
+		"    ⏱ #1 timeout ⚡crash-after-effect on worker ",
 		"    ✓ #2 ok on worker ",
 		": 2 message(s)\n",
 		"completed\n",
