@@ -287,7 +287,7 @@ func TestCLIDiffImportedExecutions(t *testing.T) {
 		"- Effects: temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001: 1 SendConfirmation call took effect (inferred); order-run2.ui.json: 1 (outcome unknown: 1 vs 0)")
 
 	serve := background(t, db, "serve")
-	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	serve.banner(t)
 	for i, args := range cases {
 		if r := ok(t, db, args...); r.stdout != alone[i].stdout {
 			t.Errorf("%v while serve holds the database differs from without it\n%s\n--- without\n%s", args, r, alone[i].stdout)

@@ -37,7 +37,10 @@ into the same model. Imported executions are not exported again.
 The file is written whole or not at all (a temporary file renamed into place).
 With --otlp - the document goes to standard output as it is written, and the
 summary to standard error. Either way it streams: an execution's history is
-read twice, an event at a time, and never held whole in memory.`,
+read once, an event at a time, never held whole in memory, and each span is
+written as soon as it is final, after the spans inside it (OTLP puts no order
+on spans): attempts as they settle, a turn once the next begins, each run's
+root span, which says how the run ended, last.`,
 		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
@@ -132,7 +135,7 @@ func executionRecord(db *store.DB, id string) (history.Execution, error) {
 }
 
 // exportOne writes one execution's spans: retrylab's own streamed from its
-// history (read twice, never whole), an imported one from its model.
+// history (read once, never whole), an imported one from its model.
 func exportOne(db *store.DB, jw *otlp.JSONWriter, id string, imported bool) error {
 	notOurs := fmt.Errorf("%s was imported, not run by retrylab: its source file is its export", id)
 	if imported {

@@ -264,12 +264,16 @@ func TestCLIExportImportSameModel(t *testing.T) {
 	}
 }
 
-// export streams an execution's history, but writes the bytes the build
-// before it (c610b32, which folded every history whole and marshalled one
-// document) wrote for the same database: testdata/v2/export.json is its
-// export of testdata/v2/retrylab.db. The same bytes go to standard output
-// with --otlp -, the summary to standard error.
-func TestCLIExportStreamsTheSameBytes(t *testing.T) {
+// export streams an execution's history and writes each span once it is
+// final, children first: testdata/v2/export.json is its export of
+// testdata/v2/retrylab.db, written again byte for byte. (It holds the 106
+// spans c610b32's export of the same database held, parents first, with
+// the same ids and bytes: only their order changed.) The same bytes go to
+// standard output with --otlp -, the summary to standard error. Importing
+// it gives the same executions as importing the same spans parents first
+// (TestCLIExportImportSameModel requires the imported model to be the
+// native one).
+func TestCLIExportWritesTheSameBytes(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	data, err := os.ReadFile(filepath.Join("testdata", "v2", "retrylab.db"))
@@ -294,20 +298,63 @@ func TestCLIExportStreamsTheSameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !same(got) {
-		t.Errorf("export --otlp FILE differs from c610b32's:\n%s", firstDiff(string(got), string(want)))
+		t.Errorf("export --otlp FILE differs from testdata/v2/export.json:\n%s", firstByteDiff(string(got), string(want)))
 	}
 	r := must(t, 0, db, "export", "--otlp", "-")
 	if !same([]byte(r.stdout)) {
-		t.Errorf("export --otlp - differs from c610b32's:\n%s", firstDiff(r.stdout, string(want)))
+		t.Errorf("export --otlp - differs from testdata/v2/export.json:\n%s", firstByteDiff(r.stdout, string(want)))
 	}
 	if r.stderr != "wrote 16 executions, 106 spans to standard output (OTLP/JSON)\n" {
 		t.Errorf("export --otlp - said on stderr %q", r.stderr)
+	}
+	// Order does not matter to import: the file and the same spans
+	// parents first (reversed) import as the same executions.
+	reversed := filepath.Join(t.TempDir(), "reversed.json")
+	writeReversed(t, file, reversed)
+	db1, db2 := newDB(t), newDB(t)
+	has(t, ok(t, db1, "import", file), "106 spans imported")
+	has(t, ok(t, db2, "import", reversed), "106 spans imported")
+	source := regexp.MustCompile(`"source": "[^"]*"`)
+	for id := range foldAll(t, db) {
+		id = otlp.ExecutionID("", id)
+		a, b := ok(t, db1, "show", id, "--json").stdout, ok(t, db2, "show", id, "--json").stdout
+		if source.ReplaceAllString(a, "") != source.ReplaceAllString(b, "") {
+			t.Errorf("%s imports otherwise with its spans reversed:\n%s", id, firstDiff(a, b))
+		}
+	}
+}
+
+// writeReversed writes the document at from to to with its spans in the
+// reverse order, read and written by pdata.
+func writeReversed(t *testing.T, from, to string) {
+	t.Helper()
+	raw, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	rev := ptrace.NewSpanSlice()
+	for i := spans.Len() - 1; i >= 0; i-- {
+		spans.At(i).CopyTo(rev.AppendEmpty())
+	}
+	rev.CopyTo(spans)
+	data, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // The streamed export of fresh runs (a crash and its resume, an
 // escalation, an invoice whose copies overlap) is Export's document of
-// their whole folds, byte for byte.
+// their whole folds, byte for byte: both write each span after the spans
+// inside it.
 func TestCLIExportStreamsAsTheWholeFold(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -227,6 +228,34 @@ func (s *started) wait(t *testing.T) ran {
 	return ran{args: s.cmd.Args[3:], stdout: s.stdout.String(), stderr: s.stderr.String(), code: s.cmd.ProcessState.ExitCode()}
 }
 
+// awaitBanner waits for serve's banner ("press Ctrl-C to stop"): it
+// reports false if serve ended first (its output says why), and fails the
+// test if neither happens within 10 s.
+func (s *started) awaitBanner(t *testing.T) bool {
+	t.Helper()
+	shown := func() bool { return strings.Contains(s.stdout.String(), "press Ctrl-C to stop") }
+	for end := time.Now().Add(10 * time.Second); !shown(); time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-s.done:
+			return shown()
+		default:
+		}
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for the banner of retrylab %v\nstdout %s\nstderr %s", s.cmd.Args[3:], s.stdout, s.stderr)
+		}
+	}
+	return true
+}
+
+// banner waits for serve's banner, failing at once, with what serve said,
+// if serve ended first.
+func (s *started) banner(t *testing.T) {
+	t.Helper()
+	if !s.awaitBanner(t) {
+		t.Fatalf("retrylab %v ended before its banner\n%s", s.cmd.Args[3:], s.wait(t))
+	}
+}
+
 // until polls cond (every 10 ms, for up to 10 s).
 func until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -280,7 +309,7 @@ func TestCLIServeWaitsForAnAttachedRun(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	serve := background(t, db, "serve")
-	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	serve.banner(t)
 	run := background(t, db, "run", "naive")
 	until(t, "the run to start", func() bool { return strings.Contains(run.stdout.String(), "[runtime]   execution exec_7K2Q started") })
 	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -312,7 +341,7 @@ func TestCLIReadCommandsAttach(t *testing.T) {
 		alone[i] = ok(t, db, args...)
 	}
 	serve := background(t, db, "serve")
-	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	serve.banner(t)
 	for i, args := range reads {
 		r := ok(t, db, args...)
 		if r.stdout != alone[i].stdout {
@@ -377,31 +406,64 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 	has(t, ok(t, db, "clock"), "world clock +74h30m: the providers' clock runs 74h30m ahead of real time")
 }
 
-// freePorts finds n consecutive free ports on 127.0.0.1.
+// freePorts finds n consecutive free ports on 127.0.0.1 below the
+// kernel's ephemeral range (ip_local_port_range), where neither a listener
+// on port 0 nor an outgoing connection is ever given a port: only a
+// process that names the port can take it before the test binds it. (A
+// port the kernel handed out on 127.0.0.1:0 and was closed again is taken
+// by other tests' outgoing connections within seconds now and then: the
+// kernel gives connections the ports of the other parity, and N+1 is one.)
+// The first port is drawn at random, so that test processes side by side
+// (-count, other checkouts on the machine) do not all try the same ones.
 func freePorts(t *testing.T, n int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		for i := 1; i < n && err == nil; i++ {
-			var l net.Listener
-			if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i)); err == nil {
-				lns = append(lns, l)
+	low, high := 20000, 32000
+	if r, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(r)); len(f) == 2 {
+			if eph, err := strconv.Atoi(f[0]); err == nil && eph > 2048+n {
+				low, high = max(1024, eph-12000), eph-n
 			}
+		}
+	}
+	for try := 0; try < 200; try++ {
+		base := low + rand.IntN(high-low)
+		var lns []net.Listener
+		for i := 0; i < n; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				break
+			}
+			lns = append(lns, l)
 		}
 		for _, l := range lns {
 			l.Close()
 		}
-		if err == nil {
+		if len(lns) == n {
 			return base
 		}
 	}
-	t.Fatalf("no %d consecutive free ports", n)
+	t.Fatalf("no %d consecutive free ports in %d-%d", n, low, high)
 	return 0
+}
+
+// serveOnFixedPorts starts 'retrylab serve --port N' on n free ports
+// (freePorts) and waits for its banner. Should a process take one of them
+// before serve binds it, serve says so ("one is in use") and ends: it is
+// started again on other ports, a few times.
+func serveOnFixedPorts(t *testing.T, db string) (*started, int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := freePorts(t, 3)
+		serve := background(t, db, "serve", "--port", strconv.Itoa(port))
+		if serve.awaitBanner(t) {
+			return serve, port
+		}
+		r := serve.wait(t)
+		if try == 5 || !strings.Contains(r.stderr, fmt.Sprintf("ports %d-%d: one is in use", port, port+2)) {
+			t.Fatalf("serve --port %d ended before its banner (try %d)\n%s", port, try, r)
+		}
+		t.Logf("ports %d-%d were taken before serve bound them; trying others", port, port+2)
+	}
 }
 
 // Item 19 and the control endpoint of item 17: serve --port gives fixed,
@@ -410,9 +472,7 @@ func freePorts(t *testing.T, n int) int {
 func TestCLIServeFixedPortsAndControl(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	port := freePorts(t, 3)
-	serve := background(t, db, "serve", "--port", strconv.Itoa(port))
-	until(t, "serve's banner", func() bool { return strings.Contains(serve.stdout.String(), "press Ctrl-C to stop") })
+	serve, port := serveOnFixedPorts(t, db)
 	mail := fmt.Sprintf("http://127.0.0.1:%d", port)
 	control := fmt.Sprintf("http://127.0.0.1:%d", port+2)
 	for _, want := range []string{

@@ -21,6 +21,13 @@ import (
 // faults, dedup, idempotency key, provider effects, journal record), each
 // replay a "retrylab.replay" span (no request was sent, so no
 // execute_tool). Importing the result gives the same model.
+//
+// Spans come in the order a streaming writer can give them (JSONWriter):
+// each after the spans inside it. A run's attempts and replays come in the
+// tree's order, a turn after its calls (a run's last turn, whose end is the
+// run's, at the end of the execution), each run's root span last. OTLP
+// puts no order on the spans of a scope; ids are numbered in the tree's
+// order, parents first, so they do not depend on it.
 func Export(traces []*trace.Trace, version string) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -29,7 +36,11 @@ func Export(traces []*trace.Trace, version string) ptrace.Traces {
 	ss.Scope().SetName("github.com/retrylab/retrylab")
 	ss.Scope().SetVersion(version)
 	for _, t := range traces {
-		exportTrace(ss.Spans(), t)
+		c := newCursor(t, func(run int) *exporter {
+			return &exporter{spans: ss.Spans(), t: t, tid: traceID(t.Execution, run)}
+		}, nil)
+		c.pump(true)
+		c.finish()
 	}
 	return td
 }
@@ -44,19 +55,19 @@ type exporter struct {
 	done func()
 }
 
-func exportTrace(spans ptrace.SpanSlice, t *trace.Trace) {
-	for i, r := range t.Runs {
-		e := &exporter{spans: spans, t: t, tid: traceID(t.Execution, r.Number)}
-		root := e.run(r, i == len(t.Runs)-1)
-		e.nodes(r.Nodes, root, runEnd(t, r))
-	}
+// reserve numbers the run's next span in the tree's order and returns its
+// id: a container's id is reserved when it is reached, before its
+// children, though its span is written after them.
+func (e *exporter) reserve() pcommon.SpanID {
+	e.n++
+	return spanID(e.tid, e.n)
 }
 
-// run writes a run's root span and returns its id; last says it is the
+// run writes a run's root span, whose id is id; last says it is the
 // execution's last run, which carries how the execution ended.
-func (e *exporter) run(r *trace.Run, last bool) pcommon.SpanID {
+func (e *exporter) run(r *trace.Run, last bool, id pcommon.SpanID) {
 	t := e.t
-	root := e.span("retrylab.run", pcommon.SpanID{}, r.Started, runEnd(t, r))
+	root := e.span("retrylab.run", id, pcommon.SpanID{}, r.Started, runEnd(t, r))
 	root.SetName("retrylab.run " + t.Scenario)
 	a := root.Attributes()
 	a.PutStr("gen_ai.operation.name", "invoke_workflow")
@@ -97,9 +108,7 @@ func (e *exporter) run(r *trace.Run, last bool) pcommon.SpanID {
 			a.PutStr("retrylab.execution.error", t.End.Error)
 		}
 	}
-	id := root.SpanID()
 	e.complete()
-	return id
 }
 
 // runEnd is when a run's last event happened.
@@ -110,50 +119,52 @@ func runEnd(t *trace.Trace, r *trace.Run) time.Time {
 	return r.Last
 }
 
+// nextTurn is when the first turn after nodes[i] (in its run) began, if
+// one did.
+func nextTurn(nodes []trace.Node, i int) (time.Time, bool) {
+	for _, later := range nodes[i+1:] {
+		if lt, ok := later.(*trace.Turn); ok {
+			return lt.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // turnEnd is when the turn at nodes[i] ended: when the next turn of its
 // run began, or until (its run's end).
 func turnEnd(nodes []trace.Node, i int, until time.Time) time.Time {
-	for _, later := range nodes[i+1:] {
-		if lt, ok := later.(*trace.Turn); ok {
-			return lt.Time
-		}
+	if at, ok := nextTurn(nodes, i); ok {
+		return at
 	}
 	return until
 }
 
-func (e *exporter) nodes(nodes []trace.Node, parent pcommon.SpanID, until time.Time) {
-	for i, n := range nodes {
-		switch x := n.(type) {
-		case *trace.Turn:
-			end := turnEnd(nodes, i, until)
-			e.nodes(x.Nodes, e.turn(x, parent, end), end)
-		case *trace.Call:
-			for _, at := range x.Attempts {
-				e.attempt(x, at, parent, until, at == x.Attempts[len(x.Attempts)-1])
-			}
-		case *trace.Replay:
-			e.replay(x, parent)
+// crashTime is when the worker of run r died with attempt a open: the
+// first crash of the run recorded after a began.
+func crashTime(r *trace.Run, a *trace.Attempt) (time.Time, bool) {
+	for _, n := range r.Nodes {
+		if x, ok := n.(*trace.Note); ok && x.Kind == trace.RunCrashed && x.Seq > a.Seq {
+			return x.Time, true
 		}
 	}
+	return time.Time{}, false
 }
 
-// turn writes an invoke_agent span and returns its id.
-func (e *exporter) turn(x *trace.Turn, parent pcommon.SpanID, end time.Time) pcommon.SpanID {
-	s := e.span("invoke_agent "+e.t.Scenario, parent, x.Time, end)
+// turn writes a turn's invoke_agent span, whose id is id.
+func (e *exporter) turn(x *trace.Turn, id, parent pcommon.SpanID, end time.Time) {
+	s := e.span("invoke_agent "+e.t.Scenario, id, parent, x.Time, end)
 	a := s.Attributes()
 	a.PutStr("gen_ai.operation.name", "invoke_agent")
 	a.PutStr("gen_ai.agent.name", e.t.Scenario)
 	a.PutStr("gen_ai.conversation.id", e.t.Execution)
 	a.PutInt("retrylab.turn", int64(x.Number))
 	a.PutStr("retrylab.turn.text", x.Text)
-	id := s.SpanID()
 	e.complete()
-	return id
 }
 
 // replay writes a retrylab.replay span.
 func (e *exporter) replay(x *trace.Replay, parent pcommon.SpanID) {
-	s := e.span("retrylab.replay "+x.Tool, parent, x.Time, x.Time)
+	s := e.span("retrylab.replay "+x.Tool, e.reserve(), parent, x.Time, x.Time)
 	a := s.Attributes()
 	a.PutBool("retrylab.replay", true)
 	a.PutStr("gen_ai.tool.name", x.Tool)
@@ -168,15 +179,11 @@ func (e *exporter) replay(x *trace.Replay, parent pcommon.SpanID) {
 	e.complete()
 }
 
-// attempt writes an execute_tool span for one attempt of c; an attempt
-// with no answer ends at until. last says it is the call's last attempt,
-// which carries the journal's record of the call.
-func (e *exporter) attempt(c *trace.Call, at *trace.Attempt, parent pcommon.SpanID, until time.Time, last bool) {
-	end := until
-	if at.Finished {
-		end = at.Started.Add(at.Duration)
-	}
-	s := e.span("execute_tool "+c.Tool, parent, at.Started, end)
+// attempt writes an execute_tool span for one attempt of c, ending at end
+// (see cursor.attemptEnd). last says it is the call's last attempt, which
+// carries the journal's record of the call.
+func (e *exporter) attempt(c *trace.Call, at *trace.Attempt, parent pcommon.SpanID, end time.Time, last bool) {
+	s := e.span("execute_tool "+c.Tool, e.reserve(), parent, at.Started, end)
 	a := s.Attributes()
 	a.PutStr("gen_ai.operation.name", "execute_tool")
 	a.PutStr("gen_ai.tool.name", c.Tool)
@@ -251,14 +258,13 @@ func (e *exporter) complete() {
 	}
 }
 
-// span appends a span with ids derived from the execution, run and order,
-// so exporting twice writes the same file.
-func (e *exporter) span(name string, parent pcommon.SpanID, start, end time.Time) ptrace.Span {
-	e.n++
+// span appends a span whose id (reserve's) is derived from the execution,
+// run and the tree's order, so exporting twice writes the same file.
+func (e *exporter) span(name string, id, parent pcommon.SpanID, start, end time.Time) ptrace.Span {
 	s := e.spans.AppendEmpty()
 	s.SetName(name)
 	s.SetTraceID(e.tid)
-	s.SetSpanID(spanID(e.tid, e.n))
+	s.SetSpanID(id)
 	s.SetParentSpanID(parent)
 	s.SetKind(ptrace.SpanKindInternal)
 	if end.Before(start) {

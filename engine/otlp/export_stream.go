@@ -21,8 +21,9 @@ var ErrNoEvents = errors.New("no events recorded")
 // JSONWriter writes the OTLP/JSON document of Export a span at a time:
 // the same bytes as pdata's JSONMarshaler writes for Export's result, but
 // with no more than one span in memory, and (through History) no more of
-// a history than its calls, however many attempts it made. Write the
-// executions with History or Trace, then Close.
+// a history than its calls, however many attempts it made, each span as
+// soon as it is final. Write the executions with History or Trace, then
+// Close.
 type JSONWriter struct {
 	w       io.Writer
 	td      ptrace.Traces // the envelope: the resource, the scope, one span
@@ -96,17 +97,17 @@ func (jw *JSONWriter) exporter(t *trace.Trace, run int) *exporter {
 	return &exporter{spans: jw.spans, t: t, tid: traceID(t.Execution, run), done: jw.flush}
 }
 
+// cursor is a cursor on t that writes through jw.
+func (jw *JSONWriter) cursor(t *trace.Trace) *cursor {
+	return newCursor(t, func(run int) *exporter { return jw.exporter(t, run) }, func() bool { return jw.err != nil })
+}
+
 // Trace writes the spans of a folded execution (one imported, say, whose
-// model is in memory anyway).
+// model is in memory anyway), in Export's order.
 func (jw *JSONWriter) Trace(t *trace.Trace) error {
-	for i, r := range t.Runs {
-		e := jw.exporter(t, r.Number)
-		root := e.run(r, i == len(t.Runs)-1)
-		e.nodes(r.Nodes, root, runEnd(t, r))
-		if jw.err != nil {
-			return jw.err
-		}
-	}
+	c := jw.cursor(t)
+	c.pump(true)
+	c.finish()
 	return jw.err
 }
 
@@ -129,147 +130,195 @@ func (jw *JSONWriter) Close() error {
 }
 
 // History writes the spans of one execution of retrylab's own, reading its
-// history (read calls fn for each event from the first, and is called
-// twice) without holding it: a first pass folds what a span needs ahead of
-// its children (each run's end and the end of each turn), forgetting each
-// attempt as it finishes; the second folds it again and writes each span
-// once nothing can change it, in Export's order, and forgets the attempts
-// it wrote. An execution with no events is ErrNoEvents.
+// history once (read calls fn for each event from the first) without
+// holding it: it folds each event and writes each span as soon as nothing
+// can change it, in Export's order, forgetting each attempt it wrote. An
+// execution with no events is ErrNoEvents.
 //
 // An attempt is written once its call moved on after its answer (its
 // retry, its journal record or the next attempt is in) or its worker died;
-// the last attempt of a recorded call once its call closed. While one
-// waits for that (the last attempt of a call nothing recorded, until the
-// history ends), what follows it waits in memory too.
+// the last attempt of a recorded call once its call closed. A turn is
+// written once its calls are and the next turn of its run began. What
+// only the history's end tells waits for it: each run's root span (its
+// end, whether its worker was killed, how the execution ended), the last
+// turn of each run (it ends with the run), and attempts still without an
+// answer. While the last attempt of a call nothing recorded waits for
+// something to settle it, what follows it in the tree waits in memory too.
 func (jw *JSONWriter) History(id string, read func(fn func(history.Event) error) error) error {
-	whole := trace.New(id)
-	whole.Stream()
+	t := trace.New(id)
+	t.Stream()
+	c := jw.cursor(t)
+	c.forget = true
 	err := read(func(ev history.Event) error {
-		whole.ApplyHistory(ev)
-		if ev.Type == history.AttemptFinished {
-			if a := whole.Attempt(ev.Step, ev.Attempt); a != nil {
-				whole.Forget(a)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if whole.Events == 0 {
-		return ErrNoEvents
-	}
-	s := &historyStream{jw: jw, whole: whole, t: trace.New(id), turnEnds: map[uint64]time.Time{}}
-	for _, r := range whole.Runs {
-		end := runEnd(whole, r)
-		for i, n := range r.Nodes {
-			if x, ok := n.(*trace.Turn); ok {
-				s.turnEnds[x.Seq] = turnEnd(r.Nodes, i, end)
-			}
-		}
-	}
-	s.t.Stream()
-	s.stack = []*exportFrame{{}}
-	err = read(func(ev history.Event) error {
-		s.t.ApplyHistory(ev)
-		s.pump(false)
+		t.ApplyHistory(ev)
+		c.pump(false)
 		return jw.err
 	})
 	if err != nil {
 		return err
 	}
-	s.pump(true)
+	if t.Events == 0 {
+		return ErrNoEvents
+	}
+	c.pump(true)
+	c.finish()
 	return jw.err
 }
 
-// historyStream is where History's second pass stands.
-type historyStream struct {
-	jw *JSONWriter
-	// whole is the first pass's fold: the runs as they ended.
-	whole *trace.Trace
-	// t is the second pass's fold, as far as it was read.
-	t        *trace.Trace
-	turnEnds map[uint64]time.Time // by the turn's Seq
-	runs     int                  // the runs written
-	stack    []*exportFrame
+// cursor walks a fold's tree in its order and writes each span once it is
+// final: an attempt or a replay when it is reached and settled, a turn
+// once its children are written and the next turn began, each run's root
+// span (and its last turn) at the end. Span ids are numbered in the
+// tree's order (exporter.reserve), whatever order the spans go out in.
+type cursor struct {
+	t           *trace.Trace
+	newExporter func(run int) *exporter
+	failed      func() bool
+	// forget, for a streaming fold, lets go of each attempt written.
+	forget bool
+	stack  []*exportFrame
+	// closing are the frames whose spans wait for the end of the history,
+	// in the order they closed: each run's last turn, then its root.
+	closing []*exportFrame
 }
 
-// exportFrame is a container whose span (if it has one) is written: the
-// top level, a run, a turn or a call; next is its next child to write.
+func newCursor(t *trace.Trace, newExporter func(run int) *exporter, failed func() bool) *cursor {
+	if failed == nil {
+		failed = func() bool { return false }
+	}
+	return &cursor{t: t, newExporter: newExporter, failed: failed, stack: []*exportFrame{{}}}
+}
+
+// exportFrame is a container being written: the top level, a run, a turn
+// or a call; next is its next child to write.
 type exportFrame struct {
-	node   trace.Node // nil at the top level
-	e      *exporter
-	parent pcommon.SpanID // its children's parent span
-	until  time.Time      // when its children end at the latest
+	node trace.Node // nil at the top level
+	e    *exporter
+	run  *trace.Run
+	// turn is the turn it is in (or is), at run.Nodes[turnAt]; nil for a
+	// run, or a call outside a turn.
+	turn   *trace.Turn
+	turnAt int
+	// id is its span's id, its children's parent (a call has no span of
+	// its own: its turn's or run's); up is its span's parent.
+	id, up pcommon.SpanID
 	next   int
 	// retrying is set when the call's last written attempt scheduled a
 	// retry: another attempt is coming.
 	retrying bool
 }
 
-func (s *historyStream) children(f *exportFrame) []trace.Node {
+func (c *cursor) children(f *exportFrame) []trace.Node {
 	if f.node == nil {
-		return s.t.Nodes
+		return c.t.Nodes
 	}
 	return f.node.Children()
 }
 
 // pump writes the spans that have become final, in the order of the tree,
-// and forgets each attempt it wrote. With final set, the history was read
-// to its end.
-func (s *historyStream) pump(final bool) {
-	for len(s.stack) > 0 && s.jw.err == nil {
-		f := s.stack[len(s.stack)-1]
-		ns := s.children(f)
+// and (forget set) forgets each attempt it wrote. With final set, the
+// history was read to its end: everything is final but the spans finish
+// writes.
+func (c *cursor) pump(final bool) {
+	for len(c.stack) > 0 && !c.failed() {
+		top := len(c.stack) - 1
+		f := c.stack[top]
+		ns := c.children(f)
 		if f.next >= len(ns) {
-			if !final && !s.closed(len(s.stack)-1) {
+			if !final && !c.closed(top) {
 				return
 			}
-			s.stack = s.stack[:len(s.stack)-1]
+			c.stack = c.stack[:top]
+			c.close(f)
 			continue
 		}
 		switch n := ns[f.next].(type) {
 		case *trace.Run:
-			// The first pass has the run's end, and the execution's.
-			if s.runs >= len(s.whole.Runs) {
-				s.jw.err = fmt.Errorf("execution %s: its history changed between two reads", s.t.Execution)
-				return
-			}
-			r := s.whole.Runs[s.runs]
-			s.runs++
-			e := s.jw.exporter(s.whole, r.Number)
-			root := e.run(r, s.runs == len(s.whole.Runs))
-			s.stack = append(s.stack, &exportFrame{node: n, e: e, parent: root, until: runEnd(s.whole, r)})
+			e := c.newExporter(n.Number)
+			c.stack = append(c.stack, &exportFrame{node: n, e: e, run: n, id: e.reserve()})
 		case *trace.Turn:
-			end := s.turnEnds[n.Seq]
-			id := f.e.turn(n, f.parent, end)
-			s.stack = append(s.stack, &exportFrame{node: n, e: f.e, parent: id, until: end})
+			c.stack = append(c.stack, &exportFrame{node: n, e: f.e, run: f.run, turn: n, turnAt: f.next,
+				id: f.e.reserve(), up: f.id})
 		case *trace.Call:
-			s.stack = append(s.stack, &exportFrame{node: n, e: f.e, parent: f.parent, until: f.until})
+			c.stack = append(c.stack, &exportFrame{node: n, e: f.e, run: f.run, turn: f.turn, turnAt: f.turnAt, id: f.id})
 		case *trace.Attempt:
 			if !final && !settled(n, ns[f.next+1:]) {
 				return
 			}
-			c := f.node.(*trace.Call)
-			last := n == c.Attempts[len(c.Attempts)-1]
+			call := f.node.(*trace.Call)
+			last := n == call.Attempts[len(call.Attempts)-1]
 			// The call's last attempt carries its journal record, and a
 			// record may come before another attempt (a concurrent copy's
 			// retry): with a record, the last attempt so far waits until
 			// no attempt can follow, its call closed.
-			if !final && last && c.Recorded != nil && (n.Retry > 0 || !s.closed(len(s.stack)-1)) {
+			if !final && last && call.Recorded != nil && (n.Retry > 0 || !c.closed(top)) {
 				return
 			}
-			f.e.attempt(c, n, f.parent, f.until, last)
+			f.e.attempt(call, n, f.id, c.attemptEnd(f, n), last)
 			f.retrying = n.Retry > 0
-			s.t.Forget(n)
-			if len(s.children(f)) < len(ns) {
-				continue // it left the call's nodes: the next one took its place
+			if c.forget {
+				c.t.Forget(n)
+				if len(c.children(f)) < len(ns) {
+					continue // it left the call's nodes: the next one took its place
+				}
 			}
 		case *trace.Replay:
-			f.e.replay(n, f.parent)
+			f.e.replay(n, f.id)
 		}
 		f.next++
 	}
+}
+
+// close writes the span of a frame whose children are written, or keeps
+// the frame for finish: a turn is written once the next turn of its run
+// began (its end); a run's root span always waits.
+func (c *cursor) close(f *exportFrame) {
+	switch n := f.node.(type) {
+	case *trace.Run:
+		c.closing = append(c.closing, f)
+	case *trace.Turn:
+		if end, ok := nextTurn(f.run.Nodes, f.turnAt); ok {
+			f.e.turn(n, f.id, f.up, end)
+		} else {
+			c.closing = append(c.closing, f)
+		}
+	}
+}
+
+// finish writes, once the history was read to its end and pumped, the
+// spans that waited for it: each run's last turn and its root span.
+func (c *cursor) finish() {
+	for _, f := range c.closing {
+		if c.failed() {
+			return
+		}
+		switch n := f.node.(type) {
+		case *trace.Run:
+			f.e.run(n, n == c.t.Runs[len(c.t.Runs)-1], f.id)
+		case *trace.Turn:
+			f.e.turn(n, f.id, f.up, turnEnd(f.run.Nodes, f.turnAt, runEnd(c.t, f.run)))
+		}
+	}
+	c.closing = nil
+}
+
+// attemptEnd is when an attempt's span ends: when its answer came; when
+// its worker died, if it died first; else (still in flight at the end of
+// the history) with its turn, or its run outside a turn.
+func (c *cursor) attemptEnd(f *exportFrame, a *trace.Attempt) time.Time {
+	if a.Finished {
+		return a.Started.Add(a.Duration)
+	}
+	if a.Crashed {
+		if at, ok := crashTime(f.run, a); ok {
+			return at
+		}
+	}
+	until := runEnd(c.t, f.run)
+	if f.turn != nil {
+		until = turnEnd(f.run.Nodes, f.turnAt, until)
+	}
+	return until
 }
 
 // settled reports whether an attempt's span is final: its worker died
@@ -305,23 +354,23 @@ func seqOf(n trace.Node) uint64 {
 // the frame at depth i before the history's end: a run once a later run
 // began, a turn once something followed it in its run, a call once
 // something followed it and it is not retrying nor waiting for an answer.
-func (s *historyStream) closed(i int) bool {
-	f := s.stack[i]
+func (c *cursor) closed(i int) bool {
+	f := c.stack[i]
 	switch n := f.node.(type) {
 	case *trace.Run:
-		return n != s.t.Runs[len(s.t.Runs)-1]
+		return n != c.t.Runs[len(c.t.Runs)-1]
 	case *trace.Turn, *trace.Call:
-		if s.closed(i - 1) {
+		if c.closed(i - 1) {
 			return true
 		}
-		if ns := s.children(s.stack[i-1]); len(ns) > 0 && ns[len(ns)-1] == n {
+		if ns := c.children(c.stack[i-1]); len(ns) > 0 && ns[len(ns)-1] == n {
 			return false
 		}
-		if c, ok := n.(*trace.Call); ok {
+		if call, ok := n.(*trace.Call); ok {
 			if f.retrying {
 				return false
 			}
-			for _, a := range c.Attempts {
+			for _, a := range call.Attempts {
 				if !a.Finished && !a.Crashed {
 					return false
 				}
