@@ -80,6 +80,7 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	if err := w.write(tx, spans, nil); err != nil {
 		return w.stats, err
 	}
+	w.auditHand()
 	if err := w.finish(tx); err != nil {
 		return w.stats, err
 	}
@@ -93,9 +94,15 @@ type summary struct {
 	rootStart      int64
 	rootName       string
 	failed         bool
-	errText        string
-	fallback       string
-	effects        int // side-effecting tool spans (audit's default effects)
+	// hand is the duplicate flag when the audit ran on spans in hand
+	// (writer.auditHand): 0 it did not, 1 no duplicate, 2 a duplicate.
+	// chunk is the write the spans came in. Both are set per trace and
+	// checked across an execution's traces by toPublish.
+	hand     int8
+	chunk    int32
+	errText  string
+	fallback string
+	effects  int // side-effecting tool spans (audit's default effects)
 }
 
 func (m *summary) add(s *Span) {
@@ -153,6 +160,20 @@ type writer struct {
 	stats    Stats
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
+	writes   int32           // calls of write so far
+	hand     []*handExec     // what the last write leaves auditHand to audit
+}
+
+// handExec is an execution whose spans a write stored are all it has so
+// far (it has no record, and its traces are new to the database and to
+// this writer): its audit can run on those spans, without reading them
+// back, and stands if no later write adds to it.
+type handExec struct {
+	exec    string
+	traces  []*traceState
+	kept    []*Span // the spans the audit reads (auditReads)
+	effects int
+	dead    bool // a trace of it was seen before: read it back instead
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -179,6 +200,7 @@ type traceState struct {
 	trace string
 	exec  string  // its execution, as decided here
 	from  string  // the execution its earlier spans are under, to move at the end
+	split bool    // spans of it came in more than one write
 	sum   summary // what its new spans say
 }
 
@@ -190,6 +212,10 @@ type pendingPut struct {
 	key, val []byte
 	span     *Span
 	old      []byte // where an earlier copy may be, under the execution it moves from
+	// fresh: the database holds nothing of the span's trace, and this
+	// writer has not seen it, so only this write can hold a copy of it.
+	fresh bool
+	hand  *handExec
 }
 
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
@@ -207,6 +233,10 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 		byTrace[t] = append(byTrace[t], i)
 	}
+	w.writes++
+	w.hand = nil
+	hand := map[string]*handExec{}
+	var handOrder []*handExec
 	var puts []pendingPut
 	var maps [][2]string
 	var arena []byte
@@ -247,6 +277,22 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if !known && committed != exec && st.from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
+		fresh := !known && committed == ""
+		if !known {
+			st.sum.chunk = w.writes
+		} else if st.sum.chunk != w.writes {
+			st.split = true
+		}
+		h := hand[exec]
+		if h == nil {
+			h = &handExec{exec: exec, dead: tx.Execution(exec) != nil}
+			hand[exec] = h
+			handOrder = append(handOrder, h)
+		}
+		if !fresh {
+			h.dead = true
+		}
+		h.traces = append(h.traces, st)
 		for _, i := range byTrace[t] {
 			s := &spans[i]
 			var val []byte
@@ -257,7 +303,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 				arena = encodeSpan(arena, s)
 				val = arena[n:len(arena):len(arena)]
 			}
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s}
+			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s, fresh: fresh, hand: h}
 			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
@@ -265,14 +311,32 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 	}
 	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
-	for _, p := range puts {
-		ent := tx.Get(BucketIndex, p.key)
-		if ent == nil && p.old != nil {
-			ent = tx.Get(BucketIndex, p.old)
+	var stored []byte // the key of the last span stored
+	var storedVal []byte
+	for i := range puts {
+		p := &puts[i]
+		var old []byte
+		if p.fresh {
+			// Nothing to look up: a copy can only be the span stored
+			// just before, the keys being in order.
+			if bytes.Equal(stored, p.key) {
+				old = storedVal
+			}
+		} else {
+			ent := tx.Get(BucketIndex, p.key)
+			if ent == nil && p.old != nil {
+				ent = tx.Get(BucketIndex, p.old)
+			}
+			if ent != nil {
+				seq, _ := decodeIndex(ent)
+				old = tx.Get(BucketSpans, store.U64(seq))
+				if old == nil {
+					old = []byte{} // an index entry without its span: not the same
+				}
+			}
 		}
-		if ent != nil {
-			seq, _ := decodeIndex(ent)
-			if sameSpan(tx.Get(BucketSpans, store.U64(seq)), p.val) {
+		if old != nil {
+			if sameSpan(old, p.val) {
 				w.stats.Repeated++
 				continue
 			}
@@ -285,11 +349,26 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if err := tx.Put(BucketIndex, p.key, indexEntry(seq, w.importID)); err != nil {
 			return err
 		}
+		stored, storedVal = p.key, p.val
 		w.stats.Spans++
 		sum := &w.state[p.span.TraceID].sum
 		sum.add(p.span)
-		if w.effect.of(p.span) {
+		effect := w.effect.of(p.span)
+		if effect {
 			sum.effects++
+		}
+		if h := p.hand; !h.dead && auditReads(p.span, effect) {
+			h.kept = append(h.kept, p.span)
+			if effect {
+				h.effects++
+			}
+		}
+	}
+	for _, h := range handOrder {
+		// Fewer than two side-effecting attempts make no duplicate: the
+		// execution is not audited at all (needsAudit).
+		if !h.dead && h.effects >= 2 {
+			w.hand = append(w.hand, h)
 		}
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
@@ -299,6 +378,27 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// auditHand audits the executions the last write left in w.hand, from the
+// spans it stored (they must still be in hand), and notes the answer on
+// their traces; toPublish keeps it for an execution no other write added
+// to.
+func (w *writer) auditHand() {
+	for _, h := range w.hand {
+		spans := make([]Span, len(h.kept))
+		for i, s := range h.kept {
+			spans[i] = *s
+		}
+		v := int8(1)
+		if hasDuplicate(h.exec, spans) {
+			v = 2
+		}
+		for _, st := range h.traces {
+			st.sum.hand = v
+		}
+	}
+	w.hand = nil
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -318,13 +418,18 @@ func (w *writer) toPublish() []string {
 		exec := st.exec
 		m := w.perExec[exec]
 		if m == nil {
-			m = &summary{}
+			m = &summary{hand: st.sum.hand, chunk: st.sum.chunk}
 			w.perExec[exec] = m
 			if st.from != "" {
 				targets = append(targets, exec)
 			} else {
 				rest = append(rest, exec)
 			}
+		}
+		// The audit on spans in hand stands when all of the execution's
+		// spans came in the write it ran after.
+		if st.split || st.from != "" || st.sum.chunk != m.chunk || st.sum.hand != m.hand {
+			m.hand = 0
 		}
 		m.merge(&st.sum)
 		st.sum = summary{}
@@ -464,6 +569,9 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	// then is the execution read back and audited (its list shows ⚠).
 	if needsAudit(m, earlier) {
 		dup, ok := w.ahead[exec]
+		if m.hand != 0 && !earlier {
+			dup, ok = m.hand == 2, true
+		}
 		if !ok {
 			var err error
 			if dup, err = duplicated(tx, exec, w.importID, w.effect); err != nil {
@@ -495,11 +603,24 @@ func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (boo
 	kept := spans[:0]
 	for i := range spans {
 		s := &spans[i]
-		if s.ParentID == "" || s.Attrs["retrylab.replay"] == "true" || effect.of(s) {
+		if auditReads(s, effect.of(s)) {
 			kept = append(kept, *s)
 		}
 	}
-	return audit.HasDuplicate(trace.Fold(exec, Events(kept))), nil
+	return hasDuplicate(exec, kept), nil
+}
+
+// auditReads says whether the duplicate flag's audit reads span s (effect:
+// s is a side-effecting attempt): its runs' roots, replays and
+// side-effecting attempts.
+func auditReads(s *Span, effect bool) bool {
+	return effect || s.ParentID == "" || s.Attrs["retrylab.replay"] == "true"
+}
+
+// hasDuplicate audits one execution's spans (those auditReads keeps; the
+// slice is sorted in place): the record's duplicate flag.
+func hasDuplicate(exec string, spans []Span) bool {
+	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans)))
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -77,6 +77,8 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
+				} else {
+					w.auditHand()
 				}
 			}
 			c.reset()
@@ -156,7 +158,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	}
 	var todo []string
 	for _, exec := range execs {
-		if !moved[exec] && w.perExec[exec].effects > 0 {
+		if m := w.perExec[exec]; !moved[exec] && m.effects > 0 && m.hand == 0 {
 			todo = append(todo, exec)
 		}
 	}

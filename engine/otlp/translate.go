@@ -42,17 +42,37 @@ func Events(spans []Span) []trace.Event {
 	return t.events()
 }
 
+// auditEvents is Events for the duplicate flag's audit: it sorts spans in
+// place (the caller's own copy) and leaves out the events' Attrs, which
+// neither the fold nor the audit reads (the detail pane does), saving a
+// map per turn and per attempt.
+func auditEvents(spans []Span) []trace.Event {
+	if len(spans) == 0 {
+		return nil
+	}
+	SortSpans(spans)
+	t := newTranslation(spans)
+	t.lean = true
+	return t.events()
+}
+
 type translation struct {
 	spans   []Span
 	byID    map[string]int // trace+span -> index
 	orphan  map[int]string // index -> why
 	runOf   map[string]int // trace -> run number
-	out     []timed
+	evs     []trace.Event  // in the order they are emitted
+	at      []int64        // when each happened
 	orphans []string
 	// turnAt lists the turns' starts, in order, for the calls to find theirs.
 	turnAt []turnStart
-	// canon holds the tool spans' canonical arguments, computed once.
-	canon map[int]json.RawMessage
+	// canon holds the tool spans' canonical arguments, computed once;
+	// canonRaw the same by the arguments as sent: a retried call sends the
+	// same ones again.
+	canon    map[int]json.RawMessage
+	canonRaw map[string]json.RawMessage
+	// lean leaves the events' Attrs out (auditEvents).
+	lean bool
 }
 
 // args are span i's canonical arguments. Canonicalising parses and
@@ -63,7 +83,12 @@ func (t *translation) args(i int) json.RawMessage {
 	if a, ok := t.canon[i]; ok {
 		return a
 	}
-	a := canonical(t.spans[i].Args())
+	raw := t.spans[i].Args()
+	a, ok := t.canonRaw[string(raw)]
+	if !ok {
+		a = canonical(raw)
+		t.canonRaw[string(raw)] = a
+	}
 	t.canon[i] = a
 	return a
 }
@@ -88,16 +113,10 @@ func (t *translation) turnOf(run int, at int64) int {
 	return n
 }
 
-// timed is an event with the order it is emitted in at one instant.
-type timed struct {
-	at    int64
-	order int
-	ev    trace.Event
-}
-
 func newTranslation(spans []Span) *translation {
 	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{},
-		canon: map[int]json.RawMessage{}, out: make([]timed, 0, 3*len(spans)+4)}
+		canon: map[int]json.RawMessage{}, canonRaw: map[string]json.RawMessage{},
+		evs: make([]trace.Event, 0, 3*len(spans)+4), at: make([]int64, 0, 3*len(spans)+4)}
 	for i := range spans {
 		t.byID[spans[i].TraceID+spans[i].SpanID] = i
 	}
@@ -155,7 +174,8 @@ func (t *translation) ancestors(i int, fn func(int) bool) {
 
 func (t *translation) emit(at int64, ev trace.Event) {
 	ev.Time = time.Unix(0, at).UTC()
-	t.out = append(t.out, timed{at: at, order: len(t.out), ev: ev})
+	t.evs = append(t.evs, ev)
+	t.at = append(t.at, at)
 }
 
 func (t *translation) events() []trace.Event {
@@ -210,21 +230,40 @@ func (t *translation) events() []trace.Event {
 	t.crashes()
 	t.end(last, failed)
 
-	// Events are large: sort their positions, and copy each once.
-	order := make([]int32, len(t.out))
+	// Events are large: sort their positions, then move each event to its
+	// place once, in the slice they were emitted into.
+	order := make([]int32, len(t.evs))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	sort.Slice(order, func(i, j int) bool {
-		a, b := &t.out[order[i]], &t.out[order[j]]
-		if a.at != b.at {
-			return a.at < b.at
+		a, b := order[i], order[j]
+		if t.at[a] != t.at[b] {
+			return t.at[a] < t.at[b]
 		}
-		return a.order < b.order
+		return a < b // emitted first
 	})
-	evs := make([]trace.Event, len(t.out))
-	for i, k := range order {
-		evs[i] = t.out[k].ev
+	evs := t.evs
+	for i := range order {
+		// Follow the cycle through i: position i takes the event
+		// order[i], whose position takes order[order[i]], and so on.
+		if order[i] < 0 || int(order[i]) == i {
+			continue
+		}
+		tmp := evs[i]
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				evs[j] = tmp
+				break
+			}
+			evs[j] = evs[k]
+			j = k
+		}
+	}
+	for i := range evs {
 		evs[i].Seq = uint64(i + 1)
 	}
 	return evs
@@ -355,10 +394,12 @@ func (t *translation) calls() {
 					key = s.Attrs["retrylab.call.key"] // retrylab keys attempts, not always the call
 				}
 				sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, s.Start), Call: c.id, Tool: s.Tool(),
-					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"],
-					Attrs: map[string]string{"span.parent": s.ParentID}}
-				if cid := s.CallID(); cid != "" {
-					sched.Attrs["tool.call.id"] = cid
+					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"]}
+				if !t.lean {
+					sched.Attrs = map[string]string{"span.parent": s.ParentID}
+					if cid := s.CallID(); cid != "" {
+						sched.Attrs["tool.call.id"] = cid
+					}
 				}
 				t.emit(s.Start, sched)
 			}
@@ -479,6 +520,9 @@ func asJSONOrNil(v string) json.RawMessage {
 
 // attrs are what the detail pane shows of span i: its attributes and ids.
 func (t *translation) attrs(i int) map[string]string {
+	if t.lean {
+		return nil
+	}
 	s := &t.spans[i]
 	m := make(map[string]string, len(s.Attrs)+4)
 	for k, v := range s.Attrs {
