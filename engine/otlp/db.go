@@ -80,7 +80,7 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	if err := w.write(tx, spans, nil); err != nil {
 		return w.stats, err
 	}
-	w.auditHand()
+	w.handJob().run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err
 	}
@@ -95,7 +95,7 @@ type summary struct {
 	rootName       string
 	failed         bool
 	// hand is the duplicate flag when the audit ran on spans in hand
-	// (writer.auditHand): 0 it did not, 1 no duplicate, 2 a duplicate.
+	// (writer.handJob): 0 it did not, 1 no duplicate, 2 a duplicate.
 	// chunk is the write the spans came in. Both are set per trace and
 	// checked across an execution's traces by toPublish.
 	hand     int8
@@ -161,7 +161,7 @@ type writer struct {
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
 	writes   int32           // calls of write so far
-	hand     []*handExec     // what the last write leaves auditHand to audit
+	hand     []*handExec     // what the last write leaves handJob to audit
 }
 
 // handExec is an execution whose spans a write stored are all it has so
@@ -380,25 +380,52 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	return nil
 }
 
-// auditHand audits the executions the last write left in w.hand, from the
-// spans it stored (they must still be in hand), and notes the answer on
-// their traces; toPublish keeps it for an execution no other write added
-// to.
-func (w *writer) auditHand() {
+// handJob copies out of the last write's spans what the audit of the
+// executions it left in w.hand reads, so that the audit can run (handJob.run)
+// while the spans' chunk is used again.
+func (w *writer) handJob() *handJob {
+	n := 0
 	for _, h := range w.hand {
-		spans := make([]Span, len(h.kept))
-		for i, s := range h.kept {
-			spans[i] = *s
+		n += len(h.kept)
+	}
+	j := &handJob{execs: make([]handAudit, 0, len(w.hand)), spans: make([]Span, 0, n)}
+	for _, h := range w.hand {
+		from := len(j.spans)
+		for _, s := range h.kept {
+			j.spans = append(j.spans, *s)
 		}
+		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans)})
+	}
+	w.hand = nil
+	return j
+}
+
+// handJob is the audits of executions whose spans are all in hand.
+type handJob struct {
+	execs []handAudit
+	spans []Span
+}
+
+type handAudit struct {
+	exec     string
+	traces   []*traceState
+	from, to int // its spans in handJob.spans
+}
+
+// run audits each execution and notes the answer on its traces (their
+// field sum.hand, which nothing else writes); toPublish keeps it for an
+// execution no other write added to. scratch, when not nil, is a
+// translation to use again.
+func (j *handJob) run(scratch *translation) {
+	for _, x := range j.execs {
 		v := int8(1)
-		if hasDuplicate(h.exec, spans) {
+		if hasDuplicate(x.exec, j.spans[x.from:x.to], scratch) {
 			v = 2
 		}
-		for _, st := range h.traces {
+		for _, st := range x.traces {
 			st.sum.hand = v
 		}
 	}
-	w.hand = nil
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -574,7 +601,7 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 		}
 		if !ok {
 			var err error
-			if dup, err = duplicated(tx, exec, w.importID, w.effect); err != nil {
+			if dup, err = duplicated(tx, exec, w.importID, w.effect, nil); err != nil {
 				return err
 			}
 		}
@@ -592,7 +619,9 @@ func needsAudit(m *summary, earlier bool) bool {
 
 // duplicated audits one execution's stored spans alone, with the default
 // effects, as `retrylab audit` grades them: whether a duplicate is found.
-func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (bool, error) {
+//
+// scratch, when not nil, is a translation to use again (auditEvents).
+func duplicated(tx *store.Tx, exec string, importID uint64, effect effects, scratch *translation) (bool, error) {
 	spans, err := load(tx, exec, importID)
 	if err != nil {
 		return false, err
@@ -607,7 +636,7 @@ func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (boo
 			kept = append(kept, *s)
 		}
 	}
-	return hasDuplicate(exec, kept), nil
+	return hasDuplicate(exec, kept, scratch), nil
 }
 
 // auditReads says whether the duplicate flag's audit reads span s (effect:
@@ -618,9 +647,10 @@ func auditReads(s *Span, effect bool) bool {
 }
 
 // hasDuplicate audits one execution's spans (those auditReads keeps; the
-// slice is sorted in place): the record's duplicate flag.
-func hasDuplicate(exec string, spans []Span) bool {
-	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans)))
+// slice is sorted in place): the record's duplicate flag. scratch, when not
+// nil, is a translation to use again (auditEvents).
+func hasDuplicate(exec string, spans []Span, scratch *translation) bool {
+	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans, scratch)))
 }
 
 func firstNonEmpty(ss ...string) string {

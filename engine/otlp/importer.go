@@ -70,7 +70,19 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	}
 	var failed atomic.Bool
 	stored := make(chan error, 1)
+	// A third goroutine audits, from the spans in hand, the executions a
+	// chunk holds whole (writer.handJob).
+	jobs := make(chan *handJob, 1)
+	audited := make(chan struct{})
 	go func() {
+		scratch := &translation{}
+		for j := range jobs {
+			j.run(scratch)
+		}
+		close(audited)
+	}()
+	go func() {
+		defer close(jobs)
 		var err error
 		for c := range full {
 			if err == nil {
@@ -78,7 +90,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 					err = c.atLine(err)
 					failed.Store(true)
 				} else {
-					w.auditHand()
+					jobs <- w.handJob()
 				}
 			}
 			c.reset()
@@ -109,6 +121,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	if serr := <-stored; serr != nil && (err == nil || errors.Is(err, errStoreFailed)) {
 		err = fmt.Errorf("%s: %w", path, serr)
 	}
+	<-audited
 	res.Format = format
 	if err == nil && seen == 0 {
 		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
@@ -171,13 +184,14 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 		go func() {
 			defer wg.Done()
 			effect := effects{} // one each: a map is not for two goroutines
+			scratch := &translation{}
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
 					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
 						continue
 					}
 					var err error
-					if dup[i], err = duplicated(tx, todo[i], w.importID, effect); err != nil {
+					if dup[i], err = duplicated(tx, todo[i], w.importID, effect, scratch); err != nil {
 						return err
 					}
 					audited[i] = true

@@ -2,7 +2,9 @@ package otlp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,23 +48,30 @@ func Events(spans []Span) []trace.Event {
 // place (the caller's own copy) and leaves out the events' Attrs, which
 // neither the fold nor the audit reads (the detail pane does), saving a
 // map per turn and per attempt.
-func auditEvents(spans []Span) []trace.Event {
+//
+// t, when not nil, is a translation done with, whose memory is used again:
+// the events returned are in it, valid until its next use.
+func auditEvents(spans []Span, t *translation) []trace.Event {
 	if len(spans) == 0 {
 		return nil
 	}
 	SortSpans(spans)
-	t := newTranslation(spans)
+	if t == nil {
+		t = &translation{}
+	}
+	t.reset(spans)
 	t.lean = true
 	return t.events()
 }
 
 type translation struct {
 	spans   []Span
-	byID    map[string]int // trace+span -> index
-	orphan  map[int]string // index -> why
-	runOf   map[string]int // trace -> run number
-	evs     []trace.Event  // in the order they are emitted
-	at      []int64        // when each happened
+	byID    map[spanRef]int // -> index
+	orphan  map[int]string  // index -> why
+	runOf   map[string]int  // trace -> run number
+	evs     []trace.Event   // in the order they are emitted
+	order   []int32         // evs' positions, sorted by time
+	at      []int64         // when each happened
 	orphans []string
 	// turnAt lists the turns' starts, in order, for the calls to find theirs.
 	turnAt []turnStart
@@ -113,12 +122,45 @@ func (t *translation) turnOf(run int, at int64) int {
 	return n
 }
 
+// spanRef names a span: its trace and span ids.
+type spanRef struct{ trace, span string }
+
+// errNoNumber is atoi's answer for an absent attribute.
+var errNoNumber = errors.New("no number")
+
+// atoi is strconv.Atoi, answering an empty string (an attribute the span
+// does not have, the usual case) without allocating an error.
+func atoi(s string) (int, error) {
+	if s == "" {
+		return 0, errNoNumber
+	}
+	return strconv.Atoi(s)
+}
+
 func newTranslation(spans []Span) *translation {
-	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{},
-		canon: map[int]json.RawMessage{}, canonRaw: map[string]json.RawMessage{},
-		evs: make([]trace.Event, 0, 3*len(spans)+4), at: make([]int64, 0, 3*len(spans)+4)}
+	t := &translation{}
+	t.reset(spans)
+	return t
+}
+
+// reset readies t to translate spans, keeping what it allocated for the
+// spans it translated last.
+func (t *translation) reset(spans []Span) {
+	if t.byID == nil {
+		t.byID, t.orphan, t.runOf = make(map[spanRef]int, len(spans)), map[int]string{}, map[string]int{}
+		t.canon, t.canonRaw = map[int]json.RawMessage{}, map[string]json.RawMessage{}
+	} else {
+		clear(t.byID)
+		clear(t.orphan)
+		clear(t.runOf)
+		clear(t.canon)
+		clear(t.canonRaw)
+	}
+	n := 3*len(spans) + 4
+	t.spans, t.orphans, t.turnAt = spans, t.orphans[:0], t.turnAt[:0]
+	t.evs, t.at, t.order = slices.Grow(t.evs[:0], n), slices.Grow(t.at[:0], n), t.order[:0]
 	for i := range spans {
-		t.byID[spans[i].TraceID+spans[i].SpanID] = i
+		t.byID[spanRef{spans[i].TraceID, spans[i].SpanID}] = i
 	}
 	for i := range spans {
 		if why := t.orphanReason(i); why != "" {
@@ -126,7 +168,6 @@ func newTranslation(spans []Span) *translation {
 			t.orphans = append(t.orphans, spans[i].SpanID)
 		}
 	}
-	return t
 }
 
 // parent returns the index of span i's parent, or -1.
@@ -135,7 +176,7 @@ func (t *translation) parent(i int) int {
 	if s.ParentID == "" {
 		return -1
 	}
-	if p, ok := t.byID[s.TraceID+s.ParentID]; ok {
+	if p, ok := t.byID[spanRef{s.TraceID, s.ParentID}]; ok {
 		return p
 	}
 	return -1
@@ -192,7 +233,7 @@ func (t *translation) events() []trace.Event {
 			t.runOf[s.TraceID] = len(traces) + 1
 			traces = append(traces, s.TraceID)
 		}
-		if n, err := strconv.Atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
+		if n, err := atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
 			t.runOf[s.TraceID] = n // retrylab's own export numbers its runs
 		}
 		if s.ParentID == "" {
@@ -232,7 +273,8 @@ func (t *translation) events() []trace.Event {
 
 	// Events are large: sort their positions, then move each event to its
 	// place once, in the slice they were emitted into.
-	order := make([]int32, len(t.evs))
+	order := slices.Grow(t.order[:0], len(t.evs))[:len(t.evs)]
+	t.order = order
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -292,7 +334,7 @@ func (t *translation) runs(traces []string) {
 			if p, ok := root.Attrs["retrylab.run.policy"]; ok {
 				ev.Text = p
 			}
-			ev.PID, _ = strconv.Atoi(root.Attrs["process.pid"])
+			ev.PID, _ = atoi(root.Attrs["process.pid"])
 		} else {
 			ev.Attrs["root"] = "trace " + tr + " (its root span never arrived)"
 		}
@@ -328,7 +370,7 @@ func (t *translation) turns() {
 		n++
 		s := &t.spans[i]
 		number, text := n, s.Name
-		if v, err := strconv.Atoi(s.Attrs["retrylab.turn"]); err == nil {
+		if v, err := atoi(s.Attrs["retrylab.turn"]); err == nil {
 			number = v
 		}
 		if v, ok := s.Attrs["retrylab.turn.text"]; ok {
@@ -404,7 +446,7 @@ func (t *translation) calls() {
 				t.emit(s.Start, sched)
 			}
 			number := n + 1
-			if v, err := strconv.Atoi(s.Attrs["retrylab.attempt"]); err == nil {
+			if v, err := atoi(s.Attrs["retrylab.attempt"]); err == nil {
 				number = v
 			}
 			t.attempt(i, c.id, run, number)
@@ -418,7 +460,7 @@ func (t *translation) calls() {
 func (t *translation) attempt(i int, callID string, run, number int) {
 	s := &t.spans[i]
 	a := t.args(i)
-	maxAttempts, _ := strconv.Atoi(s.Attrs["retrylab.max_attempts"])
+	maxAttempts, _ := atoi(s.Attrs["retrylab.max_attempts"])
 	t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: run, Call: callID, Tool: s.Tool(), Attempt: number,
 		MaxAttempts: maxAttempts, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
 	if faults := s.Attrs["retrylab.faults"]; faults != "" {
@@ -461,7 +503,7 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 // replay emits a call answered from retrylab's journal.
 func (t *translation) replay(i int) {
 	s := &t.spans[i]
-	resultRun, _ := strconv.Atoi(s.Attrs["retrylab.replay.run"])
+	resultRun, _ := atoi(s.Attrs["retrylab.replay.run"])
 	ev := trace.Event{Kind: trace.StepReplayed, Run: t.runOf[s.TraceID], Call: s.CallID(), Tool: s.Tool(), Result: s.Result(),
 		ResultRun: resultRun, Ref: s.SpanID}
 	if s.Attrs["retrylab.replay.decision"] == "true" {
@@ -478,7 +520,7 @@ func (t *translation) crashes() {
 		if s.ParentID != "" || s.Attrs["retrylab.run.crashed"] != "true" {
 			continue
 		}
-		code, _ := strconv.Atoi(s.Attrs["retrylab.run.exit_code"])
+		code, _ := atoi(s.Attrs["retrylab.run.exit_code"])
 		t.emit(s.End, trace.Event{Kind: trace.RunCrashed, Run: t.runOf[s.TraceID], ExitCode: code, Fault: s.Attrs["retrylab.run.fault"],
 			Error: s.Message, Ref: s.SpanID})
 	}
@@ -544,7 +586,7 @@ func (t *translation) attrs(i int) map[string]string {
 
 // outcome classifies a tool span's end, and gives its HTTP status if any.
 func (s *Span) outcome() (trace.Outcome, int) {
-	status, _ := strconv.Atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
+	status, _ := atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
 	etype := s.ErrorType()
 	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
 		return trace.OutcomeOK, status
