@@ -2,7 +2,9 @@ package otlp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,11 +42,8 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// indexEntry is an index value: the span's sequence in BucketSpans
-// and the import that wrote it.
-func indexEntry(seq, importID uint64) []byte {
-	return append(store.U64(seq), store.U64(importID)...)
-}
+// An index value is the span's sequence in BucketSpans and the import that
+// wrote it, 8 bytes each (big-endian), written by writer.write.
 
 func decodeIndex(v []byte) (seq, importID uint64) {
 	if len(v) != 16 {
@@ -55,11 +54,14 @@ func decodeIndex(v []byte) (seq, importID uint64) {
 
 // spanKey is the index key of a stored span: execution, NUL, trace id, span id.
 func spanKey(exec, trace, span string) []byte {
-	k := make([]byte, 0, len(exec)+1+len(trace)+len(span))
-	k = append(k, exec...)
-	k = append(k, 0)
-	k = append(k, trace...)
-	return append(k, span...)
+	return appendSpanKey(make([]byte, 0, len(exec)+1+len(trace)+len(span)), exec, trace, span)
+}
+
+func appendSpanKey(dst []byte, exec, trace, span string) []byte {
+	dst = append(dst, exec...)
+	dst = append(dst, 0)
+	dst = append(dst, trace...)
+	return append(dst, span...)
 }
 
 // ExecutionID is the execution a trace belongs to: its conversation when it
@@ -237,12 +239,15 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	w.hand = nil
 	hand := map[string]*handExec{}
 	var handOrder []*handExec
-	var puts []pendingPut
+	puts := make([]pendingPut, 0, len(spans))
 	var maps [][2]string
 	var arena []byte
 	if encoded == nil {
 		arena = make([]byte, 0, 256*len(spans))
 	}
+	// The index keys and entries are cut from one slab: bbolt copies a
+	// key, and keeps an entry until the commit, which the slab outlives.
+	keys := make([]byte, 0, 128*len(spans))
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -303,14 +308,16 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 				arena = encodeSpan(arena, s)
 				val = arena[n:len(arena):len(arena)]
 			}
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s, fresh: fresh, hand: h}
+			n := len(keys)
+			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h}
 			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
 			puts = append(puts, p)
 		}
 	}
-	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
+	slices.SortFunc(puts, func(a, b pendingPut) int { return bytes.Compare(a.key, b.key) })
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	for i := range puts {
@@ -346,7 +353,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.Put(BucketIndex, p.key, indexEntry(seq, w.importID)); err != nil {
+		n := len(keys)
+		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, seq), w.importID)
+		if err := tx.Put(BucketIndex, p.key, keys[n:len(keys):len(keys)]); err != nil {
 			return err
 		}
 		stored, storedVal = p.key, p.val
