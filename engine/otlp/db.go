@@ -282,7 +282,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if !known && committed != exec && st.from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
-		fresh := !known && committed == ""
+		// A trace the database does not map has no spans stored, but
+		// check where this write would look for them, in case a database
+		// holds spans of a trace it does not map: one seek for the trace
+		// instead of one look-up for each of its spans.
+		fresh := !known && committed == "" && !hasTraceSpans(tx, exec, t)
 		if !known {
 			st.sum.chunk = w.writes
 		} else if st.sum.chunk != w.writes {

@@ -259,3 +259,36 @@ func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
 		}
 	}
 }
+
+// A span sent again is recognised even in a database that does not map its
+// trace to an execution (the look-up skipped for traces it has never seen
+// must not skip these).
+func TestResentSpanFoundWithoutTraceMapping(t *testing.T) {
+	db := openDB(t)
+	p := filepath.Join(fixtures, "adk-send-twice.json")
+	first, err := ImportFile(db, p)
+	if err != nil || first.Spans == 0 {
+		t.Fatalf("%+v %v", first.Stats, err)
+	}
+	if err := db.Update(func(tx *store.Tx) error {
+		var keys [][]byte
+		if err := tx.Scan(BucketTraces, nil, false, func(k, _ []byte) bool { keys = append(keys, k); return true }); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Delete(BucketTraces, k); err != nil {
+				return err
+			}
+		}
+		if len(keys) == 0 {
+			t.Fatal("no trace mapped")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ImportFile(db, p)
+	if err != nil || again.Spans != 0 || again.Repeated != first.Spans {
+		t.Fatalf("imported again: %+v, %v; want all %d spans repeated", again.Stats, err, first.Spans)
+	}
+}

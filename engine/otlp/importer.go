@@ -334,8 +334,14 @@ func discard(db *store.DB, id uint64) error {
 }
 
 // hasSpans reports whether any span is indexed under exec.
-func hasSpans(tx *store.Tx, exec string) bool {
-	prefix := spanKey(exec, "", "")
+func hasSpans(tx *store.Tx, exec string) bool { return hasPrefix(tx, spanKey(exec, "", "")) }
+
+// hasTraceSpans reports whether any span of trace is indexed under exec.
+func hasTraceSpans(tx *store.Tx, exec, trace string) bool {
+	return hasPrefix(tx, spanKey(exec, trace, ""))
+}
+
+func hasPrefix(tx *store.Tx, prefix []byte) bool {
 	found := false
 	_ = tx.Scan(BucketIndex, prefix, false, func(k, _ []byte) bool {
 		found = bytes.HasPrefix(k, prefix)
