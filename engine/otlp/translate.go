@@ -1,11 +1,11 @@
 package otlp
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -278,12 +278,11 @@ func (t *translation) events() []trace.Event {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if t.at[a] != t.at[b] {
-			return t.at[a] < t.at[b]
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(t.at[a], t.at[b]); c != 0 {
+			return c
 		}
-		return a < b // emitted first
+		return cmp.Compare(a, b) // emitted first
 	})
 	evs := t.evs
 	for i := range order {
@@ -491,8 +490,10 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 		fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
 	}
 	t.emit(s.End, fin)
-	if d, err := time.ParseDuration(s.Attrs["retrylab.retry_after"]); err == nil {
-		t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
+	if after := s.Attrs["retrylab.retry_after"]; after != "" { // ParseDuration allocates its error
+		if d, err := time.ParseDuration(after); err == nil {
+			t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
+		}
 	}
 	if s.Attrs["retrylab.journal.recorded"] == "true" {
 		t.emit(s.End, trace.Event{Kind: trace.StepRecorded, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Key: s.Key(),
