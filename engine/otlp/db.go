@@ -22,8 +22,12 @@ const (
 	// BucketSpans holds the spans of executions imported from
 	// OpenTelemetry, in the order they arrived (8-byte sequence -> span).
 	BucketSpans store.Bucket = "otlp_spans"
-	// BucketIndex finds them by execution (execution id, 0, trace id, span
-	// id -> sequence and import).
+	// BucketIndex finds them by execution and trace. An entry stands for
+	// a run of a trace's spans stored together, at consecutive sequences:
+	// execution id, 0, trace id, 0, first sequence -> first sequence,
+	// import, count (20 bytes). Databases written before hold an entry per
+	// span, which still reads: execution id, 0, trace id, span id ->
+	// sequence, import (16 bytes).
 	BucketIndex store.Bucket = "otlp_index"
 	// BucketTraces maps an imported trace id to its execution.
 	BucketTraces store.Bucket = "otlp_traces"
@@ -42,14 +46,61 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// An index value is the span's sequence in BucketSpans and the import that
-// wrote it, 8 bytes each (big-endian), written by writer.write.
-
-func decodeIndex(v []byte) (seq, importID uint64) {
-	if len(v) != 16 {
-		return 0, 0
+// decodeIndex reads an index value: the first span's sequence in
+// BucketSpans, the import that wrote the spans (0: the receiver) and how
+// many there are at consecutive sequences (1 in an entry of one span, the
+// layout before runs).
+func decodeIndex(v []byte) (seq, importID uint64, n int) {
+	switch len(v) {
+	case 16:
+		return store.DecodeU64(v[:8]), store.DecodeU64(v[8:]), 1
+	case 20:
+		return store.DecodeU64(v[:8]), store.DecodeU64(v[8:16]), int(binary.BigEndian.Uint32(v[16:]))
 	}
-	return store.DecodeU64(v[:8]), store.DecodeU64(v[8:])
+	return 0, 0, 1 // its span will not decode: the reader says so
+}
+
+// storedSpans maps the span ids of a trace's stored spans under prefix
+// (spanKey(exec, trace, "")) to their stored form, for write to recognise
+// a span sent again. The values are valid in tx only.
+func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
+	var entries [][2][]byte
+	if err := tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		entries = append(entries, [2][]byte{k, v})
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		k, v := e[0], e[1]
+		seq, _, n := decodeIndex(v)
+		if len(v) != 20 {
+			// An entry of one span names it in its key.
+			id := string(k[len(prefix):])
+			if _, ok := into[id]; !ok {
+				b := tx.Get(BucketSpans, store.U64(seq))
+				if b == nil {
+					b = []byte{} // an index entry without its span: not the same
+				}
+				into[id] = b
+			}
+			continue
+		}
+		for i := range n {
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+			id, err := storedSpanID(b)
+			if err != nil {
+				return fmt.Errorf("stored span %d does not decode: %w", seq+uint64(i), err)
+			}
+			if _, ok := into[id]; !ok {
+				into[id] = b
+			}
+		}
+	}
+	return nil
 }
 
 // spanKey is the index key of a stored span: execution, NUL, trace id, span id.
@@ -213,7 +264,8 @@ func newWriter(source string, importID uint64) *writer {
 type pendingPut struct {
 	key, val []byte
 	span     *Span
-	old      []byte // where an earlier copy may be, under the execution it moves from
+	tlen     int               // key[:tlen] is the execution, 0 and the trace id
+	stored   map[string][]byte // the trace's spans stored before (storedSpans); nil for a fresh trace
 	// fresh: the database holds nothing of the span's trace, and this
 	// writer has not seen it, so only this write can hold a copy of it.
 	fresh bool
@@ -302,6 +354,18 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			h.dead = true
 		}
 		h.traces = append(h.traces, st)
+		var before map[string][]byte
+		if !fresh {
+			before = map[string][]byte{}
+			if err := storedSpans(tx, spanKey(exec, t, ""), before); err != nil {
+				return fmt.Errorf("execution %s: %w", exec, err)
+			}
+			if from := st.from; from != "" {
+				if err := storedSpans(tx, spanKey(from, t, ""), before); err != nil {
+					return fmt.Errorf("execution %s: %w", from, err)
+				}
+			}
+		}
 		for _, i := range byTrace[t] {
 			s := &spans[i]
 			var val []byte
@@ -314,37 +378,40 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			}
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
-			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h}
-			if from := st.from; from != "" {
-				p.old = spanKey(from, s.TraceID, s.SpanID)
-			}
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
+				tlen: len(exec) + 1 + len(s.TraceID), stored: before}
 			puts = append(puts, p)
 		}
 	}
 	slices.SortFunc(puts, func(a, b pendingPut) int { return bytes.Compare(a.key, b.key) })
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
+	// A trace's spans stored here get consecutive sequences (puts are in
+	// key order, so a trace's are together): one index entry says where
+	// they are.
+	var run []byte // the run's index key: execution, 0, trace, 0, first sequence
+	var runFirst uint64
+	var runN uint32
+	flush := func() error {
+		if runN == 0 {
+			return nil
+		}
+		n := len(keys)
+		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, runFirst), w.importID)
+		keys = binary.BigEndian.AppendUint32(keys, runN)
+		err := tx.Put(BucketIndex, run, keys[n:len(keys):len(keys)])
+		runN = 0
+		return err
+	}
 	for i := range puts {
 		p := &puts[i]
+		// A copy sent twice in this write is the span stored just before,
+		// the keys being in order; one stored before is in p.stored.
 		var old []byte
-		if p.fresh {
-			// Nothing to look up: a copy can only be the span stored
-			// just before, the keys being in order.
-			if bytes.Equal(stored, p.key) {
-				old = storedVal
-			}
-		} else {
-			ent := tx.Get(BucketIndex, p.key)
-			if ent == nil && p.old != nil {
-				ent = tx.Get(BucketIndex, p.old)
-			}
-			if ent != nil {
-				seq, _ := decodeIndex(ent)
-				old = tx.Get(BucketSpans, store.U64(seq))
-				if old == nil {
-					old = []byte{} // an index entry without its span: not the same
-				}
-			}
+		if bytes.Equal(stored, p.key) {
+			old = storedVal
+		} else if b, ok := p.stored[p.span.SpanID]; ok {
+			old = b
 		}
 		if old != nil {
 			if sameSpan(old, p.val) {
@@ -357,11 +424,18 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if err != nil {
 			return err
 		}
-		n := len(keys)
-		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, seq), w.importID)
-		if err := tx.Put(BucketIndex, p.key, keys[n:len(keys):len(keys)]); err != nil {
-			return err
+		if runN > 0 && (seq != runFirst+uint64(runN) || !bytes.Equal(run[:len(run)-9], p.key[:p.tlen])) {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
+		if runN == 0 {
+			n := len(keys)
+			keys = append(append(keys, p.key[:p.tlen]...), 0)
+			keys = binary.BigEndian.AppendUint64(keys, seq)
+			run, runFirst = keys[n:len(keys):len(keys)], seq
+		}
+		runN++
 		stored, storedVal = p.key, p.val
 		w.stats.Spans++
 		sum := &w.state[p.span.TraceID].sum
@@ -376,6 +450,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 				h.effects++
 			}
 		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	for _, h := range handOrder {
 		// Fewer than two side-effecting attempts make no duplicate: the
@@ -527,10 +604,13 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 	}
 	m := &summary{}
 	for i, k := range keys {
-		seq, imp := decodeIndex(entries[i])
-		if imp != importID || importID == 0 {
+		seq, imp, n := decodeIndex(entries[i])
+		for j := range n {
+			if imp == importID && importID != 0 {
+				break
+			}
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
+			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(j))), &s); err != nil {
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
@@ -693,17 +773,19 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
-		seq, imp := decodeIndex(v)
+		seq, imp, n := decodeIndex(v)
 		if pending[imp] {
 			return true
 		}
-		var s Span
-		if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
-			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
-			return false
+		for i := range n {
+			var s Span
+			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(i))), &s); err != nil {
+				bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
+				return false
+			}
+			s.Import = imp
+			spans = append(spans, s)
 		}
-		s.Import = imp
-		spans = append(spans, s)
 		return true
 	})
 	if err != nil {

@@ -285,12 +285,14 @@ func discard(db *store.DB, id uint64) error {
 	var from []byte
 	execs := map[string]bool{}
 	for {
-		var keys, seqs [][]byte
+		var keys [][]byte
+		var seqs []uint64
+		var counts []int
 		if err := db.View(func(tx *store.Tx) error {
 			return tx.Scan(BucketIndex, from, false, func(k, v []byte) bool {
 				from = append(k, 0)
-				if seq, imp := decodeIndex(v); imp == id {
-					keys, seqs = append(keys, k), append(seqs, store.U64(seq))
+				if seq, imp, n := decodeIndex(v); imp == id {
+					keys, seqs, counts = append(keys, k), append(seqs, seq), append(counts, n)
 					if i := bytes.IndexByte(k, 0); i > 0 {
 						execs[string(k[:i])] = true
 					}
@@ -308,8 +310,10 @@ func discard(db *store.DB, id uint64) error {
 				if err := tx.Delete(BucketIndex, k); err != nil {
 					return err
 				}
-				if err := tx.Delete(BucketSpans, seqs[i]); err != nil {
-					return err
+				for j := range counts[i] {
+					if err := tx.Delete(BucketSpans, store.U64(seqs[i]+uint64(j))); err != nil {
+						return err
+					}
 				}
 			}
 			return nil
