@@ -22,12 +22,14 @@ const (
 	// BucketSpans holds the spans of executions imported from
 	// OpenTelemetry, in the order they arrived (8-byte sequence -> span).
 	BucketSpans store.Bucket = "otlp_spans"
-	// BucketIndex finds them by execution and trace. An entry stands for
-	// a run of a trace's spans stored together, at consecutive sequences:
-	// execution id, 0, trace id, 0, first sequence -> first sequence,
-	// import, count (20 bytes). Databases written before hold an entry per
-	// span, which still reads: execution id, 0, trace id, span id ->
-	// sequence, import (16 bytes).
+	// BucketIndex finds them by execution and trace. The spans a write
+	// stores of a trace the database did not hold are one run, at
+	// consecutive sequences, with one entry: execution id, 0, trace id, 0,
+	// first sequence -> first sequence, import, count (20 bytes). A span
+	// added to a trace it held has an entry of its own, so that it is
+	// found again with one look-up: execution id, 0, trace id, span id ->
+	// sequence, import (16 bytes), the only kind databases written before
+	// runs hold.
 	BucketIndex store.Bucket = "otlp_index"
 	// BucketTraces maps an imported trace id to its execution.
 	BucketTraces store.Bucket = "otlp_traces"
@@ -60,9 +62,13 @@ func decodeIndex(v []byte) (seq, importID uint64, n int) {
 	return 0, 0, 1 // its span will not decode: the reader says so
 }
 
+// runPrefix is the start of the keys of a trace's runs under exec: they
+// sort before its entries of one span (a 0 byte before any span id).
+func runPrefix(exec, trace string) []byte { return append(spanKey(exec, trace, ""), 0) }
+
 // storedSpans maps the span ids of a trace's stored spans under prefix
-// (spanKey(exec, trace, "")) to their stored form, for write to recognise
-// a span sent again. The values are valid in tx only.
+// (runPrefix(exec, trace): its runs) to their stored form, for write to
+// recognise a span sent again. The values are valid in tx only.
 func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
 	var entries [][2][]byte
 	if err := tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
@@ -265,7 +271,8 @@ type pendingPut struct {
 	key, val []byte
 	span     *Span
 	tlen     int               // key[:tlen] is the execution, 0 and the trace id
-	stored   map[string][]byte // the trace's spans stored before (storedSpans); nil for a fresh trace
+	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
+	old      []byte            // the span's own index key under the execution its trace moves from
 	// fresh: the database holds nothing of the span's trace, and this
 	// writer has not seen it, so only this write can hold a copy of it.
 	fresh bool
@@ -356,12 +363,14 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		h.traces = append(h.traces, st)
 		var before map[string][]byte
 		if !fresh {
+			// The runs stored when the database first saw the trace; spans
+			// added since have an entry each, looked up one by one.
 			before = map[string][]byte{}
-			if err := storedSpans(tx, spanKey(exec, t, ""), before); err != nil {
+			if err := storedSpans(tx, runPrefix(exec, t), before); err != nil {
 				return fmt.Errorf("execution %s: %w", exec, err)
 			}
 			if from := st.from; from != "" {
-				if err := storedSpans(tx, spanKey(from, t, ""), before); err != nil {
+				if err := storedSpans(tx, runPrefix(from, t), before); err != nil {
 					return fmt.Errorf("execution %s: %w", from, err)
 				}
 			}
@@ -380,6 +389,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
 			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
 				tlen: len(exec) + 1 + len(s.TraceID), stored: before}
+			if from := st.from; from != "" {
+				p.old = spanKey(from, s.TraceID, s.SpanID)
+			}
 			puts = append(puts, p)
 		}
 	}
@@ -406,12 +418,24 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	for i := range puts {
 		p := &puts[i]
 		// A copy sent twice in this write is the span stored just before,
-		// the keys being in order; one stored before is in p.stored.
+		// the keys being in order; one stored before is in a run
+		// (p.stored) or has an entry of its own.
 		var old []byte
 		if bytes.Equal(stored, p.key) {
 			old = storedVal
 		} else if b, ok := p.stored[p.span.SpanID]; ok {
 			old = b
+		} else if !p.fresh {
+			ent := tx.Get(BucketIndex, p.key)
+			if ent == nil && p.old != nil {
+				ent = tx.Get(BucketIndex, p.old)
+			}
+			if ent != nil {
+				seq, _, _ := decodeIndex(ent)
+				if old = tx.Get(BucketSpans, store.U64(seq)); old == nil {
+					old = []byte{} // an index entry without its span: not the same
+				}
+			}
 		}
 		if old != nil {
 			if sameSpan(old, p.val) {
@@ -424,18 +448,30 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if err != nil {
 			return err
 		}
-		if runN > 0 && (seq != runFirst+uint64(runN) || !bytes.Equal(run[:len(run)-9], p.key[:p.tlen])) {
+		if runN > 0 && (!p.fresh || seq != runFirst+uint64(runN) || !bytes.Equal(run[:len(run)-9], p.key[:p.tlen])) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		if runN == 0 {
+		switch {
+		case !p.fresh:
+			// A span added to a trace stored before gets an entry of its
+			// own, so that the next look-up for it is one Get, however
+			// many batches the trace grows by.
+			n := len(keys)
+			keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, seq), w.importID)
+			if err := tx.Put(BucketIndex, p.key, keys[n:len(keys):len(keys)]); err != nil {
+				return err
+			}
+		case runN == 0:
 			n := len(keys)
 			keys = append(append(keys, p.key[:p.tlen]...), 0)
 			keys = binary.BigEndian.AppendUint64(keys, seq)
 			run, runFirst = keys[n:len(keys):len(keys)], seq
+			runN++
+		default:
+			runN++
 		}
-		runN++
 		stored, storedVal = p.key, p.val
 		w.stats.Spans++
 		sum := &w.state[p.span.TraceID].sum

@@ -292,3 +292,49 @@ func TestResentSpanFoundWithoutTraceMapping(t *testing.T) {
 		t.Fatalf("imported again: %+v, %v; want all %d spans repeated", again.Stats, err, first.Spans)
 	}
 }
+
+// A trace that grows over several requests, as a live exporter sends it:
+// its first spans are indexed as a run, later ones one by one; all of it
+// reads back, and a request sent again finds every span already there.
+func TestTraceGrowingOverRequests(t *testing.T) {
+	db := openDB(t)
+	spans := readFixture(t, "adk-send-twice.json")
+	SortSpans(spans)
+	if len(spans) < 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	save := func(batch []Span) Stats {
+		t.Helper()
+		var st Stats
+		if err := db.Update(func(tx *store.Tx) error { var err error; st, err = Save(tx, batch, "receiver"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for i, batch := range [][]Span{spans[:2], spans[2:3], spans[3:]} {
+		if st := save(batch); st.Spans != len(batch) || st.Repeated != 0 {
+			t.Fatalf("request %d: %+v", i+1, st)
+		}
+	}
+	if st := save(spans); st.Spans != 0 || st.Repeated != len(spans) {
+		t.Fatalf("everything sent again: %+v", st)
+	}
+	runs, single := 0, 0
+	db.View(func(tx *store.Tx) error {
+		return tx.Scan(BucketIndex, nil, false, func(_, v []byte) bool {
+			if _, _, n := decodeIndex(v); len(v) == 20 {
+				runs += n
+			} else {
+				single++
+			}
+			return true
+		})
+	})
+	if runs != 2 || single != len(spans)-2 {
+		t.Errorf("indexed %d spans in runs and %d one by one, want 2 and %d", runs, single, len(spans)-2)
+	}
+	got, err := LoadSpans(db, "otlp-conv-sess-adk-mail-1")
+	if err != nil || len(got) != len(spans) {
+		t.Fatalf("read back %d of %d spans: %v", len(got), len(spans), err)
+	}
+}
