@@ -399,8 +399,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	// A trace's spans stored here get consecutive sequences (puts are in
-	// key order, so a trace's are together): one index entry says where
-	// they are.
+	// key order, so a trace's are together): for a trace the database did
+	// not hold (fresh), one index entry says where they are.
 	var run []byte // the run's index key: execution, 0, trace, 0, first sequence
 	var runFirst uint64
 	var runN uint32
