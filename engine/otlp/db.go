@@ -2,7 +2,9 @@ package otlp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,8 +22,14 @@ const (
 	// BucketSpans holds the spans of executions imported from
 	// OpenTelemetry, in the order they arrived (8-byte sequence -> span).
 	BucketSpans store.Bucket = "otlp_spans"
-	// BucketIndex finds them by execution (execution id, 0, trace id, span
-	// id -> sequence and import).
+	// BucketIndex finds them by execution and trace. The spans a write
+	// stores of a trace the database did not hold are one run, at
+	// consecutive sequences, with one entry: execution id, 0, trace id, 0,
+	// first sequence -> first sequence, import, count (20 bytes). A span
+	// added to a trace it held has an entry of its own, so that it is
+	// found again with one look-up: execution id, 0, trace id, span id ->
+	// sequence, import (16 bytes), the only kind databases written before
+	// runs hold.
 	BucketIndex store.Bucket = "otlp_index"
 	// BucketTraces maps an imported trace id to its execution.
 	BucketTraces store.Bucket = "otlp_traces"
@@ -40,26 +48,77 @@ type Stats struct {
 	Executions []string // executions created or extended, in order of first mention
 }
 
-// indexEntry is an index value: the span's sequence in BucketSpans
-// and the import that wrote it.
-func indexEntry(seq, importID uint64) []byte {
-	return append(store.U64(seq), store.U64(importID)...)
+// decodeIndex reads an index value: the first span's sequence in
+// BucketSpans, the import that wrote the spans (0: the receiver) and how
+// many there are at consecutive sequences (1 in an entry of one span, the
+// layout before runs).
+func decodeIndex(v []byte) (seq, importID uint64, n int) {
+	switch len(v) {
+	case 16:
+		return store.DecodeU64(v[:8]), store.DecodeU64(v[8:]), 1
+	case 20:
+		return store.DecodeU64(v[:8]), store.DecodeU64(v[8:16]), int(binary.BigEndian.Uint32(v[16:]))
+	}
+	return 0, 0, 1 // its span will not decode: the reader says so
 }
 
-func decodeIndex(v []byte) (seq, importID uint64) {
-	if len(v) != 16 {
-		return 0, 0
+// runPrefix is the start of the keys of a trace's runs under exec: they
+// sort before its entries of one span (a 0 byte before any span id).
+func runPrefix(exec, trace string) []byte { return append(spanKey(exec, trace, ""), 0) }
+
+// storedSpans maps the span ids of a trace's stored spans under prefix
+// (runPrefix(exec, trace): its runs) to their stored form, for write to
+// recognise a span sent again. The values are valid in tx only.
+func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
+	var entries [][2][]byte
+	if err := tx.Scan(BucketIndex, prefix, false, func(k, v []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		entries = append(entries, [2][]byte{k, v})
+		return true
+	}); err != nil {
+		return err
 	}
-	return store.DecodeU64(v[:8]), store.DecodeU64(v[8:])
+	for _, e := range entries {
+		k, v := e[0], e[1]
+		seq, _, n := decodeIndex(v)
+		if len(v) != 20 {
+			// An entry of one span names it in its key.
+			id := string(k[len(prefix):])
+			if _, ok := into[id]; !ok {
+				b := tx.Get(BucketSpans, store.U64(seq))
+				if b == nil {
+					b = []byte{} // an index entry without its span: not the same
+				}
+				into[id] = b
+			}
+			continue
+		}
+		for i := range n {
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+			id, err := storedSpanID(b)
+			if err != nil {
+				return fmt.Errorf("stored span %d does not decode: %w", seq+uint64(i), err)
+			}
+			if _, ok := into[id]; !ok {
+				into[id] = b
+			}
+		}
+	}
+	return nil
 }
 
 // spanKey is the index key of a stored span: execution, NUL, trace id, span id.
 func spanKey(exec, trace, span string) []byte {
-	k := make([]byte, 0, len(exec)+1+len(trace)+len(span))
-	k = append(k, exec...)
-	k = append(k, 0)
-	k = append(k, trace...)
-	return append(k, span...)
+	return appendSpanKey(make([]byte, 0, len(exec)+1+len(trace)+len(span)), exec, trace, span)
+}
+
+func appendSpanKey(dst []byte, exec, trace, span string) []byte {
+	dst = append(dst, exec...)
+	dst = append(dst, 0)
+	dst = append(dst, trace...)
+	return append(dst, span...)
 }
 
 // ExecutionID is the execution a trace belongs to: its conversation when it
@@ -80,6 +139,7 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	if err := w.write(tx, spans, nil); err != nil {
 		return w.stats, err
 	}
+	w.handJob().run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err
 	}
@@ -93,9 +153,15 @@ type summary struct {
 	rootStart      int64
 	rootName       string
 	failed         bool
-	errText        string
-	fallback       string
-	effects        int // side-effecting tool spans (audit's default effects)
+	// hand is the duplicate flag when the audit ran on spans in hand
+	// (writer.handJob): 0 it did not, 1 no duplicate, 2 a duplicate.
+	// chunk is the write the spans came in. Both are set per trace and
+	// checked across an execution's traces by toPublish.
+	hand     int8
+	chunk    int32
+	errText  string
+	fallback string
+	effects  int // side-effecting tool spans (audit's default effects)
 }
 
 func (m *summary) add(s *Span) {
@@ -153,6 +219,20 @@ type writer struct {
 	stats    Stats
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
+	writes   int32           // calls of write so far
+	hand     []*handExec     // what the last write leaves handJob to audit
+}
+
+// handExec is an execution whose spans a write stored are all it has so
+// far (it has no record, and its traces are new to the database and to
+// this writer): its audit can run on those spans, without reading them
+// back, and stands if no later write adds to it.
+type handExec struct {
+	exec    string
+	traces  []*traceState
+	kept    []*Span // the spans the audit reads (auditReads)
+	effects int
+	dead    bool // a trace of it was seen before: read it back instead
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -179,6 +259,7 @@ type traceState struct {
 	trace string
 	exec  string  // its execution, as decided here
 	from  string  // the execution its earlier spans are under, to move at the end
+	split bool    // spans of it came in more than one write
 	sum   summary // what its new spans say
 }
 
@@ -189,7 +270,13 @@ func newWriter(source string, importID uint64) *writer {
 type pendingPut struct {
 	key, val []byte
 	span     *Span
-	old      []byte // where an earlier copy may be, under the execution it moves from
+	tlen     int               // key[:tlen] is the execution, 0 and the trace id
+	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
+	old      []byte            // the span's own index key under the execution its trace moves from
+	// fresh: the database holds nothing of the span's trace, and this
+	// writer has not seen it, so only this write can hold a copy of it.
+	fresh bool
+	hand  *handExec
 }
 
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
@@ -207,12 +294,19 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 		byTrace[t] = append(byTrace[t], i)
 	}
-	var puts []pendingPut
+	w.writes++
+	w.hand = nil
+	hand := map[string]*handExec{}
+	var handOrder []*handExec
+	puts := make([]pendingPut, 0, len(spans))
 	var maps [][2]string
 	var arena []byte
 	if encoded == nil {
 		arena = make([]byte, 0, 256*len(spans))
 	}
+	// The index keys and entries are cut from one slab: bbolt copies a
+	// key, and keeps an entry until the commit, which the slab outlives.
+	keys := make([]byte, 0, 128*len(spans))
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -247,6 +341,40 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if !known && committed != exec && st.from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
+		// A trace the database does not map has no spans stored, but
+		// check where this write would look for them, in case a database
+		// holds spans of a trace it does not map: one seek for the trace
+		// instead of one look-up for each of its spans.
+		fresh := !known && committed == "" && !hasTraceSpans(tx, exec, t)
+		if !known {
+			st.sum.chunk = w.writes
+		} else if st.sum.chunk != w.writes {
+			st.split = true
+		}
+		h := hand[exec]
+		if h == nil {
+			h = &handExec{exec: exec, dead: tx.Execution(exec) != nil}
+			hand[exec] = h
+			handOrder = append(handOrder, h)
+		}
+		if !fresh {
+			h.dead = true
+		}
+		h.traces = append(h.traces, st)
+		var before map[string][]byte
+		if !fresh {
+			// The runs stored when the database first saw the trace; spans
+			// added since have an entry each, looked up one by one.
+			before = map[string][]byte{}
+			if err := storedSpans(tx, runPrefix(exec, t), before); err != nil {
+				return fmt.Errorf("execution %s: %w", exec, err)
+			}
+			if from := st.from; from != "" {
+				if err := storedSpans(tx, runPrefix(from, t), before); err != nil {
+					return fmt.Errorf("execution %s: %w", from, err)
+				}
+			}
+		}
 		for _, i := range byTrace[t] {
 			s := &spans[i]
 			var val []byte
@@ -257,22 +385,60 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 				arena = encodeSpan(arena, s)
 				val = arena[n:len(arena):len(arena)]
 			}
-			p := pendingPut{key: spanKey(exec, s.TraceID, s.SpanID), val: val, span: s}
+			n := len(keys)
+			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
+				tlen: len(exec) + 1 + len(s.TraceID), stored: before}
 			if from := st.from; from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
 			puts = append(puts, p)
 		}
 	}
-	sort.Slice(puts, func(i, j int) bool { return bytes.Compare(puts[i].key, puts[j].key) < 0 })
-	for _, p := range puts {
-		ent := tx.Get(BucketIndex, p.key)
-		if ent == nil && p.old != nil {
-			ent = tx.Get(BucketIndex, p.old)
+	slices.SortFunc(puts, func(a, b pendingPut) int { return bytes.Compare(a.key, b.key) })
+	var stored []byte // the key of the last span stored
+	var storedVal []byte
+	// A trace's spans stored here get consecutive sequences (puts are in
+	// key order, so a trace's are together): for a trace the database did
+	// not hold (fresh), one index entry says where they are.
+	var run []byte // the run's index key: execution, 0, trace, 0, first sequence
+	var runFirst uint64
+	var runN uint32
+	flush := func() error {
+		if runN == 0 {
+			return nil
 		}
-		if ent != nil {
-			seq, _ := decodeIndex(ent)
-			if sameSpan(tx.Get(BucketSpans, store.U64(seq)), p.val) {
+		n := len(keys)
+		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, runFirst), w.importID)
+		keys = binary.BigEndian.AppendUint32(keys, runN)
+		err := tx.Put(BucketIndex, run, keys[n:len(keys):len(keys)])
+		runN = 0
+		return err
+	}
+	for i := range puts {
+		p := &puts[i]
+		// A copy sent twice in this write is the span stored just before,
+		// the keys being in order; one stored before is in a run
+		// (p.stored) or has an entry of its own.
+		var old []byte
+		if bytes.Equal(stored, p.key) {
+			old = storedVal
+		} else if b, ok := p.stored[p.span.SpanID]; ok {
+			old = b
+		} else if !p.fresh {
+			ent := tx.Get(BucketIndex, p.key)
+			if ent == nil && p.old != nil {
+				ent = tx.Get(BucketIndex, p.old)
+			}
+			if ent != nil {
+				seq, _, _ := decodeIndex(ent)
+				if old = tx.Get(BucketSpans, store.U64(seq)); old == nil {
+					old = []byte{} // an index entry without its span: not the same
+				}
+			}
+		}
+		if old != nil {
+			if sameSpan(old, p.val) {
 				w.stats.Repeated++
 				continue
 			}
@@ -282,14 +448,53 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.Put(BucketIndex, p.key, indexEntry(seq, w.importID)); err != nil {
-			return err
+		if runN > 0 && (!p.fresh || seq != runFirst+uint64(runN) || !bytes.Equal(run[:len(run)-9], p.key[:p.tlen])) {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
+		switch {
+		case !p.fresh:
+			// A span added to a trace stored before gets an entry of its
+			// own, so that the next look-up for it is one Get, however
+			// many batches the trace grows by.
+			n := len(keys)
+			keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, seq), w.importID)
+			if err := tx.Put(BucketIndex, p.key, keys[n:len(keys):len(keys)]); err != nil {
+				return err
+			}
+		case runN == 0:
+			n := len(keys)
+			keys = append(append(keys, p.key[:p.tlen]...), 0)
+			keys = binary.BigEndian.AppendUint64(keys, seq)
+			run, runFirst = keys[n:len(keys):len(keys)], seq
+			runN++
+		default:
+			runN++
+		}
+		stored, storedVal = p.key, p.val
 		w.stats.Spans++
 		sum := &w.state[p.span.TraceID].sum
 		sum.add(p.span)
-		if w.effect.of(p.span) {
+		effect := w.effect.of(p.span)
+		if effect {
 			sum.effects++
+		}
+		if h := p.hand; !h.dead && auditReads(p.span, effect) {
+			h.kept = append(h.kept, p.span)
+			if effect {
+				h.effects++
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	for _, h := range handOrder {
+		// Fewer than two side-effecting attempts make no duplicate: the
+		// execution is not audited at all (needsAudit).
+		if !h.dead && h.effects >= 2 {
+			w.hand = append(w.hand, h)
 		}
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
@@ -299,6 +504,54 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// handJob copies out of the last write's spans what the audit of the
+// executions it left in w.hand reads, so that the audit can run (handJob.run)
+// while the spans' chunk is used again.
+func (w *writer) handJob() *handJob {
+	n := 0
+	for _, h := range w.hand {
+		n += len(h.kept)
+	}
+	j := &handJob{execs: make([]handAudit, 0, len(w.hand)), spans: make([]Span, 0, n)}
+	for _, h := range w.hand {
+		from := len(j.spans)
+		for _, s := range h.kept {
+			j.spans = append(j.spans, *s)
+		}
+		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans)})
+	}
+	w.hand = nil
+	return j
+}
+
+// handJob is the audits of executions whose spans are all in hand.
+type handJob struct {
+	execs []handAudit
+	spans []Span
+}
+
+type handAudit struct {
+	exec     string
+	traces   []*traceState
+	from, to int // its spans in handJob.spans
+}
+
+// run audits each execution and notes the answer on its traces (their
+// field sum.hand, which nothing else writes); toPublish keeps it for an
+// execution no other write added to. scratch, when not nil, is a
+// translation to use again.
+func (j *handJob) run(scratch *translation) {
+	for _, x := range j.execs {
+		v := int8(1)
+		if hasDuplicate(x.exec, j.spans[x.from:x.to], scratch) {
+			v = 2
+		}
+		for _, st := range x.traces {
+			st.sum.hand = v
+		}
+	}
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -318,13 +571,18 @@ func (w *writer) toPublish() []string {
 		exec := st.exec
 		m := w.perExec[exec]
 		if m == nil {
-			m = &summary{}
+			m = &summary{hand: st.sum.hand, chunk: st.sum.chunk}
 			w.perExec[exec] = m
 			if st.from != "" {
 				targets = append(targets, exec)
 			} else {
 				rest = append(rest, exec)
 			}
+		}
+		// The audit on spans in hand stands when all of the execution's
+		// spans came in the write it ran after.
+		if st.split || st.from != "" || st.sum.chunk != m.chunk || st.sum.hand != m.hand {
+			m.hand = 0
 		}
 		m.merge(&st.sum)
 		st.sum = summary{}
@@ -382,10 +640,13 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 	}
 	m := &summary{}
 	for i, k := range keys {
-		seq, imp := decodeIndex(entries[i])
-		if imp != importID || importID == 0 {
+		seq, imp, n := decodeIndex(entries[i])
+		for j := range n {
+			if imp == importID && importID != 0 {
+				break
+			}
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
+			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(j))), &s); err != nil {
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
@@ -464,9 +725,12 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	// then is the execution read back and audited (its list shows ⚠).
 	if needsAudit(m, earlier) {
 		dup, ok := w.ahead[exec]
+		if m.hand != 0 && !earlier {
+			dup, ok = m.hand == 2, true
+		}
 		if !ok {
 			var err error
-			if dup, err = duplicated(tx, exec, w.importID, w.effect); err != nil {
+			if dup, err = duplicated(tx, exec, w.importID, w.effect, nil); err != nil {
 				return err
 			}
 		}
@@ -489,7 +753,9 @@ func Duplicated(tx *store.Tx, exec string) (bool, error) { return duplicated(tx,
 
 // duplicated audits one execution's stored spans alone, with the default
 // effects, as `retrylab audit` grades them: whether a duplicate is found.
-func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (bool, error) {
+//
+// scratch, when not nil, is a translation to use again (auditEvents).
+func duplicated(tx *store.Tx, exec string, importID uint64, effect effects, scratch *translation) (bool, error) {
 	spans, err := load(tx, exec, importID)
 	if err != nil {
 		return false, err
@@ -500,11 +766,25 @@ func duplicated(tx *store.Tx, exec string, importID uint64, effect effects) (boo
 	kept := spans[:0]
 	for i := range spans {
 		s := &spans[i]
-		if s.ParentID == "" || s.Attrs["retrylab.replay"] == "true" || effect.of(s) {
+		if auditReads(s, effect.of(s)) {
 			kept = append(kept, *s)
 		}
 	}
-	return audit.HasDuplicate(trace.Fold(exec, Events(kept))), nil
+	return hasDuplicate(exec, kept, scratch), nil
+}
+
+// auditReads says whether the duplicate flag's audit reads span s (effect:
+// s is a side-effecting attempt): its runs' roots, replays and
+// side-effecting attempts.
+func auditReads(s *Span, effect bool) bool {
+	return effect || s.ParentID == "" || s.Attrs["retrylab.replay"] == "true"
+}
+
+// hasDuplicate audits one execution's spans (those auditReads keeps; the
+// slice is sorted in place): the record's duplicate flag. scratch, when not
+// nil, is a translation to use again (auditEvents).
+func hasDuplicate(exec string, spans []Span, scratch *translation) bool {
+	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans, scratch)))
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -534,17 +814,19 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
-		seq, imp := decodeIndex(v)
+		seq, imp, n := decodeIndex(v)
 		if pending[imp] {
 			return true
 		}
-		var s Span
-		if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq)), &s); err != nil {
-			bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
-			return false
+		for i := range n {
+			var s Span
+			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(i))), &s); err != nil {
+				bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
+				return false
+			}
+			s.Import = imp
+			spans = append(spans, s)
 		}
-		s.Import = imp
-		spans = append(spans, s)
 		return true
 	})
 	if err != nil {

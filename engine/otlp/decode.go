@@ -105,7 +105,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		}
 		return FormatProto, deliver(td, 0, fn)
 	}
-	line, err := readLine(br, 1, maxLine)
+	line, err := readLine(br, 1, maxLine, nil)
 	if err != nil {
 		return FormatJSON, err
 	}
@@ -118,9 +118,11 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		doc := append(line, rest...)
 		return FormatJSON, decodeJSON(doc, 0, fn)
 	}
-	// JSON Lines; a file of one line is a plain OTLP/JSON document.
+	// JSON Lines; a file of one line is a plain OTLP/JSON document. Two
+	// buffers take turns holding a line: pdata copies what it decodes.
+	var spare []byte
 	for n := 1; ; n++ {
-		next, err := readLine(br, n+1, maxLine)
+		next, err := readLine(br, n+1, maxLine, spare)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return FormatJSONL, err
 		}
@@ -135,7 +137,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		if errors.Is(err, io.EOF) {
 			return FormatJSONL, nil
 		}
-		line = next
+		line, spare = next, line
 	}
 }
 
@@ -199,8 +201,9 @@ func firstByte(br *bufio.Reader) (byte, int, error) {
 }
 
 // readLine returns the next line without its end, io.EOF when none is left.
-func readLine(br *bufio.Reader, n, maxLine int) ([]byte, error) {
-	var line []byte
+// It reads it into buf's memory.
+func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
+	line := buf[:0]
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(line)+len(chunk) > maxLine {

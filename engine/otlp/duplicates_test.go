@@ -1,8 +1,16 @@
 package otlp
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/execindex"
@@ -93,5 +101,240 @@ func TestReceiverRecordsDuplicatesAsSpansArrive(t *testing.T) {
 		if want := n == 1; x.Duplicates != want || auditSays(t, db, id) != want {
 			t.Errorf("after request %d: record says duplicates=%v, audit %v; want %v", n+1, x.Duplicates, auditSays(t, db, id), want)
 		}
+	}
+}
+
+// mixedFile writes a JSON Lines file whose executions are audited in all
+// the ways an import audits them: conversations of one trace, of traces
+// on several lines, a trace cut over two lines, a line sent twice, traces
+// with and without duplicates, and the fixtures of real emitters.
+func mixedFile(t *testing.T) string {
+	t.Helper()
+	var lines [][]byte
+	marshal := func(td ptrace.Traces) {
+		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	// span adds one span of trace tr; tool "" makes the agent's root span.
+	span := func(ss ptrace.ScopeSpans, tr, k int, conv, tool, args string, failed bool) {
+		s := ss.Spans().AppendEmpty()
+		var tid pcommon.TraceID
+		copy(tid[:], fmt.Sprintf("m%015d", tr))
+		var sid, root pcommon.SpanID
+		copy(sid[:], fmt.Sprintf("%07d%d", tr, k))
+		copy(root[:], fmt.Sprintf("%07d0", tr))
+		s.SetTraceID(tid)
+		s.SetSpanID(sid)
+		at := base.Add(time.Duration(tr)*time.Second + time.Duration(k)*10*time.Millisecond)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(5 * time.Millisecond)))
+		a := s.Attributes()
+		if conv != "" {
+			a.PutStr("gen_ai.conversation.id", conv)
+		}
+		if tool == "" {
+			s.SetName("invoke_agent mixed")
+			a.PutStr("gen_ai.operation.name", "invoke_agent")
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(900 * time.Millisecond)))
+			return
+		}
+		s.SetParentSpanID(root)
+		s.SetName("execute_tool " + tool)
+		a.PutStr("gen_ai.operation.name", "execute_tool")
+		a.PutStr("gen_ai.tool.name", tool)
+		a.PutStr("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", tr, k))
+		a.PutStr("gen_ai.tool.call.arguments", args)
+		if failed {
+			s.Status().SetCode(ptrace.StatusCodeError)
+			a.PutStr("error.type", "timeout")
+		}
+	}
+	newLine := func() (ptrace.Traces, ptrace.ScopeSpans) {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "mixed")
+		return td, rs.ScopeSpans().AppendEmpty()
+	}
+	mail := `{"to":"a@example.com"}`
+	// Line 1: one trace with a duplicate, one without, one with a
+	// possible duplicate (a timeout, then a success).
+	td, ss := newLine()
+	for k, tool := range []string{"", "send_email", "send_email", "get_contact"} {
+		span(ss, 1, k, "", tool, mail, false)
+	}
+	for k, tool := range []string{"", "send_email", "charge_card"} {
+		span(ss, 2, k, "", tool, mail, false)
+	}
+	for k, tool := range []string{"", "send_email", "send_email"} {
+		span(ss, 3, k, "", tool, mail, k == 1)
+	}
+	marshal(td)
+	// Line 2: the first half of a conversation continued on line 3 (each
+	// half alone has no duplicate), and the first spans of a trace whose
+	// last one comes on line 4.
+	td, ss = newLine()
+	span(ss, 4, 0, "conv-split", "", "", false)
+	span(ss, 4, 1, "conv-split", "send_email", mail, false)
+	span(ss, 4, 2, "conv-split", "send_email", `{"to":"b@example.com"}`, false)
+	span(ss, 5, 0, "", "", "", false)
+	span(ss, 5, 1, "", "create_ticket", `{"t":1}`, false)
+	span(ss, 5, 2, "", "create_ticket", `{"t":2}`, false)
+	marshal(td)
+	// Line 3: the conversation's second trace sends the same mail again.
+	td, ss = newLine()
+	span(ss, 6, 0, "conv-split", "", "", false)
+	span(ss, 6, 1, "conv-split", "send_email", mail, false)
+	span(ss, 6, 2, "conv-split", "send_email", `{"to":"c@example.com"}`, false)
+	span(ss, 7, 0, "conv-alone", "", "", false)
+	span(ss, 7, 1, "conv-alone", "send_email", mail, false)
+	span(ss, 7, 2, "conv-alone", "send_email", `{"to":"b@example.com"}`, false)
+	marshal(td)
+	// Line 4: the rest of trace 5; line 5: line 1 sent again.
+	td, ss = newLine()
+	span(ss, 5, 3, "", "create_ticket", `{"t":1}`, false)
+	marshal(td)
+	lines = append(lines, lines[0])
+	// The fixtures, one document a line.
+	for _, f := range []string{"adk-send-twice.json", "genai-semconv.json", "openllmetry-ticket.json", "openinference-charge.jsonl"} {
+		data, err := os.ReadFile(filepath.Join(fixtures, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			var c bytes.Buffer
+			if err := json.Compact(&c, l); err == nil && c.Len() > 0 {
+				lines = append(lines, c.Bytes())
+			}
+		}
+	}
+	p := filepath.Join(t.TempDir(), "mixed.jsonl")
+	if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An import audits an execution from the spans in hand when they are all
+// it has, and reads it back otherwise (a conversation or a trace over
+// several chunks, an execution imported before): whichever way, and
+// whatever the chunks, its record's duplicate flag is what `retrylab
+// audit` says of it alone. The file imported twice changes nothing.
+func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
+	p := mixedFile(t)
+	want := map[string]bool{
+		"otlp-6d303030303030303030303030303031": true,  // two sends
+		"otlp-6d303030303030303030303030303032": false, // two effects, each once
+		"otlp-6d303030303030303030303030303033": false, // a timeout, then a send: possible
+		"otlp-conv-conv-split":                  true,  // a@ on each of two lines
+		"otlp-6d303030303030303030303030303035": true,  // a ticket created on line 1 and on line 3
+		"otlp-conv-conv-alone":                  false, // two mails to two people
+		"otlp-conv-sess-adk-mail-1":             true,
+	}
+	for _, chunk := range []int{1, 2, 3, 5, 8, chunkSpans} {
+		db := openDB(t)
+		for round := range 2 {
+			res, err := importFile(db, p, chunk)
+			if err != nil {
+				t.Fatalf("chunks of %d, import %d: %v", chunk, round+1, err)
+			}
+			if round == 1 && res.Spans != 0 {
+				t.Errorf("chunks of %d: the second import stored %d spans", chunk, res.Spans)
+			}
+			xs := executions(t, db)
+			if len(xs) < len(want) {
+				t.Fatalf("chunks of %d: %d executions", chunk, len(xs))
+			}
+			for _, x := range xs {
+				if says := auditSays(t, db, x.ID); x.Duplicates != says {
+					t.Errorf("chunks of %d, import %d: %s says duplicates=%v, the audit %v", chunk, round+1, x.ID, x.Duplicates, says)
+				}
+				if w, ok := want[x.ID]; ok && x.Duplicates != w {
+					t.Errorf("chunks of %d: %s says duplicates=%v, want %v", chunk, x.ID, x.Duplicates, w)
+				}
+			}
+		}
+	}
+}
+
+// A span sent again is recognised even in a database that does not map its
+// trace to an execution (the look-up skipped for traces it has never seen
+// must not skip these).
+func TestResentSpanFoundWithoutTraceMapping(t *testing.T) {
+	db := openDB(t)
+	p := filepath.Join(fixtures, "adk-send-twice.json")
+	first, err := ImportFile(db, p)
+	if err != nil || first.Spans == 0 {
+		t.Fatalf("%+v %v", first.Stats, err)
+	}
+	if err := db.Update(func(tx *store.Tx) error {
+		var keys [][]byte
+		if err := tx.Scan(BucketTraces, nil, false, func(k, _ []byte) bool { keys = append(keys, k); return true }); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Delete(BucketTraces, k); err != nil {
+				return err
+			}
+		}
+		if len(keys) == 0 {
+			t.Fatal("no trace mapped")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ImportFile(db, p)
+	if err != nil || again.Spans != 0 || again.Repeated != first.Spans {
+		t.Fatalf("imported again: %+v, %v; want all %d spans repeated", again.Stats, err, first.Spans)
+	}
+}
+
+// A trace that grows over several requests, as a live exporter sends it:
+// its first spans are indexed as a run, later ones one by one; all of it
+// reads back, and a request sent again finds every span already there.
+func TestTraceGrowingOverRequests(t *testing.T) {
+	db := openDB(t)
+	spans := readFixture(t, "adk-send-twice.json")
+	SortSpans(spans)
+	if len(spans) < 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	save := func(batch []Span) Stats {
+		t.Helper()
+		var st Stats
+		if err := db.Update(func(tx *store.Tx) error { var err error; st, err = Save(tx, batch, "receiver"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for i, batch := range [][]Span{spans[:2], spans[2:3], spans[3:]} {
+		if st := save(batch); st.Spans != len(batch) || st.Repeated != 0 {
+			t.Fatalf("request %d: %+v", i+1, st)
+		}
+	}
+	if st := save(spans); st.Spans != 0 || st.Repeated != len(spans) {
+		t.Fatalf("everything sent again: %+v", st)
+	}
+	runs, single := 0, 0
+	db.View(func(tx *store.Tx) error {
+		return tx.Scan(BucketIndex, nil, false, func(_, v []byte) bool {
+			if _, _, n := decodeIndex(v); len(v) == 20 {
+				runs += n
+			} else {
+				single++
+			}
+			return true
+		})
+	})
+	if runs != 2 || single != len(spans)-2 {
+		t.Errorf("indexed %d spans in runs and %d one by one, want 2 and %d", runs, single, len(spans)-2)
+	}
+	got, err := LoadSpans(db, "otlp-conv-sess-adk-mail-1")
+	if err != nil || len(got) != len(spans) {
+		t.Fatalf("read back %d of %d spans: %v", len(got), len(spans), err)
 	}
 }

@@ -275,6 +275,23 @@ func decodeSpan(b []byte, s *Span) error {
 	return r.err
 }
 
+// storedSpanID reads the span id of a stored span, in either encoding,
+// without decoding the rest.
+func storedSpanID(b []byte) (string, error) {
+	if len(b) > 0 && b[0] == '{' {
+		var s Span
+		err := decodeSpan(b, &s)
+		return s.SpanID, err
+	}
+	if len(b) < 2 || b[0] != spanBinary {
+		return "", fmt.Errorf("unknown span encoding")
+	}
+	r := spanReader{b: b[2:]}
+	r.id(b[1]&flagTraceRaw != 0, 16)
+	id := r.id(b[1]&flagSpanRaw != 0, 8)
+	return id, r.err
+}
+
 // sameSpan reports whether the stored span old is the span whose new
 // encoding is enc: a re-sent batch, in either encoding.
 func sameSpan(old, enc []byte) bool {

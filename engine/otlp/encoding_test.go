@@ -26,11 +26,10 @@ func fillOldDB(t *testing.T, db *store.DB) {
 	}
 }
 
-// A database written before the binary encoding reads as a fresh one
-// does: the same executions, the same spans, and importing the same files
-// again finds every span already there.
-func TestDatabaseWithJSONSpansStillReads(t *testing.T) {
-	old, err := os.ReadFile("testdata/spans-json-v0.db")
+// openTestdata opens a copy of a database under testdata.
+func openTestdata(t *testing.T, name string) *store.DB {
+	t.Helper()
+	old, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +37,19 @@ func TestDatabaseWithJSONSpansStillReads(t *testing.T) {
 	if err := os.WriteFile(p, old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	oldDB, err := store.Open(p, store.Options{NoSync: true})
+	db, err := store.Open(p, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer oldDB.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A database written before the binary encoding reads as a fresh one
+// does: the same executions, the same spans, and importing the same files
+// again finds every span already there.
+func TestDatabaseWithJSONSpansStillReads(t *testing.T) {
+	oldDB := openTestdata(t, "spans-json-v0.db")
 	// The file really holds the old encoding.
 	jsonSpans := 0
 	oldDB.View(func(tx *store.Tx) error {
@@ -131,5 +138,96 @@ func TestStoreErrorNamesTheSpansLine(t *testing.T) {
 		if xs := executions(t, db); len(xs) != 0 {
 			t.Fatalf("chunks of %d: a failed file left %d executions", chunk, len(xs))
 		}
+	}
+}
+
+// testdata/spans-v4-compact.db was written by fillOldDB with the code
+// before an index entry stood for a run of a trace's spans (schema 4: one
+// entry per span, spans in the binary encoding). It reads as a fresh one
+// does; importing the same files again finds every span already there; a
+// span added to one of its traces, and an import that fails half way
+// through one, leave its spans as they were.
+func TestDatabaseWithAnIndexEntryPerSpanStillReads(t *testing.T) {
+	oldDB := openTestdata(t, "spans-v4-compact.db")
+	perSpan, binarySpans := 0, 0
+	oldDB.View(func(tx *store.Tx) error {
+		tx.Scan(BucketIndex, nil, false, func(_, v []byte) bool {
+			if len(v) == 16 {
+				perSpan++
+			}
+			return true
+		})
+		return tx.Scan(BucketSpans, nil, false, func(_, v []byte) bool {
+			if len(v) > 0 && v[0] == spanBinary {
+				binarySpans++
+			}
+			return true
+		})
+	})
+	if perSpan == 0 || binarySpans == 0 {
+		t.Fatalf("testdata/spans-v4-compact.db holds %d index entries of one span, %d binary spans", perSpan, binarySpans)
+	}
+	fresh := openDB(t)
+	fillOldDB(t, fresh)
+	oldX, freshX := executions(t, oldDB), executions(t, fresh)
+	if len(oldX) == 0 || !reflect.DeepEqual(oldX, freshX) {
+		t.Fatalf("executions differ:\nold   %+v\nfresh %+v", oldX, freshX)
+	}
+	for _, x := range freshX {
+		a, err := LoadSpans(oldDB, x.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := LoadSpans(fresh, x.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) == 0 || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: spans differ:\nold   %+v\nfresh %+v", x.ID, a, b)
+		}
+	}
+	const exec = "otlp-conv-sess-adk-mail-1"
+	before, err := LoadSpans(oldDB, exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ImportFile(oldDB, filepath.Join(fixtures, "adk-send-twice.json"))
+	if err != nil || res.Spans != 0 || res.Repeated != len(before) {
+		t.Fatalf("re-import into the old database: %+v, %v", res.Stats, err)
+	}
+
+	// One more span of a stored trace, sent as the receiver would, beside
+	// the spans indexed one by one; sent again, it is already there.
+	extra := before[len(before)-1]
+	extra.Import = 0
+	extra.SpanID, extra.ParentID = "f00000000000000f", before[0].SpanID
+	extra.Name, extra.Attrs, extra.Events = "late", map[string]string{"gen_ai.conversation.id": "sess-adk-mail-1"}, nil
+	for round, want := range []Stats{{Spans: 1}, {Repeated: 1}} {
+		var got Stats
+		if err := oldDB.Update(func(tx *store.Tx) error { var err error; got, err = Save(tx, []Span{extra}, "receiver"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spans != want.Spans || got.Repeated != want.Repeated {
+			t.Fatalf("save %d: %+v, want %+v", round+1, got, want)
+		}
+	}
+	after, err := LoadSpans(oldDB, exec)
+	if err != nil || len(after) != len(before)+1 {
+		t.Fatalf("after one more span: %d spans (%v), want %d", len(after), err, len(before)+1)
+	}
+
+	// An import whose first line adds to the trace and whose second fails.
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	line1 := strings.Replace(doc(goodSpan), "5b8efff798038103d269b633813fc60c", before[0].TraceID, 1)
+	line2 := strings.Replace(doc(goodSpan), `"endTimeUnixNano":"1790607001000000000"`, `"endTimeUnixNano":"1"`, 1)
+	if err := os.WriteFile(bad, []byte(line1+"\n"+line2+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importFile(oldDB, bad, 1); err == nil {
+		t.Fatal("the bad file imported")
+	}
+	again, err := LoadSpans(oldDB, exec)
+	if err != nil || !reflect.DeepEqual(again, after) {
+		t.Fatalf("after a failed import: %d spans (%v), want the %d before it", len(again), err, len(after))
 	}
 }

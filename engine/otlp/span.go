@@ -121,11 +121,12 @@ func each(td ptrace.Traces, fn func(Span, error) error) error {
 			service = v.AsString()
 		}
 		sss := rs.ScopeSpans()
+		var trace traceHex
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
-				if err := fn(convert(spans.At(k), service, ss.Scope().Name())); err != nil {
+				if err := fn(convert(spans.At(k), service, ss.Scope().Name(), &trace)); err != nil {
 					return err
 				}
 			}
@@ -134,7 +135,21 @@ func each(td ptrace.Traces, fn func(Span, error) error) error {
 	return nil
 }
 
-func convert(s ptrace.Span, service, scope string) (Span, error) {
+// traceHex is the last trace id convert wrote in hex: a batch's spans come
+// a trace at a time, so they share one string.
+type traceHex struct {
+	id  pcommon.TraceID
+	hex string
+}
+
+func (t *traceHex) of(id pcommon.TraceID) string {
+	if t.hex == "" || id != t.id {
+		t.id, t.hex = id, hex.EncodeToString(id[:])
+	}
+	return t.hex
+}
+
+func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error) {
 	sp := Span{Name: s.Name(), Service: service, Scope: scope,
 		Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp())}
 	sid := s.SpanID()
@@ -146,7 +161,7 @@ func convert(s ptrace.Span, service, scope string) (Span, error) {
 	if tid.IsEmpty() {
 		return sp, &SpanError{SpanID: sp.SpanID, Reason: "empty trace id"}
 	}
-	sp.TraceID = hex.EncodeToString(tid[:])
+	sp.TraceID = trace.of(tid)
 	if pid := s.ParentSpanID(); !pid.IsEmpty() {
 		sp.ParentID = hex.EncodeToString(pid[:])
 		if sp.ParentID == sp.SpanID {

@@ -1,9 +1,11 @@
 package otlp
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,17 +44,44 @@ func Events(spans []Span) []trace.Event {
 	return t.events()
 }
 
+// auditEvents is Events for the duplicate flag's audit: it sorts spans in
+// place (the caller's own copy) and leaves out the events' Attrs, which
+// neither the fold nor the audit reads (the detail pane does), saving a
+// map per turn and per attempt.
+//
+// t, when not nil, is a translation done with, whose memory is used again:
+// the events returned are in it, valid until its next use.
+func auditEvents(spans []Span, t *translation) []trace.Event {
+	if len(spans) == 0 {
+		return nil
+	}
+	SortSpans(spans)
+	if t == nil {
+		t = &translation{}
+	}
+	t.reset(spans)
+	t.lean = true
+	return t.events()
+}
+
 type translation struct {
 	spans   []Span
-	byID    map[string]int // trace+span -> index
-	orphan  map[int]string // index -> why
-	runOf   map[string]int // trace -> run number
-	out     []timed
+	byID    map[spanRef]int // -> index
+	orphan  map[int]string  // index -> why
+	runOf   map[string]int  // trace -> run number
+	evs     []trace.Event   // in the order they are emitted
+	order   []int32         // evs' positions, sorted by time
+	at      []int64         // when each happened
 	orphans []string
 	// turnAt lists the turns' starts, in order, for the calls to find theirs.
 	turnAt []turnStart
-	// canon holds the tool spans' canonical arguments, computed once.
-	canon map[int]json.RawMessage
+	// canon holds the tool spans' canonical arguments, computed once;
+	// canonRaw the same by the arguments as sent: a retried call sends the
+	// same ones again.
+	canon    map[int]json.RawMessage
+	canonRaw map[string]json.RawMessage
+	// lean leaves the events' Attrs out (auditEvents).
+	lean bool
 }
 
 // args are span i's canonical arguments. Canonicalising parses and
@@ -63,7 +92,12 @@ func (t *translation) args(i int) json.RawMessage {
 	if a, ok := t.canon[i]; ok {
 		return a
 	}
-	a := canonical(t.spans[i].Args())
+	raw := t.spans[i].Args()
+	a, ok := t.canonRaw[string(raw)]
+	if !ok {
+		a = canonical(raw)
+		t.canonRaw[string(raw)] = a
+	}
 	t.canon[i] = a
 	return a
 }
@@ -88,18 +122,45 @@ func (t *translation) turnOf(run int, at int64) int {
 	return n
 }
 
-// timed is an event with the order it is emitted in at one instant.
-type timed struct {
-	at    int64
-	order int
-	ev    trace.Event
+// spanRef names a span: its trace and span ids.
+type spanRef struct{ trace, span string }
+
+// errNoNumber is atoi's answer for an absent attribute.
+var errNoNumber = errors.New("no number")
+
+// atoi is strconv.Atoi, answering an empty string (an attribute the span
+// does not have, the usual case) without allocating an error.
+func atoi(s string) (int, error) {
+	if s == "" {
+		return 0, errNoNumber
+	}
+	return strconv.Atoi(s)
 }
 
 func newTranslation(spans []Span) *translation {
-	t := &translation{spans: spans, byID: make(map[string]int, len(spans)), orphan: map[int]string{}, runOf: map[string]int{},
-		canon: map[int]json.RawMessage{}, out: make([]timed, 0, 3*len(spans)+4)}
+	t := &translation{}
+	t.reset(spans)
+	return t
+}
+
+// reset readies t to translate spans, keeping what it allocated for the
+// spans it translated last.
+func (t *translation) reset(spans []Span) {
+	if t.byID == nil {
+		t.byID, t.orphan, t.runOf = make(map[spanRef]int, len(spans)), map[int]string{}, map[string]int{}
+		t.canon, t.canonRaw = map[int]json.RawMessage{}, map[string]json.RawMessage{}
+	} else {
+		clear(t.byID)
+		clear(t.orphan)
+		clear(t.runOf)
+		clear(t.canon)
+		clear(t.canonRaw)
+	}
+	n := 3*len(spans) + 4
+	t.spans, t.orphans, t.turnAt = spans, t.orphans[:0], t.turnAt[:0]
+	t.evs, t.at, t.order = slices.Grow(t.evs[:0], n), slices.Grow(t.at[:0], n), t.order[:0]
 	for i := range spans {
-		t.byID[spans[i].TraceID+spans[i].SpanID] = i
+		t.byID[spanRef{spans[i].TraceID, spans[i].SpanID}] = i
 	}
 	for i := range spans {
 		if why := t.orphanReason(i); why != "" {
@@ -107,7 +168,6 @@ func newTranslation(spans []Span) *translation {
 			t.orphans = append(t.orphans, spans[i].SpanID)
 		}
 	}
-	return t
 }
 
 // parent returns the index of span i's parent, or -1.
@@ -116,7 +176,7 @@ func (t *translation) parent(i int) int {
 	if s.ParentID == "" {
 		return -1
 	}
-	if p, ok := t.byID[s.TraceID+s.ParentID]; ok {
+	if p, ok := t.byID[spanRef{s.TraceID, s.ParentID}]; ok {
 		return p
 	}
 	return -1
@@ -155,7 +215,8 @@ func (t *translation) ancestors(i int, fn func(int) bool) {
 
 func (t *translation) emit(at int64, ev trace.Event) {
 	ev.Time = time.Unix(0, at).UTC()
-	t.out = append(t.out, timed{at: at, order: len(t.out), ev: ev})
+	t.evs = append(t.evs, ev)
+	t.at = append(t.at, at)
 }
 
 func (t *translation) events() []trace.Event {
@@ -172,7 +233,7 @@ func (t *translation) events() []trace.Event {
 			t.runOf[s.TraceID] = len(traces) + 1
 			traces = append(traces, s.TraceID)
 		}
-		if n, err := strconv.Atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
+		if n, err := atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
 			t.runOf[s.TraceID] = n // retrylab's own export numbers its runs
 		}
 		if s.ParentID == "" {
@@ -210,21 +271,40 @@ func (t *translation) events() []trace.Event {
 	t.crashes()
 	t.end(last, failed)
 
-	// Events are large: sort their positions, and copy each once.
-	order := make([]int32, len(t.out))
+	// Events are large: sort their positions, then move each event to its
+	// place once, in the slice they were emitted into.
+	order := slices.Grow(t.order[:0], len(t.evs))[:len(t.evs)]
+	t.order = order
 	for i := range order {
 		order[i] = int32(i)
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := &t.out[order[i]], &t.out[order[j]]
-		if a.at != b.at {
-			return a.at < b.at
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(t.at[a], t.at[b]); c != 0 {
+			return c
 		}
-		return a.order < b.order
+		return cmp.Compare(a, b) // emitted first
 	})
-	evs := make([]trace.Event, len(t.out))
-	for i, k := range order {
-		evs[i] = t.out[k].ev
+	evs := t.evs
+	for i := range order {
+		// Follow the cycle through i: position i takes the event
+		// order[i], whose position takes order[order[i]], and so on.
+		if order[i] < 0 || int(order[i]) == i {
+			continue
+		}
+		tmp := evs[i]
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				evs[j] = tmp
+				break
+			}
+			evs[j] = evs[k]
+			j = k
+		}
+	}
+	for i := range evs {
 		evs[i].Seq = uint64(i + 1)
 	}
 	return evs
@@ -253,7 +333,7 @@ func (t *translation) runs(traces []string) {
 			if p, ok := root.Attrs["retrylab.run.policy"]; ok {
 				ev.Text = p
 			}
-			ev.PID, _ = strconv.Atoi(root.Attrs["process.pid"])
+			ev.PID, _ = atoi(root.Attrs["process.pid"])
 		} else {
 			ev.Attrs["root"] = "trace " + tr + " (its root span never arrived)"
 		}
@@ -289,7 +369,7 @@ func (t *translation) turns() {
 		n++
 		s := &t.spans[i]
 		number, text := n, s.Name
-		if v, err := strconv.Atoi(s.Attrs["retrylab.turn"]); err == nil {
+		if v, err := atoi(s.Attrs["retrylab.turn"]); err == nil {
 			number = v
 		}
 		if v, ok := s.Attrs["retrylab.turn.text"]; ok {
@@ -355,15 +435,17 @@ func (t *translation) calls() {
 					key = s.Attrs["retrylab.call.key"] // retrylab keys attempts, not always the call
 				}
 				sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, s.Start), Call: c.id, Tool: s.Tool(),
-					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"],
-					Attrs: map[string]string{"span.parent": s.ParentID}}
-				if cid := s.CallID(); cid != "" {
-					sched.Attrs["tool.call.id"] = cid
+					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"]}
+				if !t.lean {
+					sched.Attrs = map[string]string{"span.parent": s.ParentID}
+					if cid := s.CallID(); cid != "" {
+						sched.Attrs["tool.call.id"] = cid
+					}
 				}
 				t.emit(s.Start, sched)
 			}
 			number := n + 1
-			if v, err := strconv.Atoi(s.Attrs["retrylab.attempt"]); err == nil {
+			if v, err := atoi(s.Attrs["retrylab.attempt"]); err == nil {
 				number = v
 			}
 			t.attempt(i, c.id, run, number)
@@ -377,7 +459,7 @@ func (t *translation) calls() {
 func (t *translation) attempt(i int, callID string, run, number int) {
 	s := &t.spans[i]
 	a := t.args(i)
-	maxAttempts, _ := strconv.Atoi(s.Attrs["retrylab.max_attempts"])
+	maxAttempts, _ := atoi(s.Attrs["retrylab.max_attempts"])
 	t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: run, Call: callID, Tool: s.Tool(), Attempt: number,
 		MaxAttempts: maxAttempts, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
 	if faults := s.Attrs["retrylab.faults"]; faults != "" {
@@ -408,8 +490,10 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 		fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
 	}
 	t.emit(s.End, fin)
-	if d, err := time.ParseDuration(s.Attrs["retrylab.retry_after"]); err == nil {
-		t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
+	if after := s.Attrs["retrylab.retry_after"]; after != "" { // ParseDuration allocates its error
+		if d, err := time.ParseDuration(after); err == nil {
+			t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
+		}
 	}
 	if s.Attrs["retrylab.journal.recorded"] == "true" {
 		t.emit(s.End, trace.Event{Kind: trace.StepRecorded, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Key: s.Key(),
@@ -420,7 +504,7 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 // replay emits a call answered from retrylab's journal.
 func (t *translation) replay(i int) {
 	s := &t.spans[i]
-	resultRun, _ := strconv.Atoi(s.Attrs["retrylab.replay.run"])
+	resultRun, _ := atoi(s.Attrs["retrylab.replay.run"])
 	ev := trace.Event{Kind: trace.StepReplayed, Run: t.runOf[s.TraceID], Call: s.CallID(), Tool: s.Tool(), Result: s.Result(),
 		ResultRun: resultRun, Ref: s.SpanID}
 	if s.Attrs["retrylab.replay.decision"] == "true" {
@@ -437,7 +521,7 @@ func (t *translation) crashes() {
 		if s.ParentID != "" || s.Attrs["retrylab.run.crashed"] != "true" {
 			continue
 		}
-		code, _ := strconv.Atoi(s.Attrs["retrylab.run.exit_code"])
+		code, _ := atoi(s.Attrs["retrylab.run.exit_code"])
 		t.emit(s.End, trace.Event{Kind: trace.RunCrashed, Run: t.runOf[s.TraceID], ExitCode: code, Fault: s.Attrs["retrylab.run.fault"],
 			Error: s.Message, Ref: s.SpanID})
 	}
@@ -479,6 +563,9 @@ func asJSONOrNil(v string) json.RawMessage {
 
 // attrs are what the detail pane shows of span i: its attributes and ids.
 func (t *translation) attrs(i int) map[string]string {
+	if t.lean {
+		return nil
+	}
 	s := &t.spans[i]
 	m := make(map[string]string, len(s.Attrs)+4)
 	for k, v := range s.Attrs {
@@ -500,7 +587,7 @@ func (t *translation) attrs(i int) map[string]string {
 
 // outcome classifies a tool span's end, and gives its HTTP status if any.
 func (s *Span) outcome() (trace.Outcome, int) {
-	status, _ := strconv.Atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
+	status, _ := atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
 	etype := s.ErrorType()
 	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
 		return trace.OutcomeOK, status
