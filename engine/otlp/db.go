@@ -749,7 +749,7 @@ func needsAudit(m *summary, earlier bool) bool {
 // Duplicated says whether an imported execution's stored spans, audited
 // alone with the default effects, hold a duplicate: the record's
 // Duplicates flag, for a record imported before the importer set it.
-func Duplicated(tx *store.Tx, exec string) (bool, error) { return duplicated(tx, exec, 0, effects{}) }
+func Duplicated(tx *store.Tx, exec string) (bool, error) { return duplicated(tx, exec, 0, effects{}, nil) }
 
 // duplicated audits one execution's stored spans alone, with the default
 // effects, as `retrylab audit` grades them: whether a duplicate is found.
