@@ -33,9 +33,10 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v5: history chunks are stored compressed (see Tx.AppendEvent); chunks of
-// older files are plain and stay readable, and a chunk appended to is
-// rewritten compressed. Execution records, the world's records (engine/world)
+// v5: history chunks are stored compressed, by S2
+// (github.com/klauspost/compress/s2) with the preset dictionary
+// chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
+// readable, and a chunk appended to is rewritten compressed. Execution records, the world's records (engine/world)
 // and journal records are stored packed, journals flat in one bucket; JSON
 // records and per-execution journal buckets of older files still read. v4: spans imported from OpenTelemetry (engine/otlp's spans bucket) are
 // stored in engine/otlp's compact binary encoding; earlier files hold them as

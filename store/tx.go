@@ -279,12 +279,13 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // Since schema v5 a chunk is stored compressed (see encodeChunk): a 0 byte,
 // then an S2 block (github.com/klauspost/compress/s2: the uvarint length of
 // the plain chunk, then LZ77 copies and literals, no entropy coding) made
-// with chunkdict.bin as its preset dictionary. The events
-// of one call repeat each other (every attempt carries the call's tool, key
-// and request body) and those of every history repeat the dictionary, so a
-// chunk takes about a quarter of its plain size. Chunks of v3 and v4 files
-// are plain (their first byte is the nonzero length of their first event)
-// and are read as they are; an append to one rewrites it compressed.
+// with chunkdict.bin as its preset dictionary. The events of one call
+// repeat each other (every attempt carries the call's tool, key and request
+// body) and those of every history repeat the dictionary, so a chunk takes
+// 30-33% of its plain size (the gen mix, the million attempts). Chunks of
+// v3 and v4 files are plain (their first byte is the nonzero length of
+// their first event) and are read as they are; an append to one rewrites
+// it compressed.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -403,8 +404,9 @@ const compressedChunk = 0
 // would not make it shorter (then plain itself). A compressed chunk is a
 // new slice of its own length; *scratch is the encoder's space, kept for
 // the next call. EncodeBetter rather than Encode: on the gen mix's chunks
-// 29.5% of their plain size instead of 35%, in about the time our own codec
-// took (BENCHMARKS.md, 14.3″).
+// 29.6% of their plain size instead of 35%, in about the time the
+// hand-written codec S2 replaced took (BENCHMARKS.md, "14.3: S2 instead of
+// our own codec").
 func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 	need := s2.MaxEncodedLen(len(plain))
 	if need < 0 || len(plain) > maxChunkLen {
