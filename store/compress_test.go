@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -17,6 +18,75 @@ func TestChunkDictionaryIsFrozen(t *testing.T) {
 	sum := sha256.Sum256(chunkDictText)
 	if got := hex.EncodeToString(sum[:]); got != "57a35e713e86d797198a7fe9cc77921fa23e6f06feb637389e191102288d454b" {
 		t.Fatalf("chunkdict.bin changed (sha256 %s): files written with the old one would not read", got)
+	}
+	if chunkDict == nil || !bytes.Equal(chunkDict.Bytes()[1:], chunkDictText) {
+		t.Fatal("s2 did not take chunkdict.bin whole as the dictionary")
+	}
+}
+
+// encode is encodeChunk with a scratch of its own.
+func encode(t testing.TB, plain []byte) []byte {
+	t.Helper()
+	var scratch []byte
+	stored, err := encodeChunk(&scratch, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
+// What the dictionary holds costs a few bytes, not its length: a chunk
+// that repeats 1 KB of it is stored in a handful.
+func TestChunkDictionaryPays(t *testing.T) {
+	plain := chunkDictText[8000:9024]
+	if stored := encode(t, plain); len(stored) > 16 || stored[0] != compressedChunk {
+		t.Fatalf("1 KB of the dictionary is stored in %d bytes", len(stored))
+	}
+}
+
+// A chunk that compression would not shorten is stored plain, unless it
+// starts with a 0 byte (an empty first event), which marks a compressed
+// chunk: that one is stored compressed whatever it costs.
+func TestIncompressibleChunks(t *testing.T) {
+	noise := make([]byte, 600)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	plain := append(binary.AppendUvarint(nil, uint64(len(noise))), noise...)
+	if stored := encode(t, plain); !bytes.Equal(stored, plain) {
+		t.Fatalf("incompressible chunk stored in %d bytes, first %d", len(stored), stored[0])
+	}
+	plain = append([]byte{0}, plain...)
+	stored := encode(t, plain)
+	if stored[0] != compressedChunk {
+		t.Fatalf("a chunk starting with an empty event is stored plain")
+	}
+	if got, err := decodeChunk(stored, true); err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// Truncated, lengthened or garbled chunks, and lengths past any chunk's,
+// give ErrCorrupt, never a panic or a huge allocation.
+func TestDecodeChunkRefusesDamage(t *testing.T) {
+	plain := benchChunk()
+	stored := encode(t, plain)
+	lenBytes := binary.AppendUvarint(nil, uint64(len(plain)))
+	body := stored[1+len(lenBytes):]
+	bad := map[string][]byte{
+		"truncated":                    stored[:len(stored)-1],
+		"only the tag":                 {compressedChunk},
+		"a truncated length":           {compressedChunk, 0x80},
+		"a longer length":              slices.Concat([]byte{compressedChunk}, binary.AppendUvarint(nil, uint64(len(plain)+1)), body),
+		"a shorter length":             slices.Concat([]byte{compressedChunk}, binary.AppendUvarint(nil, uint64(len(plain)-1)), body),
+		"2 GB claimed":                 slices.Concat([]byte{compressedChunk}, binary.AppendUvarint(nil, 1<<31), body),
+		"a copy before the dictionary": {compressedChunk, 8, 0x03, 0xff, 0xff, 0xff, 0x0f},
+	}
+	for name, b := range bad {
+		if _, err := decodeChunk(b, true); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
 	}
 }
 
@@ -228,20 +298,61 @@ func benchChunk() []byte {
 func BenchmarkEncodeChunk(b *testing.B) {
 	plain := benchChunk()
 	b.SetBytes(int64(len(plain)))
-	var out []byte
+	var out, scratch []byte
 	for b.Loop() {
-		out = encodeChunk(plain)
+		var err error
+		if out, err = encodeChunk(&scratch, plain); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(len(out))/float64(len(plain)), "ratio")
 }
 
 func BenchmarkDecodeChunk(b *testing.B) {
 	plain := benchChunk()
-	stored := encodeChunk(plain)
+	stored := encode(b, plain)
 	b.SetBytes(int64(len(plain)))
 	for b.Loop() {
 		if _, err := decodeChunk(stored, true); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// What encodeChunk stores, decodeChunk reads back byte for byte, through
+// S2 and the dictionary. testdata/fuzz/FuzzChunkRoundTrip keeps the input
+// that caught a wrong escape of long repeats in the codec S2 replaced.
+func FuzzChunkRoundTrip(f *testing.F) {
+	f.Add(eventLike(1))
+	f.Add(benchChunk())
+	f.Add([]byte{0, 0, 0})
+	f.Add(chunkDictText[100:900])
+	f.Fuzz(func(t *testing.T, plain []byte) {
+		stored := encode(t, plain)
+		got, err := decodeChunk(stored, true)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("round trip of %q: %q, %v", plain, got, err)
+		}
+	})
+}
+
+// Whatever a damaged file holds, decodeChunk returns a chunk of the length
+// the stored one claims, or ErrCorrupt, and never panics.
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add(encode(f, benchChunk()))
+	f.Add([]byte{compressedChunk, 10, 0x03, 0x05})
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		got, err := decodeChunk(stored, true)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decode %x: %v", stored, err)
+			}
+			return
+		}
+		if len(stored) > 0 && stored[0] == compressedChunk {
+			if n, _ := binary.Uvarint(stored[1:]); uint64(len(got)) != n {
+				t.Fatalf("decoded %d bytes, the chunk said %d", len(got), n)
+			}
+		}
+	})
 }

@@ -33,16 +33,18 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v5: history chunks are stored compressed (see Tx.AppendEvent); chunks of
-// older files are plain and stay readable, and a chunk appended to is
-// rewritten compressed. Execution records, the world's records
-// (engine/world) and journal records are stored packed, journals flat in
-// one bucket; engine/otlp's span index holds one entry per run of a
-// trace's spans instead of one per span. JSON records, per-execution
-// journal buckets and per-span index entries of older files still read.
-// v4: spans imported from OpenTelemetry (engine/otlp's spans bucket) are
-// stored in engine/otlp's compact binary encoding; earlier files hold them
-// as JSON objects. v3: histories of every execution share one bucket
+// v5: history chunks are stored compressed, by S2
+// (github.com/klauspost/compress/s2) with the preset dictionary
+// chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
+// readable, and a chunk appended to is rewritten compressed. Execution
+// records, the world's records (engine/world) and journal records are
+// stored packed, journals flat in one bucket; engine/otlp's span index
+// holds one entry per run of a trace's spans instead of one per span. JSON
+// records, per-execution journal buckets and per-span index entries of
+// older files still read. v4: spans imported from OpenTelemetry
+// (engine/otlp's spans bucket) are stored in engine/otlp's compact binary
+// encoding; earlier files hold them as JSON objects. v3: histories of every
+// execution share one bucket
 // (history_events, see Tx.AppendEvent); v2 gave each execution a bucket of
 // its own, and files that have them keep them and go on appending to them.
 // v2: history events are stored in engine/history's compact encoding; v1

@@ -11,9 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/retrylab/retrylab/store/internal/lz"
 )
 
 // Tx is a transaction handed to View and Update. Getters return copies, so
@@ -29,6 +28,8 @@ type Tx struct {
 	// before a read of histories in the same transaction).
 	tails map[string]*tail
 	dirty []*tail
+	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
+	encoded []byte
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only
@@ -276,13 +277,15 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // element header and an 8-byte key.
 //
 // Since schema v5 a chunk is stored compressed (see encodeChunk): a 0 byte,
-// the uvarint length of the plain chunk, and the chunk compressed by
-// store/internal/lz with chunkdict.bin as its preset dictionary. The events
-// of one call repeat each other (every attempt carries the call's tool, key
-// and request body) and those of every history repeat the dictionary, so a
-// chunk takes about a quarter of its plain size. Chunks of v3 and v4 files
-// are plain (their first byte is the nonzero length of their first event)
-// and are read as they are; an append to one rewrites it compressed.
+// then an S2 block (github.com/klauspost/compress/s2: the uvarint length of
+// the plain chunk, then LZ77 copies and literals, no entropy coding) made
+// with chunkdict.bin as its preset dictionary. The events of one call
+// repeat each other (every attempt carries the call's tool, key and request
+// body) and those of every history repeat the dictionary, so a chunk takes
+// 30-33% of its plain size (the gen mix, the million attempts). Chunks of
+// v3 and v4 files are plain (their first byte is the nonzero length of
+// their first event) and are read as they are; an append to one rewrites
+// it compressed.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -380,8 +383,16 @@ const chunkMax = 4096
 //go:embed chunkdict.bin
 var chunkDictText []byte
 
-// chunkDict is chunkDictText prepared for compression; only read.
-var chunkDict = lz.NewDict(chunkDictText)
+// chunkDict is chunkDictText as an S2 dictionary (no initial repeat
+// offset), built once when the package loads and never changed: s2.Dict
+// builds its match tables once, on first use, behind a sync.Once, and is
+// safe for concurrent encoding and decoding.
+var chunkDict = s2.MakeDict(chunkDictText, nil)
+
+// maxChunkLen bounds a chunk's plain length: encodeChunk refuses longer
+// chunks (bbolt could not store one plain either), so decodeChunk refuses a
+// compressed chunk that claims more as damaged instead of allocating it.
+const maxChunkLen = bolt.MaxValueSize
 
 // compressedChunk is the first byte of a compressed chunk. A plain chunk
 // starts with its first event's length, which is not 0 in any file an
@@ -390,16 +401,28 @@ var chunkDict = lz.NewDict(chunkDictText)
 const compressedChunk = 0
 
 // encodeChunk is the stored form of a plain chunk: compressed, unless that
-// would not make it shorter.
-func encodeChunk(plain []byte) []byte {
-	out := make([]byte, 0, len(plain)/2+16)
-	out = append(out, compressedChunk)
-	out = binary.AppendUvarint(out, uint64(len(plain)))
-	out = chunkDict.Encode(out, plain)
-	if len(out) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
-		return plain
+// would not make it shorter (then plain itself). A compressed chunk is a
+// new slice of its own length; *scratch is the encoder's space, kept for
+// the next call. EncodeBetter rather than Encode: on the gen mix's chunks
+// 29.6% of their plain size instead of 35%, in about the time the
+// hand-written codec S2 replaced took (BENCHMARKS.md, "14.3: S2 instead of
+// our own codec").
+func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
+	need := s2.MaxEncodedLen(len(plain))
+	if need < 0 || len(plain) > maxChunkLen {
+		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
 	}
-	return out
+	if cap(*scratch) < need {
+		*scratch = make([]byte, need)
+	}
+	enc := chunkDict.EncodeBetter((*scratch)[:need], plain)
+	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
+		return plain, nil
+	}
+	out := make([]byte, 1+len(enc))
+	out[0] = compressedChunk
+	copy(out[1:], enc)
+	return out, nil
 }
 
 // decodeChunk returns a stored chunk's plain events: a new slice, or, for
@@ -411,11 +434,10 @@ func decodeChunk(stored []byte, copyPlain bool) ([]byte, error) {
 		}
 		return stored, nil
 	}
-	n, w := binary.Uvarint(stored[1:])
-	if w <= 0 || n > math.MaxInt32 {
+	if n, err := s2.DecodedLen(stored[1:]); err != nil || n > maxChunkLen {
 		return nil, ErrCorrupt
 	}
-	plain, err := chunkDict.Decode(nil, stored[1+w:], int(n))
+	plain, err := chunkDict.Decode(nil, stored[1:])
 	if err != nil {
 		return nil, ErrCorrupt
 	}
@@ -452,7 +474,11 @@ func (t *Tx) putChunk(events *bolt.Bucket, tl *tail) error {
 	events.FillPercent = appendFill
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	if err := events.Put(tl.key, encodeChunk(tl.value)); err != nil {
+	stored, err := encodeChunk(&t.encoded, tl.value)
+	if err != nil {
+		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+	}
+	if err := events.Put(tl.key, stored); err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 	}
 	return nil
