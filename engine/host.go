@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -337,6 +338,54 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 	}
 	h.bus.publish(notice.Notice{Execution: exec, Event: &ev})
 	return ev, nil
+}
+
+// pendingEvent is one event of a batch a worker reports in one round trip,
+// with the change it makes to the execution record, if any.
+type pendingEvent struct {
+	ev     history.Event
+	update func(*history.Execution)
+}
+
+// recordAll appends events in order (each stamped with the clock) and
+// applies their updates to the execution record, all in one durable commit,
+// then publishes them: a worker's batch costs one fsync, and a batch is
+// recorded whole or not at all.
+func (h *Host) recordAll(exec string, batch []pendingEvent) ([]history.Event, error) {
+	out := make([]history.Event, len(batch))
+	prepared := make([]history.Prepared, len(batch))
+	for i, p := range batch {
+		out[i] = p.ev
+		out[i].Time = h.clock.Now()
+		var err error
+		if prepared[i], err = history.Prepare(out[i]); err != nil {
+			return nil, err
+		}
+	}
+	err := h.db.Update(func(tx *store.Tx) error {
+		for i, p := range batch {
+			if _, err := prepared[i].Append(tx, exec, &out[i]); err != nil {
+				return err
+			}
+			if p.update != nil {
+				if err := updateExecution(tx, exec, out[i].Time, p.update); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		types := make([]string, len(batch))
+		for i, p := range batch {
+			types[i] = string(p.ev.Type)
+		}
+		return nil, fmt.Errorf("record %s for %s: %w", strings.Join(types, ", "), exec, err)
+	}
+	for i := range out {
+		h.bus.publish(notice.Notice{Execution: exec, Event: &out[i]})
+	}
+	return out, nil
 }
 
 func updateExecution(tx *store.Tx, exec string, now time.Time, update func(*history.Execution)) error {

@@ -122,7 +122,8 @@ func (w *worker) play(ctx context.Context) error {
 
 func (w *worker) startTurn(ctx context.Context, text string) error {
 	w.turn++
-	return w.rt.event(ctx, history.Event{Type: history.TurnStarted, Turn: w.turn, Text: text})
+	w.rt.later(history.Event{Type: history.TurnStarted, Turn: w.turn, Text: text})
+	return nil
 }
 
 // call runs one tool call to its end: replayed from the journal, done, or
@@ -240,8 +241,9 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		}
 		if ok {
 			w.setResult(c.Step, rec.Result)
-			return true, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
+			w.rt.later(history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
 				Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result, ResultRun: rec.Run})
+			return true, nil
 		}
 	}
 	if tool.Kind == scenario.KindUnsafe && contains(w.plan.Unfinished, step) {
@@ -256,10 +258,8 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 	if err != nil {
 		return false, fmt.Errorf("%s: arguments: %w", step, err)
 	}
-	if err := w.rt.event(ctx, history.Event{Type: history.ToolCallScheduled, Turn: w.turn, Step: step,
-		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)}); err != nil {
-		return false, err
-	}
+	w.rt.later(history.Event{Type: history.ToolCallScheduled, Turn: w.turn, Step: step,
+		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)})
 	w.mu.Lock()
 	w.activities++
 	activity := strconv.Itoa(w.activities)
@@ -277,26 +277,25 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		if grant.Crash == fault.CrashAfterEffect {
 			die() // the effect may have happened; nothing about it is recorded
 		}
-		fin := history.Event{Type: history.AttemptFinished, Step: step, Tool: c.Tool, Attempt: attempt, Key: key,
-			Outcome: res.outcome, Deduplicated: res.deduplicated, Duration: res.duration, Response: res.response, Error: res.err}
-		if err := w.rt.event(ctx, fin); err != nil {
-			return false, err
-		}
+		// The answer travels with the next durable request: the journal
+		// write, the retry, the escalation or the next attempt.
+		w.rt.later(history.Event{Type: history.AttemptFinished, Step: step, Tool: c.Tool, Attempt: attempt, Key: key,
+			Outcome: res.outcome, Deduplicated: res.deduplicated, Duration: res.duration, Response: res.response, Error: res.err})
 		if res.outcome == history.OutcomeOK {
 			w.setResult(c.Step, res.body)
 			if policy.Journal {
-				if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
-					Key: key, Attempt: attempt, Result: res.body}, nil); err != nil {
+				if err := w.rt.putJournal(ctx, url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
+					Key: key, Attempt: attempt, Result: res.body}); err != nil {
 					return false, err
 				}
 			}
 			if grant.Crash == fault.CrashAfterRecord {
-				die()
+				w.dieRecorded(ctx)
 			}
 			return true, nil
 		}
 		if grant.Crash == fault.CrashAfterRecord {
-			die()
+			w.dieRecorded(ctx)
 		}
 		if tool.Kind == scenario.KindUnsafe && (res.outcome == history.OutcomeTimeout || res.outcome == history.OutcomeError) {
 			return false, w.stop(ctx, history.Escalated, step, fmt.Sprintf(
@@ -339,8 +338,8 @@ func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool,
 	if err != nil {
 		return
 	}
-	err = w.rt.do(ctx, http.MethodPost, "/attempts", wire.AttemptRequest{Step: step, Tool: c.Tool,
-		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch}, &grant)
+	grant, err = w.rt.attempt(ctx, wire.AttemptRequest{Step: step, Tool: c.Tool,
+		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch})
 	return
 }
 
@@ -380,15 +379,15 @@ func (w *worker) decide(ctx context.Context, c scenario.Call, step string, args 
 		if prior == nil {
 			return nil, fmt.Errorf("%s: recorded decision is not an argument object", step)
 		}
-		return prior, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: name, Tool: c.Tool,
+		w.rt.later(history.Event{Type: history.StepReplayed, Step: name, Tool: c.Tool,
 			Result: rec.Result, ResultRun: rec.Run, Text: history.ReplayDecision})
+		return prior, nil
 	}
 	canon, err := idemkey.Canonical(rendered)
 	if err != nil {
 		return nil, fmt.Errorf("%s: arguments: %w", step, err)
 	}
-	if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(name),
-		history.JournalRecord{Tool: c.Tool, Result: canon}, nil); err != nil {
+	if err := w.rt.putJournal(ctx, url.PathEscape(name), history.JournalRecord{Tool: c.Tool, Result: canon}); err != nil {
 		return nil, fmt.Errorf("%s: journal decision: %w", step, err)
 	}
 	return rendered, nil
@@ -603,6 +602,15 @@ func decodeResult(raw json.RawMessage) any {
 		return nil
 	}
 	return v
+}
+
+// dieRecorded is the crash after the record (fault 5): what the worker
+// reported is on disk first, then it dies.
+func (w *worker) dieRecorded(ctx context.Context) {
+	if err := w.rt.flush(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "retrylab worker: before the planned crash:", err)
+	}
+	die()
 }
 
 // die is a crash: SIGKILL of this very process, exit code 137.

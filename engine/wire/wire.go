@@ -48,6 +48,18 @@ type AttemptRequest struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Key         string            `json:"key,omitempty"`
 	Request     *history.Exchange `json:"request,omitempty"`
+	// Events are what the worker reported since its last round trip, in
+	// order: the host records them before AttemptStarted, in the same
+	// commit, so they are on disk before the attempt may take effect.
+	Events []history.Event `json:"events,omitempty"`
+}
+
+// JournalPut is the body of a journal write: the step's record and, as in
+// AttemptRequest, the events reported since the last round trip, recorded
+// before StepRecorded in the same commit.
+type JournalPut struct {
+	history.JournalRecord
+	Events []history.Event `json:"events,omitempty"`
 }
 
 // AttemptGrant answers an AttemptRequest: the crash the worker must carry
