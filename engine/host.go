@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -64,6 +65,12 @@ type Config struct {
 	// mail API, the CRM and the runtime and control API, for clients that
 	// need known addresses (serve --port). Zero means any free port.
 	MailPort, CRMPort, ControlPort int
+	// KeepWorkers is how many worker processes the host keeps idle for
+	// later runs: a worker that finished its run cleanly waits for the next
+	// one instead of exiting, so a run need not start a process. Zero: every
+	// run starts its own worker. A crash is a SIGKILL of the process either
+	// way, and a killed worker is gone.
+	KeepWorkers int
 	// Faults, when set, decides the server-side faults of requests
 	// attributed to executions this host does not run (a Temporal
 	// workflow's activities, which 'retrylab-temporal run' hosts).
@@ -89,7 +96,13 @@ type Host struct {
 
 	mu    sync.Mutex
 	execs map[string]*execState
-	armed []fault.Point
+	// procs are the live worker processes by pid, idle those waiting for a
+	// run (Config.KeepWorkers); quit is closed when the host closes.
+	procs    map[int]*process
+	idle     []*process
+	quit     chan struct{}
+	quitOnce sync.Once
+	armed    []fault.Point
 	// holds counts attached processes holding the host open; closing is set
 	// once CloseWhenIdle found it idle, and refuses new runs and holds.
 	holds   int
@@ -157,6 +170,8 @@ func Open(cfg Config) (*Host, error) {
 		token:        hex.EncodeToString(tok),
 		bus:          newBus(),
 		execs:        map[string]*execState{},
+		procs:        map[int]*process{},
+		quit:         make(chan struct{}),
 		mailRequests: map[string]int{},
 	}
 	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
@@ -273,10 +288,11 @@ func (h *Host) markOrphans() error {
 
 // Close kills live workers, stops the services and closes the database.
 func (h *Host) Close() error {
+	h.quitOnce.Do(func() { close(h.quit) }) // idle kept workers exit
 	h.mu.Lock()
 	var workers []*workerProc
 	for _, st := range h.execs {
-		if st.worker != nil && st.worker.cmd != nil {
+		if st.worker != nil && st.worker.proc != nil {
 			workers = append(workers, st.worker)
 		}
 	}
@@ -284,6 +300,16 @@ func (h *Host) Close() error {
 	for _, w := range workers {
 		w.kill()
 		<-w.done
+	}
+	h.mu.Lock()
+	var procs []*process
+	for _, p := range h.procs {
+		procs = append(procs, p)
+	}
+	h.mu.Unlock()
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
 	}
 	h.removeHostFile()
 	h.stopIndex()

@@ -39,6 +39,7 @@ func (h *Host) runtimeHandler() http.Handler {
 	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
 	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
 	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
+	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
 	h.controlHandlers(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+h.token {

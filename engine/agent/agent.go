@@ -34,7 +34,8 @@ import (
 )
 
 // MainIfWorker turns the process into a worker when the host started it as
-// one, and exits when the run ends. Call it first thing in main (and in
+// one, and exits when the run ends (or, when the host keeps its workers, when
+// the host has no further run for it). Call it first thing in main (and in
 // TestMain of packages whose tests start workers).
 func MainIfWorker() {
 	url := os.Getenv(wire.EnvWorker)
@@ -42,12 +43,74 @@ func MainIfWorker() {
 		return
 	}
 	run, _ := strconv.Atoi(os.Getenv(wire.EnvRun))
-	err := Run(context.Background(), url, os.Getenv(wire.EnvExecution), run, os.Getenv(wire.EnvToken))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "retrylab worker:", err)
-		os.Exit(1)
+	execution, token := os.Getenv(wire.EnvExecution), os.Getenv(wire.EnvToken)
+	keep := os.Getenv(wire.EnvKeep) == "1"
+	clients := newClients()
+	for {
+		if err := clients.run(context.Background(), url, execution, run, token); err != nil {
+			fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+			os.Exit(1)
+		}
+		if !keep {
+			os.Exit(0)
+		}
+		next, ok, err := clients.next(url, token, wire.RunEnded{PID: os.Getpid(), Execution: execution, Run: run})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+			os.Exit(1)
+		}
+		if !ok {
+			os.Exit(0)
+		}
+		execution, run = next.Execution, next.Run
 	}
-	os.Exit(0)
+}
+
+// clients are a worker process's HTTP clients, kept across the runs it
+// plays: connections, not anything about an execution.
+type clients struct {
+	runtime *http.Client // the runtime API, with a deadline per request
+	tools   *http.Client // the world's services; each attempt has its own deadline
+	idle    *http.Client // the wait for the next run, which the host bounds
+}
+
+func newClients() *clients {
+	return &clients{runtime: &http.Client{Timeout: 30 * time.Second}, tools: &http.Client{}, idle: &http.Client{}}
+}
+
+// next reports a run finished cleanly and waits for the host's next one;
+// ok is false when the host has none for this worker (it should exit).
+func (c *clients) next(runtimeURL, token string, ended wire.RunEnded) (wire.Assignment, bool, error) {
+	var a wire.Assignment
+	body, err := json.Marshal(ended)
+	if err != nil {
+		return a, false, err
+	}
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(runtimeURL, "/")+"/v1/workers/next", bytes.NewReader(body))
+	if err != nil {
+		return a, false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.idle.Do(req)
+	if err != nil {
+		return a, false, fmt.Errorf("ask for the next run: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return a, false, fmt.Errorf("ask for the next run: %w", err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNoContent:
+		return a, false, nil
+	case resp.StatusCode != http.StatusOK:
+		return a, false, fmt.Errorf("ask for the next run: %s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	if err := json.Unmarshal(data, &a); err != nil || a.Execution == "" || a.Run < 1 {
+		return a, false, fmt.Errorf("ask for the next run: bad answer %.80q", data)
+	}
+	return a, true, nil
 }
 
 // MainForTests is MainIfWorker for test binaries whose tests start hosts:
@@ -69,8 +132,14 @@ var errStopped = errors.New("execution stopped")
 
 // Run plays one run of an execution to its end.
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
+	return newClients().run(ctx, runtimeURL, execution, run, token)
+}
+
+// run plays one run of an execution to its end; everything it knows of the
+// execution comes from the host, not from an earlier run of the process.
+func (c *clients) run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
 	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token, run: strconv.Itoa(run),
-		http: &http.Client{Timeout: 30 * time.Second}}
+		http: c.runtime}
 	var plan wire.Plan
 	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {
 		return fmt.Errorf("fetch plan: %w", err)
@@ -78,7 +147,7 @@ func Run(ctx context.Context, runtimeURL, execution string, run int, token strin
 	if plan.Run != run {
 		return fmt.Errorf("plan is for run %d, worker was started for run %d", plan.Run, run)
 	}
-	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: &http.Client{}, results: map[string]any{}}
+	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: c.tools, results: map[string]any{}}
 	err := w.play(ctx)
 	if errors.Is(err, errStopped) {
 		return nil

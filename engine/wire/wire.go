@@ -19,7 +19,25 @@ const (
 	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
 	EnvRun       = "RETRYLAB_RUN"       // the run number
 	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
+	// EnvKeep ("1") tells a worker to ask for another run when it finished
+	// one cleanly (POST /v1/workers/next) instead of exiting.
+	EnvKeep = "RETRYLAB_KEEP"
 )
+
+// RunEnded is what a kept worker sends to POST /v1/workers/next: the run
+// it finished cleanly, its last event recorded.
+type RunEnded struct {
+	PID       int    `json:"pid"`
+	Execution string `json:"execution"`
+	Run       int    `json:"run"`
+}
+
+// Assignment is the host's answer to RunEnded: the next run to play. No
+// content (204) means exit.
+type Assignment struct {
+	Execution string `json:"execution"`
+	Run       int    `json:"run"`
+}
 
 // Plan is what a worker needs to run an execution.
 type Plan struct {
