@@ -197,6 +197,9 @@ func Open(cfg Config) (*Host, error) {
 		h.Close()
 		return nil, err
 	}
+	if cfg.KeepWorkers > 0 {
+		go h.prestart()
+	}
 	return h, nil
 }
 

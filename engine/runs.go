@@ -344,7 +344,8 @@ func (h *Host) rebuild(id string, st *execState, run int) error {
 	return nil
 }
 
-// spawn starts a worker process for run of execution id, playing w.
+// spawn starts a worker process for run of execution id, playing w; with
+// w nil (and id empty) a kept worker that waits idle for a run.
 func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 	cmd := exec.Command(h.cfg.Executable)
 	cmd.Env = append(os.Environ(),
@@ -366,9 +367,28 @@ func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 	p.pid = cmd.Process.Pid
 	h.mu.Lock()
 	h.procs[p.pid] = p
+	select {
+	case <-h.quit:
+		_ = cmd.Process.Signal(syscall.SIGKILL) // the host closed meanwhile
+	default:
+	}
 	h.mu.Unlock()
 	go h.reap(p)
 	return p, nil
+}
+
+// prestart starts a kept worker with no run, to wait idle for one, when
+// the host keeps fewer processes than Config.KeepWorkers: the process
+// start-up then happens before a run needs the worker, not while it waits.
+func (h *Host) prestart() {
+	h.mu.Lock()
+	short := h.cfg.KeepWorkers - len(h.procs)
+	h.mu.Unlock()
+	for range short {
+		if _, err := h.spawn("", 0, nil); err != nil {
+			return // the next run starts its own, and says why if it cannot
+		}
+	}
 }
 
 // reap waits for a worker process to exit and hands its exit code to the
@@ -396,6 +416,15 @@ func (h *Host) reap(p *process) {
 	h.mu.Unlock()
 	if w != nil {
 		w.end <- code
+		// A kept worker died in a run (a crash, a kill): start its
+		// replacement now, so the resume finds one waiting.
+		if h.cfg.KeepWorkers > 0 {
+			select {
+			case <-h.quit:
+			default:
+				go h.prestart()
+			}
+		}
 	}
 	close(p.exited)
 }
@@ -596,15 +625,20 @@ func (h *Host) handleNext(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	cur := p.run
-	if cur == nil || cur.execution != fin.Execution || cur.number != fin.Run {
+	switch {
+	case fin.Execution == "" && cur == nil:
+		// A worker started ahead of any run (prestart): nothing ended.
+	case cur == nil || cur.execution != fin.Execution || cur.number != fin.Run:
 		p.mu.Unlock()
-		http.Error(w, fmt.Sprintf("worker %d does not play run %d of %s", fin.PID, fin.Run, fin.Execution), http.StatusConflict)
+		http.Error(w, fmt.Sprintf("worker %d does not play run %d of %q", fin.PID, fin.Run, fin.Execution), http.StatusConflict)
 		return
 	}
 	p.run = nil // from here a Kill of that run leaves the process alone
 	p.mu.Unlock()
-	cur.end <- 0
-	<-cur.done // the run's end is recorded before the worker plays another
+	if cur != nil {
+		cur.end <- 0
+		<-cur.done // the run's end is recorded before the worker plays another
+	}
 
 	h.mu.Lock()
 	if h.closing || len(h.idle) >= h.cfg.KeepWorkers || h.procs[p.pid] != p {

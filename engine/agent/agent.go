@@ -47,9 +47,12 @@ func MainIfWorker() {
 	keep := os.Getenv(wire.EnvKeep) == "1"
 	clients := newClients()
 	for {
-		if err := clients.run(context.Background(), url, execution, run, token); err != nil {
-			fmt.Fprintln(os.Stderr, "retrylab worker:", err)
-			os.Exit(1)
+		// A kept worker may be started ahead of any run: it asks for one.
+		if execution != "" || !keep {
+			if err := clients.run(context.Background(), url, execution, run, token); err != nil {
+				fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+				os.Exit(1)
+			}
 		}
 		if !keep {
 			os.Exit(0)
