@@ -100,3 +100,49 @@ func TestKeptWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestKillAfterTheEndKeepsIt: a kill that lands after the worker reported
+// the run's end (here an escalation: an unsafe tool's outcome is unknown),
+// before its process exited, is recorded, but the execution stays
+// escalated; marked killed, it would be resumed and the unsafe step sent
+// again. The kill is sent the moment the escalation is published, which
+// is before the worker has even had the answer to its report.
+func TestKillAfterTheEndKeepsIt(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, nil)
+	const id = "exec_8UN1"
+	ch, stop := h.Subscribe(1 << 12)
+	defer stop()
+	run, err := h.Start("unsafe-escalates", engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for no := range ch {
+		if no.Event != nil && no.Execution == id && no.Event.Type == history.Escalated {
+			if err := h.Kill(id); err != nil {
+				t.Logf("kill: %v", err)
+			}
+			break
+		}
+	}
+	res := run.Result()
+	x, err := h.Execution(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Status != history.StatusEscalated || res.Status != history.StatusEscalated {
+		t.Fatalf("execution %s, run ended %+v: want it to stay escalated", x.Status, res)
+	}
+	crashed := pick(events(t, h, id), history.WorkerCrashed, 1, "")
+	switch res.ExitCode {
+	case engine.ExitKilled:
+		if len(crashed) != 1 {
+			t.Errorf("the kill after the end is not recorded: %+v", crashed)
+		}
+	default:
+		t.Logf("the worker exited (%d) before the kill landed; nothing to record", res.ExitCode)
+	}
+	if _, err := h.Resume(id); err == nil {
+		t.Errorf("an escalated execution could be resumed")
+	}
+}

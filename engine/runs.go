@@ -484,9 +484,20 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 		} else {
 			crash = "" // a kill from outside is not the fault, even if one was armed
 		}
-		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
-			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) { x.Status = history.StatusKilled })
+		// A kill that lands after the worker reported the run's end (it
+		// completed, failed or escalated, and had yet to exit or to ask for
+		// its next run) is recorded, but the execution keeps that end:
+		// marking it killed would have it resumed, and an escalated unsafe
+		// step sent again.
 		res.Status = history.StatusKilled
+		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
+			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) {
+			if x.Status.Finished() {
+				res.Status = x.Status
+				return
+			}
+			x.Status = history.StatusKilled
+		})
 	default:
 		x, xerr := h.Execution(id)
 		if xerr != nil {
