@@ -85,6 +85,10 @@ type workerProc struct {
 	// killed says the run was ended by Kill (from outside), not by a crash
 	// fault; guarded by proc.mu.
 	killed bool
+	// stays says the worker finished the run and asked for another (set
+	// before end is sent); admitted, set before done is closed, says the
+	// host took its process back as an idle worker.
+	stays, admitted bool
 }
 
 // kill sends SIGKILL to the process while it still plays this run; a
@@ -520,9 +524,31 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 		st.worker = nil
 	}
 	h.mu.Unlock()
+	// A worker that stays is idle before anyone learns the run ended, so
+	// the next run can take it.
+	if w.stays {
+		w.admitted = h.admitIdle(w.proc)
+	}
 	close(w.done)
 	r.result = res
 	close(r.done)
+}
+
+// admitIdle puts a kept worker's process on the idle list, unless the host
+// closes, keeps enough idle workers already, or the process has exited.
+func (h *Host) admitIdle(p *process) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.quit:
+		return false
+	default:
+	}
+	if h.closing || len(h.idle) >= h.cfg.KeepWorkers || h.procs[p.pid] != p {
+		return false
+	}
+	h.idle = append(h.idle, p)
+	return true
 }
 
 // Kill sends SIGKILL to an execution's worker: the "kill the worker now" key.
@@ -646,19 +672,21 @@ func (h *Host) handleNext(w http.ResponseWriter, r *http.Request) {
 	}
 	p.run = nil // from here a Kill of that run leaves the process alone
 	p.mu.Unlock()
+	admitted := false
 	if cur != nil {
+		// supervise records the run's end, then admits the process as idle
+		// before it tells anyone the run ended.
+		cur.stays = true
 		cur.end <- 0
-		<-cur.done // the run's end is recorded before the worker plays another
+		<-cur.done
+		admitted = cur.admitted
+	} else {
+		admitted = h.admitIdle(p)
 	}
-
-	h.mu.Lock()
-	if h.closing || len(h.idle) >= h.cfg.KeepWorkers || h.procs[p.pid] != p {
-		h.mu.Unlock()
+	if !admitted {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	h.idle = append(h.idle, p)
-	h.mu.Unlock()
 	timer := time.NewTimer(idleWait)
 	defer timer.Stop()
 	select {
