@@ -1,6 +1,8 @@
 // Package wire holds what crosses the runtime API between the host and its
-// workers: the plan a worker fetches, the attempt permission it asks for, the
-// header and environment that identify it. It is a leaf: the host (package
+// workers: the plan a worker fetches, the attempt permission it asks for
+// (with the events it reported since its last durable round trip), a
+// journal write, a kept worker's request for its next run, the header and
+// environment that identify it. It is a leaf: the host (package
 // engine) and the worker (package agent) both import it, and neither imports
 // the other for it.
 package wire
