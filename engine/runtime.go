@@ -19,9 +19,11 @@ import (
 )
 
 // The runtime API is how workers reach the host: they fetch their plan,
-// report every event, ask for attempt numbers (and learn their faults), and
-// read and write the journal. It listens on 127.0.0.1 and requires the
-// bearer token handed to each worker.
+// report every event (alone, or batched with the next request that must be
+// durable), ask for attempt numbers (and learn their faults), read and
+// write the journal, and, when the host keeps them, ask for their next run.
+// It listens on 127.0.0.1 and requires the bearer token handed to each
+// worker.
 
 const maxRuntimeBody = 4 << 20
 
