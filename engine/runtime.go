@@ -350,6 +350,13 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// The events the worker reported since its last round trip come first,
+	// in the same commit as the record (and stamped before it).
+	evs := make([]history.Event, len(batch))
+	for i, p := range batch {
+		evs[i] = p.ev
+		evs[i].Time = h.clock.Now()
+	}
 	rec := put.JournalRecord
 	now := h.clock.Now()
 	rec.Step, rec.Run, rec.Recorded = step, run, now
@@ -360,13 +367,6 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	}
 	ev := history.Event{Type: history.StepRecorded, Time: now, Run: run, Step: step, Tool: rec.Tool,
 		Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result}
-	// The events the worker reported since its last round trip come first,
-	// in the same commit as the record.
-	evs := make([]history.Event, len(batch))
-	for i, p := range batch {
-		evs[i] = p.ev
-		evs[i].Time = h.clock.Now()
-	}
 	err = h.db.Update(func(tx *store.Tx) error {
 		for i, p := range batch {
 			if err := history.Append(tx, id, &evs[i]); err != nil {

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -144,5 +145,34 @@ func TestKillAfterTheEndKeepsIt(t *testing.T) {
 	}
 	if _, err := h.Resume(id); err == nil {
 		t.Errorf("an escalated execution could be resumed")
+	}
+}
+
+// TestBatchedReportsKeepOrder: the events a worker reports in batches (a
+// turn and a call with the attempt's permission, an answer with the
+// journal write or the retry) are recorded in the order it reported them,
+// each stamped no earlier than the one before, whatever request carried it.
+func TestBatchedReportsKeepOrder(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, nil)
+	wantStatus(t, start(t, h, "one-send"), history.StatusCompleted, 0)
+	wantStatus(t, start(t, h, "safe"), history.StatusCompleted, 0)
+	for _, id := range []string{"exec_M4TX", safeExec} {
+		evs := events(t, h, id)
+		for i, ev := range evs {
+			if i > 0 && ev.Time.Before(evs[i-1].Time) {
+				t.Errorf("%s: event %d (%s) at %s is stamped before event %d (%s) at %s", id,
+					ev.Seq, ev.Type, ev.Time, evs[i-1].Seq, evs[i-1].Type, evs[i-1].Time)
+			}
+		}
+	}
+	var got []history.Type
+	for _, ev := range events(t, h, "exec_M4TX") {
+		got = append(got, ev.Type)
+	}
+	want := []history.Type{history.ExecutionStarted, history.WorkerStarted, history.TurnStarted, history.ToolCallScheduled,
+		history.AttemptStarted, history.EffectObserved, history.AttemptFinished, history.StepRecorded, history.ExecutionCompleted}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("one-send recorded %v, want %v", got, want)
 	}
 }
