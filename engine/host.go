@@ -23,7 +23,9 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -63,6 +65,12 @@ type Config struct {
 	// mail API, the CRM and the runtime and control API, for clients that
 	// need known addresses (serve --port). Zero means any free port.
 	MailPort, CRMPort, ControlPort int
+	// KeepWorkers is how many worker processes the host keeps idle for
+	// later runs: a worker that finished its run cleanly waits for the next
+	// one instead of exiting, so a run need not start a process. Zero: every
+	// run starts its own worker. A crash is a SIGKILL of the process either
+	// way, and a killed worker is gone.
+	KeepWorkers int
 	// Faults, when set, decides the server-side faults of requests
 	// attributed to executions this host does not run (a Temporal
 	// workflow's activities, which 'retrylab-temporal run' hosts).
@@ -95,7 +103,13 @@ type Host struct {
 
 	mu    sync.Mutex
 	execs map[string]*execState
-	armed []fault.Point
+	// procs are the live worker processes by pid, idle those waiting for a
+	// run (Config.KeepWorkers); quit is closed when the host closes.
+	procs    map[int]*process
+	idle     []*process
+	quit     chan struct{}
+	quitOnce sync.Once
+	armed    []fault.Point
 	// holds counts attached processes holding the host open; closing is set
 	// once CloseWhenIdle found it idle, and refuses new runs and holds.
 	holds   int
@@ -163,6 +177,8 @@ func Open(cfg Config) (*Host, error) {
 		token:        hex.EncodeToString(tok),
 		bus:          newBus(),
 		execs:        map[string]*execState{},
+		procs:        map[int]*process{},
+		quit:         make(chan struct{}),
 		mailRequests: map[string]int{},
 	}
 	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
@@ -193,6 +209,9 @@ func Open(cfg Config) (*Host, error) {
 	if err := h.writeHostFile(); err != nil {
 		h.Close()
 		return nil, err
+	}
+	if cfg.KeepWorkers > 0 {
+		go h.prestart()
 	}
 	return h, nil
 }
@@ -294,10 +313,11 @@ func (h *Host) markOrphans() error {
 
 // Close kills live workers, stops the services and closes the database.
 func (h *Host) Close() error {
+	h.quitOnce.Do(func() { close(h.quit) }) // idle kept workers exit
 	h.mu.Lock()
 	var workers []*workerProc
 	for _, st := range h.execs {
-		if st.worker != nil && st.worker.cmd != nil {
+		if st.worker != nil && st.worker.proc != nil {
 			workers = append(workers, st.worker)
 		}
 	}
@@ -305,6 +325,16 @@ func (h *Host) Close() error {
 	for _, w := range workers {
 		w.kill()
 		<-w.done
+	}
+	h.mu.Lock()
+	var procs []*process
+	for _, p := range h.procs {
+		procs = append(procs, p)
+	}
+	h.mu.Unlock()
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
 	}
 	h.removeHostFile()
 	h.stopFlagging()
@@ -360,6 +390,54 @@ func (h *Host) record(exec string, ev history.Event, update func(*history.Execut
 	}
 	h.bus.publish(notice.Notice{Execution: exec, Event: &ev})
 	return ev, nil
+}
+
+// pendingEvent is one event of a batch a worker reports in one round trip,
+// with the change it makes to the execution record, if any.
+type pendingEvent struct {
+	ev     history.Event
+	update func(*history.Execution)
+}
+
+// recordAll appends events in order (each stamped with the clock) and
+// applies their updates to the execution record, all in one durable commit,
+// then publishes them: a worker's batch costs one fsync, and a batch is
+// recorded whole or not at all.
+func (h *Host) recordAll(exec string, batch []pendingEvent) ([]history.Event, error) {
+	out := make([]history.Event, len(batch))
+	prepared := make([]history.Prepared, len(batch))
+	for i, p := range batch {
+		out[i] = p.ev
+		out[i].Time = h.clock.Now()
+		var err error
+		if prepared[i], err = history.Prepare(out[i]); err != nil {
+			return nil, err
+		}
+	}
+	err := h.db.Update(func(tx *store.Tx) error {
+		for i, p := range batch {
+			if _, err := prepared[i].Append(tx, exec, &out[i]); err != nil {
+				return err
+			}
+			if p.update != nil {
+				if err := updateExecution(tx, exec, out[i].Time, p.update); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		types := make([]string, len(batch))
+		for i, p := range batch {
+			types[i] = string(p.ev.Type)
+		}
+		return nil, fmt.Errorf("record %s for %s: %w", strings.Join(types, ", "), exec, err)
+	}
+	for i := range out {
+		h.bus.publish(notice.Notice{Execution: exec, Event: &out[i]})
+	}
+	return out, nil
 }
 
 func updateExecution(tx *store.Tx, exec string, now time.Time, update func(*history.Execution)) error {

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,10 +19,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -34,7 +38,13 @@ func benchFull() bool { return os.Getenv("RETRYLAB_BENCH_FULL") == "1" }
 
 func benchHost(b *testing.B) *Host {
 	b.Helper()
-	h, err := Open(Config{DBPath: filepath.Join(b.TempDir(), "bench.db"), Scenarios: fstest.MapFS{},
+	return benchHostFS(b, fstest.MapFS{})
+}
+
+// benchHostFS is benchHost with a scenario catalogue.
+func benchHostFS(b *testing.B, scenarios fs.FS) *Host {
+	b.Helper()
+	h, err := Open(Config{DBPath: filepath.Join(b.TempDir(), "bench.db"), Scenarios: scenarios,
 		Executable: "/nonexistent/worker"})
 	if err != nil {
 		b.Fatal(err)
@@ -487,4 +497,129 @@ func medianDur(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
+}
+
+// --- the worker's whole path -----------------------------------------------
+
+// benchRun makes execution id live for one run of scenario name, as
+// launch does, without starting a process: the bench plays the run with
+// the worker's own code (agent.Run) in this process.
+func benchRun(b *testing.B, h *Host, id, name string) {
+	b.Helper()
+	scn, err := h.catalog.Get(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy := history.Policy{Keys: scn.Policy.Keys, Journal: scn.Policy.Journal}
+	benchWorker(b, h, id, policy)
+	h.mu.Lock()
+	h.execs[id].scn = scn
+	h.mu.Unlock()
+	h.configureWorld(id, scn)
+}
+
+// playRuns plays the runs of the given executions with the worker's code,
+// all at once, and returns how many events their histories hold.
+func playRuns(b *testing.B, h *Host, ids []string) int {
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = agent.Run(context.Background(), h.RuntimeURL(), id, 1, h.token)
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i, id := range ids {
+		if errs[i] != nil {
+			b.Fatalf("run of %s: %v", id, errs[i])
+		}
+		evs, err := h.Events(id, 0, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(evs)
+	}
+	return n
+}
+
+// BenchmarkRecordWorker records whole executions through the worker's path:
+// the worker's own code (agent.Run, in this process rather than a child)
+// plays the fixture one-send under keys+journal against a real host: plan,
+// journal read, the attempt (with the turn and the call it reported before,
+// one commit), the keyed send to the mail API (the effect and its
+// EffectObserved, one commit), the journal write (with the attempt's
+// answer, one commit) and the end (one commit), every one acknowledged
+// after its fsync. In alternating rounds a bare bbolt loop writes the same
+// number of events, one Update each, with the bytes the host stored. Then
+// 64 executions at once against one at a time, through the same path. One
+// op is one execution; the metrics are events per second and the ratios.
+func BenchmarkRecordWorker(b *testing.B) {
+	h := benchHostFS(b, fixtures.FS)
+	bare := openBare(b)
+	const round, conc = 10, 64
+	serial := 0
+	fresh := func(k int) []string {
+		ids := make([]string, k)
+		for i := range ids {
+			serial++
+			ids[i] = fmt.Sprintf("exec_w%06d", serial)
+			benchRun(b, h, ids[i], "one-send")
+		}
+		return ids
+	}
+	// The bytes the host stores for one execution, for the bare loop.
+	ids := fresh(1)
+	playRuns(b, h, ids)
+	var stored [][]byte
+	if err := h.db.View(func(tx *store.Tx) error {
+		return tx.Events(ids[0], 0, func(_ uint64, data []byte) bool {
+			stored = append(stored, append([]byte(nil), data...))
+			return true
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	n := max(b.N, 2*round)
+	var tWorker, tBare, tMany time.Duration
+	var evWorker, evBare, evMany int
+	b.ResetTimer()
+	for done := 0; done < n; done += round {
+		k := min(round, n-done)
+		b.StopTimer()
+		ids := fresh(k)
+		b.StartTimer()
+		start := time.Now()
+		for _, id := range ids {
+			evWorker += playRuns(b, h, []string{id})
+		}
+		tWorker += time.Since(start)
+		b.StopTimer()
+		start = time.Now()
+		for i := range evWorker - evBare {
+			if err := bare.append(stored[i%len(stored)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tBare += time.Since(start)
+		evBare = evWorker
+		b.StartTimer()
+	}
+	b.StopTimer()
+	// 64 executions at once, as many times as the rounds above ran.
+	for range max(1, n/(4*conc)) {
+		ids := fresh(conc)
+		start := time.Now()
+		evMany += playRuns(b, h, ids)
+		tMany += time.Since(start)
+	}
+	rw, rb, rm := rate(evWorker, tWorker), rate(evBare, tBare), rate(evMany, tMany)
+	b.ReportMetric(float64(evWorker)/float64(n), "events/execution")
+	b.ReportMetric(rw, "worker-events/s")
+	b.ReportMetric(rb, "bare-events/s")
+	b.ReportMetric(rw/rb, "worker/bare")
+	b.ReportMetric(rm, "worker64-events/s")
+	b.ReportMetric(rm/rw, "worker64/single")
 }

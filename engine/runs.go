@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -68,23 +69,58 @@ func (r *Run) Wait(ctx context.Context) (RunResult, error) {
 	}
 }
 
+// workerProc is one run's worker: the process that plays the run, from the
+// run's start to its end.
 type workerProc struct {
-	cmd    *exec.Cmd
-	pid    int
-	done   chan struct{}
-	stderr *boundedBuffer
-	killMu sync.Mutex
+	proc *process // nil while the worker starts
+	pid  int
+	// execution and number name the run.
+	execution string
+	number    int
+	// end receives how the run ended: the process's exit code, or 0 when
+	// the worker finished the run and stayed for another (Config.KeepWorkers).
+	end chan int
+	// done is closed when the run's end is recorded.
+	done chan struct{}
+	// killed says the run was ended by Kill (from outside), not by a crash
+	// fault; guarded by proc.mu.
 	killed bool
+	// stays says the worker finished the run and asked for another (set
+	// before end is sent); admitted, set before done is closed, says the
+	// host took its process back as an idle worker.
+	stays, admitted bool
 }
 
+// kill sends SIGKILL to the process while it still plays this run; a
+// process that has gone on to another run (or none) is left alone.
 func (w *workerProc) kill() {
-	w.killMu.Lock()
-	defer w.killMu.Unlock()
-	if w.cmd == nil || w.cmd.Process == nil {
+	p := w.proc
+	if p == nil {
 		return // still starting
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.run != w {
+		return
+	}
 	w.killed = true
-	_ = w.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// process is a worker process of this host's binary. Without
+// Config.KeepWorkers it plays one run and exits. With it, a worker that
+// finished its run cleanly asks for the next (POST /v1/workers/next) and
+// waits idle until the host hands it one, so a run need not start a
+// process; a crash is still a SIGKILL of the process, which then is gone.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stderr *boundedBuffer
+	assign chan wire.Assignment // an idle worker's next run
+	exited chan struct{}        // closed when the process has exited
+
+	mu  sync.Mutex
+	run *workerProc // the run it plays; nil while idle, and once exited
 }
 
 // Start runs a scenario. If its execution already exists, this is a restart
@@ -182,7 +218,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, st.worker.pid)
 	}
 	// Reserve the execution while the worker starts.
-	st := &execState{scn: scn, policy: policy, worker: &workerProc{done: make(chan struct{})}}
+	st := &execState{scn: scn, policy: policy, worker: &workerProc{end: make(chan int, 1), done: make(chan struct{})}}
 	h.execs[id] = st
 	h.mu.Unlock()
 
@@ -236,20 +272,32 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		return release(err)
 	}
 	h.configureWorld(id, scn)
-	w, err := h.spawn(id, run)
-	if err != nil {
-		_, _ = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, Error: err.Error()},
-			func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = err.Error() })
-		return release(err)
+	w := &workerProc{execution: id, number: run, end: make(chan int, 1), done: make(chan struct{})}
+	p := h.takeIdle(w)
+	kept := p != nil
+	if p == nil {
+		var err error
+		if p, err = h.spawn(id, run, w); err != nil {
+			_, _ = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, Error: err.Error()},
+				func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = err.Error() })
+			return release(err)
+		}
 	}
+	w.proc, w.pid = p, p.pid
 	h.mu.Lock()
 	st.worker = w
 	h.mu.Unlock()
-	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid, Text: policy.String()}, nil); err != nil {
-		w.kill()
-	}
 	r := &Run{Execution: id, Number: run, done: make(chan struct{})}
 	go h.supervise(id, st, w, r)
+	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid, Text: policy.String()}, nil); err != nil {
+		w.kill()
+		return r, nil
+	}
+	// A kept worker learns its run only now, after WorkerStarted is
+	// recorded, as a new process would hardly have begun by then.
+	if kept {
+		p.assign <- wire.Assignment{Execution: id, Run: run} // buffered: it waits for one at a time
+	}
 	return r, nil
 }
 
@@ -300,7 +348,9 @@ func (h *Host) rebuild(id string, st *execState, run int) error {
 	return nil
 }
 
-func (h *Host) spawn(id string, run int) (*workerProc, error) {
+// spawn starts a worker process for run of execution id, playing w; with
+// w nil (and id empty) a kept worker that waits idle for a run.
+func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 	cmd := exec.Command(h.cfg.Executable)
 	cmd.Env = append(os.Environ(),
 		wire.EnvWorker+"="+h.runtimeURL,
@@ -308,18 +358,47 @@ func (h *Host) spawn(id string, run int) (*workerProc, error) {
 		wire.EnvRun+"="+strconv.Itoa(run),
 		wire.EnvToken+"="+h.token,
 	)
+	if h.cfg.KeepWorkers > 0 {
+		cmd.Env = append(cmd.Env, wire.EnvKeep+"=1")
+	}
 	stderr := &boundedBuffer{max: 8 << 10}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = workerProcAttr()
+	p := &process{cmd: cmd, stderr: stderr, assign: make(chan wire.Assignment, 1), exited: make(chan struct{}), run: w}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker %s: %w", h.cfg.Executable, err)
 	}
-	return &workerProc{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), stderr: stderr}, nil
+	p.pid = cmd.Process.Pid
+	h.mu.Lock()
+	h.procs[p.pid] = p
+	select {
+	case <-h.quit:
+		_ = cmd.Process.Signal(syscall.SIGKILL) // the host closed meanwhile
+	default:
+	}
+	h.mu.Unlock()
+	go h.reap(p)
+	return p, nil
 }
 
-// supervise waits for a worker and records how it ended.
-func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
-	err := w.cmd.Wait()
+// prestart starts a kept worker with no run, to wait idle for one, when
+// the host keeps fewer processes than Config.KeepWorkers: the process
+// start-up then happens before a run needs the worker, not while it waits.
+func (h *Host) prestart() {
+	h.mu.Lock()
+	short := h.cfg.KeepWorkers - len(h.procs)
+	h.mu.Unlock()
+	for range short {
+		if _, err := h.spawn("", 0, nil); err != nil {
+			return // the next run starts its own, and says why if it cannot
+		}
+	}
+}
+
+// reap waits for a worker process to exit and hands its exit code to the
+// run it was playing, if any.
+func (h *Host) reap(p *process) {
+	err := p.cmd.Wait()
 	code := 0
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -330,6 +409,64 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 	} else if err != nil {
 		code = -1
 	}
+	// Under h.mu, so takeIdle cannot hand it a run in between.
+	h.mu.Lock()
+	delete(h.procs, p.pid)
+	h.removeIdleLocked(p)
+	p.mu.Lock()
+	w := p.run
+	p.run = nil
+	p.mu.Unlock()
+	h.mu.Unlock()
+	if w != nil {
+		w.end <- code
+		// A kept worker died in a run (a crash, a kill): start its
+		// replacement now, so the resume finds one waiting.
+		if h.cfg.KeepWorkers > 0 {
+			select {
+			case <-h.quit:
+			default:
+				go h.prestart()
+			}
+		}
+	}
+	close(p.exited)
+}
+
+// takeIdle hands an idle kept worker process to run w, or returns nil.
+func (h *Host) takeIdle(w *workerProc) *process {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(h.idle) > 0 {
+		p := h.idle[len(h.idle)-1]
+		h.idle = h.idle[:len(h.idle)-1]
+		if h.procs[p.pid] != p {
+			continue // exited (reap takes it off the list too)
+		}
+		p.mu.Lock()
+		p.run = w
+		p.mu.Unlock()
+		p.stderr.Reset()
+		return p
+	}
+	return nil
+}
+
+// removeIdleLocked takes p off the idle list; it reports whether p was on
+// it. h.mu must be held.
+func (h *Host) removeIdleLocked(p *process) bool {
+	for i, q := range h.idle {
+		if q == p {
+			h.idle = append(h.idle[:i], h.idle[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// supervise waits for the end of a run and records how it ended.
+func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
+	code := <-w.end
 	// From here no report of this worker is recorded: its end comes last.
 	st.rec.Lock()
 	defer st.rec.Unlock()
@@ -343,14 +480,28 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 	switch {
 	case code == ExitKilled:
 		why := "killed (SIGKILL) from outside"
-		if crash != "" && !w.killed {
+		w.proc.mu.Lock()
+		killed := w.killed
+		w.proc.mu.Unlock()
+		if crash != "" && !killed {
 			why = "killed by the injected fault: " + crash.Describe()
 		} else {
 			crash = "" // a kill from outside is not the fault, even if one was armed
 		}
-		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
-			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) { x.Status = history.StatusKilled })
+		// A kill that lands after the worker reported the run's end (it
+		// completed, failed or escalated, and had yet to exit or to ask for
+		// its next run) is recorded, but the execution keeps that end:
+		// marking it killed would have it resumed, and an escalated unsafe
+		// step sent again.
 		res.Status = history.StatusKilled
+		_, res.Err = h.record(id, history.Event{Type: history.WorkerCrashed, Run: run, ExitCode: code,
+			Fault: string(crash), Error: why, PID: w.pid}, func(x *history.Execution) {
+			if x.Status.Finished() {
+				res.Status = x.Status
+				return
+			}
+			x.Status = history.StatusKilled
+		})
 	default:
 		x, xerr := h.Execution(id)
 		if xerr != nil {
@@ -360,7 +511,7 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 		res.Status = x.Status
 		if x.Status == history.StatusRunning {
 			msg := fmt.Sprintf("worker exited with code %d before finishing", code)
-			if tail := strings.TrimSpace(w.stderr.String()); tail != "" {
+			if tail := strings.TrimSpace(w.proc.stderr.String()); tail != "" {
 				msg += ": " + lastLine(tail)
 			}
 			_, res.Err = h.record(id, history.Event{Type: history.ExecutionFailed, Run: run, ExitCode: code, Error: msg},
@@ -373,9 +524,31 @@ func (h *Host) supervise(id string, st *execState, w *workerProc, r *Run) {
 		st.worker = nil
 	}
 	h.mu.Unlock()
+	// A worker that stays is idle before anyone learns the run ended, so
+	// the next run can take it.
+	if w.stays {
+		w.admitted = h.admitIdle(w.proc)
+	}
 	close(w.done)
 	r.result = res
 	close(r.done)
+}
+
+// admitIdle puts a kept worker's process on the idle list, unless the host
+// closes, keeps enough idle workers already, or the process has exited.
+func (h *Host) admitIdle(p *process) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.quit:
+		return false
+	default:
+	}
+	if h.closing || len(h.idle) >= h.cfg.KeepWorkers || h.procs[p.pid] != p {
+		return false
+	}
+	h.idle = append(h.idle, p)
+	return true
 }
 
 // Kill sends SIGKILL to an execution's worker: the "kill the worker now" key.
@@ -387,7 +560,7 @@ func (h *Host) Kill(id string) error {
 		w = st.worker
 	}
 	h.mu.Unlock()
-	if w == nil || w.cmd == nil {
+	if w == nil || w.proc == nil {
 		return fmt.Errorf("execution %s has no live worker", id)
 	}
 	w.kill()
@@ -431,6 +604,13 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Reset forgets what was written, for a kept worker's next run.
+func (b *boundedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 func (b *boundedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -456,4 +636,79 @@ func (h *Host) configureWorld(id string, scn *scenario.Scenario) {
 	}
 	h.world.SetDedupe(id, dedupe)
 	h.world.SetRetention(id, scn.Policy.Retention.D())
+}
+
+// idleWait bounds how long a kept worker waits for its next run before it
+// exits.
+const idleWait = 5 * time.Second
+
+// handleNext is a kept worker's request after it finished a run cleanly:
+// the run ends (exit code 0, as if the process had exited), and the worker
+// waits idle, at most idleWait, for the host to hand it another run. It
+// answers 204 when the worker should exit: the host keeps enough idle
+// workers already, or closes.
+func (h *Host) handleNext(w http.ResponseWriter, r *http.Request) {
+	var fin wire.RunEnded
+	if err := readJSON(r, &fin); err != nil {
+		http.Error(w, "bad run end: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	p := h.procs[fin.PID]
+	h.mu.Unlock()
+	if p == nil {
+		http.Error(w, fmt.Sprintf("no worker process %d", fin.PID), http.StatusConflict)
+		return
+	}
+	p.mu.Lock()
+	cur := p.run
+	switch {
+	case fin.Execution == "" && cur == nil:
+		// A worker started ahead of any run (prestart): nothing ended.
+	case cur == nil || cur.execution != fin.Execution || cur.number != fin.Run:
+		p.mu.Unlock()
+		http.Error(w, fmt.Sprintf("worker %d does not play run %d of %q", fin.PID, fin.Run, fin.Execution), http.StatusConflict)
+		return
+	}
+	p.run = nil // from here a Kill of that run leaves the process alone
+	p.mu.Unlock()
+	admitted := false
+	if cur != nil {
+		// supervise records the run's end, then admits the process as idle
+		// before it tells anyone the run ended.
+		cur.stays = true
+		cur.end <- 0
+		<-cur.done
+		admitted = cur.admitted
+	} else {
+		admitted = h.admitIdle(p)
+	}
+	if !admitted {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	timer := time.NewTimer(idleWait)
+	defer timer.Stop()
+	select {
+	case a := <-p.assign:
+		writeJSON(w, http.StatusOK, a)
+		return
+	case <-timer.C:
+	case <-r.Context().Done():
+	case <-h.quit:
+	}
+	h.mu.Lock()
+	wasIdle := h.removeIdleLocked(p)
+	h.mu.Unlock()
+	if !wasIdle {
+		// A run took it meanwhile: its assignment is on the way, unless
+		// the launch killed the process instead.
+		select {
+		case a := <-p.assign:
+			writeJSON(w, http.StatusOK, a)
+		case <-p.exited:
+		}
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

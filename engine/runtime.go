@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +19,11 @@ import (
 )
 
 // The runtime API is how workers reach the host: they fetch their plan,
-// report every event, ask for attempt numbers (and learn their faults), and
-// read and write the journal. It listens on 127.0.0.1 and requires the
-// bearer token handed to each worker.
+// report every event (alone, or batched with the next request that must be
+// durable), ask for attempt numbers (and learn their faults), read and
+// write the journal, and, when the host keeps them, ask for their next run.
+// It listens on 127.0.0.1 and requires the bearer token handed to each
+// worker.
 
 const maxRuntimeBody = 4 << 20
 
@@ -38,6 +41,7 @@ func (h *Host) runtimeHandler() http.Handler {
 	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
 	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
 	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
+	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
 	h.controlHandlers(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+h.token {
@@ -88,14 +92,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func readJSON(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxRuntimeBody+1))
+	data, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	if len(data) > maxRuntimeBody {
-		return errors.New("body too large")
-	}
 	return json.Unmarshal(data, v)
+}
+
+// readBody reads a request's body, up to maxRuntimeBody bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxRuntimeBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRuntimeBody {
+		return nil, errors.New("body too large")
+	}
+	return data, nil
 }
 
 func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
@@ -147,6 +160,10 @@ func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 	return t.Unfinished(journal), err
 }
 
+// handleEvent records what a worker reports: one event (a JSON object) or
+// a batch of them (a JSON array), in order and in one durable commit. It
+// answers with the last event's sequence number once that commit is on
+// disk, and records nothing if any event of the batch is refused.
 func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	st, release, ok := h.live(w, r)
@@ -154,33 +171,65 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var ev history.Event
-	if err := readJSON(r, &ev); err != nil {
+	data, err := readBody(r)
+	if err != nil {
 		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !workerEvents[ev.Type] {
-		http.Error(w, fmt.Sprintf("a worker may not report %q", ev.Type), http.StatusBadRequest)
+	var evs []history.Event
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		err = json.Unmarshal(data, &evs)
+		if err == nil && len(evs) == 0 {
+			err = errors.New("empty batch")
+		}
+	} else {
+		evs = make([]history.Event, 1)
+		err = json.Unmarshal(data, &evs[0])
+	}
+	if err != nil {
+		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	h.mu.Lock()
-	ev.Run = st.run
+	run := st.run
 	h.mu.Unlock()
-	var update func(*history.Execution)
-	switch ev.Type {
-	case history.ExecutionCompleted:
-		update = func(x *history.Execution) { x.Status = history.StatusCompleted }
-	case history.ExecutionFailed:
-		update = func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = ev.Error }
-	case history.Escalated:
-		update = func(x *history.Execution) { x.Status = history.StatusEscalated; x.Error = ev.Error }
+	batch, err := workerBatch(evs, run)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	rec, err := h.record(id, ev, update)
+	out, err := h.recordAll(id, batch)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]uint64{"seq": rec.Seq})
+	writeJSON(w, http.StatusOK, map[string]uint64{"seq": out[len(out)-1].Seq})
+}
+
+// workerBatch checks events a worker reports (only the types a worker may
+// report) and stamps them with its run, with the change each makes to the
+// execution record.
+func workerBatch(evs []history.Event, run int) ([]pendingEvent, error) {
+	batch := make([]pendingEvent, 0, len(evs))
+	for _, ev := range evs {
+		if !workerEvents[ev.Type] {
+			return nil, fmt.Errorf("a worker may not report %q", ev.Type)
+		}
+		ev.Run = run
+		var update func(*history.Execution)
+		switch ev.Type {
+		case history.ExecutionCompleted:
+			update = func(x *history.Execution) { x.Status = history.StatusCompleted }
+		case history.ExecutionFailed:
+			msg := ev.Error
+			update = func(x *history.Execution) { x.Status = history.StatusFailed; x.Error = msg }
+		case history.Escalated:
+			msg := ev.Error
+			update = func(x *history.Execution) { x.Status = history.StatusEscalated; x.Error = msg }
+		}
+		batch = append(batch, pendingEvent{ev: ev, update: update})
+	}
+	return batch, nil
 }
 
 // handleAttempt numbers an attempt, decides which faults it meets, and
@@ -195,6 +244,14 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 	var req wire.AttemptRequest
 	if err := readJSON(r, &req); err != nil || req.Step == "" || req.Attempt < 1 {
 		http.Error(w, "bad attempt request", http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	run := st.run
+	h.mu.Unlock()
+	batch, err := workerBatch(req.Events, run)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	type injection struct {
@@ -220,7 +277,6 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 		inj = append(inj, injection{p, 0})
 	}
 	h.armed = nil
-	run := st.run
 	var grant wire.AttemptGrant
 	key := attemptKey{req.Step, req.Attempt}
 	for _, in := range inj {
@@ -235,24 +291,25 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 
-	ev, err := h.record(id, history.Event{Type: history.AttemptStarted, Run: run, Step: req.Step, Tool: req.Tool,
-		Attempt: req.Attempt, MaxAttempts: req.MaxAttempts, Key: req.Key, Request: req.Request}, nil)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	grant.Seq = ev.Seq
+	// What the worker reported since its last round trip, the attempt and
+	// the faults it meets: one commit, on disk before the worker may send.
+	started := len(batch)
+	batch = append(batch, pendingEvent{ev: history.Event{Type: history.AttemptStarted, Run: run, Step: req.Step, Tool: req.Tool,
+		Attempt: req.Attempt, MaxAttempts: req.MaxAttempts, Key: req.Key, Request: req.Request}})
 	for _, in := range inj {
 		src := "armed from the explorer"
 		if in.plan > 0 {
 			src = "from the scenario's fault plan"
 		}
-		if _, err := h.record(id, history.Event{Type: history.FaultInjected, Run: run, Step: req.Step,
-			Attempt: req.Attempt, Fault: string(in.point), Plan: in.plan, Text: src}, nil); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
+		batch = append(batch, pendingEvent{ev: history.Event{Type: history.FaultInjected, Run: run, Step: req.Step,
+			Attempt: req.Attempt, Fault: string(in.point), Plan: in.plan, Text: src}})
 	}
+	out, err := h.recordAll(id, batch)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	grant.Seq = out[started].Seq
 	writeJSON(w, http.StatusOK, grant)
 }
 
@@ -285,14 +342,27 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var rec history.JournalRecord
-	if err := readJSON(r, &rec); err != nil {
+	var put wire.JournalPut
+	if err := readJSON(r, &put); err != nil {
 		http.Error(w, "bad journal record: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	h.mu.Lock()
 	run := st.run
 	h.mu.Unlock()
+	batch, err := workerBatch(put.Events, run)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// The events the worker reported since its last round trip come first,
+	// in the same commit as the record (and stamped before it).
+	evs := make([]history.Event, len(batch))
+	for i, p := range batch {
+		evs[i] = p.ev
+		evs[i].Time = h.clock.Now()
+	}
+	rec := put.JournalRecord
 	now := h.clock.Now()
 	rec.Step, rec.Run, rec.Recorded = step, run, now
 	data, err := history.EncodeJournal(id, step, rec)
@@ -303,6 +373,16 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	ev := history.Event{Type: history.StepRecorded, Time: now, Run: run, Step: step, Tool: rec.Tool,
 		Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result}
 	err = h.db.Update(func(tx *store.Tx) error {
+		for i, p := range batch {
+			if err := history.Append(tx, id, &evs[i]); err != nil {
+				return err
+			}
+			if p.update != nil {
+				if err := updateExecution(tx, id, evs[i].Time, p.update); err != nil {
+					return err
+				}
+			}
+		}
 		if err := tx.PutJournal(id, step, data); err != nil {
 			return err
 		}
@@ -311,6 +391,9 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
+	}
+	for i := range evs {
+		h.bus.publish(notice.Notice{Execution: id, Event: &evs[i]})
 	}
 	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})

@@ -34,7 +34,8 @@ import (
 )
 
 // MainIfWorker turns the process into a worker when the host started it as
-// one, and exits when the run ends. Call it first thing in main (and in
+// one, and exits when the run ends (or, when the host keeps its workers, when
+// the host has no further run for it). Call it first thing in main (and in
 // TestMain of packages whose tests start workers).
 func MainIfWorker() {
 	url := os.Getenv(wire.EnvWorker)
@@ -42,12 +43,77 @@ func MainIfWorker() {
 		return
 	}
 	run, _ := strconv.Atoi(os.Getenv(wire.EnvRun))
-	err := Run(context.Background(), url, os.Getenv(wire.EnvExecution), run, os.Getenv(wire.EnvToken))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "retrylab worker:", err)
-		os.Exit(1)
+	execution, token := os.Getenv(wire.EnvExecution), os.Getenv(wire.EnvToken)
+	keep := os.Getenv(wire.EnvKeep) == "1"
+	clients := newClients()
+	for {
+		// A kept worker may be started ahead of any run: it asks for one.
+		if execution != "" || !keep {
+			if err := clients.run(context.Background(), url, execution, run, token); err != nil {
+				fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+				os.Exit(1)
+			}
+		}
+		if !keep {
+			os.Exit(0)
+		}
+		next, ok, err := clients.next(url, token, wire.RunEnded{PID: os.Getpid(), Execution: execution, Run: run})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "retrylab worker:", err)
+			os.Exit(1)
+		}
+		if !ok {
+			os.Exit(0)
+		}
+		execution, run = next.Execution, next.Run
 	}
-	os.Exit(0)
+}
+
+// clients are a worker process's HTTP clients, kept across the runs it
+// plays: connections, not anything about an execution.
+type clients struct {
+	runtime *http.Client // the runtime API, with a deadline per request
+	tools   *http.Client // the world's services; each attempt has its own deadline
+	idle    *http.Client // the wait for the next run, which the host bounds
+}
+
+func newClients() *clients {
+	return &clients{runtime: &http.Client{Timeout: 30 * time.Second}, tools: &http.Client{}, idle: &http.Client{}}
+}
+
+// next reports a run finished cleanly and waits for the host's next one;
+// ok is false when the host has none for this worker (it should exit).
+func (c *clients) next(runtimeURL, token string, ended wire.RunEnded) (wire.Assignment, bool, error) {
+	var a wire.Assignment
+	body, err := json.Marshal(ended)
+	if err != nil {
+		return a, false, err
+	}
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(runtimeURL, "/")+"/v1/workers/next", bytes.NewReader(body))
+	if err != nil {
+		return a, false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.idle.Do(req)
+	if err != nil {
+		return a, false, fmt.Errorf("ask for the next run: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return a, false, fmt.Errorf("ask for the next run: %w", err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNoContent:
+		return a, false, nil
+	case resp.StatusCode != http.StatusOK:
+		return a, false, fmt.Errorf("ask for the next run: %s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	if err := json.Unmarshal(data, &a); err != nil || a.Execution == "" || a.Run < 1 {
+		return a, false, fmt.Errorf("ask for the next run: bad answer %.80q", data)
+	}
+	return a, true, nil
 }
 
 // MainForTests is MainIfWorker for test binaries whose tests start hosts:
@@ -69,8 +135,14 @@ var errStopped = errors.New("execution stopped")
 
 // Run plays one run of an execution to its end.
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
+	return newClients().run(ctx, runtimeURL, execution, run, token)
+}
+
+// run plays one run of an execution to its end; everything it knows of the
+// execution comes from the host, not from an earlier run of the process.
+func (c *clients) run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
 	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token, run: strconv.Itoa(run),
-		http: &http.Client{Timeout: 30 * time.Second}}
+		http: c.runtime}
 	var plan wire.Plan
 	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {
 		return fmt.Errorf("fetch plan: %w", err)
@@ -78,7 +150,7 @@ func Run(ctx context.Context, runtimeURL, execution string, run int, token strin
 	if plan.Run != run {
 		return fmt.Errorf("plan is for run %d, worker was started for run %d", plan.Run, run)
 	}
-	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: &http.Client{}, results: map[string]any{}}
+	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: c.tools, results: map[string]any{}}
 	err := w.play(ctx)
 	if errors.Is(err, errStopped) {
 		return nil
@@ -122,7 +194,8 @@ func (w *worker) play(ctx context.Context) error {
 
 func (w *worker) startTurn(ctx context.Context, text string) error {
 	w.turn++
-	return w.rt.event(ctx, history.Event{Type: history.TurnStarted, Turn: w.turn, Text: text})
+	w.rt.later(history.Event{Type: history.TurnStarted, Turn: w.turn, Text: text})
+	return nil
 }
 
 // call runs one tool call to its end: replayed from the journal, done, or
@@ -240,8 +313,9 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		}
 		if ok {
 			w.setResult(c.Step, rec.Result)
-			return true, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
+			w.rt.later(history.Event{Type: history.StepReplayed, Step: step, Tool: c.Tool,
 				Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result, ResultRun: rec.Run})
+			return true, nil
 		}
 	}
 	if tool.Kind == scenario.KindUnsafe && contains(w.plan.Unfinished, step) {
@@ -256,10 +330,8 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 	if err != nil {
 		return false, fmt.Errorf("%s: arguments: %w", step, err)
 	}
-	if err := w.rt.event(ctx, history.Event{Type: history.ToolCallScheduled, Turn: w.turn, Step: step,
-		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)}); err != nil {
-		return false, err
-	}
+	w.rt.later(history.Event{Type: history.ToolCallScheduled, Turn: w.turn, Step: step,
+		Tool: c.Tool, Args: argsJSON, Text: string(tool.Kind)})
 	w.mu.Lock()
 	w.activities++
 	activity := strconv.Itoa(w.activities)
@@ -277,26 +349,25 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		if grant.Crash == fault.CrashAfterEffect {
 			die() // the effect may have happened; nothing about it is recorded
 		}
-		fin := history.Event{Type: history.AttemptFinished, Step: step, Tool: c.Tool, Attempt: attempt, Key: key,
-			Outcome: res.outcome, Deduplicated: res.deduplicated, Duration: res.duration, Response: res.response, Error: res.err}
-		if err := w.rt.event(ctx, fin); err != nil {
-			return false, err
-		}
+		// The answer travels with the next durable request: the journal
+		// write, the retry, the escalation or the next attempt.
+		w.rt.later(history.Event{Type: history.AttemptFinished, Step: step, Tool: c.Tool, Attempt: attempt, Key: key,
+			Outcome: res.outcome, Deduplicated: res.deduplicated, Duration: res.duration, Response: res.response, Error: res.err})
 		if res.outcome == history.OutcomeOK {
 			w.setResult(c.Step, res.body)
 			if policy.Journal {
-				if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
-					Key: key, Attempt: attempt, Result: res.body}, nil); err != nil {
+				if err := w.rt.putJournal(ctx, url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
+					Key: key, Attempt: attempt, Result: res.body}); err != nil {
 					return false, err
 				}
 			}
 			if grant.Crash == fault.CrashAfterRecord {
-				die()
+				w.dieRecorded(ctx)
 			}
 			return true, nil
 		}
 		if grant.Crash == fault.CrashAfterRecord {
-			die()
+			w.dieRecorded(ctx)
 		}
 		if tool.Kind == scenario.KindUnsafe && (res.outcome == history.OutcomeTimeout || res.outcome == history.OutcomeError) {
 			return false, w.stop(ctx, history.Escalated, step, fmt.Sprintf(
@@ -339,8 +410,8 @@ func (w *worker) begin(ctx context.Context, c scenario.Call, tool scenario.Tool,
 	if err != nil {
 		return
 	}
-	err = w.rt.do(ctx, http.MethodPost, "/attempts", wire.AttemptRequest{Step: step, Tool: c.Tool,
-		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch}, &grant)
+	grant, err = w.rt.attempt(ctx, wire.AttemptRequest{Step: step, Tool: c.Tool,
+		Attempt: attempt, MaxAttempts: w.scn.Policy.Retry.MaxAttempts, Key: key, Request: exch})
 	return
 }
 
@@ -380,15 +451,15 @@ func (w *worker) decide(ctx context.Context, c scenario.Call, step string, args 
 		if prior == nil {
 			return nil, fmt.Errorf("%s: recorded decision is not an argument object", step)
 		}
-		return prior, w.rt.event(ctx, history.Event{Type: history.StepReplayed, Step: name, Tool: c.Tool,
+		w.rt.later(history.Event{Type: history.StepReplayed, Step: name, Tool: c.Tool,
 			Result: rec.Result, ResultRun: rec.Run, Text: history.ReplayDecision})
+		return prior, nil
 	}
 	canon, err := idemkey.Canonical(rendered)
 	if err != nil {
 		return nil, fmt.Errorf("%s: arguments: %w", step, err)
 	}
-	if err := w.rt.do(ctx, http.MethodPut, "/journal/"+url.PathEscape(name),
-		history.JournalRecord{Tool: c.Tool, Result: canon}, nil); err != nil {
+	if err := w.rt.putJournal(ctx, url.PathEscape(name), history.JournalRecord{Tool: c.Tool, Result: canon}); err != nil {
 		return nil, fmt.Errorf("%s: journal decision: %w", step, err)
 	}
 	return rendered, nil
@@ -603,6 +674,15 @@ func decodeResult(raw json.RawMessage) any {
 		return nil
 	}
 	return v
+}
+
+// dieRecorded is the crash after the record (fault 5): what the worker
+// reported is on disk first, then it dies.
+func (w *worker) dieRecorded(ctx context.Context) {
+	if err := w.rt.flush(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "retrylab worker: before the planned crash:", err)
+	}
+	die()
 }
 
 // die is a crash: SIGKILL of this very process, exit code 137.

@@ -110,8 +110,12 @@ func ServeHost(in io.Reader, out io.Writer) error {
 	}()
 	s := &hostSession{job: job, policy: policy, enc: json.NewEncoder(out),
 		live: check.NewLive(check.Options{Resolve: Resolve})}
+	// Workers that finish a run cleanly stay for the next one (as many as
+	// run at once): most runs then start no process. A crash fault or a
+	// kill is still a SIGKILL of the worker's process, and a new process
+	// takes the next run.
 	h, err := engine.Open(engine.Config{DBPath: job.DB, Scenarios: FS{Seed: job.Seed, Policy: policy, Bug: job.Bug},
-		LockTimeout: 10 * time.Second})
+		LockTimeout: 10 * time.Second, KeepWorkers: max(job.Concurrency, 1)})
 	if err != nil {
 		s.send(HostMessage{Type: "error", Error: err.Error()})
 		return err

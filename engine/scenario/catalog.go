@@ -117,12 +117,15 @@ func (c *Catalog) Get(name string) (*Scenario, error) {
 	s, ok := c.parsed[file]
 	// A name not parsed yet may still be a file (chaos.FS lists no files
 	// but opens any name it generates), so look even after All.
+	// (Opened once, not stat'ed first: chaos.FS generates a file anew on
+	// every open.)
 	if !ok && fs.ValidPath(file) {
-		if _, err := fs.Stat(c.fsys, file); err == nil {
-			if s, err = c.load(file); err != nil {
-				return nil, err
-			}
-			ok = true
+		loaded, err := c.load(file)
+		switch {
+		case err == nil:
+			s, ok = loaded, true
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, err
 		}
 	}
 	if ok {

@@ -1,6 +1,8 @@
 // Package wire holds what crosses the runtime API between the host and its
-// workers: the plan a worker fetches, the attempt permission it asks for, the
-// header and environment that identify it. It is a leaf: the host (package
+// workers: the plan a worker fetches, the attempt permission it asks for
+// (with the events it reported since its last durable round trip), a
+// journal write, a kept worker's request for its next run, the header and
+// environment that identify it. It is a leaf: the host (package
 // engine) and the worker (package agent) both import it, and neither imports
 // the other for it.
 package wire
@@ -19,7 +21,25 @@ const (
 	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
 	EnvRun       = "RETRYLAB_RUN"       // the run number
 	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
+	// EnvKeep ("1") tells a worker to ask for another run when it finished
+	// one cleanly (POST /v1/workers/next) instead of exiting.
+	EnvKeep = "RETRYLAB_KEEP"
 )
+
+// RunEnded is what a kept worker sends to POST /v1/workers/next: the run
+// it finished cleanly, its last event recorded.
+type RunEnded struct {
+	PID       int    `json:"pid"`
+	Execution string `json:"execution"`
+	Run       int    `json:"run"`
+}
+
+// Assignment is the host's answer to RunEnded: the next run to play. No
+// content (204) means exit.
+type Assignment struct {
+	Execution string `json:"execution"`
+	Run       int    `json:"run"`
+}
 
 // Plan is what a worker needs to run an execution.
 type Plan struct {
@@ -48,6 +68,18 @@ type AttemptRequest struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Key         string            `json:"key,omitempty"`
 	Request     *history.Exchange `json:"request,omitempty"`
+	// Events are what the worker reported since its last round trip, in
+	// order: the host records them before AttemptStarted, in the same
+	// commit, so they are on disk before the attempt may take effect.
+	Events []history.Event `json:"events,omitempty"`
+}
+
+// JournalPut is the body of a journal write: the step's record and, as in
+// AttemptRequest, the events reported since the last round trip, recorded
+// before StepRecorded in the same commit.
+type JournalPut struct {
+	history.JournalRecord
+	Events []history.Event `json:"events,omitempty"`
 }
 
 // AttemptGrant answers an AttemptRequest: the crash the worker must carry

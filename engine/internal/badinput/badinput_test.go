@@ -699,6 +699,8 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"event: no type": 400, "attempt: malformed JSON": 400, "attempt: 6 MiB": 400, "attempt: no step": 400,
 		"journal: malformed JSON": 400, "journal: 6 MiB": 400, "event: no token": 401,
 		"another execution's plan": 409, "event: from another run's worker": 409,
+		"batch: a forbidden type after a good one": 400, "batch: empty": 400, "batch: malformed": 400,
+		"attempt: batch with a forbidden type": 400, "journal: batch with a forbidden type": 400,
 	}
 	for name, code := range want {
 		got, ok := statuses[name]
@@ -765,6 +767,16 @@ func probeMain(out string) int {
 	do("event: no type", "POST", base+"/events", s(`{}`), true)
 	do("event: from another run's worker", "POST", base+"/events", s(`{"type":"TurnStarted","text":"late"}`), true)
 	do("event: no token", "POST", base+"/events", s(`{"type":"TurnStarted"}`), false)
+	// A batch is recorded whole or not at all: the TurnStarted before the
+	// refused event must not be recorded.
+	do("batch: a forbidden type after a good one", "POST", base+"/events",
+		s(`[{"type":"TurnStarted","text":"first"},{"type":"WorkerCrashed"}]`), true)
+	do("batch: empty", "POST", base+"/events", s(`[]`), true)
+	do("batch: malformed", "POST", base+"/events", s(`[{"type":"TurnStarted"},`), true)
+	do("attempt: batch with a forbidden type", "POST", base+"/attempts",
+		s(`{"step":"step-4","attempt":1,"events":[{"type":"TurnStarted"},{"type":"ExecutionStarted"}]}`), true)
+	do("journal: batch with a forbidden type", "PUT", base+"/journal/step-4",
+		s(`{"tool":"t","result":{},"events":[{"type":"TurnStarted"},{"type":"WorkerStarted"}]}`), true)
 	do("attempt: malformed JSON", "POST", base+"/attempts", s(`[1,2`), true)
 	do("attempt: 6 MiB", "POST", base+"/attempts", big(), true)
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
