@@ -86,7 +86,9 @@ func batchOf(first, spans int) ptrace.Traces {
 // longTraceBatchOf builds one TracesData of spans first to first+spans of
 // one long trace: an invoke_agent root (span 0) and a send_email call its
 // agent retried again and again under one tool-call id, with the same
-// arguments, every attempt failing with a 503 except one in a hundred.
+// arguments: every other attempt timed out (its outcome unknown), the
+// others failed with a 503, except one in a hundred that succeeded. Every
+// attempt that timed out pairs with every later one that did not fail.
 func longTraceBatchOf(first, spans int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -122,9 +124,14 @@ func longTraceBatchOf(first, spans int) ptrace.Traces {
 		a.PutStr("gen_ai.tool.name", "send_email")
 		a.PutStr("gen_ai.tool.call.id", "call_1")
 		a.PutStr("gen_ai.tool.call.arguments", `{"to": "user@example.com", "subject": "Invoice 1"}`)
-		if i%100 == 0 {
+		switch {
+		case i%100 == 0:
 			a.PutStr("gen_ai.tool.call.result", `{"ok": true}`)
-		} else {
+		case i%2 == 1:
+			s.Status().SetCode(ptrace.StatusCodeError)
+			s.Status().SetMessage("no response within 1s")
+			a.PutStr("error.type", "timeout")
+		default:
 			s.Status().SetCode(ptrace.StatusCodeError)
 			s.Status().SetMessage("503 Service Unavailable")
 			a.PutStr("error.type", "503")
@@ -297,7 +304,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 // of a span does not grow with its trace).
 func BenchmarkImportLongTrace(b *testing.B) {
 	n := benchSpans()
-	files := []string{benchFileOf(b, n, "otlp-long-v1", longTraceBatchOf), benchFile(b, n)}
+	files := []string{benchFileOf(b, n, "otlp-long-v2", longTraceBatchOf), benchFile(b, n)}
 	var wall, cpu [2]time.Duration
 	for i := 0; i < b.N; i++ {
 		for k, path := range files {
