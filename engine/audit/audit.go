@@ -190,6 +190,7 @@ type Auditor struct {
 	order      []string
 	executions int
 	attempts   int
+	effect     map[string]bool // tool -> side-effecting (opts.SideEffecting), asked once
 }
 
 // NewAuditor starts an audit.
@@ -197,19 +198,37 @@ func NewAuditor(opts Options) *Auditor {
 	if opts.Window == 0 {
 		opts.Window = DefaultWindow
 	}
-	return &Auditor{opts: opts, groups: map[string][]attempt{}}
+	return &Auditor{opts: opts, groups: map[string][]attempt{}, effect: map[string]bool{}}
 }
 
 // Add takes in one folded execution.
-func (au *Auditor) Add(t *trace.Trace) {
+func (au *Auditor) Add(t *trace.Trace) { au.add(t, false) }
+
+// AddCanonical is Add for an execution whose calls' arguments are already
+// retrylab's canonical JSON, or are not JSON at all (as the OpenTelemetry
+// translation gives them: it canonicalises each call's arguments and keeps
+// those that do not parse as they are). Canonicalising them again would
+// give the same bytes, so it is skipped: it parses and re-encodes them.
+func (au *Auditor) AddCanonical(t *trace.Trace) { au.add(t, true) }
+
+func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 	au.executions++
 	for _, r := range t.Runs {
 		walk(r.Nodes, func(c *trace.Call) {
-			if !au.opts.SideEffecting(c.Tool) {
+			effect, ok := au.effect[c.Tool]
+			if !ok {
+				effect = au.opts.SideEffecting(c.Tool)
+				au.effect[c.Tool] = effect
+			}
+			if !effect {
 				return
 			}
-			args := canonical(c.Args)
-			k := c.Tool + "\x00" + string(args)
+			args := c.Args
+			if !canonicalArgs {
+				args = canonical(args)
+			}
+			argStr := string(args)
+			k := c.Tool + "\x00" + argStr
 			for _, a := range c.Attempts {
 				if a.NotKept > 0 && !a.Unknown() {
 					// Attempts a source did not keep count only when their
@@ -225,7 +244,7 @@ func (au *Auditor) Add(t *trace.Trace) {
 				// effect the trace records (◆), acted for certain.
 				delivered := a.Ambiguous()
 				unknown := a.Unknown() && !delivered
-				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: string(args), a: seen{
+				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
 					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
 					Deduplicated: a.Deduplicated, unknown: unknown, delivered: delivered, Mark: a.Mark(),
 					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
@@ -250,7 +269,7 @@ func (au *Auditor) Report() Report {
 		g := au.groups[k]
 		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
 		for _, cl := range clusters(g, au.opts.Window) {
-			if f, ok := grade(cl); ok {
+			if f, ok := grade(cl, true); ok {
 				rep.Findings = append(rep.Findings, f)
 			}
 		}
@@ -343,7 +362,9 @@ const (
 // it hold: which keys acted, the first that succeeded (and the first
 // whose key differs from its), the same for the unknown ones. Backward,
 // each earlier attempt i learns whether a later one pairs with it.
-func grade(cl []attempt) (Finding, bool) {
+//
+// Without evidence, the finding holds only its grade and reason.
+func grade(cl []attempt, evidence bool) (Finding, bool) {
 	best := Grade("")
 	why := ""
 	involved := make([]bool, len(cl))
@@ -410,6 +431,9 @@ func grade(cl []attempt) (Finding, bool) {
 	if best == "" {
 		return Finding{}, false
 	}
+	if !evidence {
+		return Finding{Grade: best, Why: why}, true
+	}
 	// Backward: an earlier attempt with an unknown outcome pairs with any
 	// later one that did not definitely fail; one that succeeded, with a
 	// later success, a deduplicated repeat or one carrying its key.
@@ -462,5 +486,31 @@ func EffectByDefault(tool string) bool { return defaultOptions().SideEffecting(t
 func HasDuplicate(t *trace.Trace) bool {
 	au := NewAuditor(defaultOptions())
 	au.Add(t)
-	return au.Report().Counts.Duplicate > 0
+	return au.hasDuplicate()
+}
+
+// HasDuplicateCanonical is HasDuplicate for an execution whose calls'
+// arguments are already canonical (AddCanonical).
+func HasDuplicateCanonical(t *trace.Trace) bool {
+	au := NewAuditor(defaultOptions())
+	au.AddCanonical(t)
+	return au.hasDuplicate()
+}
+
+// hasDuplicate says whether Report would count a duplicate, without
+// building the findings' evidence.
+func (au *Auditor) hasDuplicate() bool {
+	for _, k := range au.order {
+		g := au.groups[k]
+		if len(g) < 2 {
+			continue // one attempt pairs with none
+		}
+		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
+		for _, cl := range clusters(g, au.opts.Window) {
+			if f, ok := grade(cl, false); ok && f.Grade == Duplicate {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -94,9 +94,12 @@ func TestGradeAgreesWithEveryPair(t *testing.T) {
 			cl[i] = attempt{exec: "x", args: `{"to":"a"}`, a: s}
 		}
 		want, wantOK := gradePairs(cl)
-		got, gotOK := grade(cl)
+		got, gotOK := grade(cl, true)
 		if gotOK != wantOK || !reflect.DeepEqual(got, want) {
 			t.Fatalf("cluster %d %+v:\ngot  %v %+v\nwant %v %+v", n, cl, gotOK, got, wantOK, want)
+		}
+		if short, ok := grade(cl, false); ok != wantOK || short.Grade != want.Grade || short.Why != want.Why {
+			t.Fatalf("cluster %d without evidence: %v %+v, want %v %s %q", n, ok, short, wantOK, want.Grade, want.Why)
 		}
 	}
 }
@@ -111,8 +114,28 @@ func TestOneCallRetriedManyTimes(t *testing.T) {
 		cl[i] = attempt{exec: "x", args: `{}`, a: seen{Call: "c1", Tool: "send_email", N: i + 1, Key: "k",
 			Started: t0.Add(time.Duration(i) * time.Millisecond), ok: i%2 == 0, unknown: i%2 == 1, Mark: trace.Mark(0)}}
 	}
-	f, ok := grade(cl)
+	f, ok := grade(cl, true)
 	if !ok || f.Grade != Absorbed || len(f.Attempts) != n {
 		t.Fatalf("%v %s %d attempts", ok, f.Grade, len(f.Attempts))
+	}
+}
+
+// HasDuplicate (and HasDuplicateCanonical, for arguments already
+// canonical) say what the report's count says.
+func TestHasDuplicateIsTheReportsCount(t *testing.T) {
+	const args = `{"subject": "hi", "to": "a@x"}` // canonical already
+	for _, atts := range [][]att{
+		{{"c1", "send_email", args, 0, trace.OutcomeOK, "", false}, {"c2", "send_email", args, 5, trace.OutcomeOK, "", false}},
+		{{"c1", "send_email", args, 0, trace.OutcomeTimeout, "", false}, {"c1", "send_email", args, 3, trace.OutcomeOK, "", false}},
+		{{"c1", "send_email", args, 0, trace.OutcomeOK, "k1", false}, {"c1", "send_email", args, 3, trace.OutcomeOK, "k1", false}},
+		{{"c1", "send_email", args, 0, trace.OutcomeOK, "", false}, {"c2", "get_email", args, 3, trace.OutcomeOK, "", false}},
+		{{"c1", "send_email", args, 0, trace.OutcomeTimeout, "", false}, {"c2", "send_email", args, 1, trace.OutcomeOK, "", false},
+			{"c3", "send_email", args, 2, trace.OutcomeOK, "", false}},
+	} {
+		tr := build("x", atts...)
+		want := Run([]*trace.Trace{tr}, opts()).Counts.Duplicate > 0
+		if HasDuplicate(tr) != want || HasDuplicateCanonical(tr) != want {
+			t.Errorf("%+v: HasDuplicate %v, HasDuplicateCanonical %v, the report %v", atts, HasDuplicate(tr), HasDuplicateCanonical(tr), want)
+		}
 	}
 }

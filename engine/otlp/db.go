@@ -812,7 +812,7 @@ func auditReads(s *Span, effect bool) bool {
 // slice is sorted in place): the record's duplicate flag. scratch, when not
 // nil, is a translation to use again (auditEvents).
 func hasDuplicate(exec string, spans []Span, scratch *translation) bool {
-	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans, scratch)))
+	return audit.HasDuplicateCanonical(trace.Fold(exec, auditEvents(spans, scratch)))
 }
 
 func firstNonEmpty(ss ...string) string {
