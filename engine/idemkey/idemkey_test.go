@@ -476,7 +476,7 @@ func TestOrderedMatchesPythonInsertionOrder(t *testing.T) {
 // leaves everything else to the long way, and agrees with it.
 func TestCanonicalFlat(t *testing.T) {
 	for in, fast := range map[string]bool{
-		`{"to": "user1@example.com", "subject": "Invoice 1"}`: true,
+		`{"to": "user1@example.com", "subject": "Invoice 1"}`:    true,
 		` {"b":1,"a":null , "c":true,"d":false,"e":-12, "f":0} `: true,
 		`{}`:                   true,
 		`{"a": "x", "a": "y"}`: false, // duplicate key: the last one wins
