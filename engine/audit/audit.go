@@ -190,6 +190,7 @@ type Auditor struct {
 	order      []string
 	executions int
 	attempts   int
+	effect     map[string]bool // tool -> side-effecting (opts.SideEffecting), asked once
 }
 
 // NewAuditor starts an audit.
@@ -197,19 +198,37 @@ func NewAuditor(opts Options) *Auditor {
 	if opts.Window == 0 {
 		opts.Window = DefaultWindow
 	}
-	return &Auditor{opts: opts, groups: map[string][]attempt{}}
+	return &Auditor{opts: opts, groups: map[string][]attempt{}, effect: map[string]bool{}}
 }
 
 // Add takes in one folded execution.
-func (au *Auditor) Add(t *trace.Trace) {
+func (au *Auditor) Add(t *trace.Trace) { au.add(t, false) }
+
+// AddCanonical is Add for an execution whose calls' arguments are already
+// retrylab's canonical JSON, or are not JSON at all (as the OpenTelemetry
+// translation gives them: it canonicalises each call's arguments and keeps
+// those that do not parse as they are). Canonicalising them again would
+// give the same bytes, so it is skipped: it parses and re-encodes them.
+func (au *Auditor) AddCanonical(t *trace.Trace) { au.add(t, true) }
+
+func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 	au.executions++
 	for _, r := range t.Runs {
 		walk(r.Nodes, func(c *trace.Call) {
-			if !au.opts.SideEffecting(c.Tool) {
+			effect, ok := au.effect[c.Tool]
+			if !ok {
+				effect = au.opts.SideEffecting(c.Tool)
+				au.effect[c.Tool] = effect
+			}
+			if !effect {
 				return
 			}
-			args := canonical(c.Args)
-			k := c.Tool + "\x00" + string(args)
+			args := c.Args
+			if !canonicalArgs {
+				args = canonical(args)
+			}
+			argStr := string(args)
+			k := c.Tool + "\x00" + argStr
 			for _, a := range c.Attempts {
 				if a.NotKept > 0 && !a.Unknown() {
 					// Attempts a source did not keep count only when their
@@ -225,7 +244,7 @@ func (au *Auditor) Add(t *trace.Trace) {
 				// effect the trace records (◆), acted for certain.
 				delivered := a.Ambiguous()
 				unknown := a.Unknown() && !delivered
-				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: string(args), a: seen{
+				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
 					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
 					Deduplicated: a.Deduplicated, unknown: unknown, delivered: delivered, Mark: a.Mark(),
 					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
@@ -250,7 +269,7 @@ func (au *Auditor) Report() Report {
 		g := au.groups[k]
 		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
 		for _, cl := range clusters(g, au.opts.Window) {
-			if f, ok := grade(cl); ok {
+			if f, ok := grade(cl, true); ok {
 				rep.Findings = append(rep.Findings, f)
 			}
 		}
@@ -320,51 +339,120 @@ func clusters(g []attempt, window time.Duration) [][]attempt {
 	return out
 }
 
-// acted says whether an attempt may have had its effect: it succeeded (and
-// was not answered from a key store), or its outcome is unknown.
-func acted(a seen) (ok, unknown bool) { return a.ok, a.unknown }
+// The reasons a finding gives for its grade.
+const (
+	whyKey       = "the repeat carried the same idempotency key"
+	whyDelivered = "two attempts took effect (one whose caller saw no answer, ◆)"
+	whyTwoOK     = "two attempts succeeded"
+	whyUnknown   = "an attempt with an unknown outcome was followed by another"
+)
 
 // grade finds the worst pair in a cluster: an earlier attempt that may have
-// acted, and a later one.
-func grade(cl []attempt) (Finding, bool) {
+// acted, and a later one. A pair (i before j) is graded when i acted (it
+// succeeded, or its outcome is unknown) and j did not definitely fail:
+// absorbed when j was deduplicated or carried i's idempotency key, else
+// duplicate when both succeeded, else possible when i's outcome is
+// unknown. The finding's grade is the worst pair's, its reason the first
+// such pair's (by later attempt, then earlier), its evidence every attempt
+// in a graded pair.
+//
+// It takes one pass each way, not one per pair: one call retried 30 000
+// times is one cluster, and pairs would be 450 million (BENCHMARKS.md, 8f).
+// Forward, each later attempt j is graded against what the attempts before
+// it hold: which keys acted, the first that succeeded (and the first
+// whose key differs from its), the same for the unknown ones. Backward,
+// each earlier attempt i learns whether a later one pairs with it.
+//
+// Without evidence, the finding holds only its grade and reason.
+func grade(cl []attempt, evidence bool) (Finding, bool) {
 	best := Grade("")
 	why := ""
-	involved := map[int]bool{}
-	for j := 1; j < len(cl); j++ {
-		bOK, bUnknown := acted(cl[j].a)
-		if !bOK && !bUnknown && !cl[j].a.Deduplicated {
-			continue // a definite failure did nothing
+	involved := make([]bool, len(cl))
+	// first attempts before j that acted, with a key other than the first's
+	type firsts struct{ first, other int }
+	ok, unknown := firsts{-1, -1}, firsts{-1, -1}
+	note := func(f *firsts, i int) {
+		switch {
+		case f.first < 0:
+			f.first = i
+		case f.other < 0 && cl[i].a.Key != cl[f.first].a.Key:
+			f.other = i
 		}
-		for i := 0; i < j; i++ {
-			aOK, aUnknown := acted(cl[i].a)
-			if !aOK && !aUnknown {
-				continue
-			}
-			var g Grade
-			var w string
+	}
+	// otherKey is the first attempt of f whose key is not key ("" matches none).
+	otherKey := func(f firsts, key string) int {
+		if f.first < 0 || key == "" || cl[f.first].a.Key != key {
+			return f.first
+		}
+		return f.other
+	}
+	actedKeys := map[string]bool{} // keys of attempts that acted, so far
+	acted := false
+	for j := range cl {
+		b := cl[j].a
+		if j > 0 && (b.ok || b.unknown || b.Deduplicated) {
+			g, w := Grade(""), ""
 			switch {
-			case cl[j].a.Deduplicated || (cl[j].a.Key != "" && cl[j].a.Key == cl[i].a.Key):
-				g, w = Absorbed, "the repeat carried the same idempotency key"
-			case aOK && bOK && (cl[i].a.delivered || cl[j].a.delivered):
-				g, w = Duplicate, "two attempts took effect (one whose caller saw no answer, ◆)"
-			case aOK && bOK:
-				g, w = Duplicate, "two attempts succeeded"
-			case aUnknown:
-				g, w = Possible, "an attempt with an unknown outcome was followed by another"
-			default:
-				continue // the earlier succeeded, the later one's outcome is unknown
+			case b.Deduplicated && acted, b.Key != "" && actedKeys[b.Key]:
+				g, w = Absorbed, whyKey
+				if b.Key != "" {
+					w += " (" + b.Key + ")"
+				}
 			}
-			if g == Absorbed && cl[j].a.Key != "" {
-				w += " (" + cl[j].a.Key + ")"
+			if !b.Deduplicated {
+				if i := otherKey(ok, b.Key); b.ok && i >= 0 {
+					g, w = Duplicate, whyTwoOK
+					if cl[i].a.delivered || b.delivered {
+						w = whyDelivered
+					}
+				} else if i := otherKey(unknown, b.Key); i >= 0 && g.rank() < Possible.rank() {
+					g, w = Possible, whyUnknown
+				}
 			}
-			involved[i], involved[j] = true, true
-			if g.rank() > best.rank() {
-				best, why = g, w
+			if g != "" {
+				involved[j] = true
+				if g.rank() > best.rank() {
+					best, why = g, w
+				}
+			}
+		}
+		if b.ok || b.unknown {
+			acted = true
+			if b.Key != "" {
+				actedKeys[b.Key] = true
+			}
+			if b.ok {
+				note(&ok, j)
+			} else {
+				note(&unknown, j)
 			}
 		}
 	}
 	if best == "" {
 		return Finding{}, false
+	}
+	if !evidence {
+		return Finding{Grade: best, Why: why}, true
+	}
+	// Backward: an earlier attempt with an unknown outcome pairs with any
+	// later one that did not definitely fail; one that succeeded, with a
+	// later success, a deduplicated repeat or one carrying its key.
+	later, laterOK, laterDedup := false, false, false
+	laterKeys := map[string]bool{}
+	for i := len(cl) - 1; i >= 0; i-- {
+		a := cl[i].a
+		switch {
+		case a.unknown && later, a.ok && (laterOK || laterDedup || (a.Key != "" && laterKeys[a.Key])):
+			involved[i] = true
+		}
+		if a.ok || a.unknown || a.Deduplicated {
+			later = true
+			laterOK = laterOK || a.ok
+			laterDedup = laterDedup || a.Deduplicated
+			if a.Key != "" {
+				laterKeys[a.Key] = true
+			}
+		}
 	}
 	f := Finding{Grade: best, Tool: cl[0].a.Tool, Args: json.RawMessage(cl[0].args), Why: why}
 	if len(f.Args) == 0 {
@@ -398,5 +486,31 @@ func EffectByDefault(tool string) bool { return defaultOptions().SideEffecting(t
 func HasDuplicate(t *trace.Trace) bool {
 	au := NewAuditor(defaultOptions())
 	au.Add(t)
-	return au.Report().Counts.Duplicate > 0
+	return au.hasDuplicate()
+}
+
+// HasDuplicateCanonical is HasDuplicate for an execution whose calls'
+// arguments are already canonical (AddCanonical).
+func HasDuplicateCanonical(t *trace.Trace) bool {
+	au := NewAuditor(defaultOptions())
+	au.AddCanonical(t)
+	return au.hasDuplicate()
+}
+
+// hasDuplicate says whether Report would count a duplicate, without
+// building the findings' evidence.
+func (au *Auditor) hasDuplicate() bool {
+	for _, k := range au.order {
+		g := au.groups[k]
+		if len(g) < 2 {
+			continue // one attempt pairs with none
+		}
+		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
+		for _, cl := range clusters(g, au.opts.Window) {
+			if f, ok := grade(cl, false); ok && f.Grade == Duplicate {
+				return true
+			}
+		}
+	}
+	return false
 }

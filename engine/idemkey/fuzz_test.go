@@ -69,6 +69,10 @@ func FuzzCanonicalJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := CanonicalJSON(data)
+		long, lerr := canonicalDecoded(data)
+		if (err == nil) != (lerr == nil) || !bytes.Equal(out, long) {
+			t.Fatalf("the fast path and the long way differ on %q:\n fast %q %v\n long %q %v", data, out, err, long, lerr)
+		}
 		if err != nil {
 			return
 		}

@@ -471,3 +471,41 @@ func TestOrderedMatchesPythonInsertionOrder(t *testing.T) {
 		t.Fatalf("sorted %s, unsorted %s: want ik_a94a0b1d and a different key", sorted, unsorted)
 	}
 }
+
+// The fast path for flat objects takes the usual arguments of a tool call,
+// leaves everything else to the long way, and agrees with it.
+func TestCanonicalFlat(t *testing.T) {
+	for in, fast := range map[string]bool{
+		`{"to": "user1@example.com", "subject": "Invoice 1"}`:    true,
+		` {"b":1,"a":null , "c":true,"d":false,"e":-12, "f":0} `: true,
+		`{}`:                   true,
+		`{"a": "x", "a": "y"}`: false, // duplicate key: the last one wins
+		`{"a": -0}`:            false,
+		`{"a": 1.0}`:           false,
+		`{"a": 1e3}`:           false,
+		`{"a": 01}`:            false,
+		`{"a": "é"}`:           false,
+		`{"a": "x\"y"}`:        false,
+		`{"a": {"b": 1}}`:      false,
+		`{"a": [1]}`:           false,
+		`{"a": 1,}`:            false,
+		`{"a": 1} x`:           false,
+		`{"a" 1}`:              false,
+		`[1]`:                  false,
+		`{"a": tru}`:           false,
+		`{"a": nul`:            false,
+	} {
+		out, ok := canonicalFlat([]byte(in))
+		if ok != fast {
+			t.Errorf("%s: fast path %v, want %v", in, ok, fast)
+		}
+		long, err := canonicalDecoded([]byte(in))
+		if ok && (err != nil || string(out) != string(long)) {
+			t.Errorf("%s: fast %s, long %s (%v)", in, out, long, err)
+		}
+		got, gerr := CanonicalJSON([]byte(in))
+		if string(got) != string(long) || (gerr == nil) != (err == nil) {
+			t.Errorf("%s: CanonicalJSON %s %v, the long way %s %v", in, got, gerr, long, err)
+		}
+	}
+}

@@ -83,12 +83,75 @@ func batchOf(first, spans int) ptrace.Traces {
 	return td
 }
 
+// longTraceBatchOf builds one TracesData of spans first to first+spans of
+// one long trace: an invoke_agent root (span 0) and a send_email call its
+// agent retried again and again under one tool-call id, with the same
+// arguments: every other attempt timed out (its outcome unknown), the
+// others failed with a 503, except one in a hundred that succeeded. Every
+// attempt that timed out pairs with every later one that did not fail.
+func longTraceBatchOf(first, spans int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "bench-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("bench")
+	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	var tid pcommon.TraceID
+	copy(tid[:], "long-trace-00001")
+	var root pcommon.SpanID
+	copy(root[:], "root0000")
+	for i := first; i < first+spans; i++ {
+		s := ss.Spans().AppendEmpty()
+		s.SetTraceID(tid)
+		var sid pcommon.SpanID
+		copy(sid[:], fmt.Sprintf("%08d", i))
+		at := base.Add(time.Duration(i) * 10 * time.Millisecond)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(8 * time.Millisecond)))
+		a := s.Attributes()
+		a.PutStr("gen_ai.conversation.id", "conv-long")
+		if i == 0 {
+			s.SetSpanID(root)
+			s.SetName("invoke_agent bench")
+			a.PutStr("gen_ai.operation.name", "invoke_agent")
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(first+spans+1) * 10 * time.Millisecond)))
+			continue
+		}
+		s.SetSpanID(sid)
+		s.SetParentSpanID(root)
+		s.SetName("execute_tool send_email")
+		a.PutStr("gen_ai.operation.name", "execute_tool")
+		a.PutStr("gen_ai.tool.name", "send_email")
+		a.PutStr("gen_ai.tool.call.id", "call_1")
+		a.PutStr("gen_ai.tool.call.arguments", `{"to": "user@example.com", "subject": "Invoice 1"}`)
+		switch {
+		case i%100 == 0:
+			a.PutStr("gen_ai.tool.call.result", `{"ok": true}`)
+		case i%2 == 1:
+			s.Status().SetCode(ptrace.StatusCodeError)
+			s.Status().SetMessage("no response within 1s")
+			a.PutStr("error.type", "timeout")
+		default:
+			s.Status().SetCode(ptrace.StatusCodeError)
+			s.Status().SetMessage("503 Service Unavailable")
+			a.PutStr("error.type", "503")
+		}
+	}
+	return td
+}
+
 // benchFile writes (once, into $TMPDIR/retrylab-bench) a JSON Lines file of
-// n spans in batches of 512, as the OTLP file exporter writes them.
+// n spans in batches of 512, as the OTLP file exporter writes them, of
+// traces of 8 spans (batchOf).
 func benchFile(b *testing.B, n int) string {
+	return benchFileOf(b, n, "otlp-v1", batchOf)
+}
+
+// benchFileOf is benchFile with the batches batch builds, named name-n.jsonl.
+func benchFileOf(b *testing.B, n int, name string, batch func(first, spans int) ptrace.Traces) string {
 	b.Helper()
 	dir := filepath.Join(os.TempDir(), "retrylab-bench")
-	path := filepath.Join(dir, fmt.Sprintf("otlp-v1-%d.jsonl", n))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.jsonl", name, n))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
@@ -101,7 +164,7 @@ func benchFile(b *testing.B, n int) string {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	for i := 0; i < n; i += 512 {
-		line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batchOf(i, min(512, n-i)))
+		line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batch(i, min(512, n-i)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -230,6 +293,43 @@ func BenchmarkImportJSONL(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/imp.Seconds(), "import-spans/s")
 	b.ReportMetric(bare.Seconds()/imp.Seconds(), "ratio")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// BenchmarkImportLongTrace imports, in alternating rounds, a JSON Lines
+// file of n spans that are one trace (longTraceBatchOf: one call retried
+// n-1 times, 512 spans a line, so its spans come in many chunks) and the
+// file of BenchmarkImportJSONL, of the same number of spans in traces of 8,
+// each into a fresh database under the CLI's ImportMemoryLimit. It reports
+// both rates, their CPU seconds and the ratio long/short (8f: ~1, the cost
+// of a span does not grow with its trace).
+func BenchmarkImportLongTrace(b *testing.B) {
+	n := benchSpans()
+	files := []string{benchFileOf(b, n, "otlp-long-v2", longTraceBatchOf), benchFile(b, n)}
+	var wall, cpu [2]time.Duration
+	for i := 0; i < b.N; i++ {
+		for k, path := range files {
+			db, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("import-%d.db", k)), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
+			c0, t0 := cpuTime(), time.Now()
+			res, err := ImportFile(db, path)
+			wall[k] += time.Since(t0)
+			cpu[k] += cpuTime() - c0
+			debug.SetMemoryLimit(old)
+			if err != nil || res.Spans != n {
+				b.Fatalf("%s: imported %d of %d: %v", path, res.Spans, n, err)
+			}
+			db.Close()
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/wall[0].Seconds(), "long-spans/s")
+	b.ReportMetric(float64(n*b.N)/wall[1].Seconds(), "short-spans/s")
+	b.ReportMetric(cpu[0].Seconds()/float64(b.N), "long-cpu-s")
+	b.ReportMetric(cpu[1].Seconds()/float64(b.N), "short-cpu-s")
+	b.ReportMetric(wall[1].Seconds()/wall[0].Seconds(), "ratio")
 }
 
 // BenchmarkReceiver sends batches of 512 spans from 8 concurrent exporters

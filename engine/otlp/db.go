@@ -220,7 +220,11 @@ type writer struct {
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
 	writes   int32           // calls of write so far
-	hand     []*handExec     // what the last write leaves handJob to audit
+	// readBacks counts the executions audited from their stored spans.
+	readBacks int
+	hand      []*handExec // what the last write leaves handJob to audit
+	// lastHand holds the executions the last write stored spans of.
+	lastHand map[string]*handExec
 }
 
 // handExec is an execution whose spans a write stored are all it has so
@@ -297,6 +301,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	w.writes++
 	w.hand = nil
 	hand := map[string]*handExec{}
+	w.lastHand = hand
 	var handOrder []*handExec
 	puts := make([]pendingPut, 0, len(spans))
 	var maps [][2]string
@@ -526,6 +531,26 @@ func (w *writer) handJob() *handJob {
 	return j
 }
 
+// stillWhole drops from j the executions the last write added spans to:
+// their audit on j's spans would not stand (toPublish), they are read back
+// at the end instead. It runs where write does (the traces' split flags
+// and the last write's executions are write's).
+func (w *writer) stillWhole(j *handJob) *handJob {
+	kept := j.execs[:0]
+	for _, x := range j.execs {
+		_, again := w.lastHand[x.exec]
+		whole := !again
+		for _, st := range x.traces {
+			whole = whole && !st.split
+		}
+		if whole {
+			kept = append(kept, x)
+		}
+	}
+	j.execs = kept
+	return j
+}
+
 // handJob is the audits of executions whose spans are all in hand.
 type handJob struct {
 	execs []handAudit
@@ -733,6 +758,7 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 			if dup, err = duplicated(tx, exec, w.importID, w.effect, nil); err != nil {
 				return err
 			}
+			w.readBacks++
 		}
 		x.Duplicates = dup
 	}
@@ -749,7 +775,9 @@ func needsAudit(m *summary, earlier bool) bool {
 // Duplicated says whether an imported execution's stored spans, audited
 // alone with the default effects, hold a duplicate: the record's
 // Duplicates flag, for a record imported before the importer set it.
-func Duplicated(tx *store.Tx, exec string) (bool, error) { return duplicated(tx, exec, 0, effects{}, nil) }
+func Duplicated(tx *store.Tx, exec string) (bool, error) {
+	return duplicated(tx, exec, 0, effects{}, nil)
+}
 
 // duplicated audits one execution's stored spans alone, with the default
 // effects, as `retrylab audit` grades them: whether a duplicate is found.
@@ -784,7 +812,7 @@ func auditReads(s *Span, effect bool) bool {
 // slice is sorted in place): the record's duplicate flag. scratch, when not
 // nil, is a translation to use again (auditEvents).
 func hasDuplicate(exec string, spans []Span, scratch *translation) bool {
-	return audit.HasDuplicate(trace.Fold(exec, auditEvents(spans, scratch)))
+	return audit.HasDuplicateCanonical(trace.Fold(exec, auditEvents(spans, scratch)))
 }
 
 func firstNonEmpty(ss ...string) string {

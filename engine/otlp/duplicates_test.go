@@ -244,6 +244,9 @@ func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
 			if round == 1 && res.Spans != 0 {
 				t.Errorf("chunks of %d: the second import stored %d spans", chunk, res.Spans)
 			}
+			if res.readBacks > len(res.Executions) {
+				t.Errorf("chunks of %d, import %d: %d executions read back to audit, of %d", chunk, round+1, res.readBacks, len(res.Executions))
+			}
 			xs := executions(t, db)
 			if len(xs) < len(want) {
 				t.Fatalf("chunks of %d: %d executions", chunk, len(xs))
@@ -336,5 +339,42 @@ func TestTraceGrowingOverRequests(t *testing.T) {
 	got, err := LoadSpans(db, "otlp-conv-sess-adk-mail-1")
 	if err != nil || len(got) != len(spans) {
 		t.Fatalf("read back %d of %d spans: %v", len(got), len(spans), err)
+	}
+}
+
+// One long trace (a call retried thousands of times) whose spans come in
+// many chunks is audited once, when all of it is in: not after every
+// chunk, which made importing it quadratic. And its flag is the audit's.
+func TestLongTraceAuditedOnce(t *testing.T) {
+	const n = 3000
+	var lines [][]byte
+	for i := 0; i < n; i += 512 {
+		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(longTraceBatchOf(i, min(512, n-i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	p := filepath.Join(t.TempDir(), "long.jsonl")
+	if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ chunk, readBacks int }{{64, 1}, {512, 1}, {chunkSpans, 0}} {
+		db := openDB(t)
+		res, err := importFile(db, p, c.chunk)
+		if err != nil || res.Spans != n {
+			t.Fatalf("chunks of %d: %d spans, %v", c.chunk, res.Spans, err)
+		}
+		if res.audits != 1 || res.readBacks != c.readBacks {
+			t.Errorf("chunks of %d: %d audits, %d read back; want 1 and %d", c.chunk, res.audits, res.readBacks, c.readBacks)
+		}
+		x := record(t, db, "otlp-conv-conv-long")
+		if !x.Duplicates || !auditSays(t, db, x.ID) {
+			t.Errorf("chunks of %d: record says duplicates=%v, the audit %v; want both true", c.chunk, x.Duplicates, auditSays(t, db, x.ID))
+		}
+		again, err := importFile(db, p, c.chunk)
+		if err != nil || again.Spans != 0 || again.Repeated != n || again.audits != 0 {
+			t.Errorf("chunks of %d, again: %+v, %d audits, %v", c.chunk, again.Stats, again.audits, err)
+		}
 	}
 }

@@ -18,6 +18,12 @@ type FileResult struct {
 	Path   string
 	Format Format
 	Stats
+	// audits counts the duplicate flag's audits of executions, readBacks
+	// those of them that read the execution's spans back from the database
+	// (the others ran on spans in hand). An execution is read back at most
+	// once an import, however many chunks its spans came in, and one whose
+	// spans go on in the next chunk is not audited on the first's.
+	audits, readBacks int
 }
 
 // chunkSpans is how many spans a file import commits at once: enough to
@@ -76,27 +82,40 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	// chunk holds whole (writer.handJob).
 	jobs := make(chan *handJob, 1)
 	audited := make(chan struct{})
+	handAudits := 0
 	go func() {
 		scratch := &translation{}
 		for j := range jobs {
 			j.run(scratch)
+			handAudits += len(j.execs)
 		}
 		close(audited)
 	}()
 	go func() {
 		defer close(jobs)
 		var err error
+		// A chunk's audits wait for the next chunk to be written: an
+		// execution that goes on in it (a trace cut at the chunk's end, one
+		// long trace over many chunks) is audited once, read back at the
+		// end, instead of once on its first chunk's spans for nothing.
+		var waiting *handJob
 		for c := range full {
 			if err == nil {
 				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
 				} else {
-					jobs <- w.handJob()
+					if waiting != nil {
+						jobs <- w.stillWhole(waiting)
+					}
+					waiting = w.handJob()
 				}
 			}
 			c.reset()
 			free <- c
+		}
+		if err == nil && waiting != nil {
+			jobs <- waiting
 		}
 		stored <- err
 	}()
@@ -151,6 +170,7 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 		}
 	}
 	res.Stats = w.stats
+	res.audits, res.readBacks = handAudits+w.readBacks, w.readBacks
 	if err != nil {
 		if cerr := discard(db, id); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove what the failed import wrote: %w", cerr))
@@ -207,6 +227,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	for i, exec := range todo {
 		if audited[i] {
 			w.ahead[exec] = dup[i]
+			w.readBacks++
 		}
 	}
 	return errors.Join(errs...)
