@@ -32,18 +32,14 @@ const (
 )
 
 func putAttribution(w *pack.Writer, a Attribution) {
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(aExecution, a.Execution != "")
 	set(aStep, a.Step != "")
 	set(aKey, a.Key != "")
 	set(aAttempt, a.Attempt != 0)
 	set(aRun, a.Run != 0)
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	if b&aExecution != 0 {
 		w.Str(a.Execution)
 	}
@@ -110,19 +106,15 @@ const (
 // encodeMessage packs an outbox message stored under store.U64(m.Seq).
 func encodeMessage(m Message) ([]byte, error) {
 	w := pack.NewWriter()
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(mID, m.ID != messageID(m.Seq))
 	set(mTo, m.To != "")
 	set(mSubject, m.Subject != "")
 	set(mBody, m.Body != "")
 	set(mExtra, len(m.Extra) != 0)
 	set(mTime, !m.Time.IsZero())
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, m.Attribution)
 	if b&mID != 0 {
 		w.Str(m.ID)
@@ -243,12 +235,8 @@ const (
 // encodeKeyRecord packs the record stored under an idempotency key.
 func encodeKeyRecord(key string, rec keyRecord) ([]byte, error) {
 	w := pack.NewWriter(key)
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(kRef, rec.Ref != "")
 	set(kEndpoint, rec.Endpoint != "")
 	set(kFingerprint, rec.Fingerprint != "")
@@ -259,7 +247,7 @@ func encodeKeyRecord(key string, rec keyRecord) ([]byte, error) {
 	set(kRetention, rec.Retention%time.Second != 0)
 	set(kInFlight, rec.InFlight)
 	set(kToken, rec.Token != "")
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, rec.Attribution)
 	if b&kRef != 0 {
 		w.Str(rec.Ref)
@@ -362,20 +350,13 @@ const (
 // encodeRecordDoc packs a CRM row stored under its id.
 func encodeRecordDoc(doc recordDoc) ([]byte, error) {
 	w := pack.NewWriter(doc.ID)
-	var b uint64 = dFields
-	if doc.Fields == nil {
-		b = 0
-	}
-	if doc.Version != 0 {
-		b |= dVersion
-	}
-	if !doc.Created.IsZero() {
-		b |= dCreated
-	}
-	if !doc.Updated.IsZero() {
-		b |= dUpdated
-	}
-	w.Uvarint(b)
+	var b pack.Bits
+	set := b.Set
+	set(dFields, doc.Fields != nil)
+	set(dVersion, doc.Version != 0)
+	set(dCreated, !doc.Created.IsZero())
+	set(dUpdated, !doc.Updated.IsZero())
+	w.Uvarint(uint64(b))
 	putAttribution(w, doc.Attribution)
 	if b&dFields != 0 {
 		if err := putRawMap(w, doc.Fields); err != nil {
@@ -443,18 +424,14 @@ const (
 // encodeCRMWrite packs a write log entry stored under store.U64(wr.Seq).
 func encodeCRMWrite(wr CRMWrite) []byte {
 	w := pack.NewWriter()
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(wRecordID, wr.RecordID != "")
 	set(wOp, wr.Op != "")
 	set(wTime, !wr.Time.IsZero())
 	set(wCreated, wr.Created)
 	set(wVersion, wr.Version != 0)
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, wr.Attribution)
 	if b&wRecordID != 0 {
 		w.Str(wr.RecordID)
