@@ -43,13 +43,8 @@ var spansSuffix = []byte("]}]}]}")
 // NewJSONWriter starts a document on w; version is the scope's (the
 // build's) version.
 func NewJSONWriter(w io.Writer, version string) *JSONWriter {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "retrylab")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("github.com/retrylab/retrylab")
-	ss.Scope().SetVersion(version)
-	return &JSONWriter{w: w, td: td, spans: ss.Spans(), version: version}
+	td, spans := envelope(version)
+	return &JSONWriter{w: w, td: td, spans: spans, version: version}
 }
 
 // Spans counts the spans written so far.

@@ -369,10 +369,7 @@ func (w *Writer) value(b []byte, depth int) (rest []byte, ok bool) {
 		}
 		return rest[1:], true
 	}
-	end := 0
-	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
-		end++
-	}
+	end := literalEnd(b)
 	if end == 0 {
 		return nil, false
 	}
@@ -447,11 +444,18 @@ func (w *Writer) skip(b []byte, depth int) ([]byte, bool) {
 		}
 		return rest[1:], true
 	}
+	end := literalEnd(b)
+	return b[end:], end > 0
+}
+
+// literalEnd is the length of the literal (a number, true, false, null)
+// at the start of b: up to the first byte that ends one.
+func literalEnd(b []byte) int {
 	end := 0
 	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
 		end++
 	}
-	return b[end:], end > 0
+	return end
 }
 
 // jsonString reads the JSON string at the start of b: its text between the
