@@ -79,7 +79,9 @@ func (w *Walk[D]) Pump(final bool) {
 				return
 			}
 			w.stack = w.stack[:top]
-			w.w.Leave(f)
+			if f.Node != nil {
+				w.w.Leave(f)
+			}
 			continue
 		}
 		switch n := ns[f.next].(type) {
