@@ -16,7 +16,9 @@ type walkLog struct {
 	forget bool
 }
 
-func (l *walkLog) add(format string, args ...any) { l.lines = append(l.lines, fmt.Sprintf(format, args...)) }
+func (l *walkLog) add(format string, args ...any) {
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
 
 func (l *walkLog) Enter(parent, f *trace.Frame[string]) {
 	var name string
