@@ -511,10 +511,7 @@ func (r *compactReader) json() json.RawMessage {
 }
 
 func (r *compactReader) exchange() *Exchange {
-	bits := r.Uvarint()
-	if bits >= xLast {
-		r.Fail()
-	}
+	bits := r.Bits(xLast)
 	x := &Exchange{}
 	if bits&xMethod != 0 {
 		x.Method = r.str()
@@ -549,11 +546,11 @@ func decodeCompact(data []byte) (Event, error) {
 	var e Event
 	e.Seq = r.Uvarint()
 	e.Type = Type(r.str())
-	bits := r.Uvarint()
-	if bits >= fLast || bits&fTime != 0 && bits&fWideTime != 0 || bits&fZone != 0 && bits&(fTime|fWideTime) == 0 {
+	bits := r.Bits(fLast)
+	if bits&fTime != 0 && bits&fWideTime != 0 || bits&fZone != 0 && bits&(fTime|fWideTime) == 0 {
 		r.Fail()
 	}
-	for bit := uint64(1); bit < fLast && r.Err() == nil; bit <<= 1 {
+	for bit := pack.Bits(1); bit < fLast && r.Err() == nil; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}

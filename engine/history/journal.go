@@ -79,10 +79,7 @@ func DecodeJournal(exec, step string, data []byte) (JournalRecord, error) {
 		return rec, nil
 	}
 	r := pack.NewReader(data, step, exec)
-	b := r.Uvarint()
-	if b >= jLast {
-		r.Fail()
-	}
+	b := r.Bits(jLast)
 	rec.Step = step
 	if b&jStep != 0 {
 		rec.Step = r.Str()

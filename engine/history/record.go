@@ -187,8 +187,8 @@ func encodeRecord(x Execution) ([]byte, bool) {
 func decodeRecord(data []byte) (Execution, error) {
 	r := newCompactReader(data)
 	var x Execution
-	bits := r.Uvarint()
-	if bits >= rLast || bits&rUpdated != 0 && bits&rStarted == 0 || bits&rEnded != 0 && bits&rUpdated == 0 ||
+	bits := r.Bits(rLast)
+	if bits&rUpdated != 0 && bits&rStarted == 0 || bits&rEnded != 0 && bits&rUpdated == 0 ||
 		bits&rZone != 0 && bits&rStarted == 0 {
 		r.Fail()
 	}
@@ -202,7 +202,7 @@ func decodeRecord(data []byte) (Execution, error) {
 		return pack.InZone(t, offset)
 	}
 	var updated int64
-	for bit := uint64(1); bit < rLast && r.Err() == nil; bit <<= 1 {
+	for bit := pack.Bits(1); bit < rLast && r.Err() == nil; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}

@@ -59,9 +59,8 @@ func putAttribution(w *pack.Writer, a Attribution) {
 
 func readAttribution(r *pack.Reader) Attribution {
 	var a Attribution
-	b := r.Uvarint()
-	if b >= aLast {
-		r.Fail()
+	b := r.Bits(aLast)
+	if r.Err() != nil {
 		return a
 	}
 	if b&aExecution != 0 {
@@ -80,15 +79,6 @@ func readAttribution(r *pack.Reader) Attribution {
 		a.Run = r.Int()
 	}
 	return a
-}
-
-// damaged reports a packed record whose bits name fields that do not exist.
-func damaged(r *pack.Reader, bits, last uint64) bool {
-	if bits >= last {
-		r.Fail()
-		return true
-	}
-	return false
 }
 
 // Outbox message bits.
@@ -148,8 +138,8 @@ func DecodeMessage(key, v []byte) (Message, error) {
 		return m, err
 	}
 	r := pack.NewReader(v)
-	b := r.Uvarint()
-	if damaged(r, b, mLast) {
+	b := r.Bits(mLast)
+	if r.Err() != nil {
 		return m, r.Err()
 	}
 	m.Seq = store.DecodeU64(key)
@@ -294,8 +284,8 @@ func decodeKeyRecord(key string, v []byte) (keyRecord, bool) {
 		return rec, true
 	}
 	r := pack.NewReader(v, key)
-	b := r.Uvarint()
-	if damaged(r, b, kLast) || b&kRetention != 0 && b&kRetentionSec != 0 {
+	b := r.Bits(kLast)
+	if r.Err() != nil || b&kRetention != 0 && b&kRetentionSec != 0 {
 		return keyRecord{}, false
 	}
 	rec.Attribution = readAttribution(r)
@@ -383,8 +373,8 @@ func decodeRecordDoc(key string, v []byte) (recordDoc, error) {
 		return doc, err
 	}
 	r := pack.NewReader(v, key)
-	b := r.Uvarint()
-	if damaged(r, b, dLast) {
+	b := r.Bits(dLast)
+	if r.Err() != nil {
 		return doc, r.Err()
 	}
 	doc.ID = key
@@ -457,8 +447,8 @@ func DecodeCRMWrite(key, v []byte) (CRMWrite, error) {
 		return wr, err
 	}
 	r := pack.NewReader(v)
-	b := r.Uvarint()
-	if damaged(r, b, wLast) {
+	b := r.Bits(wLast)
+	if r.Err() != nil {
 		return wr, r.Err()
 	}
 	wr.Seq = store.DecodeU64(key)

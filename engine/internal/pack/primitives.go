@@ -154,6 +154,17 @@ func (c *Cursor) Fail() {
 	c.b = nil
 }
 
+// Bits reads the field bits a record (or a part of one) starts with; a
+// bit at or past last, a field the reader does not know, marks the record
+// damaged.
+func (c *Cursor) Bits(last uint64) Bits {
+	b := c.Uvarint()
+	if b >= last {
+		c.Fail()
+	}
+	return Bits(b)
+}
+
 // Uvarint reads an unsigned number.
 func (c *Cursor) Uvarint() uint64 {
 	v, n := binary.Uvarint(c.b)
