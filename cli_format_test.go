@@ -51,39 +51,9 @@ func TestOpensADatabaseOfTheFourthLayout(t *testing.T) {
 // executions and checks the whole file again.
 func opensOldDatabase(t *testing.T, dir string) {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), "retrylab.db")
-	data, err := os.ReadFile(filepath.Join("testdata", dir, "retrylab.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	golden := func(name string) string {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join("testdata", dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	shows, err := filepath.Glob(filepath.Join("testdata", dir, "show", "*.json"))
-	if err != nil || len(shows) != 16 {
-		t.Fatalf("%d shows in testdata/%s/show (%v)", len(shows), dir, err)
-	}
-	for _, f := range shows {
-		id := strings.TrimSuffix(filepath.Base(f), ".json")
-		if got, want := ok(t, db, "show", "--json", id).stdout, golden(filepath.Join("show", id+".json")); got != want {
-			t.Errorf("show --json %s differs from the build that wrote it:\n%s", id, firstDiff(got, want))
-		}
-	}
-	check := ok(t, db, "check").stdout
-	if _, rest, _ := strings.Cut(check, "\n"); rest != golden("check.txt") {
-		t.Errorf("check differs:\n%s", firstDiff(rest, golden("check.txt")))
-	}
-	if got := ok(t, db, "state", "--json").stdout; got != golden("state.json") {
-		t.Errorf("state --json differs:\n%s", firstDiff(got, golden("state.json")))
-	}
+	db := copyOldDatabase(t, dir)
+	golden := printedBy(t, dir)
+	printsAsBefore(t, db, dir, 16)
 
 	// New events join the old ones: naive restarts exec_7K2Q (run 2).
 	ok(t, db, "run", "naive")
@@ -103,6 +73,59 @@ func opensOldDatabase(t *testing.T, dir string) {
 		t.Errorf("the new run's last event: %v", last)
 	}
 	has(t, ok(t, db, "check"), "16 executions", "verdict: PASS")
+}
+
+// copyOldDatabase copies testdata/<dir>/retrylab.db to a temporary file,
+// for a test to open and write to.
+func copyOldDatabase(t *testing.T, dir string) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	data, err := os.ReadFile(filepath.Join("testdata", dir, "retrylab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// printedBy reads what the build that wrote testdata/<dir>/retrylab.db
+// printed about it: the files beside it.
+func printedBy(t *testing.T, dir string) func(name string) string {
+	return func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+}
+
+// printsAsBefore checks that this build prints about db what the build
+// that wrote testdata/<dir>/retrylab.db printed about it: show --json of
+// each of its executions (shows of them; -1: any number), check and state
+// --json.
+func printsAsBefore(t *testing.T, db, dir string, shows int) {
+	t.Helper()
+	golden := printedBy(t, dir)
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "show", "*.json"))
+	if err != nil || shows >= 0 && len(files) != shows {
+		t.Fatalf("%d shows in testdata/%s/show (%v)", len(files), dir, err)
+	}
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		if got, want := ok(t, db, "show", "--json", id).stdout, golden(filepath.Join("show", id+".json")); got != want {
+			t.Errorf("show --json %s differs from what the %s build printed:\n%s", id, dir, firstDiff(got, want))
+		}
+	}
+	if _, rest, _ := strings.Cut(ok(t, db, "check").stdout, "\n"); rest != golden("check.txt") {
+		t.Errorf("check differs:\n%s", firstDiff(rest, golden("check.txt")))
+	}
+	if got := ok(t, db, "state", "--json").stdout; got != golden("state.json") {
+		t.Errorf("state --json differs:\n%s", firstDiff(got, golden("state.json")))
+	}
 }
 
 // firstDiff shows where two texts part.
@@ -261,39 +284,13 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 		t.Fatalf("%d records, %d chunks", records, chunks)
 	}
 
-	golden := func(name string) string {
-		t.Helper()
-		data, err := os.ReadFile(filepath.Join("testdata", "v4", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(data)
-	}
-	shows, _ := filepath.Glob(filepath.Join("testdata", "v4", "show", "*.json"))
-	for _, f := range shows {
-		id := strings.TrimSuffix(filepath.Base(f), ".json")
-		if got, want := ok(t, dst, "show", "--json", id).stdout, golden(filepath.Join("show", id+".json")); got != want {
-			t.Errorf("show --json %s differs from what the v4 build printed:\n%s", id, firstDiff(got, want))
-		}
-	}
-	if _, rest, _ := strings.Cut(ok(t, dst, "check").stdout, "\n"); rest != golden("check.txt") {
-		t.Errorf("check differs:\n%s", firstDiff(rest, golden("check.txt")))
-	}
-	if got := ok(t, dst, "state", "--json").stdout; got != golden("state.json") {
-		t.Errorf("state --json differs:\n%s", firstDiff(got, golden("state.json")))
-	}
+	printsAsBefore(t, dst, "v4", -1)
 
 	// The other readers, against what this build prints of the v4 file
 	// (which TestOpensADatabaseOfTheFourthLayout holds to the v4 build):
 	// show as text and Markdown, diff, and the OTLP export.
-	v4 := filepath.Join(t.TempDir(), "retrylab.db")
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(v4, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	v4 := copyOldDatabase(t, "v4")
+	shows, _ := filepath.Glob(filepath.Join("testdata", "v4", "show", "*.json"))
 	same := func(args ...string) {
 		t.Helper()
 		if got, want := ok(t, dst, args...).stdout, ok(t, v4, args...).stdout; got != want {

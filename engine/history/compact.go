@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/retrylab/retrylab/engine/internal/pack"
 )
 
 // The compact encoding of an event, which Encode writes since schema v2 of
@@ -123,13 +124,7 @@ var table = [...]string{
 }
 
 // tableIndex finds a string's table entry; built once, never changed.
-var tableIndex = func() map[string]int {
-	m := make(map[string]int, len(table))
-	for i, s := range table {
-		m[s] = i
-	}
-	return m
-}()
+var tableIndex = pack.Index(table[:])
 
 // hexPrefixes are the table entries tried as the prefix of a hex string.
 var hexPrefixes = []string{"ik_", "msg_", ""}
@@ -142,17 +137,11 @@ func encodeCompact(e Event) ([]byte, error) {
 	b = binary.AppendUvarint(b, e.Seq)
 	b = w.str(b, string(e.Type), false)
 
-	var bits uint64
-	set := func(bit uint64, present bool) {
-		if present {
-			bits |= bit
-		}
-	}
+	var bits pack.Bits
+	set := bits.Set
 	_, offset := e.Time.Zone()
-	wide := false
 	if !e.Time.IsZero() {
-		y := e.Time.Year()
-		wide = y < 1678 || y > 2261
+		wide := !pack.FitsNanos(e.Time)
 		set(fWideTime, wide)
 		set(fTime, !wide)
 		set(fZone, offset != 0)
@@ -181,19 +170,18 @@ func encodeCompact(e Event) ([]byte, error) {
 	set(fPID, e.PID != 0)
 	set(fScenario, e.Scenario != "")
 	set(fEffect, e.Effect != nil)
-	b = binary.AppendUvarint(b, bits)
+	b = binary.AppendUvarint(b, uint64(bits))
 
 	var err error
-	for bit := uint64(1); bit < fLast; bit <<= 1 {
+	for bit := pack.Bits(1); bit < fLast; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}
 		switch bit {
 		case fTime:
-			b = binary.LittleEndian.AppendUint64(b, uint64(e.Time.UnixNano()))
+			b = pack.AppendNanos(b, e.Time)
 		case fWideTime:
-			b = binary.AppendVarint(b, e.Time.Unix())
-			b = binary.AppendUvarint(b, uint64(e.Time.Nanosecond()))
+			b = pack.AppendWideTime(b, e.Time)
 		case fZone:
 			b = binary.AppendVarint(b, int64(offset))
 		case fRun:
@@ -271,13 +259,10 @@ func (w compactWriter) str(b []byte, s string, mayBeKey bool) []byte {
 	}
 	for _, p := range hexPrefixes {
 		h, ok := strings.CutPrefix(s, p)
-		if ok && len(h) >= 8 && len(h)%2 == 0 && isLowerHex(h) {
+		if ok && len(h) >= 8 && len(h)%2 == 0 && pack.IsLowerHex(h) {
 			b = binary.AppendUvarint(b, uint64(len(h)/2)<<2|2)
 			b = binary.AppendUvarint(b, uint64(tableIndex[p]))
-			for i := 0; i < len(h); i += 2 {
-				b = append(b, unhex(h[i])<<4|unhex(h[i+1]))
-			}
-			return b
+			return pack.AppendHexBytes(b, h)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(s))<<2|1)
@@ -335,12 +320,10 @@ func (w compactWriter) exchange(b []byte, x *Exchange) ([]byte, error) {
 // problem documents) is stored member by member, its names and strings
 // through the table; anything else as its bytes.
 func (w compactWriter) json(b []byte, v json.RawMessage) ([]byte, error) {
-	var c, h bytes.Buffer
-	if err := json.Compact(&c, v); err != nil {
+	text, err := pack.StoredJSON(v)
+	if err != nil {
 		return nil, fmt.Errorf("json value: %w", err)
 	}
-	json.HTMLEscape(&h, c.Bytes())
-	text := h.Bytes()
 	if members, ok := flatObject(text); ok {
 		b = binary.AppendUvarint(b, uint64(len(members))<<1|1)
 		for _, m := range members {
@@ -444,111 +427,47 @@ func flatText(ms []member) []byte {
 	return append(out, '}')
 }
 
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'a' + 10
-}
-
-const hexDigits = "0123456789abcdef"
-
 // errCompact is every reason a compact event is refused.
 var errCompact = errors.New("damaged compact event")
 
-// compactReader reads one compact event; the first problem sticks.
+// compactReader reads one compact event (or execution record); the first
+// problem sticks.
 type compactReader struct {
-	b   []byte
-	err error
-	key string
+	pack.Cursor
+	key string // the event's Key, once read
 }
 
-func (r *compactReader) fail() {
-	if r.err == nil {
-		r.err = errCompact
-	}
-	r.b = nil
-}
-
-func (r *compactReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *compactReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// int reads a signed varint that must fit an int.
-func (r *compactReader) int() int {
-	v := r.varint()
-	if v < math.MinInt || v > math.MaxInt {
-		r.fail()
-		return 0
-	}
-	return int(v)
-}
-
-func (r *compactReader) bytes(n uint64) []byte {
-	if n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
+// newCompactReader reads a compact event or record, data, after its magic
+// byte.
+func newCompactReader(data []byte) *compactReader {
+	return &compactReader{Cursor: pack.NewCursor(data[1:], errCompact)}
 }
 
 func (r *compactReader) str() string {
-	v := r.uvarint()
-	if r.err != nil {
+	v := r.Uvarint()
+	if r.Err() != nil {
 		return ""
 	}
 	switch v & 3 {
 	case 0:
 		if v>>2 >= uint64(len(table)) {
-			r.fail()
+			r.Fail()
 			return ""
 		}
 		return table[v>>2]
 	case 1:
-		return string(r.bytes(v >> 2))
+		return string(r.Next(v >> 2))
 	case 2:
-		p := r.uvarint()
-		raw := r.bytes(v >> 2)
-		if r.err != nil || p >= uint64(len(table)) {
-			r.fail()
+		p := r.Uvarint()
+		raw := r.Next(v >> 2)
+		if r.Err() != nil || p >= uint64(len(table)) {
+			r.Fail()
 			return ""
 		}
-		out := make([]byte, 0, len(table[p])+2*len(raw))
-		out = append(out, table[p]...)
-		for _, c := range raw {
-			out = append(out, hexDigits[c>>4], hexDigits[c&15])
-		}
-		return string(out)
+		return string(pack.AppendHexText(append(make([]byte, 0, len(table[p])+2*len(raw)), table[p]...), raw))
 	default:
 		if v != 3 || r.key == "" {
-			r.fail()
+			r.Fail()
 			return ""
 		}
 		return r.key
@@ -556,23 +475,23 @@ func (r *compactReader) str() string {
 }
 
 func (r *compactReader) json() json.RawMessage {
-	v := r.uvarint()
+	v := r.Uvarint()
 	var text []byte
 	if v&1 == 0 {
-		text = append([]byte(nil), r.bytes(v>>1)...)
+		text = append([]byte(nil), r.Next(v>>1)...)
 	} else {
 		n := v >> 1
-		if n == 0 || n > uint64(len(r.b)) {
-			r.fail()
+		if n == 0 || n > uint64(r.Left()) {
+			r.Fail()
 			return nil
 		}
 		ms := make([]member, n)
 		for i := range ms {
 			ms[i].name = r.str()
-			kind := r.bytes(1)
+			kind := r.Next(1)
 			ms[i].value = r.str()
-			if r.err != nil || kind[0] > 1 {
-				r.fail()
+			if r.Err() != nil || kind[0] > 1 {
+				r.Fail()
 				return nil
 			}
 			ms[i].isString = kind[0] == 0
@@ -580,22 +499,19 @@ func (r *compactReader) json() json.RawMessage {
 		text = flatText(ms)
 		// Only what the writer stores this way: the same members again.
 		if again, ok := flatObject(text); !ok || len(again) != len(ms) {
-			r.fail()
+			r.Fail()
 			return nil
 		}
 	}
-	if r.err != nil || len(text) == 0 || !json.Valid(text) {
-		r.fail()
+	if r.Err() != nil || len(text) == 0 || !json.Valid(text) {
+		r.Fail()
 		return nil
 	}
 	return json.RawMessage(text)
 }
 
 func (r *compactReader) exchange() *Exchange {
-	bits := r.uvarint()
-	if bits >= xLast {
-		r.fail()
-	}
+	bits := r.Bits(xLast)
 	x := &Exchange{}
 	if bits&xMethod != 0 {
 		x.Method = r.str()
@@ -604,12 +520,12 @@ func (r *compactReader) exchange() *Exchange {
 		x.URL = r.str()
 	}
 	if bits&xStatus != 0 {
-		x.Status = r.int()
+		x.Status = r.Int()
 	}
 	if bits&xHeaders != 0 {
-		n := r.uvarint()
-		if n == 0 || n > uint64(len(r.b)) {
-			r.fail()
+		n := r.Uvarint()
+		if n == 0 || n > uint64(r.Left()) {
+			r.Fail()
 			return nil
 		}
 		x.Headers = make(map[string]string, n)
@@ -626,46 +542,31 @@ func (r *compactReader) exchange() *Exchange {
 
 // decodeCompact reads what encodeCompact wrote.
 func decodeCompact(data []byte) (Event, error) {
-	r := &compactReader{b: data[1:]}
+	r := newCompactReader(data)
 	var e Event
-	e.Seq = r.uvarint()
+	e.Seq = r.Uvarint()
 	e.Type = Type(r.str())
-	bits := r.uvarint()
-	if bits >= fLast || bits&fTime != 0 && bits&fWideTime != 0 || bits&fZone != 0 && bits&(fTime|fWideTime) == 0 {
-		r.fail()
+	bits := r.Bits(fLast)
+	if bits&fTime != 0 && bits&fWideTime != 0 || bits&fZone != 0 && bits&(fTime|fWideTime) == 0 {
+		r.Fail()
 	}
-	for bit := uint64(1); bit < fLast && r.err == nil; bit <<= 1 {
+	for bit := pack.Bits(1); bit < fLast && r.Err() == nil; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}
 		switch bit {
 		case fTime:
-			n := r.bytes(8)
-			if r.err == nil {
-				e.Time = time.Unix(0, int64(binary.LittleEndian.Uint64(n))).UTC()
-			}
+			e.Time = r.Nanos()
 		case fWideTime:
-			sec := r.varint()
-			n := r.uvarint()
-			if n >= 1e9 {
-				r.fail()
-			}
-			e.Time = time.Unix(sec, int64(n)).UTC()
+			e.Time = r.WideTime()
 		case fZone:
-			off := r.varint()
-			if off == 0 || off < -24*3600 || off > 24*3600 {
-				r.fail()
-				break
-			}
-			// As encoding/json reads an offset: the local zone if it has
-			// that offset at that time, else a zone without a name.
-			if _, lo := e.Time.In(time.Local).Zone(); int64(lo) == off {
-				e.Time = e.Time.In(time.Local)
+			if off := r.Varint(); pack.ValidOffset(off) {
+				e.Time = pack.InZone(e.Time, off)
 			} else {
-				e.Time = e.Time.In(time.FixedZone("", int(off)))
+				r.Fail()
 			}
 		case fRun:
-			e.Run = r.int()
+			e.Run = r.Int()
 		case fStep:
 			e.Step = r.str()
 		case fTool:
@@ -674,7 +575,7 @@ func decodeCompact(data []byte) (Event, error) {
 			e.Key = r.str()
 			r.key = e.Key
 		case fAttempt:
-			e.Attempt = r.int()
+			e.Attempt = r.Int()
 		case fText:
 			e.Text = r.str()
 		case fOutcome:
@@ -682,13 +583,13 @@ func decodeCompact(data []byte) (Event, error) {
 		case fFault:
 			e.Fault = r.str()
 		case fPlan:
-			e.Plan = r.int()
+			e.Plan = r.Int()
 		case fMaxAttempts:
-			e.MaxAttempts = r.int()
+			e.MaxAttempts = r.Int()
 		case fDuration:
-			e.Duration = time.Duration(r.varint())
+			e.Duration = time.Duration(r.Varint())
 		case fDelay:
-			e.Delay = time.Duration(r.varint())
+			e.Delay = time.Duration(r.Varint())
 		case fRequest:
 			e.Request = r.exchange()
 		case fResponse:
@@ -698,29 +599,29 @@ func decodeCompact(data []byte) (Event, error) {
 		case fDeduplicated:
 			e.Deduplicated = true
 		case fTurn:
-			e.Turn = r.int()
+			e.Turn = r.Int()
 		case fArgs:
 			e.Args = r.json()
 		case fResult:
 			e.Result = r.json()
 		case fResultRun:
-			e.ResultRun = r.int()
+			e.ResultRun = r.Int()
 		case fExitCode:
-			e.ExitCode = r.int()
+			e.ExitCode = r.Int()
 		case fPID:
-			e.PID = r.int()
+			e.PID = r.Int()
 		case fScenario:
 			e.Scenario = r.str()
 		case fEffect:
 			e.Effect = &Effect{Service: r.str(), ID: r.str(), Target: r.str(), Summary: r.str()}
-			e.Effect.Version = r.int()
+			e.Effect.Version = r.Int()
 		}
 	}
-	if r.err == nil && (len(r.b) != 0 || e.Type == "") {
-		r.fail()
+	if e.Type == "" {
+		r.Fail()
 	}
-	if r.err != nil {
-		return Event{}, fmt.Errorf("decode event: %w", r.err)
+	if err := r.Done(); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
 	}
 	return e, nil
 }

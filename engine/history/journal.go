@@ -32,12 +32,8 @@ const (
 // stored under step (rec.Step, as a rule).
 func EncodeJournal(exec, step string, rec JournalRecord) ([]byte, error) {
 	w := pack.NewWriter(step, exec)
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(jStep, rec.Step != step)
 	set(jTool, rec.Tool != "")
 	set(jKey, rec.Key != "")
@@ -45,7 +41,7 @@ func EncodeJournal(exec, step string, rec JournalRecord) ([]byte, error) {
 	set(jRun, rec.Run != 0)
 	set(jResult, len(rec.Result) != 0 && string(rec.Result) != "null")
 	set(jRecorded, !rec.Recorded.IsZero())
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	if b&jStep != 0 {
 		w.Str(rec.Step)
 	}
@@ -83,10 +79,7 @@ func DecodeJournal(exec, step string, data []byte) (JournalRecord, error) {
 		return rec, nil
 	}
 	r := pack.NewReader(data, step, exec)
-	b := r.Uvarint()
-	if b >= jLast {
-		r.Fail()
-	}
+	b := r.Bits(jLast)
 	rec.Step = step
 	if b&jStep != 0 {
 		rec.Step = r.Str()

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/retrylab/retrylab/engine/internal/pack"
 )
 
 // The compact encoding of an execution record, which EncodeExecution writes
@@ -80,7 +82,7 @@ func recordTimes(x Execution) (offset int, ok bool) {
 		if t.IsZero() {
 			continue
 		}
-		if y := t.Year(); y < 1678 || y > 2261 {
+		if !pack.FitsNanos(t) {
 			return 0, false
 		}
 		// A zone is kept as encoding/json keeps it: its offset.
@@ -104,12 +106,8 @@ func encodeRecord(x Execution) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	var bits uint64
-	set := func(bit uint64, present bool) {
-		if present {
-			bits |= bit
-		}
-	}
+	var bits pack.Bits
+	set := bits.Set
 	set(rID, x.ID != "")
 	set(rScenario, x.Scenario != "")
 	set(rSource, x.Source != "")
@@ -130,8 +128,8 @@ func encodeRecord(x Execution) ([]byte, bool) {
 	w := compactWriter{}
 	b := make([]byte, 0, 96)
 	b = append(b, recordMagic)
-	b = binary.AppendUvarint(b, bits)
-	for bit := uint64(1); bit < rLast; bit <<= 1 {
+	b = binary.AppendUvarint(b, uint64(bits))
+	for bit := pack.Bits(1); bit < rLast; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}
@@ -149,7 +147,7 @@ func encodeRecord(x Execution) ([]byte, bool) {
 		case rRuns:
 			b = binary.AppendVarint(b, int64(x.Runs))
 		case rStarted:
-			b = binary.LittleEndian.AppendUint64(b, uint64(x.Started.UnixNano()))
+			b = pack.AppendNanos(b, x.Started)
 		case rUpdated:
 			b = binary.AppendVarint(b, x.Updated.UnixNano()-x.Started.UnixNano())
 		case rEnded:
@@ -187,28 +185,24 @@ func encodeRecord(x Execution) ([]byte, bool) {
 }
 
 func decodeRecord(data []byte) (Execution, error) {
-	r := &compactReader{b: data[1:]}
+	r := newCompactReader(data)
 	var x Execution
-	bits := r.uvarint()
-	if bits >= rLast || bits&rUpdated != 0 && bits&rStarted == 0 || bits&rEnded != 0 && bits&rUpdated == 0 ||
+	bits := r.Bits(rLast)
+	if bits&rUpdated != 0 && bits&rStarted == 0 || bits&rEnded != 0 && bits&rUpdated == 0 ||
 		bits&rZone != 0 && bits&rStarted == 0 {
-		r.fail()
+		r.Fail()
 	}
 	var offset int64
 	// inZone puts a time in its zone as encoding/json reads an offset: UTC
-	// for none, the local zone if it has that offset at that time, else a
-	// zone without a name.
+	// for none.
 	inZone := func(t time.Time) time.Time {
 		if offset == 0 {
 			return t.UTC()
 		}
-		if _, lo := t.In(time.Local).Zone(); int64(lo) == offset {
-			return t.In(time.Local)
-		}
-		return t.In(time.FixedZone("", int(offset)))
+		return pack.InZone(t, offset)
 	}
 	var updated int64
-	for bit := uint64(1); bit < rLast && r.err == nil; bit <<= 1 {
+	for bit := pack.Bits(1); bit < rLast && r.Err() == nil; bit <<= 1 {
 		if bits&bit == 0 {
 			continue
 		}
@@ -228,53 +222,47 @@ func decodeRecord(data []byte) (Execution, error) {
 		case rStatus:
 			x.Status = Status(r.str())
 		case rRuns:
-			x.Runs = r.int()
+			x.Runs = r.Int()
 		case rStarted:
-			if n := r.bytes(8); r.err == nil {
-				x.Started = time.Unix(0, int64(binary.LittleEndian.Uint64(n)))
-			}
+			x.Started = r.Nanos()
 		case rUpdated:
-			updated = x.Started.UnixNano() + r.varint()
+			updated = x.Started.UnixNano() + r.Varint()
 			x.Updated = time.Unix(0, updated)
 		case rEnded:
-			x.Ended = time.Unix(0, updated+r.varint())
+			x.Ended = time.Unix(0, updated+r.Varint())
 		case rZone:
-			offset = r.varint()
-			if offset == 0 || offset < -24*3600 || offset > 24*3600 {
-				r.fail()
+			if offset = r.Varint(); !pack.ValidOffset(offset) {
+				r.Fail()
 			}
 		case rStartKey:
 			x.StartKey = r.str()
 		case rError:
 			x.Error = r.str()
 		case rSends:
-			n := r.uvarint()
-			if n == 0 || n > uint64(len(r.b)) {
-				r.fail()
+			n := r.Uvarint()
+			if n == 0 || n > uint64(r.Left()) {
+				r.Fail()
 				break
 			}
 			x.Sends = make(map[string]int, n)
 			for range n {
 				var k string
-				switch r.uvarint() {
+				switch r.Uvarint() {
 				case 0:
 					k = r.str()
 				case 1:
 					k = r.str() + "\n" + r.str()
 				default:
-					r.fail()
+					r.Fail()
 				}
-				x.Sends[k] = r.int()
+				x.Sends[k] = r.Int()
 			}
 		case rDuplicates:
 			x.Duplicates = true
 		}
 	}
-	if r.err == nil && len(r.b) != 0 {
-		r.fail()
-	}
-	if r.err != nil {
-		return Execution{}, fmt.Errorf("decode execution: %w", r.err)
+	if err := r.Done(); err != nil {
+		return Execution{}, fmt.Errorf("decode execution: %w", err)
 	}
 	x.Started, x.Updated, x.Ended = zeroOr(x.Started, inZone), zeroOr(x.Updated, inZone), zeroOr(x.Ended, inZone)
 	return x, nil

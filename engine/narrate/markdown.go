@@ -76,24 +76,12 @@ type mdWriter struct {
 	h     Handout
 	start time.Time
 	t     *trace.Trace // the history, folded as far as it was read
-	// stack is where the trace's writing stands: the containers whose
-	// heading is written, outermost first, and the next child of each.
-	stack []*frame
+	// walk is where the trace's writing stands: the containers whose
+	// heading is written, each with its lines' indent.
+	walk *trace.Walk[string]
 	// whole folds the whole history before writing the trace (tests
 	// compare the streamed handout with it).
 	whole bool
-}
-
-// frame is a container of the trace being written: the top level, a run,
-// a turn or a call.
-type frame struct {
-	node   trace.Node // nil at the top level
-	run    *trace.Run
-	indent string
-	next   int
-	// retrying is set when the call's last written attempt scheduled a
-	// retry: another attempt is coming.
-	retrying bool
 }
 
 func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
@@ -132,17 +120,17 @@ func (m *mdWriter) render(read func(fn func(history.Event) error) error) error {
 		m.f("## What it teaches\n\n%s\n\n", paragraphs(s.Teaches))
 	}
 	m.f("## Trace\n\n")
-	m.stack = []*frame{{}}
+	m.walk = trace.NewWalk[string](m.t, m)
 	if err := read(func(ev history.Event) error {
 		m.t.ApplyHistory(ev)
 		if !m.whole {
-			m.pump(false)
+			m.walk.Pump(false)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	m.pump(true)
+	m.walk.Pump(true)
 	if m.t.Events == 0 {
 		m.f("No events recorded.\n\n")
 	} else {
@@ -196,156 +184,64 @@ func (m *mdWriter) at(t time.Time) string {
 	return "`+" + fmt.Sprintf("%.3fs", t.Sub(m.start).Seconds()) + "`"
 }
 
-// children are a frame's nodes so far.
-func (m *mdWriter) children(f *frame) []trace.Node {
-	if f.node == nil {
-		return m.t.Nodes
-	}
-	return f.node.Children()
-}
+// The trace is written through a trace.Walk, in the order of the tree:
+// each run with the gap before it, its turns, calls and every attempt,
+// each line once it is final, each attempt forgotten once written. A
+// frame's Data is the indent of its lines.
 
-// pump writes what has become final of the trace, in the order of the
-// tree (each run with the gap before it, its turns, calls and every
-// attempt), and forgets each attempt it wrote. With final set, the history
-// has been read to its end and everything is final.
-func (m *mdWriter) pump(final bool) {
-	for len(m.stack) > 0 {
-		f := m.stack[len(m.stack)-1]
-		ns := m.children(f)
-		if f.next >= len(ns) {
-			if !final && !m.closed(len(m.stack)-1) {
-				return
-			}
-			m.stack = m.stack[:len(m.stack)-1]
-			continue
-		}
-		n := ns[f.next]
-		switch n := n.(type) {
-		case *trace.Gap:
-			m.f("\n> %s %s with no worker running\n\n", trace.MarkGap.Glyph(), mdDur(n.Duration))
-		case *trace.Run:
-			m.f("### Run %d\n\n", n.Number)
-			if n.Number == 1 && !m.t.Started.IsZero() {
-				m.f("- %s execution started: scenario %s, policy %s\n", m.at(m.t.Started), m.t.Scenario, m.t.Policy)
-			}
-			f.next++
-			m.stack = append(m.stack, &frame{node: n, run: n})
-			continue
-		case *trace.Turn:
-			m.f("%s- %s **turn %d** %q\n", f.indent, m.at(n.Time), n.Number, n.Text)
-			f.next++
-			m.stack = append(m.stack, &frame{node: n, run: f.run, indent: f.indent + "  "})
-			continue
-		case *trace.Call:
-			var args map[string]any
-			_ = json.Unmarshal(n.Args, &args)
-			kind := ""
-			if n.Kind != "" {
-				kind = " (" + n.Kind + ")"
-			}
-			m.f("%s- %s `%s` step `%s`%s: %s\n", f.indent, m.at(n.Time), n.Tool, n.Call, kind, mdEscape(Args(args)))
-			f.next++
-			m.stack = append(m.stack, &frame{node: n, run: f.run, indent: f.indent + "  "})
-			continue
-		case *trace.Attempt:
-			if !final && !settled(n, ns[f.next+1:]) {
-				return
-			}
-			m.attempt(n, f.indent)
-			f.retrying = n.Retry > 0
-			if n.Crashed && !n.Finished {
-				break // the crash's note still lists it; forgotten there
-			}
-			m.t.Forget(n)
-			if len(m.children(f)) < len(ns) {
-				continue // it left the call's nodes: the next one took its place
-			}
-		case *trace.Replay:
-			what := "its result"
-			if n.Decision {
-				what = "its decision (the arguments)"
-			}
-			m.f("%s- %s %s `%s` replayed from the journal (%s, recorded in run %d): %s, no request sent\n",
-				f.indent, m.at(n.Time), trace.MarkReplay.Glyph(), n.Call, what, n.ResultRun, mdEscape(Summary(n.Result)))
-		case *trace.Note:
-			m.note(f.run, n, f.indent)
-		}
-		f.next++
-	}
-}
-
-// settled reports whether an attempt's lines are final: it died with its
-// worker, or it has its answer and its call moved on after it (so a
-// retry, which follows the answer, is in).
-func settled(a *trace.Attempt, after []trace.Node) bool {
-	if a.Crashed && !a.Finished {
-		return true
-	}
-	if !a.Finished {
-		return false
-	}
-	for _, n := range after {
-		if seqOf(n) > a.EndSeq {
-			return true
-		}
-	}
-	return false
-}
-
-// seqOf is the Seq a node began at.
-func seqOf(n trace.Node) uint64 {
-	switch n := n.(type) {
-	case *trace.Attempt:
-		return n.Seq
-	case *trace.Note:
-		return n.Seq
-	case *trace.Replay:
-		return n.Seq
-	case *trace.Call:
-		return n.Seq
-	case *trace.Turn:
-		return n.Seq
-	}
-	return 0
-}
-
-// closed reports whether nothing more can be added to the container of
-// the frame at depth i before the history's end: a run once a later run
-// began, a turn once something followed it in its run, a call once
-// something followed it and its last attempt scheduled no retry (or once
-// its turn or run closed).
-func (m *mdWriter) closed(i int) bool {
-	f := m.stack[i]
-	switch n := f.node.(type) {
+// Enter writes the heading of a run, turn or call.
+func (m *mdWriter) Enter(parent, f *trace.Frame[string]) {
+	indent := parent.Data
+	switch n := f.Node.(type) {
 	case *trace.Run:
-		return n != m.t.Runs[len(m.t.Runs)-1]
-	case *trace.Turn, *trace.Call:
-		if m.closed(i - 1) {
-			return true
+		m.f("### Run %d\n\n", n.Number)
+		if n.Number == 1 && !m.t.Started.IsZero() {
+			m.f("- %s execution started: scenario %s, policy %s\n", m.at(m.t.Started), m.t.Scenario, m.t.Policy)
 		}
-		if m.last(m.stack[i-1], n) {
-			return false
+		return
+	case *trace.Turn:
+		m.f("%s- %s **turn %d** %q\n", indent, m.at(n.Time), n.Number, n.Text)
+	case *trace.Call:
+		var args map[string]any
+		_ = json.Unmarshal(n.Args, &args)
+		kind := ""
+		if n.Kind != "" {
+			kind = " (" + n.Kind + ")"
 		}
-		if c, ok := n.(*trace.Call); ok {
-			if f.retrying {
-				return false
-			}
-			for _, a := range c.Attempts {
-				if !a.Finished && !a.Crashed {
-					return false
-				}
-			}
-		}
-		return true
+		m.f("%s- %s `%s` step `%s`%s: %s\n", indent, m.at(n.Time), n.Tool, n.Call, kind, mdEscape(Args(args)))
 	}
-	return false // the top level closes only at the history's end
+	f.Data = indent + "  "
 }
 
-// last reports whether n is its parent frame's latest node.
-func (m *mdWriter) last(parent *frame, n trace.Node) bool {
-	ns := m.children(parent)
-	return len(ns) > 0 && ns[len(ns)-1] == n
+// Leave writes nothing: a container's lines are its heading and children.
+func (m *mdWriter) Leave(*trace.Frame[string]) {}
+
+// Attempt writes a settled attempt's lines. One that died with its worker
+// is forgotten by the crash's note, which still lists it.
+func (m *mdWriter) Attempt(f *trace.Frame[string], a *trace.Attempt, _ bool) (written, forget bool) {
+	m.attempt(a, f.Data)
+	return true, !(a.Crashed && !a.Finished)
 }
+
+// Other writes a gap, a replay or a note.
+func (m *mdWriter) Other(f *trace.Frame[string], n trace.Node) {
+	switch n := n.(type) {
+	case *trace.Gap:
+		m.f("\n> %s %s with no worker running\n\n", trace.MarkGap.Glyph(), mdDur(n.Duration))
+	case *trace.Replay:
+		what := "its result"
+		if n.Decision {
+			what = "its decision (the arguments)"
+		}
+		m.f("%s- %s %s `%s` replayed from the journal (%s, recorded in run %d): %s, no request sent\n",
+			f.Data, m.at(n.Time), trace.MarkReplay.Glyph(), n.Call, what, n.ResultRun, mdEscape(Summary(n.Result)))
+	case *trace.Note:
+		m.note(f.Run, n, f.Data)
+	}
+}
+
+// Failed is false: a failed write shows when the handout is flushed.
+func (m *mdWriter) Failed() bool { return false }
 
 func (m *mdWriter) attempt(a *trace.Attempt, indent string) {
 	if a.NotKept > 0 {

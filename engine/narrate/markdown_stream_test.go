@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/tracetest"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -37,52 +38,11 @@ func handoutBoth(t *testing.T, x history.Execution, evs []history.Event) (stream
 }
 
 // The streamed handout is the whole fold's, line for line, also where
-// events interleave: concurrent copies of a call whose answers and retries
-// come after the other copy's next attempt began, two calls in flight at
-// once, a crash with attempts open, and a second run.
+// events interleave (tracetest.Interleaved), for every prefix of the
+// history.
 func TestHandoutStreamsAsTheWholeFold(t *testing.T) {
-	t0 := time.Date(2026, 6, 30, 9, 0, 0, 0, time.UTC)
-	seq := uint64(0)
-	at := t0
-	ev := func(e history.Event) history.Event {
-		seq++
-		at = at.Add(100 * time.Millisecond)
-		e.Seq, e.Time = seq, at
-		if e.Run == 0 {
-			e.Run = 1
-		}
-		return e
-	}
-	req := &history.Exchange{Method: "POST", URL: "/v1/send"}
-	evs := []history.Event{
-		ev(history.Event{Type: history.ExecutionStarted, Scenario: "mix", Text: "keys"}),
-		ev(history.Event{Type: history.WorkerStarted, PID: 7}),
-		ev(history.Event{Type: history.TurnStarted, Turn: 1, Text: "go"}),
-		ev(history.Event{Type: history.ToolCallScheduled, Step: "s1", Tool: "send", Turn: 1}),
-		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 1, Request: req, Key: "k"}),
-		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 2, Request: req, Key: "k"}),
-		ev(history.Event{Type: history.FaultInjected, Step: "s1", Attempt: 1, Fault: "server-error", Text: "plan"}),
-		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 2, Outcome: history.OutcomeConflict}),
-		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 3, Request: req, Key: "k"}),
-		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 1, Outcome: history.OutcomeError}),
-		ev(history.Event{Type: history.ToolCallScheduled, Step: "s2", Tool: "upsert", Turn: 1}),
-		ev(history.Event{Type: history.RetryScheduled, Step: "s1", Attempt: 1, Delay: time.Second}),
-		ev(history.Event{Type: history.AttemptStarted, Step: "s2", Attempt: 1, Request: req}),
-		ev(history.Event{Type: history.AttemptFinished, Step: "s1", Attempt: 3, Outcome: history.OutcomeOK}),
-		ev(history.Event{Type: history.AttemptStarted, Step: "s1", Attempt: 4, Request: req, Key: "k"}),
-		ev(history.Event{Type: history.EffectObserved, Step: "s2", Attempt: 1, Effect: &history.Effect{Service: "crm", ID: "r1"}}),
-		ev(history.Event{Type: history.StepRecorded, Step: "s1", Tool: "send", Attempt: 3}),
-		ev(history.Event{Type: history.WorkerCrashed, ExitCode: 137, Error: "killed from outside"}),
-		ev(history.Event{Type: history.WorkerStarted, Run: 2, PID: 8}),
-		ev(history.Event{Type: history.TurnStarted, Run: 2, Turn: 1, Text: "again"}),
-		ev(history.Event{Type: history.StepReplayed, Run: 2, Step: "s1", Tool: "send", ResultRun: 1}),
-		ev(history.Event{Type: history.ToolCallScheduled, Run: 2, Step: "s2", Tool: "upsert", Turn: 1}),
-		ev(history.Event{Type: history.AttemptStarted, Run: 2, Step: "s2", Attempt: 2, Request: req}),
-		ev(history.Event{Type: history.AttemptFinished, Run: 2, Step: "s2", Attempt: 2, Outcome: history.OutcomeOK}),
-		ev(history.Event{Type: history.JournalDeleted, Run: 2, Step: "s1"}),
-		ev(history.Event{Type: history.ExecutionCompleted, Run: 2}),
-	}
-	x := history.Execution{ID: "exec_M", Scenario: "mix", Started: t0, Updated: at, Runs: 2}
+	evs, start, end := tracetest.Interleaved()
+	x := history.Execution{ID: "exec_M", Scenario: "mix", Started: start, Updated: end, Runs: 2}
 	for n := 0; n <= len(evs); n++ { // every prefix: a history read while it grows
 		streamed, whole := handoutBoth(t, x, evs[:n])
 		if streamed != whole {

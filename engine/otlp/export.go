@@ -29,20 +29,28 @@ import (
 // puts no order on the spans of a scope; ids are numbered in the tree's
 // order, parents first, so they do not depend on it.
 func Export(traces []*trace.Trace, version string) ptrace.Traces {
+	td, spans := envelope(version)
+	for _, t := range traces {
+		c := newCursor(t, func(run int) *exporter {
+			return &exporter{spans: spans, t: t, tid: traceID(t.Execution, run)}
+		}, nil)
+		c.pump(true)
+		c.finish()
+	}
+	return td
+}
+
+// envelope is an export's document without spans: one resource (the
+// service retrylab), one scope (its module at version), and that scope's
+// span list, empty.
+func envelope(version string) (ptrace.Traces, ptrace.SpanSlice) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "retrylab")
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("github.com/retrylab/retrylab")
 	ss.Scope().SetVersion(version)
-	for _, t := range traces {
-		c := newCursor(t, func(run int) *exporter {
-			return &exporter{spans: ss.Spans(), t: t, tid: traceID(t.Execution, run)}
-		}, nil)
-		c.pump(true)
-		c.finish()
-	}
-	return td
+	return td, ss.Spans()
 }
 
 type exporter struct {

@@ -43,13 +43,8 @@ var spansSuffix = []byte("]}]}]}")
 // NewJSONWriter starts a document on w; version is the scope's (the
 // build's) version.
 func NewJSONWriter(w io.Writer, version string) *JSONWriter {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "retrylab")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("github.com/retrylab/retrylab")
-	ss.Scope().SetVersion(version)
-	return &JSONWriter{w: w, td: td, spans: ss.Spans(), version: version}
+	td, spans := envelope(version)
+	return &JSONWriter{w: w, td: td, spans: spans, version: version}
 }
 
 // Spans counts the spans written so far.
@@ -165,120 +160,93 @@ func (jw *JSONWriter) History(id string, read func(fn func(history.Event) error)
 	return jw.err
 }
 
-// cursor walks a fold's tree in its order and writes each span once it is
-// final: an attempt or a replay when it is reached and settled, a turn
-// once its children are written and the next turn began, each run's root
-// span (and its last turn) at the end. Span ids are numbered in the
+// cursor writes each span of a fold's tree once it is final (trace.Walk
+// says when): an attempt or a replay when it is reached and settled, a
+// turn once its children are written and the next turn began, each run's
+// root span (and its last turn) at the end. Span ids are numbered in the
 // tree's order (exporter.reserve), whatever order the spans go out in.
 type cursor struct {
 	t           *trace.Trace
+	walk        *trace.Walk[span]
 	newExporter func(run int) *exporter
 	failed      func() bool
 	// forget, for a streaming fold, lets go of each attempt written.
 	forget bool
-	stack  []*exportFrame
 	// closing are the frames whose spans wait for the end of the history,
 	// in the order they closed: each run's last turn, then its root.
-	closing []*exportFrame
+	closing []*trace.Frame[span]
 }
 
 func newCursor(t *trace.Trace, newExporter func(run int) *exporter, failed func() bool) *cursor {
 	if failed == nil {
 		failed = func() bool { return false }
 	}
-	return &cursor{t: t, newExporter: newExporter, failed: failed, stack: []*exportFrame{{}}}
+	c := &cursor{t: t, newExporter: newExporter, failed: failed}
+	c.walk = trace.NewWalk[span](t, c)
+	return c
 }
 
-// exportFrame is a container being written: the top level, a run, a turn
-// or a call; next is its next child to write.
-type exportFrame struct {
-	node trace.Node // nil at the top level
-	e    *exporter
-	run  *trace.Run
-	// turn is the turn it is in (or is), at run.Nodes[turnAt]; nil for a
-	// run, or a call outside a turn.
-	turn   *trace.Turn
-	turnAt int
-	// id is its span's id, its children's parent (a call has no span of
-	// its own: its turn's or run's); up is its span's parent.
+// span is what the cursor keeps for a container being written: its run's
+// exporter, its span's id, its children's parent (a call has no span of
+// its own: its turn's or run's), and up, its span's parent.
+type span struct {
+	e      *exporter
 	id, up pcommon.SpanID
-	next   int
-	// retrying is set when the call's last written attempt scheduled a
-	// retry: another attempt is coming.
-	retrying bool
-}
-
-func (c *cursor) children(f *exportFrame) []trace.Node {
-	if f.node == nil {
-		return c.t.Nodes
-	}
-	return f.node.Children()
 }
 
 // pump writes the spans that have become final, in the order of the tree,
 // and (forget set) forgets each attempt it wrote. With final set, the
 // history was read to its end: everything is final but the spans finish
 // writes.
-func (c *cursor) pump(final bool) {
-	for len(c.stack) > 0 && !c.failed() {
-		top := len(c.stack) - 1
-		f := c.stack[top]
-		ns := c.children(f)
-		if f.next >= len(ns) {
-			if !final && !c.closed(top) {
-				return
-			}
-			c.stack = c.stack[:top]
-			c.close(f)
-			continue
-		}
-		switch n := ns[f.next].(type) {
-		case *trace.Run:
-			e := c.newExporter(n.Number)
-			c.stack = append(c.stack, &exportFrame{node: n, e: e, run: n, id: e.reserve()})
-		case *trace.Turn:
-			c.stack = append(c.stack, &exportFrame{node: n, e: f.e, run: f.run, turn: n, turnAt: f.next,
-				id: f.e.reserve(), up: f.id})
-		case *trace.Call:
-			c.stack = append(c.stack, &exportFrame{node: n, e: f.e, run: f.run, turn: f.turn, turnAt: f.turnAt, id: f.id})
-		case *trace.Attempt:
-			if !final && !settled(n, ns[f.next+1:]) {
-				return
-			}
-			call := f.node.(*trace.Call)
-			last := n == call.Attempts[len(call.Attempts)-1]
-			// The call's last attempt carries its journal record, and a
-			// record may come before another attempt (a concurrent copy's
-			// retry): with a record, the last attempt so far waits until
-			// no attempt can follow, its call closed.
-			if !final && last && call.Recorded != nil && (n.Retry > 0 || !c.closed(top)) {
-				return
-			}
-			f.e.attempt(call, n, f.id, c.attemptEnd(f, n), last)
-			f.retrying = n.Retry > 0
-			if c.forget {
-				c.t.Forget(n)
-				if len(c.children(f)) < len(ns) {
-					continue // it left the call's nodes: the next one took its place
-				}
-			}
-		case *trace.Replay:
-			f.e.replay(n, f.id)
-		}
-		f.next++
+func (c *cursor) pump(final bool) { c.walk.Pump(final) }
+
+// Enter reserves the span id of a run or a turn as it is reached.
+func (c *cursor) Enter(parent, f *trace.Frame[span]) {
+	switch n := f.Node.(type) {
+	case *trace.Run:
+		e := c.newExporter(n.Number)
+		f.Data = span{e: e, id: e.reserve()}
+	case *trace.Turn:
+		f.Data = span{e: parent.Data.e, id: parent.Data.e.reserve(), up: parent.Data.id}
+	case *trace.Call:
+		f.Data = span{e: parent.Data.e, id: parent.Data.id}
 	}
 }
 
-// close writes the span of a frame whose children are written, or keeps
-// the frame for finish: a turn is written once the next turn of its run
-// began (its end); a run's root span always waits.
-func (c *cursor) close(f *exportFrame) {
-	switch n := f.node.(type) {
+// Attempt writes a settled attempt. The call's last attempt carries its
+// journal record, and a record may come before another attempt (a
+// concurrent copy's retry): with a record, the last attempt so far waits
+// until no attempt can follow, its call closed.
+func (c *cursor) Attempt(f *trace.Frame[span], a *trace.Attempt, final bool) (written, forget bool) {
+	call := f.Node.(*trace.Call)
+	last := a == call.Attempts[len(call.Attempts)-1]
+	if !final && last && call.Recorded != nil && (a.Retry > 0 || !c.walk.Closed()) {
+		return false, false
+	}
+	f.Data.e.attempt(call, a, f.Data.id, c.attemptEnd(f, a), last)
+	return true, c.forget
+}
+
+// Other writes a replay's span; gaps and notes have none of their own.
+func (c *cursor) Other(f *trace.Frame[span], n trace.Node) {
+	if r, ok := n.(*trace.Replay); ok {
+		f.Data.e.replay(r, f.Data.id)
+	}
+}
+
+// Failed reports that writing failed.
+func (c *cursor) Failed() bool { return c.failed() }
+
+// Leave writes the span of a container whose children are written, or
+// keeps the frame for finish: a turn is written once the next turn of its
+// run began (its end); a run's root span always waits.
+func (c *cursor) Leave(f *trace.Frame[span]) {
+	switch n := f.Node.(type) {
 	case *trace.Run:
 		c.closing = append(c.closing, f)
 	case *trace.Turn:
-		if end, ok := nextTurn(f.run.Nodes, f.turnAt); ok {
-			f.e.turn(n, f.id, f.up, end)
+		if end, ok := nextTurn(f.Run.Nodes, f.TurnAt); ok {
+			f.Data.e.turn(n, f.Data.id, f.Data.up, end)
 		} else {
 			c.closing = append(c.closing, f)
 		}
@@ -292,11 +260,11 @@ func (c *cursor) finish() {
 		if c.failed() {
 			return
 		}
-		switch n := f.node.(type) {
+		switch n := f.Node.(type) {
 		case *trace.Run:
-			f.e.run(n, n == c.t.Runs[len(c.t.Runs)-1], f.id)
+			f.Data.e.run(n, n == c.t.Runs[len(c.t.Runs)-1], f.Data.id)
 		case *trace.Turn:
-			f.e.turn(n, f.id, f.up, turnEnd(f.run.Nodes, f.turnAt, runEnd(c.t, f.run)))
+			f.Data.e.turn(n, f.Data.id, f.Data.up, turnEnd(f.Run.Nodes, f.TurnAt, runEnd(c.t, f.Run)))
 		}
 	}
 	c.closing = nil
@@ -305,78 +273,18 @@ func (c *cursor) finish() {
 // attemptEnd is when an attempt's span ends: when its answer came; when
 // its worker died, if it died first; else (still in flight at the end of
 // the history) with its turn, or its run outside a turn.
-func (c *cursor) attemptEnd(f *exportFrame, a *trace.Attempt) time.Time {
+func (c *cursor) attemptEnd(f *trace.Frame[span], a *trace.Attempt) time.Time {
 	if a.Finished {
 		return a.Started.Add(a.Duration)
 	}
 	if a.Crashed {
-		if at, ok := crashTime(f.run, a); ok {
+		if at, ok := crashTime(f.Run, a); ok {
 			return at
 		}
 	}
-	until := runEnd(c.t, f.run)
-	if f.turn != nil {
-		until = turnEnd(f.run.Nodes, f.turnAt, until)
+	until := runEnd(c.t, f.Run)
+	if f.Turn != nil {
+		until = turnEnd(f.Run.Nodes, f.TurnAt, until)
 	}
 	return until
-}
-
-// settled reports whether an attempt's span is final: its worker died
-// before its answer, or it has its answer and its call moved on after it
-// (so its retry, or its journal record, is in).
-func settled(a *trace.Attempt, after []trace.Node) bool {
-	if a.Crashed && !a.Finished {
-		return true
-	}
-	if !a.Finished {
-		return false
-	}
-	for _, n := range after {
-		if seqOf(n) > a.EndSeq {
-			return true
-		}
-	}
-	return false
-}
-
-// seqOf is the Seq a call's node began at.
-func seqOf(n trace.Node) uint64 {
-	switch n := n.(type) {
-	case *trace.Attempt:
-		return n.Seq
-	case *trace.Note:
-		return n.Seq
-	}
-	return 0
-}
-
-// closed reports whether nothing more can be added to the container of
-// the frame at depth i before the history's end: a run once a later run
-// began, a turn once something followed it in its run, a call once
-// something followed it and it is not retrying nor waiting for an answer.
-func (c *cursor) closed(i int) bool {
-	f := c.stack[i]
-	switch n := f.node.(type) {
-	case *trace.Run:
-		return n != c.t.Runs[len(c.t.Runs)-1]
-	case *trace.Turn, *trace.Call:
-		if c.closed(i - 1) {
-			return true
-		}
-		if ns := c.children(c.stack[i-1]); len(ns) > 0 && ns[len(ns)-1] == n {
-			return false
-		}
-		if call, ok := n.(*trace.Call); ok {
-			if f.retrying {
-				return false
-			}
-			for _, a := range call.Attempts {
-				if !a.Finished && !a.Crashed {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return false // the top level closes only at the history's end
 }

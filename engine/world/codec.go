@@ -32,18 +32,14 @@ const (
 )
 
 func putAttribution(w *pack.Writer, a Attribution) {
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(aExecution, a.Execution != "")
 	set(aStep, a.Step != "")
 	set(aKey, a.Key != "")
 	set(aAttempt, a.Attempt != 0)
 	set(aRun, a.Run != 0)
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	if b&aExecution != 0 {
 		w.Str(a.Execution)
 	}
@@ -63,9 +59,8 @@ func putAttribution(w *pack.Writer, a Attribution) {
 
 func readAttribution(r *pack.Reader) Attribution {
 	var a Attribution
-	b := r.Uvarint()
-	if b >= aLast {
-		r.Fail()
+	b := r.Bits(aLast)
+	if r.Err() != nil {
 		return a
 	}
 	if b&aExecution != 0 {
@@ -86,15 +81,6 @@ func readAttribution(r *pack.Reader) Attribution {
 	return a
 }
 
-// damaged reports a packed record whose bits name fields that do not exist.
-func damaged(r *pack.Reader, bits, last uint64) bool {
-	if bits >= last {
-		r.Fail()
-		return true
-	}
-	return false
-}
-
 // Outbox message bits.
 const (
 	mSeq     = 1 << iota // the message's Seq, when it is not its key's
@@ -110,19 +96,15 @@ const (
 // encodeMessage packs an outbox message stored under store.U64(m.Seq).
 func encodeMessage(m Message) ([]byte, error) {
 	w := pack.NewWriter()
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(mID, m.ID != messageID(m.Seq))
 	set(mTo, m.To != "")
 	set(mSubject, m.Subject != "")
 	set(mBody, m.Body != "")
 	set(mExtra, len(m.Extra) != 0)
 	set(mTime, !m.Time.IsZero())
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, m.Attribution)
 	if b&mID != 0 {
 		w.Str(m.ID)
@@ -156,8 +138,8 @@ func DecodeMessage(key, v []byte) (Message, error) {
 		return m, err
 	}
 	r := pack.NewReader(v)
-	b := r.Uvarint()
-	if damaged(r, b, mLast) {
+	b := r.Bits(mLast)
+	if r.Err() != nil {
 		return m, r.Err()
 	}
 	m.Seq = store.DecodeU64(key)
@@ -243,12 +225,8 @@ const (
 // encodeKeyRecord packs the record stored under an idempotency key.
 func encodeKeyRecord(key string, rec keyRecord) ([]byte, error) {
 	w := pack.NewWriter(key)
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(kRef, rec.Ref != "")
 	set(kEndpoint, rec.Endpoint != "")
 	set(kFingerprint, rec.Fingerprint != "")
@@ -259,7 +237,7 @@ func encodeKeyRecord(key string, rec keyRecord) ([]byte, error) {
 	set(kRetention, rec.Retention%time.Second != 0)
 	set(kInFlight, rec.InFlight)
 	set(kToken, rec.Token != "")
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, rec.Attribution)
 	if b&kRef != 0 {
 		w.Str(rec.Ref)
@@ -306,8 +284,8 @@ func decodeKeyRecord(key string, v []byte) (keyRecord, bool) {
 		return rec, true
 	}
 	r := pack.NewReader(v, key)
-	b := r.Uvarint()
-	if damaged(r, b, kLast) || b&kRetention != 0 && b&kRetentionSec != 0 {
+	b := r.Bits(kLast)
+	if r.Err() != nil || b&kRetention != 0 && b&kRetentionSec != 0 {
 		return keyRecord{}, false
 	}
 	rec.Attribution = readAttribution(r)
@@ -362,20 +340,13 @@ const (
 // encodeRecordDoc packs a CRM row stored under its id.
 func encodeRecordDoc(doc recordDoc) ([]byte, error) {
 	w := pack.NewWriter(doc.ID)
-	var b uint64 = dFields
-	if doc.Fields == nil {
-		b = 0
-	}
-	if doc.Version != 0 {
-		b |= dVersion
-	}
-	if !doc.Created.IsZero() {
-		b |= dCreated
-	}
-	if !doc.Updated.IsZero() {
-		b |= dUpdated
-	}
-	w.Uvarint(b)
+	var b pack.Bits
+	set := b.Set
+	set(dFields, doc.Fields != nil)
+	set(dVersion, doc.Version != 0)
+	set(dCreated, !doc.Created.IsZero())
+	set(dUpdated, !doc.Updated.IsZero())
+	w.Uvarint(uint64(b))
 	putAttribution(w, doc.Attribution)
 	if b&dFields != 0 {
 		if err := putRawMap(w, doc.Fields); err != nil {
@@ -402,8 +373,8 @@ func decodeRecordDoc(key string, v []byte) (recordDoc, error) {
 		return doc, err
 	}
 	r := pack.NewReader(v, key)
-	b := r.Uvarint()
-	if damaged(r, b, dLast) {
+	b := r.Bits(dLast)
+	if r.Err() != nil {
 		return doc, r.Err()
 	}
 	doc.ID = key
@@ -443,18 +414,14 @@ const (
 // encodeCRMWrite packs a write log entry stored under store.U64(wr.Seq).
 func encodeCRMWrite(wr CRMWrite) []byte {
 	w := pack.NewWriter()
-	var b uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			b |= bit
-		}
-	}
+	var b pack.Bits
+	set := b.Set
 	set(wRecordID, wr.RecordID != "")
 	set(wOp, wr.Op != "")
 	set(wTime, !wr.Time.IsZero())
 	set(wCreated, wr.Created)
 	set(wVersion, wr.Version != 0)
-	w.Uvarint(b)
+	w.Uvarint(uint64(b))
 	putAttribution(w, wr.Attribution)
 	if b&wRecordID != 0 {
 		w.Str(wr.RecordID)
@@ -480,8 +447,8 @@ func DecodeCRMWrite(key, v []byte) (CRMWrite, error) {
 		return wr, err
 	}
 	r := pack.NewReader(v)
-	b := r.Uvarint()
-	if damaged(r, b, wLast) {
+	b := r.Bits(wLast)
+	if r.Err() != nil {
 		return wr, r.Err()
 	}
 	wr.Seq = store.DecodeU64(key)

@@ -3,7 +3,10 @@
 // building blocks their owners (engine/world, engine/history) put together
 // field by field. A record so encoded starts with Magic, a byte no JSON text
 // starts with, so a reader tells it from the JSON objects older databases
-// hold and reads both.
+// hold and reads both. The primitives the blocks are made of (primitives.go:
+// numbers and bytes read with a sticky error, hex, times, JSON as
+// encoding/json stores it) serve engine/history's event and execution
+// encodings too, which are formats of their own.
 //
 // The blocks:
 //
@@ -32,11 +35,9 @@
 package pack
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"math"
 	"strings"
 	"time"
 )
@@ -205,11 +206,8 @@ func (w *Writer) Str(s string) {
 			}
 			w.scratch2 = c
 		}
-		if len(rest) >= 2 && len(rest)%2 == 0 && isLowerHex(rest) {
-			raw := make([]byte, 0, len(rest)/2)
-			for i := 0; i < len(rest); i += 2 {
-				raw = append(raw, unhex(rest[i])<<4|unhex(rest[i+1]))
-			}
+		if len(rest) >= 2 && len(rest)%2 == 0 && IsLowerHex(rest) {
+			raw := AppendHexBytes(make([]byte, 0, len(rest)/2), rest)
 			try(tHex, uint64(len(raw)), string(raw))
 		}
 		if raw, ok := packBase32(rest); ok && len(rest) > 0 {
@@ -246,7 +244,7 @@ func AppendString(b []byte, s string) []byte {
 // ReadString reads a string AppendString wrote at the start of b and
 // returns what follows it.
 func ReadString(b []byte) (string, []byte, error) {
-	r := Reader{b: b}
+	r := Reader{Cursor: NewCursor(b, ErrDamaged)}
 	s := r.Str()
 	return s, r.b, r.err
 }
@@ -281,13 +279,12 @@ func (w *Writer) Time(t time.Time) {
 	if offset != 0 {
 		zone = 1
 	}
-	if y := t.Year(); y < 1678 || y > 2261 {
+	if !FitsNanos(t) {
 		w.Uvarint(zone<<2 | 3)
-		w.Varint(t.Unix())
-		w.Uvarint(uint64(t.Nanosecond()))
+		w.b = AppendWideTime(w.b, t)
 	} else {
 		w.Uvarint(zone<<2 | 2)
-		w.b = binary.LittleEndian.AppendUint64(w.b, uint64(t.UnixNano()))
+		w.b = AppendNanos(w.b, t)
 	}
 	if zone != 0 {
 		w.Varint(int64(offset))
@@ -304,12 +301,10 @@ func sameOffset(a, b time.Time) bool {
 // it marshals: compacted, with <, > and & escaped. It refuses what is not
 // JSON, as encoding/json does.
 func (w *Writer) JSON(v json.RawMessage) error {
-	var c, h bytes.Buffer
-	if err := json.Compact(&c, v); err != nil {
+	text, err := StoredJSON(v)
+	if err != nil {
 		return err
 	}
-	json.HTMLEscape(&h, c.Bytes())
-	text := h.Bytes()
 	mark, refs, prev, hasPrev := len(w.b), len(w.refs), w.prev, w.hasPrev
 	if rest, ok := w.value(text, 0); ok && len(rest) == 0 {
 		return nil
@@ -374,10 +369,7 @@ func (w *Writer) value(b []byte, depth int) (rest []byte, ok bool) {
 		}
 		return rest[1:], true
 	}
-	end := 0
-	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
-		end++
-	}
+	end := literalEnd(b)
 	if end == 0 {
 		return nil, false
 	}
@@ -452,11 +444,18 @@ func (w *Writer) skip(b []byte, depth int) ([]byte, bool) {
 		}
 		return rest[1:], true
 	}
+	end := literalEnd(b)
+	return b[end:], end > 0
+}
+
+// literalEnd is the length of the literal (a number, true, false, null)
+// at the start of b: up to the first byte that ends one.
+func literalEnd(b []byte) int {
 	end := 0
 	for end < len(b) && !strings.ContainsRune(",}]:{[\" \t\r\n", rune(b[end])) {
 		end++
 	}
-	return b[end:], end > 0
+	return end
 }
 
 // jsonString reads the JSON string at the start of b: its text between the
@@ -476,32 +475,13 @@ func jsonString(b []byte) (string, []byte, bool) {
 	return "", nil, false
 }
 
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'a' + 10
-}
-
-const hexDigits = "0123456789abcdef"
-
 // ErrDamaged is every reason a packed record is refused.
 var ErrDamaged = errors.New("damaged packed record")
 
 // Reader reads one packed record; the first problem sticks (Err).
 type Reader struct {
-	b       []byte
+	Cursor
 	refs    []string
-	err     error
 	prev    time.Time
 	hasPrev bool
 }
@@ -509,85 +489,18 @@ type Reader struct {
 // NewReader starts reading a record written with the same seeds. It fails
 // (Err) when v is not packed.
 func NewReader(v []byte, seeds ...string) *Reader {
-	r := &Reader{refs: append([]string(nil), seeds...)}
+	r := &Reader{Cursor: NewCursor(nil, ErrDamaged), refs: append([]string(nil), seeds...)}
 	if !Is(v) {
-		r.fail()
+		r.Fail()
 		return r
 	}
 	r.b = v[1:]
 	return r
 }
 
-// Left is how many bytes are still to be read: a count read from the
-// record cannot honestly exceed it.
-func (r *Reader) Left() int { return len(r.b) }
-
-// Err is the first problem met, or nil.
-func (r *Reader) Err() error { return r.err }
-
-// Done is Err, or ErrDamaged when bytes are left over.
-func (r *Reader) Done() error {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail()
-	}
-	return r.err
-}
-
-// Fail marks the record damaged: the owner found a value it cannot hold.
-func (r *Reader) Fail() { r.fail() }
-
-func (r *Reader) fail() {
-	if r.err == nil {
-		r.err = ErrDamaged
-	}
-	r.b = nil
-}
-
-// Uvarint reads an unsigned number.
-func (r *Reader) Uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// Varint reads a signed number.
-func (r *Reader) Varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// Int reads a signed number that must fit an int.
-func (r *Reader) Int() int {
-	v := r.Varint()
-	if v < math.MinInt || v > math.MaxInt {
-		r.fail()
-		return 0
-	}
-	return int(v)
-}
-
-func (r *Reader) bytes(n uint64) []byte {
-	if n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
-}
-
 func (r *Reader) tableEntry(i uint64) string {
 	if i >= uint64(len(table)) {
-		r.fail()
+		r.Fail()
 		return ""
 	}
 	return table[i]
@@ -595,7 +508,7 @@ func (r *Reader) tableEntry(i uint64) string {
 
 func (r *Reader) refAt(i uint64) string {
 	if i >= uint64(len(r.refs)) {
-		r.fail()
+		r.Fail()
 		return ""
 	}
 	return r.refs[i]
@@ -616,31 +529,26 @@ func (r *Reader) Str() string {
 	case kRef:
 		return r.refAt(n)
 	case kText:
-		s = string(r.bytes(n))
+		s = string(r.Next(n))
 	case kPrefix:
-		x := r.bytes(1)
+		x := r.Next(1)
 		if r.err != nil || int(x[0]>>3) >= len(prefixes) || x[0]&7 >= tLast {
-			r.fail()
+			r.Fail()
 			return ""
 		}
 		p := prefixes[x[0]>>3]
 		switch x[0] & 7 {
 		case tHex:
-			raw := r.bytes(n)
-			out := make([]byte, 0, len(p)+2*len(raw))
-			out = append(out, p...)
-			for _, c := range raw {
-				out = append(out, hexDigits[c>>4], hexDigits[c&15])
-			}
-			s = string(out)
+			raw := r.Next(n)
+			s = string(AppendHexText(append(make([]byte, 0, len(p)+2*len(raw)), p...), raw))
 		case tBase32:
 			if n == 0 || n > uint64(8*len(r.b)/5) {
-				r.fail()
+				r.Fail()
 				return ""
 			}
-			text, ok := unpackBase32(r.bytes((5*n+7)/8), int(n))
+			text, ok := unpackBase32(r.Next((5*n+7)/8), int(n))
 			if !ok {
-				r.fail()
+				r.Fail()
 			}
 			s = p + text
 		case tRef:
@@ -648,14 +556,14 @@ func (r *Reader) Str() string {
 		case tSuffix:
 			_, after, ok := strings.Cut(r.refAt(n), "_")
 			if !ok {
-				r.fail()
+				r.Fail()
 			}
 			s = p + after
 		default:
-			s = p + string(r.bytes(n))
+			s = p + string(r.Next(n))
 		}
 	default:
-		r.fail()
+		r.Fail()
 	}
 	if r.err != nil {
 		return ""
@@ -674,45 +582,30 @@ func (r *Reader) Time() time.Time {
 	switch h & 3 {
 	case 0:
 		if h != 0 {
-			r.fail()
+			r.Fail()
 		}
 		return time.Time{}
 	case 1:
 		if h != 1 || !r.hasPrev {
-			r.fail()
+			r.Fail()
 		}
 		return r.prev
 	case 2:
-		n := r.bytes(8)
-		if r.err != nil {
-			return time.Time{}
-		}
-		t = time.Unix(0, int64(binary.LittleEndian.Uint64(n))).UTC()
+		t = r.Nanos()
 	case 3:
-		sec := r.Varint()
-		ns := r.Uvarint()
-		if ns >= 1e9 {
-			r.fail()
-		}
-		t = time.Unix(sec, int64(ns)).UTC()
+		t = r.WideTime()
 	}
 	switch h >> 2 {
 	case 0:
 	case 1:
 		off := r.Varint()
-		if off == 0 || off < -24*3600 || off > 24*3600 {
-			r.fail()
+		if !ValidOffset(off) {
+			r.Fail()
 			break
 		}
-		// As encoding/json reads an offset: the local zone if it has that
-		// offset at that time, else a zone without a name.
-		if _, lo := t.In(time.Local).Zone(); int64(lo) == off {
-			t = t.In(time.Local)
-		} else {
-			t = t.In(time.FixedZone("", int(off)))
-		}
+		t = InZone(t, off)
 	default:
-		r.fail()
+		r.Fail()
 	}
 	if r.err != nil {
 		return time.Time{}
@@ -725,7 +618,7 @@ func (r *Reader) Time() time.Time {
 func (r *Reader) JSON() json.RawMessage {
 	out := r.value(nil, 0)
 	if r.err != nil || len(out) == 0 || !json.Valid(out) {
-		r.fail()
+		r.Fail()
 		return nil
 	}
 	return json.RawMessage(out)
@@ -734,7 +627,7 @@ func (r *Reader) JSON() json.RawMessage {
 func (r *Reader) value(out []byte, depth int) []byte {
 	t := r.Uvarint()
 	if r.err != nil || depth > maxDepth {
-		r.fail()
+		r.Fail()
 		return nil
 	}
 	switch t & 3 {
@@ -744,14 +637,14 @@ func (r *Reader) value(out []byte, depth int) []byte {
 		return append(out, '"')
 	case 1:
 		if t != 1 {
-			r.fail()
+			r.Fail()
 			return nil
 		}
 		return append(out, r.Str()...)
 	}
 	n := t >> 2
 	if n > uint64(len(r.b)) {
-		r.fail()
+		r.Fail()
 		return nil
 	}
 	open, close := byte('{'), byte('}')
