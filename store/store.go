@@ -530,19 +530,35 @@ func (db *DB) Update(fn func(*Tx) error) error {
 func (db *DB) commitGroups(batch []*request) {
 	// Faults reading a damaged file become panics that runUpdate recovers.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	errs := db.commit(batch)
-	// Hand on first, so the next group's commit starts while this one's
-	// writers are told.
-	db.commitMu.Lock()
-	if len(db.queue) == 0 {
-		db.committing = false
-	} else {
-		close(db.queue[0].lead)
-	}
-	db.commitMu.Unlock()
-	for i, r := range batch {
-		r.err <- errs[i]
-	}
+	var errs []error
+	defer func() {
+		// runUpdate recovers every panic of a transaction; should one
+		// escape all the same, every writer of batch is still answered and
+		// the commit handed on, so the store does not wait forever.
+		r := recover()
+		if errs == nil {
+			errs = make([]error, len(batch))
+			for i := range errs {
+				errs[i] = fmt.Errorf("commit to %s panicked: %v", db.path, r)
+			}
+		}
+		// Hand on first, so the next group's commit starts while this
+		// one's writers are told.
+		db.commitMu.Lock()
+		if len(db.queue) == 0 {
+			db.committing = false
+		} else {
+			close(db.queue[0].lead)
+		}
+		db.commitMu.Unlock()
+		for i, w := range batch {
+			w.err <- errs[i]
+		}
+		if r != nil {
+			panic(r)
+		}
+	}()
+	errs = db.commit(batch)
 }
 
 // commit runs a group in one transaction and returns each member's
