@@ -502,7 +502,7 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if !db.committing {
 		db.committing = true
 		db.commitMu.Unlock()
-		db.commitGroups([]*request{req})
+		db.commitGroup([]*request{req})
 		return <-req.err
 	}
 	req.lead = make(chan struct{})
@@ -519,15 +519,15 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	batch := append([]*request(nil), db.queue[:n]...)
 	db.queue = append(db.queue[:0], db.queue[n:]...)
 	db.commitMu.Unlock()
-	db.commitGroups(batch)
+	db.commitGroup(batch)
 	return <-req.err
 }
 
-// commitGroups commits batch, whose requests this goroutine now owns, then
+// commitGroup commits batch, whose requests this goroutine now owns, then
 // passes the commit on (to the first queued request if any, which commits
 // the queue on its own goroutine, else it marks the store idle) and tells
 // each of batch's writers its outcome.
-func (db *DB) commitGroups(batch []*request) {
+func (db *DB) commitGroup(batch []*request) {
 	// Faults reading a damaged file become panics that runUpdate recovers.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var errs []error
