@@ -78,17 +78,31 @@ func benchWorker(b *testing.B, h *Host, id string, policy history.Policy) {
 	h.mu.Unlock()
 }
 
-// client speaks to the host's APIs over kept-alive connections, as a worker.
+// client speaks to the host's APIs over kept-alive connections, as a
+// worker: to the runtime API through the host's Unix socket (TCP if it has
+// none), to the world's services over TCP.
 type client struct {
 	h    *Host
-	http *http.Client
+	http *http.Client // TCP
+	rt   *http.Client // the runtime API's socket
 }
 
 func newClient(h *Host) *client {
-	return &client{h: h, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	tcp := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	c := &client{h: h, http: tcp, rt: tcp}
+	if sock := h.RuntimeSocket(); sock != "" {
+		t := agent.RuntimeTransport(sock).(*http.Transport)
+		t.MaxIdleConnsPerHost = 256
+		c.rt = &http.Client{Transport: t}
+	}
+	return c
 }
 
 func (c *client) do(method, url string, body []byte, header map[string]string) ([]byte, error) {
+	return c.doVia(c.http, method, url, body, header)
+}
+
+func (c *client) doVia(hc *http.Client, method, url string, body []byte, header map[string]string) ([]byte, error) {
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -97,7 +111,7 @@ func (c *client) do(method, url string, body []byte, header map[string]string) (
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +126,20 @@ func (c *client) do(method, url string, body []byte, header map[string]string) (
 	return out, nil
 }
 
-// runtime sends a request to the runtime API of execution id.
+// runtime sends a request to the runtime API of execution id, as a worker
+// the host started does (through its socket).
 func (c *client) runtime(method, id, path string, body []byte) error {
-	_, err := c.do(method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
+	return c.runtimeVia(c.rt, method, id, path, body)
+}
+
+// runtimeTCP is runtime over TCP, as workers reached the host before the
+// socket and as other programs still reach it.
+func (c *client) runtimeTCP(method, id, path string, body []byte) error {
+	return c.runtimeVia(c.http, method, id, path, body)
+}
+
+func (c *client) runtimeVia(hc *http.Client, method, id, path string, body []byte) error {
+	_, err := c.doVia(hc, method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
 		map[string]string{"Authorization": "Bearer " + c.h.token, wire.HeaderRun: "1"}) // the live state above is run 1
 	return err
 }
@@ -190,9 +215,10 @@ func BenchmarkRecordEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchWorker(b, h, "exec_direct", history.Policy{Keys: true})
+	benchWorker(b, h, "exec_tcp", history.Policy{Keys: true})
 	const round = 50
 	n := max(b.N, 2*round) // enough events for a rate even with -benchtime 1x
-	var tRuntime, tBare, tDirect time.Duration
+	var tRuntime, tBare, tDirect, tTCP time.Duration
 	b.ResetTimer()
 	for done := 0; done < n; done += round {
 		k := min(round, n-done)
@@ -219,9 +245,18 @@ func BenchmarkRecordEvent(b *testing.B) {
 			}
 		}
 		tDirect += time.Since(start)
+		// The same requests over TCP, to split the socket's share.
+		start = time.Now()
+		for range k {
+			if err := c.runtimeTCP(http.MethodPost, "exec_tcp", "/events", body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tTCP += time.Since(start)
 		b.StartTimer()
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(tBare)/float64(tTCP), "runtime-tcp/bare")
 	b.ReportMetric(float64(len(data)), "event-bytes")
 	b.ReportMetric(rate(n, tRuntime), "runtime-events/s")
 	b.ReportMetric(rate(n, tBare), "bare-events/s")
@@ -519,15 +554,16 @@ func benchRun(b *testing.B, h *Host, id, name string) {
 }
 
 // playRuns plays the runs of the given executions with the worker's code,
-// all at once, and returns how many events their histories hold.
-func playRuns(b *testing.B, h *Host, ids []string) int {
+// all at once, through the host's runtime socket as its workers do, and
+// returns how many events their histories hold.
+func playRuns(b *testing.B, h *Host, rt http.RoundTripper, ids []string) int {
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = agent.Run(context.Background(), h.RuntimeURL(), id, 1, h.token)
+			errs[i] = agent.RunVia(context.Background(), rt, h.RuntimeURL(), id, 1, h.token)
 		}()
 	}
 	wg.Wait()
@@ -558,6 +594,7 @@ func playRuns(b *testing.B, h *Host, ids []string) int {
 // op is one execution; the metrics are events per second and the ratios.
 func BenchmarkRecordWorker(b *testing.B) {
 	h := benchHostFS(b, fixtures.FS)
+	rt := agent.RuntimeTransport(h.RuntimeSocket()) // kept across runs, as a worker process keeps it
 	bare := openBare(b)
 	const round, conc = 10, 64
 	serial := 0
@@ -572,7 +609,7 @@ func BenchmarkRecordWorker(b *testing.B) {
 	}
 	// The bytes the host stores for one execution, for the bare loop.
 	ids := fresh(1)
-	playRuns(b, h, ids)
+	playRuns(b, h, rt, ids)
 	var stored [][]byte
 	if err := h.db.View(func(tx *store.Tx) error {
 		return tx.Events(ids[0], 0, func(_ uint64, data []byte) bool {
@@ -593,7 +630,7 @@ func BenchmarkRecordWorker(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		for _, id := range ids {
-			evWorker += playRuns(b, h, []string{id})
+			evWorker += playRuns(b, h, rt, []string{id})
 		}
 		tWorker += time.Since(start)
 		b.StopTimer()
@@ -612,7 +649,7 @@ func BenchmarkRecordWorker(b *testing.B) {
 	for range max(1, n/(4*conc)) {
 		ids := fresh(conc)
 		start := time.Now()
-		evMany += playRuns(b, h, ids)
+		evMany += playRuns(b, h, rt, ids)
 		tMany += time.Since(start)
 	}
 	rw, rb, rm := rate(evWorker, tWorker), rate(evBare, tBare), rate(evMany, tMany)

@@ -357,6 +357,7 @@ func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 		wire.EnvExecution+"="+id,
 		wire.EnvRun+"="+strconv.Itoa(run),
 		wire.EnvToken+"="+h.token,
+		wire.EnvSocket+"="+h.runtimeSock,
 	)
 	if h.cfg.KeepWorkers > 0 {
 		cmd.Env = append(cmd.Env, wire.EnvKeep+"=1")

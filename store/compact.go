@@ -39,8 +39,7 @@ func (db *DB) CompactAndClose() (err error) {
 	}
 	db.closed = true
 	db.closeMu.Unlock()
-	close(db.stop)
-	<-db.done
+	db.inflight.Wait()
 	defer func() {
 		if cerr := db.bolt.Close(); err == nil && cerr != nil {
 			err = cerr

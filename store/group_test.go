@@ -86,13 +86,20 @@ func TestGroupCommitConcurrentAppends(t *testing.T) {
 // are queued, so that they are all drained into one group.
 func waitQueued(db *DB, n int) error {
 	deadline := time.Now().Add(5 * time.Second)
-	for len(db.requests) < n {
+	for queued(db) < n {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d requests queued", len(db.requests), n)
+			return fmt.Errorf("only %d of %d requests queued", queued(db), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	return nil
+}
+
+// queued counts the requests waiting for the commit in progress.
+func queued(db *DB) int {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	return len(db.queue)
 }
 
 // One member of a group fails: it alone gets the error, the group is rolled

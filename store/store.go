@@ -134,11 +134,14 @@ type DB struct {
 	readOnly bool
 	maxBatch int
 
-	requests chan *request
-	stop     chan struct{}
-	done     chan struct{}
-	closeMu  sync.RWMutex
-	closed   bool
+	// Group commit (see Update): queue holds the requests that wait for
+	// the commit in progress; committing says one is in progress.
+	commitMu   sync.Mutex
+	committing bool
+	queue      []*request
+	inflight   sync.WaitGroup // Update calls not yet answered; Close waits for them
+	closeMu    sync.RWMutex
+	closed     bool
 
 	// watcher hears of committed changes to execution records.
 	watchMu sync.RWMutex
@@ -172,7 +175,10 @@ func (db *DB) executionWatcher() ExecutionWatcher {
 
 type request struct {
 	fn  func(*Tx) error
-	err chan error
+	err chan error // its outcome, once its group is committed or rolled back
+	// lead is closed when the request, still queued, is to commit the queue
+	// itself because the previous commit ended.
+	lead chan struct{}
 }
 
 // Open opens or creates the database at path, created with mode 0600.
@@ -237,12 +243,6 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err := db.prepare(); err != nil {
 		_ = b.Close()
 		return nil, err
-	}
-	if !opts.ReadOnly {
-		db.requests = make(chan *request, opts.MaxBatch)
-		db.stop = make(chan struct{})
-		db.done = make(chan struct{})
-		go db.commitLoop()
 	}
 	return db, nil
 }
@@ -401,10 +401,7 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	db.closeMu.Unlock()
-	if db.stop != nil {
-		close(db.stop)
-		<-db.done
-	}
+	db.inflight.Wait()
 	return db.bolt.Close()
 }
 
@@ -480,6 +477,13 @@ func (db *DB) View(fn func(*Tx) error) (err error) {
 // committed. Concurrent calls share one commit (group commit), so fn may run
 // more than once if another call in its group fails: it must not have effects
 // outside the transaction other than setting its own results.
+//
+// A call that finds no commit in progress commits on its own goroutine, so
+// a lone writer pays no hand-off to another goroutine and back. Calls that
+// arrive while a commit is in progress queue; when it ends, the committer
+// hands the whole queue to the first of them, which commits it as one group
+// (at most MaxBatch at a time) on its goroutine and hands on what queued
+// meanwhile.
 func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return fmt.Errorf("write to %s: database opened read-only", db.path)
@@ -489,52 +493,82 @@ func (db *DB) Update(fn func(*Tx) error) error {
 		db.closeMu.RUnlock()
 		return ErrClosed
 	}
-	req := &request{fn: fn, err: make(chan error, 1)}
-	db.requests <- req
+	db.inflight.Add(1)
 	db.closeMu.RUnlock()
+	defer db.inflight.Done()
+
+	req := &request{fn: fn, err: make(chan error, 1)}
+	db.commitMu.Lock()
+	if !db.committing {
+		db.committing = true
+		db.commitMu.Unlock()
+		db.commitGroup([]*request{req})
+		return <-req.err
+	}
+	req.lead = make(chan struct{})
+	db.queue = append(db.queue, req)
+	db.commitMu.Unlock()
+	select {
+	case err := <-req.err:
+		return err
+	case <-req.lead:
+	}
+	// This request heads the queue: commit it, with those behind it.
+	db.commitMu.Lock()
+	n := min(len(db.queue), db.maxBatch)
+	batch := append([]*request(nil), db.queue[:n]...)
+	db.queue = append(db.queue[:0], db.queue[n:]...)
+	db.commitMu.Unlock()
+	db.commitGroup(batch)
 	return <-req.err
 }
 
-func (db *DB) commitLoop() {
-	defer close(db.done)
+// commitGroup commits batch, whose requests this goroutine now owns, then
+// passes the commit on (to the first queued request if any, which commits
+// the queue on its own goroutine, else it marks the store idle) and tells
+// each of batch's writers its outcome.
+func (db *DB) commitGroup(batch []*request) {
 	// Faults reading a damaged file become panics that runUpdate recovers.
-	debug.SetPanicOnFault(true)
-	batch := make([]*request, 0, db.maxBatch)
-	for {
-		var first *request
-		select {
-		case first = <-db.requests:
-		case <-db.stop:
-			// Close holds the write lock, so nothing new can be queued.
-			for {
-				select {
-				case r := <-db.requests:
-					db.commit([]*request{r})
-				default:
-					return
-				}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var errs []error
+	defer func() {
+		// runUpdate recovers every panic of a transaction; should one
+		// escape all the same, every writer of batch is still answered and
+		// the commit handed on, so the store does not wait forever.
+		r := recover()
+		if errs == nil {
+			errs = make([]error, len(batch))
+			for i := range errs {
+				errs[i] = fmt.Errorf("commit to %s panicked: %v", db.path, r)
 			}
 		}
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < db.maxBatch {
-			select {
-			case r := <-db.requests:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
+		// Hand on first, so the next group's commit starts while this
+		// one's writers are told.
+		db.commitMu.Lock()
+		if len(db.queue) == 0 {
+			db.committing = false
+		} else {
+			close(db.queue[0].lead)
 		}
-		db.commit(batch)
-	}
+		db.commitMu.Unlock()
+		for i, w := range batch {
+			w.err <- errs[i]
+		}
+		if r != nil {
+			panic(r)
+		}
+	}()
+	errs = db.commit(batch)
 }
 
-// commit runs a group in one transaction; if any member fails, the group is
-// rolled back and each member runs alone so one failure does not sink the rest.
-func (db *DB) commit(batch []*request) {
+// commit runs a group in one transaction and returns each member's
+// outcome; if any member fails, the group is rolled back and each member
+// runs alone so one failure does not sink the rest.
+func (db *DB) commit(batch []*request) []error {
+	errs := make([]error, len(batch))
 	if len(batch) == 1 {
-		batch[0].err <- db.runUpdate(batch[0].fn)
-		return
+		errs[0] = db.runUpdate(batch[0].fn)
+		return errs
 	}
 	failed := -1
 	err := db.runUpdate(func(tx *Tx) error {
@@ -547,18 +581,16 @@ func (db *DB) commit(batch []*request) {
 		return nil
 	})
 	if err == nil {
-		for _, r := range batch {
-			r.err <- nil
-		}
-		return
+		return errs
 	}
 	for i, r := range batch {
 		if i == failed {
-			r.err <- err
+			errs[i] = err
 			continue
 		}
-		r.err <- db.runUpdate(r.fn)
+		errs[i] = db.runUpdate(r.fn)
 	}
+	return errs
 }
 
 func (db *DB) runUpdate(fn func(*Tx) error) (err error) {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,7 +46,7 @@ func MainIfWorker() {
 	run, _ := strconv.Atoi(os.Getenv(wire.EnvRun))
 	execution, token := os.Getenv(wire.EnvExecution), os.Getenv(wire.EnvToken)
 	keep := os.Getenv(wire.EnvKeep) == "1"
-	clients := newClients()
+	clients := newClients(os.Getenv(wire.EnvSocket))
 	for {
 		// A kept worker may be started ahead of any run: it asks for one.
 		if execution != "" || !keep {
@@ -77,8 +78,33 @@ type clients struct {
 	idle    *http.Client // the wait for the next run, which the host bounds
 }
 
-func newClients() *clients {
-	return &clients{runtime: &http.Client{Timeout: 30 * time.Second}, tools: &http.Client{}, idle: &http.Client{}}
+// newClients makes a worker's clients; with socket set, the runtime API's
+// requests go through that Unix socket (see RuntimeTransport).
+func newClients(socket string) *clients {
+	return newClientsVia(RuntimeTransport(socket))
+}
+
+// newClientsVia makes a worker's clients, reaching the runtime API through rt.
+func newClientsVia(rt http.RoundTripper) *clients {
+	return &clients{runtime: &http.Client{Timeout: 30 * time.Second, Transport: rt}, tools: &http.Client{},
+		idle: &http.Client{Transport: rt}}
+}
+
+// RuntimeTransport is the transport a worker reaches the runtime API with:
+// with socket "" the default (TCP to the URL's host), else one that dials
+// the host's Unix socket at that path whatever the URL's host, with the
+// same keep-alive as the default.
+func RuntimeTransport(socket string) http.RoundTripper {
+	if socket == "" {
+		return http.DefaultTransport
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	return t
 }
 
 // next reports a run finished cleanly and waits for the host's next one;
@@ -135,7 +161,14 @@ var errStopped = errors.New("execution stopped")
 
 // Run plays one run of an execution to its end.
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
-	return newClients().run(ctx, runtimeURL, execution, run, token)
+	return newClients("").run(ctx, runtimeURL, execution, run, token)
+}
+
+// RunVia is Run reaching the runtime API through rt, such as
+// RuntimeTransport of the host's socket, which is how a worker the host
+// started reaches it.
+func RunVia(ctx context.Context, rt http.RoundTripper, runtimeURL, execution string, run int, token string) error {
+	return newClientsVia(rt).run(ctx, runtimeURL, execution, run, token)
 }
 
 // run plays one run of an execution to its end; everything it knows of the

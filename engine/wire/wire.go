@@ -17,7 +17,11 @@ import (
 
 // Environment variables that turn the binary into a worker.
 const (
-	EnvWorker    = "RETRYLAB_WORKER"    // the runtime API's URL
+	EnvWorker = "RETRYLAB_WORKER" // the runtime API's URL
+	// EnvSocket is the Unix socket the runtime API also listens on; a
+	// worker given one sends its runtime requests (to EnvWorker's paths)
+	// through it instead of TCP.
+	EnvSocket    = "RETRYLAB_WORKER_SOCKET"
 	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
 	EnvRun       = "RETRYLAB_RUN"       // the run number
 	EnvToken     = "RETRYLAB_TOKEN"     // the runtime API's bearer token
