@@ -394,6 +394,9 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 	for _, bad := range []struct{ arg, want string }{
 		{"soon", `clock advance: "soon" is not a duration (e.g. 25h, 90m, 2d)`},
 		{"0s", "the world clock only moves forward"},
+		// More days than a duration holds is refused, not wrapped round.
+		{"99999999999d", `clock advance: "99999999999d" is too far: at most 106751d`},
+		{"9999999999h", `clock advance: "9999999999h" is not a duration`},
 	} {
 		msg := oneLineError(t, must(t, 2, db, "clock", "advance", bad.arg))
 		if !strings.Contains(msg, bad.want) {
