@@ -499,6 +499,9 @@ type tracePane struct {
 	// stale is set when live events were dropped while a page was read:
 	// the trace reads on from where it stands once the page is in.
 	stale bool
+	// unreadable is the execution selected whose history could not be
+	// read (a damaged record), while tr is nil.
+	unreadable string
 	// linked is the attempt that caused the selected outbox message.
 	linked        func() *link
 	width, height int
@@ -648,6 +651,9 @@ func (t *tracePane) FullHelp() [][]key.Binding {
 
 func (t *tracePane) lines(height, width int) (string, []string) {
 	if t.tr == nil {
+		if t.unreadable != "" {
+			return "Trace  " + t.unreadable, []string{t.theme.Dim.Render("its history cannot be read: the status line says why")}
+		}
 		return "Trace", []string{t.theme.Dim.Render("select an execution")}
 	}
 	x := t.tr.exec
