@@ -143,6 +143,39 @@ func TestCLIDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
 	}
 }
 
+// A damaged compressed history chunk, found deep in a read, is one line
+// that names the database file, from every command that reads the history.
+func TestCLIDamagedHistoryChunkNamesTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "damaged.db")
+	must(t, 0, db, "run", "naive")
+	b, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		events := tx.Bucket([]byte("history_events"))
+		k, v := events.Cursor().First()
+		if k == nil {
+			return fmt.Errorf("no history chunk")
+		}
+		return events.Put(k, v[:len(v)/2]) // cut short: the compressed chunk cannot decode
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"show", "exec_7K2Q"}, {"export", "--otlp", filepath.Join(dir, "out.json")}, {"audit"}, {"check"}} {
+		msg := oneLineError(t, rl(t, db, args...))
+		if !strings.Contains(msg, "history chunk") || !strings.Contains(msg, "corrupt") || strings.Count(msg, db) != 1 {
+			t.Errorf("%v: %q, want the damaged chunk and the file named once", args, msg)
+		}
+	}
+}
+
 // historyRoot is a page where the histories are stored: the root of the
 // bucket every short history shares, or while that bucket is small enough to
 // be stored inline, the page of the top-level buckets that holds it.
