@@ -285,7 +285,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempts not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, a.Error)
+		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempt%s not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, plural(a.NotKept), a.Error)
 	}
 	key := ""
 	if a.Key != "" {
