@@ -227,7 +227,7 @@ func writeSpecial(path string, write func(io.Writer) error) error {
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
 	return f.Close()
 }
@@ -238,6 +238,10 @@ func writeSpecial(path string, write func(io.Writer) error) error {
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			// Say it of the file asked for, not of the temporary one.
+			return fmt.Errorf("cannot write %s: no permission to create files in %s", path, filepath.Dir(path))
+		}
 		return err
 	}
 	defer os.Remove(tmp.Name())

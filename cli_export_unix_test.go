@@ -50,3 +50,43 @@ func TestCLIExportIntoNamedPipe(t *testing.T) {
 		t.Errorf("export left %d files in %s, want the pipe alone", len(left), dir)
 	}
 }
+
+// export onto a full device says so in one line, naming the device, and
+// leaves the device as it was.
+func TestCLIExportOntoFullDevice(t *testing.T) {
+	t.Parallel()
+	fi, err := os.Stat("/dev/full")
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/full here")
+	}
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	msg := oneLineError(t, must(t, 1, db, "export", "--otlp", "/dev/full"))
+	if want := "retrylab: export: write /dev/full: no space left on device"; !strings.HasSuffix(msg, want[len("retrylab: export: "):]) || strings.Count(msg, "/dev/full") != 1 {
+		t.Errorf("stderr %q, want %q", msg, want)
+	}
+	if fi, err := os.Stat("/dev/full"); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/full is no longer a device after export: %v %v", fi.Mode(), err)
+	}
+}
+
+// export into a directory it may not write names the file asked for, not
+// the temporary file it would have written first.
+func TestCLIExportIntoReadOnlyDirectory(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into any directory")
+	}
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	file := filepath.Join(dir, "out.json")
+	msg := oneLineError(t, must(t, 1, db, "export", "--otlp", file))
+	if want := "export: cannot write " + file + ": no permission to create files in " + dir; !strings.Contains(msg, want) {
+		t.Errorf("stderr %q, want %q", msg, want)
+	}
+}
