@@ -41,11 +41,18 @@ func TestDamagedHistoryShowsNoOtherTrace(t *testing.T) {
 			t.Errorf("exec_01H8 selected, its history unreadable, yet the screen shows %q of exec_3C5R\n%s", stale, v)
 		}
 	}
-	if !strings.Contains(v, "Trace  exec_01H8") || !strings.Contains(v, "its history cannot be read") {
+	if !strings.Contains(v, "Trace  exec_01H8") || !strings.Contains(v, "its history cannot be read:") {
 		t.Errorf("the trace pane does not say the selected history is unreadable\n%s", v)
 	}
 	if !strings.Contains(v, "history chunk 000000010101 of exec_01H8") {
 		t.Errorf("the status line does not say why\n%s", v)
+	}
+	// At 80 columns the status line cuts the error short: the pane says
+	// it whole.
+	narrow := open(t, src, 80, 24)
+	press(t, narrow, "shift+tab", "j", "tab")
+	if v := narrow.View(); !strings.Contains(v, "Trace  exec_01H8") || !strings.Contains(v, "database file is corrupt or not a") {
+		t.Errorf("at 80x24 the trace pane does not say why\n%s", v)
 	}
 	press(t, m, "j")
 	if v := m.View(); !strings.Contains(v, "Trace  exec_9F1Z") && !strings.Contains(v, "Trace  exec_7K2Q") {

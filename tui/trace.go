@@ -501,7 +501,7 @@ type tracePane struct {
 	stale bool
 	// unreadable is the execution selected whose history could not be
 	// read (a damaged record), while tr is nil.
-	unreadable string
+	unreadable, unreadableErr string
 	// linked is the attempt that caused the selected outbox message.
 	linked        func() *link
 	width, height int
@@ -652,7 +652,13 @@ func (t *tracePane) FullHelp() [][]key.Binding {
 func (t *tracePane) lines(height, width int) (string, []string) {
 	if t.tr == nil {
 		if t.unreadable != "" {
-			return "Trace  " + t.unreadable, []string{t.theme.Dim.Render("its history cannot be read: the status line says why")}
+			// The error in full: the status line cuts it short on a
+			// narrow terminal.
+			lines := []string{t.theme.Dim.Render("its history cannot be read:")}
+			for _, l := range wrap(t.unreadableErr, width) {
+				lines = append(lines, t.theme.Dim.Render(l))
+			}
+			return "Trace  " + t.unreadable, lines
 		}
 		return "Trace", []string{t.theme.Dim.Render("select an execution")}
 	}

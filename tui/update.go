@@ -160,7 +160,7 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 			// record): the trace and outbox of the one selected before
 			// must not stay beside it as if they were its own.
 			m.trace.tr, m.trace.rows, m.outbox.msgs = nil, nil, nil
-			m.trace.unreadable = msg.id
+			m.trace.unreadable, m.trace.unreadableErr = msg.id, oneLine(msg.err.Error())
 		}
 		return nil
 	}
