@@ -237,7 +237,7 @@ func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 			}
 			return line, nil
 		default:
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, fmt.Errorf("line %d: %w", n, cutShortRead(err))
 		}
 	}
 }
@@ -245,10 +245,19 @@ func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 func readAll(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxDocument+1))
 	if err != nil {
-		return nil, err
+		return nil, cutShortRead(err)
 	}
 	if len(data) > MaxDocument {
 		return nil, fmt.Errorf("larger than %d MiB; write JSON Lines (one TracesData a line) instead", MaxDocument>>20)
 	}
 	return data, nil
+}
+
+// cutShortRead says what an unexpected end of a compressed stream means:
+// the file was cut short (a gzip file copied or downloaded in part).
+func cutShortRead(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("the compressed file ends early (cut short?): %w", err)
+	}
+	return err
 }

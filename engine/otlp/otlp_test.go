@@ -276,6 +276,21 @@ func TestOneLineDocumentOverTheLineBound(t *testing.T) {
 	}
 }
 
+// A gzip file cut short says so, whether it held a document or JSON Lines.
+func TestCutShortGzipSaysSo(t *testing.T) {
+	for name, plain := range map[string]string{"document": doc(goodSpan), "lines": doc(goodSpan) + "\n" + doc(goodSpan) + "\n"} {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(plain))
+		zw.Close()
+		cut := gz.Bytes()[:gz.Len()-12]
+		_, err := Read(bytes.NewReader(cut), func(Batch) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "the compressed file ends early (cut short?)") {
+			t.Errorf("%s: %v, want it said the file is cut short", name, err)
+		}
+	}
+}
+
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{NoSync: true})
