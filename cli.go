@@ -28,6 +28,7 @@ const defaultDB = "retrylab.db"
 
 type app struct {
 	dbPath string
+	in     io.Reader // standard input, for 'import -'
 	out    io.Writer
 	errOut io.Writer
 	// ports fixes the host's ports when this process hosts the database

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ does.`,
 	return cmd
 }
 
+// maxAdvanceDays is the most whole days a time.Duration holds.
+const maxAdvanceDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 // parseAdvance reads a positive duration: Go's forms (25h, 90m, 1h30m) or
 // whole days (2d).
 func parseAdvance(s string) (time.Duration, error) {
@@ -68,6 +72,11 @@ func parseAdvance(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		var n int
 		n, err = strconv.Atoi(days)
+		// Past about 292 years a time.Duration wraps round: refuse it
+		// rather than move the clock by whatever the wrap gives.
+		if err == nil && (n > maxAdvanceDays || n < -maxAdvanceDays) {
+			return 0, fmt.Errorf("%q is too far: at most %dd", s, maxAdvanceDays)
+		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
 		d, err = time.ParseDuration(s)

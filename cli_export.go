@@ -34,7 +34,8 @@ retrylab.effects and retrylab.provider.message_ids, retrylab.journal.recorded,
 retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
 into the same model. Imported executions are not exported again.
 
-The file is written whole or not at all (a temporary file renamed into place).
+The file is written whole or not at all (a temporary file renamed into place);
+a device or a named pipe (/dev/null, a FIFO) is written into as it is.
 With --otlp - the document goes to standard output as it is written, and the
 summary to standard error. Either way it streams: an execution's history is
 read once, an event at a time, never held whole in memory, and each span is
@@ -110,7 +111,14 @@ func (a *app) exportOTLP(file string, ids []string) error {
 		fmt.Fprintf(a.errOut, "wrote %d executions, %d spans to standard output (OTLP/JSON)\n", len(ids), spans)
 		return nil
 	}
-	if err := writeFileAtomic(file, write); err != nil {
+	if special(file) {
+		// A device, a named pipe or a socket is written in place: the
+		// temporary file renamed over it would replace /dev/null (as root)
+		// or fail in /dev, and a pipe's reader would never see the data.
+		if err := writeSpecial(file, write); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	} else if err := writeFileAtomic(file, write); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", len(ids), spans, file)
@@ -198,12 +206,42 @@ func checkDestination(path string) error {
 	return nil
 }
 
+// special reports whether path (followed through symbolic links, as
+// /dev/stdout is one) names something that is not a regular file or a
+// directory: a device, a named pipe, a socket.
+func special(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
+}
+
+// writeSpecial writes with write straight into the special file at path.
+func writeSpecial(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	if err := write(w); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // writeFileAtomic writes a file with write into a temporary file beside
 // path, syncs it and renames it into place, so a reader never sees half a
 // file, and a failed write leaves nothing behind.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			// Say it of the file asked for, not of the temporary one.
+			return fmt.Errorf("cannot write %s: no permission to create files in %s", path, filepath.Dir(path))
+		}
 		return err
 	}
 	defer os.Remove(tmp.Name())

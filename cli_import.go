@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -51,8 +52,11 @@ event 1 or has holes (cut short), events out of order, an event type this
 version does not know (a newer server). A running workflow's history is
 imported as running; importing a later download of it adds the new events.
 
+FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
+as they come: retrylab export --otlp - | retrylab --db other.db import -
+
 Exit status: 0 when every file was imported, 1 when any failed.`,
-		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json",
+		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -61,6 +65,7 @@ Exit status: 0 when every file was imported, 1 when any failed.`,
 				// million-span file under 150 MB (BENCHMARKS.md, 8b).
 				debug.SetMemoryLimit(otlp.ImportMemoryLimit)
 			}
+			a.in = cmd.InOrStdin()
 			return a.importFiles(args)
 		},
 	}
@@ -84,6 +89,15 @@ func (a *app) importFiles(paths []string) error {
 	defer db.Close()
 	failed := 0
 	for _, p := range paths {
+		if p == "-" || special(p) {
+			// Standard input or a pipe can be read once: what it is, is
+			// told from what its buffer holds, not from a first read.
+			if err := a.importStream(db, p); err != nil {
+				failed++
+				fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+			}
+			continue
+		}
 		if ok, err := temporal.SniffFile(p); err == nil && ok {
 			if err := a.importTemporal(db, p); err != nil {
 				failed++
@@ -97,26 +111,62 @@ func (a *app) importFiles(paths []string) error {
 			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
 			continue
 		}
-		fmt.Fprintf(a.out, "%s: %s, %d spans imported", p, res.Format, res.Spans)
-		if res.Repeated > 0 {
-			fmt.Fprintf(a.out, ", %d already there", res.Repeated)
-		}
-		const shown = 5
-		for i, x := range res.Executions {
-			if i == shown {
-				fmt.Fprintf(a.out, " and %d more", len(res.Executions)-shown)
-				break
-			}
-			sep := " -> "
-			if i > 0 {
-				sep = ", "
-			}
-			fmt.Fprint(a.out, sep+x)
-		}
-		fmt.Fprintln(a.out)
+		a.printImported(p, res)
 	}
 	if failed > 0 {
 		return &exitError{code: 1, msg: ""}
 	}
 	return nil
+}
+
+// importStream imports standard input ("-") or the pipe or device at p,
+// reading it once.
+func (a *app) importStream(db *store.DB, p string) error {
+	name, src := p, a.in
+	if p == "-" {
+		name = "standard input"
+	} else {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
+	}
+	br := bufio.NewReaderSize(src, 1<<20)
+	if temporal.SniffReader(br) {
+		res, err := temporal.ImportReader(db, name, br)
+		if err != nil {
+			return err
+		}
+		a.printTemporal(name, res)
+		return nil
+	}
+	res, err := otlp.ImportReader(db, name, br)
+	if err != nil {
+		return err
+	}
+	a.printImported(name, res)
+	return nil
+}
+
+// printImported says what importing one OTLP file did.
+func (a *app) printImported(p string, res otlp.FileResult) {
+	fmt.Fprintf(a.out, "%s: %s, %d spans imported", p, res.Format, res.Spans)
+	if res.Repeated > 0 {
+		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
+	}
+	const shown = 5
+	for i, x := range res.Executions {
+		if i == shown {
+			fmt.Fprintf(a.out, " and %d more", len(res.Executions)-shown)
+			break
+		}
+		sep := " -> "
+		if i > 0 {
+			sep = ", "
+		}
+		fmt.Fprint(a.out, sep+x)
+	}
+	fmt.Fprintln(a.out)
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -457,4 +461,61 @@ func firstByteDiff(got, want string) string {
 	}
 	from := max(0, i-300)
 	return fmt.Sprintf("at byte %d:\n got …%s\nwant …%s", i, got[from:min(len(got), i+200)], want[from:min(len(want), i+200)])
+}
+
+// importStdin runs `retrylab --db db import -` with input on standard input.
+func importStdin(t *testing.T, db string, input []byte) ran {
+	t.Helper()
+	cmd := exec.Command(bin, "--db", db, "import", "-")
+	cmd.Dir = filepath.Dir(db)
+	cmd.Env = cliEnv()
+	cmd.Stdin = bytes.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := ran{args: []string{"import", "-"}, stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("import -: %v", err)
+	}
+	return r
+}
+
+// 'export --otlp - | retrylab import -' moves executions into a fresh
+// database through a pipe: import reads standard input once, telling
+// OTLP from a Temporal history by what it buffered, not by a first read
+// that would eat the document's head. Bad input on it is one line.
+func TestCLIImportFromStandardInput(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	doc := must(t, 0, db, "export", "--otlp", "-").stdout
+	fresh := newDB(t)
+	r := importStdin(t, fresh, []byte(doc))
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("want a quiet success\n%s", r)
+	}
+	has(t, r, "standard input: OTLP/JSON, 4 spans imported -> otlp-conv-exec_7K2Q")
+	has(t, ok(t, fresh, "show", "otlp-conv-exec_7K2Q"), "send_invoice_email")
+
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	hist, err := os.ReadFile(filepath.Join("fixtures", "temporal", "order-run1.cli.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(hist)
+	zw.Close()
+	r = importStdin(t, fresh, gz.Bytes())
+	if r.code != 0 {
+		t.Fatalf("a gzipped Temporal history on standard input\n%s", r)
+	}
+	has(t, r, "standard input: Temporal history JSON, ")
+
+	msg := oneLineError(t, importStdin(t, fresh, []byte(`{"resourceSpans": [`)))
+	if !strings.HasPrefix(msg, "retrylab: import standard input: ") {
+		t.Errorf("cut-short input: %q, want the error to name standard input", msg)
+	}
 }

@@ -18,12 +18,17 @@ func (a *app) importTemporal(db *store.DB, path string) error {
 	if err != nil {
 		return err
 	}
+	a.printTemporal(path, res)
+	return nil
+}
+
+// printTemporal says what importing one Temporal history did.
+func (a *app) printTemporal(path string, res temporal.FileResult) {
 	fmt.Fprintf(a.out, "%s: %s, %d events of run %s imported", path, res.Shape, res.Events, res.RunID)
 	if res.Repeated > 0 {
 		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
 	}
 	fmt.Fprintf(a.out, " -> %s\n", res.Execution)
-	return nil
 }
 
 // temporalCommand is the command that holds everything needing the

@@ -143,6 +143,39 @@ func TestCLIDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
 	}
 }
 
+// A damaged compressed history chunk, found deep in a read, is one line
+// that names the database file, from every command that reads the history.
+func TestCLIDamagedHistoryChunkNamesTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "damaged.db")
+	must(t, 0, db, "run", "naive")
+	b, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		events := tx.Bucket([]byte("history_events"))
+		k, v := events.Cursor().First()
+		if k == nil {
+			return fmt.Errorf("no history chunk")
+		}
+		return events.Put(k, v[:len(v)/2]) // cut short: the compressed chunk cannot decode
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"show", "exec_7K2Q"}, {"export", "--otlp", filepath.Join(dir, "out.json")}, {"audit"}, {"check"}} {
+		msg := oneLineError(t, rl(t, db, args...))
+		if !strings.Contains(msg, "history chunk") || !strings.Contains(msg, "corrupt") || strings.Count(msg, db) != 1 {
+			t.Errorf("%v: %q, want the damaged chunk and the file named once", args, msg)
+		}
+	}
+}
+
 // historyRoot is a page where the histories are stored: the root of the
 // bucket every short history shares, or while that bucket is small enough to
 // be stored inline, the page of the top-level buckets that holds it.
@@ -394,6 +427,9 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 	for _, bad := range []struct{ arg, want string }{
 		{"soon", `clock advance: "soon" is not a duration (e.g. 25h, 90m, 2d)`},
 		{"0s", "the world clock only moves forward"},
+		// More days than a duration holds is refused, not wrapped round.
+		{"99999999999d", `clock advance: "99999999999d" is too far: at most 106751d`},
+		{"9999999999h", `clock advance: "9999999999h" is not a duration`},
 	} {
 		msg := oneLineError(t, must(t, 2, db, "clock", "advance", bad.arg))
 		if !strings.Contains(msg, bad.want) {

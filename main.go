@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/store"
 )
 
 func main() {
@@ -43,6 +44,13 @@ func execute(args []string) int {
 		return ee.code
 	}
 	msg := oneLine(err.Error())
+	if errors.Is(err, store.ErrCorrupt) {
+		// A damaged record is found deep in a read that does not know the
+		// file's name: say which database it is in.
+		if f := cmd.PersistentFlags().Lookup("db"); f != nil && !strings.Contains(msg, f.Value.String()) {
+			msg = f.Value.String() + ": " + msg
+		}
+	}
 	if strings.HasPrefix(msg, "unknown command ") {
 		// A usage error, like a bad flag or a missing argument.
 		fmt.Fprintln(os.Stderr, "retrylab:", msg+" (see --help)")

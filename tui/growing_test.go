@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -58,5 +59,37 @@ func TestGrowingImportExtendsTheTrace(t *testing.T) {
 	p.Update(traceMsg{id: exec, x: x, imported: evs})
 	if p.tr == first {
 		t.Error("a read of a trace that may change was applied as an extension")
+	}
+}
+
+// Attempts a Temporal history did not keep are counted in words that
+// agree with the count: "1 earlier attempt", "2 earlier attempts".
+func TestNotKeptAttemptsCountedInWords(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../fixtures/temporal/order-run1.cli.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := temporal.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, run := temporal.Identify(h)
+	evs := temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}})
+	x := history.Execution{ID: exec, Imported: temporal.ImportedFormat}
+	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
+	t.Cleanup(m.Close)
+	m.trace.Update(traceMsg{id: exec, x: x, imported: evs})
+	var text string
+	for _, r := range m.trace.rows {
+		text += r.n.text + "\n"
+	}
+	for _, want := range []string{"#1 ⋯ 1 earlier attempt not kept by the source", "#2 ⋯ 2 earlier attempts not kept by the source"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the trace lacks %q\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, " 1 earlier attempts") {
+		t.Errorf("one attempt counted as many\n%s", text)
 	}
 }

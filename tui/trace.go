@@ -285,7 +285,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempts not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, a.Error)
+		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempt%s not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, plural(a.NotKept), a.Error)
 	}
 	key := ""
 	if a.Key != "" {
@@ -499,6 +499,9 @@ type tracePane struct {
 	// stale is set when live events were dropped while a page was read:
 	// the trace reads on from where it stands once the page is in.
 	stale bool
+	// unreadable is the execution selected whose history could not be
+	// read (a damaged record), while tr is nil.
+	unreadable, unreadableErr string
 	// linked is the attempt that caused the selected outbox message.
 	linked        func() *link
 	width, height int
@@ -648,6 +651,15 @@ func (t *tracePane) FullHelp() [][]key.Binding {
 
 func (t *tracePane) lines(height, width int) (string, []string) {
 	if t.tr == nil {
+		if t.unreadable != "" {
+			// The error in full: the status line cuts it short on a
+			// narrow terminal.
+			lines := []string{t.theme.Dim.Render("its history cannot be read:")}
+			for _, l := range wrap(t.unreadableErr, width) {
+				lines = append(lines, t.theme.Dim.Render(l))
+			}
+			return "Trace  " + t.unreadable, lines
+		}
 		return "Trace", []string{t.theme.Dim.Render("select an execution")}
 	}
 	x := t.tr.exec

@@ -138,6 +138,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		}
 	} else if m.execs.total == 0 {
 		m.selID, m.trace.tr, m.trace.rows, m.outbox.msgs = "", nil, nil, nil
+		m.trace.unreadable = ""
 	}
 	return nil
 }
@@ -154,10 +155,18 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
+		if msg.from == 0 {
+			// The first read of the execution selected failed (a damaged
+			// record): the trace and outbox of the one selected before
+			// must not stay beside it as if they were its own.
+			m.trace.tr, m.trace.rows, m.outbox.msgs = nil, nil, nil
+			m.trace.unreadable, m.trace.unreadableErr = msg.id, oneLine(msg.err.Error())
+		}
 		return nil
 	}
 	if msg.from == 0 {
 		m.outbox.msgs = msg.msgs
+		m.trace.unreadable = ""
 	}
 	m.sizePanes()
 	m.trace.Update(msg)

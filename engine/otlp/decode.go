@@ -105,9 +105,25 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		}
 		return FormatProto, deliver(td, 0, fn)
 	}
-	line, err := readLine(br, 1, maxLine, nil)
+	line, err := readLine(br, 1, max(maxLine, MaxDocument), nil)
 	if err != nil {
 		return FormatJSON, err
+	}
+	if len(line) > maxLine {
+		// Longer than a JSON line may be: a document of one line, as
+		// 'retrylab export' writes it, under the document's bound. Only
+		// JSON Lines (more after a whole first line) are refused.
+		rest, err := readAll(br)
+		if err != nil {
+			return FormatJSON, err
+		}
+		if len(line)+len(rest) > MaxDocument {
+			return FormatJSON, fmt.Errorf("larger than %d MiB; write JSON Lines (one TracesData a line) instead", MaxDocument>>20)
+		}
+		if len(bytes.TrimSpace(rest)) > 0 && json.Valid(bytes.TrimSpace(line)) {
+			return FormatJSONL, fmt.Errorf("line 1: longer than %d MiB; split the batch", maxLine>>20)
+		}
+		return FormatJSON, decodeJSON(append(line, rest...), 0, fn)
 	}
 	if !json.Valid(bytes.TrimSpace(line)) {
 		// A document over several lines: read the rest and decode it whole.
@@ -221,7 +237,7 @@ func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 			}
 			return line, nil
 		default:
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, fmt.Errorf("line %d: %w", n, cutShortRead(err))
 		}
 	}
 }
@@ -229,10 +245,19 @@ func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 func readAll(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxDocument+1))
 	if err != nil {
-		return nil, err
+		return nil, cutShortRead(err)
 	}
 	if len(data) > MaxDocument {
 		return nil, fmt.Errorf("larger than %d MiB; write JSON Lines (one TracesData a line) instead", MaxDocument>>20)
 	}
 	return data, nil
+}
+
+// cutShortRead says what an unexpected end of a compressed stream means:
+// the file was cut short (a gzip file copied or downloaded in part).
+func cutShortRead(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("the compressed file ends early (cut short?): %w", err)
+	}
+	return err
 }

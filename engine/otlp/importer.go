@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,18 @@ func ImportFile(db *store.DB, path string) (FileResult, error) {
 	return importFile(db, path, chunkSpans)
 }
 
+// ImportReader is ImportFile on a stream (standard input, a pipe) that
+// can be read once; name stands for it in the result and in errors.
+func ImportReader(db *store.DB, name string, r io.Reader) (FileResult, error) {
+	return importFrom(db, name, r, chunkSpans)
+}
+
 func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
+	return importFrom(db, path, nil, chunkSpans)
+}
+
+// importFrom imports r, or the file at path when r is nil.
+func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileResult, error) {
 	res := FileResult{Path: path}
 	if err := CleanPending(db); err != nil {
 		return res, err
@@ -121,7 +133,17 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	}()
 	chunk := <-free
 	seen := 0
-	format, err := ReadFile(path, func(b Batch) error {
+	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
+	if r != nil {
+		read = func(fn func(Batch) error) (Format, error) {
+			format, err := Read(r, fn)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", path, err)
+			}
+			return format, err
+		}
+	}
+	format, err := read(func(b Batch) error {
 		seen += len(b.Spans)
 		for i := range b.Spans {
 			chunk.add(&b.Spans[i], b.Line)

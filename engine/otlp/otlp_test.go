@@ -260,6 +260,37 @@ func TestLongLineRefused(t *testing.T) {
 	}
 }
 
+// A document of one line longer than a JSON line may be, as 'retrylab
+// export' writes a large database, is read as the document it is; JSON
+// Lines whose first line is that long are still refused.
+func TestOneLineDocumentOverTheLineBound(t *testing.T) {
+	one := doc(goodSpan) + "\n"
+	spans := 0
+	format, err := read(strings.NewReader(one), 16, func(b Batch) error { spans += len(b.Spans); return nil })
+	if err != nil || format != FormatJSON || spans != 1 {
+		t.Fatalf("one-line document over the line bound: %v, %s, %d spans; want it read, 1 span", err, format, spans)
+	}
+	_, err = read(strings.NewReader(one+one), 16, func(Batch) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "line 1: longer than") {
+		t.Fatalf("JSON Lines with an overlong first line: %v", err)
+	}
+}
+
+// A gzip file cut short says so, whether it held a document or JSON Lines.
+func TestCutShortGzipSaysSo(t *testing.T) {
+	for name, plain := range map[string]string{"document": doc(goodSpan), "lines": doc(goodSpan) + "\n" + doc(goodSpan) + "\n"} {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(plain))
+		zw.Close()
+		cut := gz.Bytes()[:gz.Len()-12]
+		_, err := Read(bytes.NewReader(cut), func(Batch) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "the compressed file ends early (cut short?)") {
+			t.Errorf("%s: %v, want it said the file is cut short", name, err)
+		}
+	}
+}
+
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{NoSync: true})

@@ -46,6 +46,30 @@ func maybeGunzip(br *bufio.Reader) (io.Reader, error) {
 	return br, nil
 }
 
+// SniffReader reports whether the stream br (gzip-compressed or not)
+// looks like a Temporal history, from what br can peek without reading it;
+// br's buffer should hold sniffWindow bytes (bufio.NewReaderSize).
+func SniffReader(br *bufio.Reader) bool {
+	head, _ := br.Peek(sniffWindow)
+	r, err := maybeGunzip(bufio.NewReader(bytes.NewReader(head)))
+	if err != nil {
+		return false
+	}
+	prefix := make([]byte, sniffWindow)
+	n, _ := io.ReadFull(r, prefix)
+	return Sniff(bytes.TrimLeft(prefix[:n], " \t\r\n"))
+}
+
+// ImportReader is ImportFile on a stream (standard input, a pipe) that
+// can be read once; name stands for it in the result and in errors.
+func ImportReader(db *store.DB, name string, r io.Reader) (FileResult, error) {
+	res, data, err := read(name, r)
+	if err != nil {
+		return FileResult{Path: name}, err
+	}
+	return res.importData(db, data)
+}
+
 // ReadFile reads and decodes a history file, gzip-compressed or not.
 // Errors name the file.
 func ReadFile(path string) (*FileResult, []byte, error) {
@@ -54,7 +78,12 @@ func ReadFile(path string) (*FileResult, []byte, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	r, err := maybeGunzip(bufio.NewReader(f))
+	return read(path, f)
+}
+
+// read is ReadFile on a stream; path names it.
+func read(path string, src io.Reader) (*FileResult, []byte, error) {
+	r, err := maybeGunzip(bufio.NewReader(src))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: gzip: %w", path, err)
 	}
