@@ -186,9 +186,9 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 // receive a moved trace are left to publish, which moves it first.
 func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	moved := map[string]bool{}
-	for _, st := range w.traces {
-		if st.from != "" {
-			moved[st.exec] = true
+	for i := range w.traces.len() {
+		if st := w.traces.at(i); st.from.n != 0 {
+			moved[w.traces.str(st.exec)] = true
 		}
 	}
 	var todo []string
