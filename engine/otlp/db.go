@@ -224,6 +224,9 @@ type writer struct {
 	hand      []*handExec // what the last write leaves handJob to audit
 	// lastHand holds the executions the last write stored spans of.
 	lastHand map[string]*handExec
+	// puts and keys are write's, kept for its next call.
+	puts []pendingPut
+	keys []byte
 }
 
 // handExec is an execution whose spans a write stored are all it has so
@@ -293,7 +296,16 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	hand := map[string]*handExec{}
 	w.lastHand = hand
 	var handOrder []*handExec
-	puts := make([]pendingPut, 0, len(spans))
+	// The puts and the slab are used again by the next write (a file
+	// import's next chunk): they are done with once the transaction has
+	// committed, which it has before the next write starts.
+	puts := slices.Grow(w.puts[:0], len(spans))
+	defer func() {
+		clear(puts) // let the spans and the stored runs go
+		if cap(puts) <= 2*chunkSpans {
+			w.puts = puts[:0]
+		}
+	}()
 	var maps [][2]string
 	var arena []byte
 	if encoded == nil {
@@ -301,7 +313,12 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	}
 	// The index keys and entries are cut from one slab: bbolt copies a
 	// key, and keeps an entry until the commit, which the slab outlives.
-	keys := make([]byte, 0, 128*len(spans))
+	keys := slices.Grow(w.keys[:0], 128*len(spans))
+	defer func() {
+		if cap(keys) <= 256*chunkSpans {
+			w.keys = keys[:0]
+		}
+	}()
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
