@@ -29,8 +29,10 @@ type FileResult struct {
 // chunkSpans is how many spans a file import commits at once: enough to
 // share an fsync among many, few enough to keep memory flat. Under the
 // import's heap limit, what the chunks hold is room the collector does not
-// have: chunks of 8192 cost a million-span import a fifth more CPU.
-const chunkSpans = 4096
+// have: chunks of 8192 cost a million-span import a fifth more CPU than
+// 4096, which cost 7% more than 2048; 1024 costs less CPU again but its
+// fsyncs make it slower (BENCHMARKS.md, 8a).
+const chunkSpans = 2048
 
 // ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
 // (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
