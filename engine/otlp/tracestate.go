@@ -13,7 +13,48 @@ type strRef struct{ off, n uint32 }
 
 // arena holds the strings of the writer's per-trace state, one after the
 // other. It only grows; strings come out of it copied.
-type arena struct{ b []byte }
+//
+// The names in a trace's summary (its root span's, its service) repeat
+// from trace to trace: up to maxShared of them are kept once (intern), and
+// come out of it as one string each (shared).
+type arena struct {
+	b      []byte
+	refs   map[string]strRef
+	shares map[strRef]string
+}
+
+// maxShared bounds how many distinct names an arena keeps once.
+const maxShared = 4096
+
+// intern is add for a string that is likely to repeat.
+func (a *arena) intern(s string) strRef {
+	if r, ok := a.refs[s]; ok {
+		return r
+	}
+	r := a.add(s)
+	if len(a.refs) < maxShared {
+		if a.refs == nil {
+			a.refs = map[string]strRef{}
+		}
+		a.refs[s] = r
+	}
+	return r
+}
+
+// shared is str for a string kept by intern: one copy for all its uses.
+func (a *arena) shared(r strRef) string {
+	if s, ok := a.shares[r]; ok {
+		return s
+	}
+	s := a.str(r)
+	if len(a.shares) < maxShared {
+		if a.shares == nil {
+			a.shares = map[strRef]string{}
+		}
+		a.shares[r] = s
+	}
+	return s
+}
 
 func (a *arena) add(s string) strRef {
 	if s == "" {
@@ -63,22 +104,22 @@ func (m *traceSum) add(s *Span, a *arena) {
 	if s.ParentID == "" {
 		m.runs++ // one run per trace: its root span
 		if m.rootName.n == 0 || s.Start < m.rootStart {
-			m.rootName, m.rootStart = a.add(s.Name), s.Start
+			m.rootName, m.rootStart = a.intern(s.Name), s.Start
 		}
 		if s.Status == "error" && !m.failed {
-			m.failed, m.errText = true, a.add(s.ErrorText())
+			m.failed, m.errText = true, a.intern(s.ErrorText())
 		}
 	}
 	if m.fallback.n == 0 {
-		m.fallback = a.add(firstNonEmpty(s.Service, s.Scope, "spans"))
+		m.fallback = a.intern(firstNonEmpty(s.Service, s.Scope, "spans"))
 	}
 }
 
 // summary is m with its strings taken out of a.
 func (m *traceSum) summary(a *arena) summary {
 	return summary{n: m.n, runs: m.runs, started: m.started, ended: m.ended, rootStart: m.rootStart,
-		rootName: a.str(m.rootName), failed: m.failed, hand: m.hand, chunk: m.chunk,
-		errText: a.str(m.errText), fallback: a.str(m.fallback), effects: m.effects}
+		rootName: a.shared(m.rootName), failed: m.failed, hand: m.hand, chunk: m.chunk,
+		errText: a.shared(m.errText), fallback: a.shared(m.fallback), effects: m.effects}
 }
 
 // stateBlock is how many traceStates a block holds: blocks never move, so
