@@ -151,12 +151,16 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 	}
 	if err == nil {
 		// The records go in batches too; the last one drops the pending
-		// mark, which makes the spans visible.
+		// mark, which makes the spans visible. A batch is two chunks' worth
+		// (4096 records by default, as when chunks were 4096 spans): each
+		// batch's records are created in id order, so the batch size is the
+		// executions' creation order, which the explorer lists by.
 		execs := w.toPublish()
 		err = w.auditAhead(db, execs)
-		for i := 0; err == nil && (i == 0 || i < len(execs)); i += chunkSpans {
-			batch := execs[i:min(i+chunkSpans, len(execs))]
-			last := i+chunkSpans >= len(execs)
+		recordBatch := 2 * chunkSpans
+		for i := 0; err == nil && (i == 0 || i < len(execs)); i += recordBatch {
+			batch := execs[i:min(i+recordBatch, len(execs))]
+			last := i+recordBatch >= len(execs)
 			err = db.Update(func(tx *store.Tx) error {
 				if err := w.publish(tx, batch, i == 0); err != nil {
 					return err
