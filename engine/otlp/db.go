@@ -213,9 +213,8 @@ func (m *summary) merge(o *summary) {
 type writer struct {
 	importID uint64
 	source   string
-	state    map[string]*traceState // trace -> what this writer knows of it
-	perExec  map[string]*summary    // execution -> what its new spans say, once toPublish ran
-	traces   []*traceState          // in order of first mention
+	traces   traceStates         // what this writer knows of each trace, in order of first mention
+	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
 	stats    Stats
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
@@ -225,6 +224,9 @@ type writer struct {
 	hand      []*handExec // what the last write leaves handJob to audit
 	// lastHand holds the executions the last write stored spans of.
 	lastHand map[string]*handExec
+	// puts and keys are write's, kept for its next call.
+	puts []pendingPut
+	keys []byte
 }
 
 // handExec is an execution whose spans a write stored are all it has so
@@ -257,18 +259,8 @@ func (e effects) of(s *Span) bool {
 	return is
 }
 
-// traceState is what a writer keeps of each trace it has seen, one
-// allocation a trace: a file import keeps it for every trace in the file.
-type traceState struct {
-	trace string
-	exec  string  // its execution, as decided here
-	from  string  // the execution its earlier spans are under, to move at the end
-	split bool    // spans of it came in more than one write
-	sum   summary // what its new spans say
-}
-
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, state: map[string]*traceState{}, effect: effects{}}
+	return &writer{importID: importID, source: source, effect: effects{}}
 }
 
 type pendingPut struct {
@@ -281,6 +273,7 @@ type pendingPut struct {
 	// writer has not seen it, so only this write can hold a copy of it.
 	fresh bool
 	hand  *handExec
+	state *traceState // the span's trace's
 }
 
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
@@ -303,7 +296,16 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	hand := map[string]*handExec{}
 	w.lastHand = hand
 	var handOrder []*handExec
-	puts := make([]pendingPut, 0, len(spans))
+	// The puts and the slab are used again by the next write (a file
+	// import's next chunk): they are done with once the transaction has
+	// committed, which it has before the next write starts.
+	puts := slices.Grow(w.puts[:0], len(spans))
+	defer func() {
+		clear(puts) // let the spans and the stored runs go
+		if cap(puts) <= 2*chunkSpans {
+			w.puts = puts[:0]
+		}
+	}()
 	var maps [][2]string
 	var arena []byte
 	if encoded == nil {
@@ -311,7 +313,12 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 	}
 	// The index keys and entries are cut from one slab: bbolt copies a
 	// key, and keeps an entry until the commit, which the slab outlives.
-	keys := make([]byte, 0, 128*len(spans))
+	keys := slices.Grow(w.keys[:0], 128*len(spans))
+	defer func() {
+		if cap(keys) <= 256*chunkSpans {
+			w.keys = keys[:0]
+		}
+	}()
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
@@ -320,16 +327,14 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 				break
 			}
 		}
-		st, known := w.state[t]
-		committed, cur := "", ""
+		st, known := w.traces.get(t)
+		committed, cur, from := "", "", ""
 		if known {
-			cur = st.exec
+			cur, from = w.traces.str(st.exec), w.traces.str(st.from)
 		} else {
 			committed = string(tx.Get(BucketTraces, []byte(t)))
 			cur = committed
-			st = &traceState{trace: t}
-			w.state[t] = st
-			w.traces = append(w.traces, st)
+			st = w.traces.add(t)
 		}
 		exec := cur
 		if exec == "" {
@@ -338,12 +343,15 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			// The trace's conversation became known: it joins the
 			// conversation's execution, its earlier spans with it.
 			exec = ExecutionID(t, conv)
-			if st.from == "" {
-				st.from = cur
+			if from == "" {
+				from = cur
+				st.from = w.traces.names.add(from)
 			}
 		}
-		st.exec = exec
-		if !known && committed != exec && st.from == "" {
+		if exec != cur || !known {
+			st.exec = w.traces.names.add(exec)
+		}
+		if !known && committed != exec && from == "" {
 			maps = append(maps, [2]string{t, exec})
 		}
 		// A trace the database does not map has no spans stored, but
@@ -374,7 +382,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			if err := storedSpans(tx, runPrefix(exec, t), before); err != nil {
 				return fmt.Errorf("execution %s: %w", exec, err)
 			}
-			if from := st.from; from != "" {
+			if from != "" {
 				if err := storedSpans(tx, runPrefix(from, t), before); err != nil {
 					return fmt.Errorf("execution %s: %w", from, err)
 				}
@@ -393,8 +401,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
 			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
-				tlen: len(exec) + 1 + len(s.TraceID), stored: before}
-			if from := st.from; from != "" {
+				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st}
+			if from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
 			puts = append(puts, p)
@@ -479,8 +487,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		}
 		stored, storedVal = p.key, p.val
 		w.stats.Spans++
-		sum := &w.state[p.span.TraceID].sum
-		sum.add(p.span)
+		sum := &p.state.sum
+		sum.add(p.span, &w.traces.names)
 		effect := w.effect.of(p.span)
 		if effect {
 			sum.effects++
@@ -592,13 +600,14 @@ func (w *writer) finish(tx *store.Tx) error {
 func (w *writer) toPublish() []string {
 	w.perExec = map[string]*summary{}
 	var targets, rest []string
-	for _, st := range w.traces {
-		exec := st.exec
+	for i := range w.traces.len() {
+		st := w.traces.at(i)
+		exec := w.traces.str(st.exec)
 		m := w.perExec[exec]
 		if m == nil {
 			m = &summary{hand: st.sum.hand, chunk: st.sum.chunk}
 			w.perExec[exec] = m
-			if st.from != "" {
+			if st.from.n != 0 {
 				targets = append(targets, exec)
 			} else {
 				rest = append(rest, exec)
@@ -606,11 +615,12 @@ func (w *writer) toPublish() []string {
 		}
 		// The audit on spans in hand stands when all of the execution's
 		// spans came in the write it ran after.
-		if st.split || st.from != "" || st.sum.chunk != m.chunk || st.sum.hand != m.hand {
+		if st.split || st.from.n != 0 || st.sum.chunk != m.chunk || st.sum.hand != m.hand {
 			m.hand = 0
 		}
-		m.merge(&st.sum)
-		st.sum = summary{}
+		sum := st.sum.summary(&w.traces.names)
+		m.merge(&sum)
+		st.sum = traceSum{}
 	}
 	w.stats.Executions = append(append([]string(nil), targets...), rest...)
 	return w.stats.Executions
@@ -621,12 +631,12 @@ func (w *writer) toPublish() []string {
 // list, so they are in it).
 func (w *writer) publish(tx *store.Tx, execs []string, moves bool) error {
 	if moves {
-		for _, st := range w.traces {
-			t, from := st.trace, st.from
-			if from == "" {
+		for i := range w.traces.len() {
+			st := w.traces.at(i)
+			if st.from.n == 0 {
 				continue
 			}
-			exec := st.exec
+			t, from, exec := w.traces.str(st.trace), w.traces.str(st.from), w.traces.str(st.exec)
 			moved, err := moveTrace(tx, t, from, exec, w.importID, w.effect)
 			if err != nil {
 				return err

@@ -30,8 +30,10 @@ type FileResult struct {
 // chunkSpans is how many spans a file import commits at once: enough to
 // share an fsync among many, few enough to keep memory flat. Under the
 // import's heap limit, what the chunks hold is room the collector does not
-// have: chunks of 8192 cost a million-span import a fifth more CPU.
-const chunkSpans = 4096
+// have: chunks of 8192 cost a million-span import a fifth more CPU than
+// 4096, which cost 7% more than 2048; 1024 costs less CPU again but its
+// fsyncs make it slower (BENCHMARKS.md, 8a).
+const chunkSpans = 2048
 
 // ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
 // (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
@@ -171,12 +173,16 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	}
 	if err == nil {
 		// The records go in batches too; the last one drops the pending
-		// mark, which makes the spans visible.
+		// mark, which makes the spans visible. A batch is two chunks' worth
+		// (4096 records by default, as when chunks were 4096 spans): each
+		// batch's records are created in id order, so the batch size is the
+		// executions' creation order, which the explorer lists by.
 		execs := w.toPublish()
 		err = w.auditAhead(db, execs)
-		for i := 0; err == nil && (i == 0 || i < len(execs)); i += chunkSpans {
-			batch := execs[i:min(i+chunkSpans, len(execs))]
-			last := i+chunkSpans >= len(execs)
+		recordBatch := 2 * chunkSpans
+		for i := 0; err == nil && (i == 0 || i < len(execs)); i += recordBatch {
+			batch := execs[i:min(i+recordBatch, len(execs))]
+			last := i+recordBatch >= len(execs)
 			err = db.Update(func(tx *store.Tx) error {
 				if err := w.publish(tx, batch, i == 0); err != nil {
 					return err
@@ -208,9 +214,9 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 // receive a moved trace are left to publish, which moves it first.
 func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	moved := map[string]bool{}
-	for _, st := range w.traces {
-		if st.from != "" {
-			moved[st.exec] = true
+	for i := range w.traces.len() {
+		if st := w.traces.at(i); st.from.n != 0 {
+			moved[w.traces.str(st.exec)] = true
 		}
 	}
 	var todo []string
