@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -10,26 +9,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/store"
-	"github.com/retrylab/retrylab/temporal/devserver"
 )
-
-// waiter takes "tick" signals until one says stop.
-func waiter(ctx workflow.Context) error {
-	ch := workflow.GetSignalChannel(ctx, "tick")
-	for {
-		var stop bool
-		ch.Receive(ctx, &stop)
-		if stop {
-			return nil
-		}
-	}
-}
 
 // BenchmarkFollowLatency measures what following a live workflow adds: from
 // just before a signal is sent (its event is committed before the call
@@ -37,27 +20,7 @@ func waiter(ctx workflow.Context) error {
 // retrylab's database (validated, saved, fsynced). Reported as p50 and p99
 // over b.N signals; each is an upper bound of commit-to-stored.
 func BenchmarkFollowLatency(b *testing.B) {
-	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Stop()
-	c, err := client.Dial(client.Options{HostPort: s.Address(), Logger: quietLogger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	w := worker.New(c, "bench", worker.Options{})
-	w.RegisterWorkflowWithOptions(waiter, workflow.RegisterOptions{Name: "Waiter"})
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "waiter", TaskQueue: "bench"}, "Waiter"); err != nil {
-		b.Fatal(err)
-	}
+	c, ctx, _ := startWaiter(b, "waiter")
 	db, err := store.Open(filepath.Join(b.TempDir(), "retrylab.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -97,7 +60,7 @@ func BenchmarkFollowLatency(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if err := c.SignalWorkflow(ctx, "waiter", "", "tick", false); err != nil {
+		if err := c.SignalWorkflow(ctx, "waiter", "", "tick", "tick"); err != nil {
 			b.Fatal(err)
 		}
 		select {
@@ -110,7 +73,7 @@ func BenchmarkFollowLatency(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if err := c.SignalWorkflow(ctx, "waiter", "", "tick", true); err != nil {
+	if err := c.SignalWorkflow(ctx, "waiter", "", "tick", "stop"); err != nil {
 		b.Fatal(err)
 	}
 	if err := <-done; err != nil {

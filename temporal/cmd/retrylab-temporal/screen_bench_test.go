@@ -34,6 +34,36 @@ func textWaiter(ctx workflow.Context) error {
 	}
 }
 
+// startWaiter starts the in-process Temporal server, a worker and a
+// TextWaiter workflow with the given id, for the benchmarks that follow a
+// live workflow; the benchmark's cleanup stops them all. It returns the
+// client, a context that ends with the benchmark, and the server's address.
+func startWaiter(b *testing.B, id string) (client.Client, context.Context, string) {
+	b.Helper()
+	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Stop() })
+	c, err := client.Dial(client.Options{HostPort: s.Address(), Logger: quietLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	w := worker.New(c, "bench", worker.Options{})
+	w.RegisterWorkflowWithOptions(textWaiter, workflow.RegisterOptions{Name: "TextWaiter"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "bench"}, "TextWaiter"); err != nil {
+		b.Fatal(err)
+	}
+	return c, ctx, s.Address()
+}
+
 // ptyScreen is the command running in a pseudo-terminal, read through a
 // VT100 emulator, so a benchmark sees what a person would. After each read
 // of the program's output it looks for the text it waits for, and reports
@@ -139,27 +169,7 @@ func (s *ptyScreen) waitShown(b *testing.B, what string, d time.Duration) time.T
 // and max over the rounds. RETRYLAB_BENCH_SIGNALS=N sends N signals before
 // the explorer opens, for a long history (events-before says how long).
 func BenchmarkSignalToScreen(b *testing.B) {
-	s, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Stop()
-	c, err := client.Dial(client.Options{HostPort: s.Address(), Logger: quietLogger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	w := worker.New(c, "bench", worker.Options{})
-	w.RegisterWorkflowWithOptions(textWaiter, workflow.RegisterOptions{Name: "TextWaiter"})
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "screen-waiter", TaskQueue: "bench"}, "TextWaiter"); err != nil {
-		b.Fatal(err)
-	}
+	c, ctx, address := startWaiter(b, "screen-waiter")
 
 	// A long history first, with RETRYLAB_BENCH_SIGNALS=N: N signals
 	// before the explorer opens.
@@ -176,7 +186,7 @@ func BenchmarkSignalToScreen(b *testing.B) {
 	}
 	events := desc.GetWorkflowExecutionInfo().GetHistoryLength()
 
-	screen := startPtyScreen(b, 160, 48, "explore", "--address", s.Address())
+	screen := startPtyScreen(b, 160, 48, "explore", "--address", address)
 	screen.await("TextWaiter screen-wait")
 	screen.waitShown(b, "the workflow in the list", 30*time.Second)
 	// The workflow is selected (the only one), its history read and
