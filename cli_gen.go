@@ -61,6 +61,9 @@ func (a *app) runGen(opts gen.Options) error {
 	if opts.AttemptsPerStep < 1 {
 		return &exitError{code: 2, msg: "gen: --attempts-per-step must be at least 1"}
 	}
+	if opts.BatchEvents < 1 {
+		return &exitError{code: 2, msg: "gen: --batch-events must be at least 1"}
+	}
 	db, err := store.Open(a.dbPath, store.Options{})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {

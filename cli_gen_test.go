@@ -35,6 +35,8 @@ func TestCLIGen(t *testing.T) {
 	for _, args := range [][]string{
 		{"gen", "--executions", "0"},
 		{"gen", "--attempts-per-step", "0"},
+		{"gen", "--batch-events", "0"},
+		{"gen", "--batch-events", "-5"},
 		{"gen", "--executions", "many"},
 	} {
 		oneLineError(t, must(t, 2, db, args...))
