@@ -131,3 +131,13 @@ func TestGoldenTooSmall(t *testing.T) {
 }
 
 var _ tea.Msg = settleMsg{}
+
+// An empty database at 80×24: the one pane on screen says how to begin.
+func TestGoldenEmptyNarrow(t *testing.T) {
+	t.Parallel()
+	v := view(t, &snapshot{}, 80, 24, "n runs a scenario")
+	if !strings.Contains(v, "whole outbox: 0 messages") {
+		t.Errorf("empty database at 80×24:\n%s", v)
+	}
+	golden.RequireEqual(t, []byte(v))
+}

@@ -660,7 +660,7 @@ func (t *tracePane) lines(height, width int) (string, []string) {
 			}
 			return "Trace  " + t.unreadable, lines
 		}
-		return "Trace", []string{t.theme.Dim.Render("select an execution")}
+		return "Trace", []string{t.theme.Dim.Render("no execution selected · n runs a scenario")}
 	}
 	x := t.tr.exec
 	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, t.tr.policies())
