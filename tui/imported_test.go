@@ -222,7 +222,10 @@ func TestGoldenOldImportsShowDuplicates(t *testing.T) {
 	defer h.Close()
 	m := New(Options{Source: h, Now: fixedNow})
 	t.Cleanup(m.Close)
-	v := viewModelOnce(t, m, 160, 30, []string{"⚠ otlp-conv-sess-adk-mail-1", "⚠ otlp-conv-conv-9", "⚠ temporal-3f1c2a10"})
+	// The flags, and the selected workflow's trace and inferred effects
+	// read: the golden holds them all.
+	v := viewModelOnce(t, m, 160, 30, []string{"⚠ otlp-conv-sess-adk-mail-1", "⚠ otlp-conv-conv-9", "⚠ temporal-3f1c2a10",
+		"✓ execution completed", "DUPLICATE SendConfirmation", "1 duplicate · 0 possible"})
 	for _, clean := range []string{"otlp-conv-sess-oi-7", "otlp-4bf92f3577b34da6a3"} {
 		if strings.Contains(v, "⚠ "+clean) || !strings.Contains(v, clean) {
 			t.Errorf("%s: flagged, or not listed:\n%s", clean, v)
