@@ -8,13 +8,13 @@ import (
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
 )
 
-// A followed imported trace that only grows (GrowingImports) is extended
-// with the new events, not folded again; what the pane shows is what a
-// fresh fold of the longer trace shows.
-func TestGrowingImportExtendsTheTrace(t *testing.T) {
-	t.Parallel()
+// orderRun is the fixture Temporal workflow order-run1 as the explorer
+// gets it: its record and its events, translated.
+func orderRun(t *testing.T) (history.Execution, []trace.Event) {
+	t.Helper()
 	data, err := os.ReadFile("../fixtures/temporal/order-run1.cli.json")
 	if err != nil {
 		t.Fatal(err)
@@ -24,8 +24,17 @@ func TestGrowingImportExtendsTheTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec, run := temporal.Identify(h)
-	evs := temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}})
-	x := history.Execution{ID: exec, Imported: temporal.ImportedFormat}
+	return history.Execution{ID: exec, Imported: temporal.ImportedFormat},
+		temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}})
+}
+
+// A followed imported trace that only grows (GrowingImports) is extended
+// with the new events, not folded again; what the pane shows is what a
+// fresh fold of the longer trace shows.
+func TestGrowingImportExtendsTheTrace(t *testing.T) {
+	t.Parallel()
+	x, evs := orderRun(t)
+	exec := x.ID
 	rows := func(p *tracePane) []string {
 		var out []string
 		for _, r := range p.rows {
@@ -66,17 +75,8 @@ func TestGrowingImportExtendsTheTrace(t *testing.T) {
 // agree with the count: "1 earlier attempt", "2 earlier attempts".
 func TestNotKeptAttemptsCountedInWords(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../fixtures/temporal/order-run1.cli.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := temporal.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec, run := temporal.Identify(h)
-	evs := temporal.Events([]temporal.Run{{RunID: run, Events: h.Events}})
-	x := history.Execution{ID: exec, Imported: temporal.ImportedFormat}
+	x, evs := orderRun(t)
+	exec := x.ID
 	m := New(Options{Source: record(t, []string{"naive", "run"}), Now: fixedNow})
 	t.Cleanup(m.Close)
 	m.trace.Update(traceMsg{id: exec, x: x, imported: evs})
