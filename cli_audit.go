@@ -6,10 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
-	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -60,11 +58,15 @@ otherwise, 2 for bad flags.`,
 			if window <= 0 {
 				return &exitError{code: 2, msg: "audit: --window must be positive"}
 			}
-			au := audit.NewAuditor(audit.Options{Effects: pats, Window: window})
-			if err := a.eachFolded(args, au.Add); err != nil {
+			t, err := a.traces()
+			if err != nil {
 				return err
 			}
-			rep := au.Report()
+			defer t.Close()
+			rep, err := t.Audit(args, audit.Options{Effects: pats, Window: window})
+			if err != nil {
+				return err
+			}
 			switch {
 			case asJSON:
 				err = printJSON(a.out, rep)
@@ -89,77 +91,6 @@ otherwise, 2 for bad flags.`,
 	return cmd
 }
 
-// eachFolded folds the named executions, or all, one at a time, each from
-// its own source (retrylab's history, or imported spans), and hands each
-// to fn; memory holds one execution at a time.
-func (a *app) eachFolded(ids []string, fn func(*trace.Trace)) error {
-	db, err := a.openStore(false)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if len(ids) == 0 {
-		// Attempts a Temporal worker's interceptor recorded show in their
-		// workflow's execution once its history is imported: not counted
-		// twice.
-		ids, err = executionIDs(db, func(tx *store.Tx, id string, _ []byte) bool {
-			return !temporal.MergedSpans(tx, id)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for _, id := range ids {
-		t, err := foldOne(db, id)
-		if err != nil {
-			return err
-		}
-		fn(t)
-	}
-	return nil
-}
-
-func foldOne(db *store.DB, id string) (*trace.Trace, error) {
-	var t *trace.Trace
-	err := db.View(func(tx *store.Tx) error {
-		rec := tx.Execution(id)
-		if rec == nil {
-			return fmt.Errorf("no execution %q in %s", id, db.Path())
-		}
-		x, err := history.DecodeExecution(rec)
-		if err != nil {
-			return fmt.Errorf("execution %s: %w", id, err)
-		}
-		if x.Imported == temporal.ImportedFormat {
-			evs, err := temporal.LoadEvents(tx, id)
-			if err != nil {
-				return err
-			}
-			t = trace.Fold(id, evs)
-			return nil
-		}
-		if x.Imported == otlp.ImportedFormat {
-			spans, err := otlp.Load(tx, id)
-			if err != nil {
-				return err
-			}
-			t = trace.Fold(id, otlp.Events(spans))
-			return nil
-		}
-		t = trace.New(id)
-		var bad error
-		if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				bad = fmt.Errorf("execution %s: %w", id, err)
-				return false
-			}
-			t.ApplyHistory(ev)
-			return true
-		}); err != nil {
-			return err
-		}
-		return bad
-	})
-	return t, err
-}
+// foldOne folds one execution of db from its own source (retrylab's
+// history, or imported spans).
+func foldOne(db *store.DB, id string) (*trace.Trace, error) { return engine.FoldExecution(db, id) }

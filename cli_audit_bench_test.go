@@ -14,7 +14,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -36,16 +35,19 @@ func BenchmarkAuditImported(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a := &app{dbPath: db}
-		au := audit.NewAuditor(audit.Options{Effects: pats, Window: audit.DefaultWindow})
-		n := 0
-		if err := a.eachFolded(nil, func(tr *trace.Trace) { n++; au.Add(tr) }); err != nil {
+		t, err := a.traces()
+		if err != nil {
 			b.Fatal(err)
 		}
-		rep := au.Report()
+		rep, err := t.Audit(nil, audit.Options{Effects: pats, Window: audit.DefaultWindow})
+		t.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
 		if rep.Counts.Duplicate == 0 {
 			b.Fatal("no duplicate found")
 		}
-		execs = n
+		execs = rep.Executions
 	}
 	b.ReportMetric(float64(execs*b.N)/b.Elapsed().Seconds(), "executions/s")
 }

@@ -11,10 +11,6 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-
-	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) exportCmd() *cobra.Command {
@@ -61,43 +57,21 @@ func (a *app) exportOTLP(file string, ids []string) error {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	named := len(ids) > 0
-	db, err := a.openStore(false)
+	t, err := a.traces()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if !named {
-		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
-			x, err := history.DecodeExecution(rec)
-			return err == nil && x.Imported == ""
-		})
-		if err != nil {
-			return err
-		}
-	}
+	defer t.Close()
 	// Every execution named is found before anything is written.
-	imported := make([]bool, len(ids))
-	for i, id := range ids {
-		x, err := executionRecord(db, id)
-		if err != nil {
-			return err
-		}
-		imported[i] = x.Imported != ""
+	e, err := t.PlanOTLPExport(ids, buildVersion())
+	if err != nil {
+		return err
 	}
+	defer e.Close()
 	spans := 0
 	write := func(w io.Writer) error {
-		jw := otlp.NewJSONWriter(w, buildVersion())
-		for i, id := range ids {
-			if err := exportOne(db, jw, id, imported[i]); err != nil {
-				return err
-			}
-		}
-		if err := jw.Close(); err != nil {
-			return err
-		}
-		spans = jw.Spans()
-		_, err := io.WriteString(w, "\n")
+		n, err := e.Write(w)
+		spans = n
 		return err
 	}
 	if toStdout {
@@ -108,7 +82,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		fmt.Fprintf(a.errOut, "wrote %d executions, %d spans to standard output (OTLP/JSON)\n", len(ids), spans)
+		fmt.Fprintf(a.errOut, "wrote %d executions, %d spans to standard output (OTLP/JSON)\n", e.Executions(), spans)
 		return nil
 	}
 	if special(file) {
@@ -121,68 +95,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 	} else if err := writeFileAtomic(file, write); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", len(ids), spans, file)
-	return nil
-}
-
-// executionRecord reads an execution's record.
-func executionRecord(db *store.DB, id string) (history.Execution, error) {
-	var x history.Execution
-	err := db.View(func(tx *store.Tx) error {
-		rec := tx.Execution(id)
-		if rec == nil {
-			return fmt.Errorf("no execution %q in %s", id, db.Path())
-		}
-		var err error
-		if x, err = history.DecodeExecution(rec); err != nil {
-			return fmt.Errorf("execution %s: %w", id, err)
-		}
-		return nil
-	})
-	return x, err
-}
-
-// exportOne writes one execution's spans: retrylab's own streamed from its
-// history (read once, never whole), an imported one from its model.
-func exportOne(db *store.DB, jw *otlp.JSONWriter, id string, imported bool) error {
-	notOurs := fmt.Errorf("%s was imported, not run by retrylab: its source file is its export", id)
-	if imported {
-		t, err := foldOne(db, id)
-		if err != nil {
-			return err
-		}
-		if t.Events == 0 {
-			return notOurs
-		}
-		if err := jw.Trace(t); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		return nil
-	}
-	err := db.View(func(tx *store.Tx) error {
-		return jw.History(id, func(fn func(history.Event) error) error {
-			var bad error
-			if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
-				ev, err := history.Decode(data)
-				if err == nil {
-					err = fn(ev)
-				} else {
-					err = fmt.Errorf("execution %s: %w", id, err)
-				}
-				bad = err
-				return err == nil
-			}); err != nil {
-				return err
-			}
-			return bad
-		})
-	})
-	switch {
-	case errors.Is(err, otlp.ErrNoEvents):
-		return notOurs
-	case err != nil:
-		return fmt.Errorf("%s: %w", id, err)
-	}
+	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", e.Executions(), spans, file)
 	return nil
 }
 

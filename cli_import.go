@@ -1,14 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/store"
@@ -71,47 +72,55 @@ Exit status: 0 when every file was imported, 1 when any failed.`,
 	}
 }
 
-// openStore opens the database for a command that works on the store
-// alone (no world, no workers).
-func (a *app) openStore(readOnly bool) (*store.DB, error) {
-	db, err := store.Open(a.dbPath, store.Options{ReadOnly: readOnly})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("%w; stop the explorer or 'retrylab serve' on %s first", err, a.dbPath)
+// traces opens the database's traces for import, audit and export: through
+// the retrylab that holds the database (the explorer, serve, a run),
+// attached to it and holding it open as service does, so the host runs the
+// work on its own store; or else on the file, opened by this process alone
+// (no world, no workers). Either way the output is the same.
+func (a *app) traces() (engine.Traces, error) {
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				return c, nil
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return nil, err
+		}
+		db, err := store.Open(a.dbPath, store.Options{})
+		if errors.Is(err, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := engine.Dial(a.dbPath); derr == nil {
+				if derr = c.Hold(); derr == nil {
+					return c, nil
+				}
+				c.Close()
+			}
+			return nil, fmt.Errorf("%w, and no retrylab announces itself there to work through: wait for the program that has it open (a 'retrylab gen', say) to finish", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return engine.LocalTraces(db), nil
 	}
-	return db, err
 }
 
 func (a *app) importFiles(paths []string) error {
-	db, err := a.openStore(false)
+	t, err := a.traces()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer t.Close()
 	failed := 0
 	for _, p := range paths {
-		if p == "-" || special(p) {
-			// Standard input or a pipe can be read once: what it is, is
-			// told from what its buffer holds, not from a first read.
-			if err := a.importStream(db, p); err != nil {
-				failed++
-				fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
-			}
-			continue
-		}
-		if ok, err := temporal.SniffFile(p); err == nil && ok {
-			if err := a.importTemporal(db, p); err != nil {
-				failed++
-				fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
-			}
-			continue
-		}
-		res, err := otlp.ImportFile(db, p)
-		if err != nil {
+		if err := a.importOne(t, p); err != nil {
 			failed++
 			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
-			continue
 		}
-		a.printImported(p, res)
 	}
 	if failed > 0 {
 		return &exitError{code: 1, msg: ""}
@@ -119,34 +128,39 @@ func (a *app) importFiles(paths []string) error {
 	return nil
 }
 
-// importStream imports standard input ("-") or the pipe or device at p,
-// reading it once.
-func (a *app) importStream(db *store.DB, p string) error {
-	name, src := p, a.in
-	if p == "-" {
+// importOne imports one file and says what it did. Standard input ("-")
+// or a pipe or device can be read once: what it is, is told from its first
+// bytes as they arrive, not from a first read of the file.
+func (a *app) importOne(t engine.Traces, p string) error {
+	name := p
+	var res engine.ImportResult
+	var err error
+	switch {
+	case p == "-":
 		name = "standard input"
-	} else {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
+		res, err = t.ImportStream(name, a.in)
+	case special(p):
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return oerr
 		}
 		defer f.Close()
-		src = f
-	}
-	br := bufio.NewReaderSize(src, 1<<20)
-	if temporal.SniffReader(br) {
-		res, err := temporal.ImportReader(db, name, br)
-		if err != nil {
-			return err
+		res, err = t.ImportStream(name, f)
+	default:
+		format := engine.ImportOTLP
+		if ok, serr := temporal.SniffFile(p); serr == nil && ok {
+			format = engine.ImportTemporal
 		}
-		a.printTemporal(name, res)
-		return nil
+		res, err = t.ImportFile(p, format)
 	}
-	res, err := otlp.ImportReader(db, name, br)
 	if err != nil {
 		return err
 	}
-	a.printImported(name, res)
+	if res.Temporal != nil {
+		a.printTemporal(name, *res.Temporal)
+	} else if res.OTLP != nil {
+		a.printImported(name, *res.OTLP)
+	}
 	return nil
 }
 

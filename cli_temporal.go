@@ -7,20 +7,7 @@ import (
 	"os/exec"
 
 	"github.com/retrylab/retrylab/engine/temporal"
-	"github.com/retrylab/retrylab/store"
 )
-
-// importTemporal imports one Temporal workflow history file and says what
-// it did: "order.json: Temporal history JSON, 41 events of run R imported
-// -> temporal-F".
-func (a *app) importTemporal(db *store.DB, path string) error {
-	res, err := temporal.ImportFile(db, path)
-	if err != nil {
-		return err
-	}
-	a.printTemporal(path, res)
-	return nil
-}
 
 // printTemporal says what importing one Temporal history did.
 func (a *app) printTemporal(path string, res temporal.FileResult) {

@@ -188,6 +188,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
 	mux.HandleFunc("GET /v1/control/copy", h.serveCopy)
 	mux.HandleFunc("GET /v1/control/state", h.handleState)
+	h.tracesHandlers(mux)
 }
 
 func toAny[T any](list []T) []any {

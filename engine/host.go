@@ -96,6 +96,8 @@ type Host struct {
 
 	find finder // the index FindExecutions answers from
 
+	importMu sync.Mutex // one import at a time (Host.ImportStream)
+
 	// flagging gives old imports their duplicate flag in the background
 	// (flagOldImports): stop ends it, done is closed when it returned.
 	flagging struct {

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Traces is what 'retrylab import', 'audit' and 'export' do with a
+// database's traces. LocalTraces does it on a database the command opened
+// itself; a Client does it through the host that holds the database (the
+// explorer, 'retrylab serve'), which runs the same code on its own store
+// (Host.ImportStream, Host.Audit, Host.PlanOTLPExport), so the results,
+// and the errors, are the same either way.
+type Traces interface {
+	// ImportFile imports the regular file at path, as format says
+	// (ImportOTLP or ImportTemporal: the caller sniffed it).
+	ImportFile(path string, format ImportFormat) (ImportResult, error)
+	// ImportStream imports what r holds (standard input, a pipe), read
+	// once; what it is is told from its first bytes. name stands for it in
+	// the result and in errors.
+	ImportStream(name string, r io.Reader) (ImportResult, error)
+	// Audit folds the executions named (all but those whose spans show in
+	// an imported workflow, when none are) one at a time and audits them.
+	Audit(ids []string, opts audit.Options) (audit.Report, error)
+	// PlanOTLPExport finds the executions to export (retrylab's own, when
+	// none are named) before anything is written.
+	PlanOTLPExport(ids []string, version string) (OTLPExport, error)
+	Close() error
+}
+
+// OTLPExport is an export whose executions are found, ready to write.
+type OTLPExport interface {
+	// Executions is how many executions it writes.
+	Executions() int
+	// Write writes them to w as one OTLP/JSON document (and a newline),
+	// streamed, and says how many spans it wrote. Call it once.
+	Write(w io.Writer) (spans int, err error)
+	// Close lets go of an export that is not written.
+	Close() error
+}
+
+// ImportFormat says how an imported file is to be read.
+type ImportFormat string
+
+// The formats ImportFile takes.
+const (
+	ImportOTLP     ImportFormat = "otlp"
+	ImportTemporal ImportFormat = "temporal"
+)
+
+// ImportResult is what importing one file did: one of the two is set.
+type ImportResult struct {
+	OTLP     *otlp.FileResult     `json:"otlp,omitempty"`
+	Temporal *temporal.FileResult `json:"temporal,omitempty"`
+}
+
+// Executions are the executions the import created or extended.
+func (r ImportResult) Executions() []string {
+	switch {
+	case r.OTLP != nil:
+		return r.OTLP.Executions
+	case r.Temporal != nil && r.Temporal.Execution != "":
+		return []string{r.Temporal.Execution}
+	}
+	return nil
+}
+
+// missingExecution is an execution named that the database does not hold.
+// It is ErrNoExecution; its words name the database as the caller named it.
+type missingExecution struct{ id, db string }
+
+func (e *missingExecution) Error() string { return fmt.Sprintf("no execution %q in %s", e.id, e.db) }
+
+func (e *missingExecution) Is(target error) bool { return target == ErrNoExecution }
+
+// LocalTraces works on the traces of a database this process opened (no
+// host, no world, no workers); Close closes the database.
+func LocalTraces(db *store.DB) Traces { return localTraces{db} }
+
+type localTraces struct{ db *store.DB }
+
+func (l localTraces) Close() error { return l.db.Close() }
+
+func (l localTraces) ImportFile(path string, format ImportFormat) (ImportResult, error) {
+	return importFile(l.db, path, format)
+}
+
+func (l localTraces) ImportStream(name string, r io.Reader) (ImportResult, error) {
+	return importStream(l.db, name, "", r)
+}
+
+func (l localTraces) Audit(ids []string, opts audit.Options) (audit.Report, error) {
+	return auditExecutions(l.db, ids, opts)
+}
+
+func (l localTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
+	e, err := planOTLPExport(l.db, ids, version)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// importFile imports the regular file at path.
+func importFile(db *store.DB, path string, format ImportFormat) (ImportResult, error) {
+	if format == ImportTemporal {
+		res, err := temporal.ImportFile(db, path)
+		return ImportResult{Temporal: &res}, err
+	}
+	res, err := otlp.ImportFile(db, path)
+	return ImportResult{OTLP: &res}, err
+}
+
+// importStream imports r, read once: as format says, or, when format is
+// empty, as its first bytes say (a Temporal history or OTLP).
+func importStream(db *store.DB, name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	if format == "" && temporal.SniffReader(br) || format == ImportTemporal {
+		res, err := temporal.ImportReader(db, name, br)
+		return ImportResult{Temporal: &res}, err
+	}
+	res, err := otlp.ImportReader(db, name, br)
+	return ImportResult{OTLP: &res}, err
+}
+
+// FoldExecution folds one execution from its own source: retrylab's
+// history, or its imported spans or Temporal history.
+func FoldExecution(db *store.DB, id string) (*trace.Trace, error) {
+	var t *trace.Trace
+	err := db.View(func(tx *store.Tx) error {
+		rec := tx.Execution(id)
+		if rec == nil {
+			return &missingExecution{id, db.Path()}
+		}
+		x, err := history.DecodeExecution(rec)
+		if err != nil {
+			return fmt.Errorf("execution %s: %w", id, err)
+		}
+		if x.Imported == temporal.ImportedFormat {
+			evs, err := temporal.LoadEvents(tx, id)
+			if err != nil {
+				return err
+			}
+			t = trace.Fold(id, evs)
+			return nil
+		}
+		if x.Imported == otlp.ImportedFormat {
+			spans, err := otlp.Load(tx, id)
+			if err != nil {
+				return err
+			}
+			t = trace.Fold(id, otlp.Events(spans))
+			return nil
+		}
+		t = trace.New(id)
+		var bad error
+		if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+			ev, err := history.Decode(data)
+			if err != nil {
+				bad = fmt.Errorf("execution %s: %w", id, err)
+				return false
+			}
+			t.ApplyHistory(ev)
+			return true
+		}); err != nil {
+			return err
+		}
+		return bad
+	})
+	return t, err
+}
+
+// EachFolded folds the named executions, or all, one at a time, and hands
+// each to fn; memory holds one execution at a time. Attempts a Temporal
+// worker's interceptor recorded show in their workflow's execution once
+// its history is imported: with no names, those are not folded twice.
+func EachFolded(db *store.DB, ids []string, fn func(*trace.Trace)) error {
+	if len(ids) == 0 {
+		var err error
+		ids, err = executionIDs(db, func(tx *store.Tx, id string, _ []byte) bool {
+			return !temporal.MergedSpans(tx, id)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		t, err := FoldExecution(db, id)
+		if err != nil {
+			return err
+		}
+		fn(t)
+	}
+	return nil
+}
+
+// auditExecutions audits the executions named, or all (EachFolded).
+func auditExecutions(db *store.DB, ids []string, opts audit.Options) (audit.Report, error) {
+	au := audit.NewAuditor(opts)
+	if err := EachFolded(db, ids, au.Add); err != nil {
+		return audit.Report{}, err
+	}
+	return au.Report(), nil
+}
+
+// executionIDs lists db's executions in stored order, those keep accepts;
+// keep sees each one's stored record in the same read.
+func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) bool) ([]string, error) {
+	var ids []string
+	err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if keep(tx, id, rec) {
+				ids = append(ids, id)
+			}
+			return true
+		})
+	})
+	return ids, err
+}
+
+// otlpExport is an export planned on a store.
+type otlpExport struct {
+	db       *store.DB
+	version  string
+	ids      []string
+	imported []bool
+}
+
+// planOTLPExport finds the executions to export: those named (every one
+// must exist), or all that retrylab ran.
+func planOTLPExport(db *store.DB, ids []string, version string) (*otlpExport, error) {
+	if len(ids) == 0 {
+		var err error
+		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			return err == nil && x.Imported == ""
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	e := &otlpExport{db: db, version: version, ids: ids, imported: make([]bool, len(ids))}
+	for i, id := range ids {
+		err := db.View(func(tx *store.Tx) error {
+			rec := tx.Execution(id)
+			if rec == nil {
+				return &missingExecution{id, db.Path()}
+			}
+			x, err := history.DecodeExecution(rec)
+			if err != nil {
+				return fmt.Errorf("execution %s: %w", id, err)
+			}
+			e.imported[i] = x.Imported != ""
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *otlpExport) Executions() int { return len(e.ids) }
+
+func (e *otlpExport) Close() error { return nil }
+
+func (e *otlpExport) Write(w io.Writer) (int, error) {
+	jw := otlp.NewJSONWriter(w, e.version)
+	for i, id := range e.ids {
+		if err := e.one(jw, id, e.imported[i]); err != nil {
+			return jw.Spans(), err
+		}
+	}
+	if err := jw.Close(); err != nil {
+		return jw.Spans(), err
+	}
+	_, err := io.WriteString(w, "\n")
+	return jw.Spans(), err
+}
+
+// one writes one execution's spans: retrylab's own streamed from its
+// history (read once, never whole), an imported one from its model.
+func (e *otlpExport) one(jw *otlp.JSONWriter, id string, imported bool) error {
+	notOurs := fmt.Errorf("%s was imported, not run by retrylab: its source file is its export", id)
+	if imported {
+		t, err := FoldExecution(e.db, id)
+		if err != nil {
+			return err
+		}
+		if t.Events == 0 {
+			return notOurs
+		}
+		if err := jw.Trace(t); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		return nil
+	}
+	err := e.db.View(func(tx *store.Tx) error {
+		return jw.History(id, func(fn func(history.Event) error) error {
+			var bad error
+			if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+				ev, err := history.Decode(data)
+				if err == nil {
+					err = fn(ev)
+				} else {
+					err = fmt.Errorf("execution %s: %w", id, err)
+				}
+				bad = err
+				return err == nil
+			}); err != nil {
+				return err
+			}
+			return bad
+		})
+	})
+	switch {
+	case errors.Is(err, otlp.ErrNoEvents):
+		return notOurs
+	case err != nil:
+		return fmt.Errorf("%s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/retrylab/retrylab/engine/audit"
+)
+
+// Import, audit and export through the host that holds the database: the
+// host runs the code LocalTraces runs, on its own store, for a process
+// attached to it. Nothing crosses whole: an imported file goes to the host
+// as it is read, an export comes back as it is written.
+//
+//	POST /v1/control/import?name=NAME[&format=otlp|temporal]  body: the file, framed (below)
+//	POST /v1/control/audit        {"ids": [...], "effects": [...], "window": ns}  answer: the report, gob
+//	POST /v1/control/export_otlp  {"ids": [...], "version": "..."}  answer: the document, streamed;
+//	     header Retrylab-Executions before it, trailers Retrylab-Spans and Retrylab-Error after
+//
+// Errors before any work answer 422 with {"error", "kind", "execution"}.
+
+// ImportStream imports what r holds into the host's database, as
+// LocalTraces does (format empty: told from its first bytes), one import
+// at a time, and tells subscribers (a running explorer) of the executions
+// it created or extended.
+func (h *Host) ImportStream(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	// An import starts by cleaning up what unfinished imports left
+	// (otlp.CleanPending): two at once would take each other for one.
+	h.importMu.Lock()
+	defer h.importMu.Unlock()
+	res, err := importStream(h.db, name, format, r)
+	if err == nil {
+		for _, x := range res.Executions() {
+			h.Announce(x)
+		}
+	}
+	return res, err
+}
+
+// Audit audits the host's executions, as LocalTraces does.
+func (h *Host) Audit(ids []string, opts audit.Options) (audit.Report, error) {
+	return auditExecutions(h.db, ids, opts)
+}
+
+// PlanOTLPExport plans an export of the host's executions, as LocalTraces
+// does.
+func (h *Host) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
+	e, err := planOTLPExport(h.db, ids, version)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// tracesError is an error of the traces endpoints as it crosses the
+// control API: a missing execution is named, so the client can name the
+// database as its own user did.
+type tracesError struct {
+	rpcError
+	Execution string `json:"execution,omitempty"`
+}
+
+func writeTracesError(w http.ResponseWriter, err error) {
+	e := tracesError{rpcError: rpcError{Error: err.Error(), Kind: errorKind(err)}}
+	var me *missingExecution
+	if errors.As(err, &me) {
+		e.Execution = me.id
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, e)
+}
+
+func (h *Host) tracesHandlers(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/control/import", h.serveImport)
+	mux.HandleFunc("POST /v1/control/audit", h.serveAudit)
+	mux.HandleFunc("POST /v1/control/export_otlp", h.serveExport)
+}
+
+func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format := ImportFormat(q.Get("format"))
+	switch format {
+	case "", ImportOTLP, ImportTemporal:
+	default:
+		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
+		return
+	}
+	res, err := h.ImportStream(q.Get("name"), format, newFrameReader(r.Body))
+	// The client may still be sending what the import did not read (it
+	// stopped at an error): read it, so the client gets the answer rather
+	// than a broken pipe.
+	_, _ = io.Copy(io.Discard, r.Body)
+	if err != nil {
+		writeTracesError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// auditArgs is an audit request.
+type auditArgs struct {
+	IDs     []string      `json:"ids"`
+	Effects []string      `json:"effects"`
+	Window  time.Duration `json:"window"`
+}
+
+func (h *Host) serveAudit(w http.ResponseWriter, r *http.Request) {
+	var a auditArgs
+	if err := readJSON(r, &a); err != nil {
+		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
+		return
+	}
+	rep, err := h.Audit(a.IDs, audit.Options{Effects: a.Effects, Window: a.Window})
+	if err != nil {
+		writeTracesError(w, err)
+		return
+	}
+	// Gob, not JSON: the report's arguments are raw bytes (not always
+	// JSON) that must come back exactly as they are.
+	w.Header().Set("Content-Type", "application/x-gob")
+	_ = gob.NewEncoder(w).Encode(rep)
+}
+
+// exportArgs is an export request.
+type exportArgs struct {
+	IDs     []string `json:"ids"`
+	Version string   `json:"version"`
+}
+
+func (h *Host) serveExport(w http.ResponseWriter, r *http.Request) {
+	var a exportArgs
+	if err := readJSON(r, &a); err != nil {
+		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
+		return
+	}
+	e, err := h.PlanOTLPExport(a.IDs, a.Version)
+	if err != nil {
+		writeTracesError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retrylab-Executions", strconv.Itoa(e.Executions()))
+	w.WriteHeader(http.StatusOK)
+	spans, err := e.Write(w)
+	w.Header().Set(http.TrailerPrefix+"Retrylab-Spans", strconv.Itoa(spans))
+	if err != nil {
+		w.Header().Set(http.TrailerPrefix+"Retrylab-Error", oneLineOf(err.Error()))
+	}
+}
+
+// oneLineOf is the first line of s: a trailer holds one.
+func oneLineOf(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// tracesCall posts a request to a traces endpoint on the stream client (no
+// deadline: the work takes as long as the data) and returns the answer, or
+// the host's error as the same error LocalTraces would have given.
+func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.info.URL+"/v1/control/"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.info.Token)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e tracesError
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e) != nil || e.Error == "" {
+		return nil, fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
+	}
+	if e.Kind == "no_execution" && e.Execution != "" {
+		return nil, &missingExecution{e.Execution, c.dbPath}
+	}
+	return nil, errors.New(e.Error)
+}
+
+func (c *Client) tracesJSON(path string, args any) (*http.Response, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return c.tracesCall(path, "application/json", bytes.NewReader(body))
+}
+
+// ImportFile sends the regular file at path to the host to import.
+func (c *Client) ImportFile(path string, format ImportFormat) (ImportResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer f.Close()
+	return c.importFrom(path, format, f)
+}
+
+// ImportStream sends what r holds to the host to import, as it is read.
+func (c *Client) ImportStream(name string, r io.Reader) (ImportResult, error) {
+	return c.importFrom(name, "", r)
+}
+
+func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	q := url.Values{"name": {name}}
+	if format != "" {
+		q.Set("format", string(format))
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeFrames(pw, r)) }()
+	resp, err := c.tracesCall("import?"+q.Encode(), "application/octet-stream", pr)
+	pr.Close() // ends the writer, should the request have stopped reading
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer resp.Body.Close()
+	var res ImportResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return res, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+	}
+	return res, nil
+}
+
+// Audit has the host audit its executions.
+func (c *Client) Audit(ids []string, opts audit.Options) (audit.Report, error) {
+	resp, err := c.tracesJSON("audit", auditArgs{IDs: ids, Effects: opts.Effects, Window: opts.Window})
+	if err != nil {
+		return audit.Report{}, err
+	}
+	defer resp.Body.Close()
+	var rep audit.Report
+	if err := gob.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return rep, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+	}
+	if rep.Findings == nil {
+		rep.Findings = []audit.Finding{} // gob does not tell empty from nil
+	}
+	return rep, nil
+}
+
+// PlanOTLPExport has the host find the executions to export; the export
+// is written as the host sends it.
+func (c *Client) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
+	resp, err := c.tracesJSON("export_otlp", exportArgs{IDs: ids, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(resp.Header.Get("Retrylab-Executions"))
+	if err != nil {
+		resp.Body.Close()
+		return nil, fmt.Errorf("host pid %d: export: no execution count", c.info.PID)
+	}
+	return &clientExport{resp: resp, executions: n, pid: c.info.PID}, nil
+}
+
+// clientExport is an export the host is sending.
+type clientExport struct {
+	resp       *http.Response
+	executions int
+	pid        int
+}
+
+func (e *clientExport) Executions() int { return e.executions }
+
+func (e *clientExport) Close() error { return e.resp.Body.Close() }
+
+func (e *clientExport) Write(w io.Writer) (int, error) {
+	defer e.resp.Body.Close()
+	if _, err := io.Copy(w, e.resp.Body); err != nil {
+		return 0, fmt.Errorf("export from host pid %d: %w", e.pid, err)
+	}
+	spans, _ := strconv.Atoi(e.resp.Trailer.Get("Retrylab-Spans"))
+	if msg := e.resp.Trailer.Get("Retrylab-Error"); msg != "" {
+		return spans, errors.New(msg)
+	}
+	if e.resp.Trailer.Get("Retrylab-Spans") == "" {
+		return spans, fmt.Errorf("export from host pid %d: the host stopped before the end", e.pid)
+	}
+	return spans, nil
+}
+
+// An imported file crosses the control API in frames, so that a read
+// error on the client's side (a directory named as a file, a failing
+// pipe) reaches the importer as the very error it meets reading the file
+// itself, and a client that dies is told from a file that ends: a frame is
+// a kind byte, a length (uvarint) and that many bytes: 'd' data, 'e' the
+// error that ended the reading; 'z' (no length) ends the file.
+const (
+	frameData = 'd'
+	frameErr  = 'e'
+	frameEnd  = 'z'
+	// frameSize is the most data a frame holds.
+	frameSize = 256 << 10
+)
+
+// writeFrames writes what r holds to w in frames.
+func writeFrames(w io.Writer, r io.Reader) error {
+	bw := bufio.NewWriterSize(w, frameSize+binary.MaxVarintLen64+1)
+	buf := make([]byte, frameSize)
+	head := make([]byte, 1+binary.MaxVarintLen64)
+	frame := func(kind byte, data []byte) error {
+		head[0] = kind
+		n := binary.PutUvarint(head[1:], uint64(len(data)))
+		if _, err := bw.Write(head[:1+n]); err != nil {
+			return err
+		}
+		_, err := bw.Write(data)
+		return err
+	}
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if err := frame(frameData, buf[:n]); err != nil {
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			if err := bw.WriteByte(frameEnd); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
+		if rerr != nil {
+			if err := frame(frameErr, []byte(rerr.Error())); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
+	}
+}
+
+// frameReader reads the file out of its frames.
+type frameReader struct {
+	br   *bufio.Reader
+	left uint64 // data left in the current frame
+	err  error  // how the file ended, once it has
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// errSenderGone is a file whose sender stopped before its end.
+var errSenderGone = errors.New("the attached retrylab stopped sending the file before its end")
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	for f.left == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		kind, err := f.br.ReadByte()
+		if err != nil {
+			f.err = errSenderGone
+			continue
+		}
+		if kind == frameEnd {
+			f.err = io.EOF
+			continue
+		}
+		n, err := binary.ReadUvarint(f.br)
+		if err != nil || (kind != frameData && kind != frameErr) || (kind == frameErr && n > 1<<16) {
+			f.err = errSenderGone
+			continue
+		}
+		if kind == frameErr {
+			msg := make([]byte, n)
+			if _, err := io.ReadFull(f.br, msg); err != nil {
+				f.err = errSenderGone
+				continue
+			}
+			f.err = errors.New(string(msg))
+			continue
+		}
+		f.left = n
+	}
+	if uint64(len(p)) > f.left {
+		p = p[:f.left]
+	}
+	n, err := f.br.Read(p)
+	f.left -= uint64(n)
+	if err != nil && n == 0 {
+		f.err = errSenderGone
+		return 0, f.err
+	}
+	return n, nil
+}
+
+var _ Traces = (*Client)(nil)
