@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/audit"
@@ -84,6 +85,7 @@ func (h *Host) tracesHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/control/import", h.serveImport)
 	mux.HandleFunc("POST /v1/control/audit", h.serveAudit)
 	mux.HandleFunc("POST /v1/control/export_otlp", h.serveExport)
+	mux.HandleFunc("POST /v1/control/imported_events_gob", h.serveImportedEventsGob)
 }
 
 func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
@@ -190,8 +192,13 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e) != nil || e.Error == "" {
 		return nil, fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
 	}
-	if e.Kind == "no_execution" && e.Execution != "" {
+	switch {
+	case e.Kind == "no_execution" && e.Execution != "":
 		return nil, &missingExecution{e.Execution, c.dbPath}
+	case e.Kind == "no_execution":
+		return nil, fmt.Errorf("%w: %s", ErrNoExecution, e.Error)
+	case e.Kind == "closing":
+		return nil, fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 	}
 	return nil, errors.New(e.Error)
 }
