@@ -44,6 +44,9 @@ matched case-insensitively; tools whose names start with get_, list_, read_,
 search_, fetch_, find_, lookup_, query_, describe_ or check_ are reads and
 never count.
 
+While another retrylab holds the database (the explorer, serve), that
+retrylab reads the executions for the audit, and the output is the same.
+
 Exit status: 1 when a duplicate is found (so a CI job can gate on it), 0
 otherwise, 2 for bad flags.`,
 		Example: "  retrylab audit\n  retrylab audit --effects 'send_*,charge_*' --markdown >> $GITHUB_STEP_SUMMARY\n  retrylab audit otlp-conv-session-42 --json",

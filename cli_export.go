@@ -37,7 +37,9 @@ summary to standard error. Either way it streams: an execution's history is
 read once, an event at a time, never held whole in memory, and each span is
 written as soon as it is final, after the spans inside it (OTLP puts no order
 on spans): attempts as they settle, a turn once the next begins, each run's
-root span, which says how the run ended, last.`,
+root span, which says how the run ended, last. While another retrylab holds
+the database (the explorer, serve), that retrylab reads the executions and
+streams the document here as it writes it: the same bytes.`,
 		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {

@@ -56,6 +56,10 @@ imported as running; importing a later download of it adds the new events.
 FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
 as they come: retrylab export --otlp - | retrylab --db other.db import -
 
+While another retrylab holds the database (the explorer, serve), the files
+are sent to it as they are read and it imports them, under the same rules,
+with the same output; a running explorer shows the new executions arrive.
+
 Exit status: 0 when every file was imported, 1 when any failed.`,
 		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
 		Args:    cobra.MinimumNArgs(1),
