@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/store"
 )
 
 // rlIn is rl with standard input.
@@ -204,5 +205,31 @@ func TestCLITracesCommandsAttach(t *testing.T) {
 	}
 	if s := serve.wait(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
+	}
+}
+
+// A program that holds the database without hosting it (a 'retrylab gen',
+// say): import, audit and export have nothing to attach to and refuse in
+// one line that names the file, as before.
+func TestCLITracesCommandsLockedWithoutHost(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	holder, err := store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	fixture, err := filepath.Abs(filepath.Join("fixtures", "otlp", "adk-send-twice.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"import", fixture}, {"audit"}, {"export", "--otlp", "out.json"}} {
+		msg := fails(t, 1, db, args...)
+		if !strings.Contains(msg, db) || !strings.Contains(msg, "locked") || !strings.Contains(msg, "no retrylab announces itself") {
+			t.Errorf("%v on a database held without a host: %q", args, msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(db), "out.json")); !os.IsNotExist(err) {
+		t.Errorf("the refused export wrote out.json (%v)", err)
 	}
 }
