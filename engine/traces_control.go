@@ -170,6 +170,12 @@ func oneLineOf(s string) string {
 	return s
 }
 
+// hostError is a failure to reach the host, not an error the host's work
+// gave.
+type hostError struct{ error }
+
+func (e *hostError) Unwrap() error { return e.error }
+
 // tracesCall posts a request to a traces endpoint on the stream client (no
 // deadline: the work takes as long as the data) and returns the answer, or
 // the host's error as the same error LocalTraces would have given.
@@ -182,12 +188,15 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.stream.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) stopped answering: %w", c.dbPath, c.info.PID, err)}
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) is a version without %s; close it, or use the same version", c.dbPath, c.info.PID, path)}
+	}
 	var e tracesError
 	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e) != nil || e.Error == "" {
 		return nil, fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
@@ -236,6 +245,10 @@ func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (Impo
 	resp, err := c.tracesCall("import?"+q.Encode(), "application/octet-stream", pr)
 	pr.Close() // ends the writer, should the request have stopped reading
 	if err != nil {
+		var he *hostError
+		if errors.As(err, &he) {
+			err = fmt.Errorf("%s: %w", name, err) // the importer's errors name the file; these say which
+		}
 		return ImportResult{}, err
 	}
 	defer resp.Body.Close()
