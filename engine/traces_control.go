@@ -128,9 +128,30 @@ func (h *Host) serveAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Gob, not JSON: the report's arguments are raw bytes (not always
-	// JSON) that must come back exactly as they are.
+	// JSON) that must come back exactly as they are. The findings go one
+	// at a time, so neither side holds the report twice (a database of
+	// 250 000 duplicates has a report of ~200 MB as JSON).
 	w.Header().Set("Content-Type", "application/x-gob")
-	_ = gob.NewEncoder(w).Encode(rep)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := gob.NewEncoder(bw)
+	findings := rep.Findings
+	rep.Findings = nil
+	if enc.Encode(auditHead{Report: rep, Findings: len(findings)}) != nil {
+		return
+	}
+	for _, f := range findings {
+		if enc.Encode(f) != nil {
+			return
+		}
+	}
+	_ = bw.Flush()
+}
+
+// auditHead begins an audit's answer: the report without its findings,
+// and how many follow.
+type auditHead struct {
+	Report   audit.Report
+	Findings int
 }
 
 // exportArgs is an export request.
@@ -266,12 +287,17 @@ func (c *Client) Audit(ids []string, opts audit.Options) (audit.Report, error) {
 		return audit.Report{}, err
 	}
 	defer resp.Body.Close()
-	var rep audit.Report
-	if err := gob.NewDecoder(resp.Body).Decode(&rep); err != nil {
-		return rep, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+	dec := gob.NewDecoder(bufio.NewReaderSize(resp.Body, 64<<10))
+	var head auditHead
+	if err := dec.Decode(&head); err != nil {
+		return audit.Report{}, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
 	}
-	if rep.Findings == nil {
-		rep.Findings = []audit.Finding{} // gob does not tell empty from nil
+	rep := head.Report
+	rep.Findings = make([]audit.Finding, head.Findings)
+	for i := range rep.Findings {
+		if err := dec.Decode(&rep.Findings[i]); err != nil {
+			return audit.Report{}, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
+		}
 	}
 	return rep, nil
 }
