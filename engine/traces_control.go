@@ -216,7 +216,8 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) is a version without %s; close it, or use the same version", c.dbPath, c.info.PID, path)}
+		endpoint, _, _ := strings.Cut(path, "?")
+		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) is an older version, without /v1/control/%s; close it, or run the same version", c.dbPath, c.info.PID, endpoint)}
 	}
 	var e tracesError
 	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e) != nil || e.Error == "" {
