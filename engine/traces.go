@@ -227,6 +227,9 @@ func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) b
 	return ids, err
 }
 
+// exportPage is how many history events an export reads a transaction.
+const exportPage = 512
+
 // otlpExport is an export planned on a store.
 type otlpExport struct {
 	db       *store.DB
@@ -304,23 +307,38 @@ func (e *otlpExport) one(jw *otlp.JSONWriter, id string, imported bool) error {
 		}
 		return nil
 	}
-	err := e.db.View(func(tx *store.Tx) error {
-		return jw.History(id, func(fn func(history.Event) error) error {
+	// The history is read a page a transaction, and each page is written
+	// after its transaction: a host that streams an export to a reader who
+	// stops reading (a pager) holds no read transaction meanwhile, which
+	// would keep its writers from growing the file.
+	err := jw.History(id, func(fn func(history.Event) error) error {
+		page := make([]history.Event, 0, exportPage)
+		for from := uint64(0); ; {
+			page = page[:0]
 			var bad error
-			if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
-				ev, err := history.Decode(data)
-				if err == nil {
-					err = fn(ev)
-				} else {
-					err = fmt.Errorf("execution %s: %w", id, err)
-				}
-				bad = err
-				return err == nil
+			if err := e.db.View(func(tx *store.Tx) error {
+				return tx.Events(id, from, func(seq uint64, data []byte) bool {
+					ev, err := history.Decode(data)
+					if err != nil {
+						bad = fmt.Errorf("execution %s: %w", id, err)
+						return false
+					}
+					page = append(page, ev)
+					from = seq + 1
+					return len(page) < exportPage
+				})
 			}); err != nil {
 				return err
 			}
-			return bad
-		})
+			for _, ev := range page {
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			if bad != nil || len(page) < exportPage {
+				return bad
+			}
+		}
 	})
 	switch {
 	case errors.Is(err, otlp.ErrNoEvents):
