@@ -124,7 +124,7 @@ func importFile(db *store.DB, path string, format ImportFormat) (ImportResult, e
 // empty, as its first bytes say (a Temporal history or OTLP).
 func importStream(db *store.DB, name string, format ImportFormat, r io.Reader) (ImportResult, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	if format == "" && temporal.SniffReader(br) || format == ImportTemporal {
+	if format == ImportTemporal || (format == "" && temporal.SniffReader(br)) {
 		res, err := temporal.ImportReader(db, name, br)
 		return ImportResult{Temporal: &res}, err
 	}
