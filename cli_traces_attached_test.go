@@ -233,3 +233,30 @@ func TestCLITracesCommandsLockedWithoutHost(t *testing.T) {
 		t.Errorf("the refused export wrote out.json (%v)", err)
 	}
 }
+
+// An export short enough to go in one write (a database with nothing of
+// retrylab's own to export) still ends as it does without a host: the
+// host's count of spans must reach the command however short the answer.
+func TestCLIShortExportAttached(t *testing.T) {
+	t.Parallel()
+	alone, hosted := newDB(t), newDB(t)
+	for _, db := range []string{alone, hosted} {
+		must(t, 0, db, "reset")
+	}
+	want := rlIn(t, alone, nil, "export", "--otlp", "-")
+	if want.code != 0 || !strings.Contains(want.stderr, "wrote 0 executions, 0 spans") {
+		t.Fatalf("without a host:\n%s", want)
+	}
+	serve := background(t, hosted, "serve")
+	serve.banner(t)
+	got := rlIn(t, hosted, nil, "export", "--otlp", "-")
+	if got.stdout != want.stdout || got.stderr != want.stderr || got.code != want.code {
+		t.Errorf("while serve holds the database:\n%s\n--- without it:\n%s", got, want)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if s := serve.wait(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
+	}
+}

@@ -173,11 +173,14 @@ func (h *Host) serveExport(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retrylab-Executions", strconv.Itoa(e.Executions()))
+	// Declared before the header goes: an answer short enough to be sent
+	// whole would otherwise go without a chunked body, and lose them.
+	w.Header().Set("Trailer", "Retrylab-Spans, Retrylab-Error")
 	w.WriteHeader(http.StatusOK)
 	spans, err := e.Write(w)
-	w.Header().Set(http.TrailerPrefix+"Retrylab-Spans", strconv.Itoa(spans))
+	w.Header().Set("Retrylab-Spans", strconv.Itoa(spans))
 	if err != nil {
-		w.Header().Set(http.TrailerPrefix+"Retrylab-Error", oneLineOf(err.Error()))
+		w.Header().Set("Retrylab-Error", oneLineOf(err.Error()))
 	}
 }
 
