@@ -98,10 +98,9 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	audited := make(chan struct{})
 	handAudits := 0
 	go func() {
-		scratch := &translation{}
+		scratch := newFlagScratch()
 		for j := range jobs {
-			j.run(scratch)
-			handAudits += len(j.execs)
+			handAudits += j.run(scratch)
 		}
 		close(audited)
 	}()
@@ -221,7 +220,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	}
 	var todo []string
 	for _, exec := range execs {
-		if m := w.perExec[exec]; !moved[exec] && m.effects > 0 && m.hand == 0 {
+		if m := w.perExec[exec]; !moved[exec] && m.weighing > 0 && m.hand == 0 {
 			todo = append(todo, exec)
 		}
 	}
@@ -233,15 +232,14 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			effect := effects{} // one each: a map is not for two goroutines
-			scratch := &translation{}
+			scratch := newFlagScratch() // one each: its maps are not for two goroutines
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
 					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
 						continue
 					}
 					var err error
-					if dup[i], err = duplicated(tx, todo[i], w.importID, effect, scratch); err != nil {
+					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
 						return err
 					}
 					audited[i] = true
