@@ -136,7 +136,7 @@ func ExecutionID(trace, conversation string) string {
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	if err := w.write(tx, spans, nil); err != nil {
+	if err := w.write(tx, spans, nil, nil); err != nil {
 		return w.stats, err
 	}
 	w.handJob().run(nil)
@@ -264,6 +264,23 @@ func (e effects) roleOf(s *Span) (Role, bool) {
 	return role, role == RoleTool && e.tool(s.Tool())
 }
 
+// spanFacts is what a writer reads of a span beyond its fields: its role,
+// whether it is an attempt of a side-effecting tool, and whether it weighs
+// in the duplicate flag (weighs). A file import works them out on the
+// decoding side (fileChunk.add), while the span's attributes are fresh in
+// the cache and off the committing goroutine, which is the import's
+// longest (BENCHMARKS.md, 8a).
+type spanFacts struct {
+	role           Role
+	effect, weighs bool
+}
+
+// factsOf works out s's facts.
+func (e effects) factsOf(s *Span) spanFacts {
+	role, effect := e.roleOf(s)
+	return spanFacts{role: role, effect: effect, weighs: weighs(s, role)}
+}
+
 func newWriter(source string, importID uint64) *writer {
 	return &writer{importID: importID, source: source, effect: effects{}}
 }
@@ -271,6 +288,7 @@ func newWriter(source string, importID uint64) *writer {
 type pendingPut struct {
 	key, val []byte
 	span     *Span
+	index    int               // the span's in write's spans
 	tlen     int               // key[:tlen] is the execution, 0 and the trace id
 	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
 	old      []byte            // the span's own index key under the execution its trace moves from
@@ -284,9 +302,9 @@ type pendingPut struct {
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
 // being rewritten on every insert.
 //
-// encoded, when not nil, holds each span's stored form (encodeSpan), made
-// ahead by a file import's decoding goroutine.
-func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
+// encoded and facts, when not nil, hold each span's stored form
+// (encodeSpan) and facts, made ahead by a file import's decoding side.
+func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts) error {
 	byTrace := map[string][]int{}
 	var order []string
 	for i := range spans {
@@ -405,7 +423,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			}
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
-			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh, hand: h,
 				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st}
 			if from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
@@ -494,20 +512,24 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		w.stats.Spans++
 		sum := &p.state.sum
 		sum.add(p.span, &w.traces.names)
-		role, effect := w.effect.roleOf(p.span)
-		weighs := weighs(p.span, role)
-		if effect {
+		var f spanFacts
+		if facts != nil {
+			f = facts[p.index]
+		} else {
+			f = w.effect.factsOf(p.span)
+		}
+		if f.effect {
 			sum.effects++
 		}
-		if weighs {
+		if f.weighs {
 			sum.weighing++
 		}
-		if h := p.hand; !h.dead && flagReads(p.span, role) {
+		if h := p.hand; !h.dead && flagReads(p.span, f.role) {
 			h.kept = append(h.kept, p.span)
-			if effect {
+			if f.effect {
 				h.effects++
 			}
-			if weighs {
+			if f.weighs {
 				h.weighing++
 			}
 		}
