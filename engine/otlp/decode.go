@@ -194,7 +194,7 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 	jobs := make(chan job)
 	// order holds each line's result channel in line order; its buffer
 	// bounds how many lines are read ahead of the one delivered.
-	order := make(chan chan decoded, workers+1)
+	order := make(chan chan decoded, workers)
 	buffers := make(chan []byte, workers+3)
 	for range cap(buffers) {
 		buffers <- nil
