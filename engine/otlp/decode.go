@@ -165,7 +165,10 @@ type decoded struct {
 // are decoded at once, each on a goroutine of its own; a line is read
 // into a buffer used again once pdata has decoded it (pdata copies what
 // it decodes). The first error in line order ends it: the lines after it
-// are not delivered, and nothing is left running.
+// are not delivered, and nothing is left running. On a pipe, as before
+// lines were decoded side by side (the next line was read before this one
+// was decoded), an error is returned once the line being read ahead has
+// come or the pipe has closed.
 func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) error) error {
 	workers := min(decoders, runtime.GOMAXPROCS(0))
 	if workers < 2 {
