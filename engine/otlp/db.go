@@ -139,7 +139,7 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	if err := w.write(tx, spans, nil, nil); err != nil {
 		return w.stats, err
 	}
-	w.handJob().run(nil)
+	w.handJob(nil).run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err
 	}
@@ -556,12 +556,18 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 // handJob copies out of the last write's spans what the audit of the
 // executions it left in w.hand reads, so that the audit can run (handJob.run)
 // while the spans' chunk is used again.
-func (w *writer) handJob() *handJob {
+//
+// reuse, when not nil, is a job done with, whose memory is used again.
+func (w *writer) handJob(reuse *handJob) *handJob {
 	n := 0
 	for _, h := range w.hand {
 		n += len(h.kept)
 	}
-	j := &handJob{execs: make([]handAudit, 0, len(w.hand)), spans: make([]Span, 0, n)}
+	j := reuse
+	if j == nil {
+		j = &handJob{}
+	}
+	j.execs, j.spans = slices.Grow(j.execs[:0], len(w.hand)), slices.Grow(j.spans[:0], n)
 	for _, h := range w.hand {
 		from := len(j.spans)
 		for _, s := range h.kept {
@@ -597,6 +603,14 @@ func (w *writer) stillWhole(j *handJob) *handJob {
 type handJob struct {
 	execs []handAudit
 	spans []Span
+}
+
+// done lets go of what j refers to, keeping its memory for the next job.
+func (j *handJob) done() *handJob {
+	clear(j.execs)
+	clear(j.spans)
+	j.execs, j.spans = j.execs[:0], j.spans[:0]
+	return j
 }
 
 type handAudit struct {

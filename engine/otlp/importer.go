@@ -96,12 +96,19 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	// A third goroutine audits, from the spans in hand, the executions a
 	// chunk holds whole (writer.handJob).
 	jobs := make(chan *handJob, 1)
+	// Jobs done with go back to the committer, whose next job uses their
+	// memory again: a chunk's spans in hand are most of a chunk.
+	doneJobs := make(chan *handJob, 2)
 	audited := make(chan struct{})
 	handAudits := 0
 	go func() {
 		scratch := newFlagScratch()
 		for j := range jobs {
 			handAudits += j.run(scratch)
+			select {
+			case doneJobs <- j.done():
+			default:
+			}
 		}
 		close(audited)
 	}()
@@ -122,7 +129,12 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 					if waiting != nil {
 						jobs <- w.stillWhole(waiting)
 					}
-					waiting = w.handJob()
+					var reuse *handJob
+					select {
+					case reuse = <-doneJobs:
+					default:
+					}
+					waiting = w.handJob(reuse)
 				}
 			}
 			c.reset()
