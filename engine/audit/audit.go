@@ -514,3 +514,23 @@ func (au *Auditor) hasDuplicate() bool {
 	}
 	return false
 }
+
+// SucceededTwice says whether one execution's attempts of one effect (one
+// tool, the same canonical arguments) hold a finding HasDuplicate counts,
+// given the idempotency keys ("" for none) of those that succeeded: that
+// finished OK and were not deduplicated, or whose effect is recorded though
+// their caller never heard back (◆). Two of them that do not share a key
+// make a duplicate, whatever their order and whatever the attempts that
+// did not succeed (TestSucceededTwiceIsTheDuplicateGrade checks it against
+// grade). An attempt both ◆ and deduplicated is outside this rule (grade
+// then depends on the order): a caller that may see one must fold. An
+// importer that knows each attempt's tool, arguments, outcome and key
+// without folding the trace grades with it (engine/otlp).
+func SucceededTwice(keys []string) bool {
+	for _, k := range keys[min(1, len(keys)):] {
+		if k == "" || k != keys[0] {
+			return true
+		}
+	}
+	return false
+}

@@ -139,3 +139,49 @@ func TestHasDuplicateIsTheReportsCount(t *testing.T) {
 		}
 	}
 }
+
+// TestSucceededTwiceIsTheDuplicateGrade grades random clusters of one
+// execution (outcomes, keys, deduplication, ◆, in every order) and checks
+// that SucceededTwice, given only the keys of the attempts that succeeded,
+// says duplicate exactly when grade does.
+func TestSucceededTwiceIsTheDuplicateGrade(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	keys := []string{"", "", "k1", "k1", "k2", "k3"}
+	dups := 0
+	for range 50000 {
+		cl := make([]attempt, 1+r.Intn(8))
+		var ok []string
+		for i := range cl {
+			s := seen{Call: "c" + strconv.Itoa(r.Intn(3)), Tool: "send_email", N: i + 1, Key: keys[r.Intn(len(keys))],
+				Started: t0.Add(time.Duration(r.Intn(4)) * time.Second)}
+			switch r.Intn(6) {
+			case 0:
+				s.ok = true
+			case 1:
+				s.unknown = true
+			case 2:
+				s.Deduplicated = true
+			case 3:
+				s.ok, s.delivered = true, true
+			}
+			cl[i] = attempt{exec: "x", args: `{"to":"a"}`, a: s}
+			if s.ok {
+				ok = append(ok, s.Key)
+			}
+		}
+		f, found := grade(cl, false)
+		want := found && f.Grade == Duplicate
+		if got := SucceededTwice(ok); got != want {
+			t.Fatalf("cluster %+v: SucceededTwice(%q) = %v, grade says %v (%v)", cl, ok, got, f.Grade, found)
+		}
+		if want {
+			dups++
+		}
+	}
+	if dups < 1000 {
+		t.Fatalf("only %d duplicates among the clusters: the test grades too few", dups)
+	}
+	if SucceededTwice(nil) || SucceededTwice([]string{""}) || SucceededTwice([]string{"k", "k"}) || !SucceededTwice([]string{"k", ""}) {
+		t.Fatal("SucceededTwice is wrong on the plain cases")
+	}
+}

@@ -136,10 +136,10 @@ func ExecutionID(trace, conversation string) string {
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	if err := w.write(tx, spans, nil); err != nil {
+	if err := w.write(tx, spans, nil, nil); err != nil {
 		return w.stats, err
 	}
-	w.handJob().run(nil)
+	w.handJob(nil).run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err
 	}
@@ -162,6 +162,10 @@ type summary struct {
 	errText  string
 	fallback string
 	effects  int // side-effecting tool spans (audit's default effects)
+	// weighing counts the spans that can make or unmake a duplicate
+	// (weighs): a side-effecting call's attempts are tool spans, though
+	// not always of a side-effecting tool (a read may share its call id).
+	weighing int
 }
 
 func (m *summary) add(s *Span) {
@@ -197,6 +201,7 @@ func (m *summary) merge(o *summary) {
 	m.n += o.n
 	m.runs += o.runs
 	m.effects += o.effects
+	m.weighing += o.weighing
 	if o.rootName != "" && (m.rootName == "" || o.rootStart < m.rootStart) {
 		m.rootName, m.rootStart = o.rootName, o.rootStart
 	}
@@ -234,11 +239,13 @@ type writer struct {
 // this writer): its audit can run on those spans, without reading them
 // back, and stands if no later write adds to it.
 type handExec struct {
-	exec    string
-	traces  []*traceState
-	kept    []*Span // the spans the audit reads (auditReads)
-	effects int
-	dead    bool // a trace of it was seen before: read it back instead
+	exec   string
+	traces []*traceState
+	kept   []*Span // the spans the audit reads (flagReads)
+	// effects and weighing count its side-effecting and weighing spans
+	// (summary's).
+	effects, weighing int
+	dead              bool // a trace of it was seen before: read it back instead
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -247,16 +254,31 @@ type effects map[string]bool
 
 // of says whether span s is an attempt of a side-effecting tool.
 func (e effects) of(s *Span) bool {
-	if s.Role() != RoleTool {
-		return false
-	}
-	tool := s.Tool()
-	is, ok := e[tool]
-	if !ok {
-		is = audit.EffectByDefault(tool)
-		e[tool] = is
-	}
+	_, is := e.roleOf(s)
 	return is
+}
+
+// roleOf is s's role, and whether it is an attempt of a side-effecting tool.
+func (e effects) roleOf(s *Span) (Role, bool) {
+	role := s.Role()
+	return role, role == RoleTool && e.tool(s.Tool())
+}
+
+// spanFacts is what a writer reads of a span beyond its fields: its role,
+// whether it is an attempt of a side-effecting tool, and whether it weighs
+// in the duplicate flag (weighs). A file import works them out on the
+// decoding side (fileChunk.add), while the span's attributes are fresh in
+// the cache and off the committing goroutine, which is the import's
+// longest (BENCHMARKS.md, 8a).
+type spanFacts struct {
+	role           Role
+	effect, weighs bool
+}
+
+// factsOf works out s's facts.
+func (e effects) factsOf(s *Span) spanFacts {
+	role, effect := e.roleOf(s)
+	return spanFacts{role: role, effect: effect, weighs: weighs(s, role)}
 }
 
 func newWriter(source string, importID uint64) *writer {
@@ -266,6 +288,7 @@ func newWriter(source string, importID uint64) *writer {
 type pendingPut struct {
 	key, val []byte
 	span     *Span
+	index    int               // the span's in write's spans
 	tlen     int               // key[:tlen] is the execution, 0 and the trace id
 	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
 	old      []byte            // the span's own index key under the execution its trace moves from
@@ -279,9 +302,9 @@ type pendingPut struct {
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
 // being rewritten on every insert.
 //
-// encoded, when not nil, holds each span's stored form (encodeSpan), made
-// ahead by a file import's decoding goroutine.
-func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
+// encoded and facts, when not nil, hold each span's stored form
+// (encodeSpan) and facts, made ahead by a file import's decoding side.
+func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts) error {
 	byTrace := map[string][]int{}
 	var order []string
 	for i := range spans {
@@ -400,7 +423,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 			}
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
-			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, fresh: fresh, hand: h,
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh, hand: h,
 				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st}
 			if from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
@@ -489,14 +512,25 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		w.stats.Spans++
 		sum := &p.state.sum
 		sum.add(p.span, &w.traces.names)
-		effect := w.effect.of(p.span)
-		if effect {
+		var f spanFacts
+		if facts != nil {
+			f = facts[p.index]
+		} else {
+			f = w.effect.factsOf(p.span)
+		}
+		if f.effect {
 			sum.effects++
 		}
-		if h := p.hand; !h.dead && auditReads(p.span, effect) {
+		if f.weighs {
+			sum.weighing++
+		}
+		if h := p.hand; !h.dead && flagReads(p.span, f.role) {
 			h.kept = append(h.kept, p.span)
-			if effect {
+			if f.effect {
 				h.effects++
+			}
+			if f.weighs {
+				h.weighing++
 			}
 		}
 	}
@@ -504,9 +538,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 		return err
 	}
 	for _, h := range handOrder {
-		// Fewer than two side-effecting attempts make no duplicate: the
-		// execution is not audited at all (needsAudit).
-		if !h.dead && h.effects >= 2 {
+		// Without a side-effecting tool span and two attempts there is
+		// no duplicate: the execution is not audited at all (needsAudit).
+		if !h.dead && needsAudit(&summary{effects: h.effects, weighing: h.weighing}, false) {
 			w.hand = append(w.hand, h)
 		}
 	}
@@ -522,12 +556,18 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte) error {
 // handJob copies out of the last write's spans what the audit of the
 // executions it left in w.hand reads, so that the audit can run (handJob.run)
 // while the spans' chunk is used again.
-func (w *writer) handJob() *handJob {
+//
+// reuse, when not nil, is a job done with, whose memory is used again.
+func (w *writer) handJob(reuse *handJob) *handJob {
 	n := 0
 	for _, h := range w.hand {
 		n += len(h.kept)
 	}
-	j := &handJob{execs: make([]handAudit, 0, len(w.hand)), spans: make([]Span, 0, n)}
+	j := reuse
+	if j == nil {
+		j = &handJob{}
+	}
+	j.execs, j.spans = slices.Grow(j.execs[:0], len(w.hand)), slices.Grow(j.spans[:0], n)
 	for _, h := range w.hand {
 		from := len(j.spans)
 		for _, s := range h.kept {
@@ -565,6 +605,14 @@ type handJob struct {
 	spans []Span
 }
 
+// done lets go of what j refers to, keeping its memory for the next job.
+func (j *handJob) done() *handJob {
+	clear(j.execs)
+	clear(j.spans)
+	j.execs, j.spans = j.execs[:0], j.spans[:0]
+	return j
+}
+
 type handAudit struct {
 	exec     string
 	traces   []*traceState
@@ -573,18 +621,31 @@ type handAudit struct {
 
 // run audits each execution and notes the answer on its traces (their
 // field sum.hand, which nothing else writes); toPublish keeps it for an
-// execution no other write added to. scratch, when not nil, is a
-// translation to use again.
-func (j *handJob) run(scratch *translation) {
+// execution no other write added to. It audits without the fold
+// (flagScratch.duplicate), and leaves an execution the fast path is not
+// sure of to be read back and audited in full at the end, since it holds
+// only the spans the fast path reads. It returns how many it audited.
+// scratch, when not nil, is memory to use again.
+func (j *handJob) run(scratch *flagScratch) int {
+	if scratch == nil {
+		scratch = newFlagScratch()
+	}
+	n := 0
 	for _, x := range j.execs {
+		dup, sure := scratch.duplicate(j.spans[x.from:x.to])
+		if !sure {
+			continue
+		}
+		n++
 		v := int8(1)
-		if hasDuplicate(x.exec, j.spans[x.from:x.to], scratch) {
+		if dup {
 			v = 2
 		}
 		for _, st := range x.traces {
 			st.sum.hand = v
 		}
 	}
+	return n
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -685,8 +746,12 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
 			}
 			m.add(&s)
-			if effect.of(&s) {
+			role, is := effect.roleOf(&s)
+			if is {
 				m.effects++
+			}
+			if weighs(&s, role) {
+				m.weighing++
 			}
 		}
 		if err := tx.Delete(BucketIndex, k); err != nil {
@@ -765,7 +830,7 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 		}
 		if !ok {
 			var err error
-			if dup, err = duplicated(tx, exec, w.importID, w.effect, nil); err != nil {
+			if dup, err = duplicated(tx, exec, w.importID, nil); err != nil {
 				return err
 			}
 			w.readBacks++
@@ -775,54 +840,66 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	return history.Put(tx, x)
 }
 
-// needsAudit says whether new spans (m) may make a duplicate: two
-// side-effecting attempts, one of them new. earlier: the execution had
-// spans before.
+// needsAudit says whether new spans (m) may make or unmake a duplicate
+// (earlier: the execution had spans before): two attempts of a
+// side-effecting call, one of them new. Such a call is scheduled by a
+// side-effecting tool span, and its attempts are tool spans of any tool
+// (a read may share its call id), so an execution without earlier spans
+// needs one side-effecting span and two weighing ones; with earlier
+// spans, which may hold the rest, one new weighing span.
 func needsAudit(m *summary, earlier bool) bool {
-	return m.effects >= 2 || (m.effects == 1 && earlier)
+	if earlier {
+		return m.weighing > 0
+	}
+	return m.effects > 0 && m.weighing >= 2
+}
+
+// weighs says whether span s (role: its role) can make or unmake a
+// duplicate in its execution: a tool span, or a root span that numbers its
+// run or records its worker's death (retrylab's own export), which the
+// fold reads.
+func weighs(s *Span, role Role) bool {
+	if role == RoleTool {
+		return true
+	}
+	if s.ParentID != "" {
+		return false
+	}
+	_, numbered := s.Attrs["retrylab.run"]
+	return numbered || s.Attrs["retrylab.run.crashed"] == "true"
 }
 
 // Duplicated says whether an imported execution's stored spans, audited
 // alone with the default effects, hold a duplicate: the record's
 // Duplicates flag, for a record imported before the importer set it.
 func Duplicated(tx *store.Tx, exec string) (bool, error) {
-	return duplicated(tx, exec, 0, effects{}, nil)
+	return duplicated(tx, exec, 0, nil)
 }
 
 // duplicated audits one execution's stored spans alone, with the default
 // effects, as `retrylab audit` grades them: whether a duplicate is found.
 //
-// scratch, when not nil, is a translation to use again (auditEvents).
-func duplicated(tx *store.Tx, exec string, importID uint64, effect effects, scratch *translation) (bool, error) {
+// scratch, when not nil, is memory to use again.
+func duplicated(tx *store.Tx, exec string, importID uint64, scratch *flagScratch) (bool, error) {
 	spans, err := load(tx, exec, importID)
 	if err != nil {
 		return false, err
 	}
-	// The audit reads only side-effecting calls, their runs and how those
-	// ended: the other spans (turns, model calls, reads) are left out of
-	// the translation, which halves its work on an agent's usual trace.
-	kept := spans[:0]
-	for i := range spans {
-		s := &spans[i]
-		if auditReads(s, effect.of(s)) {
-			kept = append(kept, *s)
-		}
+	if scratch == nil {
+		scratch = newFlagScratch()
 	}
-	return hasDuplicate(exec, kept, scratch), nil
+	return hasDuplicate(exec, spans, scratch), nil
 }
 
-// auditReads says whether the duplicate flag's audit reads span s (effect:
-// s is a side-effecting attempt): its runs' roots, replays and
-// side-effecting attempts.
-func auditReads(s *Span, effect bool) bool {
-	return effect || s.ParentID == "" || s.Attrs["retrylab.replay"] == "true"
-}
-
-// hasDuplicate audits one execution's spans (those auditReads keeps; the
-// slice is sorted in place): the record's duplicate flag. scratch, when not
-// nil, is a translation to use again (auditEvents).
-func hasDuplicate(exec string, spans []Span, scratch *translation) bool {
-	return audit.HasDuplicateCanonical(trace.Fold(exec, auditEvents(spans, scratch)))
+// hasDuplicate audits one execution's spans (all of them; the slice is
+// sorted in place): the record's duplicate flag. It asks the fast path
+// (flagScratch.duplicate) first, and translates and folds the spans only
+// when that is not sure.
+func hasDuplicate(exec string, spans []Span, scratch *flagScratch) bool {
+	if dup, sure := scratch.duplicate(spans); sure {
+		return dup
+	}
+	return audit.HasDuplicateCanonical(trace.Fold(exec, auditEvents(spans, nil)))
 }
 
 func firstNonEmpty(ss ...string) string {

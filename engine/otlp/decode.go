@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -134,27 +136,148 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		doc := append(line, rest...)
 		return FormatJSON, decodeJSON(doc, 0, fn)
 	}
-	// JSON Lines; a file of one line is a plain OTLP/JSON document. Two
-	// buffers take turns holding a line: pdata copies what it decodes.
-	var spare []byte
-	for n := 1; ; n++ {
-		next, err := readLine(br, n+1, maxLine, spare)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return FormatJSONL, err
-		}
-		if n == 1 && errors.Is(err, io.EOF) {
-			return FormatJSON, decodeJSON(line, 0, fn)
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			if err := decodeJSON(line, n, fn); err != nil {
-				return FormatJSONL, err
+	// JSON Lines; a file of one line is a plain OTLP/JSON document.
+	next, err := readLine(br, 2, maxLine, nil)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return FormatJSONL, err
+	}
+	if errors.Is(err, io.EOF) {
+		return FormatJSON, decodeJSON(line, 0, fn)
+	}
+	return FormatJSONL, readLines(br, maxLine, [][]byte{line, next}, fn)
+}
+
+// decoders is how many lines of a JSON Lines file are decoded side by
+// side: pdata's decode of a line and the conversion of its spans are most
+// of an import's work on one goroutine, the store's and the audit's on
+// others (BENCHMARKS.md, 8a).
+const decoders = 2
+
+// decoded is one line of a JSON Lines file, decoded (or not: err).
+type decoded struct {
+	batch Batch
+	err   error
+}
+
+// readLines decodes the lines of a JSON Lines file, the first ones
+// already read (lines 1, 2, ...), and calls fn with each line's spans in
+// the order of the lines, on the caller's goroutine. Up to decoders lines
+// are decoded at once, each on a goroutine of its own; a line is read
+// into a buffer used again once pdata has decoded it (pdata copies what
+// it decodes). The first error in line order ends it: the lines after it
+// are not delivered, and nothing is left running. On a pipe, as before
+// lines were decoded side by side (the next line was read before this one
+// was decoded), an error is returned once the line being read ahead has
+// come or the pipe has closed.
+func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) error) error {
+	workers := min(decoders, runtime.GOMAXPROCS(0))
+	if workers < 2 {
+		for n := 1; ; n++ {
+			var line []byte
+			var err error
+			if n <= len(first) {
+				line = first[n-1]
+			} else if line, err = readLine(br, n, maxLine, nil); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if len(bytes.TrimSpace(line)) > 0 {
+				if err := decodeJSON(line, n, fn); err != nil {
+					return err
+				}
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			return FormatJSONL, nil
-		}
-		line, spare = next, line
 	}
+	type job struct {
+		n    int
+		line []byte
+		out  chan decoded
+	}
+	jobs := make(chan job)
+	// order holds each line's result channel in line order; its buffer
+	// bounds how many lines are read ahead of the one delivered.
+	order := make(chan chan decoded, workers)
+	buffers := make(chan []byte, workers+3)
+	for range cap(buffers) {
+		buffers <- nil
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				var d decoded
+				if len(bytes.TrimSpace(j.line)) > 0 {
+					d.err = decodeJSON(j.line, j.n, func(b Batch) error { d.batch = b; return nil })
+				}
+				buffers <- j.line[:0]
+				j.out <- d
+			}
+		}()
+	}
+	// The reader: one line at a time, into a free buffer.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(order)
+		defer close(jobs)
+		for n := 1; ; n++ {
+			var buf []byte
+			select {
+			case buf = <-buffers:
+			case <-stop:
+				return
+			}
+			var line []byte
+			var err error
+			if n <= len(first) {
+				line = first[n-1]
+			} else {
+				line, err = readLine(br, n, maxLine, buf)
+			}
+			out := make(chan decoded, 1)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return
+				}
+				out <- decoded{err: err}
+				select {
+				case order <- out:
+				case <-stop:
+				}
+				return
+			}
+			select {
+			case order <- out:
+			case <-stop:
+				return
+			}
+			select {
+			case jobs <- job{n: n, line: line, out: out}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var err error
+	for out := range order {
+		d := <-out
+		if err = d.err; err == nil && d.batch.Line != 0 {
+			err = atLine(d.batch.Line, fn(d.batch))
+		}
+		if err != nil {
+			break
+		}
+	}
+	// The reader stops at its next step (after the line it may be
+	// reading), the workers once they have decoded what they hold: every
+	// send of theirs has room or gives way to stop.
+	close(stop)
+	wg.Wait()
+	return err
 }
 
 func decodeJSON(doc []byte, line int, fn func(Batch) error) error {

@@ -88,20 +88,27 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	free := make(chan *fileChunk, 2)
 	for range 2 {
 		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
-			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans)}
+			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans),
+			facts: make([]spanFacts, 0, chunkSpans)}
 	}
 	var failed atomic.Bool
 	stored := make(chan error, 1)
 	// A third goroutine audits, from the spans in hand, the executions a
 	// chunk holds whole (writer.handJob).
 	jobs := make(chan *handJob, 1)
+	// Jobs done with go back to the committer, whose next job uses their
+	// memory again: a chunk's spans in hand are most of a chunk.
+	doneJobs := make(chan *handJob, 2)
 	audited := make(chan struct{})
 	handAudits := 0
 	go func() {
-		scratch := &translation{}
+		scratch := newFlagScratch()
 		for j := range jobs {
-			j.run(scratch)
-			handAudits += len(j.execs)
+			handAudits += j.run(scratch)
+			select {
+			case doneJobs <- j.done():
+			default:
+			}
 		}
 		close(audited)
 	}()
@@ -115,14 +122,19 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 		var waiting *handJob
 		for c := range full {
 			if err == nil {
-				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded) }); err != nil {
+				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded, c.facts) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
 				} else {
 					if waiting != nil {
 						jobs <- w.stillWhole(waiting)
 					}
-					waiting = w.handJob()
+					var reuse *handJob
+					select {
+					case reuse = <-doneJobs:
+					default:
+					}
+					waiting = w.handJob(reuse)
 				}
 			}
 			c.reset()
@@ -135,6 +147,7 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	}()
 	chunk := <-free
 	seen := 0
+	effect := effects{} // the decoding side's: a map is not for two goroutines
 	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
 	if r != nil {
 		read = func(fn func(Batch) error) (Format, error) {
@@ -148,7 +161,7 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	format, err := read(func(b Batch) error {
 		seen += len(b.Spans)
 		for i := range b.Spans {
-			chunk.add(&b.Spans[i], b.Line)
+			chunk.add(&b.Spans[i], b.Line, effect)
 		}
 		if len(chunk.spans) >= chunkSpans {
 			full <- chunk
@@ -221,7 +234,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	}
 	var todo []string
 	for _, exec := range execs {
-		if m := w.perExec[exec]; !moved[exec] && m.effects > 0 && m.hand == 0 {
+		if m := w.perExec[exec]; !moved[exec] && m.weighing > 0 && m.hand == 0 {
 			todo = append(todo, exec)
 		}
 	}
@@ -233,15 +246,14 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			effect := effects{} // one each: a map is not for two goroutines
-			scratch := &translation{}
+			scratch := newFlagScratch() // one each: its maps are not for two goroutines
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
 					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
 						continue
 					}
 					var err error
-					if dup[i], err = duplicated(tx, todo[i], w.importID, effect, scratch); err != nil {
+					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
 						return err
 					}
 					audited[i] = true
@@ -266,18 +278,21 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 var errStoreFailed = errors.New("storing an earlier chunk failed")
 
 // fileChunk is spans on their way to the store, with the line (JSON
-// Lines) each came from and their stored form: encoding them here, on the
-// decoding side, balances the work between it and the committer.
+// Lines) each came from, their stored form and their facts: working those
+// out here, on the decoding side, takes them off the committer's
+// goroutine, whose transactions and fsyncs are the import's longest path.
 type fileChunk struct {
 	spans   []Span
 	lines   []int
 	encoded [][]byte
 	arena   []byte // holds encoded
+	facts   []spanFacts
 }
 
-func (c *fileChunk) add(s *Span, line int) {
+func (c *fileChunk) add(s *Span, line int, effect effects) {
 	c.spans = append(c.spans, *s)
 	c.lines = append(c.lines, line)
+	c.facts = append(c.facts, effect.factsOf(s))
 	n := len(c.arena)
 	c.arena = encodeSpan(c.arena, s)
 	c.encoded = append(c.encoded, c.arena[n:len(c.arena):len(c.arena)])
@@ -300,7 +315,7 @@ func (c *fileChunk) atLine(err error) error {
 func (c *fileChunk) reset() {
 	clear(c.spans) // let the spans go while the chunk waits
 	clear(c.encoded)
-	c.spans, c.lines, c.encoded = c.spans[:0], c.lines[:0], c.encoded[:0]
+	c.spans, c.lines, c.encoded, c.facts = c.spans[:0], c.lines[:0], c.encoded[:0], c.facts[:0]
 	if cap(c.arena) > 512*chunkSpans {
 		c.arena = nil // a chunk of unusually large spans: do not keep its buffer
 	}

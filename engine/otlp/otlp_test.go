@@ -438,7 +438,7 @@ func TestImportCutShortIsInvisibleThenCleaned(t *testing.T) {
 			return err
 		}
 		w := newWriter("crashed.json", id)
-		return w.write(tx, []Span{extra}, nil) // and the process dies before finish
+		return w.write(tx, []Span{extra}, nil, nil) // and the process dies before finish
 	})
 	after, _ := LoadSpans(db, exec)
 	if len(after) != len(before) {
@@ -471,7 +471,7 @@ func TestCrashWhilePublishingIsCleaned(t *testing.T) {
 			return err
 		}
 		w := newWriter("crashed.json", id)
-		if err := w.write(tx, spans, nil); err != nil {
+		if err := w.write(tx, spans, nil, nil); err != nil {
 			return err
 		}
 		return w.publish(tx, w.toPublish(), true) // and the pending mark is never dropped

@@ -117,6 +117,19 @@ var resultKeys = []string{
 // Args is the call's arguments as JSON (a JSON string when an emitter
 // recorded plain text), or nil when the span has none.
 func (s *Span) Args() json.RawMessage {
+	k, v := s.argsAttr()
+	if k == "" {
+		return nil
+	}
+	raw := asJSON(v)
+	if k == "traceloop.entity.input" {
+		raw = traceloopArgs(raw)
+	}
+	return raw
+}
+
+// argsAttr is the attribute Args reads, and its value; "" when none.
+func (s *Span) argsAttr() (key, val string) {
 	for _, k := range argKeys {
 		v, ok := s.Attrs[k]
 		if !ok || v == "" {
@@ -125,13 +138,9 @@ func (s *Span) Args() json.RawMessage {
 		if k == "tool.parameters" && s.Attrs["input.value"] != "" {
 			continue // OpenInference: tool.parameters is the schema when input.value is there
 		}
-		raw := asJSON(v)
-		if k == "traceloop.entity.input" {
-			raw = traceloopArgs(raw)
-		}
-		return raw
+		return k, v
 	}
-	return nil
+	return "", ""
 }
 
 // Result is the call's result as JSON, or nil.

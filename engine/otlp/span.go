@@ -136,9 +136,18 @@ func each(td ptrace.Traces, fn func(Span, error) error) error {
 }
 
 // traceHex is the last trace id convert wrote in hex: a batch's spans come
-// a trace at a time, so they share one string.
+// a trace at a time, so they share one string. It also keeps the last two
+// span ids written, for the parent ids that name them: a trace's spans
+// mostly have a few parents, written just before them.
 type traceHex struct {
-	id  pcommon.TraceID
+	id    pcommon.TraceID
+	hex   string
+	spans [2]spanHex
+	next  int
+}
+
+type spanHex struct {
+	id  pcommon.SpanID
 	hex string
 }
 
@@ -149,6 +158,36 @@ func (t *traceHex) of(id pcommon.TraceID) string {
 	return t.hex
 }
 
+// span is id in hex, from the last ones written when it is one of them.
+func (t *traceHex) span(id pcommon.SpanID) string {
+	for _, s := range t.spans {
+		if s.hex != "" && s.id == id {
+			return s.hex
+		}
+	}
+	h := hex.EncodeToString(id[:])
+	t.spans[t.next] = spanHex{id, h}
+	t.next = (t.next + 1) % len(t.spans)
+	return h
+}
+
+// kindName is a span kind as retrylab keeps it, in lower case.
+func kindName(k ptrace.SpanKind) string {
+	switch k {
+	case ptrace.SpanKindInternal:
+		return "internal"
+	case ptrace.SpanKindServer:
+		return "server"
+	case ptrace.SpanKindClient:
+		return "client"
+	case ptrace.SpanKindProducer:
+		return "producer"
+	case ptrace.SpanKindConsumer:
+		return "consumer"
+	}
+	return strings.ToLower(k.String())
+}
+
 func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error) {
 	sp := Span{Name: s.Name(), Service: service, Scope: scope,
 		Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp())}
@@ -156,14 +195,14 @@ func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error
 	if sid.IsEmpty() {
 		return sp, &SpanError{Reason: fmt.Sprintf("%q has an empty span id", s.Name())}
 	}
-	sp.SpanID = hex.EncodeToString(sid[:])
+	sp.SpanID = trace.span(sid)
 	tid := s.TraceID()
 	if tid.IsEmpty() {
 		return sp, &SpanError{SpanID: sp.SpanID, Reason: "empty trace id"}
 	}
 	sp.TraceID = trace.of(tid)
 	if pid := s.ParentSpanID(); !pid.IsEmpty() {
-		sp.ParentID = hex.EncodeToString(pid[:])
+		sp.ParentID = trace.span(pid)
 		if sp.ParentID == sp.SpanID {
 			return sp, &SpanError{SpanID: sp.SpanID, Reason: "is its own parent"}
 		}
@@ -188,7 +227,7 @@ func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error
 	}
 	sp.Message = s.Status().Message()
 	if s.Kind() != ptrace.SpanKindUnspecified {
-		sp.Kind = strings.ToLower(s.Kind().String())
+		sp.Kind = kindName(s.Kind())
 	}
 	sp.Attrs = flatten(s.Attributes())
 	evs := s.Events()

@@ -89,7 +89,7 @@ type traceSum struct {
 	failed                      bool
 	hand                        int8  // as summary.hand; written by the audit goroutine
 	chunk                       int32 // as summary.chunk
-	effects                     int
+	effects, weighing           int   // as summary's
 }
 
 // add is summary.add, keeping the strings in a.
@@ -119,7 +119,8 @@ func (m *traceSum) add(s *Span, a *arena) {
 func (m *traceSum) summary(a *arena) summary {
 	return summary{n: m.n, runs: m.runs, started: m.started, ended: m.ended, rootStart: m.rootStart,
 		rootName: a.shared(m.rootName), failed: m.failed, hand: m.hand, chunk: m.chunk,
-		errText: a.shared(m.errText), fallback: a.shared(m.fallback), effects: m.effects}
+		errText: a.shared(m.errText), fallback: a.shared(m.fallback), effects: m.effects,
+		weighing: m.weighing}
 }
 
 // stateBlock is how many traceStates a block holds: blocks never move, so

@@ -1,0 +1,395 @@
+package otlp
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// randomExecution builds the spans of one execution as agents emit them,
+// drawn from r: one to three traces (a conversation when more than one),
+// each an agent's root span, sometimes a nested agent and a model call,
+// and tool calls under them. The draws make what the duplicate flag must
+// get right: sends, charges and reads; retries under the same tool-call
+// id and with new ones (or none, grouped by parent, tool and arguments);
+// one id shared by a read and a send; arguments spaced and ordered
+// otherwise, plain text, none; successes, errors, HTTP statuses, timeouts
+// and cancellations (status, error.type, exception events); idempotency
+// keys shared or not, in both attributes; deduplicated answers; replays;
+// start times that tie; and, rarely, what only retrylab's own export
+// says (attempt numbers, runs, crashed workers, recorded effects) and span
+// ids used in two traces. n numbers the execution; its ids are unique.
+func randomExecution(r *rand.Rand, n int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "random-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Minute)
+	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
+	traces := 1 + r.Intn(3)
+	if r.Intn(2) == 0 {
+		traces = 1
+	}
+	conv := ""
+	if traces > 1 || r.Intn(3) == 0 {
+		conv = fmt.Sprintf("conv-%d", n)
+	}
+	rare := func() bool { return r.Intn(150) == 0 }
+	for tr := range traces {
+		var tid pcommon.TraceID
+		copy(tid[:], fmt.Sprintf("x%07d%08d", n, tr))
+		sid := func(k int) pcommon.SpanID {
+			var id pcommon.SpanID
+			t := tr
+			if rare() {
+				t = 0 // the same span id in two traces of the conversation
+			}
+			copy(id[:], fmt.Sprintf("%04d%04d", t, k))
+			return id
+		}
+		at := func() time.Time {
+			return base.Add(time.Duration(tr)*time.Second + time.Duration(r.Intn(40))*time.Millisecond)
+		}
+		newSpan := func(id, parent pcommon.SpanID, name string, start time.Time) (ptrace.Span, pcommon.Map) {
+			s := ss.Spans().AppendEmpty()
+			s.SetTraceID(tid)
+			s.SetSpanID(id)
+			if !parent.IsEmpty() {
+				s.SetParentSpanID(parent)
+			}
+			s.SetName(name)
+			s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Duration(r.Intn(3)) * time.Millisecond)))
+			a := s.Attributes()
+			if conv != "" {
+				a.PutStr("gen_ai.conversation.id", conv)
+			}
+			return s, a
+		}
+		k := 0
+		next := func() pcommon.SpanID { k++; return sid(k) }
+		root := next()
+		rootStart := base.Add(time.Duration(tr) * time.Second)
+		s, a := newSpan(root, pcommon.SpanID{}, "invoke_agent planner", rootStart)
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(rootStart.Add(time.Second)))
+		a.PutStr("gen_ai.operation.name", "invoke_agent")
+		switch {
+		case rare():
+			a.PutStr("retrylab.run", fmt.Sprint(1+r.Intn(2)))
+		case rare():
+			a.PutStr("retrylab.run.crashed", "true")
+		case r.Intn(10) == 0:
+			// A root that is itself a tool call.
+			a.PutStr("gen_ai.operation.name", "execute_tool")
+			a.PutStr("gen_ai.tool.name", pick("send_email", "get_contact"))
+			a.PutStr("gen_ai.tool.call.arguments", `{"to":"a"}`)
+		}
+		parents := []pcommon.SpanID{root}
+		if r.Intn(3) == 0 {
+			// A nested agent, whose calls have it as their parent.
+			id := next()
+			_, a := newSpan(id, root, "invoke_agent helper", at())
+			a.PutStr("gen_ai.operation.name", "invoke_agent")
+			parents = append(parents, id)
+		}
+		if r.Intn(2) == 0 {
+			_, a := newSpan(next(), root, "chat gpt-4o", at())
+			a.PutStr("gen_ai.operation.name", "chat")
+		}
+		for range r.Intn(7) {
+			tool := pick("send_email", "send_email", "charge_card", "get_contact", "search_docs", "create_ticket")
+			s, a := newSpan(next(), parents[r.Intn(len(parents))], "execute_tool "+tool, at())
+			if r.Intn(6) == 0 {
+				// OpenInference's names.
+				a.PutStr("openinference.span.kind", "TOOL")
+				a.PutStr("tool.name", tool)
+				if r.Intn(2) == 0 {
+					a.PutStr("input.value", pick(`{"to":"a"}`, `{"to": "b"}`))
+				}
+			} else {
+				a.PutStr("gen_ai.operation.name", "execute_tool")
+				a.PutStr("gen_ai.tool.name", tool)
+				switch args := pick(`{"to":"a"}`, `{ "to" : "a" }`, `{"to":"b"}`, `{"a":1,"b":[2,3]}`, `{"b":[2,3],"a":1}`, "plain text", ""); args {
+				case "":
+				default:
+					a.PutStr("gen_ai.tool.call.arguments", args)
+				}
+			}
+			if cid := pick("", "", "c1", "c1", "c2", "c3", "<not specified>"); cid != "" {
+				a.PutStr("gen_ai.tool.call.id", cid)
+			}
+			switch r.Intn(16) {
+			case 0, 1:
+				s.Status().SetCode(ptrace.StatusCodeError)
+				s.Status().SetMessage("boom")
+			case 2:
+				s.Status().SetCode(ptrace.StatusCodeError)
+				a.PutStr("error.type", "timeout")
+			case 3:
+				s.Status().SetCode(ptrace.StatusCodeError)
+				s.Status().SetMessage("request cancelled")
+			case 4:
+				a.PutInt("http.response.status_code", int64(pick2(r, 409, 422, 500, 200)))
+			case 5:
+				e := s.Events().AppendEmpty()
+				e.SetName("exception")
+				e.Attributes().PutStr("exception.type", pick("TimeoutError", "ValueError"))
+			case 6:
+				a.PutStr("retrylab.deduplicated", "true")
+			case 7:
+				if r.Intn(4) == 0 {
+					a.PutStr("retrylab.outcome", pick("none", "ok", "timeout"))
+				}
+			default:
+				a.PutStr("gen_ai.tool.call.result", `{"ok":true}`)
+			}
+			switch r.Intn(5) {
+			case 0:
+				a.PutStr("retrylab.idempotency_key", pick("k1", "k2"))
+			case 1:
+				a.PutEmptySlice("http.request.header.idempotency-key").AppendEmpty().SetStr(pick("k1", "k2"))
+			}
+			switch {
+			case rare():
+				a.PutStr("retrylab.replay", "true")
+			case rare():
+				a.PutStr("retrylab.attempt", fmt.Sprint(1+r.Intn(3)))
+			case rare():
+				a.PutStr("retrylab.effects", `[{"service":"mail","target":"a","summary":"hi"}]`)
+			}
+		}
+	}
+	return td
+}
+
+func pick2(r *rand.Rand, xs ...int) int { return xs[r.Intn(len(xs))] }
+
+// auditOf is `retrylab audit`'s grading of one execution's spans alone:
+// translated, folded, audited with the default effects.
+func auditOf(exec string, spans []Span) bool {
+	return audit.HasDuplicate(trace.Fold(exec, Events(spans)))
+}
+
+// The duplicate flag's fast path, on many generated executions, says what
+// the full audit says whenever it is sure, and hasDuplicate (the fast path
+// or, when it is not sure, the fold) always does; given only the spans the
+// fast path reads (flagReads, what an import keeps in hand) it answers the
+// same. The fast path must be sure of most of them, and both answers must
+// come up often, or the test compares nothing.
+func TestQuickFlagMatchesTheAudit(t *testing.T) {
+	r := rand.New(rand.NewSource(20261201))
+	scratch := newFlagScratch()
+	sure, dups, unsure := 0, 0, 0
+	const n = 4000
+	for i := range n {
+		spans, err := Spans(randomExecution(r, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := fmt.Sprintf("x%d", i)
+		want := auditOf(exec, spans)
+		dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+		if ok {
+			sure++
+			if dup != want {
+				t.Fatalf("execution %d: the fast path says duplicate=%v, the audit %v; spans:\n%s", i, dup, want, describe(spans))
+			}
+			if dup {
+				dups++
+			}
+		} else {
+			unsure++
+		}
+		var read []Span
+		for j := range spans {
+			if flagReads(&spans[j], spans[j].Role()) {
+				read = append(read, spans[j])
+			}
+		}
+		if d, o := scratch.duplicate(read); d != dup || o != ok {
+			t.Fatalf("execution %d: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", i, d, o, dup, ok)
+		}
+		if got := hasDuplicate(exec, append([]Span(nil), spans...), scratch); got != want {
+			t.Fatalf("execution %d: hasDuplicate says %v, the audit %v", i, got, want)
+		}
+	}
+	t.Logf("%d executions: the fast path sure of %d (%d with a duplicate), not of %d", n, sure, dups, unsure)
+	if sure < n*3/4 || dups < n/10 || sure-dups < n/10 || unsure < n/100 {
+		t.Fatalf("%d executions: sure of %d (%d duplicates), unsure of %d: the draws do not cover both paths and both answers", n, sure, dups, unsure)
+	}
+}
+
+func describe(spans []Span) string {
+	var b bytes.Buffer
+	SortSpans(spans)
+	for _, s := range spans {
+		fmt.Fprintf(&b, "  %s/%s parent=%s %q start=%d end=%d status=%s %q attrs=%v\n", s.TraceID, s.SpanID, s.ParentID, s.Name,
+			s.Start, s.End, s.Status, s.Message, s.Attrs)
+	}
+	return b.String()
+}
+
+// Imported in chunks of any size, generated executions (one a line, or a
+// conversation's traces over several lines) get on their records the
+// duplicate flag `retrylab audit` gives each alone: whether the import
+// graded them from the spans in hand, without the fold, or read them back.
+func TestImportedFlagMatchesTheAuditOnGeneratedTraces(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	var lines [][]byte
+	for i := range 400 {
+		td := randomExecution(r, i)
+		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+		if i%7 == 0 {
+			// A line of the execution's spans again: nothing changes.
+			lines = append(lines, b)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "random.jsonl")
+	if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{3, 64, chunkSpans} {
+		db := openDB(t)
+		res, err := importFile(db, p, chunk)
+		if err != nil {
+			t.Fatalf("chunks of %d: %v", chunk, err)
+		}
+		if res.audits == 0 || (chunk == chunkSpans && res.audits == res.readBacks) {
+			t.Errorf("chunks of %d: %d audits, %d read back: none in hand", chunk, res.audits, res.readBacks)
+		}
+		dups := 0
+		for _, x := range executions(t, db) {
+			if says := auditSays(t, db, x.ID); x.Duplicates != says {
+				t.Errorf("chunks of %d: %s says duplicates=%v, the audit %v", chunk, x.ID, x.Duplicates, says)
+			}
+			if x.Duplicates {
+				dups++
+			}
+		}
+		if dups < 20 {
+			t.Errorf("chunks of %d: only %d executions with a duplicate", chunk, dups)
+		}
+	}
+}
+
+// The same generated executions, their spans sent over several requests
+// as a live exporter sends them (the receiver's Save) and, apart, imported
+// as two files of which the second adds to executions of the first: after
+// each request and each file, every record's duplicate flag is what the
+// audit says of its execution then, a span that arrives later making or
+// unmaking a duplicate.
+func TestFlagMatchesTheAuditAsSpansArrive(t *testing.T) {
+	r := rand.New(rand.NewSource(99))
+	recv := openDB(t)
+	var first, second [][]byte
+	for i := range 300 {
+		spans, err := Spans(randomExecution(r, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Shuffle(len(spans), func(a, b int) { spans[a], spans[b] = spans[b], spans[a] })
+		cut := r.Intn(len(spans) + 1)
+		for _, batch := range [][]Span{spans[:cut], spans[cut:]} {
+			if len(batch) == 0 {
+				continue
+			}
+			var st Stats
+			if err := recv.Update(func(tx *store.Tx) error { st, err = Save(tx, batch, "receiver"); return err }); err != nil {
+				t.Fatalf("execution %d: %v", i, err)
+			}
+			for _, x := range st.Executions {
+				if rec := record(t, recv, x); rec.Duplicates != auditSays(t, recv, x) {
+					t.Fatalf("execution %d, after a request of %d spans: %s says duplicates=%v, the audit %v", i, len(batch), x, rec.Duplicates, !rec.Duplicates)
+				}
+			}
+		}
+		for k, part := range [][]Span{spans[:cut], spans[cut:]} {
+			if len(part) == 0 {
+				continue
+			}
+			b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(tracesOf(part))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 {
+				first = append(first, b)
+			} else {
+				second = append(second, b)
+			}
+		}
+	}
+	db := openDB(t)
+	for k, lines := range [][][]byte{first, second} {
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("part%d.jsonl", k))
+		if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := importFile(db, p, 64); err != nil {
+			t.Fatalf("file %d: %v", k+1, err)
+		}
+		for _, x := range executions(t, db) {
+			if says := auditSays(t, db, x.ID); x.Duplicates != says {
+				t.Errorf("after file %d: %s says duplicates=%v, the audit %v", k+1, x.ID, x.Duplicates, says)
+			}
+		}
+	}
+}
+
+// tracesOf is spans as OTLP data again (what a span keeps of it).
+func tracesOf(spans []Span) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "random-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	for _, s := range spans {
+		p := ss.Spans().AppendEmpty()
+		var tid pcommon.TraceID
+		var sid, parent pcommon.SpanID
+		hex.Decode(tid[:], []byte(s.TraceID))
+		hex.Decode(sid[:], []byte(s.SpanID))
+		p.SetTraceID(tid)
+		p.SetSpanID(sid)
+		if s.ParentID != "" {
+			hex.Decode(parent[:], []byte(s.ParentID))
+			p.SetParentSpanID(parent)
+		}
+		p.SetName(s.Name)
+		p.SetStartTimestamp(pcommon.Timestamp(s.Start))
+		p.SetEndTimestamp(pcommon.Timestamp(s.End))
+		switch s.Status {
+		case "ok":
+			p.Status().SetCode(ptrace.StatusCodeOk)
+		case "error":
+			p.Status().SetCode(ptrace.StatusCodeError)
+		}
+		p.Status().SetMessage(s.Message)
+		for k, v := range s.Attrs {
+			p.Attributes().PutStr(k, v)
+		}
+		for _, e := range s.Events {
+			pe := p.Events().AppendEmpty()
+			pe.SetName(e.Name)
+			pe.SetTimestamp(pcommon.Timestamp(e.Time))
+			for k, v := range e.Attrs {
+				pe.Attributes().PutStr(k, v)
+			}
+		}
+	}
+	return td
+}
