@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 )
 
@@ -21,9 +20,10 @@ import (
 // sends it outside the map (a fault), round a loop (a hang, or a stack
 // overflow, which nothing can recover) or past a slice (a panic). Its own
 // consistency check (Tx.Check) reads them the same way, on a goroutine of its
-// own where a fault cannot be caught. walkPages reads with ReadAt into
-// buffers of its own, so damage is an error here, never a fault; what it
-// passes, bbolt can read and check without leaving the pages.
+// own where a fault cannot be caught. walkPages reads the file's bytes as a
+// Go slice (mapped by walkFile), every index checked against the file's
+// size first, so damage is an error here, never a fault; what it passes,
+// bbolt can read and check without leaving the pages.
 //
 // It does not judge what bbolt's check judges safely (key order, pages
 // neither reachable nor free, a reachable page also listed free): Check runs
@@ -31,15 +31,15 @@ import (
 //
 // The layout read here is bbolt's file format (go.etcd.io/bbolt, format
 // version 2), in the machine's byte order as bbolt writes it.
-func walkPages(f io.ReaderAt, size int64) error {
-	m, err := readMeta(f, size)
+func walkPages(data []byte) error {
+	m, err := readMeta(data)
 	if err != nil {
 		return err
 	}
-	if m.pgid*uint64(m.pageSize) > uint64(size) {
-		return fmt.Errorf("file is %d bytes but its pages reach byte %d (truncated?)", size, m.pgid*uint64(m.pageSize))
+	if m.pgid*uint64(m.pageSize) > uint64(len(data)) {
+		return fmt.Errorf("file is %d bytes but its pages reach byte %d (truncated?)", len(data), m.pgid*uint64(m.pageSize))
 	}
-	w := &pageWalker{f: f, ps: int(m.pageSize), hwm: m.pgid, seen: make([]bool, m.pgid), bufs: make([][]byte, maxNesting+2)}
+	w := &pageWalker{data: data, ps: uint64(m.pageSize), hwm: m.pgid, seen: make([]bool, m.pgid)}
 	w.seen[0], w.seen[1] = true, true // the meta pages
 	if m.freelist != noFreelist {
 		if err := w.freelist(m.freelist); err != nil {
@@ -81,15 +81,15 @@ type boltMeta struct {
 
 // readMeta reads both meta pages and picks the one bbolt opens: the valid
 // one with the higher transaction id.
-func readMeta(f io.ReaderAt, size int64) (boltMeta, error) {
+func readMeta(data []byte) (boltMeta, error) {
 	var metas []boltMeta
 	// The first meta page says the page size; the second lies one page on.
 	offsets := []int64{0}
-	var buf [pageHeaderSize + 64]byte
 	for i := 0; i < len(offsets) && i < 2; i++ {
-		if _, err := f.ReadAt(buf[:], offsets[i]); err != nil {
+		if int64(len(data)) < offsets[i]+pageHeaderSize+64 {
 			continue
 		}
+		buf := data[offsets[i]:]
 		body := buf[pageHeaderSize:]
 		h := fnv.New64a()
 		h.Write(body[:56])
@@ -121,30 +121,24 @@ func readMeta(f io.ReaderAt, size int64) (boltMeta, error) {
 }
 
 type pageWalker struct {
-	f    io.ReaderAt
-	ps   int
-	hwm  uint64 // pages below it are the file's
+	data []byte // the whole file
+	ps   uint64
+	hwm  uint64 // pages below it are the file's, and lie inside data
 	seen []bool // pages reached (or listed free)
-	// bufs[d] holds the page read at depth d, reused for the next one
-	// there: a page's children are read at d+1, while it is still in use.
-	bufs [][]byte
 }
 
 // page reads page id, with its overflow, after checking that it lies below
 // the high-water mark and that nothing reached it before. what names the
 // page (or meta) that points to it, via the element that does.
-func (w *pageWalker) page(id uint64, depth int, what, via string) ([]byte, error) {
+func (w *pageWalker) page(id uint64, what, via string) ([]byte, error) {
 	if id < 2 || id >= w.hwm {
 		return nil, fmt.Errorf("%s is damaged (%s points to page %d, outside the file's pages 2 to %d)", what, via, id, w.hwm-1)
 	}
 	if w.seen[id] {
 		return nil, fmt.Errorf("%s is damaged (%s points to page %d, which is reached another way too)", what, via, id)
 	}
-	var h [pageHeaderSize]byte
-	if _, err := w.f.ReadAt(h[:], int64(id)*int64(w.ps)); err != nil {
-		return nil, fmt.Errorf("read page %d: %w", id, err)
-	}
-	if got := native.Uint64(h[:]); got != id {
+	h := w.data[id*w.ps:]
+	if got := native.Uint64(h); got != id {
 		return nil, fmt.Errorf("page %d is damaged (its header says it is page %d)", id, got)
 	}
 	overflow := uint64(native.Uint32(h[12:]))
@@ -157,21 +151,13 @@ func (w *pageWalker) page(id uint64, depth int, what, via string) ([]byte, error
 		}
 		w.seen[i] = true
 	}
-	n := (overflow + 1) * uint64(w.ps)
-	if uint64(cap(w.bufs[depth])) < n {
-		w.bufs[depth] = make([]byte, n)
-	}
-	b := w.bufs[depth][:n]
-	if _, err := w.f.ReadAt(b, int64(id)*int64(w.ps)); err != nil {
-		return nil, fmt.Errorf("read page %d: %w", id, err)
-	}
-	return b, nil
+	return w.data[id*w.ps : (id+overflow+1)*w.ps], nil
 }
 
 // freelist checks the freelist page and the ids it lists: each a page that
 // can be free (not a meta page, below the high-water mark), listed once.
 func (w *pageWalker) freelist(id uint64) error {
-	b, err := w.page(id, 0, "the meta page", "its freelist")
+	b, err := w.page(id, "the meta page", "its freelist")
 	if err != nil {
 		return err
 	}
@@ -204,7 +190,7 @@ func (w *pageWalker) tree(id uint64, depth int, what, via string) error {
 	if depth > maxNesting {
 		return fmt.Errorf("%s is damaged (pages nest more than %d deep under it)", what, maxNesting)
 	}
-	b, err := w.page(id, depth, what, via)
+	b, err := w.page(id, what, via)
 	if err != nil {
 		return err
 	}

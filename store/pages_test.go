@@ -19,13 +19,11 @@ import (
 // "freelist"), the page size, and the current meta's freelist and root.
 func pageKinds(t *testing.T, path string) (kinds []string, ps int, m boltMeta) {
 	t.Helper()
-	f, err := os.Open(path)
+	content, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	info, _ := f.Stat()
-	if m, err = readMeta(f, info.Size()); err != nil {
+	if m, err = readMeta(content); err != nil {
 		t.Fatal(err)
 	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
@@ -164,15 +162,9 @@ func TestWalkPagesPassesHealthyFiles(t *testing.T) {
 		files = append(files, filepath.Join("..", "testdata", dir, "retrylab.db"))
 	}
 	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := f.Stat()
-		if err := walkPages(f, info.Size()); err != nil {
+		if err := walkFile(path); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
-		f.Close()
 	}
 }
 

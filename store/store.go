@@ -256,7 +256,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 			opts.CheckUpTo = DefaultCheckUpTo
 		}
 		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.CheckUpTo {
-			if werr := walkPages(file, info.Size()); werr != nil {
+			if werr := walkFile(path); werr != nil {
 				_ = b.Close()
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}
@@ -329,19 +329,22 @@ func checkFile(path string, tx *bolt.Tx) error {
 	return checkTx(tx)
 }
 
-// walkFile runs walkPages over the file at path. The caller holds bbolt's
-// lock on it, so no commit changes it meanwhile.
+// walkFile runs walkPages over the file at path, mapped read-only. The
+// caller holds bbolt's lock on it, so no commit changes it meanwhile; should
+// another program cut it short all the same, the read faults, and the
+// caller has set SetPanicOnFault and recovers as for bbolt's reads.
 func walkFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	data, unmap, err := mapFile(f)
 	if err != nil {
-		return err
+		return fmt.Errorf("map %s: %w", path, err)
 	}
-	return walkPages(f, info.Size())
+	defer unmap()
+	return walkPages(data)
 }
 
 // checkTx runs bbolt's consistency check and says what it found in one line,
