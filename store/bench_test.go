@@ -171,7 +171,7 @@ func BenchmarkCheckAtOpen(b *testing.B) {
 	b.Run("walk", func(b *testing.B) {
 		start := time.Now()
 		for range b.N {
-			if err := walkFile(path); err != nil {
+			if err := walkFile(path, os.Getpagesize()); err != nil {
 				b.Fatal(err)
 			}
 		}

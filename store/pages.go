@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
 )
 
 // walkPages checks, from the file's bytes and before bbolt follows them,
@@ -31,13 +30,22 @@ import (
 //
 // The layout read here is bbolt's file format (go.etcd.io/bbolt, format
 // version 2), in the machine's byte order as bbolt writes it.
-func walkPages(data []byte) error {
-	m, err := readMeta(data)
+func walkPages(data []byte, pageSize int) error {
+	if pageSize < pageHeaderSize+2*elementSize {
+		return fmt.Errorf("a page size of %d bytes", pageSize)
+	}
+	m, err := readMeta(data, pageSize)
 	if err != nil {
 		return err
 	}
-	if m.pgid*uint64(m.pageSize) > uint64(len(data)) {
-		return fmt.Errorf("file is %d bytes but its pages reach byte %d (truncated?)", len(data), m.pgid*uint64(m.pageSize))
+	if m.pgid > uint64(len(data))/uint64(pageSize) {
+		if m.pgid > 1<<40 { // its bytes would not fit in a uint64
+			return fmt.Errorf("file is %d bytes but its meta page says it holds %d pages (truncated?)", len(data), m.pgid)
+		}
+		return fmt.Errorf("file is %d bytes but its pages reach byte %d (truncated?)", len(data), m.pgid*uint64(pageSize))
+	}
+	if m.pgid < 2 {
+		return fmt.Errorf("the meta page says the file holds %d pages", m.pgid)
 	}
 	w := &pageWalker{data: data, ps: uint64(m.pageSize), hwm: m.pgid, seen: make([]bool, m.pgid)}
 	w.seen[0], w.seen[1] = true, true // the meta pages
@@ -79,37 +87,23 @@ type boltMeta struct {
 	txid                 uint64
 }
 
-// readMeta reads both meta pages and picks the one bbolt opens: the valid
-// one with the higher transaction id.
-func readMeta(data []byte) (boltMeta, error) {
+// readMeta reads both meta pages, ps bytes apart (the page size bbolt
+// found), and picks the one bbolt opens: of those whose magic, version and
+// checksum are right, the one with the higher transaction id.
+func readMeta(data []byte, ps int) (boltMeta, error) {
 	var metas []boltMeta
-	// The first meta page says the page size; the second lies one page on.
-	offsets := []int64{0}
-	for i := 0; i < len(offsets) && i < 2; i++ {
-		if int64(len(data)) < offsets[i]+pageHeaderSize+64 {
+	for _, off := range []int{0, ps} {
+		if len(data) < off+pageHeaderSize+64 {
 			continue
 		}
-		buf := data[offsets[i]:]
-		body := buf[pageHeaderSize:]
+		body := data[off+pageHeaderSize:]
 		h := fnv.New64a()
 		h.Write(body[:56])
-		m := boltMeta{pageSize: native.Uint32(body[8:]), root: native.Uint64(body[16:]),
-			freelist: native.Uint64(body[32:]), pgid: native.Uint64(body[40:]), txid: native.Uint64(body[48:])}
-		if i == 0 {
-			ps := int64(m.pageSize)
-			if native.Uint32(body) != boltMagic || ps < 1024 || ps > 1<<16 {
-				ps = int64(os.Getpagesize()) // as bbolt guesses when the first is damaged
-			}
-			offsets = append(offsets, ps)
-		}
-		if native.Uint16(buf[8:]) != metaPage || native.Uint32(body) != boltMagic ||
-			native.Uint32(body[4:]) != boltVersion || native.Uint64(body[56:]) != h.Sum64() {
+		if native.Uint32(body) != boltMagic || native.Uint32(body[4:]) != boltVersion || native.Uint64(body[56:]) != h.Sum64() {
 			continue
 		}
-		if int64(m.pageSize) != offsets[1] || m.pgid < 2 {
-			continue
-		}
-		metas = append(metas, m)
+		metas = append(metas, boltMeta{pageSize: uint32(ps), root: native.Uint64(body[16:]),
+			freelist: native.Uint64(body[32:]), pgid: native.Uint64(body[40:]), txid: native.Uint64(body[48:])})
 	}
 	switch {
 	case len(metas) == 0:

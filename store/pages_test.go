@@ -23,7 +23,7 @@ func pageKinds(t *testing.T, path string) (kinds []string, ps int, m boltMeta) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err = readMeta(content); err != nil {
+	if m, err = readMeta(content, os.Getpagesize()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
@@ -162,7 +162,7 @@ func TestWalkPagesPassesHealthyFiles(t *testing.T) {
 		files = append(files, filepath.Join("..", "testdata", dir, "retrylab.db"))
 	}
 	for _, path := range files {
-		if err := walkFile(path); err != nil {
+		if err := walkFile(path, os.Getpagesize()); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
 	}

@@ -256,7 +256,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 			opts.CheckUpTo = DefaultCheckUpTo
 		}
 		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.CheckUpTo {
-			if werr := walkFile(path); werr != nil {
+			if werr := walkFile(path, b.Info().PageSize); werr != nil {
 				_ = b.Close()
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}
@@ -323,17 +323,18 @@ func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
 // the memory map on a goroutine of its own, never follows a damaged page out
 // of the map or round a loop; then that check.
 func checkFile(path string, tx *bolt.Tx) error {
-	if err := walkFile(path); err != nil {
+	if err := walkFile(path, tx.DB().Info().PageSize); err != nil {
 		return err
 	}
 	return checkTx(tx)
 }
 
-// walkFile runs walkPages over the file at path, mapped read-only. The
+// walkFile runs walkPages over the file at path, mapped read-only, with
+// the page size bbolt found. The
 // caller holds bbolt's lock on it, so no commit changes it meanwhile; should
 // another program cut it short all the same, the read faults, and the
 // caller has set SetPanicOnFault and recovers as for bbolt's reads.
-func walkFile(path string) error {
+func walkFile(path string, pageSize int) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -344,7 +345,7 @@ func walkFile(path string) error {
 		return fmt.Errorf("map %s: %w", path, err)
 	}
 	defer unmap()
-	return walkPages(data)
+	return walkPages(data, pageSize)
 }
 
 // checkTx runs bbolt's consistency check and says what it found in one line,
