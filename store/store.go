@@ -330,10 +330,10 @@ func checkFile(path string, tx *bolt.Tx) error {
 }
 
 // walkFile runs walkPages over the file at path, mapped read-only, with
-// the page size bbolt found. The
-// caller holds bbolt's lock on it, so no commit changes it meanwhile; should
-// another program cut it short all the same, the read faults, and the
-// caller has set SetPanicOnFault and recovers as for bbolt's reads.
+// the page size bbolt found. The caller holds bbolt's lock on it, so no
+// commit changes it meanwhile; should another program cut it short all the
+// same, the read faults, and the caller has set SetPanicOnFault and
+// recovers as for bbolt's reads.
 func walkFile(path string, pageSize int) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -517,6 +517,7 @@ func (db *DB) CopyTo(w io.Writer) (n int64, err error) {
 		return 0, ErrClosed
 	}
 	defer db.recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	err = db.bolt.View(func(tx *bolt.Tx) error {
 		n, err = tx.WriteTo(w)
 		return err
