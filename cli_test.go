@@ -596,8 +596,9 @@ func TestCLIErrors(t *testing.T) {
 		code int
 		want string // in the error line
 	}{
-		{[]string{"run", "nope"}, 1, `retrylab: unknown scenario "nope" (known: `},
-		{[]string{"--run", "nope"}, 1, `retrylab: --run: unknown scenario "nope" (known: `},
+		{[]string{"run", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
+		{[]string{"verify", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
+		{[]string{"--run", "nope"}, 2, `retrylab: --run: unknown scenario "nope" (known: `},
 		{[]string{"--run", badYAML}, 1, "retrylab: --run: " + badYAML + `:7: turns.0.calls.0.tool: unknown tool "sned"`},
 		{[]string{"run"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "safe"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
@@ -705,4 +706,20 @@ func TestCLIJSONAndScenarios(t *testing.T) {
 			t.Errorf("scenarios lacks %q\n%s", want, r)
 		}
 	}
+}
+
+// An unknown scenario is a usage error (exit 2) also when another retrylab
+// hosts the database and answers the run with its error as text.
+func TestCLIUnknownScenarioThroughAHost(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	if msg := fails(t, 2, db, "run", "nope"); !strings.Contains(msg, `retrylab: unknown scenario "nope" (known: `) {
+		t.Errorf("run nope through a host: %q", msg)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
 }

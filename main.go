@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -50,6 +51,13 @@ func execute(args []string) int {
 		if f := cmd.PersistentFlags().Lookup("db"); f != nil && !strings.Contains(msg, f.Value.String()) {
 			msg = f.Value.String() + ": " + msg
 		}
+	}
+	if errors.Is(err, scenario.ErrUnknown) || strings.HasPrefix(msg, scenario.ErrUnknown.Error()+" ") {
+		// A scenario name that is none of the catalogue's is a usage error,
+		// like an unknown --engine. The text counts too: when another
+		// process hosts the database, its error arrives as text.
+		fmt.Fprintln(os.Stderr, "retrylab:", msg)
+		return 2
 	}
 	if strings.HasPrefix(msg, "unknown command ") {
 		// A usage error, like a bad flag or a missing argument.

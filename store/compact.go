@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -32,6 +33,9 @@ func (db *DB) CompactAndClose() (err error) {
 	if db.readOnly {
 		return fmt.Errorf("compact %s: database opened read-only", db.path)
 	}
+	if err := db.refuseDamaged(); err != nil {
+		return err
+	}
 	db.closeMu.Lock()
 	if db.closed {
 		db.closeMu.Unlock()
@@ -45,7 +49,8 @@ func (db *DB) CompactAndClose() (err error) {
 			err = cerr
 		}
 	}()
-	defer recoverCorrupt(db.path, &err)
+	defer db.recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
 	pattern := "." + filepath.Base(db.path) + ".compact-*"
 	// Copies of a compaction killed before its rename: db holds the lock,

@@ -25,6 +25,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -108,11 +109,14 @@ type Options struct {
 	NoSync bool
 	// MaxBatch bounds how many Update calls share one commit. Zero means 1024.
 	MaxBatch int
-	// CheckUpTo is the largest file a read-write Open checks in full (bbolt's
-	// consistency check, before anything is written), so a damaged page is
-	// refused before a write lands beside it. Zero means DefaultCheckUpTo;
+	// CheckUpTo is the largest file Open checks. A read-write Open checks it
+	// in full (the pages' bounds, then bbolt's consistency check) before
+	// anything is written, so a damaged page is refused before a write
+	// lands beside it; a read-only Open walks the pages' bounds only (see
+	// walkPages), and Check does the rest. Zero means DefaultCheckUpTo;
 	// negative means never. Larger files are checked by `retrylab check`;
-	// a damaged page they hold fails the read or write that reaches it.
+	// a damaged page they hold fails the read or write that reaches it,
+	// and from then on the DB refuses writes.
 	CheckUpTo int64
 }
 
@@ -146,6 +150,11 @@ type DB struct {
 	// watcher hears of committed changes to execution records.
 	watchMu sync.RWMutex
 	watcher ExecutionWatcher
+
+	// damaged says what damage a transaction of db met first (in damage's
+	// words), after which every write is refused: a file bbolt could
+	// not read is not one to commit into.
+	damaged atomic.Pointer[string]
 }
 
 // ExecutionWatcher hears of every committed change to the execution
@@ -216,7 +225,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 				releaseLock(file)
 				_ = file.Close()
 			}
-			db, err = nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, damage(fmt.Sprint(r)))
+			db, err = nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, damage(r))
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -237,6 +246,21 @@ func Open(path string, opts Options) (db *DB, err error) {
 		NoSync: opts.NoSync, OpenFile: openFile})
 	if err != nil {
 		return nil, classifyOpenError(path, err)
+	}
+	if opts.ReadOnly {
+		// A read-only open reads only the meta pages; the first read
+		// follows the root page. A file small enough has its pages' bounds
+		// walked first, under the shared lock bbolt now holds, so that no
+		// read follows a damaged page out of the map or round a loop.
+		if opts.CheckUpTo == 0 {
+			opts.CheckUpTo = DefaultCheckUpTo
+		}
+		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.CheckUpTo {
+			if werr := walkFile(path, b.Info().PageSize); werr != nil {
+				_ = b.Close()
+				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
+			}
+		}
 	}
 	b.AllocSize = growStep
 	db = &DB{bolt: b, path: path, readOnly: opts.ReadOnly, maxBatch: opts.MaxBatch}
@@ -287,11 +311,41 @@ func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
 		if info.Size() > checkUpTo {
 			return nil
 		}
-		if err := checkTx(tx); err != nil {
+		if err := checkFile(path, tx); err != nil {
 			return fmt.Errorf("open %s: %w: %s; nothing was written to it", path, ErrCorrupt, err)
 		}
 		return nil
 	})
+}
+
+// checkFile checks the whole file under tx: first its pages' bounds from the
+// file's bytes (walkPages), so that bbolt's consistency check, which reads
+// the memory map on a goroutine of its own, never follows a damaged page out
+// of the map or round a loop; then that check.
+func checkFile(path string, tx *bolt.Tx) error {
+	if err := walkFile(path, tx.DB().Info().PageSize); err != nil {
+		return err
+	}
+	return checkTx(tx)
+}
+
+// walkFile runs walkPages over the file at path, mapped read-only, with
+// the page size bbolt found. The caller holds bbolt's lock on it, so no
+// commit changes it meanwhile; should another program cut it short all the
+// same, the read faults, and the caller has set SetPanicOnFault and
+// recovers as for bbolt's reads.
+func walkFile(path string, pageSize int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, unmap, err := mapFile(f)
+	if err != nil {
+		return fmt.Errorf("map %s: %w", path, err)
+	}
+	defer unmap()
+	return walkPages(data, pageSize)
 }
 
 // checkTx runs bbolt's consistency check and says what it found in one line,
@@ -300,7 +354,7 @@ func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
 func checkTx(tx *bolt.Tx) error {
 	var problems []string
 	for err := range tx.Check() {
-		problems = append(problems, damage(err.Error()))
+		problems = append(problems, damage(err))
 	}
 	switch len(problems) {
 	case 0:
@@ -316,9 +370,14 @@ var (
 	badPageType = regexp.MustCompile(`page (\d+): has unexpected type/flags: (\w+)`)
 )
 
-// damage rewords one of bbolt's check errors or assertion panics, and keeps
-// it to one line.
-func damage(msg string) string {
+// damage says in one line what a panic or fault inside bbolt, or one of its
+// check's errors, tells of the file, in our words where we know them (a page
+// whose header names another page, or of no known page type).
+func damage(r any) string {
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		return fmt.Sprintf("a damaged page (bbolt read outside the file's memory, at 0x%x)", f.Addr())
+	}
+	msg := fmt.Sprint(r)
 	if m := wrongPageID.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("page %s is damaged (its header says it is page %s)", m[1], m[2])
 	}
@@ -327,10 +386,11 @@ func damage(msg string) string {
 	}
 	msg = strings.TrimPrefix(msg, "panic: ")
 	msg = strings.TrimPrefix(msg, "assertion failed: ")
+	msg = strings.TrimPrefix(msg, "runtime error: ")
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	return "a damaged page: " + msg
+	return "a damaged page (bbolt: " + msg + ")"
 }
 
 // checkHighWater reports ErrCorrupt when the pages the meta page claims reach
@@ -405,21 +465,22 @@ func (db *DB) Close() error {
 	return db.bolt.Close()
 }
 
-// Check runs bbolt's consistency check over the whole file. Problems are
-// reported in one error that wraps ErrCorrupt.
+// Check checks the whole file: the bounds of its pages (walkPages), then
+// bbolt's consistency check. Problems are reported in one error that wraps
+// ErrCorrupt, and db refuses writes from then on.
 func (db *DB) Check() (err error) {
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {
 		return ErrClosed
 	}
-	defer recoverCorrupt(db.path, &err)
+	defer db.recoverCorrupt(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	check := func(tx *bolt.Tx) error {
 		if err := checkHighWater(db.path, tx); err != nil {
 			return err
 		}
-		if err := checkTx(tx); err != nil {
+		if err := checkFile(db.path, tx); err != nil {
 			return fmt.Errorf("check %s: %w: %w", db.path, ErrCorrupt, err)
 		}
 		return nil
@@ -439,6 +500,9 @@ func (db *DB) Check() (err error) {
 	if errors.Is(err, errRollback) {
 		return nil
 	}
+	if errors.Is(err, ErrCorrupt) {
+		db.markDamaged(strings.TrimPrefix(err.Error(), "check "+db.path+": "+ErrCorrupt.Error()+": "))
+	}
 	return err
 }
 
@@ -452,7 +516,8 @@ func (db *DB) CopyTo(w io.Writer) (n int64, err error) {
 	if db.closed {
 		return 0, ErrClosed
 	}
-	defer recoverCorrupt(db.path, &err)
+	defer db.recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	err = db.bolt.View(func(tx *bolt.Tx) error {
 		n, err = tx.WriteTo(w)
 		return err
@@ -468,7 +533,7 @@ func (db *DB) View(fn func(*Tx) error) (err error) {
 	if db.closed {
 		return ErrClosed
 	}
-	defer recoverCorrupt(db.path, &err)
+	defer db.recoverCorrupt(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
 }
@@ -487,6 +552,9 @@ func (db *DB) View(fn func(*Tx) error) (err error) {
 func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return fmt.Errorf("write to %s: database opened read-only", db.path)
+	}
+	if err := db.refuseDamaged(); err != nil {
+		return err
 	}
 	db.closeMu.RLock()
 	if db.closed {
@@ -594,7 +662,13 @@ func (db *DB) commit(batch []*request) []error {
 }
 
 func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
-	defer recoverCorrupt(db.path, &err)
+	// A group queued before another found the damage must not commit.
+	if err := db.refuseDamaged(); err != nil {
+		return err
+	}
+	// bbolt rolls the transaction back when a panic leaves it, before
+	// recoverCorrupt sees the panic: nothing of it is committed.
+	defer db.recoverCorrupt(&err)
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		t := &Tx{tx: tx, db: db}
 		if err := fn(t); err != nil {
@@ -614,11 +688,43 @@ func recoverCorrupt(path string, err *error) {
 	if r == nil {
 		return
 	}
-	if panicFromFile(r) {
-		*err = fmt.Errorf("read %s: %w: %s", path, ErrCorrupt, damage(fmt.Sprint(r)))
+	if !panicFromFile(r) {
+		*err = fmt.Errorf("transaction on %s panicked: %v\n%s", path, r, debug.Stack())
 		return
 	}
-	*err = fmt.Errorf("transaction on %s panicked: %v\n%s", path, r, debug.Stack())
+	*err = fmt.Errorf("read %s: %w: %s", path, ErrCorrupt, damage(r))
+}
+
+// recoverCorrupt is the package's recoverCorrupt for a transaction of db: a
+// panic that says the file is damaged also marks db damaged, so that it
+// refuses writes from then on.
+func (db *DB) recoverCorrupt(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if !panicFromFile(r) {
+		*err = fmt.Errorf("transaction on %s panicked: %v\n%s", db.path, r, debug.Stack())
+		return
+	}
+	what := damage(r)
+	db.markDamaged(what)
+	*err = fmt.Errorf("read %s: %w: %s", db.path, ErrCorrupt, what)
+}
+
+// markDamaged keeps the first damage found in db.
+func (db *DB) markDamaged(what string) {
+	db.damaged.CompareAndSwap(nil, &what)
+}
+
+// refuseDamaged fails once a transaction of db has met damage: a write
+// would commit beside pages bbolt cannot read, or reuse pages a damaged
+// freelist gives out, and make the file worse.
+func (db *DB) refuseDamaged() error {
+	if what := db.damaged.Load(); what != nil {
+		return fmt.Errorf("write to %s refused: %w: %s; nothing more is written to it", db.path, ErrCorrupt, *what)
+	}
+	return nil
 }
 
 // panicFromFile reports whether the panic being recovered is a memory fault

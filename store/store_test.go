@@ -532,12 +532,24 @@ func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	mustFail(t, err, ErrCorrupt, path)
 	t.Logf("Update: %v", err)
 
-	// Other executions still read and write.
-	if seq, err := appendOne(db, "exec-08"); err != nil || seq != 101 {
-		t.Fatalf("append to exec-08 = %d, %v; want 101, nil", seq, err)
-	}
+	// Other executions still read, but nothing more is written to a file
+	// found damaged: the append is refused, in one line, and the file is
+	// left as it was.
 	if got := tx1LastSeq(t, db, "exec-06"); got != 100 {
 		t.Fatalf("LastSeq(exec-06) = %d, want 100", got)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = appendOne(db, "exec-08")
+	mustFail(t, err, ErrCorrupt, path)
+	if want := "refused: database file is corrupt or not a retrylab database: page "; !strings.Contains(err.Error(), want) ||
+		strings.Contains(err.Error(), "\n") {
+		t.Errorf("append after the damage: %v\nwant one line with %q", err, want)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a write reached the damaged file")
 	}
 
 	err = db.Check()
@@ -590,7 +602,14 @@ func TestDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Error("the damaged file was written to")
 	}
-	ro, err := Open(path, Options{ReadOnly: true})
+	// A read-only open walks the pages' bounds of a file this small, and
+	// says the same; one that does not leaves it to Check.
+	_, err = Open(path, Options{ReadOnly: true})
+	mustFail(t, err, ErrCorrupt, path)
+	if !strings.Contains(err.Error(), fmt.Sprintf("page %d is damaged (its header says it is page %d)", root, root+1000)) {
+		t.Errorf("read-only Open: %v", err)
+	}
+	ro, err := Open(path, Options{ReadOnly: true, CheckUpTo: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

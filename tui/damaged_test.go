@@ -59,3 +59,28 @@ func TestDamagedHistoryShowsNoOtherTrace(t *testing.T) {
 		t.Errorf("the next readable execution shows its trace again\n%s", v)
 	}
 }
+
+// unlistable is a snapshot whose executions cannot be listed, as a damaged
+// page under the executions reads from the store.
+type unlistable struct{ *snapshot }
+
+func (unlistable) Executions(int, int) ([]history.Execution, int, error) {
+	return nil, 0, errors.New("read retrylab.db: database file is corrupt or not a retrylab database: page 11 is damaged (its header says it is page 0)")
+}
+
+// A list of executions that cannot be read says so in the pane, whole, not
+// "none yet: press n" as if the database were empty.
+func TestUnreadableExecutionsAreNotNone(t *testing.T) {
+	t.Parallel()
+	m := open(t, unlistable{article(t)}, 120, 30)
+	v := m.View()
+	if strings.Contains(v, "none yet") || !strings.Contains(v, "Executions ?") || !strings.Contains(v, "they cannot be read:") {
+		t.Errorf("the executions pane does not say the list cannot be read\n%s", v)
+	}
+	// The pane wraps the error whole; the status line may cut it.
+	for _, part := range []string{"page 11", "is damaged (its header", "says it is page 0)"} {
+		if !strings.Contains(v, part) {
+			t.Errorf("the pane does not hold the whole error (%q)\n%s", part, v)
+		}
+	}
+}

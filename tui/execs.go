@@ -26,6 +26,9 @@ type execsPane struct {
 	// marked is the execution marked as side A of a comparison.
 	marked        func() string
 	width, height int
+	// unreadableErr says why the list could not be read (a damaged
+	// database), shown in the pane while it holds no executions.
+	unreadableErr string
 }
 
 func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string) *execsPane {
@@ -106,6 +109,16 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 	var lines []string
 	if e.filter.open {
 		lines = append(lines, e.filter.View())
+	}
+	if e.total == 0 && e.unreadableErr != "" {
+		// Not "none yet": the list could not be read. The error in full,
+		// since the status line cuts it short.
+		title = "Executions ?"
+		lines = append(lines, e.theme.Dim.Render(" they cannot be read:"))
+		for _, l := range wrap(e.unreadableErr, width-1) {
+			lines = append(lines, e.theme.Dim.Render(" "+l))
+		}
+		return title, lines
 	}
 	if e.total == 0 {
 		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))

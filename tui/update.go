@@ -124,8 +124,10 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 	}
 	if msg.err != nil {
 		m.setFlash(msg.err.Error(), true)
+		m.execs.unreadableErr = oneLine(msg.err.Error())
 		return nil
 	}
+	m.execs.unreadableErr = ""
 	m.execs.Update(msg)
 	if sel := m.selectedExec(); sel != nil {
 		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
