@@ -23,7 +23,8 @@ import (
 // durable), ask for attempt numbers (and learn their faults), read and
 // write the journal, and, when the host keeps them, ask for their next run.
 // It listens on 127.0.0.1 and requires the bearer token handed to each
-// worker.
+// worker. The host's own workers reach it through the runtime channel on a
+// Unix socket instead (channelHandler).
 
 const maxRuntimeBody = 4 << 20
 
@@ -36,19 +37,42 @@ var workerEvents = map[history.Type]bool{
 
 func (h *Host) runtimeHandler() http.Handler {
 	mux := http.NewServeMux()
+	h.runHandlers(mux)
+	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
+	h.controlHandlers(mux)
+	return h.authorized(mux)
+}
+
+// channelHandler is the runtime API as the runtime channel serves it on
+// the workers' socket (engine/internal/rtchan): only the requests a worker
+// makes while it plays a run. None of them waits for anything but the
+// store, so none needs its context cancelled when the worker goes, which
+// the channel does not do. A kept worker's wait for its next run (which
+// does), the control API and its streams stay on HTTP.
+func (h *Host) channelHandler() http.Handler {
+	mux := http.NewServeMux()
+	h.runHandlers(mux)
+	return h.authorized(mux)
+}
+
+// runHandlers are the requests of a worker playing a run.
+func (h *Host) runHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/executions/{id}/plan", h.handlePlan)
 	mux.HandleFunc("POST /v1/executions/{id}/events", h.handleEvent)
 	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
 	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
 	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
-	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
-	h.controlHandlers(mux)
+}
+
+// authorized lets through only requests with the runtime token.
+func (h *Host) authorized(next http.Handler) http.Handler {
+	want := "Bearer " + h.token
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+h.token {
+		if r.Header.Get("Authorization") != want {
 			http.Error(w, "missing or wrong runtime token", http.StatusUnauthorized)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 

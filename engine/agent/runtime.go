@@ -10,10 +10,11 @@ import (
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/wire"
 )
 
-// runtimeClient talks to the host's runtime API.
+// runtimeClient talks to the host's runtime API for one run.
 //
 // Events that need not be on disk before the worker's next step (a turn
 // begun, a call scheduled, a replayed step, an attempt's answer) wait in
@@ -25,10 +26,10 @@ import (
 // worker killed in between loses only events nothing had acknowledged, as
 // if it had died before reporting them.
 type runtimeClient struct {
-	base  string
+	path  string // "/v1/executions/{id}"
 	token string
 	run   string // this worker's run number, sent with every request
-	http  *http.Client
+	via   caller
 
 	// mu orders the requests that carry events (one at a time, so the
 	// host records them as the worker reported them) and guards pending.
@@ -36,36 +37,78 @@ type runtimeClient struct {
 	pending []history.Event
 }
 
+// caller sends one request of the runtime API and returns the answer's
+// status and body (up to maxAnswer bytes).
+type caller interface {
+	call(ctx context.Context, method, path, token, run string, body []byte) (status int, answer []byte, err error)
+}
+
+// maxAnswer bounds an answer of the runtime API.
+const maxAnswer = 4 << 20
+
+// channelCaller reaches the runtime API through the runtime channel on the
+// host's Unix socket: a frame written and its answer read on the caller's
+// goroutine, over a kept connection.
+type channelCaller struct{ c *rtchan.Client }
+
+func (cc channelCaller) call(ctx context.Context, method, path, token, run string, body []byte) (int, []byte, error) {
+	a, err := cc.c.Call(ctx, rtchan.Request{Method: method, Path: path, Token: token, Run: run, Body: body})
+	return a.Status, a.Body, err
+}
+
+// httpCaller reaches the runtime API over HTTP at base (its URL).
+type httpCaller struct {
+	base string
+	hc   *http.Client
+}
+
+func (hc httpCaller) call(ctx context.Context, method, path, token, run string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, hc.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if run != "" {
+		req.Header.Set(wire.HeaderRun, run)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	return resp.StatusCode, data, err
+}
+
+// status is how an answer's status reads in an error, as net/http writes
+// it ("409 Conflict").
+func status(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
+
 func (c *runtimeClient) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(wire.HeaderRun, c.run)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	code, data, err := c.via.call(ctx, method, c.path+path, c.token, c.run, body)
 	if err != nil {
 		return fmt.Errorf("runtime %s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("runtime %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode == http.StatusNotFound && out == nil {
+	if code == http.StatusNotFound && out == nil {
 		return errNotFound
 	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("runtime %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
+	if code/100 != 2 {
+		return fmt.Errorf("runtime %s %s: %s: %s", method, path, status(code), bytes.TrimSpace(data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -137,24 +180,17 @@ func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history
 // journal reads a step's recorded result.
 func (c *runtimeClient) journal(ctx context.Context, step string) (history.JournalRecord, bool, error) {
 	var rec history.JournalRecord
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/journal/"+step, nil)
-	if err != nil {
-		return rec, false, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(wire.HeaderRun, c.run)
-	resp, err := c.http.Do(req)
+	code, data, err := c.via.call(ctx, http.MethodGet, c.path+"/journal/"+step, c.token, c.run, nil)
 	if err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	if code == http.StatusNotFound {
 		return rec, false, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return rec, false, fmt.Errorf("runtime journal %s: %s", step, resp.Status)
+	if code != http.StatusOK {
+		return rec, false, fmt.Errorf("runtime journal %s: %s", step, status(code))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rec); err != nil {
+	if err := json.Unmarshal(data, &rec); err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)
 	}
 	return rec, true, nil
