@@ -89,7 +89,13 @@ const runtimeTimeout = 30 * time.Second
 // next run is always HTTP: the host must see the worker leave while it
 // waits, which the channel does not tell it.
 func NewClients(socket string) *Clients {
-	c := &Clients{runtime: &http.Client{Timeout: runtimeTimeout}, idle: &http.Client{}, tools: &http.Client{}}
+	// Connections of their own, as a worker process has: programs that
+	// play several workers in one process (benchmarks) then keep one
+	// connection per worker to each service, as the processes would, not
+	// the two per service of the default transport shared by all.
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	c := &Clients{runtime: &http.Client{Timeout: runtimeTimeout, Transport: t}, idle: &http.Client{Transport: t},
+		tools: &http.Client{Transport: t}}
 	if socket != "" {
 		c.channel = rtchan.NewClient(socket, runtimeTimeout)
 	}
@@ -101,9 +107,7 @@ func (c *Clients) Close() {
 	if c.channel != nil {
 		c.channel.Close()
 	}
-	c.runtime.CloseIdleConnections()
-	c.idle.CloseIdleConnections()
-	c.tools.CloseIdleConnections()
+	c.tools.CloseIdleConnections() // the transport they share
 }
 
 // runtimeVia is the caller of a run's runtime requests to runtimeURL.
