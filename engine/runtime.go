@@ -170,6 +170,12 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan.Unfinished = unfinished
+	if plan.Policy.Journal {
+		if plan.NoJournal, err = h.noJournal(id); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, plan)
 }
 
@@ -182,6 +188,19 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 	t, err := h.fold(id)
 	return t.Unfinished(journal), err
+}
+
+// noJournal reports whether execution id has no journal record.
+func (h *Host) noJournal(id string) (bool, error) {
+	none := true
+	err := h.db.View(func(tx *store.Tx) error {
+		// The walk starts at id's records, if it has any.
+		return tx.JournalEntriesAfter(id, "", func(exec, _ string, _ []byte) bool {
+			none = exec != id
+			return false
+		})
+	})
+	return none, err
 }
 
 // handleEvent records what a worker reports: one event (a JSON object) or

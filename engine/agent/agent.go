@@ -205,6 +205,7 @@ func (c *Clients) Run(ctx context.Context, runtimeURL, execution string, run int
 	if plan.Run != run {
 		return fmt.Errorf("plan is for run %d, worker was started for run %d", plan.Run, run)
 	}
+	rt.noJournal = plan.NoJournal
 	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: c.tools, results: map[string]any{}}
 	err := w.play(ctx)
 	if errors.Is(err, errStopped) {

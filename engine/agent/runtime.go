@@ -35,6 +35,13 @@ type runtimeClient struct {
 	// host records them as the worker reported them) and guards pending.
 	mu      sync.Mutex
 	pending []history.Event
+
+	// With noJournal (wire.Plan.NoJournal) the execution had no journal
+	// record when the run began, so only the steps in written (those this
+	// run began to write) can have one; the others are not asked for.
+	noJournal bool
+	wmu       sync.Mutex
+	written   map[string]bool
 }
 
 // caller sends one request of the runtime API and returns the answer's
@@ -172,6 +179,15 @@ func (c *runtimeClient) attempt(ctx context.Context, req wire.AttemptRequest) (w
 // putJournal writes a step's record (name is path-escaped), with the
 // pending events before its StepRecorded, in one commit.
 func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history.JournalRecord) error {
+	// Marked before it is sent: from here a read of it asks the host,
+	// whose answer depends on whether this write got there first, as it
+	// did when every read asked.
+	c.wmu.Lock()
+	if c.written == nil {
+		c.written = map[string]bool{}
+	}
+	c.written[name] = true
+	c.wmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.do(ctx, http.MethodPut, "/journal/"+name, wire.JournalPut{JournalRecord: rec, Events: c.take()}, nil)
@@ -180,6 +196,14 @@ func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history
 // journal reads a step's recorded result.
 func (c *runtimeClient) journal(ctx context.Context, step string) (history.JournalRecord, bool, error) {
 	var rec history.JournalRecord
+	if c.noJournal {
+		c.wmu.Lock()
+		asked := c.written[step]
+		c.wmu.Unlock()
+		if !asked {
+			return rec, false, nil
+		}
+	}
 	code, data, err := c.via.call(ctx, http.MethodGet, c.path+"/journal/"+step, c.token, c.run, nil)
 	if err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)

@@ -62,6 +62,12 @@ type Plan struct {
 	// and never finished, or finished with a timeout or a server error, with
 	// no record or escalation since: their outcome is unknown.
 	Unfinished []string `json:"unfinished,omitempty"`
+	// NoJournal says the execution had no journal record when the plan
+	// was made. Only this run can write one while it is live (the host
+	// takes journal writes from the live run alone, and a deletion only
+	// removes), so a step this run has not written has no record: the
+	// worker need not ask.
+	NoJournal bool `json:"no_journal,omitempty"`
 }
 
 // AttemptRequest asks for permission to make an attempt.
