@@ -62,7 +62,7 @@ func benchHostFS(b *testing.B, scenarios fs.FS) *Host {
 // worker runs (a live worker entry, run 1), without a process: everything
 // a request to it goes through (HTTP, the token, decoding, the durable
 // record, the notice) is the real path; only the child process is missing.
-func benchWorker(b *testing.B, h *Host, id string, policy history.Policy) {
+func benchWorker(b testing.TB, h *Host, id string, policy history.Policy) {
 	b.Helper()
 	now := h.clock.Now()
 	enc, err := history.EncodeExecution(history.Execution{ID: id, Scenario: "bench", Policy: policy,

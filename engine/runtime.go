@@ -377,7 +377,8 @@ func (h *Host) handleJournalGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleJournalPut writes a step's record and its StepRecorded event in one
-// durable commit: the step is finished when this returns.
+// durable commit, with the events reported before it and those sent to
+// follow it (the run's end): the step is finished when this returns.
 func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
 	st, release, ok := h.live(w, r)
@@ -398,8 +399,14 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	then, err := workerBatch(put.Then, run)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	// The events the worker reported since its last round trip come first,
-	// in the same commit as the record (and stamped before it).
+	// in the same commit as the record (and stamped before it); those it
+	// sent to follow the record (the run's end) come after it.
 	evs := make([]history.Event, len(batch))
 	for i, p := range batch {
 		evs[i] = p.ev
@@ -415,7 +422,12 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	}
 	ev := history.Event{Type: history.StepRecorded, Time: now, Run: run, Step: step, Tool: rec.Tool,
 		Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result}
-	err = h.db.Update(func(tx *store.Tx) error {
+	after := make([]history.Event, len(then))
+	for i, p := range then {
+		after[i] = p.ev
+		after[i].Time = h.clock.Now()
+	}
+	appendAll := func(tx *store.Tx, evs []history.Event, batch []pendingEvent) error {
 		for i, p := range batch {
 			if err := history.Append(tx, id, &evs[i]); err != nil {
 				return err
@@ -426,10 +438,19 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+		return nil
+	}
+	err = h.db.Update(func(tx *store.Tx) error {
+		if err := appendAll(tx, evs, batch); err != nil {
+			return err
+		}
 		if err := tx.PutJournal(id, step, data); err != nil {
 			return err
 		}
-		return history.Append(tx, id, &ev)
+		if err := history.Append(tx, id, &ev); err != nil {
+			return err
+		}
+		return appendAll(tx, after, then)
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -439,6 +460,9 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		h.bus.publish(notice.Notice{Execution: id, Event: &evs[i]})
 	}
 	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
+	for i := range after {
+		h.bus.publish(notice.Notice{Execution: id, Event: &after[i]})
+	}
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
 

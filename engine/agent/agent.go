@@ -216,6 +216,9 @@ func (c *Clients) Run(ctx context.Context, runtimeURL, execution string, run int
 		_ = rt.event(ctx, history.Event{Type: history.ExecutionFailed, Error: err.Error()})
 		return err
 	}
+	if w.completed {
+		return nil // recorded with the last step's journal write
+	}
 	return rt.event(ctx, history.Event{Type: history.ExecutionCompleted})
 }
 
@@ -232,14 +235,19 @@ type worker struct {
 	// activities numbers the tool calls of this run, 1, 2, ..., as
 	// Temporal numbers a workflow's activities (key_from: temporal).
 	activities int
+	// last is set while the run plays its last call (of one copy): once
+	// that call's result is journaled nothing is left to do, so the run's
+	// end travels with that journal write, and completed says it did.
+	last, completed bool
 }
 
 func (w *worker) play(ctx context.Context) error {
-	for _, turn := range w.scn.Turns {
+	for ti, turn := range w.scn.Turns {
 		if err := w.startTurn(ctx, turn.Text); err != nil {
 			return err
 		}
-		for _, call := range turn.Calls {
+		for ci, call := range turn.Calls {
+			w.last = ti == len(w.scn.Turns)-1 && ci == len(turn.Calls)-1 && call.Copies() <= 1
 			if err := w.call(ctx, call); err != nil {
 				return err
 			}
@@ -412,9 +420,18 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		if res.outcome == history.OutcomeOK {
 			w.setResult(c.Step, res.body)
 			if policy.Journal {
+				// The run's last call: its end is recorded with this
+				// record, unless a crash is planned after the record.
+				var then []history.Event
+				if w.last && grant.Crash != fault.CrashAfterRecord {
+					then = []history.Event{{Type: history.ExecutionCompleted}}
+				}
 				if err := w.rt.putJournal(ctx, url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
-					Key: key, Attempt: attempt, Result: res.body}); err != nil {
+					Key: key, Attempt: attempt, Result: res.body}, then...); err != nil {
 					return false, err
+				}
+				if then != nil {
+					w.completed = true // only the run's last call, never a copy, gets here
 				}
 			}
 			if grant.Crash == fault.CrashAfterRecord {

@@ -177,8 +177,8 @@ func (c *runtimeClient) attempt(ctx context.Context, req wire.AttemptRequest) (w
 }
 
 // putJournal writes a step's record (name is path-escaped), with the
-// pending events before its StepRecorded, in one commit.
-func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history.JournalRecord) error {
+// pending events before its StepRecorded and then after it, in one commit.
+func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history.JournalRecord, then ...history.Event) error {
 	// Marked before it is sent: from here a read of it asks the host,
 	// whose answer depends on whether this write got there first, as it
 	// did when every read asked.
@@ -190,7 +190,7 @@ func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history
 	c.wmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.do(ctx, http.MethodPut, "/journal/"+name, wire.JournalPut{JournalRecord: rec, Events: c.take()}, nil)
+	return c.do(ctx, http.MethodPut, "/journal/"+name, wire.JournalPut{JournalRecord: rec, Events: c.take(), Then: then}, nil)
 }
 
 // journal reads a step's recorded result.

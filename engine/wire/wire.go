@@ -90,6 +90,10 @@ type AttemptRequest struct {
 type JournalPut struct {
 	history.JournalRecord
 	Events []history.Event `json:"events,omitempty"`
+	// Then are events recorded after StepRecorded in the same commit: the
+	// run's end (ExecutionCompleted) when this step was the run's last
+	// action, so the worker waits for one commit instead of two.
+	Then []history.Event `json:"then,omitempty"`
 }
 
 // AttemptGrant answers an AttemptRequest: the crash the worker must carry

@@ -703,6 +703,7 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"another execution's plan": 409, "event: from another run's worker": 409,
 		"batch: a forbidden type after a good one": 400, "batch: empty": 400, "batch: malformed": 400,
 		"attempt: batch with a forbidden type": 400, "journal: batch with a forbidden type": 400,
+		"journal: a forbidden type to follow the record": 400,
 	}
 	// The same requests through the runtime channel on the socket, as the
 	// host's workers send them, get the same answers; a frame over the
@@ -731,7 +732,7 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range events {
-		if ev.Type == history.TurnStarted || ev.Type == history.AttemptStarted || ev.Type == history.StepRecorded {
+		if ev.Type == history.TurnStarted || ev.Type == history.AttemptStarted || ev.Type == history.StepRecorded || ev.Type == history.ExecutionCompleted {
 			t.Errorf("a refused request was recorded: %+v", ev)
 		}
 	}
@@ -794,6 +795,8 @@ func probeMain(out string) int {
 		s(`{"step":"step-4","attempt":1,"events":[{"type":"TurnStarted"},{"type":"ExecutionStarted"}]}`), true)
 	do("journal: batch with a forbidden type", "PUT", base+"/journal/step-4",
 		s(`{"tool":"t","result":{},"events":[{"type":"TurnStarted"},{"type":"WorkerStarted"}]}`), true)
+	do("journal: a forbidden type to follow the record", "PUT", base+"/journal/step-4",
+		s(`{"tool":"t","result":{},"events":[{"type":"TurnStarted"}],"then":[{"type":"ExecutionCompleted"},{"type":"WorkerCrashed"}]}`), true)
 	do("attempt: malformed JSON", "POST", base+"/attempts", s(`[1,2`), true)
 	do("attempt: 6 MiB", "POST", base+"/attempts", big(), true)
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
@@ -833,6 +836,8 @@ func probeMain(out string) int {
 			`{"step":"step-4","attempt":1,"events":[{"type":"TurnStarted"},{"type":"ExecutionStarted"}]}`, true)
 		viaChannel("journal: batch with a forbidden type", "PUT", path+"/journal/step-4",
 			`{"tool":"t","result":{},"events":[{"type":"TurnStarted"},{"type":"WorkerStarted"}]}`, true)
+		viaChannel("journal: a forbidden type to follow the record", "PUT", path+"/journal/step-4",
+			`{"tool":"t","result":{},"events":[{"type":"TurnStarted"}],"then":[{"type":"ExecutionCompleted"},{"type":"WorkerCrashed"}]}`, true)
 		viaChannel("attempt: malformed JSON", "POST", path+"/attempts", `[1,2`, true)
 		viaChannel("attempt: no step", "POST", path+"/attempts", `{"attempt":1}`, true)
 		viaChannel("journal: malformed JSON", "PUT", path+"/journal/step-4", `{"result":`, true)
