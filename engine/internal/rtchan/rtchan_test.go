@@ -20,9 +20,9 @@ import (
 	"github.com/retrylab/retrylab/engine/wire"
 )
 
-// serve starts a server of h on a socket in a temp dir; it closes with the
-// test.
-func serve(t *testing.T, h http.Handler) (*Server, string) {
+// serve starts a server of h on a socket in a temp dir, logging to logTo
+// if given; it closes with the test.
+func serve(t *testing.T, h http.Handler, logTo ...io.Writer) (*Server, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "rt.sock")
 	ln, err := net.Listen("unix", path)
@@ -30,6 +30,9 @@ func serve(t *testing.T, h http.Handler) (*Server, string) {
 		t.Fatal(err)
 	}
 	s := &Server{Handler: h}
+	if len(logTo) > 0 {
+		s.ErrorLog = log.New(logTo[0], "", 0)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -135,9 +138,9 @@ func TestOversized(t *testing.T) {
 // Frames that do not parse close their connection; the server goes on
 // serving others, and logs nothing.
 func TestBadFrames(t *testing.T) {
+	var mu sync.Mutex
 	var logged bytes.Buffer
-	s, path := serve(t, echo())
-	s.ErrorLog = log.New(&logged, "", 0)
+	_, path := serve(t, echo(), lockedWriter{&mu, &logged})
 	for _, frame := range [][]byte{
 		{0, 0, 0, 2, 0xff, 0xff},                     // a varint running off the frame
 		{0, 0, 0, 3, 9, 'G', 'E'},                    // a length past the end
@@ -170,6 +173,8 @@ func TestBadFrames(t *testing.T) {
 	if a, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/v1/executions/x/journal/s"}); err != nil || a.Status != http.StatusCreated {
 		t.Errorf("after bad frames: %d %v", a.Status, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if logged.Len() != 0 {
 		t.Errorf("logged %q, want nothing", logged.String())
 	}
@@ -183,8 +188,7 @@ func TestHandlerPanic(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	s, path := serve(t, mux)
-	s.ErrorLog = log.New(lockedWriter{&mu, &logged}, "", 0)
+	_, path := serve(t, mux, lockedWriter{&mu, &logged})
 	c := NewClient(path, time.Minute)
 	defer c.Close()
 	if _, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/panic"}); err == nil {
@@ -372,8 +376,7 @@ func TestClientGone(t *testing.T) {
 	var mu sync.Mutex
 	var logged bytes.Buffer
 	b := newBlocking()
-	s, path := serve(t, b)
-	s.ErrorLog = log.New(lockedWriter{&mu, &logged}, "", 0)
+	_, path := serve(t, b, lockedWriter{&mu, &logged})
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
