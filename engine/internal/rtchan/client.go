@@ -57,6 +57,9 @@ func (c *Client) Call(ctx context.Context, r Request) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
+	if err := checkRequest(r); err != nil {
+		return Answer{}, err // before a connection is taken or dialled
+	}
 	cn, err := c.get(ctx)
 	if err != nil {
 		return Answer{}, err

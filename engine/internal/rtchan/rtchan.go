@@ -67,11 +67,19 @@ type Answer struct {
 // ErrFrameTooLarge is the error of a frame over the channel's limits.
 var ErrFrameTooLarge = errors.New("rtchan: frame over the limit")
 
-// appendRequest appends r's frame to buf.
-func appendRequest(buf []byte, r Request) ([]byte, error) {
+// checkRequest refuses a request over the channel's limits.
+func checkRequest(r Request) error {
 	head := len(r.Method) + len(r.Path) + len(r.Token) + len(r.Run) + 4*binary.MaxVarintLen64
 	if head > maxHead || len(r.Body) > MaxBody {
-		return buf, fmt.Errorf("%w: a request of %d bytes", ErrFrameTooLarge, head+len(r.Body))
+		return fmt.Errorf("%w: a request of %d bytes", ErrFrameTooLarge, head+len(r.Body))
+	}
+	return nil
+}
+
+// appendRequest appends r's frame to buf.
+func appendRequest(buf []byte, r Request) ([]byte, error) {
+	if err := checkRequest(r); err != nil {
+		return buf, err
 	}
 	at := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
