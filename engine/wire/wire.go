@@ -18,9 +18,9 @@ import (
 // Environment variables that turn the binary into a worker.
 const (
 	EnvWorker = "RETRYLAB_WORKER" // the runtime API's URL
-	// EnvSocket is the Unix socket the runtime API also listens on; a
-	// worker given one sends its runtime requests (to EnvWorker's paths)
-	// through it instead of TCP.
+	// EnvSocket is the Unix socket of the runtime channel; a worker given
+	// one sends a run's runtime requests through it, as frames
+	// (engine/internal/rtchan), instead of HTTP to EnvWorker.
 	EnvSocket    = "RETRYLAB_WORKER_SOCKET"
 	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
 	EnvRun       = "RETRYLAB_RUN"       // the run number
