@@ -226,8 +226,10 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 			err = errors.New("empty batch")
 		}
 	} else {
+		// One event: a JSON object, or the store's compact encoding
+		// (history.Encode), which the host's own workers send.
 		evs = make([]history.Event, 1)
-		err = json.Unmarshal(data, &evs[0])
+		evs[0], err = history.Decode(data)
 	}
 	if err != nil {
 		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)

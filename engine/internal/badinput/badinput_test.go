@@ -704,6 +704,7 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"batch: a forbidden type after a good one": 400, "batch: empty": 400, "batch: malformed": 400,
 		"attempt: batch with a forbidden type": 400, "journal: batch with a forbidden type": 400,
 		"journal: a forbidden type to follow the record": 400,
+		"event: compact, a type workers may not report":  400, "event: compact, cut short": 400,
 	}
 	// The same requests through the runtime channel on the socket, as the
 	// host's workers send them, get the same answers; a frame over the
@@ -785,6 +786,12 @@ func probeMain(out string) int {
 	do("event: no type", "POST", base+"/events", s(`{}`), true)
 	do("event: from another run's worker", "POST", base+"/events", s(`{"type":"TurnStarted","text":"late"}`), true)
 	do("event: no token", "POST", base+"/events", s(`{"type":"TurnStarted"}`), false)
+	// One event may come in the store's compact encoding, as the host's
+	// own workers send it.
+	crashed, _ := history.Encode(history.Event{Type: history.WorkerCrashed, ExitCode: 137})
+	turn, _ := history.Encode(history.Event{Type: history.TurnStarted, Text: "compact"})
+	do("event: compact, a type workers may not report", "POST", base+"/events", bytes.NewReader(crashed), true)
+	do("event: compact, cut short", "POST", base+"/events", bytes.NewReader(turn[:len(turn)-3]), true)
 	// A batch is recorded whole or not at all: the TurnStarted before the
 	// refused event must not be recorded.
 	do("batch: a forbidden type after a good one", "POST", base+"/events",
@@ -828,6 +835,8 @@ func probeMain(out string) int {
 		viaChannel("event: no type", "POST", path+"/events", `{}`, true)
 		viaChannel("event: from another run's worker", "POST", path+"/events", `{"type":"TurnStarted","text":"late"}`, true)
 		viaChannel("event: no token", "POST", path+"/events", `{"type":"TurnStarted"}`, false)
+		viaChannel("event: compact, a type workers may not report", "POST", path+"/events", string(crashed), true)
+		viaChannel("event: compact, cut short", "POST", path+"/events", string(turn[:len(turn)-3]), true)
 		viaChannel("batch: a forbidden type after a good one", "POST", path+"/events",
 			`[{"type":"TurnStarted","text":"first"},{"type":"WorkerCrashed"}]`, true)
 		viaChannel("batch: empty", "POST", path+"/events", `[]`, true)
