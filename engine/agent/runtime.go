@@ -82,8 +82,11 @@ func (hc httpCaller) call(ctx context.Context, method, path, token, run string, 
 	if run != "" {
 		req.Header.Set(wire.HeaderRun, run)
 	}
-	if body != nil {
+	switch {
+	case len(body) > 0 && (body[0] == '{' || body[0] == '['):
 		req.Header.Set("Content-Type", "application/json")
+	case len(body) > 0:
+		req.Header.Set("Content-Type", "application/octet-stream") // an event in the store's encoding
 	}
 	resp, err := hc.hc.Do(req)
 	if err != nil {
