@@ -9,3 +9,7 @@ func WorldOf(h *Host) *world.World { return h.world }
 // OldImportsFlagged is closed once the host's background pass that gives
 // old imports their duplicate flag returned (flagOldImports).
 func OldImportsFlagged(h *Host) <-chan struct{} { return h.flagging.done }
+
+// RuntimeToken is the runtime API's bearer token, which the host hands its
+// workers.
+func RuntimeToken(h *Host) string { return h.token }

@@ -3,9 +3,10 @@
 // and records every attempt of every tool call.
 //
 // One host process owns the bbolt file. Workers are child processes of the
-// same binary; they are stateless and talk to the host over loopback HTTP
-// (the runtime API) and to the world's services over loopback HTTP with real
-// per-attempt deadlines. A crash is a real SIGKILL of a worker: afterwards
+// same binary; they are stateless and talk to the host's runtime API through
+// the runtime channel on a Unix socket beside the database (loopback HTTP
+// where there is none), and to the world's services over loopback HTTP with
+// real per-attempt deadlines. A crash is a real SIGKILL of a worker: afterwards
 // only what the store holds survives, and resuming replays the journal.
 //
 // The engine knows nothing of screens: faces (the CLI, the explorer) read
@@ -31,6 +32,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
@@ -89,8 +91,9 @@ type Host struct {
 
 	runtime     *http.Server
 	runtimeURL  string
-	runtimeSock string         // the runtime API's Unix socket, for workers; "" if none
-	runtimeDone sync.WaitGroup // the runtime API's Serve loops
+	runtimeSock string         // the runtime channel's Unix socket, for workers; "" if none
+	channel     *rtchan.Server // the runtime channel, on runtimeSock
+	runtimeDone sync.WaitGroup // the runtime API's and the channel's Serve loops
 
 	bus *bus
 
@@ -236,27 +239,28 @@ func (h *Host) startRuntime() error {
 	}
 	h.runtimeURL = "http://" + ln.Addr().String()
 	h.runtime = &http.Server{Handler: h.runtimeHandler(), ReadHeaderTimeout: 5 * time.Second}
-	h.serveRuntime(ln)
-	if sock, err := listenRuntimeSocket(h.cfg.DBPath); err == nil {
-		h.runtimeSock = sock.Addr().String()
-		h.serveRuntime(sock)
-	}
-	return nil
-}
-
-// serveRuntime serves the runtime API on ln until Close shuts it down.
-func (h *Host) serveRuntime(ln net.Listener) {
 	h.runtimeDone.Add(1)
 	go func() {
 		defer h.runtimeDone.Done()
 		_ = h.runtime.Serve(ln)
 	}()
+	if sock, err := listenRuntimeSocket(h.cfg.DBPath); err == nil {
+		h.runtimeSock = sock.Addr().String()
+		h.channel = &rtchan.Server{Handler: h.channelHandler()}
+		h.runtimeDone.Add(1)
+		go func() {
+			defer h.runtimeDone.Done()
+			_ = h.channel.Serve(sock)
+		}()
+	}
+	return nil
 }
 
 // listenRuntimeSocket listens on a Unix socket beside the database, mode
-// 0600, for the host's own workers: the same runtime API as on TCP, with a
-// cheaper round trip (no TCP stack on either side: about a third less CPU
-// and latency per request on loopback, see BENCHMARKS.md 1a′). The host
+// 0600, for the host's own workers: the runtime channel (rtchan), the
+// runtime API's requests of a run as frames served through the same
+// handlers as HTTP, without net/http's cost around each request (see
+// BENCHMARKS.md 1a′). The host
 // holds the database's lock, so a socket file left by a host that was
 // killed is stale and is replaced. It fails where Unix sockets do not
 // exist or the path is too long for one; workers then use TCP.
@@ -392,6 +396,9 @@ func (h *Host) Close() error {
 	if err := h.runtime.Shutdown(ctx); err != nil {
 		_ = h.runtime.Close() // connections that never sent a request
 	}
+	if h.channel != nil {
+		_ = h.channel.Close() // its workers are gone: it waits for no one
+	}
 	h.runtimeDone.Wait()
 	werr := h.world.Close()
 	return errors.Join(werr, h.db.Close())
@@ -409,8 +416,9 @@ func (h *Host) CRMURL() string { return h.world.CRMURL() }
 // RuntimeURL is the runtime API's address.
 func (h *Host) RuntimeURL() string { return h.runtimeURL }
 
-// RuntimeSocket is the path of the Unix socket the runtime API also
-// listens on, for the host's workers ("" if it could not listen on one).
+// RuntimeSocket is the path of the Unix socket of the runtime channel, the
+// way the host's workers reach the runtime API during a run ("" if it
+// could not listen on one; they use TCP then).
 func (h *Host) RuntimeSocket() string { return h.runtimeSock }
 
 // Catalog is the scenario catalogue the host runs from.

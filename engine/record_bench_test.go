@@ -22,6 +22,7 @@ import (
 	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
@@ -61,7 +62,7 @@ func benchHostFS(b *testing.B, scenarios fs.FS) *Host {
 // worker runs (a live worker entry, run 1), without a process: everything
 // a request to it goes through (HTTP, the token, decoding, the durable
 // record, the notice) is the real path; only the child process is missing.
-func benchWorker(b *testing.B, h *Host, id string, policy history.Policy) {
+func benchWorker(b testing.TB, h *Host, id string, policy history.Policy) {
 	b.Helper()
 	now := h.clock.Now()
 	enc, err := history.EncodeExecution(history.Execution{ID: id, Scenario: "bench", Policy: policy,
@@ -78,22 +79,21 @@ func benchWorker(b *testing.B, h *Host, id string, policy history.Policy) {
 	h.mu.Unlock()
 }
 
-// client speaks to the host's APIs over kept-alive connections, as a
-// worker: to the runtime API through the host's Unix socket (TCP if it has
-// none), to the world's services over TCP.
+// client speaks to the host's APIs over kept connections, as a worker: to
+// the runtime API through the runtime channel on the host's Unix socket
+// (HTTP over TCP if it has none), to the world's services over TCP.
 type client struct {
 	h    *Host
-	http *http.Client // TCP
-	rt   *http.Client // the runtime API's socket
+	http *http.Client   // TCP
+	ch   *rtchan.Client // the runtime channel
 }
 
-func newClient(h *Host) *client {
+func newClient(b *testing.B, h *Host) *client {
 	tcp := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	c := &client{h: h, http: tcp, rt: tcp}
+	c := &client{h: h, http: tcp}
 	if sock := h.RuntimeSocket(); sock != "" {
-		t := agent.RuntimeTransport(sock).(*http.Transport)
-		t.MaxIdleConnsPerHost = 256
-		c.rt = &http.Client{Transport: t}
+		c.ch = rtchan.NewClient(sock, time.Minute)
+		b.Cleanup(func() { c.ch.Close() })
 	}
 	return c
 }
@@ -127,21 +127,37 @@ func (c *client) doVia(hc *http.Client, method, url string, body []byte, header 
 }
 
 // runtime sends a request to the runtime API of execution id, as a worker
-// the host started does (through its socket).
+// the host started does (through the runtime channel).
 func (c *client) runtime(method, id, path string, body []byte) error {
-	return c.runtimeVia(c.rt, method, id, path, body)
+	if c.ch == nil {
+		return c.runtimeTCP(method, id, path, body)
+	}
+	a, err := c.ch.Call(context.Background(), rtchan.Request{Method: method, Path: "/v1/executions/" + id + path,
+		Token: c.h.token, Run: "1", Body: body}) // the live state above is run 1
+	if err != nil {
+		return err
+	}
+	if a.Status != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, path, a.Status, a.Body)
+	}
+	return nil
 }
 
 // runtimeTCP is runtime over TCP, as workers reached the host before the
 // socket and as other programs still reach it.
 func (c *client) runtimeTCP(method, id, path string, body []byte) error {
-	return c.runtimeVia(c.http, method, id, path, body)
+	_, err := c.doVia(c.http, method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
+		map[string]string{"Authorization": "Bearer " + c.h.token, wire.HeaderRun: "1"})
+	return err
 }
 
-func (c *client) runtimeVia(hc *http.Client, method, id, path string, body []byte) error {
-	_, err := c.doVia(hc, method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
-		map[string]string{"Authorization": "Bearer " + c.h.token, wire.HeaderRun: "1"}) // the live state above is run 1
-	return err
+// reporter is the worker's own client of run 1 of execution id (the
+// runtime channel when socket is set, else HTTP over TCP), in a Clients of
+// its own as a worker process has.
+func reporter(b *testing.B, h *Host, socket, id string) *agent.Reporter {
+	c := agent.NewClients(socket)
+	b.Cleanup(c.Close)
+	return c.Reporter(h.RuntimeURL(), id, 1, h.token)
 }
 
 // finished is the AttemptFinished event a worker reports after a send,
@@ -202,12 +218,7 @@ func rate(n int, d time.Duration) float64 {
 func BenchmarkRecordEvent(b *testing.B) {
 	h := benchHost(b)
 	benchWorker(b, h, "exec_bench", history.Policy{Keys: true})
-	c := newClient(h)
 	bare := openBare(b)
-	body, err := json.Marshal(finished(1))
-	if err != nil {
-		b.Fatal(err)
-	}
 	stored := finished(1)
 	stored.Seq, stored.Time, stored.Run = 1, time.Now(), 1
 	data, err := history.Encode(stored)
@@ -216,6 +227,10 @@ func BenchmarkRecordEvent(b *testing.B) {
 	}
 	benchWorker(b, h, "exec_direct", history.Policy{Keys: true})
 	benchWorker(b, h, "exec_tcp", history.Policy{Keys: true})
+	// The worker's own client: the runtime channel, and HTTP over TCP.
+	rep := reporter(b, h, h.RuntimeSocket(), "exec_bench")
+	repTCP := reporter(b, h, "", "exec_tcp")
+	ctx := context.Background()
 	const round = 50
 	n := max(b.N, 2*round) // enough events for a rate even with -benchtime 1x
 	var tRuntime, tBare, tDirect, tTCP time.Duration
@@ -224,7 +239,7 @@ func BenchmarkRecordEvent(b *testing.B) {
 		k := min(round, n-done)
 		start := time.Now()
 		for range k {
-			if err := c.runtime(http.MethodPost, "exec_bench", "/events", body); err != nil {
+			if err := rep.Event(ctx, finished(1)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -248,7 +263,7 @@ func BenchmarkRecordEvent(b *testing.B) {
 		// The same requests over TCP, to split the socket's share.
 		start = time.Now()
 		for range k {
-			if err := c.runtimeTCP(http.MethodPost, "exec_tcp", "/events", body); err != nil {
+			if err := repTCP.Event(ctx, finished(1)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -278,13 +293,16 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 		benchWorker(b, h, fmt.Sprintf("exec_bench%02d", w), history.Policy{Keys: true})
 	}
 	benchWorker(b, h, "exec_single", history.Policy{Keys: true})
-	c := newClient(h)
-	body, err := json.Marshal(finished(1))
-	if err != nil {
-		b.Fatal(err)
+	// Each execution reports through the worker's own client, with
+	// connections of its own as a worker process has.
+	single := reporter(b, h, h.RuntimeSocket(), "exec_single")
+	many := make([]*agent.Reporter, workers)
+	for w := range many {
+		many[w] = reporter(b, h, h.RuntimeSocket(), fmt.Sprintf("exec_bench%02d", w))
 	}
+	ctx := context.Background()
 	// A round is 50 events alone, then 64 x 10 events at once.
-	const single, each = 50, 10
+	const alone, each = 50, 10
 	rounds := max(1, (b.N+workers*each-1)/(workers*each))
 	var tSingle, tMany time.Duration
 	var nMany atomic.Int64
@@ -292,8 +310,8 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 	for range rounds {
 		b.StopTimer()
 		start := time.Now()
-		for range single {
-			if err := c.runtime(http.MethodPost, "exec_single", "/events", body); err != nil {
+		for range alone {
+			if err := single.Event(ctx, finished(1)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -305,9 +323,8 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				id := fmt.Sprintf("exec_bench%02d", w)
 				for range each {
-					if err := c.runtime(http.MethodPost, id, "/events", body); err != nil {
+					if err := many[w].Event(ctx, finished(1)); err != nil {
 						b.Error(err)
 						return
 					}
@@ -319,7 +336,7 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 		tMany += time.Since(start)
 	}
 	b.StopTimer()
-	rs, rm := rate(rounds*single, tSingle), rate(int(nMany.Load()), tMany)
+	rs, rm := rate(rounds*alone, tSingle), rate(int(nMany.Load()), tMany)
 	b.ReportMetric(rs, "single-events/s")
 	b.ReportMetric(rm, "concurrent64-events/s")
 	b.ReportMetric(rm/rs, "concurrent/single")
@@ -330,7 +347,7 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 
 	for range rounds {
 		start := time.Now()
-		for range single {
+		for range alone {
 			if _, err := h.record("exec_single", finished(1), nil); err != nil {
 				b.Fatal(err)
 			}
@@ -353,7 +370,7 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 		wg.Wait()
 		tdm += time.Since(start)
 	}
-	ds, dm := rate(rounds*single, tds), rate(rounds*workers*each, tdm)
+	ds, dm := rate(rounds*alone, tds), rate(rounds*workers*each, tdm)
 	b.ReportMetric(dm/ds, "record-concurrent/single")
 }
 
@@ -496,7 +513,7 @@ func BenchmarkRecordedStep(b *testing.B) {
 			h := benchHost(b)
 			preload(b, h, n)
 			benchWorker(b, h, "exec_bench", history.Policy{Keys: true, Journal: true})
-			c := newClient(h)
+			c := newClient(b, h)
 			state := newArticleState(n)
 			path := filepath.Join(b.TempDir(), "state.json")
 			if err := state.save(path); err != nil {
@@ -554,24 +571,31 @@ func benchRun(b *testing.B, h *Host, id, name string) {
 }
 
 // playRuns plays the runs of the given executions with the worker's code,
-// all at once, through the host's runtime socket as its workers do, and
-// returns how many events their histories hold.
-func playRuns(b *testing.B, h *Host, rt http.RoundTripper, ids []string) int {
+// all at once, each with its own worker's clients (the runtime channel on
+// the host's socket, as its workers reach it).
+func playRuns(b *testing.B, h *Host, clients []*agent.Clients, ids []string) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = agent.RunVia(context.Background(), rt, h.RuntimeURL(), id, 1, h.token)
+			errs[i] = clients[i].Run(context.Background(), h.RuntimeURL(), id, 1, h.token)
 		}()
 	}
 	wg.Wait()
-	n := 0
 	for i, id := range ids {
 		if errs[i] != nil {
 			b.Fatalf("run of %s: %v", id, errs[i])
 		}
+	}
+}
+
+// countEvents is how many events the histories of ids hold, read after
+// the timed runs (the bare loop reads nothing back either).
+func countEvents(b *testing.B, h *Host, ids []string) int {
+	n := 0
+	for _, id := range ids {
 		evs, err := h.Events(id, 0, 0)
 		if err != nil {
 			b.Fatal(err)
@@ -594,9 +618,15 @@ func playRuns(b *testing.B, h *Host, rt http.RoundTripper, ids []string) int {
 // op is one execution; the metrics are events per second and the ratios.
 func BenchmarkRecordWorker(b *testing.B) {
 	h := benchHostFS(b, fixtures.FS)
-	rt := agent.RuntimeTransport(h.RuntimeSocket()) // kept across runs, as a worker process keeps it
 	bare := openBare(b)
 	const round, conc = 10, 64
+	// A worker's clients each, kept across runs as a worker process keeps
+	// them.
+	rt := make([]*agent.Clients, conc)
+	for i := range rt {
+		rt[i] = agent.NewClients(h.RuntimeSocket())
+		b.Cleanup(rt[i].Close)
+	}
 	serial := 0
 	fresh := func(k int) []string {
 		ids := make([]string, k)
@@ -630,10 +660,11 @@ func BenchmarkRecordWorker(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		for _, id := range ids {
-			evWorker += playRuns(b, h, rt, []string{id})
+			playRuns(b, h, rt, []string{id})
 		}
 		tWorker += time.Since(start)
 		b.StopTimer()
+		evWorker += countEvents(b, h, ids)
 		start = time.Now()
 		for i := range evWorker - evBare {
 			if err := bare.append(stored[i%len(stored)]); err != nil {
@@ -649,8 +680,9 @@ func BenchmarkRecordWorker(b *testing.B) {
 	for range max(1, n/(4*conc)) {
 		ids := fresh(conc)
 		start := time.Now()
-		evMany += playRuns(b, h, rt, ids)
+		playRuns(b, h, rt, ids)
 		tMany += time.Since(start)
+		evMany += countEvents(b, h, ids)
 	}
 	rw, rb, rm := rate(evWorker, tWorker), rate(evBare, tBare), rate(evMany, tMany)
 	b.ReportMetric(float64(evWorker)/float64(n), "events/execution")

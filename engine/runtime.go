@@ -23,7 +23,8 @@ import (
 // durable), ask for attempt numbers (and learn their faults), read and
 // write the journal, and, when the host keeps them, ask for their next run.
 // It listens on 127.0.0.1 and requires the bearer token handed to each
-// worker.
+// worker. The host's own workers reach it through the runtime channel on a
+// Unix socket instead (channelHandler).
 
 const maxRuntimeBody = 4 << 20
 
@@ -36,19 +37,42 @@ var workerEvents = map[history.Type]bool{
 
 func (h *Host) runtimeHandler() http.Handler {
 	mux := http.NewServeMux()
+	h.runHandlers(mux)
+	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
+	h.controlHandlers(mux)
+	return h.authorized(mux)
+}
+
+// channelHandler is the runtime API as the runtime channel serves it on
+// the workers' socket (engine/internal/rtchan): only the requests a worker
+// makes while it plays a run. None of them waits for anything but the
+// store, so none needs its context cancelled when the worker goes, which
+// the channel does not do. A kept worker's wait for its next run (which
+// does), the control API and its streams stay on HTTP.
+func (h *Host) channelHandler() http.Handler {
+	mux := http.NewServeMux()
+	h.runHandlers(mux)
+	return h.authorized(mux)
+}
+
+// runHandlers are the requests of a worker playing a run.
+func (h *Host) runHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/executions/{id}/plan", h.handlePlan)
 	mux.HandleFunc("POST /v1/executions/{id}/events", h.handleEvent)
 	mux.HandleFunc("POST /v1/executions/{id}/attempts", h.handleAttempt)
 	mux.HandleFunc("GET /v1/executions/{id}/journal/{step}", h.handleJournalGet)
 	mux.HandleFunc("PUT /v1/executions/{id}/journal/{step}", h.handleJournalPut)
-	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
-	h.controlHandlers(mux)
+}
+
+// authorized lets through only requests with the runtime token.
+func (h *Host) authorized(next http.Handler) http.Handler {
+	want := "Bearer " + h.token
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+h.token {
+		if r.Header.Get("Authorization") != want {
 			http.Error(w, "missing or wrong runtime token", http.StatusUnauthorized)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -146,6 +170,12 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan.Unfinished = unfinished
+	if plan.Policy.Journal {
+		if plan.NoJournal, err = h.noJournal(id); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, plan)
 }
 
@@ -158,6 +188,19 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 func (h *Host) unfinishedSteps(id string, journal bool) ([]string, error) {
 	t, err := h.fold(id)
 	return t.Unfinished(journal), err
+}
+
+// noJournal reports whether execution id has no journal record.
+func (h *Host) noJournal(id string) (bool, error) {
+	none := true
+	err := h.db.View(func(tx *store.Tx) error {
+		// The walk starts at id's records, if it has any.
+		return tx.JournalEntriesAfter(id, "", func(exec, _ string, _ []byte) bool {
+			none = exec != id
+			return false
+		})
+	})
+	return none, err
 }
 
 // handleEvent records what a worker reports: one event (a JSON object) or
@@ -183,8 +226,10 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 			err = errors.New("empty batch")
 		}
 	} else {
+		// One event: a JSON object, or the store's compact encoding
+		// (history.Encode), which the host's own workers send.
 		evs = make([]history.Event, 1)
-		err = json.Unmarshal(data, &evs[0])
+		evs[0], err = history.Decode(data)
 	}
 	if err != nil {
 		http.Error(w, "bad event: "+err.Error(), http.StatusBadRequest)
@@ -334,7 +379,8 @@ func (h *Host) handleJournalGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleJournalPut writes a step's record and its StepRecorded event in one
-// durable commit: the step is finished when this returns.
+// durable commit, with the events reported before it and those sent to
+// follow it (the run's end): the step is finished when this returns.
 func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
 	st, release, ok := h.live(w, r)
@@ -355,8 +401,14 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	then, err := workerBatch(put.Then, run)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	// The events the worker reported since its last round trip come first,
-	// in the same commit as the record (and stamped before it).
+	// in the same commit as the record (and stamped before it); those it
+	// sent to follow the record (the run's end) come after it.
 	evs := make([]history.Event, len(batch))
 	for i, p := range batch {
 		evs[i] = p.ev
@@ -372,7 +424,12 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	}
 	ev := history.Event{Type: history.StepRecorded, Time: now, Run: run, Step: step, Tool: rec.Tool,
 		Key: rec.Key, Attempt: rec.Attempt, Result: rec.Result}
-	err = h.db.Update(func(tx *store.Tx) error {
+	after := make([]history.Event, len(then))
+	for i, p := range then {
+		after[i] = p.ev
+		after[i].Time = h.clock.Now()
+	}
+	appendAll := func(tx *store.Tx, evs []history.Event, batch []pendingEvent) error {
 		for i, p := range batch {
 			if err := history.Append(tx, id, &evs[i]); err != nil {
 				return err
@@ -383,10 +440,19 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+		return nil
+	}
+	err = h.db.Update(func(tx *store.Tx) error {
+		if err := appendAll(tx, evs, batch); err != nil {
+			return err
+		}
 		if err := tx.PutJournal(id, step, data); err != nil {
 			return err
 		}
-		return history.Append(tx, id, &ev)
+		if err := history.Append(tx, id, &ev); err != nil {
+			return err
+		}
+		return appendAll(tx, after, then)
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -396,6 +462,9 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		h.bus.publish(notice.Notice{Execution: id, Event: &evs[i]})
 	}
 	h.bus.publish(notice.Notice{Execution: id, Event: &ev})
+	for i := range after {
+		h.bus.publish(notice.Notice{Execution: id, Event: &after[i]})
+	}
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
 

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -8,16 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrylab/retrylab/engine"
-	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
-// The runtime API's Unix socket, which the host's workers use: beside the
-// database, mode 0600, answering with the same API and token as TCP, and
-// gone when the host closes.
+// The runtime channel's Unix socket, which the host's workers use: beside
+// the database, mode 0600, answering a run's requests with the same API and
+// token as TCP (the same 401 for a missing or wrong token), and gone when
+// the host closes.
 func TestRuntimeSocket(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -36,26 +39,62 @@ func TestRuntimeSocket(t *testing.T) {
 	if info.Mode()&os.ModeSocket == 0 || info.Mode().Perm() != 0o600 {
 		t.Errorf("runtime socket mode %v, want a socket with 0600", info.Mode())
 	}
-	hc := &http.Client{Transport: agent.RuntimeTransport(sock)}
-	// The URL's host is TCP's; the transport dials the socket whatever it is.
-	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/v1/executions/exec_none/plan", nil)
-	if err != nil {
-		t.Fatal(err)
+	ch := rtchan.NewClient(sock, time.Minute)
+	defer ch.Close()
+	overHTTP := func(method, path, token string) (int, string) {
+		req, err := http.NewRequest(method, h.RuntimeURL()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	overChannel := func(method, path, token string) (int, string) {
+		a, err := ch.Call(context.Background(), rtchan.Request{Method: method, Path: path, Token: token, Run: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Status, string(a.Body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("without the token: %d %s, want 401", resp.StatusCode, body)
+	token := engine.RuntimeToken(h)
+	for _, c := range []struct {
+		method, path, token string
+		status              int
+	}{
+		{http.MethodGet, "/v1/executions/exec_none/plan", "", http.StatusUnauthorized},
+		{http.MethodGet, "/v1/executions/exec_none/plan", "wrong", http.StatusUnauthorized},
+		{http.MethodPost, "/v1/executions/exec_none/events", "wrong", http.StatusUnauthorized},
+		{http.MethodGet, "/v1/executions/exec_none/plan", token, http.StatusConflict}, // no worker runs it
+	} {
+		hs, hb := overHTTP(c.method, c.path, c.token)
+		cs, cb := overChannel(c.method, c.path, c.token)
+		if hs != c.status || cs != hs || cb != hb {
+			t.Errorf("%s %s (token %q): HTTP %d %q, channel %d %q; want both %d, alike", c.method, c.path, c.token, hs, hb, cs, cb, c.status)
+		}
+	}
+	// The channel serves only a run's requests: the wait for the next run
+	// and the control API stay on HTTP.
+	for _, path := range []string{"/v1/workers/next", "/v1/control/state"} {
+		if cs, cb := overChannel(http.MethodPost, path, token); cs != http.StatusNotFound {
+			t.Errorf("POST %s over the channel: %d %q, want 404", path, cs, cb)
+		}
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("runtime socket left after Close: %v", err)
+	}
+	if _, err := ch.Call(context.Background(), rtchan.Request{Method: http.MethodGet, Path: "/v1/executions/x/plan"}); err == nil {
+		t.Error("a call after the host closed: no error")
 	}
 }
 

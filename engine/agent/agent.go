@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
@@ -46,11 +46,11 @@ func MainIfWorker() {
 	run, _ := strconv.Atoi(os.Getenv(wire.EnvRun))
 	execution, token := os.Getenv(wire.EnvExecution), os.Getenv(wire.EnvToken)
 	keep := os.Getenv(wire.EnvKeep) == "1"
-	clients := newClients(os.Getenv(wire.EnvSocket))
+	clients := NewClients(os.Getenv(wire.EnvSocket))
 	for {
 		// A kept worker may be started ahead of any run: it asks for one.
 		if execution != "" || !keep {
-			if err := clients.run(context.Background(), url, execution, run, token); err != nil {
+			if err := clients.Run(context.Background(), url, execution, run, token); err != nil {
 				fmt.Fprintln(os.Stderr, "retrylab worker:", err)
 				os.Exit(1)
 			}
@@ -70,46 +70,73 @@ func MainIfWorker() {
 	}
 }
 
-// clients are a worker process's HTTP clients, kept across the runs it
-// plays: connections, not anything about an execution.
-type clients struct {
-	runtime *http.Client // the runtime API, with a deadline per request
-	tools   *http.Client // the world's services; each attempt has its own deadline
-	idle    *http.Client // the wait for the next run, which the host bounds
+// Clients are a worker process's clients, kept across the runs it plays:
+// connections, not anything about an execution.
+type Clients struct {
+	channel *rtchan.Client // a run's runtime requests, when the host has a socket
+	runtime *http.Client   // a run's runtime requests over HTTP, when it has none
+	idle    *http.Client   // the wait for the next run (HTTP), which the host bounds
+	tools   *http.Client   // the world's services; each attempt has its own deadline
 }
 
-// newClients makes a worker's clients; with socket set, the runtime API's
-// requests go through that Unix socket (see RuntimeTransport).
-func newClients(socket string) *clients {
-	return newClientsVia(RuntimeTransport(socket))
-}
+// runtimeTimeout bounds every request of a run to the runtime API.
+const runtimeTimeout = 30 * time.Second
 
-// newClientsVia makes a worker's clients, reaching the runtime API through rt.
-func newClientsVia(rt http.RoundTripper) *clients {
-	return &clients{runtime: &http.Client{Timeout: 30 * time.Second, Transport: rt}, tools: &http.Client{},
-		idle: &http.Client{Transport: rt}}
-}
-
-// RuntimeTransport is the transport a worker reaches the runtime API with:
-// with socket "" the default (TCP to the URL's host), else one that dials
-// the host's Unix socket at that path whatever the URL's host, with the
-// same keep-alive as the default.
-func RuntimeTransport(socket string) http.RoundTripper {
-	if socket == "" {
-		return http.DefaultTransport
-	}
+// NewClients makes a worker's clients. With socket set (the host's
+// RuntimeSocket), a run's requests to the runtime API go through the
+// runtime channel on that socket, as the workers the host starts send
+// them; else over HTTP to the runtime URL. A kept worker's wait for its
+// next run is always HTTP: the host must see the worker leave while it
+// waits, which the channel does not tell it.
+func NewClients(socket string) *Clients {
+	// Connections of their own, as a worker process has: programs that
+	// play several workers in one process (benchmarks) then keep one
+	// connection per worker to each service, as the processes would, not
+	// the two per service of the default transport shared by all.
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", socket)
+	c := &Clients{runtime: &http.Client{Timeout: runtimeTimeout, Transport: t}, idle: &http.Client{Transport: t},
+		tools: &http.Client{Transport: t}}
+	if socket != "" {
+		c.channel = rtchan.NewClient(socket, runtimeTimeout)
 	}
-	return t
+	return c
+}
+
+// Close closes the kept connections.
+func (c *Clients) Close() {
+	if c.channel != nil {
+		c.channel.Close()
+	}
+	c.tools.CloseIdleConnections() // the transport they share
+}
+
+// runtimeVia is the caller of a run's runtime requests to runtimeURL.
+func (c *Clients) runtimeVia(runtimeURL string) caller {
+	if c.channel != nil {
+		return channelCaller{c.channel}
+	}
+	return httpCaller{base: strings.TrimRight(runtimeURL, "/"), hc: c.runtime}
+}
+
+// Reporter is the worker's client of one run's runtime API, for programs
+// that report events as the worker does (benchmarks).
+type Reporter struct{ rt *runtimeClient }
+
+// Reporter makes the runtime client of run of execution, as Run makes it.
+func (c *Clients) Reporter(runtimeURL, execution string, run int, token string) *Reporter {
+	return &Reporter{c.runtimeClient(runtimeURL, execution, run, token)}
+}
+
+// Event reports ev and returns once the host has recorded it durably.
+func (r *Reporter) Event(ctx context.Context, ev history.Event) error { return r.rt.event(ctx, ev) }
+
+func (c *Clients) runtimeClient(runtimeURL, execution string, run int, token string) *runtimeClient {
+	return &runtimeClient{path: "/v1/executions/" + execution, token: token, run: strconv.Itoa(run), via: c.runtimeVia(runtimeURL)}
 }
 
 // next reports a run finished cleanly and waits for the host's next one;
 // ok is false when the host has none for this worker (it should exit).
-func (c *clients) next(runtimeURL, token string, ended wire.RunEnded) (wire.Assignment, bool, error) {
+func (c *Clients) next(runtimeURL, token string, ended wire.RunEnded) (wire.Assignment, bool, error) {
 	var a wire.Assignment
 	body, err := json.Marshal(ended)
 	if err != nil {
@@ -159,23 +186,18 @@ func MainForTests() {
 // end is already recorded.
 var errStopped = errors.New("execution stopped")
 
-// Run plays one run of an execution to its end.
+// Run plays one run of an execution to its end, reaching the runtime API
+// over HTTP at runtimeURL.
 func Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
-	return newClients("").run(ctx, runtimeURL, execution, run, token)
+	c := NewClients("")
+	defer c.Close()
+	return c.Run(ctx, runtimeURL, execution, run, token)
 }
 
-// RunVia is Run reaching the runtime API through rt, such as
-// RuntimeTransport of the host's socket, which is how a worker the host
-// started reaches it.
-func RunVia(ctx context.Context, rt http.RoundTripper, runtimeURL, execution string, run int, token string) error {
-	return newClientsVia(rt).run(ctx, runtimeURL, execution, run, token)
-}
-
-// run plays one run of an execution to its end; everything it knows of the
+// Run plays one run of an execution to its end; everything it knows of the
 // execution comes from the host, not from an earlier run of the process.
-func (c *clients) run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
-	rt := &runtimeClient{base: strings.TrimRight(runtimeURL, "/") + "/v1/executions/" + execution, token: token, run: strconv.Itoa(run),
-		http: c.runtime}
+func (c *Clients) Run(ctx context.Context, runtimeURL, execution string, run int, token string) error {
+	rt := c.runtimeClient(runtimeURL, execution, run, token)
 	var plan wire.Plan
 	if err := rt.do(ctx, http.MethodGet, "/plan", nil, &plan); err != nil {
 		return fmt.Errorf("fetch plan: %w", err)
@@ -183,6 +205,7 @@ func (c *clients) run(ctx context.Context, runtimeURL, execution string, run int
 	if plan.Run != run {
 		return fmt.Errorf("plan is for run %d, worker was started for run %d", plan.Run, run)
 	}
+	rt.noJournal = plan.NoJournal
 	w := &worker{rt: rt, plan: plan, scn: plan.Scenario, tools: c.tools, results: map[string]any{}}
 	err := w.play(ctx)
 	if errors.Is(err, errStopped) {
@@ -192,6 +215,9 @@ func (c *clients) run(ctx context.Context, runtimeURL, execution string, run int
 		// Report what went wrong; if even that fails the host records the exit.
 		_ = rt.event(ctx, history.Event{Type: history.ExecutionFailed, Error: err.Error()})
 		return err
+	}
+	if w.completed {
+		return nil // recorded with the last step's journal write
 	}
 	return rt.event(ctx, history.Event{Type: history.ExecutionCompleted})
 }
@@ -209,14 +235,19 @@ type worker struct {
 	// activities numbers the tool calls of this run, 1, 2, ..., as
 	// Temporal numbers a workflow's activities (key_from: temporal).
 	activities int
+	// last is set while the run plays its last call (of one copy): once
+	// that call's result is journaled nothing is left to do, so the run's
+	// end travels with that journal write, and completed says it did.
+	last, completed bool
 }
 
 func (w *worker) play(ctx context.Context) error {
-	for _, turn := range w.scn.Turns {
+	for ti, turn := range w.scn.Turns {
 		if err := w.startTurn(ctx, turn.Text); err != nil {
 			return err
 		}
-		for _, call := range turn.Calls {
+		for ci, call := range turn.Calls {
+			w.last = ti == len(w.scn.Turns)-1 && ci == len(turn.Calls)-1 && call.Copies() <= 1
 			if err := w.call(ctx, call); err != nil {
 				return err
 			}
@@ -389,9 +420,18 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		if res.outcome == history.OutcomeOK {
 			w.setResult(c.Step, res.body)
 			if policy.Journal {
+				// The run's last call: its end is recorded with this
+				// record, unless a crash is planned after the record.
+				var then []history.Event
+				if w.last && grant.Crash != fault.CrashAfterRecord {
+					then = []history.Event{{Type: history.ExecutionCompleted}}
+				}
 				if err := w.rt.putJournal(ctx, url.PathEscape(step), history.JournalRecord{Tool: c.Tool,
-					Key: key, Attempt: attempt, Result: res.body}); err != nil {
+					Key: key, Attempt: attempt, Result: res.body}, then...); err != nil {
 					return false, err
+				}
+				if then != nil {
+					w.completed = true // only the run's last call, never a copy, gets here
 				}
 			}
 			if grant.Crash == fault.CrashAfterRecord {

@@ -10,10 +10,11 @@ import (
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/wire"
 )
 
-// runtimeClient talks to the host's runtime API.
+// runtimeClient talks to the host's runtime API for one run.
 //
 // Events that need not be on disk before the worker's next step (a turn
 // begun, a call scheduled, a replayed step, an attempt's answer) wait in
@@ -25,47 +26,104 @@ import (
 // worker killed in between loses only events nothing had acknowledged, as
 // if it had died before reporting them.
 type runtimeClient struct {
-	base  string
+	path  string // "/v1/executions/{id}"
 	token string
 	run   string // this worker's run number, sent with every request
-	http  *http.Client
+	via   caller
 
 	// mu orders the requests that carry events (one at a time, so the
 	// host records them as the worker reported them) and guards pending.
 	mu      sync.Mutex
 	pending []history.Event
+
+	// With noJournal (wire.Plan.NoJournal) the execution had no journal
+	// record when the run began, so only the steps in written (those this
+	// run began to write) can have one; the others are not asked for.
+	noJournal bool
+	wmu       sync.Mutex
+	written   map[string]bool
 }
 
+// caller sends one request of the runtime API and returns the answer's
+// status and body (up to maxAnswer bytes).
+type caller interface {
+	call(ctx context.Context, method, path, token, run string, body []byte) (status int, answer []byte, err error)
+}
+
+// maxAnswer bounds an answer of the runtime API.
+const maxAnswer = 4 << 20
+
+// channelCaller reaches the runtime API through the runtime channel on the
+// host's Unix socket: a frame written and its answer read on the caller's
+// goroutine, over a kept connection.
+type channelCaller struct{ c *rtchan.Client }
+
+func (cc channelCaller) call(ctx context.Context, method, path, token, run string, body []byte) (int, []byte, error) {
+	a, err := cc.c.Call(ctx, rtchan.Request{Method: method, Path: path, Token: token, Run: run, Body: body})
+	return a.Status, a.Body, err
+}
+
+// httpCaller reaches the runtime API over HTTP at base (its URL).
+type httpCaller struct {
+	base string
+	hc   *http.Client
+}
+
+func (hc httpCaller) call(ctx context.Context, method, path, token, run string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, hc.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if run != "" {
+		req.Header.Set(wire.HeaderRun, run)
+	}
+	switch {
+	case len(body) > 0 && (body[0] == '{' || body[0] == '['):
+		req.Header.Set("Content-Type", "application/json")
+	case len(body) > 0:
+		req.Header.Set("Content-Type", "application/octet-stream") // an event in the store's encoding
+	}
+	resp, err := hc.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	return resp.StatusCode, data, err
+}
+
+// status is how an answer's status reads in an error, as net/http writes
+// it ("409 Conflict").
+func status(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
+
 func (c *runtimeClient) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(wire.HeaderRun, c.run)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	return c.send(ctx, method, path, body, out)
+}
+
+// send is do with the body encoded.
+func (c *runtimeClient) send(ctx context.Context, method, path string, body []byte, out any) error {
+	code, data, err := c.via.call(ctx, method, c.path+path, c.token, c.run, body)
 	if err != nil {
 		return fmt.Errorf("runtime %s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("runtime %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode == http.StatusNotFound && out == nil {
+	if code == http.StatusNotFound && out == nil {
 		return errNotFound
 	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("runtime %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
+	if code/100 != 2 {
+		return fmt.Errorf("runtime %s %s: %s: %s", method, path, status(code), bytes.TrimSpace(data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -84,7 +142,13 @@ func (c *runtimeClient) event(ctx context.Context, ev history.Event) error {
 	defer c.mu.Unlock()
 	batch := append(c.take(), ev)
 	if len(batch) == 1 {
-		return c.do(ctx, http.MethodPost, "/events", ev, &struct{}{})
+		// One event goes in the store's compact encoding, which the host
+		// decodes in a third of JSON's time (it takes either).
+		body, err := history.Encode(ev)
+		if err != nil {
+			return err
+		}
+		return c.send(ctx, http.MethodPost, "/events", body, &struct{}{})
 	}
 	return c.do(ctx, http.MethodPost, "/events", batch, &struct{}{})
 }
@@ -127,34 +191,44 @@ func (c *runtimeClient) attempt(ctx context.Context, req wire.AttemptRequest) (w
 }
 
 // putJournal writes a step's record (name is path-escaped), with the
-// pending events before its StepRecorded, in one commit.
-func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history.JournalRecord) error {
+// pending events before its StepRecorded and then after it, in one commit.
+func (c *runtimeClient) putJournal(ctx context.Context, name string, rec history.JournalRecord, then ...history.Event) error {
+	// Marked before it is sent: from here a read of it asks the host,
+	// whose answer depends on whether this write got there first, as it
+	// did when every read asked.
+	c.wmu.Lock()
+	if c.written == nil {
+		c.written = map[string]bool{}
+	}
+	c.written[name] = true
+	c.wmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.do(ctx, http.MethodPut, "/journal/"+name, wire.JournalPut{JournalRecord: rec, Events: c.take()}, nil)
+	return c.do(ctx, http.MethodPut, "/journal/"+name, wire.JournalPut{JournalRecord: rec, Events: c.take(), Then: then}, nil)
 }
 
 // journal reads a step's recorded result.
 func (c *runtimeClient) journal(ctx context.Context, step string) (history.JournalRecord, bool, error) {
 	var rec history.JournalRecord
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/journal/"+step, nil)
-	if err != nil {
-		return rec, false, err
+	if c.noJournal {
+		c.wmu.Lock()
+		asked := c.written[step]
+		c.wmu.Unlock()
+		if !asked {
+			return rec, false, nil
+		}
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(wire.HeaderRun, c.run)
-	resp, err := c.http.Do(req)
+	code, data, err := c.via.call(ctx, http.MethodGet, c.path+"/journal/"+step, c.token, c.run, nil)
 	if err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	if code == http.StatusNotFound {
 		return rec, false, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return rec, false, fmt.Errorf("runtime journal %s: %s", step, resp.Status)
+	if code != http.StatusOK {
+		return rec, false, fmt.Errorf("runtime journal %s: %s", step, status(code))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rec); err != nil {
+	if err := json.Unmarshal(data, &rec); err != nil {
 		return rec, false, fmt.Errorf("runtime journal %s: %w", step, err)
 	}
 	return rec, true, nil

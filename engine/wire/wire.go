@@ -18,9 +18,9 @@ import (
 // Environment variables that turn the binary into a worker.
 const (
 	EnvWorker = "RETRYLAB_WORKER" // the runtime API's URL
-	// EnvSocket is the Unix socket the runtime API also listens on; a
-	// worker given one sends its runtime requests (to EnvWorker's paths)
-	// through it instead of TCP.
+	// EnvSocket is the Unix socket of the runtime channel; a worker given
+	// one sends a run's runtime requests through it, as frames
+	// (engine/internal/rtchan), instead of HTTP to EnvWorker.
 	EnvSocket    = "RETRYLAB_WORKER_SOCKET"
 	EnvExecution = "RETRYLAB_EXECUTION" // the execution to run
 	EnvRun       = "RETRYLAB_RUN"       // the run number
@@ -62,6 +62,12 @@ type Plan struct {
 	// and never finished, or finished with a timeout or a server error, with
 	// no record or escalation since: their outcome is unknown.
 	Unfinished []string `json:"unfinished,omitempty"`
+	// NoJournal says the execution had no journal record when the plan
+	// was made. Only this run can write one while it is live (the host
+	// takes journal writes from the live run alone, and a deletion only
+	// removes), so a step this run has not written has no record: the
+	// worker need not ask.
+	NoJournal bool `json:"no_journal,omitempty"`
 }
 
 // AttemptRequest asks for permission to make an attempt.
@@ -84,6 +90,10 @@ type AttemptRequest struct {
 type JournalPut struct {
 	history.JournalRecord
 	Events []history.Event `json:"events,omitempty"`
+	// Then are events recorded after StepRecorded in the same commit: the
+	// run's end (ExecutionCompleted) when this step was the run's last
+	// action, so the worker waits for one commit instead of two.
+	Then []history.Event `json:"then,omitempty"`
 }
 
 // AttemptGrant answers an AttemptRequest: the crash the worker must carry

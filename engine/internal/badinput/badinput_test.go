@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/wire"
 	"github.com/retrylab/retrylab/engine/world"
@@ -701,6 +703,23 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"another execution's plan": 409, "event: from another run's worker": 409,
 		"batch: a forbidden type after a good one": 400, "batch: empty": 400, "batch: malformed": 400,
 		"attempt: batch with a forbidden type": 400, "journal: batch with a forbidden type": 400,
+		"journal: a forbidden type to follow the record": 400,
+		"event: compact, a type workers may not report":  400, "event: compact, cut short": 400,
+	}
+	// The same requests through the runtime channel on the socket, as the
+	// host's workers send them, get the same answers; a frame over the
+	// channel's limit, or one that does not parse, closes the connection.
+	overChannel := map[string]int{}
+	for name, code := range want {
+		if !strings.HasSuffix(name, "6 MiB") {
+			overChannel["channel: "+name] = code
+		}
+	}
+	maps.Copy(want, overChannel)
+	for _, name := range []string{"channel: a frame announcing 6 MiB", "channel: a frame that does not parse"} {
+		if got := statuses[name]; got.Status != 0 || got.Body != "connection closed" {
+			t.Errorf("%s: %+v, want the connection closed", name, got)
+		}
 	}
 	for name, code := range want {
 		got, ok := statuses[name]
@@ -714,7 +733,7 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range events {
-		if ev.Type == history.TurnStarted || ev.Type == history.AttemptStarted || ev.Type == history.StepRecorded {
+		if ev.Type == history.TurnStarted || ev.Type == history.AttemptStarted || ev.Type == history.StepRecorded || ev.Type == history.ExecutionCompleted {
 			t.Errorf("a refused request was recorded: %+v", ev)
 		}
 	}
@@ -767,6 +786,12 @@ func probeMain(out string) int {
 	do("event: no type", "POST", base+"/events", s(`{}`), true)
 	do("event: from another run's worker", "POST", base+"/events", s(`{"type":"TurnStarted","text":"late"}`), true)
 	do("event: no token", "POST", base+"/events", s(`{"type":"TurnStarted"}`), false)
+	// One event may come in the store's compact encoding, as the host's
+	// own workers send it.
+	crashed, _ := history.Encode(history.Event{Type: history.WorkerCrashed, ExitCode: 137})
+	turn, _ := history.Encode(history.Event{Type: history.TurnStarted, Text: "compact"})
+	do("event: compact, a type workers may not report", "POST", base+"/events", bytes.NewReader(crashed), true)
+	do("event: compact, cut short", "POST", base+"/events", bytes.NewReader(turn[:len(turn)-3]), true)
 	// A batch is recorded whole or not at all: the TurnStarted before the
 	// refused event must not be recorded.
 	do("batch: a forbidden type after a good one", "POST", base+"/events",
@@ -777,12 +802,76 @@ func probeMain(out string) int {
 		s(`{"step":"step-4","attempt":1,"events":[{"type":"TurnStarted"},{"type":"ExecutionStarted"}]}`), true)
 	do("journal: batch with a forbidden type", "PUT", base+"/journal/step-4",
 		s(`{"tool":"t","result":{},"events":[{"type":"TurnStarted"},{"type":"WorkerStarted"}]}`), true)
+	do("journal: a forbidden type to follow the record", "PUT", base+"/journal/step-4",
+		s(`{"tool":"t","result":{},"events":[{"type":"TurnStarted"}],"then":[{"type":"ExecutionCompleted"},{"type":"WorkerCrashed"}]}`), true)
 	do("attempt: malformed JSON", "POST", base+"/attempts", s(`[1,2`), true)
 	do("attempt: 6 MiB", "POST", base+"/attempts", big(), true)
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
 	do("journal: malformed JSON", "PUT", base+"/journal/step-4", s(`{"result":`), true)
 	do("journal: 6 MiB", "PUT", base+"/journal/step-4", big(), true)
 	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(wire.EnvExecution))+"exec_NOPE/plan", nil, true)
+	// The same through the runtime channel, as the host's workers send
+	// them (what the client refuses to send, over 4 MiB, goes raw).
+	if sock := os.Getenv(wire.EnvSocket); sock != "" {
+		ch := rtchan.NewClient(sock, time.Minute)
+		path := "/v1/executions/" + os.Getenv(wire.EnvExecution)
+		viaChannel := func(name, method, p, body string, auth bool) {
+			r := rtchan.Request{Method: method, Path: p, Body: []byte(body)}
+			if auth {
+				r.Token, r.Run = token, os.Getenv(wire.EnvRun)
+			}
+			if name == "event: from another run's worker" {
+				r.Run = "99"
+			}
+			a, err := ch.Call(context.Background(), r)
+			if err != nil {
+				results["channel: "+name] = probeResult{Body: err.Error()}
+				return
+			}
+			results["channel: "+name] = probeResult{Status: a.Status, Body: strings.TrimSpace(string(a.Body))}
+		}
+		viaChannel("event: malformed JSON", "POST", path+"/events", `{"type":`, true)
+		viaChannel("event: a type workers may not report", "POST", path+"/events", `{"type":"WorkerCrashed"}`, true)
+		viaChannel("event: no type", "POST", path+"/events", `{}`, true)
+		viaChannel("event: from another run's worker", "POST", path+"/events", `{"type":"TurnStarted","text":"late"}`, true)
+		viaChannel("event: no token", "POST", path+"/events", `{"type":"TurnStarted"}`, false)
+		viaChannel("event: compact, a type workers may not report", "POST", path+"/events", string(crashed), true)
+		viaChannel("event: compact, cut short", "POST", path+"/events", string(turn[:len(turn)-3]), true)
+		viaChannel("batch: a forbidden type after a good one", "POST", path+"/events",
+			`[{"type":"TurnStarted","text":"first"},{"type":"WorkerCrashed"}]`, true)
+		viaChannel("batch: empty", "POST", path+"/events", `[]`, true)
+		viaChannel("batch: malformed", "POST", path+"/events", `[{"type":"TurnStarted"},`, true)
+		viaChannel("attempt: batch with a forbidden type", "POST", path+"/attempts",
+			`{"step":"step-4","attempt":1,"events":[{"type":"TurnStarted"},{"type":"ExecutionStarted"}]}`, true)
+		viaChannel("journal: batch with a forbidden type", "PUT", path+"/journal/step-4",
+			`{"tool":"t","result":{},"events":[{"type":"TurnStarted"},{"type":"WorkerStarted"}]}`, true)
+		viaChannel("journal: a forbidden type to follow the record", "PUT", path+"/journal/step-4",
+			`{"tool":"t","result":{},"events":[{"type":"TurnStarted"}],"then":[{"type":"ExecutionCompleted"},{"type":"WorkerCrashed"}]}`, true)
+		viaChannel("attempt: malformed JSON", "POST", path+"/attempts", `[1,2`, true)
+		viaChannel("attempt: no step", "POST", path+"/attempts", `{"attempt":1}`, true)
+		viaChannel("journal: malformed JSON", "PUT", path+"/journal/step-4", `{"result":`, true)
+		viaChannel("another execution's plan", "GET", "/v1/executions/exec_NOPE/plan", "", true)
+		ch.Close()
+		raw := func(name string, frame []byte) {
+			res := probeResult{Body: "connection closed"}
+			conn, err := net.Dial("unix", sock)
+			if err != nil {
+				results[name] = probeResult{Body: err.Error()}
+				return
+			}
+			defer conn.Close()
+			if _, err := conn.Write(frame); err != nil {
+				res.Body = err.Error()
+			} else if n, err := conn.Read(make([]byte, 64)); err != io.EOF {
+				res = probeResult{Body: fmt.Sprintf("read %d bytes: %v", n, err)}
+			}
+			results[name] = res
+		}
+		// 6 MiB announced, then the start of an event: the host reads no
+		// further and closes.
+		raw("channel: a frame announcing 6 MiB", append([]byte{0, 0x60, 0, 0}, `{"type":"TurnStarted","text":"`...))
+		raw("channel: a frame that does not parse", []byte{0, 0, 0, 3, 0xff, 0xff, 0xff})
+	}
 	data, _ := json.Marshal(results)
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		return 1
