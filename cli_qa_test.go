@@ -41,3 +41,29 @@ func TestCLIExportRefusesADatabase(t *testing.T) {
 		ok(t, other, "outbox")
 	}
 }
+
+// import of a directory says it is one, not "empty file: no spans", with or
+// without a host, and imports nothing.
+func TestCLIImportDirectory(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(filepath.Join("fixtures", "otlp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "retrylab: import " + dir + " is a directory; name the files in it: retrylab import " + filepath.Join(dir, "*")
+	for _, hosted := range []bool{false, true} {
+		db := newDB(t)
+		ok(t, db, "reset")
+		if hosted {
+			serve := background(t, db, "serve")
+			serve.banner(t)
+			defer func() {
+				_ = serve.cmd.Process.Signal(os.Interrupt)
+				serve.wait(t)
+			}()
+		}
+		if msg := fails(t, 1, db, "import", dir); msg != want {
+			t.Errorf("hosted %v: import DIR said %q, want %q", hosted, msg, want)
+		}
+	}
+}
