@@ -67,3 +67,32 @@ func TestCLIImportDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A missing execution is named once, in the same words, whether the
+// command works on the file alone or through a host ("no such execution:
+// no such execution: nope" through one, before).
+func TestCLIMissingExecutionThroughAHost(t *testing.T) {
+	t.Parallel()
+	alone, hosted := newDB(t), newDB(t)
+	ok(t, alone, "run", "naive")
+	ok(t, hosted, "run", "naive")
+	cmds := [][]string{{"show", "nope"}, {"show", "--json", "nope"}, {"journal", "list", "nope"}, {"resume", "nope"}, {"journal", "delete", "nope", "step-4"}}
+	want := make([]string, len(cmds))
+	for i, args := range cmds {
+		want[i] = fails(t, 1, alone, args...)
+		if want[i] != "retrylab: no such execution: nope" {
+			t.Errorf("%v alone: %q", args, want[i])
+		}
+	}
+	serve := background(t, hosted, "serve")
+	serve.banner(t)
+	for i, args := range cmds {
+		if got := fails(t, 1, hosted, args...); got != want[i] {
+			t.Errorf("%v through a host: %q, alone %q", args, got, want[i])
+		}
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}

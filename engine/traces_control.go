@@ -230,7 +230,7 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	case e.Kind == "no_execution" && e.Execution != "":
 		return nil, &missingExecution{e.Execution, c.dbPath}
 	case e.Kind == "no_execution":
-		return nil, fmt.Errorf("%w: %s", ErrNoExecution, e.Error)
+		return nil, remoteError(ErrNoExecution, e.Error)
 	case e.Kind == "closing":
 		return nil, fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 	}
