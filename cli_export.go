@@ -30,7 +30,9 @@ is in retrylab.* attributes: retrylab.attempt, retrylab.faults,
 retrylab.deduplicated, retrylab.outcome, retrylab.idempotency_key,
 retrylab.effects and retrylab.provider.message_ids, retrylab.journal.recorded,
 retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
-into the same model. Imported executions are not exported again.
+into the same model. Imported executions are left out unless named (their
+source file is their export); a named one is written from the model it was
+imported into.
 
 The file is written whole or not at all (a temporary file renamed into place);
 a device or a named pipe (/dev/null, a FIFO) is written into as it is. A
