@@ -1,8 +1,10 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -95,4 +97,53 @@ func TestCLIMissingExecutionThroughAHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve.wait(t)
+}
+
+// A bad --otlp address is a usage error (exit 2), said alone: serve printed
+// the world's addresses first, then refused with exit 1.
+func TestCLIServeBadOTLPAddress(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for addr, want := range map[string]string{
+		"0.0.0.0:4318": "retrylab: --otlp 0.0.0.0:4318: retrylab listens on loopback only (127.0.0.1)",
+		"nope":         "retrylab: --otlp nope: address nope: missing port in address (want host:port, e.g. 127.0.0.1:4318)",
+	} {
+		if msg := fails(t, 2, db, "serve", "--otlp", addr); msg != want {
+			t.Errorf("serve --otlp %s: %q, want %q", addr, msg, want)
+		}
+	}
+}
+
+// serve --otlp announces its receiver with the world's addresses, before
+// "press Ctrl-C to stop", and the spans posted to it are imported.
+func TestCLIServeOTLPReceives(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve", "--otlp", "127.0.0.1:0")
+	serve.banner(t)
+	out := serve.stdout.String()
+	m := regexp.MustCompile(`(?m)^  OTLP      POST (http://127\.0\.0\.1:\d+/v1/traces) .*\npress Ctrl-C to stop$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("serve --otlp's banner:\n%s", out)
+	}
+	doc, err := os.Open(filepath.Join("fixtures", "otlp", "adk-send-twice.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doc.Close()
+	resp, err := http.Post(m[1], "application/json", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %s", m[1], resp.Status)
+	}
+	has(t, ok(t, db, "show", "otlp-conv-sess-adk-mail-1"), "send_email")
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if s := serve.wait(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
+	}
 }
