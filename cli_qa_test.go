@@ -147,3 +147,26 @@ func TestCLIServeOTLPReceives(t *testing.T) {
 		t.Errorf("serve\n%s", s)
 	}
 }
+
+// A trace or history saved with a byte order mark (an editor, Windows
+// PowerShell 5's '>', which writes UTF-16) is refused in words that say
+// so, not as "it does not start with '{'" of a file that seems to.
+func TestCLIImportByteOrderMark(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	dir := t.TempDir()
+	for _, f := range []string{"otlp/genai-semconv.json", "temporal/order-run1.cli.json"} {
+		data, err := os.ReadFile(filepath.Join("fixtures", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(path, append([]byte("\xef\xbb\xbf"), data...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want := "retrylab: import " + path + ": it starts with a UTF-8 byte order mark, which retrylab does not read: save it as UTF-8 without one"
+		if msg := fails(t, 1, db, "import", path); !strings.HasPrefix(msg, want) {
+			t.Errorf("import of %s with a byte order mark: %q", f, msg)
+		}
+	}
+}
