@@ -151,6 +151,8 @@ func (a *app) importOne(t engine.Traces, p string) error {
 		}
 		defer f.Close()
 		res, err = t.ImportStream(name, f)
+	case store.IsDatabaseFile(p):
+		return fmt.Errorf("%s is a retrylab database, not a trace file: open it with --db %s, or move its executions with 'retrylab --db %s export --otlp - | retrylab import -'", p, p, p)
 	case isDir(p):
 		// Read as a file, a directory is empty ("no spans"): say what it is.
 		return fmt.Errorf("%s is a directory; name the files in it: retrylab import %s", p, filepath.Join(p, "*"))

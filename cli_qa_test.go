@@ -170,3 +170,23 @@ func TestCLIImportByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+// A retrylab database given where a trace file goes (import, a side of
+// diff) is named as one, with what to do instead, not refused as a file
+// that is "neither OTLP/JSON nor OTLP protobuf".
+func TestCLIDatabaseIsNotATraceFile(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	other := filepath.Join(filepath.Dir(db), "other.db")
+	ok(t, other, "reset")
+	for args, want := range map[string]string{
+		"import other.db":           "retrylab: import other.db is a retrylab database, not a trace file: open it with --db other.db",
+		"diff exec_7K2Q other.db":   "retrylab: diff B: other.db is a retrylab database, not a trace file: export its execution",
+		"diff other.db#x exec_7K2Q": "retrylab: diff A: other.db is a retrylab database, not a trace file: export its execution",
+	} {
+		if msg := fails(t, 1, db, strings.Fields(args)...); !strings.HasPrefix(msg, want) {
+			t.Errorf("%s: %q, want %q...", args, msg, want)
+		}
+	}
+}
