@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -188,5 +189,30 @@ func TestCLIDatabaseIsNotATraceFile(t *testing.T) {
 		if msg := fails(t, 1, db, strings.Fields(args)...); !strings.HasPrefix(msg, want) {
 			t.Errorf("%s: %q, want %q...", args, msg, want)
 		}
+	}
+}
+
+// chaos's bad flags are usage errors (exit 2), said alone: it printed its
+// header, made a temporary directory for a database it never wrote (left
+// behind) and exited 1.
+func TestCLIChaosBadFlags(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	for _, args := range [][]string{{"--runs", "0"}, {"--policy", "bogus"}, {"--concurrency", "0"}} {
+		r := rl(t, db, append([]string{"chaos"}, args...)...)
+		r.args = append([]string{"chaos"}, args...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "retrylab: chaos: ") {
+			t.Errorf("want exit 2 and one line\n%s", r)
+		}
+	}
+	// Without --db, which rl always gives: the temporary directory.
+	cmd := exec.Command(bin, "chaos", "--runs", "0")
+	cmd.Dir, cmd.Env = tmp, cliEnv()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--runs must be at least 1") {
+		t.Errorf("chaos --runs 0 without --db: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("chaos with a bad flag left %d entries in TMPDIR", len(left))
 	}
 }
