@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -215,4 +217,48 @@ func TestCLIChaosBadFlags(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("chaos with a bad flag left %d entries in TMPDIR", len(left))
 	}
+}
+
+// The control API as an exercise's script calls it (README): lists are
+// [] when empty, never null (Python's 'for x in r.json()["list"]' fails on
+// None), and the events of an execution that does not exist are a 422
+// error naming it, not an empty answer.
+func TestCLIControlAPIAnswersForScripts(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	m := regexp.MustCompile(`control   POST (http://127\.0\.0\.1:\d+)/v1/control/advance`).FindStringSubmatch(serve.stdout.String())
+	if m == nil {
+		t.Fatalf("no control address in serve's banner:\n%s", serve.stdout)
+	}
+	var info struct {
+		Token string `json:"token"`
+	}
+	data, err := os.ReadFile(db + ".host")
+	if err != nil || json.Unmarshal(data, &info) != nil || info.Token == "" {
+		t.Fatalf("host file: %v %s", err, data)
+	}
+	call := func(name, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, m[1]+"/v1/control/"+name, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+info.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(out))
+	}
+	if code, out := call("executions", `{"skip": 0, "limit": 10}`); code != 200 || out != `{"list":[],"total":0}` {
+		t.Errorf("executions of an empty database: %d %s", code, out)
+	}
+	if code, out := call("events", `{"id": "nope"}`); code != 422 || !strings.Contains(out, "no such execution: nope") {
+		t.Errorf("events of no execution: %d %s", code, out)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
 }
