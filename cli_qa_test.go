@@ -262,3 +262,57 @@ func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	}
 	serve.wait(t)
 }
+
+// 'retrylab reset' (or the explorer's E) while a file is imported through
+// the host is refused: it wiped the spans stored so far, and the import,
+// going on, committed executions without them ("spans 0") while saying
+// every span was imported. After the import, reset works.
+func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "reset")
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	doc, err := os.ReadFile(filepath.Join("fixtures", "otlp", "openinference-charge.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(doc), "\n")
+	imp := exec.Command(bin, "--db", db, "import", "-")
+	imp.Dir, imp.Env = filepath.Dir(db), cliEnv()
+	in, err := imp.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	imp.Stdout, imp.Stderr = &out, &out
+	if err := imp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(in, first+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Until the host has the import in hand, reset may still go first.
+	var msg string
+	until(t, "reset refused during the import", func() bool {
+		r := rl(t, db, "reset")
+		msg = r.stderr
+		return r.code == 1
+	})
+	if !strings.Contains(msg, "cannot reset while a file is being imported") {
+		t.Errorf("reset during an import: %q", msg)
+	}
+	if _, err := io.WriteString(in, rest); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	if err := imp.Wait(); err != nil || !strings.Contains(out.String(), "6 spans imported") {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	has(t, ok(t, db, "show", "otlp-conv-sess-oi-7"), "spans 6")
+	has(t, ok(t, db, "reset"), "reset ")
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}
