@@ -316,3 +316,51 @@ func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
 	}
 	serve.wait(t)
 }
+
+// 'retrylab reset' while an export streams from the host (to a pager, a
+// slow pipe) is refused: the export went on reading histories the reset
+// had wiped and ended short of the executions it announced, unsaid.
+func TestCLIResetWaitsForAnAttachedExport(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	must(t, 0, db, "gen", "--executions", "3000", "--seed", "1")
+	want := rl(t, db, "export", "--otlp", "-")
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	exp := exec.Command(bin, "--db", db, "export", "--otlp", "-")
+	exp.Dir, exp.Env = filepath.Dir(db), cliEnv()
+	stdout, err := exp.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	exp.Stderr = &stderr
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(stdout, first); err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	until(t, "reset refused during the export", func() bool {
+		r := rl(t, db, "reset")
+		msg = r.stderr
+		return r.code == 1
+	})
+	if !strings.Contains(msg, "cannot reset while an export is being written") {
+		t.Errorf("reset during an export: %q", msg)
+	}
+	rest, err := io.ReadAll(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Wait(); err != nil || stderr.String() != want.stderr || string(first)+string(rest) != want.stdout {
+		t.Errorf("the export beside a refused reset: %v, %q (alone %q), %d bytes (alone %d)", err, stderr.String(), want.stderr, len(rest)+1, len(want.stdout))
+	}
+	has(t, ok(t, db, "reset"), "reset ")
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}

@@ -166,6 +166,8 @@ func (h *Host) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
+	h.exporting.RLock()
+	defer h.exporting.RUnlock()
 	e, err := h.PlanOTLPExport(a.IDs, a.Version)
 	if err != nil {
 		writeTracesError(w, err)
