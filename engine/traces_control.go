@@ -336,7 +336,11 @@ func (e *clientExport) Close() error { return e.resp.Body.Close() }
 
 func (e *clientExport) Write(w io.Writer) (int, error) {
 	defer e.resp.Body.Close()
-	if _, err := io.Copy(w, e.resp.Body); err != nil {
+	ew := &errWriter{w: w}
+	if _, err := io.Copy(ew, e.resp.Body); err != nil {
+		if ew.err != nil {
+			return 0, ew.err // this side's file or pipe, not the host
+		}
 		return 0, fmt.Errorf("export from host pid %d: %w", e.pid, err)
 	}
 	spans, _ := strconv.Atoi(e.resp.Trailer.Get("Retrylab-Spans"))
@@ -456,3 +460,17 @@ func (f *frameReader) Read(p []byte) (int, error) {
 }
 
 var _ Traces = (*Client)(nil)
+
+// errWriter is w, remembering the error a write to it gave.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (ew *errWriter) Write(p []byte) (int, error) {
+	n, err := ew.w.Write(p)
+	if err != nil && ew.err == nil {
+		ew.err = err
+	}
+	return n, err
+}
