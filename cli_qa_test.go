@@ -364,3 +364,15 @@ func TestCLIResetWaitsForAnAttachedExport(t *testing.T) {
 	}
 	serve.wait(t)
 }
+
+// An unknown scenario is a usage error with --engine temporal too, said
+// as without it, not "needs the retrylab-temporal command on PATH" (exit
+// 1) when that is missing.
+func TestCLIUnknownScenarioOnTemporal(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	want := fails(t, 2, db, "run", "nope")
+	if got := fails(t, 2, db, "run", "nope", "--engine", "temporal"); got != want {
+		t.Errorf("run nope --engine temporal: %q, want %q", got, want)
+	}
+}
