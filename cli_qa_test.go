@@ -376,3 +376,47 @@ func TestCLIUnknownScenarioOnTemporal(t *testing.T) {
 		t.Errorf("run nope --engine temporal: %q, want %q", got, want)
 	}
 }
+
+// An import whose host goes away half way (the explorer quit with Ctrl-C,
+// or killed) fails in one line that says so, not in a Post, two socket
+// addresses and "use of closed network connection".
+func TestCLIImportWhoseHostGoes(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "reset")
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	doc, err := os.ReadFile(filepath.Join("fixtures", "otlp", "openinference-charge.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(doc), "\n")
+	imp := exec.Command(bin, "--db", db, "import", "-")
+	imp.Dir, imp.Env = filepath.Dir(db), cliEnv()
+	in, err := imp.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	imp.Stdout, imp.Stderr = &stdout, &stderr
+	if err := imp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(in, first+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the host importing", func() bool { return rl(t, db, "reset").code == 1 })
+	if err := serve.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+	_, _ = io.WriteString(in, rest)
+	in.Close()
+	err = imp.Wait()
+	r := ran{args: []string{"import", "-"}, stdout: stdout.String(), stderr: stderr.String(), code: imp.ProcessState.ExitCode()}
+	msg := oneLineError(t, r)
+	if err == nil || r.code != 1 || !strings.Contains(msg, "retrylab: import standard input: the retrylab that holds ") ||
+		!strings.Contains(msg, "closed before it answered (quit, or killed)") || strings.Contains(msg, "Post ") {
+		t.Errorf("import whose host was killed:\n%s", r)
+	}
+}

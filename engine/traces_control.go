@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/audit"
@@ -214,6 +216,9 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.stream.Do(req)
 	if err != nil {
+		if hostGone(err) {
+			return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) closed before it answered (quit, or killed): %w", c.dbPath, c.info.PID, errHostGone)}
+		}
 		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) stopped answering: %w", c.dbPath, c.info.PID, err)}
 	}
 	if resp.StatusCode == http.StatusOK {
@@ -473,4 +478,20 @@ func (ew *errWriter) Write(p []byte) (int, error) {
 		ew.err = err
 	}
 	return n, err
+}
+
+// errHostGone stands for the connection errors of a host that went away
+// mid-request, whose words (a Post, two addresses, "use of closed network
+// connection") say nothing to the user.
+var errHostGone = errors.New("the work was not finished")
+
+// hostGone reports whether err is the host's side of the connection going
+// away: closed, reset, refused, or cut before its answer.
+func hostGone(err error) bool {
+	for _, e := range []error{net.ErrClosed, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
