@@ -98,7 +98,8 @@ type Host struct {
 
 	importMu sync.Mutex // one import at a time (Host.ImportStream)
 	// exporting is held for reading while an export streams to a client
-	// (serveExport): a reset then would cut the document short unsaid.
+	// or an audit reads (serveExport, serveAudit): a reset then would cut
+	// their reading of the executions short.
 	exporting sync.RWMutex
 
 	// flagging gives old imports their duplicate flag in the background

@@ -27,8 +27,8 @@ func (h *Host) Now() time.Time { return h.clock.Now() }
 // the wipe and their survival are one commit. It refuses while a worker
 // runs, or while a file is imported through the host (the wipe would take
 // the chunks the import has stored so far, and the import, going on,
-// would commit executions without their spans) or an export streams from
-// it (the document would end short of what it announced, unsaid).
+// would commit executions without their spans) or an export or audit
+// reads through it (it would end short, or fail on an execution gone).
 func (h *Host) ResetKeeping(keep ...store.Bucket) error {
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
@@ -38,7 +38,7 @@ func (h *Host) ResetKeeping(keep ...store.Bucket) error {
 	}
 	defer h.importMu.Unlock()
 	if !h.exporting.TryLock() {
-		return fmt.Errorf("cannot reset while an export is being written (retrylab export): try again when it has finished")
+		return fmt.Errorf("cannot reset while an export is being written or an audit made (retrylab export, audit): try again when it has finished")
 	}
 	defer h.exporting.Unlock()
 	err := h.db.Update(func(tx *store.Tx) error {

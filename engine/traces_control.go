@@ -124,7 +124,9 @@ func (h *Host) serveAudit(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
+	h.exporting.RLock() // an audit reads execution after execution, as an export does
 	rep, err := h.Audit(a.IDs, audit.Options{Effects: a.Effects, Window: a.Window})
+	h.exporting.RUnlock()
 	if err != nil {
 		writeTracesError(w, err)
 		return
