@@ -47,8 +47,9 @@ never count.
 While another retrylab holds the database (the explorer, serve), that
 retrylab reads the executions for the audit, and the output is the same.
 
-Exit status: 1 when a duplicate is found (so a CI job can gate on it), 0
-otherwise, 2 for bad flags.`,
+Exit status: 1 when a duplicate is found (so a CI job can gate on it) or the
+audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
+2 for bad flags.`,
 		Example: "  retrylab audit\n  retrylab audit --effects 'send_*,charge_*' --markdown >> $GITHUB_STEP_SUMMARY\n  retrylab audit otlp-conv-session-42 --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && markdown {

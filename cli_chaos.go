@@ -51,6 +51,16 @@ Exit status: 0 when the check passes, 1 when it finds a violation.`,
 			if policy == "all" {
 				cfg.Policy = ""
 			}
+			// Bad flags are usage errors, said before the header is
+			// printed or a temporary directory made for the database.
+			switch _, perr := chaos.ParsePolicy(cfg.Policy); {
+			case cfg.Runs < 1:
+				return &exitError{code: 2, msg: "chaos: --runs must be at least 1"}
+			case cfg.Concurrency < 1:
+				return &exitError{code: 2, msg: "chaos: --concurrency must be at least 1"}
+			case perr != nil:
+				return &exitError{code: 2, msg: "chaos: " + perr.Error()}
+			}
 			db, err := a.chaosDB(cmd, cfg.Seed)
 			if err != nil {
 				return err

@@ -35,7 +35,7 @@ func parseDiffSide(side, arg string) (diffSide, error) {
 	d := diffSide{side: side, arg: arg}
 	if info, err := os.Stat(arg); err == nil && !info.IsDir() {
 		d.file = arg
-		return d, nil
+		return d, notADatabase(side, arg)
 	}
 	i := strings.LastIndex(arg, "#")
 	if i < 0 {
@@ -54,7 +54,16 @@ func parseDiffSide(side, arg string) (diffSide, error) {
 	case info.IsDir():
 		return d, fmt.Errorf("diff %s: %s is a directory, not a trace file", side, d.file)
 	}
-	return d, nil
+	return d, notADatabase(side, d.file)
+}
+
+// notADatabase refuses a retrylab database given where a trace file goes,
+// saying how to compare its executions, rather than failing to decode it.
+func notADatabase(side, file string) error {
+	if !store.IsDatabaseFile(file) {
+		return nil
+	}
+	return fmt.Errorf("diff %s: %s is a retrylab database, not a trace file: export its execution (retrylab --db %s export --otlp x.json ID) and give x.json#ID", side, file, file)
 }
 
 // name is the side in a label: the file's base name (with #ID), or the

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) exportCmd() *cobra.Command {
@@ -28,10 +30,13 @@ is in retrylab.* attributes: retrylab.attempt, retrylab.faults,
 retrylab.deduplicated, retrylab.outcome, retrylab.idempotency_key,
 retrylab.effects and retrylab.provider.message_ids, retrylab.journal.recorded,
 retrylab.replay, retrylab.run.crashed. 'retrylab import FILE' reads it back
-into the same model. Imported executions are not exported again.
+into the same model. Imported executions are left out unless named (their
+source file is their export); a named one is written from the model it was
+imported into.
 
 The file is written whole or not at all (a temporary file renamed into place);
-a device or a named pipe (/dev/null, a FIFO) is written into as it is.
+a device or a named pipe (/dev/null, a FIFO) is written into as it is. A
+retrylab database is refused as FILE: it would be replaced.
 With --otlp - the document goes to standard output as it is written, and the
 summary to standard error. Either way it streams: an execution's history is
 read once, an event at a time, never held whole in memory, and each span is
@@ -111,8 +116,14 @@ func buildVersion() string {
 // checkDestination says, before any work, why a file cannot be written at
 // path in words about path (not the temporary file writeFileAtomic makes).
 func checkDestination(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	fi, err := os.Stat(path)
+	if err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory; name a file in it, e.g. %s", path, filepath.Join(path, "traces.json"))
+	}
+	// A database named by mistake ('--otlp retrylab.db' for '--db') would
+	// be replaced by the export, under the very host that holds it open.
+	if err == nil && fi.Mode().IsRegular() && store.IsDatabaseFile(path) {
+		return fmt.Errorf("%s is a retrylab database, which the export would replace; name a new file, e.g. %s", path, filepath.Join(filepath.Dir(path), "traces.json"))
 	}
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {

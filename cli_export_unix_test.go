@@ -90,3 +90,28 @@ func TestCLIExportIntoReadOnlyDirectory(t *testing.T) {
 		t.Errorf("stderr %q, want %q", msg, want)
 	}
 }
+
+// An export beside a host that cannot write its own destination (a full
+// disk: /dev/full) says what failed to write, as alone, not
+// "export from host pid N", which blamed the host.
+func TestCLIAttachedExportNamesItsOwnWriteError(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	db := newDB(t)
+	ok(t, db, "run", "naive")
+	const want = "write /dev/full: no space left on device"
+	if msg := fails(t, 1, db, "export", "--otlp", "/dev/full"); !strings.Contains(msg, want) {
+		t.Errorf("alone: %q", msg)
+	}
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	if msg := fails(t, 1, db, "export", "--otlp", "/dev/full"); msg != "retrylab: export: "+want {
+		t.Errorf("beside a host: %q, want %q", msg, "retrylab: export: "+want)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}

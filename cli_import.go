@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -150,6 +151,11 @@ func (a *app) importOne(t engine.Traces, p string) error {
 		}
 		defer f.Close()
 		res, err = t.ImportStream(name, f)
+	case store.IsDatabaseFile(p):
+		return fmt.Errorf("%s is a retrylab database, not a trace file: open it with --db %s, or move its executions with 'retrylab --db %s export --otlp - | retrylab import -'", p, p, p)
+	case isDir(p):
+		// Read as a file, a directory is empty ("no spans"): say what it is.
+		return fmt.Errorf("%s is a directory; name the files in it: retrylab import %s", p, filepath.Join(p, "*"))
 	default:
 		format := engine.ImportOTLP
 		if ok, serr := temporal.SniffFile(p); serr == nil && ok {
@@ -187,4 +193,11 @@ func (a *app) printImported(p string, res otlp.FileResult) {
 		fmt.Fprint(a.out, sep+x)
 	}
 	fmt.Fprintln(a.out)
+}
+
+// isDir reports whether path (followed through symbolic links) names a
+// directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

@@ -279,7 +279,17 @@ is how an HTTP client moves the world clock: see README.`,
 					return err
 				}
 			}
+			if err := checkOTLPAddr(otlpAddr); err != nil {
+				return err
+			}
 			return a.withService(func(h engine.Service) error {
+				// The receiver listens before the banner, so that a busy
+				// address is said before any address is announced.
+				otlpLine, stopOTLP, err := a.startOTLP(h, otlpAddr)
+				if err != nil {
+					return err
+				}
+				defer stopOTLP()
 				fmt.Fprintf(a.out, "retrylab world on %s\n", h.DBPath())
 				fmt.Fprintf(a.out, "  mail API  POST %s/v1/send       (Idempotency-Key honoured)\n", h.MailURL())
 				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())
@@ -287,11 +297,7 @@ is how an HTTP client moves the world clock: see README.`,
 					fmt.Fprintf(a.out, "  control   POST %s/v1/control/advance  {\"duration\": \"25h\"}  (bearer token: \"token\" in %s)\n",
 						c.ControlURL(), engine.HostFile(a.dbPath))
 				}
-				stopOTLP, err := a.startOTLP(h, otlpAddr)
-				if err != nil {
-					return err
-				}
-				defer stopOTLP()
+				fmt.Fprint(a.out, otlpLine)
 				fmt.Fprintln(a.out, "press Ctrl-C to stop")
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

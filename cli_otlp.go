@@ -33,26 +33,36 @@ in the answer's partial success; 400, 413 and 415 answer bad data, too large
 a body and an unknown content type or encoding.`
 }
 
-// startOTLP starts the OTLP/HTTP receiver on the host's database when addr
-// is set, and returns what stops it.
-func (a *app) startOTLP(s engine.Service, addr string) (func(), error) {
+// checkOTLPAddr checks --otlp's address before anything starts: a bad one
+// is a usage error (exit 2), said before any banner.
+func checkOTLPAddr(addr string) error {
 	if addr == "" {
-		return func() {}, nil
-	}
-	h, ok := s.(*engine.Host)
-	if !ok {
-		return nil, fmt.Errorf("--otlp: another retrylab holds %s; stop it and run 'retrylab serve --otlp %s' alone", s.DBPath(), addr)
+		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--otlp %s: %w", addr, err)
+		return &exitError{code: 2, msg: fmt.Sprintf("--otlp %s: %v (want host:port, e.g. 127.0.0.1:4318)", addr, err)}
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--otlp %s: retrylab listens on loopback only (127.0.0.1)", addr)
+		return &exitError{code: 2, msg: fmt.Sprintf("--otlp %s: retrylab listens on loopback only (127.0.0.1)", addr)}
+	}
+	return nil
+}
+
+// startOTLP starts the OTLP/HTTP receiver on the host's database when addr
+// (checked by checkOTLPAddr) is set. It returns the line that announces it,
+// for the caller to print with its banner, and how to stop it.
+func (a *app) startOTLP(s engine.Service, addr string) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	h, ok := s.(*engine.Host)
+	if !ok {
+		return "", nil, fmt.Errorf("--otlp: another retrylab holds %s; stop it and run 'retrylab serve --otlp %s' alone", s.DBPath(), addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--otlp: %w", err)
+		return "", nil, fmt.Errorf("--otlp: %w", err)
 	}
 	rc := &otlp.Receiver{DB: h.Store(), Source: "OTLP receiver " + ln.Addr().String(), Stored: func(execs []string) {
 		for _, x := range execs {
@@ -67,8 +77,8 @@ func (a *app) startOTLP(s engine.Service, addr string) (func(), error) {
 			fmt.Fprintln(a.errOut, "retrylab: OTLP receiver:", err)
 		}
 	}()
-	fmt.Fprintf(a.out, "  OTLP      POST http://%s/v1/traces  (protobuf or JSON, gzip; 200 once on disk)\n", ln.Addr())
-	return func() {
+	line := fmt.Sprintf("  OTLP      POST http://%s/v1/traces  (protobuf or JSON, gzip; 200 once on disk)\n", ln.Addr())
+	return line, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 
+	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/fixtures"
 )
 
 // printTemporal says what importing one Temporal history did.
@@ -28,6 +30,12 @@ const temporalCommand = "retrylab-temporal"
 func (a *app) runOnTemporal(scenario, addr string, policyFlags bool) error {
 	if policyFlags {
 		return &exitError{code: 2, msg: "run: --keys and --journal are for the local engine; with --engine temporal the scenario's policy applies"}
+	}
+	// The catalogue is here too: an unknown name (or a bad file) is said
+	// as the local engine says it (exit 2), before retrylab-temporal is
+	// looked for.
+	if _, err := scenarioCatalog().Get(scenario); err != nil {
+		return err
 	}
 	return a.handToTemporal("run", scenario, "--address", addr, "--db", a.dbPath)
 }
@@ -53,3 +61,6 @@ func (a *app) handToTemporal(args ...string) error {
 	}
 	return err
 }
+
+// scenarioCatalog is the scenarios 'retrylab scenarios' lists.
+func scenarioCatalog() *scenario.Catalog { return scenario.NewCatalog(fixtures.FS) }

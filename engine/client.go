@@ -93,9 +93,9 @@ func (c *Client) callWith(hc *http.Client, name string, in, out any) error {
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
 			switch e.Kind {
 			case "no_execution":
-				return fmt.Errorf("%w: %s", ErrNoExecution, e.Error)
+				return remoteError(ErrNoExecution, e.Error)
 			case "busy":
-				return fmt.Errorf("%w: %s", ErrBusy, e.Error)
+				return remoteError(ErrBusy, e.Error)
 			case "closing":
 				return fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 			}
@@ -341,4 +341,14 @@ func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 		}
 	}()
 	return ch, cancel
+}
+
+// remoteError is the host's error message msg as sentinel, which msg
+// usually begins with already (ErrNoExecution's "no such execution: ID"):
+// the words are not said twice.
+func remoteError(sentinel error, msg string) error {
+	if rest, ok := strings.CutPrefix(msg, sentinel.Error()); ok {
+		return fmt.Errorf("%w%s", sentinel, rest)
+	}
+	return fmt.Errorf("%w: %s", sentinel, msg)
 }

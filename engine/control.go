@@ -129,9 +129,18 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 			return fn(a)
 		}
 	}
+	// An HTTP client of the control API (an exercise's script) reads
+	// lists: an empty one is [], never null, and the events of an
+	// execution that does not exist are an error, not an empty list.
 	type page[T any] struct {
 		List  []T `json:"list"`
 		Total int `json:"total"`
+	}
+	nonNil := func(list []history.Execution) []history.Execution {
+		if list == nil {
+			return []history.Execution{}
+		}
+		return list
 	}
 	call("info", with(func(args) (any, error) {
 		return map[string]string{"db": h.DBPath(), "mail_url": h.MailURL(), "crm_url": h.CRMURL()}, nil
@@ -139,13 +148,22 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 	call("execution", with(func(a args) (any, error) { return h.Execution(a.ID) }))
 	call("executions", with(func(a args) (any, error) {
 		list, total, err := h.Executions(a.Skip, a.Limit)
-		return page[history.Execution]{list, total}, err
+		return page[history.Execution]{nonNil(list), total}, err
 	}))
 	call("find_executions", with(func(a args) (any, error) {
 		list, total, err := h.FindExecutions(a.Query, a.Skip, a.Limit)
-		return page[history.Execution]{list, total}, err
+		return page[history.Execution]{nonNil(list), total}, err
 	}))
-	call("events", with(func(a args) (any, error) { return h.Events(a.ID, a.From, a.Limit) }))
+	call("events", with(func(a args) (any, error) {
+		evs, err := h.Events(a.ID, a.From, a.Limit)
+		if err == nil && len(evs) == 0 {
+			if _, xerr := h.Execution(a.ID); xerr != nil {
+				return nil, xerr
+			}
+			evs = []history.Event{}
+		}
+		return evs, err
+	}))
 	call("imported_events", with(func(a args) (any, error) { return h.ImportedEvents(a.ID) }))
 	call("journal", with(func(a args) (any, error) { return h.Journal(a.ID) }))
 	call("outbox", with(func(args) (any, error) { return h.Outbox() }))

@@ -100,6 +100,10 @@ type Host struct {
 	find finder // the index FindExecutions answers from
 
 	importMu sync.Mutex // one import at a time (Host.ImportStream)
+	// exporting is held for reading while an export streams to a client
+	// or an audit reads (serveExport, serveAudit): a reset then would cut
+	// their reading of the executions short.
+	exporting sync.RWMutex
 
 	// flagging gives old imports their duplicate flag in the background
 	// (flagOldImports): stop ends it, done is closed when it returned.

@@ -25,11 +25,22 @@ func (h *Host) Now() time.Time { return h.clock.Now() }
 // ResetKeeping wipes executions, journals and the world like Reset, the
 // article's `reset` between experiments, but keeps the given collections:
 // the wipe and their survival are one commit. It refuses while a worker
-// runs.
+// runs, or while a file is imported through the host (the wipe would take
+// the chunks the import has stored so far, and the import, going on,
+// would commit executions without their spans) or an export or audit
+// reads through it (it would end short, or fail on an execution gone).
 func (h *Host) ResetKeeping(keep ...store.Bucket) error {
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
 	}
+	if !h.importMu.TryLock() {
+		return fmt.Errorf("cannot reset while a file is being imported (retrylab import): try again when it has finished")
+	}
+	defer h.importMu.Unlock()
+	if !h.exporting.TryLock() {
+		return fmt.Errorf("cannot reset while an export is being written or an audit made (retrylab export, audit): try again when it has finished")
+	}
+	defer h.exporting.Unlock()
 	err := h.db.Update(func(tx *store.Tx) error {
 		kept := make([]map[string][]byte, len(keep))
 		for i, b := range keep {

@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/audit"
@@ -122,7 +124,9 @@ func (h *Host) serveAudit(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
+	h.exporting.RLock() // an audit reads execution after execution, as an export does
 	rep, err := h.Audit(a.IDs, audit.Options{Effects: a.Effects, Window: a.Window})
+	h.exporting.RUnlock()
 	if err != nil {
 		writeTracesError(w, err)
 		return
@@ -166,6 +170,8 @@ func (h *Host) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
+	h.exporting.RLock()
+	defer h.exporting.RUnlock()
 	e, err := h.PlanOTLPExport(a.IDs, a.Version)
 	if err != nil {
 		writeTracesError(w, err)
@@ -212,6 +218,9 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.stream.Do(req)
 	if err != nil {
+		if hostGone(err) {
+			return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) closed before it answered (quit, or killed): %w", c.dbPath, c.info.PID, errHostGone)}
+		}
 		return nil, &hostError{fmt.Errorf("the retrylab that holds %s (pid %d) stopped answering: %w", c.dbPath, c.info.PID, err)}
 	}
 	if resp.StatusCode == http.StatusOK {
@@ -230,7 +239,7 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	case e.Kind == "no_execution" && e.Execution != "":
 		return nil, &missingExecution{e.Execution, c.dbPath}
 	case e.Kind == "no_execution":
-		return nil, fmt.Errorf("%w: %s", ErrNoExecution, e.Error)
+		return nil, remoteError(ErrNoExecution, e.Error)
 	case e.Kind == "closing":
 		return nil, fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 	}
@@ -334,7 +343,11 @@ func (e *clientExport) Close() error { return e.resp.Body.Close() }
 
 func (e *clientExport) Write(w io.Writer) (int, error) {
 	defer e.resp.Body.Close()
-	if _, err := io.Copy(w, e.resp.Body); err != nil {
+	ew := &errWriter{w: w}
+	if _, err := io.Copy(ew, e.resp.Body); err != nil {
+		if ew.err != nil {
+			return 0, ew.err // this side's file or pipe, not the host
+		}
 		return 0, fmt.Errorf("export from host pid %d: %w", e.pid, err)
 	}
 	spans, _ := strconv.Atoi(e.resp.Trailer.Get("Retrylab-Spans"))
@@ -454,3 +467,33 @@ func (f *frameReader) Read(p []byte) (int, error) {
 }
 
 var _ Traces = (*Client)(nil)
+
+// errWriter is w, remembering the error a write to it gave.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (ew *errWriter) Write(p []byte) (int, error) {
+	n, err := ew.w.Write(p)
+	if err != nil && ew.err == nil {
+		ew.err = err
+	}
+	return n, err
+}
+
+// errHostGone stands for the connection errors of a host that went away
+// mid-request, whose words (a Post, two addresses, "use of closed network
+// connection") say nothing to the user.
+var errHostGone = errors.New("the work was not finished")
+
+// hostGone reports whether err is the host's side of the connection going
+// away: closed, reset, refused, or cut before its answer.
+func hostGone(err error) bool {
+	for _, e := range []error{net.ErrClosed, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -50,3 +50,72 @@ func TestAttachedImportArrivesLive(t *testing.T) {
 		}
 	}
 }
+
+// Executions imported in another terminal while one down the list is
+// selected are listed above it (newest first): the selection stays on the
+// execution chosen, its trace still shown, instead of passing to whichever
+// execution now stands at its place in the list. On the first row it
+// follows the newest.
+func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "live.db")
+	h := openHost(t, path)
+	defer h.Close()
+	c, err := engine.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, f := range []string{"openllmetry-ticket.json", "openinference-charge.jsonl"} {
+		if _, err := c.ImportFile("../fixtures/otlp/"+f, engine.ImportOTLP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, r, _ := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	// The second of the list: the first imported.
+	for _, k := range []string{"shift+tab", "j"} {
+		r.send(keyMsg(k))
+	}
+	r.settle(t)
+	const chosen = "otlp-4bf92f3577b34da6a3ce929d0e0e4736"
+	if m.selID != chosen {
+		t.Fatalf("selected %q, want %s:\n%s", m.selID, chosen, ansi.Strip(m.View()))
+	}
+	for _, f := range []string{"genai-semconv.json", "adk-send-twice.json"} {
+		if _, err := c.ImportFile("../fixtures/otlp/"+f, engine.ImportOTLP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(time.Minute)
+	for !strings.Contains(ansi.Strip(m.View()), "Executions 4") {
+		select {
+		case msg := <-r.msgs:
+			r.handle(msg)
+		case <-deadline:
+			t.Fatalf("the imported executions never showed:\n%s", ansi.Strip(m.View()))
+		}
+	}
+	r.settle(t)
+	view := ansi.Strip(m.View())
+	if m.selID != chosen || !strings.Contains(view, "›✓ otlp-4bf92f3577b34da6a3") || !strings.Contains(view, "Trace  "+chosen) {
+		t.Errorf("the selection left %s as executions arrived (now %q):\n%s", chosen, m.selID, view)
+	}
+
+	// On the first row, the selection follows the newest, as a run started
+	// in another terminal is watched.
+	r.send(keyMsg("g"))
+	r.settle(t)
+	if _, err := c.ImportFile("../fixtures/temporal/order-run1.cli.json", engine.ImportTemporal); err != nil {
+		t.Fatal(err)
+	}
+	const newest = "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	for m.selID != newest {
+		select {
+		case msg := <-r.msgs:
+			r.handle(msg)
+		case <-deadline:
+			t.Fatalf("the selection on the first row did not follow the newest (%q):\n%s", m.selID, ansi.Strip(m.View()))
+		}
+	}
+}

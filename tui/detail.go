@@ -93,7 +93,11 @@ func (d *detailPane) traceDetail(n *node, width int) []string {
 	case *trace.Turn:
 		return []string{fmt.Sprintf("turn %d: %s", v.Number, v.Text)}
 	case *trace.Run:
-		lines := []string{fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339)), n.text}
+		head := fmt.Sprintf("run %d: worker pid %d started %s", v.Number, v.PID, v.Started.Format(time.RFC3339))
+		if v.PID == 0 { // an imported run: no worker of retrylab's ran it
+			head = fmt.Sprintf("run %d started %s", v.Number, v.Started.Format(time.RFC3339))
+		}
+		lines := []string{head, n.text}
 		if s := d.scenarioOf(); s != nil {
 			lines = append(lines, d.theme.Bold.Render(s.Name+" — "+s.Title))
 			lines = append(lines, scenarioInfo(s, width, 4, 2)...)

@@ -233,3 +233,16 @@ func TestGoldenOldImportsShowDuplicates(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(v))
 }
+
+// The detail of an imported run says when it started, not "worker pid 0":
+// no worker of retrylab's ran it. A Temporal workflow's run is the same.
+func TestImportedRunDetailInventsNoWorker(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, importedDB(t, "../fixtures/otlp/openinference-charge.jsonl"))
+	defer h.Close()
+	v := view(t, h, 160, 48, "otlp-conv-sess-oi-7", "g")
+	mustShow(t, v, "an imported run's detail", "run 1 started 2026-09-28T14:50:00Z")
+	if strings.Contains(v, "worker pid 0") {
+		t.Errorf("an imported run's detail names worker pid 0:\n%s", v)
+	}
+}

@@ -199,6 +199,11 @@ type execsMsg struct {
 	items  []execItem
 	total  int
 	err    error
+	// keep is the execution selected when a live read was asked for, sel
+	// the selection's index then, and moved keep's index now, when
+	// executions arriving above it moved it (else -1).
+	keep       string
+	sel, moved int
 }
 
 type traceMsg struct {
@@ -260,24 +265,43 @@ func (m *Model) Init() tea.Cmd {
 	return m.tag(tea.Batch(cmds...))
 }
 
+// loadExecs reads the list's window again. Executions started or
+// imported elsewhere meanwhile are listed above the one selected (the list
+// is newest first): the selection stays on that execution where they push
+// it, rather than pass to whichever now stands at its old place. (A move
+// that left the window read asks with the selection on no execution read
+// yet: it keeps nothing.)
 func (m *Model) loadExecs() tea.Cmd {
+	keep := ""
+	if x := m.execs.selected(); x != nil && x.x.ID == m.selID {
+		keep = m.selID
+	}
 	src, filter := m.src, m.filter.text
 	skip := m.execs.top
 	limit := m.execs.pageSize()
-	return func() tea.Msg {
-		var list []history.Execution
-		var total int
-		var err error
+	sel, before := m.execs.sel, m.execs.total
+	read := func(skip, limit int) ([]history.Execution, int, error) {
 		if filter != "" {
 			// The host's index answers the filter: the page and the
 			// count, never a scan of the executions here.
-			list, total, err = src.FindExecutions(filter, skip, limit)
-			if err == nil && skip > 0 && skip >= total {
-				skip = 0
-				list, total, err = src.FindExecutions(filter, skip, limit)
+			return src.FindExecutions(filter, skip, limit)
+		}
+		return src.Executions(skip, limit)
+	}
+	return func() tea.Msg {
+		list, total, err := read(skip, limit)
+		if err == nil && filter != "" && skip > 0 && skip >= total {
+			skip = 0
+			list, total, err = read(skip, limit)
+		}
+		moved := -1
+		if i := sel - skip; err == nil && keep != "" && total > before && (i < 0 || i >= len(list) || list[i].ID != keep) {
+			// New executions are listed first: keep is as many further
+			// down as arrived, unless it went (erased) or was restarted.
+			to := sel + total - before
+			if one, _, err := read(to, 1); err == nil && len(one) == 1 && one[0].ID == keep {
+				moved = to
 			}
-		} else {
-			list, total, err = src.Executions(skip, limit)
 		}
 		// The duplicate flag comes with each record, as its history
 		// recorded it: no read per row.
@@ -285,7 +309,8 @@ func (m *Model) loadExecs() tea.Cmd {
 		for i, x := range list {
 			items[i] = execItem{x: x, duplicates: x.Duplicates}
 		}
-		return execsMsg{filter: filter, skip: skip, items: items, total: total, err: err}
+		return execsMsg{filter: filter, skip: skip, items: items, total: total, err: err,
+			keep: keep, sel: sel, moved: moved}
 	}
 }
 

@@ -128,7 +128,16 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		return nil
 	}
 	m.execs.unreadableErr = ""
+	top, total := m.execs.top, m.execs.total
 	m.execs.Update(msg)
+	if to := m.keptSelection(msg, total); to >= 0 {
+		// Executions arrived above the one selected: it stays selected
+		// (and on screen), and the window is read again if it scrolled.
+		m.execs.moveTo(to)
+		if m.execs.top != top || m.selectedExec() == nil {
+			return m.loadExecs()
+		}
+	}
 	if sel := m.selectedExec(); sel != nil {
 		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
 			m.trace.tr.exec = sel.x // the record as the list read it: no read of its own
@@ -143,6 +152,30 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.trace.unreadable = ""
 	}
 	return nil
+}
+
+// keptSelection is where the execution selected now stands, when the list
+// read (msg) grew from total executions and no longer has it at the
+// selection's index: found in the window read, or where the read found it
+// (msg.moved); -1 when the selection is to stay where it is. A selection
+// on the first row follows the newest execution, as a run started in
+// another terminal is watched; one moved down the list stays put.
+func (m *Model) keptSelection(msg execsMsg, total int) int {
+	if m.follow != "" || m.selID == "" || msg.total <= total || m.execs.sel == 0 {
+		return -1 // a run followed moves it; no arrivals: nothing pushed it
+	}
+	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
+		return -1
+	}
+	for i, x := range msg.items {
+		if x.x.ID == m.selID {
+			return msg.skip + i
+		}
+	}
+	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == m.execs.sel {
+		return msg.moved
+	}
+	return -1
 }
 
 // onTrace takes a read of the selected history: a read from the start

@@ -103,6 +103,9 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		}
 		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
 		if err != nil {
+			if enc := byteOrderMark(data); enc != "" {
+				return FormatProto, fmt.Errorf("it starts with a %s byte order mark, which retrylab does not read: save it as UTF-8 without one (Windows PowerShell 5's '>' writes UTF-16 with one)", enc)
+			}
 			return FormatProto, fmt.Errorf("neither OTLP/JSON (it does not start with '{') nor OTLP protobuf: %w", err)
 		}
 		return FormatProto, deliver(td, 0, fn)
@@ -383,4 +386,16 @@ func cutShortRead(err error) error {
 		return fmt.Errorf("the compressed file ends early (cut short?): %w", err)
 	}
 	return err
+}
+
+// byteOrderMark names the Unicode byte order mark data starts with, if any:
+// what an editor or Windows PowerShell may put before a JSON document.
+func byteOrderMark(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xEF, 0xBB, 0xBF}):
+		return "UTF-8"
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}), bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		return "UTF-16"
+	}
+	return ""
 }
