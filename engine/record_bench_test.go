@@ -614,7 +614,8 @@ func countEvents(b *testing.B, h *Host, ids []string) int {
 // answer, one commit) and the end (one commit), every one acknowledged
 // after its fsync. In alternating rounds a bare bbolt loop writes the same
 // number of events, one Update each, with the bytes the host stored. Then
-// 64 executions at once against one at a time, through the same path. One
+// 64 executions at once against one at a time, through the same path, the
+// 64 workers' clients dialled before the clock as the single one is. One
 // op is one execution; the metrics are events per second and the ratios.
 func BenchmarkRecordWorker(b *testing.B) {
 	h := benchHostFS(b, fixtures.FS)
