@@ -591,18 +591,20 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	return <-req.err
 }
 
-// commitGroup commits batch, whose requests this goroutine now owns, then
+// commitGroup commits batch, whose requests this goroutine now owns, with
+// the requests that queue while its transaction runs (see commit), then
 // passes the commit on (to the first queued request if any, which commits
 // the queue on its own goroutine, else it marks the store idle) and tells
-// each of batch's writers its outcome.
+// each of the group's writers its outcome.
 func (db *DB) commitGroup(batch []*request) {
 	// Faults reading a damaged file become panics that runUpdate recovers.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var errs []error
 	defer func() {
 		// runUpdate recovers every panic of a transaction; should one
-		// escape all the same, every writer of batch is still answered and
-		// the commit handed on, so the store does not wait forever.
+		// escape all the same, every writer of the group is still
+		// answered and the commit handed on, so the store does not wait
+		// forever.
 		r := recover()
 		if errs == nil {
 			errs = make([]error, len(batch))
@@ -626,32 +628,61 @@ func (db *DB) commitGroup(batch []*request) {
 			panic(r)
 		}
 	}()
-	errs = db.commit(batch)
+	errs = db.commit(&batch)
+}
+
+// joinQueued takes up to room queued requests into the transaction being
+// built: they were to wait for the next commit, and go in this one.
+func (db *DB) joinQueued(batch []*request, room int) []*request {
+	if room <= 0 {
+		return batch
+	}
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	n := min(len(db.queue), room)
+	if n == 0 {
+		return batch
+	}
+	batch = append(batch, db.queue[:n]...)
+	db.queue = append(db.queue[:0], db.queue[n:]...)
+	return batch
 }
 
 // commit runs a group in one transaction and returns each member's
 // outcome; if any member fails, the group is rolled back and each member
 // runs alone so one failure does not sink the rest.
-func (db *DB) commit(batch []*request) []error {
-	errs := make([]error, len(batch))
-	if len(batch) == 1 {
-		errs[0] = db.runUpdate(batch[0].fn)
-		return errs
-	}
+//
+// The group grows while its transaction is built: once its members' fns
+// have run, the requests that queued meanwhile join it (up to MaxBatch in
+// all), until none has. Each of them would otherwise wait for this
+// commit's fsync and then for a commit of its own; with 64 writers, the
+// writers of the previous commit come back while this one is built, and
+// join it instead of forming the next group (BENCHMARKS.md, 1b″). *batch is
+// the whole group when commit returns, or panics.
+func (db *DB) commit(batch *[]*request) []error {
 	failed := -1
 	err := db.runUpdate(func(tx *Tx) error {
-		for i, r := range batch {
-			if err := r.fn(tx); err != nil {
+		for i := 0; ; i++ {
+			if i == len(*batch) {
+				if *batch = db.joinQueued(*batch, db.maxBatch-len(*batch)); i == len(*batch) {
+					return nil
+				}
+			}
+			if err := (*batch)[i].fn(tx); err != nil {
 				failed = i
 				return err
 			}
 		}
-		return nil
 	})
+	errs := make([]error, len(*batch))
 	if err == nil {
 		return errs
 	}
-	for i, r := range batch {
+	if failed < 0 && len(*batch) == 1 {
+		errs[0] = err // the commit itself failed
+		return errs
+	}
+	for i, r := range *batch {
 		if i == failed {
 			errs[i] = err
 			continue

@@ -428,16 +428,23 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 // decodeChunk returns a stored chunk's plain events: a new slice, or, for
 // a plain chunk when copyPlain is not set, stored itself.
 func decodeChunk(stored []byte, copyPlain bool) ([]byte, error) {
+	return decodeChunkInto(nil, stored, copyPlain)
+}
+
+// decodeChunkInto is decodeChunk writing a compressed chunk's events (or
+// a plain chunk's, with copyPlain) into dst's space when it is large
+// enough.
+func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
 	if len(stored) == 0 || stored[0] != compressedChunk {
 		if copyPlain {
-			return clone(stored), nil
+			return append(dst[:0], stored...), nil
 		}
 		return stored, nil
 	}
 	if n, err := s2.DecodedLen(stored[1:]); err != nil || n > maxChunkLen {
 		return nil, ErrCorrupt
 	}
-	plain, err := chunkDict.Decode(nil, stored[1:])
+	plain, err := chunkDict.Decode(dst[:0], stored[1:])
 	if err != nil {
 		return nil, ErrCorrupt
 	}
@@ -510,9 +517,10 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 }
 
 // lastChunk finds exec's last chunk under prefix: its key, its plain
-// events (bbolt's memory for a plain chunk: only to be read), and the
-// sequence of its last event. key is nil when the history is empty.
-func lastChunk(events *bolt.Bucket, prefix []byte) (key, value []byte, last uint64, err error) {
+// events, and the sequence of its last event. key is nil when the history
+// is empty. With buf nil, value is bbolt's memory for a plain chunk (only
+// to be read); else value is a copy in buf's space when it fits.
+func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, err error) {
 	c := events.Cursor()
 	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
 	k, v := c.Seek(append(clone(prefix), 0xff))
@@ -525,7 +533,7 @@ func lastChunk(events *bolt.Bucket, prefix []byte) (key, value []byte, last uint
 		return nil, nil, 0, nil
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
-	v, err = decodeChunk(v, false)
+	v, err = decodeChunkInto(buf, v, buf != nil)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, err)
 	}
@@ -563,14 +571,16 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 		if err != nil {
 			return 0, err
 		}
-		key, chunk, last, err := lastChunk(events, prefix)
+		// The chunk's events go straight into the tail's space (a
+		// chunk's plain bytes fit in chunkMax unless one event is larger).
+		key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
 		if err != nil {
 			return 0, fmt.Errorf("append to %s: %w", exec, err)
 		}
 		tl = &tail{prefix: prefix, last: last}
 		if key != nil {
 			tl.key = clone(key)
-			tl.value = append(make([]byte, 0, chunkMax), chunk...)
+			tl.value = chunk
 		}
 		if t.tails == nil {
 			t.tails = make(map[string]*tail)
@@ -630,7 +640,7 @@ func (t *Tx) LastSeq(exec string) uint64 {
 	if err != nil || prefix == nil {
 		return 0
 	}
-	_, _, last, _ := lastChunk(events, prefix)
+	_, _, last, _ := lastChunk(events, prefix, nil)
 	return last
 }
 

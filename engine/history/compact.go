@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/internal/pack"
@@ -251,15 +250,24 @@ type compactWriter struct {
 
 // str appends a string; mayBeKey lets it refer to the event's Key.
 func (w compactWriter) str(b []byte, s string, mayBeKey bool) []byte {
-	if i, ok := tableIndex[s]; ok {
+	return appendStr(w, b, s, mayBeKey)
+}
+
+// appendStr is str for a string or its bytes (a flat object's members,
+// which stay slices of the JSON text: no copy each).
+func appendStr[S ~string | ~[]byte](w compactWriter, b []byte, s S, mayBeKey bool) []byte {
+	if i, ok := tableIndex[string(s)]; ok {
 		return binary.AppendUvarint(b, uint64(i)<<2)
 	}
-	if mayBeKey && s == w.key {
+	if mayBeKey && string(s) == w.key {
 		return binary.AppendUvarint(b, 3)
 	}
 	for _, p := range hexPrefixes {
-		h, ok := strings.CutPrefix(s, p)
-		if ok && len(h) >= 8 && len(h)%2 == 0 && pack.IsLowerHex(h) {
+		if len(s) < len(p) || string(s[:len(p)]) != p {
+			continue
+		}
+		h := s[len(p):]
+		if len(h) >= 8 && len(h)%2 == 0 && pack.IsLowerHex(h) {
 			b = binary.AppendUvarint(b, uint64(len(h)/2)<<2|2)
 			b = binary.AppendUvarint(b, uint64(tableIndex[p]))
 			return pack.AppendHexBytes(b, h)
@@ -324,16 +332,17 @@ func (w compactWriter) json(b []byte, v json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("json value: %w", err)
 	}
-	if members, ok := flatObject(text); ok {
+	var space [flatMembers]member
+	if members, ok := flatObject(space[:0], text); ok {
 		b = binary.AppendUvarint(b, uint64(len(members))<<1|1)
 		for _, m := range members {
-			b = w.str(b, m.name, false)
+			b = appendStr(w, b, m.name, false)
 			if m.isString {
 				b = append(b, 0)
 			} else {
 				b = append(b, 1)
 			}
-			b = w.str(b, m.value, false)
+			b = appendStr(w, b, m.value, false)
 		}
 		return b, nil
 	}
@@ -342,20 +351,25 @@ func (w compactWriter) json(b []byte, v json.RawMessage) ([]byte, error) {
 }
 
 // member is one name and value of a flat JSON object; value is a string's
-// text without its quotes, or a scalar's literal.
+// text without its quotes, or a scalar's literal. Both are slices of the
+// object's text.
 type member struct {
-	name, value string
+	name, value []byte
 	isString    bool
 }
 
+// flatMembers is room for the members of the usual flat object (a body, a
+// problem document) without an allocation.
+const flatMembers = 8
+
 // flatObject splits compact JSON text that is an object of strings without
-// escapes and scalars into its members, if it is one and writing the
-// members back gives the same text.
-func flatObject(text []byte) ([]member, bool) {
+// escapes and scalars into its members, appended to ms, if it is one and
+// writing the members back gives the same text.
+func flatObject(ms []member, text []byte) ([]member, bool) {
 	if len(text) < 2 || text[0] != '{' || text[len(text)-1] != '}' || len(text) == 2 {
 		return nil, false
 	}
-	var out []member
+	out := ms[:0]
 	rest := text[1 : len(text)-1]
 	for len(rest) > 0 {
 		name, after, ok := plainString(rest)
@@ -378,7 +392,7 @@ func flatObject(text []byte) ([]member, bool) {
 			if len(lit) == 0 || bytes.ContainsAny(lit, "{}[]\\\"") {
 				return nil, false
 			}
-			m.value, rest = string(lit), rest[end:]
+			m.value, rest = lit, rest[end:]
 		}
 		out = append(out, m)
 		if len(rest) > 0 {
@@ -388,43 +402,58 @@ func flatObject(text []byte) ([]member, bool) {
 			rest = rest[1:]
 		}
 	}
-	if !bytes.Equal(flatText(out), text) {
+	if !sameFlatText(out, text) {
 		return nil, false
 	}
 	return out, true
 }
 
-// plainString reads a JSON string without backslashes at the start of b.
-func plainString(b []byte) (string, []byte, bool) {
+// plainString reads a JSON string without backslashes at the start of b:
+// its text, a slice of b.
+func plainString(b []byte) ([]byte, []byte, bool) {
 	if len(b) == 0 || b[0] != '"' {
-		return "", nil, false
+		return nil, nil, false
 	}
 	end := bytes.IndexByte(b[1:], '"')
 	if end < 0 || bytes.IndexByte(b[1:1+end], '\\') >= 0 {
-		return "", nil, false
+		return nil, nil, false
 	}
-	return string(b[1 : 1+end]), b[2+end:], true
+	return b[1 : 1+end], b[2+end:], true
 }
 
-// flatText writes a flat object's members back as compact JSON.
-func flatText(ms []member) []byte {
-	out := []byte{'{'}
-	for i, m := range ms {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, m.name...)
-		out = append(out, '"', ':')
-		if m.isString {
-			out = append(out, '"')
-			out = append(out, m.value...)
-			out = append(out, '"')
-		} else {
-			out = append(out, m.value...)
-		}
+// appendMember appends one member of a flat object as compact JSON, after
+// a comma unless it is the first.
+func appendMember[S ~string | ~[]byte](out []byte, first bool, name, value S, isString bool) []byte {
+	if !first {
+		out = append(out, ',')
 	}
-	return append(out, '}')
+	out = append(out, '"')
+	out = append(out, name...)
+	out = append(out, '"', ':')
+	if isString {
+		out = append(out, '"')
+		out = append(out, value...)
+		return append(out, '"')
+	}
+	return append(out, value...)
+}
+
+// sameFlatText reports whether writing ms back as compact JSON gives text,
+// without writing it.
+func sameFlatText(ms []member, text []byte) bool {
+	if len(text) < 2 || text[0] != '{' || text[len(text)-1] != '}' {
+		return false
+	}
+	rest := text[1 : len(text)-1]
+	for i, m := range ms {
+		var buf [64]byte
+		want := appendMember(buf[:0], i == 0, m.name, m.value, m.isString)
+		if !bytes.HasPrefix(rest, want) {
+			return false
+		}
+		rest = rest[len(want):]
+	}
+	return len(rest) == 0
 }
 
 // errCompact is every reason a compact event is refused.
@@ -485,20 +514,22 @@ func (r *compactReader) json() json.RawMessage {
 			r.Fail()
 			return nil
 		}
-		ms := make([]member, n)
-		for i := range ms {
-			ms[i].name = r.str()
+		// The members are written as they are read; the text must then
+		// split back into as many (only what the writer stores this way).
+		text = append(make([]byte, 0, 64), '{')
+		for i := range n {
+			name := r.str()
 			kind := r.Next(1)
-			ms[i].value = r.str()
+			value := r.str()
 			if r.Err() != nil || kind[0] > 1 {
 				r.Fail()
 				return nil
 			}
-			ms[i].isString = kind[0] == 0
+			text = appendMember(text, i == 0, name, value, kind[0] == 0)
 		}
-		text = flatText(ms)
-		// Only what the writer stores this way: the same members again.
-		if again, ok := flatObject(text); !ok || len(again) != len(ms) {
+		text = append(text, '}')
+		var space [flatMembers]member
+		if again, ok := flatObject(space[:0], text); !ok || uint64(len(again)) != n {
 			r.Fail()
 			return nil
 		}

@@ -35,7 +35,7 @@ func (b *Bits) Set(bit uint64, present bool) {
 }
 
 // IsLowerHex reports whether s is lowercase hex digits only.
-func IsLowerHex(s string) bool {
+func IsLowerHex[S ~string | ~[]byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
@@ -46,7 +46,7 @@ func IsLowerHex(s string) bool {
 
 // AppendHexBytes appends the bytes that lowercase hex text h (an even
 // number of digits: IsLowerHex) spells.
-func AppendHexBytes(b []byte, h string) []byte {
+func AppendHexBytes[S ~string | ~[]byte](b []byte, h S) []byte {
 	for i := 0; i+1 < len(h); i += 2 {
 		b = append(b, unhex(h[i])<<4|unhex(h[i+1]))
 	}
