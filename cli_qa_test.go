@@ -273,25 +273,7 @@ func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
 	ok(t, db, "reset")
 	serve := background(t, db, "serve")
 	serve.banner(t)
-	doc, err := os.ReadFile(filepath.Join("fixtures", "otlp", "openinference-charge.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, rest, _ := strings.Cut(string(doc), "\n")
-	imp := exec.Command(bin, "--db", db, "import", "-")
-	imp.Dir, imp.Env = filepath.Dir(db), cliEnv()
-	in, err := imp.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	imp.Stdout, imp.Stderr = &out, &out
-	if err := imp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(in, first+"\n"); err != nil {
-		t.Fatal(err)
-	}
+	imp := startPipedImport(t, db)
 	// Until the host has the import in hand, reset may still go first.
 	var msg string
 	until(t, "reset refused during the import", func() bool {
@@ -302,12 +284,12 @@ func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
 	if !strings.Contains(msg, "cannot reset while a file is being imported") {
 		t.Errorf("reset during an import: %q", msg)
 	}
-	if _, err := io.WriteString(in, rest); err != nil {
+	if _, err := io.WriteString(imp.in, imp.rest); err != nil {
 		t.Fatal(err)
 	}
-	in.Close()
-	if err := imp.Wait(); err != nil || !strings.Contains(out.String(), "6 spans imported") {
-		t.Fatalf("import: %v\n%s", err, out.String())
+	imp.in.Close()
+	if err := imp.cmd.Wait(); err != nil || !strings.Contains(imp.stdout.String(), "6 spans imported") {
+		t.Fatalf("import: %v\n%s%s", err, imp.stdout.String(), imp.stderr.String())
 	}
 	has(t, ok(t, db, "show", "otlp-conv-sess-oi-7"), "spans 6")
 	has(t, ok(t, db, "reset"), "reset ")
@@ -386,37 +368,53 @@ func TestCLIImportWhoseHostGoes(t *testing.T) {
 	ok(t, db, "reset")
 	serve := background(t, db, "serve")
 	serve.banner(t)
-	doc, err := os.ReadFile(filepath.Join("fixtures", "otlp", "openinference-charge.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, rest, _ := strings.Cut(string(doc), "\n")
-	imp := exec.Command(bin, "--db", db, "import", "-")
-	imp.Dir, imp.Env = filepath.Dir(db), cliEnv()
-	in, err := imp.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr strings.Builder
-	imp.Stdout, imp.Stderr = &stdout, &stderr
-	if err := imp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(in, first+"\n"); err != nil {
-		t.Fatal(err)
-	}
+	imp := startPipedImport(t, db)
 	until(t, "the host importing", func() bool { return rl(t, db, "reset").code == 1 })
 	if err := serve.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	serve.wait(t)
-	_, _ = io.WriteString(in, rest)
-	in.Close()
-	err = imp.Wait()
-	r := ran{args: []string{"import", "-"}, stdout: stdout.String(), stderr: stderr.String(), code: imp.ProcessState.ExitCode()}
+	_, _ = io.WriteString(imp.in, imp.rest)
+	imp.in.Close()
+	err := imp.cmd.Wait()
+	r := ran{args: []string{"import", "-"}, stdout: imp.stdout.String(), stderr: imp.stderr.String(), code: imp.cmd.ProcessState.ExitCode()}
 	msg := oneLineError(t, r)
 	if err == nil || r.code != 1 || !strings.Contains(msg, "retrylab: import standard input: the retrylab that holds ") ||
 		!strings.Contains(msg, "closed before it answered (quit, or killed)") || strings.Contains(msg, "Post ") {
 		t.Errorf("import whose host was killed:\n%s", r)
 	}
+}
+
+// pipedImport is a 'retrylab import -' under way: the first of
+// openinference-charge.jsonl's two lines is written to it, rest is not.
+type pipedImport struct {
+	cmd            *exec.Cmd
+	in             io.WriteCloser
+	rest           string
+	stdout, stderr strings.Builder
+}
+
+// startPipedImport starts 'retrylab import -' on db and writes it the
+// fixture's first line, so that the import is unfinished until the caller
+// writes rest and closes in.
+func startPipedImport(t *testing.T, db string) *pipedImport {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("fixtures", "otlp", "openinference-charge.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(doc), "\n")
+	imp := &pipedImport{cmd: exec.Command(bin, "--db", db, "import", "-"), rest: rest}
+	imp.cmd.Dir, imp.cmd.Env = filepath.Dir(db), cliEnv()
+	if imp.in, err = imp.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	imp.cmd.Stdout, imp.cmd.Stderr = &imp.stdout, &imp.stderr
+	if err := imp.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(imp.in, first+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	return imp
 }

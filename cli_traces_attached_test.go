@@ -15,13 +15,15 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
-// rlIn is rl with standard input.
+// rlIn is rl with standard input (none, /dev/null, when stdin is nil).
 func rlIn(t *testing.T, db string, stdin []byte, args ...string) ran {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
 	cmd.Dir = filepath.Dir(db)
 	cmd.Env = cliEnv()
-	cmd.Stdin = bytes.NewReader(stdin)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

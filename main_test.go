@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,23 +69,7 @@ func (r ran) String() string {
 // rl runs `retrylab --db db args...` in db's directory and waits for it.
 func rl(t *testing.T, db string, args ...string) ran {
 	t.Helper()
-	full := append([]string{"--db", db}, args...)
-	cmd := exec.Command(bin, full...)
-	cmd.Dir = filepath.Dir(db)
-	cmd.Env = cliEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := ran{args: args, stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("retrylab %v: %v", args, err)
-	}
-	return r
+	return rlIn(t, db, nil, args...)
 }
 
 // must runs a command that must exit with code.
