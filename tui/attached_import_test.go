@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -33,15 +32,7 @@ func TestAttachedImportArrivesLive(t *testing.T) {
 	if err != nil || strings.Join(res.Executions(), ",") != "otlp-conv-conv-9" {
 		t.Fatalf("import through the explorer's host: %+v %v", res.OTLP, err)
 	}
-	deadline := time.After(time.Minute)
-	for !strings.Contains(ansi.Strip(m.View()), "Executions 2") {
-		select {
-		case msg := <-r.msgs:
-			r.handle(msg)
-		case <-deadline:
-			t.Fatalf("the imported execution never showed:\n%s", ansi.Strip(m.View()))
-		}
-	}
+	r.runUntilView(t, "Executions 2")
 	r.settle(t)
 	view := ansi.Strip(m.View())
 	for _, want := range []string{"Executions 2", "otlp-conv-conv-9", "otlp-4bf92f3577b34da6a3"} {
@@ -87,15 +78,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.After(time.Minute)
-	for !strings.Contains(ansi.Strip(m.View()), "Executions 4") {
-		select {
-		case msg := <-r.msgs:
-			r.handle(msg)
-		case <-deadline:
-			t.Fatalf("the imported executions never showed:\n%s", ansi.Strip(m.View()))
-		}
-	}
+	r.runUntilView(t, "Executions 4")
 	r.settle(t)
 	view := ansi.Strip(m.View())
 	if m.selID != chosen || !strings.Contains(view, "›✓ otlp-4bf92f3577b34da6a3") || !strings.Contains(view, "Trace  "+chosen) {
@@ -110,12 +93,5 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	const newest = "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
-	for m.selID != newest {
-		select {
-		case msg := <-r.msgs:
-			r.handle(msg)
-		case <-deadline:
-			t.Fatalf("the selection on the first row did not follow the newest (%q):\n%s", m.selID, ansi.Strip(m.View()))
-		}
-	}
+	r.runUntil(t, "the selection on the first row following the newest", func() bool { return m.selID == newest })
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/gen"
@@ -118,6 +119,28 @@ func (r *runner) settle(tb testing.TB) {
 			tb.Fatalf("the explorer did not settle: %d commands pending", r.pending)
 		}
 	}
+}
+
+// runUntil handles messages until done says so, as the notices of
+// executions arriving from elsewhere are followed; what names the wait.
+func (r *runner) runUntil(tb testing.TB, what string, done func() bool) {
+	tb.Helper()
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for !done() {
+		select {
+		case msg := <-r.msgs:
+			r.handle(msg)
+		case <-timeout.C:
+			tb.Fatalf("%s never came:\n%s", what, ansi.Strip(r.m.View()))
+		}
+	}
+}
+
+// runUntilView is runUntil the screen shows want.
+func (r *runner) runUntilView(tb testing.TB, want string) {
+	tb.Helper()
+	r.runUntil(tb, fmt.Sprintf("a screen with %q", want), func() bool { return strings.Contains(ansi.Strip(r.m.View()), want) })
 }
 
 // openExplorer starts the explorer on h and runs it to its first full

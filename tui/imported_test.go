@@ -95,15 +95,7 @@ func TestReceivedSpansArriveLive(t *testing.T) {
 	post("../fixtures/otlp/genai-semconv.json")
 	// Run the explorer as the runtime would until the notice has been
 	// followed by the reads it calls for.
-	deadline := time.After(time.Minute)
-	for !strings.Contains(ansi.Strip(m.View()), "Executions 2") {
-		select {
-		case msg := <-r.msgs:
-			r.handle(msg)
-		case <-deadline:
-			t.Fatalf("the received execution never showed:\n%s", ansi.Strip(m.View()))
-		}
-	}
+	r.runUntilView(t, "Executions 2")
 	r.settle(t)
 	view := ansi.Strip(m.View())
 	for _, want := range []string{"Executions 2", "otlp-conv-conv-9", "otlp-4bf92f3577b34da6a3"} {
