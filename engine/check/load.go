@@ -1,7 +1,10 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -16,92 +19,225 @@ import (
 func CheckDB(db *store.DB, opts Options) (*Report, error) { return checkDB(db, opts, keepAttempts) }
 
 // checkDB is CheckDB keeping at most keep attempts of an execution in memory.
+//
+// Everything is read in one transaction: the ledger first, into an index
+// of where each effect is (ledgerIndex), then the executions one at a
+// time, each with its effects read again from the ledger just before its
+// check. Memory holds the index, one history's check and the report,
+// never the ledger's effects of every execution nor a list of every id,
+// so a database of a million executions checks in the heap of a few.
 func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	c := New(opts)
 	c.keep = keep
 	var bad []Violation
+	idx := newLedgerIndex()
+	var stage string // what failed, for the error
 	err := db.View(func(tx *store.Tx) error {
+		stage = "read the ledger"
 		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
 			m, err := world.DecodeMessage(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
 				return true
 			}
-			c.AddEffects(MessageEffect(m))
+			e := MessageEffect(m)
+			c.count(e)
+			if !idx.add(e, k, false) {
+				c.hold(e)
+			}
 			return true
 		}); err != nil {
 			return err
 		}
-		return tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
+		if err := tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
 			wr, err := world.DecodeCRMWrite(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})
 				return true
 			}
-			c.AddEffects(WriteEffect(wr))
+			e := WriteEffect(wr)
+			c.count(e)
+			if !idx.add(e, k, true) {
+				c.hold(e)
+			}
 			return true
-		})
+		}); err != nil {
+			return err
+		}
+		idx.sort()
+
+		// Executions are read one at a time, in creation order, so
+		// memory holds one history at once. Each history streams through
+		// the check an event at a time, so memory holds the check's
+		// record of one execution's attempts, never its events.
+		stage = "list executions"
+		var failed error
+		if err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if err := checkStored(tx, c, idx, id, rec, &bad); err != nil {
+				stage, failed = "read "+id, err
+				return false
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		if failed != nil {
+			return failed
+		}
+		// Effects of executions the database does not hold (or that are
+		// not checked: imported ones, undecodable ones) go to the report.
+		stage = "read the ledger"
+		return idx.rest(tx, c.hold)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("check %s: read the ledger: %w", db.Path(), err)
-	}
-	// Executions are read one at a time, so memory holds one history at once.
-	var ids []string
-	if err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, _ []byte) bool {
-			ids = append(ids, id)
-			return true
-		})
-	}); err != nil {
-		return nil, fmt.Errorf("check %s: list executions: %w", db.Path(), err)
-	}
-	// Each history streams through the check an event at a time, so memory
-	// holds the check's record of one execution's attempts, never its
-	// events.
-	for _, id := range ids {
-		err := db.View(func(tx *store.Tx) error {
-			rec := tx.Execution(id)
-			x, err := history.DecodeExecution(rec)
-			if err != nil {
-				bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("execution record does not decode: %v", err)})
-				return nil
-			}
-			if x.ID == "" || x.Imported != "" {
-				return nil // imported traces have no ledger to hold them to: 'retrylab audit' is theirs
-			}
-			// A second pass, when one is needed, reads the history in
-			// the same transaction; an event that does not decode was
-			// reported by the first.
-			reread := func(fn func(history.Event)) error {
-				return tx.Events(id, 0, func(_ uint64, data []byte) bool {
-					if ev, err := history.Decode(data); err == nil {
-						fn(ev)
-					}
-					return true
-				})
-			}
-			s := c.Stream(x, reread)
-			if err := tx.Events(id, 0, func(seq uint64, data []byte) bool {
-				ev, err := history.Decode(data)
-				if err != nil {
-					bad = append(bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", seq, err)})
-					return true
-				}
-				s.Apply(ev)
-				return true
-			}); err != nil {
-				return err
-			}
-			s.Done()
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("check %s: read %s: %w", db.Path(), id, err)
-		}
+		return nil, fmt.Errorf("check %s: %s: %w", db.Path(), stage, err)
 	}
 	r := c.Report()
 	r.Violations = append(bad, r.Violations...)
 	return r, nil
+}
+
+// checkStored checks the execution id, whose record is rec, in tx.
+func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, id string, rec []byte, bad *[]Violation) error {
+	x, err := history.DecodeExecution(rec)
+	if err != nil {
+		*bad = append(*bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("execution record does not decode: %v", err)})
+		return nil
+	}
+	if x.ID == "" || x.Imported != "" {
+		return nil // imported traces have no ledger to hold them to: 'retrylab audit' is theirs
+	}
+	if err := idx.take(tx, x.ID, c.hold); err != nil {
+		return err
+	}
+	// A second pass, when one is needed, reads the history in the same
+	// transaction; an event that does not decode was reported by the
+	// first.
+	reread := func(fn func(history.Event)) error {
+		return tx.Events(id, 0, func(_ uint64, data []byte) bool {
+			if ev, err := history.Decode(data); err == nil {
+				fn(ev)
+			}
+			return true
+		})
+	}
+	s := c.Stream(x, reread)
+	if err := tx.Events(id, 0, func(seq uint64, data []byte) bool {
+		ev, err := history.Decode(data)
+		if err != nil {
+			*bad = append(*bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", seq, err)})
+			return true
+		}
+		s.Apply(ev)
+		return true
+	}); err != nil {
+		return err
+	}
+	s.Done()
+	return nil
+}
+
+// ledgerIndex finds the ledger's effects of an execution without holding
+// them: 16 bytes per effect (a hash of its execution's id, and where it
+// is), sorted by the hash; an execution's effects are read again, by key,
+// when it is checked. Hashes that collide are told apart by the effect's
+// own attribution, once read.
+type ledgerIndex struct {
+	seed maphash.Seed
+	refs []ledgerRef
+}
+
+// ledgerRef is one effect in the index. at is the CRM flag in its top
+// bit, the entry's sequence number (its key) shifted left by one, and the
+// taken flag in its lowest bit: sorted, an execution's effects come
+// outbox first, then the CRM's, each in sequence order, as they were
+// read.
+type ledgerRef struct {
+	hash uint64
+	at   uint64
+}
+
+const (
+	refCRM   = 1 << 63
+	refTaken = 1
+	refSeqs  = 1 << 62 // sequence numbers the index can hold
+)
+
+func newLedgerIndex() *ledgerIndex { return &ledgerIndex{seed: maphash.MakeSeed()} }
+
+// add indexes e, the entry under key k; it reports false when e is not
+// for the index (unattributed, or under a key that is not a sequence
+// number), for the caller to hold.
+func (l *ledgerIndex) add(e Effect, k []byte, crm bool) bool {
+	seq := store.DecodeU64(k)
+	if e.Attr.Execution == "" || len(k) != 8 || seq >= refSeqs {
+		return false
+	}
+	at := seq << 1
+	if crm {
+		at |= refCRM
+	}
+	l.refs = append(l.refs, ledgerRef{hash: maphash.String(l.seed, e.Attr.Execution), at: at})
+	return true
+}
+
+func (l *ledgerIndex) sort() {
+	slices.SortFunc(l.refs, func(a, b ledgerRef) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.at, b.at)
+	})
+}
+
+// read reads the effect ref points at.
+func (l *ledgerIndex) read(tx *store.Tx, ref ledgerRef) (Effect, error) {
+	key := store.U64((ref.at &^ refCRM) >> 1)
+	if ref.at&refCRM != 0 {
+		wr, err := world.DecodeCRMWrite(key, tx.Get(world.BucketCRMWrites, key))
+		return WriteEffect(wr), err
+	}
+	m, err := world.DecodeMessage(key, tx.Get(world.BucketOutbox, key))
+	return MessageEffect(m), err
+}
+
+// take hands fn the effects attributed to the execution id, in the order
+// they were indexed, and marks them taken.
+func (l *ledgerIndex) take(tx *store.Tx, id string, fn func(Effect)) error {
+	h := maphash.String(l.seed, id)
+	i, _ := slices.BinarySearchFunc(l.refs, h, func(r ledgerRef, h uint64) int { return cmp.Compare(r.hash, h) })
+	for ; i < len(l.refs) && l.refs[i].hash == h; i++ {
+		ref := &l.refs[i]
+		if ref.at&refTaken != 0 {
+			continue
+		}
+		e, err := l.read(tx, *ref)
+		if err != nil {
+			return fmt.Errorf("ledger entry %d no longer decodes: %w", (ref.at&^refCRM)>>1, err)
+		}
+		if e.Attr.Execution != id {
+			continue // another execution's, under the same hash
+		}
+		ref.at |= refTaken
+		fn(e)
+	}
+	return nil
+}
+
+// rest hands fn every effect not taken, and forgets the index.
+func (l *ledgerIndex) rest(tx *store.Tx, fn func(Effect)) error {
+	for _, ref := range l.refs {
+		if ref.at&refTaken != 0 {
+			continue
+		}
+		e, err := l.read(tx, ref)
+		if err != nil {
+			return fmt.Errorf("ledger entry %d no longer decodes: %w", (ref.at&^refCRM)>>1, err)
+		}
+		fn(e)
+	}
+	l.refs = nil
+	return nil
 }
 
 // Live checks executions of a running host one by one, reading the ledger
