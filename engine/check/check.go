@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -205,7 +206,40 @@ type Checker struct {
 
 // New returns an empty checker.
 func New(opts Options) *Checker {
+	if opts.Resolve != nil {
+		opts.Resolve = cachedResolve(opts.Resolve)
+	}
 	return &Checker{opts: opts, effects: map[string][]Effect{}, report: newReport(), keep: keepAttempts}
+}
+
+// resolveCacheSize bounds the scenarios whose plans a checker keeps.
+const resolveCacheSize = 1024
+
+// cachedResolve answers resolve's plans, keeping the first
+// resolveCacheSize names' answers: a database's executions share a few
+// scenarios, and the check asks several times per execution, from the
+// workers of CheckDB at once. Calls to resolve are one at a time.
+func cachedResolve(resolve func(string) (Plan, bool)) func(string) (Plan, bool) {
+	type answer struct {
+		plan Plan
+		ok   bool
+	}
+	var (
+		mu    sync.Mutex
+		known = map[string]answer{}
+	)
+	return func(name string) (Plan, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a, ok := known[name]; ok {
+			return a.plan, a.ok
+		}
+		plan, ok := resolve(name)
+		if len(known) < resolveCacheSize {
+			known[name] = answer{plan, ok}
+		}
+		return plan, ok
+	}
 }
 
 // AddEffects adds ledger entries.

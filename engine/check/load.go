@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -70,10 +71,15 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		// memory holds one history at once. Each history streams through
 		// the check an event at a time, so memory holds the check's
 		// record of one execution's attempts, never its events.
+		// Short histories are decoded and checked by a worker per
+		// core while the next ones are read (pipeline); their verdicts
+		// join the report in creation order, as if checked one by one.
 		stage = "list executions"
+		p := newPipeline(c, &bad)
+		defer p.stop()
 		var failed error
 		if err := tx.Executions(false, 0, func(id string, rec []byte) bool {
-			if err := checkStored(tx, c, idx, id, rec, &bad); err != nil {
+			if err := checkStored(tx, c, idx, p, id, rec, &bad); err != nil {
 				stage, failed = "read "+id, err
 				return false
 			}
@@ -84,6 +90,7 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		if failed != nil {
 			return failed
 		}
+		p.drain()
 		// Effects of executions the database does not hold (or that are
 		// not checked: imported ones, undecodable ones) go to the report.
 		stage = "read the ledger"
@@ -97,10 +104,13 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	return r, nil
 }
 
-// checkStored checks the execution id, whose record is rec, in tx.
-func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, id string, rec []byte, bad *[]Violation) error {
+// checkStored checks the execution id, whose record is rec, in tx: a
+// short history goes to the pipeline, a long one streams through the
+// check here, once the pipeline has drained.
+func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, p *pipeline, id string, rec []byte, bad *[]Violation) error {
 	x, err := history.DecodeExecution(rec)
 	if err != nil {
+		p.drain()
 		*bad = append(*bad, Violation{Execution: id, Kind: "durability", Detail: fmt.Sprintf("execution record does not decode: %v", err)})
 		return nil
 	}
@@ -110,6 +120,12 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, id string, rec []by
 	if err := idx.take(tx, x.ID, c.hold); err != nil {
 		return err
 	}
+	if j, err := p.read(tx, x); err != nil || j != nil {
+		return err
+	}
+	// A long history: checked here, an event at a time, after every
+	// execution before it.
+	p.drain()
 	// A second pass, when one is needed, reads the history in the same
 	// transaction; an event that does not decode was reported by the
 	// first.
@@ -135,6 +151,136 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, id string, rec []by
 	}
 	s.Done()
 	return nil
+}
+
+// pipelineEvents and pipelineBytes bound a history the pipeline takes:
+// longer ones stream through the check on their own, so memory stays
+// flat however long a history is.
+const (
+	pipelineEvents = 1024
+	pipelineBytes  = 256 << 10
+	pipelineDepth  = 256 // histories read ahead of the oldest not yet in the report
+)
+
+// pipeline checks short histories on workers, one per core, while the
+// transaction's goroutine reads the next ones, and adds their verdicts to
+// the report in the order they were read.
+type pipeline struct {
+	c       *Checker
+	bad     *[]Violation
+	jobs    chan *job
+	pending []*job
+	workers sync.WaitGroup
+	stopped bool
+}
+
+// job is one short history: read by the pipeline, checked by a worker.
+type job struct {
+	x       history.Execution
+	effects []Effect
+	buf     []byte   // the events, one after another
+	ends    []int    // where each ends in buf
+	seqs    []uint64 // their sequence numbers
+	// Set by the worker.
+	w    *walk
+	res  ExecResult
+	bad  []Violation
+	done chan struct{}
+}
+
+func newPipeline(c *Checker, bad *[]Violation) *pipeline {
+	p := &pipeline{c: c, bad: bad, jobs: make(chan *job, pipelineDepth)}
+	for range runtime.GOMAXPROCS(0) {
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			for j := range p.jobs {
+				j.check(c.opts)
+				close(j.done)
+			}
+		}()
+	}
+	return p
+}
+
+// read reads x's history for a worker and queues it; it answers nil when
+// the history is too long for the pipeline (the caller checks it) or
+// does not fit in what the check keeps of one execution.
+func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
+	limit := min(pipelineEvents, p.c.keep)
+	j := &job{x: x, done: make(chan struct{})}
+	long := false
+	if err := tx.Events(x.ID, 0, func(seq uint64, data []byte) bool {
+		if len(j.seqs) >= limit || len(j.buf)+len(data) > pipelineBytes {
+			long = true
+			return false
+		}
+		j.buf = append(j.buf, data...)
+		j.ends = append(j.ends, len(j.buf))
+		j.seqs = append(j.seqs, seq)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	if long {
+		return nil, nil
+	}
+	j.effects = p.c.effects[x.ID]
+	delete(p.c.effects, x.ID)
+	p.pending = append(p.pending, j)
+	p.jobs <- j
+	for len(p.pending) > pipelineDepth {
+		p.merge()
+	}
+	return j, nil
+}
+
+// check decodes the job's events and checks them, as Stream, Apply and
+// Done do, short of adding the verdict to the report.
+func (j *job) check(opts Options) {
+	w := newWalk(j.x, opts, len(j.seqs)+1, j.effects)
+	w.reread = func(func(history.Event)) error { return fmt.Errorf("a short history is not read twice") }
+	from := 0
+	for i, end := range j.ends {
+		ev, err := history.Decode(j.buf[from:end])
+		from = end
+		if err != nil {
+			j.bad = append(j.bad, Violation{Execution: j.x.ID, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", j.seqs[i], err)})
+			continue
+		}
+		w.apply(ev)
+	}
+	w.done()
+	j.res = w.finish(j.effects)
+	j.w = w
+	j.buf, j.ends, j.seqs = nil, nil, nil
+}
+
+// merge waits for the oldest pending job and adds its verdict.
+func (p *pipeline) merge() {
+	j := p.pending[0]
+	<-j.done
+	p.pending[0] = nil
+	p.pending = p.pending[1:]
+	*p.bad = append(*p.bad, j.bad...)
+	p.c.report.add(j.x, j.w, j.res)
+}
+
+// drain adds every pending verdict to the report.
+func (p *pipeline) drain() {
+	for len(p.pending) > 0 {
+		p.merge()
+	}
+}
+
+// stop ends the workers (after an error, what is pending is dropped).
+func (p *pipeline) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	close(p.jobs)
+	p.workers.Wait()
 }
 
 // ledgerIndex finds the ledger's effects of an execution without holding
