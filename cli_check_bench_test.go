@@ -20,7 +20,8 @@ import (
 // database, many executions of about one attempt each (issue 14, goal 1,
 // row 14.1w of BENCHMARKS.md): 1 000 000 executions with
 // RETRYLAB_BENCH_FULL=1, else 2 000. One op is the whole check of a copy
-// of the file, read-only, with the CLI's resolver, and the report written
+// of the file, read-only: the store's consistency check, then the
+// checker with the CLI's resolver, and the report written
 // out; heap-MB is the peak of the Go heap during the op (runtime/metrics,
 // sampled every 10 ms), which the mapped file does not count in.
 func BenchmarkCheckWide(b *testing.B) {
@@ -40,6 +41,9 @@ func BenchmarkCheckWide(b *testing.B) {
 	peak := heapPeak()
 	b.ResetTimer()
 	for range b.N {
+		if err := db.Check(); err != nil { // as runCheck does first
+			b.Fatal(err)
+		}
 		rep, err := check.CheckDB(db, check.Options{Resolve: planResolver(scenario.NewCatalog(fixtures.FS))})
 		if err != nil {
 			b.Fatal(err)

@@ -155,11 +155,15 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, p *pipeline, id str
 
 // pipelineEvents and pipelineBytes bound a history the pipeline takes:
 // longer ones stream through the check on their own, so memory stays
-// flat however long a history is.
+// flat however long a history is. Histories go to the workers in batches
+// of up to batchHistories (or batchBytes of events), so a worker is
+// woken once per batch, not per history.
 const (
 	pipelineEvents = 1024
 	pipelineBytes  = 256 << 10
-	pipelineDepth  = 256 // histories read ahead of the oldest not yet in the report
+	pipelineDepth  = 16 // batches read ahead of the oldest not yet in the report
+	batchHistories = 64
+	batchBytes     = 256 << 10
 )
 
 // pipeline checks short histories on workers, one per core, while the
@@ -168,35 +172,48 @@ const (
 type pipeline struct {
 	c       *Checker
 	bad     *[]Violation
-	jobs    chan *job
-	pending []*job
+	jobs    chan *batch
+	next    *batch // being filled
+	pending []*batch
 	workers sync.WaitGroup
 	stopped bool
+}
+
+// batch is consecutive short histories, checked by one worker.
+type batch struct {
+	jobs []*job
+	// The events of its histories, one after another in buf: the i-th
+	// ends at ends[i] and has sequence number seqs[i].
+	buf  []byte
+	ends []int
+	seqs []uint64
+	done chan struct{}
 }
 
 // job is one short history: read by the pipeline, checked by a worker.
 type job struct {
 	x       history.Execution
 	effects []Effect
-	buf     []byte   // the events, one after another
-	ends    []int    // where each ends in buf
-	seqs    []uint64 // their sequence numbers
+	// Its events are events[from:to] of its batch.
+	from, to int
 	// Set by the worker.
-	w    *walk
-	res  ExecResult
-	bad  []Violation
-	done chan struct{}
+	w   *walk
+	res ExecResult
+	bad []Violation
 }
 
 func newPipeline(c *Checker, bad *[]Violation) *pipeline {
-	p := &pipeline{c: c, bad: bad, jobs: make(chan *job, pipelineDepth)}
+	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth)}
 	for range runtime.GOMAXPROCS(0) {
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
-			for j := range p.jobs {
-				j.check(c.opts)
-				close(j.done)
+			for b := range p.jobs {
+				for _, j := range b.jobs {
+					j.check(c.opts, b)
+				}
+				b.buf, b.ends, b.seqs = nil, nil, nil
+				close(b.done)
 			}
 		}()
 	}
@@ -207,45 +224,68 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 // the history is too long for the pipeline (the caller checks it) or
 // does not fit in what the check keeps of one execution.
 func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
+	if p.next == nil {
+		p.next = &batch{buf: make([]byte, 0, batchBytes+pipelineBytes), done: make(chan struct{})}
+	}
+	b := p.next
 	limit := min(pipelineEvents, p.c.keep)
-	j := &job{x: x, done: make(chan struct{})}
+	j := &job{x: x, from: len(b.ends)}
+	start := len(b.buf)
 	long := false
 	if err := tx.Events(x.ID, 0, func(seq uint64, data []byte) bool {
-		if len(j.seqs) >= limit || len(j.buf)+len(data) > pipelineBytes {
+		if len(b.ends)-j.from >= limit || len(b.buf)-start+len(data) > pipelineBytes {
 			long = true
 			return false
 		}
-		j.buf = append(j.buf, data...)
-		j.ends = append(j.ends, len(j.buf))
-		j.seqs = append(j.seqs, seq)
+		b.buf = append(b.buf, data...)
+		b.ends = append(b.ends, len(b.buf))
+		b.seqs = append(b.seqs, seq)
 		return true
 	}); err != nil {
 		return nil, err
 	}
 	if long {
+		b.buf, b.ends, b.seqs = b.buf[:start], b.ends[:j.from], b.seqs[:j.from]
 		return nil, nil
 	}
+	j.to = len(b.ends)
 	j.effects = p.c.effects[x.ID]
 	delete(p.c.effects, x.ID)
-	p.pending = append(p.pending, j)
-	p.jobs <- j
-	for len(p.pending) > pipelineDepth {
-		p.merge()
+	b.jobs = append(b.jobs, j)
+	if len(b.jobs) >= batchHistories || len(b.buf) >= batchBytes {
+		p.send()
 	}
 	return j, nil
 }
 
+// send hands the batch being filled to the workers.
+func (p *pipeline) send() {
+	if p.next == nil || len(p.next.jobs) == 0 {
+		return
+	}
+	b := p.next
+	p.next = nil
+	p.pending = append(p.pending, b)
+	p.jobs <- b
+	for len(p.pending) > pipelineDepth {
+		p.merge()
+	}
+}
+
 // check decodes the job's events and checks them, as Stream, Apply and
 // Done do, short of adding the verdict to the report.
-func (j *job) check(opts Options) {
-	w := newWalk(j.x, opts, len(j.seqs)+1, j.effects)
+func (j *job) check(opts Options, b *batch) {
+	w := newWalk(j.x, opts, j.to-j.from+1, j.effects)
 	w.reread = func(func(history.Event)) error { return fmt.Errorf("a short history is not read twice") }
 	from := 0
-	for i, end := range j.ends {
-		ev, err := history.Decode(j.buf[from:end])
-		from = end
+	if j.from > 0 {
+		from = b.ends[j.from-1]
+	}
+	for i := j.from; i < j.to; i++ {
+		ev, err := history.Decode(b.buf[from:b.ends[i]])
+		from = b.ends[i]
 		if err != nil {
-			j.bad = append(j.bad, Violation{Execution: j.x.ID, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", j.seqs[i], err)})
+			j.bad = append(j.bad, Violation{Execution: j.x.ID, Kind: "durability", Detail: fmt.Sprintf("event %d does not decode: %v", b.seqs[i], err)})
 			continue
 		}
 		w.apply(ev)
@@ -253,21 +293,23 @@ func (j *job) check(opts Options) {
 	w.done()
 	j.res = w.finish(j.effects)
 	j.w = w
-	j.buf, j.ends, j.seqs = nil, nil, nil
 }
 
-// merge waits for the oldest pending job and adds its verdict.
+// merge waits for the oldest pending batch and adds its verdicts.
 func (p *pipeline) merge() {
-	j := p.pending[0]
-	<-j.done
+	b := p.pending[0]
+	<-b.done
 	p.pending[0] = nil
 	p.pending = p.pending[1:]
-	*p.bad = append(*p.bad, j.bad...)
-	p.c.report.add(j.x, j.w, j.res)
+	for _, j := range b.jobs {
+		*p.bad = append(*p.bad, j.bad...)
+		p.c.report.add(j.x, j.w, j.res)
+	}
 }
 
-// drain adds every pending verdict to the report.
+// drain adds every verdict not yet in the report.
 func (p *pipeline) drain() {
+	p.send()
 	for len(p.pending) > 0 {
 		p.merge()
 	}
