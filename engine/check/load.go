@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -161,7 +162,7 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, p *pipeline, id str
 const (
 	pipelineEvents = 1024
 	pipelineBytes  = 256 << 10
-	pipelineDepth  = 16 // batches read ahead of the oldest not yet in the report
+	pipelineDepth  = 4 // batches read ahead of the oldest not yet in the report
 	batchHistories = 64
 	batchBytes     = 256 << 10
 )
@@ -225,7 +226,7 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 // does not fit in what the check keeps of one execution.
 func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 	if p.next == nil {
-		p.next = &batch{buf: make([]byte, 0, batchBytes+pipelineBytes), done: make(chan struct{})}
+		p.next = &batch{buf: make([]byte, 0, 64<<10), done: make(chan struct{})}
 	}
 	b := p.next
 	limit := min(pipelineEvents, p.c.keep)
@@ -333,6 +334,11 @@ func (p *pipeline) stop() {
 type ledgerIndex struct {
 	seed maphash.Seed
 	refs []ledgerRef
+	// starts[b] is the first ref whose hash's top bits are b (a bucket
+	// table over the sorted refs: a lookup reads one or two refs, where
+	// a binary search of a million misses the cache twenty times).
+	starts []uint32
+	bits   uint
 }
 
 // ledgerRef is one effect in the index. at is the CRM flag in its top
@@ -376,6 +382,28 @@ func (l *ledgerIndex) sort() {
 		}
 		return cmp.Compare(a.at, b.at)
 	})
+	l.bits = uint(min(max(bits.Len(uint(len(l.refs)))-1, 0), 24))
+	l.starts = make([]uint32, 1<<l.bits+1)
+	i := 0
+	for b := range l.starts {
+		for i < len(l.refs) && l.refs[i].hash>>(64-l.bits) < uint64(b) {
+			i++
+		}
+		l.starts[b] = uint32(i)
+	}
+}
+
+// lookup returns where the refs of hash h begin.
+func (l *ledgerIndex) lookup(h uint64) int {
+	b := h >> (64 - l.bits)
+	if l.bits == 0 {
+		b = 0
+	}
+	i, end := int(l.starts[b]), int(l.starts[b+1])
+	for i < end && l.refs[i].hash < h {
+		i++
+	}
+	return i
 }
 
 // read reads the effect ref points at.
@@ -393,7 +421,7 @@ func (l *ledgerIndex) read(tx *store.Tx, ref ledgerRef) (Effect, error) {
 // they were indexed, and marks them taken.
 func (l *ledgerIndex) take(tx *store.Tx, id string, fn func(Effect)) error {
 	h := maphash.String(l.seed, id)
-	i, _ := slices.BinarySearchFunc(l.refs, h, func(r ledgerRef, h uint64) int { return cmp.Compare(r.hash, h) })
+	i := l.lookup(h)
 	for ; i < len(l.refs) && l.refs[i].hash == h; i++ {
 		ref := &l.refs[i]
 		if ref.at&refTaken != 0 {
