@@ -25,9 +25,11 @@ func CheckDB(db *store.DB, opts Options) (*Report, error) { return checkDB(db, o
 // Everything is read in one transaction: the ledger first, into an index
 // of where each effect is (ledgerIndex), then the executions one at a
 // time, each with its effects read again from the ledger just before its
-// check. Memory holds the index, one history's check and the report,
-// never the ledger's effects of every execution nor a list of every id,
-// so a database of a million executions checks in the heap of a few.
+// check. Memory holds the index (16 bytes an effect), the checks of the
+// few hundred short histories in the pipeline (or of one long one) and
+// the report, never the ledger's effects of every execution nor a list of
+// every id, so a database of a million executions checks in the heap of
+// a few.
 func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	c := New(opts)
 	c.keep = keep
@@ -68,13 +70,13 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		}
 		idx.sort()
 
-		// Executions are read one at a time, in creation order, so
-		// memory holds one history at once. Each history streams through
-		// the check an event at a time, so memory holds the check's
-		// record of one execution's attempts, never its events.
-		// Short histories are decoded and checked by a worker per
-		// core while the next ones are read (pipeline); their verdicts
-		// join the report in creation order, as if checked one by one.
+		// Executions are read one at a time, in creation order. Short
+		// histories are decoded and checked by a worker per core while
+		// the next ones are read (pipeline); their verdicts join the
+		// report in creation order, as if checked one by one. A long
+		// history streams through the check an event at a time, so
+		// memory holds the check's record of its attempts, never its
+		// events.
 		stage = "list executions"
 		p := newPipeline(c, &bad)
 		defer p.stop()
