@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
@@ -198,7 +199,6 @@ type Checker struct {
 	opts    Options
 	effects map[string][]Effect // by execution, not yet checked
 	loose   []Effect            // unattributed
-	checked map[string]bool
 	report  *Report
 	// keep is keepAttempts; tests lower it to check the second pass.
 	keep int
@@ -206,23 +206,67 @@ type Checker struct {
 
 // New returns an empty checker.
 func New(opts Options) *Checker {
-	return &Checker{opts: opts, effects: map[string][]Effect{}, checked: map[string]bool{}, report: newReport(), keep: keepAttempts}
+	if opts.Resolve != nil {
+		opts.Resolve = cachedResolve(opts.Resolve)
+	}
+	return &Checker{opts: opts, effects: map[string][]Effect{}, report: newReport(), keep: keepAttempts}
+}
+
+// resolveCacheSize bounds the scenarios whose plans a checker keeps.
+const resolveCacheSize = 1024
+
+// cachedResolve answers resolve's plans, keeping the first
+// resolveCacheSize names' answers: a database's executions share a few
+// scenarios, and the check asks several times per execution, from the
+// workers of CheckDB at once. Calls to resolve are one at a time.
+func cachedResolve(resolve func(string) (Plan, bool)) func(string) (Plan, bool) {
+	type answer struct {
+		plan Plan
+		ok   bool
+	}
+	var (
+		mu    sync.Mutex
+		known = map[string]answer{}
+	)
+	return func(name string) (Plan, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a, ok := known[name]; ok {
+			return a.plan, a.ok
+		}
+		plan, ok := resolve(name)
+		if len(known) < resolveCacheSize {
+			known[name] = answer{plan, ok}
+		}
+		return plan, ok
+	}
 }
 
 // AddEffects adds ledger entries.
 func (c *Checker) AddEffects(effects ...Effect) {
 	for _, e := range effects {
-		if e.Service == world.ServiceMail {
-			c.report.MailEffects++
-		} else {
-			c.report.CRMWrites++
-		}
-		if e.Attr.Execution == "" {
-			c.loose = append(c.loose, e)
-			continue
-		}
-		c.effects[e.Attr.Execution] = append(c.effects[e.Attr.Execution], e)
+		c.count(e)
+		c.hold(e)
 	}
+}
+
+// count counts a ledger entry in the report.
+func (c *Checker) count(e Effect) {
+	if e.Service == world.ServiceMail {
+		c.report.MailEffects++
+	} else {
+		c.report.CRMWrites++
+	}
+}
+
+// hold keeps a counted ledger entry until its execution is checked (or
+// the report, when it is unattributed or its execution never is).
+func (c *Checker) hold(e Effect) {
+	if e.Attr.Execution == "" {
+		c.loose = append(c.loose, e)
+		return
+	}
+	c.effects[e.Attr.Execution] = append(c.effects[e.Attr.Execution], e)
 }
 
 // ExecResult is the verdict on one execution.
@@ -291,7 +335,6 @@ func (s *ExecStream) Done() ExecResult {
 	c, x := s.c, s.w.x
 	effects := c.effects[x.ID]
 	delete(c.effects, x.ID)
-	c.checked[x.ID] = true
 	s.w.done()
 	res := s.w.finish(effects)
 	c.report.add(x, s.w, res)

@@ -11,7 +11,9 @@ import (
 )
 
 // An execution with more attempts than the check keeps is checked in two
-// passes; the report is the same as with every attempt kept.
+// passes; the report is the same as with every attempt kept. (Kept, the
+// histories go through the workers of the pipeline; with nothing kept,
+// each streams through the check alone.)
 func TestTwoPassesAsOne(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.db")
 	db, err := store.Open(path, store.Options{NoSync: true})

@@ -1,7 +1,7 @@
 package trace
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/retrylab/retrylab/engine/history"
 )
@@ -37,7 +37,7 @@ func FromHistory(ev history.Event) (Event, bool) {
 	if !ok {
 		return Event{}, false
 	}
-	e := Event{Seq: ev.Seq, Kind: k, Time: ev.Time, Ref: fmt.Sprintf("seq %d", ev.Seq), Run: ev.Run, Turn: ev.Turn,
+	e := Event{Seq: ev.Seq, Kind: k, Time: ev.Time, Ref: "seq " + strconv.FormatUint(ev.Seq, 10), Run: ev.Run, Turn: ev.Turn,
 		Text: ev.Text, Scenario: ev.Scenario, Call: ev.Step, Tool: ev.Tool, Args: ev.Args, Key: ev.Key, Attempt: ev.Attempt,
 		MaxAttempts: ev.MaxAttempts, Outcome: Outcome(ev.Outcome), Deduplicated: ev.Deduplicated, Duration: ev.Duration,
 		Delay: ev.Delay, Request: exchange(ev.Request), Response: exchange(ev.Response), Result: ev.Result,
