@@ -236,8 +236,9 @@ SDK, kept out of this binary, so run hands the scenario to the
 retrylab-temporal command (see temporal/README.md), which must be on PATH.
 
 Exit status: 0 when the execution completed, 137 when its worker was killed
-(resume it with 'retrylab resume'), 1 when it failed, 3 when it escalated,
-2 for a usage error (an unknown scenario name, a bad flag).`,
+(resume it with 'retrylab resume'), 1 when it failed or the scenario file is
+invalid (its file:line says where), 3 when it escalated, 2 for a usage error
+(an unknown scenario name, a scenario path with no file there, a bad flag).`,
 		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml\n  retrylab run agent-retry-same-step --engine temporal --temporal 127.0.0.1:7233",
 		Args:    exactArgs(1, "SCENARIO"),
 		RunE: func(cmd *cobra.Command, args []string) error {

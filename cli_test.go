@@ -599,6 +599,11 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"run", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
 		{[]string{"verify", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
 		{[]string{"--run", "nope"}, 2, `retrylab: --run: unknown scenario "nope" (known: `},
+		// A scenario path with no file is as much a mistake in the name.
+		{[]string{"run", "./missing.yaml"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
+		{[]string{"verify", "./missing.yaml"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
+		{[]string{"--run", "./missing.yaml"}, 2, "retrylab: --run: no such scenario file: ./missing.yaml"},
+		{[]string{"run", "./missing.yaml", "--engine", "temporal"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
 		{[]string{"--run", badYAML}, 1, "retrylab: --run: " + badYAML + `:7: turns.0.calls.0.tool: unknown tool "sned"`},
 		{[]string{"run"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "safe"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
@@ -717,6 +722,9 @@ func TestCLIUnknownScenarioThroughAHost(t *testing.T) {
 	serve.banner(t)
 	if msg := fails(t, 2, db, "run", "nope"); !strings.Contains(msg, `retrylab: unknown scenario "nope" (known: `) {
 		t.Errorf("run nope through a host: %q", msg)
+	}
+	if msg := fails(t, 2, db, "run", "./missing.yaml"); msg != "retrylab: no such scenario file: ./missing.yaml" {
+		t.Errorf("run ./missing.yaml through a host: %q", msg)
 	}
 	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

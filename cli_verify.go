@@ -29,8 +29,9 @@ follow its expect.script (run, resume, delete-journal STEP, advance DURATION,
 reset-world, submit, submit-twice), and compare what happened with what the
 scenario expects: messages per recipient in the outbox, CRM rows, the final
 status, and any other count it promises. One line per scenario; exit status 1
-if any fails or a scenario file is invalid, 2 for an unknown scenario name or
-a bad flag. The --db database is not touched.
+if any fails or a scenario file is invalid, 2 for an unknown scenario name, a
+scenario path with no file there, or a bad flag. The --db database is not
+touched.
 
 --keys and --journal override every scenario's policy, so you can show that a
 scenario protected by a defence fails without it. --all-policies runs each
