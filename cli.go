@@ -150,12 +150,13 @@ func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
 
 // release closes what service returned. A host this process owns first
 // waits for the runs and the processes it serves for others (a second
-// 'retrylab run' attached to it, say), so it never kills their workers;
-// Ctrl-C stops the wait.
+// 'retrylab run' attached to it, an import, say), so it never kills their
+// workers nor cuts their work short; Ctrl-C stops the wait, closes at once
+// and makes the exit status 130 (see releaseInto), as an interrupted run's.
 func (a *app) release(s engine.Service) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return s.CloseWhenIdle(ctx, func(running []string, holds int) {
+	err := s.CloseWhenIdle(ctx, func(running []string, holds int) {
 		what := fmt.Sprintf("%d attached", holds)
 		if len(running) > 0 {
 			what = "running " + strings.Join(running, ", ")
@@ -163,15 +164,32 @@ func (a *app) release(s engine.Service) error {
 		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
 			s.DBPath(), what)
 	})
+	if errors.Is(err, context.Canceled) {
+		// The other process's work fails in its own terminal (an import
+		// is then not kept at all); this one says it did not wait.
+		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: closed %s without waiting; the work attached to it was cut short", s.DBPath())}
+	}
+	return err
+}
+
+// releaseInto releases s, for a deferred call in a command that returns
+// *err: a wait that Ctrl-C cut short becomes the command's exit status
+// (130) unless the command failed on its own. Errors closing the database
+// stay unsaid, as they always were: the command's work is done.
+func (a *app) releaseInto(s engine.Service, err *error) {
+	var ee *exitError
+	if rerr := a.release(s); *err == nil && errors.As(rerr, &ee) {
+		*err = rerr
+	}
 }
 
 // withService runs fn on the database's service and releases it after.
-func (a *app) withService(fn func(engine.Service) error) error {
+func (a *app) withService(fn func(engine.Service) error) (err error) {
 	s, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer a.release(s)
+	defer a.releaseInto(s, &err)
 	return fn(s)
 }
 
@@ -295,12 +313,12 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // runAndNarrate starts a run, prints its narration as it happens, then the
 // outbox, and turns the run's end into the exit status.
-func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) error {
+func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (err error) {
 	h, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer a.release(h)
+	defer a.releaseInto(h, &err)
 	notices, stop := h.Subscribe(1 << 14)
 	defer stop()
 	run, err := start(h)
