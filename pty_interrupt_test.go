@@ -79,3 +79,29 @@ func TestExplorerInterruptedWhileAnImportWaits(t *testing.T) {
 	has(t, ok(t, db, "import", file), "6 spans imported")
 	has(t, ok(t, db, "show", "otlp-conv-sess-oi-7"), "spans 6")
 }
+
+// A SIGINT from outside while the screen is up (the ctrl+c key is the
+// explorer's own quit, exit 0) is an interruption: exit 130 and one line,
+// not exit 1 and Bubble Tea's "program was interrupted".
+func TestExplorerSIGINTExits130(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := startScreen(t, bin, db, 120, 30)
+	s.waitFor("empty database", "Executions 0")
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("explorer after SIGINT: %v, want exit 130\n%s", err, s.text())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("SIGINT did not end the explorer:\n%s", s.text())
+	}
+	s.waitFor("the interruption said", "retrylab: interrupted")
+	if strings.Contains(s.text(), "program was interrupted") {
+		t.Errorf("the explorer speaks Bubble Tea's words:\n%s", s.text())
+	}
+}
