@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -267,6 +268,10 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 			default:
 				return &exitError{code: 2, msg: fmt.Sprintf("run: unknown --engine %q (valid: local, temporal)", eng)}
 			}
+			name, err := scenarioArg(args[0])
+			if err != nil {
+				return err
+			}
 			var opts engine.RunOptions
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
@@ -274,7 +279,7 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 			if cmd.Flags().Changed("journal") {
 				opts.Journal = &journal
 			}
-			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(args[0], opts) })
+			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(name, opts) })
 		},
 	}
 	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
@@ -300,6 +305,25 @@ replayed; without one, they run again.`,
 			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Resume(id) })
 		},
 	}
+}
+
+// scenarioArg is a scenario as run hands it to the host: a name as given; a
+// path made absolute, since the host that reads it may be another process
+// in another directory (the explorer in a second terminal). A path is read
+// here first, so that a missing or invalid file is said as the user wrote
+// it.
+func scenarioArg(arg string) (string, error) {
+	if !scenario.IsPath(arg) {
+		return arg, nil
+	}
+	if _, err := scenarioCatalog().Get(arg); err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", fmt.Errorf("scenario file %s: %w", arg, err)
+	}
+	return abs, nil
 }
 
 func exactArgs(n int, names string) cobra.PositionalArgs {

@@ -42,9 +42,14 @@ func (a *app) explore(f *exploreFlags) (err error) {
 	// A --run the explorer could not start is said here, whole, not in a
 	// status line cut to the terminal's width after the explorer opened.
 	if f.run != "" {
-		if _, err := scenario.NewCatalog(fixtures.FS).Get(f.run); err != nil {
+		run, err := scenarioArg(f.run)
+		if err != nil {
 			return fmt.Errorf("--run: %w", err)
 		}
+		if _, err := scenario.NewCatalog(fixtures.FS).Get(run); err != nil {
+			return fmt.Errorf("--run: %w", err)
+		}
+		f.run = run
 	}
 	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +

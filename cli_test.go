@@ -731,3 +731,32 @@ func TestCLIUnknownScenarioThroughAHost(t *testing.T) {
 	}
 	serve.wait(t)
 }
+
+// A scenario file named relative to the directory run is started in is the
+// file run reads, also when the host that reads it is another retrylab
+// started elsewhere: it read ./mine.yaml in its own directory ("no such
+// scenario file", or another file of that name).
+func TestCLIRunRelativePathThroughAHostElsewhere(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	naive, err := fixtures.FS.ReadFile("naive.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "mine.yaml"), naive, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--db", db, "run", "./mine.yaml")
+	cmd.Dir, cmd.Env = elsewhere, cliEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), duplicateLine) {
+		t.Errorf("run ./mine.yaml in another directory than the host's: %v\n%s", err, out)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}
