@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -150,12 +151,13 @@ func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
 
 // release closes what service returned. A host this process owns first
 // waits for the runs and the processes it serves for others (a second
-// 'retrylab run' attached to it, say), so it never kills their workers;
-// Ctrl-C stops the wait.
+// 'retrylab run' attached to it, an import, say), so it never kills their
+// workers nor cuts their work short; Ctrl-C stops the wait, closes at once
+// and makes the exit status 130 (see releaseInto), as an interrupted run's.
 func (a *app) release(s engine.Service) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return s.CloseWhenIdle(ctx, func(running []string, holds int) {
+	err := s.CloseWhenIdle(ctx, func(running []string, holds int) {
 		what := fmt.Sprintf("%d attached", holds)
 		if len(running) > 0 {
 			what = "running " + strings.Join(running, ", ")
@@ -163,15 +165,32 @@ func (a *app) release(s engine.Service) error {
 		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
 			s.DBPath(), what)
 	})
+	if errors.Is(err, context.Canceled) {
+		// The other process's work fails in its own terminal (an import
+		// is then not kept at all); this one says it did not wait.
+		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: closed %s without waiting; the work attached to it was cut short", s.DBPath())}
+	}
+	return err
+}
+
+// releaseInto releases s, for a deferred call in a command that returns
+// *err: a wait that Ctrl-C cut short becomes the command's exit status
+// (130) unless the command failed on its own. Errors closing the database
+// stay unsaid, as they always were: the command's work is done.
+func (a *app) releaseInto(s engine.Service, err *error) {
+	var ee *exitError
+	if rerr := a.release(s); *err == nil && errors.As(rerr, &ee) {
+		*err = rerr
+	}
 }
 
 // withService runs fn on the database's service and releases it after.
-func (a *app) withService(fn func(engine.Service) error) error {
+func (a *app) withService(fn func(engine.Service) error) (err error) {
 	s, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer a.release(s)
+	defer a.releaseInto(s, &err)
 	return fn(s)
 }
 
@@ -236,8 +255,9 @@ SDK, kept out of this binary, so run hands the scenario to the
 retrylab-temporal command (see temporal/README.md), which must be on PATH.
 
 Exit status: 0 when the execution completed, 137 when its worker was killed
-(resume it with 'retrylab resume'), 1 when it failed, 3 when it escalated,
-2 for a usage error (an unknown scenario name, a bad flag).`,
+(resume it with 'retrylab resume'), 1 when it failed or the scenario file is
+invalid (its file:line says where), 3 when it escalated, 2 for a usage error
+(an unknown scenario name, a scenario path with no file there, a bad flag).`,
 		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml\n  retrylab run agent-retry-same-step --engine temporal --temporal 127.0.0.1:7233",
 		Args:    exactArgs(1, "SCENARIO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -248,6 +268,10 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 			default:
 				return &exitError{code: 2, msg: fmt.Sprintf("run: unknown --engine %q (valid: local, temporal)", eng)}
 			}
+			name, err := scenarioArg(args[0])
+			if err != nil {
+				return err
+			}
 			var opts engine.RunOptions
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
@@ -255,7 +279,7 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 			if cmd.Flags().Changed("journal") {
 				opts.Journal = &journal
 			}
-			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(args[0], opts) })
+			return a.runAndNarrate(func(h engine.Service) (*engine.Run, error) { return h.Start(name, opts) })
 		},
 	}
 	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
@@ -283,6 +307,25 @@ replayed; without one, they run again.`,
 	}
 }
 
+// scenarioArg is a scenario as run hands it to the host: a name as given; a
+// path made absolute, since the host that reads it may be another process
+// in another directory (the explorer in a second terminal). A path is read
+// here first, so that a missing or invalid file is said as the user wrote
+// it.
+func scenarioArg(arg string) (string, error) {
+	if !scenario.IsPath(arg) {
+		return arg, nil
+	}
+	if _, err := scenarioCatalog().Get(arg); err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", fmt.Errorf("scenario file %s: %w", arg, err)
+	}
+	return abs, nil
+}
+
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
@@ -294,12 +337,12 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // runAndNarrate starts a run, prints its narration as it happens, then the
 // outbox, and turns the run's end into the exit status.
-func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) error {
+func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (err error) {
 	h, err := a.service()
 	if err != nil {
 		return err
 	}
-	defer a.release(h)
+	defer a.releaseInto(h, &err)
 	notices, stop := h.Subscribe(1 << 14)
 	defer stop()
 	run, err := start(h)

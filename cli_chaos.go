@@ -19,6 +19,7 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -97,8 +98,8 @@ func (a *app) runChaos(cfg chaos.Config) error {
 	// Ctrl-C (or q on the progress display) stops the job cleanly.
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	fmt.Fprintf(a.out, "chaos: %d runs, seed %d, concurrency %d, policy %s, database %s\n",
-		cfg.Runs, cfg.Seed, cfg.Concurrency, orAll(cfg.Policy), cfg.DB)
+	fmt.Fprintf(a.out, "chaos: %s, seed %d, concurrency %d, policy %s, database %s\n",
+		plural.Count(cfg.Runs, "run"), cfg.Seed, cfg.Concurrency, orAll(cfg.Policy), cfg.DB)
 
 	var res *chaos.Result
 	var err error
@@ -115,8 +116,8 @@ func (a *app) runChaos(cfg chaos.Config) error {
 			if strings.HasPrefix(p.Line, "run ") && p.Runs%every != 0 && p.Runs != p.Total && !strings.Contains(p.Line, ": ") {
 				return
 			}
-			fmt.Fprintf(a.out, "[%d/%d runs · workers killed %d · hosts killed %d · %d violations] %s\n",
-				p.Runs, p.Total, p.WorkersKilled, p.HostKills, p.Violations, p.Line)
+			fmt.Fprintf(a.out, "[%d/%d %s · workers killed %d · hosts killed %d · %s] %s\n",
+				p.Runs, p.Total, plural.Noun(p.Total, "run"), p.WorkersKilled, p.HostKills, plural.Count(p.Violations, "violation"), p.Line)
 		}
 		res, err = chaos.Run(ctx, cfg)
 	}
@@ -126,11 +127,11 @@ func (a *app) runChaos(cfg chaos.Config) error {
 		}
 		return err
 	}
-	fmt.Fprintf(a.out, "\nchaos: %d runs in %s with %d hosts (hosts killed %d); database %s\n\n",
-		res.Runs, dur.Text(res.Elapsed.Round(100*time.Millisecond)), res.Hosts, res.HostKills, res.DB)
+	fmt.Fprintf(a.out, "\nchaos: %s in %s with %s (hosts killed %d); database %s\n\n",
+		plural.Count(res.Runs, "run"), dur.Text(res.Elapsed.Round(100*time.Millisecond)), plural.Count(res.Hosts, "host"), res.HostKills, res.DB)
 	res.Report.Write(a.out, maxListedViolations)
 	if !res.Report.OK() {
-		return &exitError{code: 1, msg: fmt.Sprintf("chaos: the check found %d violations (re-check with: retrylab check --db %s)", len(res.Report.Violations), res.DB)}
+		return &exitError{code: 1, msg: fmt.Sprintf("chaos: the check found %s (re-check with: retrylab check --db %s)", plural.Count(len(res.Report.Violations), "violation"), res.DB)}
 	}
 	return nil
 }
@@ -203,7 +204,7 @@ func (a *app) runCheck(externalOK bool) error {
 	}
 	rep.Write(a.out, maxListedViolations)
 	if !rep.OK() {
-		msg := fmt.Sprintf("check: %d violations", len(rep.Violations))
+		msg := "check: " + plural.Count(len(rep.Violations), "violation")
 		if rep.Unattributed > 0 && !externalOK {
 			// The usual cause: the database served an agent of one's own.
 			msg += fmt.Sprintf("; %d of the effects have no attribution, as an HTTP client of 'retrylab serve' makes them: if that client was yours, accept them with --external-ok",

@@ -166,6 +166,12 @@ func listIDs(ids []string) string {
 func loadTrace(s engine.Service, d diffSide) (*trace.Trace, error) {
 	x, err := s.Execution(d.arg)
 	if err != nil {
+		if info, serr := os.Stat(d.arg); notFound(err) && serr == nil && info.IsDir() {
+			// No execution has the name, and it names a directory: a
+			// directory of trace files given instead of one of them.
+			return nil, fmt.Errorf("diff %s: %s is a directory, not a trace file, nor an execution in %s; name a file in it",
+				d.side, d.arg, s.DBPath())
+		}
 		if notFound(err) && (strings.ContainsAny(d.arg, `/\`) || filepath.Ext(d.arg) != "") {
 			return nil, fmt.Errorf("diff %s: %s: no such trace file, nor an execution in %s", d.side, d.arg, s.DBPath())
 		}

@@ -328,6 +328,10 @@ func TestCLIDiffTraceFileErrors(t *testing.T) {
 		}
 		two.WriteByte('\n')
 	}
+	traces := filepath.Join(dir, "traces")
+	if err := os.Mkdir(traces, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	twoFile := filepath.Join(dir, "two.jsonl")
 	if err := os.WriteFile(twoFile, two.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
@@ -346,6 +350,10 @@ func TestCLIDiffTraceFileErrors(t *testing.T) {
 			"retrylab: diff A: no execution otlp-nope in " + semconv + "; it holds otlp-conv-conv-9"},
 		{[]string{"diff", twoFile, semconv}, 1,
 			"retrylab: diff A: " + twoFile + " holds 2 executions; name one as " + twoFile + "#ID: otlp-4bf92f3577b34da6a3ce929d0e0e4736, otlp-conv-conv-9"},
+		// A directory given as a trace file is said to be one, as import says it.
+		{[]string{"diff", "traces", "exec_7K2Q"}, 1, "retrylab: diff A: traces is a directory, not a trace file, nor an execution in " + db + "; name a file in it"},
+		{[]string{"diff", "exec_7K2Q", traces + "/"}, 1, "retrylab: diff B: " + traces + "/ is a directory, not a trace file, nor an execution in " + db},
+		{[]string{"diff", "traces#abc", "exec_7K2Q"}, 1, "retrylab: diff A: traces is a directory, not a trace file"},
 		{[]string{"diff", "#abc", "exec_7K2Q"}, 2, `retrylab: diff A: "#abc": want FILE#ID`},
 		{[]string{"diff", semconv, "exec_NOPE"}, 1, "retrylab: diff B: no such execution: exec_NOPE in " + db},
 	} {

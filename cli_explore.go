@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -37,13 +38,18 @@ func (a *app) addExploreFlags(cmd *cobra.Command, f *exploreFlags) {
 }
 
 // explore opens the explorer on the database. It needs a terminal.
-func (a *app) explore(f *exploreFlags) error {
+func (a *app) explore(f *exploreFlags) (err error) {
 	// A --run the explorer could not start is said here, whole, not in a
 	// status line cut to the terminal's width after the explorer opened.
 	if f.run != "" {
-		if _, err := scenario.NewCatalog(fixtures.FS).Get(f.run); err != nil {
+		run, err := scenarioArg(f.run)
+		if err != nil {
 			return fmt.Errorf("--run: %w", err)
 		}
+		if _, err := scenario.NewCatalog(fixtures.FS).Get(run); err != nil {
+			return fmt.Errorf("--run: %w", err)
+		}
+		f.run = run
 	}
 	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return &exitError{code: 1, msg: "the explorer needs a terminal; without one use the headless commands, e.g.\n" +
@@ -56,7 +62,7 @@ func (a *app) explore(f *exploreFlags) error {
 	if err != nil {
 		return err
 	}
-	defer a.release(h)
+	defer a.releaseInto(h, &err)
 	// The explorer filters executions: the host (this process's, or the
 	// one attached to) builds the index the filter reads in the
 	// background from now, so the first filter need not wait for it.
@@ -110,7 +116,12 @@ func (a *app) explore(f *exploreFlags) error {
 	// frame waited up to 16.7 ms for it. At 120 (its most) the wait is at
 	// most 8.3 ms; the idle cost stays under 1% of a core (BENCHMARKS.md 6).
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithFPS(explorerFPS))
-	if _, err := p.Run(); err != nil {
+	if _, err := p.Run(); errors.Is(err, tea.ErrInterrupted) {
+		// A SIGINT from outside (the ctrl+c key is the explorer's own
+		// quit, exit 0): an interrupted command's status, as when Ctrl-C
+		// cuts short the wait for attached work after the screen closed.
+		return &exitError{code: 130, msg: "interrupted"}
+	} else if err != nil {
 		return fmt.Errorf("explorer: %w", err)
 	}
 	return nil

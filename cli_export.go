@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -89,7 +90,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		fmt.Fprintf(a.errOut, "wrote %d executions, %d spans to standard output (OTLP/JSON)\n", e.Executions(), spans)
+		fmt.Fprintf(a.errOut, "wrote %s, %s to standard output (OTLP/JSON)\n", plural.Count(e.Executions(), "execution"), plural.Count(spans, "span"))
 		return nil
 	}
 	if special(file) {
@@ -102,7 +103,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 	} else if err := writeFileAtomic(file, write); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.out, "wrote %d executions, %d spans to %s (OTLP/JSON)\n", e.Executions(), spans, file)
+	fmt.Fprintf(a.out, "wrote %s, %s to %s (OTLP/JSON)\n", plural.Count(e.Executions(), "execution"), plural.Count(spans, "span"), file)
 	return nil
 }
 

@@ -36,7 +36,7 @@ func TestCLIExportIntoNamedPipe(t *testing.T) {
 		got <- string(b)
 	}()
 	r := ok(t, db, "export", "--otlp", fifo)
-	has(t, r, "wrote 1 executions, 4 spans to "+fifo+" (OTLP/JSON)")
+	has(t, r, "wrote 1 execution, 4 spans to "+fifo+" (OTLP/JSON)")
 	fi, err := os.Lstat(fifo)
 	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("after export %s is %v (%v), want the named pipe still", fifo, fi.Mode(), err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -77,8 +78,8 @@ func (a *app) runGen(opts gen.Options) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
-	fmt.Fprintf(a.out, "gen: %d executions, %d attempts per step, seed %d, into %s\n",
-		opts.Executions, opts.AttemptsPerStep, opts.Seed, a.dbPath)
+	fmt.Fprintf(a.out, "gen: %s, %s per step, seed %d, into %s\n",
+		plural.Count(opts.Executions, "execution"), plural.Count(opts.AttemptsPerStep, "attempt"), opts.Seed, a.dbPath)
 	start := time.Now()
 	var st gen.Stats
 	if onTerminal(a.out) {
@@ -104,7 +105,7 @@ func (a *app) runGen(opts gen.Options) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return &exitError{code: 130, msg: fmt.Sprintf("gen: interrupted after %d executions; what was committed stays in %s", st.Executions, a.dbPath)}
+			return &exitError{code: 130, msg: fmt.Sprintf("gen: interrupted after %s; what was committed stays in %s", plural.Count(st.Executions, "execution"), a.dbPath)}
 		}
 		return fmt.Errorf("gen: %w", err)
 	}
@@ -119,7 +120,7 @@ func (a *app) runGen(opts gen.Options) error {
 	if info, err := os.Stat(a.dbPath); err == nil {
 		size = info.Size()
 	}
-	fmt.Fprintf(a.out, "\ngen: wrote %d executions in %s (%.0f events/s); %s is %s\n", st.Executions,
+	fmt.Fprintf(a.out, "\ngen: wrote %s in %s (%.0f events/s); %s is %s\n", plural.Count(st.Executions, "execution"),
 		dur.Text(elapsed.Round(time.Millisecond)), float64(st.Events)/max(elapsed.Seconds(), 1e-9), a.dbPath, byteSize(size))
 	fmt.Fprintf(a.out, "  attempts %d · events %d (%s encoded) · outbox messages %d · CRM writes %d · journal records %d\n",
 		st.Attempts, st.Events, byteSize(st.Bytes), st.Messages, st.CRMWrites, st.Journal)
@@ -129,8 +130,9 @@ func (a *app) runGen(opts gen.Options) error {
 }
 
 func progressLine(p gen.Progress, elapsed time.Duration) string {
-	return fmt.Sprintf("%d/%d executions · %d attempts · %d events · %d messages · %.0f events/s",
-		p.Done, p.Total, p.Stats.Attempts, p.Stats.Events, p.Stats.Messages,
+	return fmt.Sprintf("%d/%d %s · %s · %s · %s · %.0f events/s",
+		p.Done, p.Total, plural.Noun(p.Total, "execution"), plural.Count(p.Stats.Attempts, "attempt"),
+		plural.Count(p.Stats.Events, "event"), plural.Count(p.Stats.Messages, "message"),
 		float64(p.Stats.Events)/max(elapsed.Seconds(), 1e-9))
 }
 

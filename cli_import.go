@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -176,7 +177,7 @@ func (a *app) importOne(t engine.Traces, p string) error {
 
 // printImported says what importing one OTLP file did.
 func (a *app) printImported(p string, res otlp.FileResult) {
-	fmt.Fprintf(a.out, "%s: %s, %d spans imported", p, res.Format, res.Spans)
+	fmt.Fprintf(a.out, "%s: %s, %s imported", p, res.Format, plural.Count(res.Spans, "span"))
 	if res.Repeated > 0 {
 		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
 	}

@@ -40,10 +40,9 @@ stop (q, or Ctrl-D) and resume later where it left off.
 --answers gives the predictions up front (scripted use, no prompts).`,
 		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			var scripted []int
 			if cmd.Flags().Changed("answers") {
-				var err error
 				if scripted, err = parseAnswers(answers); err != nil {
 					return &exitError{code: 2, msg: "--answers: " + err.Error()}
 				}
@@ -52,7 +51,7 @@ stop (q, or Ctrl-D) and resume later where it left off.
 			if err != nil {
 				return err
 			}
-			defer a.release(h)
+			defer a.releaseInto(h, &err)
 			fmt.Fprintf(a.out, "Lessons run in %s (your %s is not touched).\n", h.DBPath(), a.dbPath)
 			s, err := lesson.Open(h)
 			if err != nil {

@@ -79,7 +79,7 @@ func TestCLIImportAndAudit(t *testing.T) {
 	has(t, r, "POSSIBLE  charge_card", "0 duplicate, 1 possible, 0 absorbed")
 	hasNot(t, r, "send_email")
 	r = ok(t, db, "audit", "otlp-4bf92f3577b34da6a3ce929d0e0e4736")
-	has(t, r, "audit of 1 executions", "0 duplicate, 0 possible, 1 absorbed")
+	has(t, r, "audit of 1 execution:", "0 duplicate, 0 possible, 1 absorbed")
 
 	r = ok(t, db, "show", "otlp-conv-conv-9")
 	has(t, r, "otlp-conv-conv-9  imported from ", "genai-semconv.json  scenario invoke_agent invoicer  completed  runs 2  spans 9",
@@ -133,7 +133,7 @@ func TestCLIImportBadFiles(t *testing.T) {
 	}
 	// Nothing of the failed files is in the database; a good file after a bad one still loads.
 	r := must(t, 1, db, "import", cases[0].file, write("good.json", good))
-	has(t, r, "good.json: OTLP/JSON, 1 spans imported -> otlp-5b8efff798038103d269b633813fc60c")
+	has(t, r, "good.json: OTLP/JSON, 1 span imported -> otlp-5b8efff798038103d269b633813fc60c")
 	ok(t, db, "check")
 }
 
@@ -436,7 +436,7 @@ func TestCLIExportHelpExamplesRun(t *testing.T) {
 		if args[0] != "retrylab" {
 			t.Fatalf("example %q does not start with retrylab", line)
 		}
-		has(t, ok(t, db, args[1:]...), "wrote 1 executions")
+		has(t, ok(t, db, args[1:]...), "wrote 1 execution,")
 	}
 }
 

@@ -9,11 +9,12 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // printTemporal says what importing one Temporal history did.
 func (a *app) printTemporal(path string, res temporal.FileResult) {
-	fmt.Fprintf(a.out, "%s: %s, %d events of run %s imported", path, res.Shape, res.Events, res.RunID)
+	fmt.Fprintf(a.out, "%s: %s, %s of run %s imported", path, res.Shape, plural.Count(res.Events, "event"), res.RunID)
 	if res.Repeated > 0 {
 		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
 	}

@@ -38,7 +38,7 @@ func TestCLIImportTemporalAndAudit(t *testing.T) {
 	has(t, r, "0 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported, 11 already there")
 
 	r = must(t, 1, db, "audit")
-	has(t, r, "audit of 1 executions",
+	has(t, r, "audit of 1 execution:",
 		`DUPLICATE SendConfirmation {"order": 1042, "to": "ana@example.com"}`,
 		`call 12 attempt 1  ref event 13  error "start-to-close timeout"`,
 		"call 12 attempt 2  ref event 13",

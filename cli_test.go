@@ -599,6 +599,11 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"run", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
 		{[]string{"verify", "nope"}, 2, `retrylab: unknown scenario "nope" (known: `},
 		{[]string{"--run", "nope"}, 2, `retrylab: --run: unknown scenario "nope" (known: `},
+		// A scenario path with no file is as much a mistake in the name.
+		{[]string{"run", "./missing.yaml"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
+		{[]string{"verify", "./missing.yaml"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
+		{[]string{"--run", "./missing.yaml"}, 2, "retrylab: --run: no such scenario file: ./missing.yaml"},
+		{[]string{"run", "./missing.yaml", "--engine", "temporal"}, 2, "retrylab: no such scenario file: ./missing.yaml"},
 		{[]string{"--run", badYAML}, 1, "retrylab: --run: " + badYAML + `:7: turns.0.calls.0.tool: unknown tool "sned"`},
 		{[]string{"run"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
 		{[]string{"run", "naive", "safe"}, 2, "retrylab: retrylab run needs SCENARIO (see --help)"},
@@ -717,6 +722,38 @@ func TestCLIUnknownScenarioThroughAHost(t *testing.T) {
 	serve.banner(t)
 	if msg := fails(t, 2, db, "run", "nope"); !strings.Contains(msg, `retrylab: unknown scenario "nope" (known: `) {
 		t.Errorf("run nope through a host: %q", msg)
+	}
+	if msg := fails(t, 2, db, "run", "./missing.yaml"); msg != "retrylab: no such scenario file: ./missing.yaml" {
+		t.Errorf("run ./missing.yaml through a host: %q", msg)
+	}
+	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	serve.wait(t)
+}
+
+// A scenario file named relative to the directory run is started in is the
+// file run reads, also when the host that reads it is another retrylab
+// started elsewhere: it read ./mine.yaml in its own directory ("no such
+// scenario file", or another file of that name).
+func TestCLIRunRelativePathThroughAHostElsewhere(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	naive, err := fixtures.FS.ReadFile("naive.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "mine.yaml"), naive, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--db", db, "run", "./mine.yaml")
+	cmd.Dir, cmd.Env = elsewhere, cliEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), duplicateLine) {
+		t.Errorf("run ./mine.yaml in another directory than the host's: %v\n%s", err, out)
 	}
 	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

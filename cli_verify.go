@@ -29,14 +29,18 @@ follow its expect.script (run, resume, delete-journal STEP, advance DURATION,
 reset-world, submit, submit-twice), and compare what happened with what the
 scenario expects: messages per recipient in the outbox, CRM rows, the final
 status, and any other count it promises. One line per scenario; exit status 1
-if any fails or a scenario file is invalid, 2 for an unknown scenario name or
-a bad flag. The --db database is not touched.
+if any fails or a scenario file is invalid, 2 for an unknown scenario name, a
+scenario path with no file there, or a bad flag. The --db database is not
+touched.
 
 --keys and --journal override every scenario's policy, so you can show that a
 scenario protected by a defence fails without it. --all-policies runs each
 scenario under all four policies and prints the outbox under each.`,
 		Example: "  retrylab verify\n  retrylab verify safe crash\n  retrylab verify safe --keys off\n  retrylab verify ./my-scenario.yaml",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if jobs < 1 {
+				return &exitError{code: 2, msg: "verify: --jobs must be at least 1"}
+			}
 			var opts verify.Options
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
@@ -77,7 +81,7 @@ scenario under all four policies and prints the outbox under each.`,
 	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: each scenario's policy)")
 	cmd.Flags().Var(&onOff{v: &startKeys}, "start-keys", "submit with a run-level idempotency key: on|off (default on)")
 	cmd.Flags().BoolVar(&allPolicies, "all-policies", false, "run each scenario under all four policies")
-	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "scenarios verified at once")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "scenarios verified at once (at least 1)")
 	return cmd
 }
 
@@ -103,7 +107,7 @@ func verifyTargets(args []string) ([]*scenario.Scenario, error) {
 func verifyEach(ctx context.Context, open verify.Opener, scns []*scenario.Scenario, variants []verify.Options,
 	jobs int, report func([]verify.Report)) error {
 	if jobs < 1 {
-		jobs = 1
+		return fmt.Errorf("verify: %d jobs at once, want at least 1", jobs)
 	}
 	type result struct {
 		reps []verify.Report

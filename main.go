@@ -52,10 +52,12 @@ func execute(args []string) int {
 			msg = f.Value.String() + ": " + msg
 		}
 	}
-	if errors.Is(err, scenario.ErrUnknown) || strings.HasPrefix(msg, scenario.ErrUnknown.Error()+" ") {
-		// A scenario name that is none of the catalogue's is a usage error,
-		// like an unknown --engine. The text counts too: when another
-		// process hosts the database, its error arrives as text.
+	if errors.Is(err, scenario.ErrUnknown) || strings.HasPrefix(msg, scenario.ErrUnknown.Error()+" ") ||
+		errors.Is(err, scenario.ErrNoFile) || strings.HasPrefix(msg, scenario.ErrNoFile.Error()+": ") {
+		// A scenario name that is none of the catalogue's, or a scenario
+		// path with no file, is a usage error, like an unknown --engine. The
+		// text counts too: when another process hosts the database, its
+		// error arrives as text.
 		fmt.Fprintln(os.Stderr, "retrylab:", msg)
 		return 2
 	}

@@ -47,7 +47,8 @@ func (h *Host) idleLocked() bool {
 // process holds the host, then closes it. While it waits, waiting is called
 // (once, when the wait starts) with the live executions and the number of
 // holds. If ctx ends first, it closes at once, killing live workers as
-// Close does.
+// Close does, and returns ctx's error (joined with Close's): the caller can
+// tell a wait cut short from an idle close.
 func (h *Host) CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error {
 	told := false
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -69,7 +70,7 @@ func (h *Host) CloseWhenIdle(ctx context.Context, waiting func(running []string,
 		}
 		select {
 		case <-ctx.Done():
-			return h.Close()
+			return errors.Join(ctx.Err(), h.Close())
 		case <-tick.C:
 		}
 	}

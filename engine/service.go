@@ -64,7 +64,8 @@ type Service interface {
 	Close() error
 	// CloseWhenIdle closes once nothing runs through this process for
 	// others; a host waits for their runs and holds, a client closes at
-	// once. waiting is told (once) what it waits for.
+	// once. waiting is told (once) what it waits for. A wait that ctx cuts
+	// short closes at once and returns ctx's error.
 	CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // stamp is how evidence times are printed: UTC to the microsecond.
@@ -17,8 +19,8 @@ func (r Report) summary() string {
 
 // Text writes the report for a terminal.
 func (r Report) Text(w io.Writer) error {
-	fmt.Fprintf(w, "audit of %d executions: %d side-effecting attempts (effects: %s; reads never count)\n",
-		r.Executions, r.Attempts, strings.Join(r.Effects, ","))
+	fmt.Fprintf(w, "audit of %s: %s (effects: %s; reads never count)\n",
+		plural.Count(r.Executions, "execution"), plural.Count(r.Attempts, "side-effecting attempt"), strings.Join(r.Effects, ","))
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "\n%-9s %s %s\n          %s\n", strings.ToUpper(string(f.Grade)), f.Tool, f.Args, f.Why)
 		width := 0
@@ -44,8 +46,8 @@ func (r Report) Text(w io.Writer) error {
 // Markdown writes the report as a Markdown document, for a CI summary or a
 // pull request.
 func (r Report) Markdown(w io.Writer) error {
-	fmt.Fprintf(w, "# Effect audit\n\n%d executions, %d side-effecting attempts. Effects: %s (reads never count).\n\n**%s**\n",
-		r.Executions, r.Attempts, code(strings.Join(r.Effects, ", ")), r.summary())
+	fmt.Fprintf(w, "# Effect audit\n\n%s, %s. Effects: %s (reads never count).\n\n**%s**\n",
+		plural.Count(r.Executions, "execution"), plural.Count(r.Attempts, "side-effecting attempt"), code(strings.Join(r.Effects, ", ")), r.summary())
 	for i, f := range r.Findings {
 		fmt.Fprintf(w, "\n## %d. %s: %s\n\nArguments: %s\n\n%s.\n\n", i+1, f.Grade, code(f.Tool), code(string(f.Args)), upperFirst(f.Why))
 		fmt.Fprintln(w, "| outcome | started (UTC) | execution | call | attempt | span / ref | key |")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -110,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// host ended by itself: a kill always has a host open the database after it.
 	for gen := 0; ; gen++ {
 		if gen > len(r.killAt)+3 {
-			return nil, fmt.Errorf("chaos: %d hosts started and %d of %d runs finished; giving up", gen, len(r.acks), cfg.Runs)
+			return nil, fmt.Errorf("chaos: %s started and %d of %d runs finished; giving up", plural.Count(gen, "host"), len(r.acks), cfg.Runs)
 		}
 		killed, err := r.host(ctx)
 		if err != nil {
@@ -300,7 +301,7 @@ func (r *runner) host(ctx context.Context) (bool, error) {
 		r.mu.Lock()
 		r.hostKills++
 		r.mu.Unlock()
-		r.progress(fmt.Sprintf("host %d killed with SIGKILL (%d runs acknowledged)", r.hosts, len(r.acks)))
+		r.progress(fmt.Sprintf("host %d killed with SIGKILL (%s acknowledged)", r.hosts, plural.Count(len(r.acks), "run")))
 		return true, nil
 	}
 	if done && werr == nil {

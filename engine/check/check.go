@@ -45,6 +45,7 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Class is how an operation turned out.
@@ -954,7 +955,7 @@ func (w *walk) finish(effects []Effect) ExecResult {
 		}
 		for _, s := range sortedSteps(pred.Effects) {
 			if !seen[s] && pred.Effects[s] > 0 {
-				w.violate("model", s, fmt.Sprintf("the model expects %d effects of %s, which the history never scheduled", pred.Effects[s], s))
+				w.violate("model", s, fmt.Sprintf("the model expects %s of %s, which the history never scheduled", plural.Count(pred.Effects[s], "effect"), s))
 			}
 		}
 		if pred.Status != w.x.Status {
@@ -969,7 +970,7 @@ func (w *walk) finish(effects []Effect) ExecResult {
 			op.Model, op.Predicted = ModelRange, w.rangeOf(in)
 		}
 		if op.Effects < op.Predicted.Lo || op.Effects > op.Predicted.Hi {
-			op.Departure = fmt.Sprintf("%d effects; the %s model expects %s", op.Effects, op.Model, op.Predicted)
+			op.Departure = fmt.Sprintf("%s; the %s model expects %s", plural.Count(op.Effects, "effect"), op.Model, op.Predicted)
 			w.violate("model", strings.Join(op.Steps, ","), op.Departure+effectList(op.Refs))
 		}
 		step := strings.Join(op.Steps, ",")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Tally is the count of one policy's operations.
@@ -170,8 +171,9 @@ func (r *Report) OK() bool { return len(r.Violations) == 0 }
 // Write prints the per-policy table, the fault matrix, the totals and the
 // verdict, listing at most maxViolations violations (all when <= 0).
 func (r *Report) Write(w io.Writer, maxViolations int) {
-	fmt.Fprintf(w, "%d executions, %d operations; ledger: %d messages, %d CRM writes, %d unattributed\n\n",
-		r.Executions, r.Operations, r.MailEffects, r.CRMWrites, r.Unattributed)
+	fmt.Fprintf(w, "%s, %s; ledger: %s, %s, %d unattributed\n\n",
+		plural.Count(r.Executions, "execution"), plural.Count(r.Operations, "operation"),
+		plural.Count(r.MailEffects, "message"), plural.Count(r.CRMWrites, "CRM write"), r.Unattributed)
 	r.WriteTable(w)
 	fmt.Fprintln(w)
 	r.WriteMatrix(w)
@@ -330,7 +332,7 @@ func (r *Report) WriteVerdict(w io.Writer, maxViolations int) {
 			kj.Classes[Lost], kj.Classes[Duplicated]-kj.ExpiredDuplicates, kj.Classes[Unexpected], exact, ranged)
 		return
 	}
-	fmt.Fprintf(w, "verdict: FAIL — %d violations\n", len(r.Violations))
+	fmt.Fprintf(w, "verdict: FAIL — %s\n", plural.Count(len(r.Violations), "violation"))
 	for i, v := range r.Violations {
 		if maxViolations > 0 && i >= maxViolations {
 			fmt.Fprintf(w, "  … and %d more\n", len(r.Violations)-i)

@@ -15,6 +15,10 @@ import (
 // ErrUnknown means no scenario has the requested name.
 var ErrUnknown = errors.New("unknown scenario")
 
+// ErrNoFile means a scenario was named by a path and there is no file there:
+// a mistake in the name given, like ErrUnknown.
+var ErrNoFile = errors.New("no such scenario file")
+
 // Catalog is the set of scenarios in a file system, one YAML file each.
 //
 // The file system must not change while the catalogue is in use (fixtures.FS
@@ -98,6 +102,9 @@ func (c *Catalog) loadAll() ([]*Scenario, error) {
 func (c *Catalog) Get(name string) (*Scenario, error) {
 	if IsPath(name) {
 		data, err := os.ReadFile(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNoFile, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("scenario file: %w", err)
 		}

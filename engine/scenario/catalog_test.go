@@ -158,3 +158,17 @@ func TestCatalogFindsUnlistedFiles(t *testing.T) {
 		t.Fatalf("minimal after All: %v", err)
 	}
 }
+
+// A path with no file is ErrNoFile, said with the path as given; a file
+// that cannot be read for another reason (here a directory) is not.
+func TestCatalogPathWithNoFile(t *testing.T) {
+	cat := scenario.NewCatalog(fixtures.FS)
+	missing := t.TempDir() + "/missing.yaml"
+	_, err := cat.Get(missing)
+	if !errors.Is(err, scenario.ErrNoFile) || err.Error() != "no such scenario file: "+missing {
+		t.Errorf("Get(%s): %v, want ErrNoFile", missing, err)
+	}
+	if _, err := cat.Get(t.TempDir() + "/"); err == nil || errors.Is(err, scenario.ErrNoFile) {
+		t.Errorf("Get(a directory): %v, want an error other than ErrNoFile", err)
+	}
+}
