@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // 'export --otlp retrylab.db' (the database named where --db was meant)
@@ -361,7 +362,9 @@ func TestCLIUnknownScenarioOnTemporal(t *testing.T) {
 
 // An import whose host goes away half way (the explorer quit with Ctrl-C,
 // or killed) fails in one line that says so, not in a Post, two socket
-// addresses and "use of closed network connection".
+// addresses and "use of closed network connection"; and it ends then, even
+// reading a pipe that has nothing more to give yet (it waited for the next
+// byte before).
 func TestCLIImportWhoseHostGoes(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -369,14 +372,22 @@ func TestCLIImportWhoseHostGoes(t *testing.T) {
 	serve := background(t, db, "serve")
 	serve.banner(t)
 	imp := startPipedImport(t, db)
+	defer imp.in.Close()
 	until(t, "the host importing", func() bool { return rl(t, db, "reset").code == 1 })
 	if err := serve.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	serve.wait(t)
-	_, _ = io.WriteString(imp.in, imp.rest)
-	imp.in.Close()
-	err := imp.cmd.Wait()
+	waited := make(chan error, 1)
+	go func() { waited <- imp.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute): // a hang, not a slow machine
+		_ = imp.cmd.Process.Kill()
+		<-waited
+		t.Fatalf("import - still waited for its input a minute after its host was killed\n%s%s", imp.stdout.String(), imp.stderr.String())
+	}
 	r := ran{args: []string{"import", "-"}, stdout: imp.stdout.String(), stderr: imp.stderr.String(), code: imp.cmd.ProcessState.ExitCode()}
 	msg := oneLineError(t, r)
 	if err == nil || r.code != 1 || !strings.Contains(msg, "retrylab: import standard input: the retrylab that holds ") ||

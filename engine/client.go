@@ -35,6 +35,9 @@ type Client struct {
 	cancel context.CancelFunc
 	// release ends the hold taken by Hold, if any.
 	release context.CancelFunc
+	// held is closed when the hold taken by Hold ends: the host went away
+	// (quit, killed) or the client let it go. Nil without a hold.
+	held chan struct{}
 }
 
 // Dial attaches to the host that owns dbPath, if one is running.

@@ -150,7 +150,9 @@ func (c *Client) Hold() error {
 		cancel()
 		return fmt.Errorf("%w (pid %d closed while attaching)", ErrNoHost, c.info.PID)
 	}
+	c.held = make(chan struct{})
 	go func() {
+		defer close(c.held)
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, br)
 	}()

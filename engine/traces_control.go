@@ -276,7 +276,19 @@ func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (Impo
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeFrames(pw, r)) }()
+	// A host that goes away while r waits for more (a pipe nobody writes
+	// to yet) must end the import: net/http does not return until its
+	// read of the body does, so the end of the hold ends the body.
+	sent := make(chan struct{})
+	go func() {
+		select {
+		case <-c.held: // nil without a hold: never
+			pw.CloseWithError(errHostGone) // the request reads errHostGone
+		case <-sent:
+		}
+	}()
 	resp, err := c.tracesCall("import?"+q.Encode(), "application/octet-stream", pr)
+	close(sent)
 	pr.Close() // ends the writer, should the request have stopped reading
 	if err != nil {
 		var he *hostError
@@ -490,7 +502,7 @@ var errHostGone = errors.New("the work was not finished")
 // hostGone reports whether err is the host's side of the connection going
 // away: closed, reset, refused, or cut before its answer.
 func hostGone(err error) bool {
-	for _, e := range []error{net.ErrClosed, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF} {
+	for _, e := range []error{errHostGone, net.ErrClosed, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF} {
 		if errors.Is(err, e) {
 			return true
 		}
