@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // outboxPane is the provider's truth beside the trace: the selected
@@ -213,7 +214,7 @@ func outboxLines(msgs []world.Message, total int) []outboxLine {
 			out = append(out, outboxLine{text: "  1 message ✓", status: 1})
 		}
 	}
-	out = append(out, outboxLine{text: ""}, outboxLine{text: fmt.Sprintf("whole outbox: %d message%s", total, plural(total))})
+	out = append(out, outboxLine{text: ""}, outboxLine{text: "whole outbox: " + plural.Count(total, "message")})
 	return out
 }
 
@@ -236,11 +237,4 @@ func crmLines(records []world.Record) []string {
 		}
 	}
 	return out
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // The trace pane shows the one model of a trace (engine/trace), kept live:
@@ -285,7 +286,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %d earlier attempt%s not kept by the source · last error %s", a.N, a.Mark().Glyph(), a.NotKept, plural(a.NotKept), a.Error)
+		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), a.Error)
 	}
 	key := ""
 	if a.Key != "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // The row markers, in text as well as colour (NO_COLOR shows them too).
@@ -129,7 +130,7 @@ func (s Side) Head() string {
 	if s.Glyph != "" {
 		b.WriteString(" · " + s.Glyph)
 	}
-	fmt.Fprintf(&b, " · %s, %s, %s", count(s.Runs, "run"), count(s.Calls, "call"), count(s.Attempts, "attempt"))
+	fmt.Fprintf(&b, " · %s, %s, %s", plural.Count(s.Runs, "run"), plural.Count(s.Calls, "call"), plural.Count(s.Attempts, "attempt"))
 	if s.Deduped > 0 {
 		fmt.Fprintf(&b, ", %d %s", s.Deduped, trace.MarkDedup.Glyph())
 	}
@@ -140,13 +141,6 @@ func (s Side) Head() string {
 		fmt.Fprintf(&b, ", %d %s", s.Crashes, trace.MarkKilled.Glyph())
 	}
 	return b.String()
-}
-
-func count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Legend explains the marks the result uses, in the glyph table's order.

@@ -25,6 +25,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/verify"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // ErrEmptyPath means the catalogue has no scenario with order > 0.
@@ -43,16 +44,10 @@ const (
 
 // Count says n in words: "2 messages in the outbox", "1 CRM row".
 func (m Measure) Count(n int) string {
-	plural := func(one, many string) string {
-		if n == 1 {
-			return one
-		}
-		return many
-	}
 	if m == MeasureCRMRows {
-		return fmt.Sprintf("%d %s", n, plural("CRM row", "CRM rows"))
+		return plural.Count(n, "CRM row")
 	}
-	return fmt.Sprintf("%d %s in the outbox", n, plural("message", "messages"))
+	return plural.Count(n, "message") + " in the outbox"
 }
 
 // Of reads the measure from an outcome.

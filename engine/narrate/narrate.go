@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Narrator turns notices into lines. It follows one execution.
@@ -287,13 +288,9 @@ func OutboxSummary(msgs []world.Message, execution string) []string {
 
 // CountLine is "outbox for X: N messages", flagged when N > 1.
 func CountLine(to string, n int) string {
-	plural := "s"
-	if n == 1 {
-		plural = ""
-	}
 	flag := ""
 	if n > 1 {
 		flag = "   ← duplicate send"
 	}
-	return fmt.Sprintf("outbox for %s: %d message%s%s", to, n, plural, flag)
+	return fmt.Sprintf("outbox for %s: %s%s", to, plural.Count(n, "message"), flag)
 }
