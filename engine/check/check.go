@@ -566,12 +566,15 @@ type journalRecord struct {
 type killCounts struct{ planned, external, host int }
 
 func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
+	// The maps most histories never write to (effects, recorded, crashes,
+	// wanted, kept, occurs, faultCount) are made on their first write: a
+	// wide database checks a million executions, most of one attempt.
 	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
-		effects: map[*attempt][]Effect{}, t: trace.New(x.ID), recorded: map[string]journalRecord{},
-		crashes: map[int]*trace.Note{}, strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{},
-		wanted: map[attemptID]bool{}, kept: map[attemptID]*attempt{}, occurs: map[attemptID]int{},
-		faultCount: map[fault.Point]int{}, explainedAll: true}
+		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{}, explainedAll: true}
 	w.t.Stream()
+	if len(effects) > 0 {
+		w.wanted = make(map[attemptID]bool, len(effects))
+	}
 	for _, e := range effects {
 		w.wanted[attemptID{e.Attr.Step, e.Attr.Attempt}] = true
 	}
@@ -667,11 +670,17 @@ func (w *walk) apply(ev history.Event) {
 			w.queue = append(w.queue, a)
 			if seen {
 				id := attemptID{ev.Step, ev.Attempt}
+				if w.occurs == nil {
+					w.occurs = map[attemptID]int{}
+				}
 				w.occurs[id] = max(w.occurs[id], 1) + 1
 			}
 		}
 	case history.StepRecorded:
 		if _, ok := w.recorded[ev.Step]; !ok {
+			if w.recorded == nil {
+				w.recorded = map[string]journalRecord{}
+			}
 			w.recorded[ev.Step] = journalRecord{ev.Seq, ev.Run}
 		}
 	case history.StepReplayed:
@@ -679,6 +688,9 @@ func (w *walk) apply(ev history.Event) {
 	case history.WorkerCrashed:
 		for _, r := range w.t.Runs {
 			if n := r.End; n != nil && n.Seq == ev.Seq && n.Kind == trace.RunCrashed {
+				if w.crashes == nil {
+					w.crashes = map[int]*trace.Note{}
+				}
 				w.crashes[r.Number] = n
 				w.kill(n)
 			}
@@ -734,6 +746,9 @@ func (w *walk) attempt(ta *trace.Attempt) {
 		st.unknown = true
 	}
 	for _, p := range a.points {
+		if w.faultCount == nil {
+			w.faultCount = map[fault.Point]int{}
+		}
 		w.faultCount[p]++
 		in := Injection{Step: a.step, Attempt: a.n, Point: p}
 		if w.nFaults < 2 {
@@ -761,6 +776,9 @@ func (w *walk) attempt(ta *trace.Attempt) {
 		w.explainedAll, w.injections = false, nil
 	}
 	if id := (attemptID{a.step, a.n}); w.wanted[id] {
+		if w.kept == nil {
+			w.kept = map[attemptID]*attempt{}
+		}
 		w.kept[id] = a
 	}
 	if !w.capped {
@@ -935,6 +953,9 @@ func (w *walk) finish(effects []Effect) ExecResult {
 				Steps: []string{e.Attr.Step}, Effects: 1, Refs: []string{e.String()}, Class: Unexpected})
 			w.violate("unexpected", e.Attr.Step, why)
 			continue
+		}
+		if w.effects == nil {
+			w.effects = map[*attempt][]Effect{}
 		}
 		w.effects[a] = append(w.effects[a], e)
 		in.effects = append(in.effects, e)

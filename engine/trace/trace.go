@@ -98,9 +98,10 @@ type Anomaly struct {
 
 // New starts an empty trace of one execution.
 func New(execution string) *Trace {
+	// pending, plans, sent and faults are made on their first write: most
+	// histories never need them.
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
-		attempts: map[attemptKey]*Attempt{}, pending: map[attemptKey][]Effect{}, progress: map[string]*progress{},
-		plans: map[int]bool{}, sent: map[[2]string]int{}, faults: map[string]string{}}
+		attempts: map[attemptKey]*Attempt{}, progress: map[string]*progress{}}
 }
 
 // Stream makes the trace one for a streaming reader, which reads each
@@ -483,6 +484,9 @@ func (t *Trace) Apply(e Event) {
 			r.Faults = append(r.Faults, t.intern(e.Fault))
 		}
 		if e.PlanIndex > 0 {
+			if t.plans == nil {
+				t.plans = map[int]bool{}
+			}
 			t.plans[e.PlanIndex] = true
 		}
 		if a := t.attempts[attemptKey{e.Call, e.Attempt}]; a != nil {
@@ -592,6 +596,9 @@ func (t *Trace) Apply(e Event) {
 		case t.released(k):
 			t.addEffects(nil, *e.Effect)
 		default:
+			if t.pending == nil {
+				t.pending = map[attemptKey][]Effect{}
+			}
 			t.pending[k] = append(t.pending[k], *e.Effect)
 		}
 	}
@@ -636,6 +643,9 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 func (t *Trace) intern(s string) string {
 	if c, ok := t.faults[s]; ok {
 		return c
+	}
+	if t.faults == nil {
+		t.faults = map[string]string{}
 	}
 	t.faults[s] = s
 	return s
@@ -695,6 +705,9 @@ func (t *Trace) addEffects(a *Attempt, fx ...Effect) {
 			continue
 		}
 		k := [2]string{f.Target, f.Summary}
+		if t.sent == nil {
+			t.sent = map[[2]string]int{}
+		}
 		t.sent[k]++
 		if t.sent[k] > 1 {
 			t.dup = true
