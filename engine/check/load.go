@@ -178,8 +178,18 @@ type pipeline struct {
 	jobs    chan *batch
 	next    *batch // being filled
 	pending []*batch
+	// free holds the space of batches checked, for the next ones: a
+	// million short histories fill some 16 000 batches.
+	free    chan batchSpace
 	workers sync.WaitGroup
 	stopped bool
+}
+
+// batchSpace is a batch's buf, ends and seqs, emptied.
+type batchSpace struct {
+	buf  []byte
+	ends []int
+	seqs []uint64
 }
 
 // batch is consecutive short histories, checked by one worker.
@@ -206,7 +216,8 @@ type job struct {
 }
 
 func newPipeline(c *Checker, bad *[]Violation) *pipeline {
-	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth)}
+	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth),
+		free: make(chan batchSpace, pipelineDepth+runtime.GOMAXPROCS(0)+1)}
 	for range runtime.GOMAXPROCS(0) {
 		p.workers.Add(1)
 		go func() {
@@ -214,6 +225,12 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 			for b := range p.jobs {
 				for _, j := range b.jobs {
 					j.check(c.opts, b)
+				}
+				// What the check kept of the events is copied out of
+				// buf (history.Decode copies): its space can be reused.
+				select {
+				case p.free <- batchSpace{b.buf[:0], b.ends[:0], b.seqs[:0]}:
+				default:
 				}
 				b.buf, b.ends, b.seqs = nil, nil, nil
 				close(b.done)
@@ -228,7 +245,12 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 // does not fit in what the check keeps of one execution.
 func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 	if p.next == nil {
-		p.next = &batch{buf: make([]byte, 0, 64<<10), done: make(chan struct{})}
+		select {
+		case s := <-p.free:
+			p.next = &batch{buf: s.buf, ends: s.ends, seqs: s.seqs, done: make(chan struct{})}
+		default:
+			p.next = &batch{buf: make([]byte, 0, 64<<10), done: make(chan struct{})}
+		}
 	}
 	b := p.next
 	limit := min(pipelineEvents, p.c.keep)
