@@ -421,6 +421,81 @@ func plainString(b []byte) ([]byte, []byte, bool) {
 	return b[1 : 1+end], b[2+end:], true
 }
 
+// validFlat reports whether the text the members of a flat object were
+// split from (flatObject) is JSON, as json.Valid would of the whole text,
+// without scanning it again: a flat object's strings hold no quote or
+// backslash, so one is JSON when it holds no control character, and a
+// literal (no quote, bracket, brace, backslash or comma in it) when it is
+// one JSON scalar, maybe with white space about it.
+func validFlat(ms []member) bool {
+	for _, m := range ms {
+		if !noControl(m.name) {
+			return false
+		}
+		if m.isString {
+			if !noControl(m.value) {
+				return false
+			}
+		} else if !plainNumber(m.value) && !json.Valid(m.value) {
+			return false
+		}
+	}
+	return true
+}
+
+// noControl reports whether b holds no byte below 0x20, which a JSON
+// string may not hold unescaped.
+func noControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// plainNumber reports whether b is a JSON number without white space:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. Anything else a literal
+// may be (true, false, null, white space, or not JSON) json.Valid decides.
+func plainNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i == len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i == len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(b)
+}
+
 // appendMember appends one member of a flat object as compact JSON, after
 // a comma unless it is the first.
 func appendMember[S ~string | ~[]byte](out []byte, first bool, name, value S, isString bool) []byte {
@@ -529,12 +604,12 @@ func (r *compactReader) json() json.RawMessage {
 		}
 		text = append(text, '}')
 		var space [flatMembers]member
-		if again, ok := flatObject(space[:0], text); !ok || uint64(len(again)) != n {
+		if again, ok := flatObject(space[:0], text); !ok || uint64(len(again)) != n || !validFlat(again) {
 			r.Fail()
 			return nil
 		}
 	}
-	if r.Err() != nil || len(text) == 0 || !json.Valid(text) {
+	if r.Err() != nil || len(text) == 0 || v&1 == 0 && !json.Valid(text) {
 		r.Fail()
 		return nil
 	}
