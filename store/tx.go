@@ -15,11 +15,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Tx is a transaction handed to View and Update. Getters return copies, so
-// values stay valid after the transaction ends.
+// Tx is a transaction handed to View and Update, for the goroutine it was
+// handed to. Getters return copies, so values stay valid after the
+// transaction ends.
 type Tx struct {
 	tx *bolt.Tx
 	db *DB
+	// roots are the top-level collections a read-only transaction opened
+	// (nil for one that is absent), so a lookup per execution does not
+	// open its collection each time: bbolt keeps them only for a writable
+	// one, where a collection may come and go.
+	roots map[Bucket]*bolt.Bucket
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
 	// instead of finding, decompressing and re-parsing the chunk. dirty are
@@ -68,7 +74,7 @@ func clone(b []byte) []byte {
 // it was never written, created when create is set and the transaction is
 // writable.
 func (t *Tx) owned(name Bucket, create bool) (*bolt.Bucket, error) {
-	if b := t.tx.Bucket([]byte(name)); b != nil || !create {
+	if b := t.root(name); b != nil || !create {
 		return b, nil
 	}
 	if !t.tx.Writable() {
@@ -81,8 +87,24 @@ func (t *Tx) owned(name Bucket, create bool) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
+// root opens the top-level collection name, nil when it is absent.
+func (t *Tx) root(name Bucket) *bolt.Bucket {
+	if t.tx.Writable() {
+		return t.tx.Bucket([]byte(name))
+	}
+	if b, ok := t.roots[name]; ok {
+		return b
+	}
 	b := t.tx.Bucket([]byte(name))
+	if t.roots == nil {
+		t.roots = make(map[Bucket]*bolt.Bucket, 8)
+	}
+	t.roots[name] = b
+	return b
+}
+
+func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
+	b := t.root(name)
 	if b == nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, ErrCorrupt)
 	}
