@@ -26,6 +26,10 @@ type Tx struct {
 	// open its collection each time: bbolt keeps them only for a writable
 	// one, where a collection may come and go.
 	roots map[Bucket]*bolt.Bucket
+	// cursors are lookup's, one per collection of a read-only
+	// transaction: bbolt's Get makes a cursor, and grows its path, on
+	// every call.
+	cursors map[*bolt.Bucket]*bolt.Cursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
 	// instead of finding, decompressing and re-parsing the chunk. dirty are
@@ -101,6 +105,28 @@ func (t *Tx) root(name Bucket) *bolt.Bucket {
 	}
 	t.roots[name] = b
 	return b
+}
+
+// lookup is b.Get(key): the value under key in b, nil when there is none
+// or it is a nested collection. A read-only transaction seeks with a
+// cursor it keeps for b, so a lookup per execution allocates nothing.
+func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
+	if t.tx.Writable() {
+		return b.Get(key)
+	}
+	c := t.cursors[b]
+	if c == nil {
+		if t.cursors == nil {
+			t.cursors = make(map[*bolt.Bucket]*bolt.Cursor, 8)
+		}
+		c = b.Cursor()
+		t.cursors[b] = c
+	}
+	k, v := c.Seek(key) // v is nil for a nested collection, as Get's
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
 }
 
 func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
@@ -247,7 +273,7 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 			skip--
 			continue
 		}
-		if !fn(string(v), clone(execs.Get(v))) {
+		if !fn(string(v), clone(t.lookup(execs, v))) {
 			return nil
 		}
 	}
@@ -361,7 +387,7 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if v := ids.Get([]byte(exec)); v != nil {
+	if v := t.lookup(ids, []byte(exec)); v != nil {
 		if len(v) != historyKeyLen {
 			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
 		}
@@ -1035,7 +1061,7 @@ func (t *Tx) Get(name Bucket, key []byte) []byte {
 	if err != nil || b == nil {
 		return nil
 	}
-	return clone(b.Get(key))
+	return clone(t.lookup(b, key))
 }
 
 // Put stores value under key in a collection.
