@@ -114,6 +114,16 @@ func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
 	if t.tx.Writable() {
 		return b.Get(key)
 	}
+	k, v := t.seek(b, key) // v is nil for a nested collection, as Get's
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+// seek seeks key in b, of a read-only transaction, with the cursor the
+// transaction keeps for b.
+func (t *Tx) seek(b *bolt.Bucket, key []byte) ([]byte, []byte) {
 	c := t.cursors[b]
 	if c == nil {
 		if t.cursors == nil {
@@ -122,11 +132,7 @@ func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
 		c = b.Cursor()
 		t.cursors[b] = c
 	}
-	k, v := c.Seek(key) // v is nil for a nested collection, as Get's
-	if !bytes.Equal(k, key) {
-		return nil
-	}
-	return v
+	return c.Seek(key)
 }
 
 func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
@@ -373,6 +379,17 @@ func decodeSeqKey(b []byte) (uint64, bool) {
 
 // oldHistory returns exec's v2 history bucket, or nil when it has none.
 func (t *Tx) oldHistory(exec string) (*bolt.Bucket, error) {
+	if !t.tx.Writable() {
+		// Most files have no history of the old form: the kept cursor
+		// answers that without opening anything.
+		p, err := t.bucket(bucketHistories)
+		if err != nil {
+			return nil, err
+		}
+		if k, _ := t.seek(p, []byte(exec)); !bytes.Equal(k, []byte(exec)) {
+			return nil, nil
+		}
+	}
 	return t.nested(bucketHistories, exec, false)
 }
 
