@@ -34,7 +34,9 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -928,11 +930,13 @@ func canonicalBody(b []byte) string {
 // to the model.
 func (w *walk) finish(effects []Effect) ExecResult {
 	var res ExecResult
-	sort.Slice(effects, func(i, j int) bool {
-		if effects[i].Service != effects[j].Service {
-			return effects[i].Service < effects[j].Service
+	// Service and Seq name one ledger entry; stable all the same, as
+	// sort.Slice was on the few effects of an execution.
+	slices.SortStableFunc(effects, func(a, b Effect) int {
+		if c := strings.Compare(a.Service, b.Service); c != 0 {
+			return c
 		}
-		return effects[i].Seq < effects[j].Seq
+		return cmp.Compare(a.Seq, b.Seq)
 	})
 	for _, e := range effects {
 		in := w.byStep[e.Attr.Step]

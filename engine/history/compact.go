@@ -568,7 +568,8 @@ func (r *compactReader) str() string {
 			r.Fail()
 			return ""
 		}
-		return string(pack.AppendHexText(append(make([]byte, 0, len(table[p])+2*len(raw)), table[p]...), raw))
+		var space [80]byte // a prefix and a 32-byte key, without an allocation
+		return string(pack.AppendHexText(append(space[:0], table[p]...), raw))
 	default:
 		if v != 3 || r.key == "" {
 			r.Fail()
