@@ -132,18 +132,28 @@ func importStream(db *store.DB, name string, format ImportFormat, r io.Reader) (
 	return ImportResult{OTLP: &res}, err
 }
 
+// executionRecord is execution id's record in tx, decoded; a missing one
+// is a missingExecution of db.
+func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, error) {
+	rec := tx.Execution(id)
+	if rec == nil {
+		return history.Execution{}, &missingExecution{id, db.Path()}
+	}
+	x, err := history.DecodeExecution(rec)
+	if err != nil {
+		return history.Execution{}, fmt.Errorf("execution %s: %w", id, err)
+	}
+	return x, nil
+}
+
 // FoldExecution folds one execution from its own source: retrylab's
 // history, or its imported spans or Temporal history.
 func FoldExecution(db *store.DB, id string) (*trace.Trace, error) {
 	var t *trace.Trace
 	err := db.View(func(tx *store.Tx) error {
-		rec := tx.Execution(id)
-		if rec == nil {
-			return &missingExecution{id, db.Path()}
-		}
-		x, err := history.DecodeExecution(rec)
+		x, err := executionRecord(tx, db, id)
 		if err != nil {
-			return fmt.Errorf("execution %s: %w", id, err)
+			return err
 		}
 		if x.Imported == temporal.ImportedFormat {
 			evs, err := temporal.LoadEvents(tx, id)
@@ -254,13 +264,9 @@ func planOTLPExport(db *store.DB, ids []string, version string) (*otlpExport, er
 	e := &otlpExport{db: db, version: version, ids: ids, imported: make([]bool, len(ids))}
 	for i, id := range ids {
 		err := db.View(func(tx *store.Tx) error {
-			rec := tx.Execution(id)
-			if rec == nil {
-				return &missingExecution{id, db.Path()}
-			}
-			x, err := history.DecodeExecution(rec)
+			x, err := executionRecord(tx, db, id)
 			if err != nil {
-				return fmt.Errorf("execution %s: %w", id, err)
+				return err
 			}
 			e.imported[i] = x.Imported != ""
 			return nil
