@@ -309,15 +309,16 @@ replayed; without one, they run again.`,
 
 // scenarioArg is a scenario as run hands it to the host: a name as given; a
 // path made absolute, since the host that reads it may be another process
-// in another directory (the explorer in a second terminal). A path is read
-// here first, so that a missing or invalid file is said as the user wrote
-// it.
+// in another directory (the explorer in a second terminal). Either is
+// looked up here first, before any database is opened or made, so that an
+// unknown name or a missing or invalid file is said as the user wrote it
+// and leaves nothing behind.
 func scenarioArg(arg string) (string, error) {
-	if !scenario.IsPath(arg) {
-		return arg, nil
-	}
 	if _, err := scenarioCatalog().Get(arg); err != nil {
 		return "", err
+	}
+	if !scenario.IsPath(arg) {
+		return arg, nil
 	}
 	abs, err := filepath.Abs(arg)
 	if err != nil {

@@ -429,3 +429,18 @@ func startPipedImport(t *testing.T, db string) *pipedImport {
 	}
 	return imp
 }
+
+// An unknown scenario, by name or by path, is said before any database is
+// opened: a mistyped name in a fresh directory leaves no retrylab.db.
+func TestCLIUnknownScenarioMakesNoDatabase(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"run", "nope"}, {"run", "./missing.yaml"}, {"--run", "nope"}} {
+		db := newDB(t)
+		if msg := fails(t, 2, db, args...); !strings.Contains(msg, "nope") && !strings.Contains(msg, "missing.yaml") {
+			t.Errorf("%v: %q", args, msg)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Errorf("%v made %s (%v)", args, db, err)
+		}
+	}
+}
