@@ -297,10 +297,7 @@ func TestCLIDiffImportedExecutions(t *testing.T) {
 	if want := "retrylab: diff B: no such execution: otlp-conv-nope in " + db; msg != want {
 		t.Errorf("through the host: %q, want %q", msg, want)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }

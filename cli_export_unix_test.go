@@ -110,8 +110,5 @@ func TestCLIAttachedExportNamesItsOwnWriteError(t *testing.T) {
 	if msg := fails(t, 1, db, "export", "--otlp", "/dev/full"); msg != "retrylab: export: "+want {
 		t.Errorf("beside a host: %q, want %q", msg, "retrylab: export: "+want)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }

@@ -28,10 +28,7 @@ func TestCLIExportRefusesADatabase(t *testing.T) {
 			serve := background(t, db, "serve")
 			serve.banner(t)
 			defer func() {
-				if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-					t.Fatal(err)
-				}
-				if s := serve.wait(t); s.code != 0 {
+				if s := serve.stop(t); s.code != 0 {
 					t.Errorf("serve\n%s", s)
 				}
 				has(t, ok(t, db, "show"), "exec_7K2Q")
@@ -97,10 +94,7 @@ func TestCLIMissingExecutionThroughAHost(t *testing.T) {
 			t.Errorf("%v through a host: %q, alone %q", args, got, want[i])
 		}
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }
 
 // A bad --otlp address is a usage error (exit 2), said alone: serve printed
@@ -144,10 +138,7 @@ func TestCLIServeOTLPReceives(t *testing.T) {
 		t.Fatalf("POST %s: %s", m[1], resp.Status)
 	}
 	has(t, ok(t, db, "show", "otlp-conv-sess-adk-mail-1"), "send_email")
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }
@@ -258,10 +249,7 @@ func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	if code, out := call("events", `{"id": "nope"}`); code != 422 || !strings.Contains(out, "no such execution: nope") {
 		t.Errorf("events of no execution: %d %s", code, out)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }
 
 // 'retrylab reset' (or the explorer's E) while a file is imported through
@@ -294,10 +282,7 @@ func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
 	}
 	has(t, ok(t, db, "show", "otlp-conv-sess-oi-7"), "spans 6")
 	has(t, ok(t, db, "reset"), "reset ")
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }
 
 // 'retrylab reset' while an export streams from the host (to a pager, a
@@ -342,10 +327,7 @@ func TestCLIResetWaitsForAnAttachedExport(t *testing.T) {
 		t.Errorf("the export beside a refused reset: %v, %q (alone %q), %d bytes (alone %d)", err, stderr.String(), want.stderr, len(rest)+1, len(want.stdout))
 	}
 	has(t, ok(t, db, "reset"), "reset ")
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }
 
 // An unknown scenario is a usage error with --engine temporal too, said

@@ -726,10 +726,7 @@ func TestCLIUnknownScenarioThroughAHost(t *testing.T) {
 	if msg := fails(t, 2, db, "run", "./missing.yaml"); msg != "retrylab: no such scenario file: ./missing.yaml" {
 		t.Errorf("run ./missing.yaml through a host: %q", msg)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }
 
 // A scenario file named relative to the directory run is started in is the
@@ -755,8 +752,5 @@ func TestCLIRunRelativePathThroughAHostElsewhere(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), duplicateLine) {
 		t.Errorf("run ./mine.yaml in another directory than the host's: %v\n%s", err, out)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	serve.wait(t)
+	serve.stop(t)
 }

@@ -202,10 +202,7 @@ func TestCLITracesCommandsAttach(t *testing.T) {
 		}
 	}
 
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }
@@ -255,10 +252,7 @@ func TestCLIShortExportAttached(t *testing.T) {
 	if got.stdout != want.stdout || got.stderr != want.stderr || got.code != want.code {
 		t.Errorf("while serve holds the database:\n%s\n--- without it:\n%s", got, want)
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }

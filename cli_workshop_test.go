@@ -261,6 +261,16 @@ func (s *started) wait(t *testing.T) ran {
 	return ran{args: s.cmd.Args[3:], stdout: s.stdout.String(), stderr: s.stderr.String(), code: s.cmd.ProcessState.ExitCode()}
 }
 
+// stop interrupts the process (Ctrl-C) and returns what it did once it
+// ends.
+func (s *started) stop(t *testing.T) ran {
+	t.Helper()
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	return s.wait(t)
+}
+
 // awaitBanner waits for serve's banner ("press Ctrl-C to stop"): it
 // reports false if serve ended first (its output says why), and fails the
 // test if neither happens within 10 s.
@@ -381,10 +391,7 @@ func TestCLIReadCommandsAttach(t *testing.T) {
 			t.Errorf("%v while serve holds the database differs from without it\n%s\n--- without\n%s", args, r, alone[i].stdout)
 		}
 	}
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }
@@ -567,10 +574,7 @@ func TestCLIServeFixedPortsAndControl(t *testing.T) {
 		t.Errorf("check: %q", msg)
 	}
 	has(t, ok(t, db, "check", "--external-ok"), "verdict: PASS")
-	if err := serve.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if s := serve.wait(t); s.code != 0 {
+	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}
 }
