@@ -54,7 +54,7 @@ func walkPages(data []byte, pageSize int) error {
 			return err
 		}
 	}
-	return w.tree(m.root, 0, "the meta page", "its root bucket")
+	return w.tree(m.root, 0, from{fixed: "its root bucket"})
 }
 
 // Offsets and sizes of bbolt's file format.
@@ -114,6 +114,39 @@ func readMeta(data []byte, ps int) (boltMeta, error) {
 	return metas[0], nil
 }
 
+// from says which page (or the meta page, page 0 here) points to a page,
+// and through what, for the walk's messages. It is put into words only
+// when a message needs it: a walk passes millions of pointers.
+type from struct {
+	page   uint64 // 0: the meta page
+	inline string // the inline bucket of page the pointer lies in, if any
+	fixed  string // what points, when not an element ("its root bucket")
+	elem   int    // the element that points
+	bucket bool   // a bucket's root, rather than a branch's child
+}
+
+// what names the page that points.
+func (f from) what() string {
+	switch {
+	case f.page == 0:
+		return "the meta page"
+	case f.inline != "":
+		return fmt.Sprintf("%s of page %d", f.inline, f.page)
+	}
+	return fmt.Sprintf("page %d", f.page)
+}
+
+// via names what in it points.
+func (f from) via() string {
+	switch {
+	case f.fixed != "":
+		return f.fixed
+	case f.bucket:
+		return fmt.Sprintf("the bucket in element %d", f.elem)
+	}
+	return fmt.Sprintf("element %d", f.elem)
+}
+
 type pageWalker struct {
 	data []byte // the whole file
 	ps   uint64
@@ -122,14 +155,14 @@ type pageWalker struct {
 }
 
 // page reads page id, with its overflow, after checking that it lies below
-// the high-water mark and that nothing reached it before. what names the
-// page (or meta) that points to it, via the element that does.
-func (w *pageWalker) page(id uint64, what, via string) ([]byte, error) {
+// the high-water mark and that nothing reached it before. f says which
+// page (or meta) points to it, and through what.
+func (w *pageWalker) page(id uint64, f from) ([]byte, error) {
 	if id < 2 || id >= w.hwm {
-		return nil, fmt.Errorf("%s is damaged (%s points to page %d, outside the file's pages 2 to %d)", what, via, id, w.hwm-1)
+		return nil, fmt.Errorf("%s is damaged (%s points to page %d, outside the file's pages 2 to %d)", f.what(), f.via(), id, w.hwm-1)
 	}
 	if w.seen[id] {
-		return nil, fmt.Errorf("%s is damaged (%s points to page %d, which is reached another way too)", what, via, id)
+		return nil, fmt.Errorf("%s is damaged (%s points to page %d, which is reached another way too)", f.what(), f.via(), id)
 	}
 	h := w.data[id*w.ps:]
 	if got := native.Uint64(h); got != id {
@@ -151,7 +184,7 @@ func (w *pageWalker) page(id uint64, what, via string) ([]byte, error) {
 // freelist checks the freelist page and the ids it lists: each a page that
 // can be free (not a meta page, below the high-water mark), listed once.
 func (w *pageWalker) freelist(id uint64) error {
-	b, err := w.page(id, "the meta page", "its freelist")
+	b, err := w.page(id, from{fixed: "its freelist"})
 	if err != nil {
 		return err
 	}
@@ -179,12 +212,12 @@ func (w *pageWalker) freelist(id uint64) error {
 	return nil
 }
 
-// tree walks the B+tree whose root is page id.
-func (w *pageWalker) tree(id uint64, depth int, what, via string) error {
+// tree walks the B+tree whose root is page id, which f points to.
+func (w *pageWalker) tree(id uint64, depth int, f from) error {
 	if depth > maxNesting {
-		return fmt.Errorf("%s is damaged (pages nest more than %d deep under it)", what, maxNesting)
+		return fmt.Errorf("%s is damaged (pages nest more than %d deep under it)", f.what(), maxNesting)
 	}
-	b, err := w.page(id, what, via)
+	b, err := w.page(id, f)
 	if err != nil {
 		return err
 	}
@@ -229,7 +262,7 @@ func (w *pageWalker) branch(id uint64, b []byte, depth int) error {
 		children[i] = native.Uint64(b[off+8:])
 	}
 	for i, child := range children {
-		if err := w.tree(child, depth+1, what(), fmt.Sprintf("element %d", i)); err != nil {
+		if err := w.tree(child, depth+1, from{page: id, elem: i}); err != nil {
 			return err
 		}
 	}
@@ -266,7 +299,7 @@ func (w *pageWalker) leaf(id uint64, inline string, b []byte, depth int) error {
 			return fmt.Errorf("%s is damaged (element %d is a bucket of %d bytes)", what(), i, len(value))
 		}
 		if root := native.Uint64(value); root != 0 {
-			if err := w.tree(root, depth+1, what(), fmt.Sprintf("the bucket in element %d", i)); err != nil {
+			if err := w.tree(root, depth+1, from{page: id, inline: inline, elem: i, bucket: true}); err != nil {
 				return err
 			}
 			continue

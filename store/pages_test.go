@@ -135,8 +135,18 @@ func TestWalkPagesFindsDamageBeforeBboltFollowsIt(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("read-only Open: %v\nwant %q", err, c.want)
 			}
-			// A file too large to walk at open: Check walks it first.
-			ro, err := Open(path, Options{ReadOnly: true, CheckUpTo: -1})
+			// A file too large for the full check at open has its pages'
+			// bounds walked all the same, before anything is written.
+			err = openMustFail(t, path, Options{CheckUpTo: 1}, ErrCorrupt)
+			if !strings.Contains(err.Error(), c.want+"; nothing was written to it") {
+				t.Errorf("Open of a file past CheckUpTo: %v\nwant %q", err, c.want)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Error("the damaged file was written to")
+			}
+			// A file too large to walk at open (past WalkUpTo): Check
+			// walks it first.
+			ro, err := Open(path, Options{ReadOnly: true, CheckUpTo: -1, WalkUpTo: -1})
 			if err != nil {
 				// The damage may lie on the way to the schema record.
 				mustFail(t, err, ErrCorrupt, path)
@@ -175,7 +185,7 @@ func TestWalkPagesPassesHealthyFiles(t *testing.T) {
 func TestFaultInATransactionIsDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cut.db")
 	buildDB(t, path)
-	db, err := Open(path, Options{CheckUpTo: -1})
+	db, err := Open(path, Options{CheckUpTo: -1, WalkUpTo: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +313,7 @@ func TestSeededDamageIsAnErrorNeverACrash(t *testing.T) {
 				t.Errorf("%s: %s: not one line: %v", names[i], what, err)
 			}
 		}
-		variants := []Options{{}, {ReadOnly: true}, {CheckUpTo: -1}}
+		variants := []Options{{}, {ReadOnly: true}, {CheckUpTo: -1, WalkUpTo: -1}}
 		if raceDetector {
 			// Unwalked pages reach bbolt's unsafe conversions, which
 			// checkptr (on under -race) turns into a fatal error that

@@ -109,15 +109,21 @@ type Options struct {
 	NoSync bool
 	// MaxBatch bounds how many Update calls share one commit. Zero means 1024.
 	MaxBatch int
-	// CheckUpTo is the largest file Open checks. A read-write Open checks it
-	// in full (the pages' bounds, then bbolt's consistency check) before
-	// anything is written, so a damaged page is refused before a write
-	// lands beside it; a read-only Open walks the pages' bounds only (see
-	// walkPages), and Check does the rest. Zero means DefaultCheckUpTo;
-	// negative means never. Larger files are checked by `retrylab check`;
-	// a damaged page they hold fails the read or write that reaches it,
-	// and from then on the DB refuses writes.
+	// CheckUpTo is the largest file a read-write Open checks in full (the
+	// pages' bounds, then bbolt's consistency check) before anything is
+	// written, so a damaged page is refused before a write lands beside
+	// it. Zero means DefaultCheckUpTo; negative means never. Larger files
+	// are checked in full by `retrylab check`; a damage bbolt's check
+	// would find in them (key order, a page both used and free) fails the
+	// read or write that reaches it, and from then on the DB refuses
+	// writes.
 	CheckUpTo int64
+	// WalkUpTo is the largest file whose pages' bounds Open walks (see
+	// walkPages) when it does not check it in full, read-only opens
+	// included, so that no read of a damaged file follows a page out of
+	// the map or round a loop. Zero means DefaultWalkUpTo; negative means
+	// never.
+	WalkUpTo int64
 }
 
 // growStep is how far past its last page the file grows once it is larger
@@ -131,12 +137,21 @@ const growStep = 1 << 20
 // most some 15 ms, and never on the large databases whose open must stay flat.
 const DefaultCheckUpTo = 64 << 20
 
+// DefaultWalkUpTo bounds the walk of the pages' bounds at open: about 0.1 ms
+// per MB (BENCHMARKS.md, section 14), so at most some 100–140 ms, on files
+// far larger than a workshop's or a million attempts' (80 MB).
+const DefaultWalkUpTo = 1 << 30
+
 // DB is an open retrylab database.
 type DB struct {
 	bolt     *bolt.DB
 	path     string
 	readOnly bool
 	maxBatch int
+	// walked says a read-only Open walked the pages' bounds; no writer
+	// can change the file while its shared lock is held, so Check need
+	// not walk them again.
+	walked bool
 
 	// Group commit (see Update): queue holds the requests that wait for
 	// the commit in progress; committing says one is in progress.
@@ -229,11 +244,14 @@ func Open(path string, opts Options) (db *DB, err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if opts.CheckUpTo == 0 {
+		opts.CheckUpTo = DefaultCheckUpTo
+	}
+	if opts.WalkUpTo == 0 {
+		opts.WalkUpTo = DefaultWalkUpTo
+	}
 	if !opts.ReadOnly {
-		if opts.CheckUpTo == 0 {
-			opts.CheckUpTo = DefaultCheckUpTo
-		}
-		if err := precheck(path, opts.LockTimeout, opts.CheckUpTo); err != nil {
+		if err := precheck(path, opts.LockTimeout, opts.CheckUpTo, opts.WalkUpTo); err != nil {
 			return nil, err
 		}
 	}
@@ -247,23 +265,23 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, classifyOpenError(path, err)
 	}
+	walked := false
 	if opts.ReadOnly {
 		// A read-only open reads only the meta pages; the first read
 		// follows the root page. A file small enough has its pages' bounds
-		// walked first, under the shared lock bbolt now holds, so that no
-		// read follows a damaged page out of the map or round a loop.
-		if opts.CheckUpTo == 0 {
-			opts.CheckUpTo = DefaultCheckUpTo
-		}
-		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.CheckUpTo {
+		// walked first, under the shared lock bbolt now holds (no writer
+		// can change the file while it is held), so that no read follows a
+		// damaged page out of the map or round a loop.
+		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.WalkUpTo {
 			if werr := walkFile(path, b.Info().PageSize); werr != nil {
 				_ = b.Close()
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}
+			walked = true
 		}
 	}
 	b.AllocSize = growStep
-	db = &DB{bolt: b, path: path, readOnly: opts.ReadOnly, maxBatch: opts.MaxBatch}
+	db = &DB{bolt: b, path: path, readOnly: opts.ReadOnly, maxBatch: opts.MaxBatch, walked: walked}
 	if err := db.prepare(); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -292,8 +310,9 @@ func classifyOpenError(path string, err error) error {
 // and touching it raises SIGBUS, which no recover catches by default. A
 // read-only open reads only the two meta pages, so the high-water mark can be
 // checked first. A file of at most checkUpTo bytes is then checked in full,
-// so that damage is refused before the first write, not found after it.
-func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
+// so that damage is refused before the first write, not found after it; a
+// larger one of at most walkUpTo bytes has its pages' bounds walked.
+func precheck(path string, timeout time.Duration, checkUpTo, walkUpTo int64) (err error) {
 	info, err := os.Stat(path)
 	if err != nil || info.Size() == 0 {
 		return nil // missing or empty: bolt.Open creates or reports it
@@ -308,10 +327,14 @@ func precheck(path string, timeout time.Duration, checkUpTo int64) (err error) {
 		if err := checkHighWater(path, tx); err != nil {
 			return err
 		}
-		if info.Size() > checkUpTo {
-			return nil
+		var err error
+		switch {
+		case info.Size() <= checkUpTo:
+			err = checkFile(path, tx)
+		case info.Size() <= walkUpTo:
+			err = walkFile(path, tx.DB().Info().PageSize)
 		}
-		if err := checkFile(path, tx); err != nil {
+		if err != nil {
 			return fmt.Errorf("open %s: %w: %s; nothing was written to it", path, ErrCorrupt, err)
 		}
 		return nil
@@ -465,8 +488,8 @@ func (db *DB) Close() error {
 	return db.bolt.Close()
 }
 
-// Check checks the whole file: the bounds of its pages (walkPages), then
-// bbolt's consistency check. Problems are reported in one error that wraps
+// Check checks the whole file: the bounds of its pages (walkPages, unless
+// a read-only Open walked them), then bbolt's consistency check. Problems are reported in one error that wraps
 // ErrCorrupt, and db refuses writes from then on.
 func (db *DB) Check() (err error) {
 	db.closeMu.RLock()
@@ -480,7 +503,13 @@ func (db *DB) Check() (err error) {
 		if err := checkHighWater(db.path, tx); err != nil {
 			return err
 		}
-		if err := checkFile(db.path, tx); err != nil {
+		var err error
+		if db.walked {
+			err = checkTx(tx)
+		} else {
+			err = checkFile(db.path, tx)
+		}
+		if err != nil {
 			return fmt.Errorf("check %s: %w: %w", db.path, ErrCorrupt, err)
 		}
 		return nil

@@ -512,7 +512,7 @@ func TestDamagedPageBecomesErrCorrupt(t *testing.T) {
 	if _, err := Open(path, Options{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is damaged") {
 		t.Fatalf("Open of a small damaged file: %v, want it refused", err)
 	}
-	db, err := Open(path, Options{CheckUpTo: -1})
+	db, err := Open(path, Options{CheckUpTo: -1, WalkUpTo: -1})
 	if err != nil {
 		t.Fatalf("Open: %v (the damage is only reachable through exec-07)", err)
 	}
@@ -609,7 +609,7 @@ func TestDamagedPageRefusedBeforeAnyWrite(t *testing.T) {
 	if !strings.Contains(err.Error(), fmt.Sprintf("page %d is damaged (its header says it is page %d)", root, root+1000)) {
 		t.Errorf("read-only Open: %v", err)
 	}
-	ro, err := Open(path, Options{ReadOnly: true, CheckUpTo: -1})
+	ro, err := Open(path, Options{ReadOnly: true, CheckUpTo: -1, WalkUpTo: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
