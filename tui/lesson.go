@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/lesson"
@@ -538,41 +539,64 @@ func (l *lessonPane) lines(width int) (string, []string) {
 		}
 		return strings.Split(wrapText(s, width), "\n")
 	}
-	where := l.theme.Dim.Render("in " + l.room.Where + " (your database is untouched; esc brings it back)")
+	// Every line of the lesson's own text wraps: a projector at 80
+	// columns must show the whole question, not its first 70 cells.
+	styled := func(style lipgloss.Style, s string) []string {
+		ws := wrap(s)
+		for i, w := range ws {
+			ws[i] = style.Render(w)
+		}
+		return ws
+	}
+	where := styled(l.theme.Dim, "in "+l.room.Where+" (your database is untouched; esc brings it back)")
 	var lines []string
 	switch l.phase {
 	case phaseFinished:
+		lines = append(lines, wrap("Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.")...)
 		return fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done),
-			[]string{"Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.", "", "enter: back to your database"}
+			append(lines, "", "enter: back to your database")
 	case phasePredict:
 		lines = append(lines, wrap(st.Intro)...)
-		lines = append(lines, l.theme.Dim.Render("what you will do: "+byHand(st)))
-		lines = append(lines, l.theme.Bold.Render("Predict: "+st.Predict))
+		lines = append(lines, styled(l.theme.Dim, "what you will do: "+byHand(st))...)
+		lines = append(lines, styled(l.theme.Bold, "Predict: "+st.Predict)...)
 		lines = append(lines, l.input.View()+l.theme.Dim.Render("   enter: start"))
 		if l.err != nil {
-			for _, e := range wrap(l.err.Error()) {
-				lines = append(lines, l.theme.Bad.Render(e))
-			}
+			lines = append(lines, styled(l.theme.Bad, l.err.Error())...)
 		}
-		lines = append(lines, where)
+		lines = append(lines, where...)
 	case phaseActing, phaseRunning:
-		lines = append(lines, fmt.Sprintf("you predicted %s", predicted(l.guess, st.Measure)))
+		lines = append(lines, wrap(fmt.Sprintf("you predicted %s", predicted(l.guess, st.Measure)))...)
 		for i, a := range st.Actions {
-			mark, text := "  ", fmt.Sprintf("%s  %s", lessonKeyFor(a.Verb), a.Say)
+			mark, head, say, bold := "  ", lessonKeyFor(a.Verb)+"  ", a.Say, false
 			switch {
 			case i < l.next:
 				mark = "✓ "
 			case i == l.next && l.phase == phaseRunning:
-				mark, text = "● ", text+" … watch the trace and the outbox"
+				mark, say = "● ", say+" … watch the trace and the outbox"
 			case i == l.next:
-				mark, text = "▶ ", l.theme.Bold.Render("press "+text)
+				mark, head, bold = "▶ ", "press "+head, true
 			}
-			lines = append(lines, mark+text)
+			// What the key does wraps under itself, past the mark and key.
+			indent := strings.Repeat(" ", lipgloss.Width(mark+head))
+			for j, w := range strings.Split(wrapText(say, width-len(indent)), "\n") {
+				if j == 0 {
+					w = head + w
+				}
+				if bold {
+					w = l.theme.Bold.Render(w)
+				}
+				if j == 0 {
+					w = mark + w
+				} else {
+					w = indent + w
+				}
+				lines = append(lines, w)
+			}
 		}
 		if l.after != "" {
-			lines = append(lines, l.theme.Warn.Render("now: "+l.after))
+			lines = append(lines, styled(l.theme.Warn, "now: "+l.after)...)
 		}
-		lines = append(lines, where)
+		lines = append(lines, where...)
 	case phaseFeedback:
 		if l.err != nil {
 			lines = append(lines, l.theme.Bad.Render(oneLine(l.err.Error())))

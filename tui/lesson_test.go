@@ -365,3 +365,50 @@ func TestLessonFixEndsWithDiffLine(t *testing.T) {
 		t.Fatal("the finished step was not recorded")
 	}
 }
+
+// paneText is the text inside a view's boxes, the lines between the
+// borders joined by single spaces: what a reader reads, however wrapped.
+func paneText(v string) string {
+	var parts []string
+	for _, line := range strings.Split(v, "\n") {
+		first, last := strings.Index(line, "│"), strings.LastIndex(line, "│")
+		if first < 0 || last <= first {
+			continue
+		}
+		parts = append(parts, strings.TrimSpace(line[first+len("│"):last]))
+	}
+	return strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
+}
+
+// TestLessonTextWrapsAt80x24: on a projector at 80 columns every lesson's
+// question and keys are read whole, wrapped, never cut with "…" (the
+// journal-deleted question lost "in the outbox?", run-level-idempotency
+// its keys).
+func TestLessonTextWrapsAt80x24(t *testing.T) {
+	t.Parallel()
+	path := newFakeLessons(t).path
+	for i, st := range path {
+		fl := newFakeLessons(t)
+		for _, done := range path[:i] {
+			fl.done[done.Name] = lesson.Feedback{Correct: true}
+		}
+		m := openWithLessons(t, article(t), fl, 80, 24)
+		press(t, m, "L")
+		text := paneText(m.View())
+		for _, want := range []string{"Predict: " + st.Predict, "what you will do: " + byHand(st),
+			"your database is untouched; esc brings it back)"} {
+			if want = strings.Join(strings.Fields(want), " "); !strings.Contains(text, want) {
+				t.Errorf("lesson %d %s at 80×24: %q is not shown whole in\n%s", st.Number, st.Name, want, m.View())
+			}
+		}
+	}
+	fl := newFakeLessons(t)
+	for _, done := range path {
+		fl.done[done.Name] = lesson.Feedback{Correct: true}
+	}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L")
+	if want := "`retrylab lesson --reset` starts the workshop over."; !strings.Contains(paneText(m.View()), want) {
+		t.Errorf("the finished path at 80×24 does not show %q whole:\n%s", want, m.View())
+	}
+}
