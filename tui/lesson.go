@@ -84,6 +84,10 @@ type lessonPane struct {
 	// lesson began; restore is it, once the lesson ends, until the user's
 	// list is read again with the selection put back on it.
 	userSel, restore string
+	// userCRM is whether the user's outbox pane showed the CRM when the
+	// lesson began: a lesson shows what its step counts, and leaving puts
+	// the user's tab back.
+	userCRM bool
 }
 
 func newLessonPane(ctx *Context, presenter bool) *lessonPane {
@@ -188,6 +192,7 @@ func (m *Model) startLesson() tea.Cmd {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
 	m.lesson.userSrc, m.lesson.userSel, m.lesson.restore = m.src, m.selID, ""
+	m.lesson.userCRM = m.outbox.crmTab
 	return tea.Batch(m.useSource(m.lesson.room.Source), m.lesson.ask())
 }
 
@@ -199,11 +204,20 @@ func (m *Model) leaveLesson() tea.Cmd {
 	}
 	src := m.lesson.userSrc
 	m.lesson.userSrc = nil
+	m.showCRM(m.lesson.userCRM)
 	// The execution selected before the lesson is selected again once the
 	// user's list is read (onSubscribed), the first if it is gone.
 	m.lesson.restore, m.lesson.userSel = m.lesson.userSel, ""
 	m.setFlash("left the lesson: your database is back; L returns to the lesson", false)
 	return m.useSource(src)
+}
+
+// showCRM puts the outbox pane on the CRM's rows (or on the outbox), from
+// its top; the rows are read by the next loadOutbox.
+func (m *Model) showCRM(on bool) {
+	if m.outbox.crmTab != on {
+		m.outbox.crmTab, m.outbox.sel, m.outbox.top = on, 0, 0
+	}
 }
 
 // useSource shows another source: the lessons' database or the user's.
@@ -454,6 +468,9 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			return nil
 		}
 		m.execs.sel, m.execs.top, m.selID = 0, 0, ""
+		// The pane beside the trace shows what the step counts: a
+		// CRM lesson's rows, not an empty outbox.
+		m.showCRM(msg.step.Measure == lesson.MeasureCRMRows)
 		return tea.Batch(cmd, m.loadExecs(), m.loadOutbox())
 	case lessonActed:
 		cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}

@@ -412,3 +412,38 @@ func TestLessonTextWrapsAt80x24(t *testing.T) {
 		t.Errorf("the finished path at 80×24 does not show %q whole:\n%s", want, m.View())
 	}
 }
+
+// TestLessonShowsWhatItCounts: a lesson that counts CRM rows
+// (natural-idempotency, unsafe-escalates) shows the CRM beside the trace,
+// not an empty outbox under a verdict of "1 CRM row"; the next lesson that
+// counts messages shows the outbox again, and leaving puts the user's tab
+// back.
+func TestLessonShowsWhatItCounts(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	for _, s := range fl.path {
+		if s.Name == "natural-idempotency" {
+			break
+		}
+		fl.done[s.Name] = lesson.Feedback{Correct: true}
+	}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L")
+	if m.lesson.step.Name != "natural-idempotency" || m.lesson.step.Measure != lesson.MeasureCRMRows {
+		t.Fatalf("first unfinished lesson %q counts %q", m.lesson.step.Name, m.lesson.step.Measure)
+	}
+	press(t, m, "1", "enter")
+	mustShow(t, m.View(), "a CRM lesson's keys", "▶ press n", "CRM (provider's truth)")
+	press(t, m, "n")
+	mustShow(t, m.View(), "a CRM lesson's verdict", "Right: 1 CRM row", "CRM (provider's truth)")
+	press(t, m, "enter")
+	if m.lesson.step.Measure == lesson.MeasureCRMRows {
+		t.Fatalf("the lesson after natural-idempotency (%s) counts CRM rows too", m.lesson.step.Name)
+	}
+	press(t, m, "1", "enter")
+	mustShow(t, m.View(), "an outbox lesson after it", "▶ press n", "Outbox (provider's truth)")
+	press(t, m, "esc")
+	if m.outbox.crmTab {
+		t.Fatal("leaving the lesson left the CRM shown; the user's pane showed the outbox")
+	}
+}
