@@ -77,7 +77,8 @@ func (h *helpPage) helpBlocks() [][]string {
 	}
 	legend := []string{t.TitleFocused.Render("Markers")}
 	for _, mk := range legendEntries() {
-		legend = append(legend, fmt.Sprintf("%-*s", helpKeyWidth, mk[0])+mk[1])
+		// Padded by cells, not runes: ⚡ takes two.
+		legend = append(legend, mk[0]+strings.Repeat(" ", max(1, helpKeyWidth-lipgloss.Width(mk[0])))+mk[1])
 	}
 	return append(out, legend)
 }
@@ -155,10 +156,13 @@ func (h *helpPage) onKey(k tea.KeyMsg) bool {
 }
 
 // legendEntries is the help's marker legend: the trace's marks from the one
-// glyph table, then the executions list's ● for a running execution.
+// glyph table, then those the trace shows beside them in every workshop
+// (⚡ on each fault, ↻ on each retry, ✂ in the journal exercise, ┆ before
+// a resumed run), then the executions list's ● for a running execution.
 func legendEntries() [][2]string {
-	out := make([][2]string, 0, len(trace.LegendMarks)+1)
-	for _, mk := range trace.LegendMarks {
+	ms := append(append([]trace.Mark(nil), trace.LegendMarks...), trace.MarkFault, trace.MarkRetry, trace.MarkDeleted, trace.MarkGap)
+	out := make([][2]string, 0, len(ms)+1)
+	for _, mk := range ms {
 		out = append(out, [2]string{mk.Glyph(), mk.Word()})
 	}
 	return append(out, [2]string{"●", "running"})

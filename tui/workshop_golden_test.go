@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/retrylab/retrylab/engine/lesson"
+	"github.com/retrylab/retrylab/engine/trace"
 )
 
 func TestGoldenHelpAt80x24(t *testing.T) {
@@ -96,5 +98,52 @@ func TestPickerFilterRanksNamesFirst(t *testing.T) {
 	}
 	if want := []string{"journal-deleted", "safe", "invoice-crm", "regenerated-args-fixed"}; strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("the picker lists %v for “jour”, want %v:\n%s", names, want, v)
+	}
+}
+
+// TestHelpExplainsEveryMarkTheTraceShows: every glyph of the one mark
+// table that the article's executions put on screen (naive's ⚡ on the
+// lost response, invoice-crm's ┆ before the resumed run, …) has its line
+// in the help's legend: an audience asks what ⚡ means.
+func TestHelpExplainsEveryMarkTheTraceShows(t *testing.T) {
+	t.Parallel()
+	m := open(t, article(t), 160, 44)
+	press(t, m, "shift+tab")
+	screens := ""
+	for i := 0; i < 3; i++ {
+		screens += m.View()
+		press(t, m, "j")
+	}
+	explained := map[string]bool{}
+	for _, e := range legendEntries() {
+		explained[e[0]] = true
+	}
+	for mk := trace.MarkOK; mk <= trace.MarkGap; mk++ {
+		if mk == trace.MarkRunning {
+			continue // … is also where a long line is cut
+		}
+		if g := mk.Glyph(); strings.Contains(screens, g) && !explained[g] {
+			t.Errorf("the trace shows %s (%s) but the help's legend does not explain it", g, mk.Word())
+		}
+	}
+	for _, g := range []string{"⚡", "┆", "✂", "↻"} {
+		if !explained[g] {
+			t.Errorf("the legend lacks %s", g)
+		}
+	}
+	// Its words start in one column, whatever the glyph's width (⚡ is two
+	// cells).
+	for _, e := range legendEntries() {
+		press(t, m, "?")
+		v := m.View()
+		press(t, m, "esc")
+		for _, line := range strings.Split(v, "\n") {
+			if i := strings.Index(line, e[0]+" "); i >= 0 && strings.Contains(line, e[1]) {
+				at := lipgloss.Width(line[:strings.Index(line, e[1])]) - lipgloss.Width(line[:i])
+				if at != helpKeyWidth {
+					t.Errorf("%s's words start %d cells after it, want %d:\n%s", e[0], at, helpKeyWidth, line)
+				}
+			}
+		}
 	}
 }

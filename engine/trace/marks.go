@@ -47,7 +47,7 @@ var marks = [markCount]markInfo{
 	MarkFault:      {"⚡", "fault injected"},
 	MarkRetry:      {"↻", "retry"},
 	MarkRunning:    {"…", "in flight"},
-	MarkDeleted:    {"✂", "journal record deleted by hand"},
+	MarkDeleted:    {"✂", "journal record deleted"},
 	MarkDuplicates: {"⚠", "duplicates"},
 	MarkNotKept:    {"⋯", "attempts the source did not keep"},
 	MarkGap:        {"┆", "no worker running"},
