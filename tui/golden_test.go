@@ -141,3 +141,23 @@ func TestGoldenEmptyNarrow(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(v))
 }
+
+// TestTooSmallNeverBreaksAWord: at every width below the minimum the
+// message breaks at spaces: "--help" was cut into "-" and "-help" at 59.
+func TestTooSmallNeverBreaksAWord(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
+	for w := 24; w < MinWidth; w++ {
+		_, cmd := m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
+		drive(t, m, cmd)
+		v := m.View()
+		if !strings.Contains(v, "--help).") || !strings.Contains(v, "headless") {
+			t.Errorf("at %d×30 the message breaks a word:\n%s", w, v)
+		}
+		for _, line := range strings.Split(v, "\n") {
+			if lipgloss.Width(line) > w {
+				t.Errorf("at %d×30 a line is %d wide: %q", w, lipgloss.Width(line), line)
+			}
+		}
+	}
+}

@@ -141,7 +141,10 @@ func (m *Model) View() string {
 
 func (m *Model) tooSmall() string {
 	msg := fmt.Sprintf("retrylab needs a terminal of at least %d×%d; this one is %d×%d. Enlarge it, or use the headless commands (retrylab --help).", MinWidth, MinHeight, m.width, m.height)
-	wrapped := lipgloss.NewStyle().Width(m.width).Render(msg)
+	// Broken at spaces only: lipgloss alone also breaks at hyphens, and cut
+	// "--help" into "-" and "-help" at 59 columns. A word wider than the
+	// terminal is still broken by lipgloss.
+	wrapped := lipgloss.NewStyle().Width(m.width).Render(wrapText(msg, m.width))
 	lines := strings.Split(wrapped, "\n")
 	if len(lines) > m.height {
 		lines = lines[:m.height]
