@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +8,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -83,7 +83,7 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 				return err
 			}
 			if rep.Counts.Duplicate > 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("audit: %d duplicate effect(s) found", rep.Counts.Duplicate)}
+				return &exitError{code: 1, msg: "audit: " + plural.Count(rep.Counts.Duplicate, "duplicate effect") + " found"}
 			}
 			return nil
 		},

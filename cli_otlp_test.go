@@ -49,8 +49,13 @@ func TestCLIImportAndAudit(t *testing.T) {
 		"ref a000000000000006", "ref a000000000000009",
 		"POSSIBLE  charge_card", "ABSORBED  create_ticket", "key tk-77",
 		"2 duplicate, 1 possible, 1 absorbed")
-	if msg := oneLineError(t, r); msg != "retrylab: audit: 2 duplicate effect(s) found" {
+	if msg := oneLineError(t, r); msg != "retrylab: audit: 2 duplicate effects found" {
 		t.Errorf("stderr %q", msg)
+	}
+	// One is said in the singular, as the rest of the CLI says it.
+	r = must(t, 1, db, "audit", "otlp-conv-sess-adk-mail-1")
+	if msg := oneLineError(t, r); msg != "retrylab: audit: 1 duplicate effect found" {
+		t.Errorf("stderr for one duplicate %q", msg)
 	}
 
 	r = must(t, 1, db, "audit", "--json")
