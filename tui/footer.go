@@ -47,7 +47,12 @@ func (m *Model) statusBar() string {
 	states := []string{
 		fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock),
 		fmt.Sprintf(" keys %s  journal %s  armed %s  %s ", shorter(m.keysOn), shorter(m.journalOn), armed, clock),
-		"",
+	}
+	// What is armed matters more than the policy: when both do not fit
+	// (80 columns, 'armed timeou…'), the armed faults and the clock alone.
+	narrowest := states[1]
+	if len(m.armed) > 0 {
+		narrowest = fmt.Sprintf(" armed %s  %s ", armed, clock)
 	}
 	hints := func(all bool) string {
 		keys := m.shortHelp()
@@ -93,7 +98,7 @@ func (m *Model) statusBar() string {
 		}
 	}
 	if flash == "" {
-		return fit(states[1], room) + right
+		return fit(narrowest, room) + right
 	}
 	if lipgloss.Width(flash)+1 <= room {
 		return fit(" "+flash, room) + right

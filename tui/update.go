@@ -449,11 +449,13 @@ type armedMsg struct {
 	text  string
 }
 
+// arm arms p for the next tool call. Its message names the fault first:
+// at 80 columns the footer has room for about 36 cells of it.
 func (m *Model) arm(p fault.Point) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {
 		src.Arm(p)
-		return armedMsg{armed: src.Armed(), text: "armed for the next tool call: " + p.Describe()}
+		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
 	}
 }
 

@@ -118,6 +118,26 @@ func TestFooterKeepsKeyHints(t *testing.T) {
 	}
 }
 
+// TestFooterSaysWhatIsArmedAt80: at 80 columns, on the projector, t says
+// which fault it armed, and once its message goes the footer still names
+// it whole ("armed timeou…" before: the policy took the room).
+func TestFooterSaysWhatIsArmedAt80(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"safe", "run", "run"}), 80, 24)
+	press(t, m, "t")
+	bar := m.statusBar()
+	mustShow(t, bar, "t's message at 80", "timeout after the effect", "n run", "? help", "q quit")
+	m.setFlash("", false)
+	bar = m.statusBar()
+	mustShow(t, bar, "the armed fault at 80", "armed timeout-after-effect", "+0h", "n run", "? help", "q quit")
+	if lipgloss.Width(bar) != 80 {
+		t.Errorf("footer is %d wide", lipgloss.Width(bar))
+	}
+	press(t, m, "esc")
+	m.setFlash("", false)
+	mustShow(t, m.statusBar(), "nothing armed at 80", "keys scn", "armed —")
+}
+
 // TestDestructiveKeysAskFirst: D and R ask, and act only on y; the
 // question fits the footer at 80 columns.
 func TestDestructiveKeysAskFirst(t *testing.T) {
