@@ -123,9 +123,6 @@ func (l *lessonPane) SetSize(width, height int) { l.width, l.height = width, hei
 // View is the lesson's box where the Detail pane is.
 func (l *lessonPane) View() string {
 	title, lines := l.lines(l.width - 2)
-	if l.presenter {
-		lines = spaced(lines)
-	}
 	return l.theme.pane(title, lines, l.width, l.height, l.focus == paneDetail)
 }
 
@@ -565,24 +562,34 @@ func (l *lessonPane) lines(width int) (string, []string) {
 		}
 		return ws
 	}
+	// The text is paragraphs: the presenter's spacing goes between them,
+	// never between the lines of one wrapped sentence.
+	var paras [][]string
+	add := func(p ...string) {
+		if len(p) > 0 {
+			paras = append(paras, p)
+		}
+	}
 	where := styled(l.theme.Dim, "in "+l.room.Where+" (your database is untouched; esc brings it back)")
-	var lines []string
 	switch l.phase {
 	case phaseFinished:
-		lines = append(lines, wrap("Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.")...)
-		return fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done),
-			append(lines, "", "enter: back to your database")
-	case phasePredict:
-		lines = append(lines, wrap(st.Intro)...)
-		lines = append(lines, styled(l.theme.Dim, "what you will do: "+byHand(st))...)
-		lines = append(lines, styled(l.theme.Bold, "Predict: "+st.Predict)...)
-		lines = append(lines, l.input.View()+l.theme.Dim.Render("   enter: start"))
-		if l.err != nil {
-			lines = append(lines, styled(l.theme.Bad, l.err.Error())...)
+		title = fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done)
+		add(wrap("Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.")...)
+		if !l.presenter {
+			add("") // the presenter's spacing is there already
 		}
-		lines = append(lines, where...)
+		add("enter: back to your database")
+	case phasePredict:
+		add(wrap(st.Intro)...)
+		add(styled(l.theme.Dim, "what you will do: "+byHand(st))...)
+		add(styled(l.theme.Bold, "Predict: "+st.Predict)...)
+		add(l.input.View() + l.theme.Dim.Render("   enter: start"))
+		if l.err != nil {
+			add(styled(l.theme.Bad, l.err.Error())...)
+		}
+		add(where...)
 	case phaseActing, phaseRunning:
-		lines = append(lines, wrap(fmt.Sprintf("you predicted %s", predicted(l.guess, st.Measure)))...)
+		add(wrap(fmt.Sprintf("you predicted %s", predicted(l.guess, st.Measure)))...)
 		for i, a := range st.Actions {
 			mark, head, say, bold := "  ", lessonKeyFor(a.Verb)+"  ", a.Say, false
 			switch {
@@ -595,6 +602,7 @@ func (l *lessonPane) lines(width int) (string, []string) {
 			}
 			// What the key does wraps under itself, past the mark and key.
 			indent := strings.Repeat(" ", lipgloss.Width(mark+head))
+			var p []string
 			for j, w := range strings.Split(wrapText(say, width-len(indent)), "\n") {
 				if j == 0 {
 					w = head + w
@@ -607,36 +615,40 @@ func (l *lessonPane) lines(width int) (string, []string) {
 				} else {
 					w = indent + w
 				}
-				lines = append(lines, w)
+				p = append(p, w)
 			}
+			add(p...)
 		}
 		if l.after != "" {
-			lines = append(lines, styled(l.theme.Warn, "now: "+l.after)...)
+			add(styled(l.theme.Warn, "now: "+l.after)...)
 		}
-		lines = append(lines, where...)
+		add(where...)
 	case phaseFeedback:
 		if l.err != nil {
-			lines = append(lines, l.theme.Bad.Render(oneLine(l.err.Error())))
+			add(l.theme.Bad.Render(oneLine(l.err.Error())))
 		} else {
-			text := l.feedback.Text
 			style := l.theme.OK
 			if !l.feedback.Correct {
 				style = l.theme.Warn
 			}
-			for i, para := range strings.Split(text, "\n") {
-				for _, w := range wrap(para) {
-					if i == 0 {
-						w = style.Render(w)
-					}
-					lines = append(lines, w)
+			for i, para := range strings.Split(l.feedback.Text, "\n") {
+				if i == 0 {
+					add(styled(style, para)...)
+				} else {
+					add(wrap(para)...)
 				}
 			}
 			// A fix is shown as a difference from its mistake.
-			for _, d := range wrap(l.diff) {
-				lines = append(lines, l.theme.Info.Render(d))
-			}
+			add(styled(l.theme.Info, l.diff)...)
 		}
-		lines = append(lines, l.theme.Dim.Render("enter: next lesson · esc: back to your database"))
+		add(l.theme.Dim.Render("enter: next lesson · esc: back to your database"))
+	}
+	var lines []string
+	for i, p := range paras {
+		if i > 0 && l.presenter {
+			lines = append(lines, "")
+		}
+		lines = append(lines, p...)
 	}
 	return title, lines
 }

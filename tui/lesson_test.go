@@ -447,3 +447,39 @@ func TestLessonShowsWhatItCounts(t *testing.T) {
 		t.Fatal("leaving the lesson left the CRM shown; the user's pane showed the outbox")
 	}
 }
+
+// TestPresenterSpacesParagraphsNotLines: --presenter puts a blank line
+// between the lesson's paragraphs; a question wrapped at 80 columns stays
+// one block (its second half was a paragraph of its own, two lines down).
+func TestPresenterSpacesParagraphsNotLines(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	for _, s := range fl.path {
+		if s.Name == "key-the-intent" {
+			break
+		}
+		fl.done[s.Name] = lesson.Feedback{Correct: true}
+	}
+	openRoom, _ := lessonRoom(t, fl)
+	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: openRoom, Presenter: true, HighContrast: true})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 30})
+	drive(t, m, cmd)
+	press(t, m, "L")
+	v := m.View()
+	lines := strings.Split(v, "\n")
+	for i, line := range lines {
+		if !strings.Contains(line, "Predict: ") {
+			continue
+		}
+		if i+2 >= len(lines) || strings.TrimSpace(strings.Trim(lines[i+1], "┃║│ ")) == "" {
+			t.Fatalf("the wrapped question is split by a blank line:\n%s", v)
+		}
+		if strings.TrimSpace(strings.Trim(lines[i+2], "┃║│ ")) != "" {
+			t.Fatalf("no blank line after the question's paragraph:\n%s", v)
+		}
+		return
+	}
+	t.Fatalf("no question on screen:\n%s", v)
+}

@@ -324,15 +324,3 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 	}
 	return nil
 }
-
-// spaced puts a blank line between lines, for reading from the back of a room.
-func spaced(lines []string) []string {
-	out := make([]string, 0, 2*len(lines))
-	for i, l := range lines {
-		if i > 0 {
-			out = append(out, "")
-		}
-		out = append(out, l)
-	}
-	return out
-}
