@@ -249,6 +249,10 @@ type actionMsg struct {
 	err  error
 	// selectID moves the selection to this execution.
 	selectID string
+	// watch: a run started or resumed here. Where the panes are tabs, its
+	// trace (with the outbox under it) comes to the front: pressing n on
+	// the Executions tab left the room looking at the list.
+	watch bool
 }
 
 // --- commands ---------------------------------------------------------------
@@ -487,9 +491,9 @@ func (m *Model) start(name string) tea.Cmd {
 			return actionMsg{err: err}
 		}
 		if r.Deduplicated {
-			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution}
+			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution, watch: true}
 		}
-		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution}
+		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution, watch: true}
 	}
 }
 

@@ -85,6 +85,10 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		} else {
 			m.setFlash(msg.text, false)
 		}
+		if msg.watch && m.width > 0 && !m.wide() && m.focus != paneTrace && m.focus != paneOutbox {
+			m.focus = paneTrace
+			m.sizePanes()
+		}
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
@@ -351,7 +355,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			if err != nil {
 				return actionMsg{err: err}
 			}
-			return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number)}
+			return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
 		}
 	case key.Matches(msg, k.KillNow):
 		return m.killNow()

@@ -417,3 +417,45 @@ func TestRunKeyBeforeTheCatalogueArrives(t *testing.T) {
 		t.Fatalf("the catalogue came, the n pressed before it did not open the picker (flash %q)", m.flash)
 	}
 }
+
+// startingSource is a snapshot whose Start and Resume succeed, as a host's
+// do, without running anything.
+type startingSource struct{ *snapshot }
+
+func (s startingSource) Start(name string, _ engine.RunOptions) (*engine.Run, error) {
+	s.log("start %s", name)
+	return &engine.Run{Execution: "exec_7K2Q", Number: 2}, nil
+}
+
+func (s startingSource) Resume(id string) (*engine.Run, error) {
+	s.log("resume %s", id)
+	return &engine.Run{Execution: id, Number: 2}, nil
+}
+
+// TestNarrowRunComesToTheFront: where the panes are tabs (80×24), n or r
+// pressed on the Executions or Detail tab brings the trace, with the
+// outbox under it, to the front: the room watches the run, not the list.
+// In a wide terminal every pane shows and the focus stays.
+func TestNarrowRunComesToTheFront(t *testing.T) {
+	t.Parallel()
+	src := startingSource{record(t, []string{"naive", "run"})}
+	for _, keys := range [][]string{{"n", "enter"}, {"r"}} {
+		m := open(t, src, 80, 24)
+		press(t, m, "shift+tab")
+		if m.focus != paneExecs {
+			t.Fatalf("shift+tab: focus %s", paneNames[m.focus])
+		}
+		press(t, m, keys...)
+		if m.focus != paneTrace {
+			t.Errorf("%v on the Executions tab at 80×24: focus stays on %s", keys, paneNames[m.focus])
+		}
+		mustShow(t, m.View(), fmt.Sprintf("after %v at 80×24", keys), "[ Trace ]", "Outbox (provider's truth)", "2 messages ← duplicate send")
+
+		m = open(t, src, 160, 40)
+		press(t, m, "shift+tab")
+		press(t, m, keys...)
+		if m.focus != paneExecs {
+			t.Errorf("%v at 160×40 moved the focus to %s", keys, paneNames[m.focus])
+		}
+	}
+}
