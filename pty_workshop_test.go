@@ -96,7 +96,7 @@ func TestExplorerStartsClean(t *testing.T) {
 	s := startScreen(t, bin, db, 160, 40)
 	s.waitFor("two executions", "Executions 2")
 	s.press("E")
-	s.waitFor("the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	s.waitFor("the question", "Erase all executions, histories, journals and the world? y: erase")
 	s.press("y")
 	s.waitFor("a clean database", "Executions 0", "none yet: press n", "erased: no executions")
 	s.press("q")

@@ -386,7 +386,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			func() error { return src.AdvanceClock(retentionJump) })
 	case key.Matches(msg, k.ResetWorld):
 		src := m.src
-		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · other keys: keep",
+		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
 			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 	case key.Matches(msg, k.StartClean):
 		return m.startClean()
@@ -495,7 +495,7 @@ func (m *Model) deleteJournal() tea.Cmd {
 		return nil
 	}
 	id, step, src := m.selID, n.step, m.src
-	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · other keys: keep", id, step),
+	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · else: keep", id, step),
 		func() tea.Cmd {
 			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
 		})
@@ -516,7 +516,7 @@ func (m *Model) startClean() tea.Cmd {
 		m.setFlash("this source cannot be erased", true)
 		return nil
 	}
-	return m.ask("Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase · other keys: keep",
+	return m.ask("Erase all executions, histories, journals and the world? y: erase · else: keep",
 		func() tea.Cmd {
 			m.follow, m.started, m.execs.sel, m.execs.top = "", "", 0, 0
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)

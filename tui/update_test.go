@@ -249,7 +249,7 @@ func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 		t.Fatal("the article's database has executions")
 	}
 	press(t, m, "E")
-	mustShow(t, m.View(), "the question", "Erase everything (executions, histories, journals, outbox, keys, CRM)? y: erase")
+	mustShow(t, m.View(), "the question", "Erase all executions, histories, journals and the world? y: erase")
 	press(t, m, "j")
 	if calls := snap.Calls(); len(calls) != 0 || m.execs.total == 0 || !strings.Contains(m.flash, "cancelled") {
 		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execs.total, m.flash)

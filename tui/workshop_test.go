@@ -138,12 +138,17 @@ func TestFooterSaysWhatIsArmedAt80(t *testing.T) {
 	mustShow(t, m.statusBar(), "nothing armed at 80", "keys scn", "armed —")
 }
 
-// TestDestructiveKeysAskFirst: D and R ask, and act only on y; the
+// erasable is a snapshot that E can erase, as a host is.
+type erasable struct{ *snapshot }
+
+func (s erasable) Reset() error { s.log("reset"); return nil }
+
+// TestDestructiveKeysAskFirst: D, E and R ask, and act only on y; the
 // question fits the footer at 80 columns.
 func TestDestructiveKeysAskFirst(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"safe", "run", "run"})
-	m := open(t, snap, 80, 24)
+	m := open(t, erasable{snap}, 80, 24)
 	for i, r := range m.trace.rows {
 		if r.n.kind == kindReplay {
 			m.trace.sel = i
@@ -153,13 +158,17 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 	if len(snap.Calls()) != 0 || m.confirm == nil {
 		t.Fatalf("D acted at once: %v", snap.Calls())
 	}
-	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · other keys: keep")
+	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · else: keep")
 	press(t, m, "n")
 	if len(snap.Calls()) != 0 || m.confirm != nil || m.picker.open {
 		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picker.open)
 	}
+	// Whole at 80 columns, the answer keys included ('y: eras…' was cut).
+	press(t, m, "E")
+	mustShow(t, m.statusBar(), "E's question", "Erase all executions, histories, journals and the world? y: erase · else: keep")
+	press(t, m, "n")
 	press(t, m, "R")
-	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset")
+	mustShow(t, m.statusBar(), "R's question", "Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep")
 	press(t, m, "y")
 	if calls := snap.Calls(); strings.Join(calls, "|") != "reset-world" {
 		t.Fatalf("R y: %v", calls)
