@@ -101,11 +101,13 @@ func (h *helpPage) pages() [][]string {
 		if len(col) > 0 && len(col)+1+len(b) > rows && len(b) <= rows {
 			cols, col = append(cols, col), nil
 		}
-		if len(col) > 0 {
+		if len(col) > 0 && len(col) < rows {
 			col = append(col, "")
 		}
+		// A block taller than a column goes on in the next; a column is
+		// never longer than rows (at 60×16 the legend ran off the box).
 		for _, l := range b {
-			if len(col) == rows {
+			if len(col) >= rows {
 				cols, col = append(cols, col), nil
 			}
 			col = append(col, l)

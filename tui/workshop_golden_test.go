@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
@@ -143,6 +145,46 @@ func TestHelpExplainsEveryMarkTheTraceShows(t *testing.T) {
 				if at != helpKeyWidth {
 					t.Errorf("%s's words start %d cells after it, want %d:\n%s", e[0], at, helpKeyWidth, line)
 				}
+			}
+		}
+	}
+}
+
+// TestHelpShowsEveryLineAtEverySize: paging through the help shows every
+// key and every marker of the legend, whatever the terminal's size down to
+// the minimum; at 60×16 the legend ran off the bottom of the last page.
+func TestHelpShowsEveryLineAtEverySize(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
+	var wants []string
+	for _, g := range m.keys.FullHelp() {
+		for _, b := range g {
+			wants = append(wants, b.Help().Desc)
+		}
+	}
+	for _, e := range legendEntries() {
+		wants = append(wants, e[1])
+	}
+	for _, size := range [][2]int{{60, 16}, {60, 18}, {60, 20}, {80, 16}, {80, 24}, {100, 20}, {160, 16}} {
+		_, cmd := m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		drive(t, m, cmd)
+		press(t, m, "?")
+		seen := ""
+		for i := 0; i < 10; i++ {
+			v := m.View()
+			if n := len(strings.Split(v, "\n")); n != size[1] {
+				t.Fatalf("help at %d×%d is %d lines:\n%s", size[0], size[1], n, v)
+			}
+			seen += v
+			if !strings.Contains(v, "next page") || strings.Contains(v, fmt.Sprintf("page %d of %d", i+1, i+1)) {
+				break
+			}
+			press(t, m, "j")
+		}
+		press(t, m, "esc")
+		for _, w := range wants {
+			if !strings.Contains(seen, w) {
+				t.Errorf("help at %d×%d never shows %q", size[0], size[1], w)
 			}
 		}
 	}
