@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/list"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -35,7 +36,7 @@ func newPicker(scenarios []*scenario.Scenario) list.Model {
 	d.SetSpacing(0)
 	l := list.New(items, d, 0, 0)
 	l.Filter = rankScenarios
-	l.Title = "Run which scenario? enter: run · /: filter · esc: cancel"
+	l.Title = pickerTitle
 	l.SetShowHelp(false)
 	// The status bar counts the items and the filtered; the page dots
 	// count pages of the unfiltered list while a filter shows.
@@ -143,8 +144,22 @@ func (p *scenarioPicker) SetSize(width, height int) {
 	p.width, p.height = width, height
 	if p.open {
 		p.list.SetSize(max(10, width-2), max(4, height-2-pickerInfoLines))
+		// The list pads every line to its widest, the title: a title wider
+		// than the box cut every line of the list with "…" (below 64
+		// columns; the list keeps two more cells of its own). The footer
+		// says the keys too.
+		p.list.Title = pickerTitle
+		if lipgloss.Width(p.list.Styles.TitleBar.Render(p.list.Styles.Title.Render(pickerTitle))) > width-4 {
+			p.list.Title = pickerTitleShort
+		}
 	}
 }
+
+// The picker's titles: with its keys, and without them where that is too wide.
+const (
+	pickerTitle      = "Run which scenario? enter: run · /: filter · esc: cancel"
+	pickerTitleShort = "Run which scenario?"
+)
 
 // Update: a key (see scenarioPicker), or the list's own answer to a
 // filter text (pickerMsg), which only the newest text's is applied.

@@ -189,3 +189,25 @@ func TestHelpShowsEveryLineAtEverySize(t *testing.T) {
 		}
 	}
 }
+
+// TestPickerFitsTheMinimumWidth: from 60 columns up the picker's list
+// fits its box; below 66 its title was wider than the box, and every line
+// of the list, padded to the title, ended in "…".
+func TestPickerFitsTheMinimumWidth(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
+	for w := MinWidth; w <= 80; w++ {
+		_, cmd := m.Update(tea.WindowSizeMsg{Width: w, Height: 16})
+		drive(t, m, cmd)
+		press(t, m, "n")
+		v := m.View()
+		press(t, m, "esc")
+		mustShow(t, v, fmt.Sprintf("picker at %d×16", w), "Run which scenario?", "naive", "Window 1: the response is lost")
+		for _, line := range strings.Split(v, "\n") {
+			if strings.HasSuffix(line, "…│") && !strings.Contains(line, "teaches:") && !strings.Contains(line, "retry") {
+				t.Errorf("picker at %d×16: a line is cut: %q\n%s", w, line, v)
+				break
+			}
+		}
+	}
+}
