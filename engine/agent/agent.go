@@ -691,9 +691,13 @@ type result struct {
 
 // send makes one attempt with a real deadline and classifies its outcome.
 func (w *worker) send(ctx context.Context, req *http.Request, timeout time.Duration) result {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// The deadline is counted from the attempt's start, so a timeout's
+	// recorded duration is never under its deadline: taken after the
+	// context, start could lag it by a preemption on a loaded machine, and
+	// the explorer said 'timeout 999ms' of a 1s deadline.
 	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
+	defer cancel()
 	resp, err := w.tools.Do(req.WithContext(ctx))
 	var r result
 	if err == nil {
