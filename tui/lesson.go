@@ -583,7 +583,12 @@ func (l *lessonPane) lines(width int) (string, []string) {
 		add(wrap(st.Intro)...)
 		add(styled(l.theme.Dim, "what you will do: "+byHand(st))...)
 		add(styled(l.theme.Bold, "Predict: "+st.Predict)...)
-		add(l.input.View() + l.theme.Dim.Render("   enter: start"))
+		// "enter: start" where it fits beside the box; the footer says it too.
+		in := l.input.View()
+		if hint := l.theme.Dim.Render("   enter: start"); lipgloss.Width(in+hint) <= width {
+			in += hint
+		}
+		add(in)
 		if l.err != nil {
 			add(styled(l.theme.Bad, l.err.Error())...)
 		}

@@ -402,11 +402,18 @@ func TestLessonTextWrapsAt80x24(t *testing.T) {
 			}
 		}
 	}
+	// At the smallest size the explorer draws, the prediction's box is not
+	// cut ("enter: s…"): the hint goes where it does not fit.
+	m := openWithLessons(t, article(t), newFakeLessons(t), MinWidth, MinHeight)
+	press(t, m, "L")
+	if v := m.View(); !strings.Contains(v, "your prediction > a number, or nothing to skip ") || strings.Contains(v, "enter: s…") {
+		t.Errorf("the prediction's line at %d×%d:\n%s", MinWidth, MinHeight, v)
+	}
 	fl := newFakeLessons(t)
 	for _, done := range path {
 		fl.done[done.Name] = lesson.Feedback{Correct: true}
 	}
-	m := openWithLessons(t, article(t), fl, 80, 24)
+	m = openWithLessons(t, article(t), fl, 80, 24)
 	press(t, m, "L")
 	if want := "`retrylab lesson --reset` starts the workshop over."; !strings.Contains(paneText(m.View()), want) {
 		t.Errorf("the finished path at 80×24 does not show %q whole:\n%s", want, m.View())
