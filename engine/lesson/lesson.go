@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -250,8 +251,11 @@ func DBPath(db string) string {
 // Session is a workshop's walk along the path on one host: the lessons'
 // own database (DBPath), never the user's.
 type Session struct {
-	h     *engine.Host
-	path  []Step
+	h    *engine.Host
+	path []Step
+	// mu guards state: the explorer's commands Record and Reset it while
+	// its View reads Score and Next. It is never held across I/O.
+	mu    sync.Mutex
 	state State
 	// play is the step under way, one action at a time.
 	play    *verify.Script
@@ -276,10 +280,21 @@ func Open(h *engine.Host) (*Session, error) {
 func (s *Session) Path() []Step { return s.path }
 
 // Progress is the saved progress.
-func (s *Session) Progress() State { return s.state }
+func (s *Session) Progress() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
 
 // Done reports whether a step has been finished.
 func (s *Session) Done(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done(name)
+}
+
+// done is Done with mu held.
+func (s *Session) done(name string) bool {
 	for _, a := range s.state.Done {
 		if a.Scenario == name {
 			return true
@@ -291,8 +306,10 @@ func (s *Session) Done(name string) bool {
 // Next is the first step of the path not finished yet; false when the whole
 // path is done.
 func (s *Session) Next() (Step, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, st := range s.path {
-		if !s.Done(st.Name) {
+		if !s.done(st.Name) {
 			return st, true
 		}
 	}
@@ -301,6 +318,8 @@ func (s *Session) Next() (Step, bool) {
 
 // Score counts the finished steps and the right predictions among them.
 func (s *Session) Score() (done, right int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, a := range s.state.Done {
 		done++
 		if a.Correct {
@@ -364,18 +383,22 @@ func (s *Session) Outcome() (verify.Outcome, error) {
 
 // Record saves a finished step and its feedback as progress.
 func (s *Session) Record(step Step, fb Feedback) error {
+	s.mu.Lock()
 	next := State{Done: make([]Answer, 0, len(s.state.Done)+1)}
 	for _, a := range s.state.Done {
 		if a.Scenario != step.Name {
 			next.Done = append(next.Done, a)
 		}
 	}
+	s.mu.Unlock()
 	next.Done = append(next.Done, Answer{Scenario: step.Name, Predicted: fb.Predicted,
 		Actual: fb.Actual, Correct: fb.Correct})
 	if err := SaveProgress(s.h, next); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.state = next
+	s.mu.Unlock()
 	return nil
 }
 
@@ -384,6 +407,8 @@ func (s *Session) Reset() error {
 	if err := SaveProgress(s.h, State{}); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.state = State{}
+	s.mu.Unlock()
 	return nil
 }

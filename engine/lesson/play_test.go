@@ -87,3 +87,40 @@ func TestActOneActionAtATime(t *testing.T) {
 		t.Fatalf("after the resume: %s with %d messages, want completed with %d", end.Status, end.OutboxTotal(), step.Expected)
 	}
 }
+
+// TestSessionScoreWhileRecording: the explorer reads Score and Next in its
+// View while a command records a finished step (or resets the path) on
+// another goroutine; under -race this is where they met unguarded.
+func TestSessionScoreWhileRecording(t *testing.T) {
+	h := openHost(t, filepath.Join(t.TempDir(), "lessons.db"))
+	s, err := lesson.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	done := make(chan error, 1)
+	go func() {
+		for _, st := range path[:3] {
+			if err := s.Record(st, lesson.Feedback{Correct: true, Predicted: 1, Actual: 1}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- s.Reset()
+	}()
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+			s.Score()
+			s.Next()
+		}
+	}
+	if d, _ := s.Score(); d != 0 {
+		t.Fatalf("after Reset %d steps done", d)
+	}
+}
