@@ -19,8 +19,9 @@ import (
 // Lessons is the guided path the explorer's lesson mode walks;
 // *lesson.Session is one. Begin resets the lessons' own database for a
 // step, Act plays one of its actions, Outcome reads what they left, Record
-// saves a finished step: those run in commands. Path, Next and Score are
-// called from Update and View and must answer from memory.
+// saves a finished step, Reset forgets every step done (the path starts
+// over): those run in commands. Path, Next and Score are called from
+// Update and View and must answer from memory.
 type Lessons interface {
 	Path() []lesson.Step
 	Next() (lesson.Step, bool)
@@ -29,6 +30,7 @@ type Lessons interface {
 	Act(ctx context.Context, step lesson.Step, i int) (string, error)
 	Outcome() (verify.Outcome, error)
 	Record(step lesson.Step, fb lesson.Feedback) error
+	Reset() error
 }
 
 // LessonRoom is where lessons run: a database of their own, never the
@@ -154,6 +156,7 @@ const (
 	lessonActed                         // action ran; outcome is the state after it
 	lessonRecorded                      // the finished step is saved; diff is its diff line
 	lessonRestored                      // the user's selection before the lesson is found again
+	lessonReset                         // the path's progress is forgotten: it starts over
 )
 
 func newLessonInput() textinput.Model {
@@ -324,8 +327,10 @@ func (l *lessonPane) takes(s string) bool {
 			return true
 		}
 		return l.phase == phaseActing && s == lessonKeyFor(l.step.Actions[l.next].Verb)
-	case phaseFeedback, phaseFinished:
+	case phaseFeedback:
 		return s == "enter" || s == "esc" || s == "ctrl+c"
+	case phaseFinished:
+		return s == "enter" || s == "esc" || s == "ctrl+c" || s == "r" // r: start over
 	}
 	return false
 }
@@ -400,6 +405,10 @@ func (l *lessonPane) onKey(msg tea.KeyMsg) tea.Cmd {
 		if msg.String() == "enter" {
 			return l.ask()
 		}
+	case phaseFinished:
+		if msg.String() == "r" {
+			return func() tea.Msg { return lessonMsg{kind: lessonReset, err: lessons.Reset()} }
+		}
 	}
 	return nil
 }
@@ -432,6 +441,12 @@ func (l *lessonPane) onResult(msg lessonMsg) tea.Cmd {
 			return l.finish(msg.outcome)
 		}
 		l.phase = phaseActing
+	case lessonReset:
+		if msg.err != nil {
+			l.err = msg.err
+			return nil
+		}
+		return l.ask()
 	case lessonRecorded:
 		if msg.step.Name != l.step.Name {
 			return nil
@@ -479,7 +494,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			cmds = append(cmds, m.locate(msg.exec))
 		}
 		return tea.Batch(append(cmds, m.lesson.Update(msg))...)
-	case lessonRecorded:
+	case lessonRecorded, lessonReset:
 		if !m.lesson.on {
 			return nil
 		}
@@ -574,11 +589,14 @@ func (l *lessonPane) lines(width int) (string, []string) {
 	switch l.phase {
 	case phaseFinished:
 		title = fmt.Sprintf("Lessons · all done: %d of %d predicted right", right, done)
-		add(wrap("Every lesson of the path is done. `retrylab lesson --reset` starts the workshop over.")...)
+		add(wrap("Every lesson of the path is done. r starts the path over for the next workshop (as `retrylab lesson --reset` does): the progress is forgotten.")...)
+		if l.err != nil {
+			add(styled(l.theme.Bad, oneLine(l.err.Error()))...)
+		}
 		if !l.presenter {
 			add("") // the presenter's spacing is there already
 		}
-		add("enter: back to your database")
+		add("r: start over · enter: back to your database")
 	case phasePredict:
 		add(wrap(st.Intro)...)
 		add(styled(l.theme.Dim, "what you will do: "+byHand(st))...)
@@ -745,7 +763,7 @@ func (l *lessonPane) ShortHelp() []key.Binding {
 	case phaseFeedback:
 		return []key.Binding{hint("enter", "next lesson"), leave, word(l.keys.Help), word(l.keys.Quit)}
 	case phaseFinished:
-		return []key.Binding{hint("enter", "back to your database"), word(l.keys.Quit)}
+		return []key.Binding{hint("r", "start over"), hint("enter", "back to your database"), word(l.keys.Quit)}
 	}
 	return nil
 }

@@ -94,6 +94,12 @@ func (f *fakeLessons) Record(s lesson.Step, fb lesson.Feedback) error {
 	return nil
 }
 
+func (f *fakeLessons) Reset() error {
+	f.ran = append(f.ran, "reset")
+	clear(f.done)
+	return nil
+}
+
 // lessonRoom opens lessons over their own recorded database.
 func lessonRoom(t *testing.T, fl *fakeLessons) (func() (*LessonRoom, error), *snapshot) {
 	t.Helper()
@@ -415,7 +421,7 @@ func TestLessonTextWrapsAt80x24(t *testing.T) {
 	}
 	m = openWithLessons(t, article(t), fl, 80, 24)
 	press(t, m, "L")
-	if want := "`retrylab lesson --reset` starts the workshop over."; !strings.Contains(paneText(m.View()), want) {
+	if want := "r starts the path over for the next workshop (as `retrylab lesson --reset` does): the progress is forgotten."; !strings.Contains(paneText(m.View()), want) {
 		t.Errorf("the finished path at 80×24 does not show %q whole:\n%s", want, m.View())
 	}
 }
@@ -489,4 +495,27 @@ func TestPresenterSpacesParagraphsNotLines(t *testing.T) {
 		return
 	}
 	t.Fatalf("no question on screen:\n%s", v)
+}
+
+// TestLessonStartsOverFromTheEnd: after the last lesson r starts the path
+// over in the explorer, as `retrylab lesson --reset` does, for the next
+// workshop; enter still goes back to the user's database.
+func TestLessonStartsOverFromTheEnd(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	for _, s := range fl.path {
+		fl.done[s.Name] = lesson.Feedback{Correct: true}
+	}
+	m := openWithLessons(t, article(t), fl, 80, 24)
+	press(t, m, "L")
+	if m.lesson.phase != phaseFinished {
+		t.Fatalf("every lesson done: phase %d", m.lesson.phase)
+	}
+	mustShow(t, m.View(), "the end of the path", "all done", "r: start over")
+	mustShow(t, m.statusBar(), "the end's keys", "r start over", "enter back to your database")
+	press(t, m, "r")
+	if m.lesson.phase != phasePredict || m.lesson.step.Number != 1 || len(fl.done) != 0 || fl.ran[len(fl.ran)-1] != "reset" {
+		t.Fatalf("r at the end: phase %d, lesson %d, %d done, ran %v", m.lesson.phase, m.lesson.step.Number, len(fl.done), fl.ran)
+	}
+	mustShow(t, m.View(), "the path from its start", "Lesson 1/22", "Predict:")
 }
