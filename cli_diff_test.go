@@ -139,8 +139,13 @@ func TestCLIShowMarkdownPairDiff(t *testing.T) {
 	ok(t, db, "run", "key-the-intent-fixed")
 	line := "diff: key-the-intent: 2 messages to jordan@acme.dev; key-the-intent-fixed: 1 — they part at row 1, step-4 send_invoice_email: #2 ✓ vs ↺; new key at #2 vs the same key; 2 vs 1 effects"
 	for _, id := range []string{"exec_2KT2", "exec_2KT1"} {
-		has(t, ok(t, db, "show", id, "--markdown"), "## What the fix changes", "key-the-intent-fixed fixes key-the-intent:", line,
+		r := ok(t, db, "show", id, "--markdown")
+		has(t, r, "## What the fix changes", "key-the-intent-fixed fixes key-the-intent:", line,
 			"`retrylab diff exec_2KT1 exec_2KT2` lines the two up call by call.")
+		// The comparison is part of the handout: its closing note stays last.
+		if got := lastLine(r.stdout); !strings.HasPrefix(got, "*Handout written by `retrylab show "+id+" --markdown`") {
+			t.Errorf("the handout of %s ends %q, not with its closing note", id, got)
+		}
 	}
 	// No pair, no section.
 	ok(t, db, "run", "one-send")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,20 +37,20 @@ func (a *app) showMarkdown(h engine.Service, x history.Execution) error {
 	if scn, err := cat.Get(x.Scenario); err == nil {
 		ho.Scenario = scn
 	}
-	if err := narrate.Markdown(a.out, ho); err != nil {
-		return err
+	// A mistake's or a fix's handout compares the pair before its closing
+	// note.
+	if ho.Scenario != nil {
+		scn := ho.Scenario
+		ho.More = func(w io.Writer) error { return a.pairMarkdown(w, h, cat, scn, x) }
 	}
-	if ho.Scenario == nil {
-		return nil
-	}
-	return a.pairMarkdown(h, cat, ho.Scenario, x)
+	return narrate.Markdown(a.out, ho)
 }
 
 // pairMarkdown ends the handout of a mistake or its fix with the diff
 // line of the pair: this execution beside the latest execution of the
 // other half in the database, or else a run of the other half on a scratch
 // database.
-func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenario.Scenario, x history.Execution) error {
+func (a *app) pairMarkdown(w io.Writer, h engine.Service, cat *scenario.Catalog, scn *scenario.Scenario, x history.Execution) error {
 	pair, ok := lesson.PairOf(cat, scn)
 	if !ok {
 		return nil
@@ -89,7 +90,7 @@ func (a *app) pairMarkdown(h engine.Service, cat *scenario.Catalog, scn *scenari
 	if scn == pair.Mistake {
 		mistake, fix = this, that
 	}
-	_, err = fmt.Fprintf(a.out, "\n## What the fix changes\n\n%s fixes %s:\n\n%s\n\n%s\n", pair.Fix.Name, pair.Mistake.Name,
+	_, err = fmt.Fprintf(w, "## What the fix changes\n\n%s fixes %s:\n\n%s\n\n%s\n", pair.Fix.Name, pair.Mistake.Name,
 		lesson.DiffLine(mistake, fix), where)
 	return err
 }

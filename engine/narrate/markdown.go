@@ -32,6 +32,10 @@ type Handout struct {
 	Records []world.Record
 	// Scenario supplies the title and the explanation; nil leaves them out.
 	Scenario *scenario.Scenario
+	// More, when set, writes a section of its own after the outbox and CRM
+	// and before the handout's closing note (the CLI's comparison of a fix
+	// with its mistake), so the note stays the handout's last line.
+	More func(w io.Writer) error
 }
 
 // Markdown writes a handout of one execution: a summary, what its scenario
@@ -138,6 +142,12 @@ func (m *mdWriter) render(read func(fn func(history.Event) error) error) error {
 	}
 	m.outbox()
 	m.crm()
+	if m.h.More != nil {
+		if err := m.h.More(m.w); err != nil {
+			return err
+		}
+		m.f("\n")
+	}
 	m.f("---\n\n*Handout written by `retrylab show %s --markdown`. Times are offsets from the start of the execution.*\n", x.ID)
 	return nil
 }
