@@ -296,7 +296,7 @@ func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
 		if run != nil {
 			for _, a := range crashedAttempts(run) {
 				if what, ok := effectWords(a); ok {
-					m.f("%s  - %s attempt %d of `%s` never finished, but %s\n", indent, trace.MarkDuplicates.Glyph(), a.N, a.Call, what)
+					m.f("%s  - %s attempt %d of `%s` never finished, but %s\n", indent, trace.MarkAmbiguous.Glyph(), a.N, a.Call, what)
 				} else {
 					m.f("%s  - attempt %d of `%s` never finished: its outcome is unknown\n", indent, a.N, a.Call)
 				}
@@ -351,7 +351,7 @@ func attemptLine(a *trace.Attempt) string {
 	case trace.OutcomeTimeout:
 		s = fmt.Sprintf("%s attempt %d: timeout after %s, outcome unknown to the agent", trace.MarkTimeout.Glyph(), a.N, mdDur(a.Duration))
 		if what, ok := effectWords(a); ok {
-			s += " · " + trace.MarkDuplicates.Glyph() + " but " + what
+			s += " · " + trace.MarkAmbiguous.Glyph() + " but " + what
 		}
 	case trace.OutcomeConflict:
 		s = fmt.Sprintf("%s attempt %d: 409 conflict, the same key is still in flight; nothing sent", trace.MarkFailed.Glyph(), a.N)

@@ -38,8 +38,8 @@ func TestHandoutEffectsFromHistory(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"⚠ attempt 1 of `step-4` never finished, but the provider delivered `msg_1`",
-		"⏱ attempt 2: timeout after 1s, outcome unknown to the agent · ⚠ but the provider delivered `msg_2`",
+		"◆ attempt 1 of `step-4` never finished, but the provider delivered `msg_1`",
+		"⏱ attempt 2: timeout after 1s, outcome unknown to the agent · ◆ but the provider delivered `msg_2`",
 		"> ┆ 59s with no worker running",
 		"No messages from this execution.",
 	} {
