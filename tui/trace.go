@@ -223,6 +223,21 @@ func makeNode(tn trace.Node, t *trace.Trace, imported bool) *node {
 	return n
 }
 
+// faultNames lists faults once each, in order: a fault armed with t on the
+// attempt the scenario's plan also times out is injected twice, which the
+// detail says; the row read 'timeout-after-effect,timeout-after-effect'.
+func faultNames(faults []string) string {
+	seen := make(map[string]bool, len(faults))
+	names := make([]string, 0, len(faults))
+	for _, f := range faults {
+		if !seen[f] {
+			seen[f] = true
+			names = append(names, f)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
 // runLine is a run's row: its worker (none for an imported run), its own
 // policy, the faults injected during it and how it ended.
 func runLine(r *trace.Run, t *trace.Trace, imported bool) string {
@@ -237,7 +252,7 @@ func runLine(r *trace.Run, t *trace.Trace, imported bool) string {
 		s += " · policy " + r.Policy
 	}
 	if len(r.Faults) > 0 {
-		s += " · " + trace.MarkFault.Glyph() + strings.Join(r.Faults, ",")
+		s += " · " + trace.MarkFault.Glyph() + faultNames(r.Faults)
 	}
 	switch {
 	case r.End == nil && r == t.Runs[len(t.Runs)-1]:
@@ -295,7 +310,7 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 	delivered := effectIDs(a)
 	faults := ""
 	if len(a.Faults) > 0 {
-		faults = "  ⚡" + strings.Join(a.Faults, ",")
+		faults = "  " + trace.MarkFault.Glyph() + faultNames(a.Faults)
 	}
 	retry := ""
 	if a.Retry > 0 {

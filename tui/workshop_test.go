@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/trace"
 )
 
 // TestKeysInOneBurstAllCount: the reader hands keys typed together over as
@@ -466,5 +467,23 @@ func TestNarrowRunComesToTheFront(t *testing.T) {
 		if m.focus != paneExecs {
 			t.Errorf("%v at 160×40 moved the focus to %s", keys, paneNames[m.focus])
 		}
+	}
+}
+
+// TestFaultNamedOnceOnItsRows: t armed on the attempt whose scenario plan
+// times it out too is injected twice; the run's and the attempt's rows
+// name it once (they read 'timeout-after-effect,timeout-after-effect').
+func TestFaultNamedOnceOnItsRows(t *testing.T) {
+	t.Parallel()
+	twice := []string{"timeout-after-effect", "timeout-after-effect", "slow-response"}
+	tr := trace.New("exec_7K2Q")
+	r := &trace.Run{Number: 1, PID: 7, Policy: "none", Faults: twice}
+	tr.Runs = []*trace.Run{r}
+	if got := runLine(r, tr, false); !strings.Contains(got, "⚡timeout-after-effect,slow-response") || strings.Count(got, "timeout-after-effect") != 1 {
+		t.Errorf("run row %q", got)
+	}
+	a := &trace.Attempt{N: 1, Finished: true, Outcome: trace.OutcomeTimeout, Duration: time.Second, Faults: twice}
+	if _, got := attemptLine(a); !strings.Contains(got, "⚡timeout-after-effect,slow-response") || strings.Count(got, "timeout-after-effect") != 1 {
+		t.Errorf("attempt row %q", got)
 	}
 }
