@@ -102,8 +102,29 @@ func dump(t testing.TB, path string) string {
 	return b.String()
 }
 
+// plainChunks counts the history chunks of the file at path stored plain.
+func plainChunks(t testing.TB, path string) (plain, all int) {
+	t.Helper()
+	db := openDB(t, path, Options{ReadOnly: true})
+	defer db.Close()
+	err := db.View(func(tx *Tx) error {
+		return tx.tx.Bucket([]byte(bucketHistoryEvents)).ForEach(func(_, v []byte) error {
+			all++
+			if v[0] != compressedChunk {
+				plain++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, all
+}
+
 // CompactAndClose leaves the same content in a smaller file of mode 0600
-// that a writer opens and appends to, and no temporary file.
+// that a writer opens and appends to, and no temporary file; the history
+// tails left plain (never sealed) are compressed in it.
 func TestCompactAndClose(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "retrylab.db")
@@ -113,6 +134,9 @@ func TestCompactAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dump(t, path)
+	if plain, all := plainChunks(t, path); plain < all/2 {
+		t.Fatalf("before compaction %d of %d chunks plain: the test needs plain tails", plain, all)
+	}
 	db := openDB(t, path, Options{})
 	if err := db.CompactAndClose(); err != nil {
 		t.Fatal(err)
@@ -135,6 +159,9 @@ func TestCompactAndClose(t *testing.T) {
 	}
 	if got := dump(t, path); got != want {
 		t.Fatalf("compacted content differs:\n%s", firstLineDiff(got, want))
+	}
+	if plain, all := plainChunks(t, path); plain != 0 {
+		t.Errorf("after compaction %d of %d chunks plain", plain, all)
 	}
 	db = openDB(t, path, Options{})
 	if err := db.Check(); err != nil {

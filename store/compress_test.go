@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -129,39 +130,38 @@ func readAll(t *testing.T, db *DB, exec string, from uint64) (seqs []uint64, dat
 	return seqs, data
 }
 
-// Chunks are stored compressed, a third of their plain size or less for
-// events that repeat each other, and read back byte for byte from any
-// sequence number, whether appended in one transaction or one by one.
-func TestChunksAreStoredCompressed(t *testing.T) {
+// A history's full chunks are stored compressed, a third of their plain
+// size or less for events that repeat each other; its last chunk is stored
+// plain while it grows, whether appended in one transaction or one by one,
+// and compressed once sealed (in the appending transaction or a later
+// one). A plain tail and a sealed one read back identically, byte for
+// byte, from any sequence number.
+func TestTailsGrowPlainAndAreSealedCompressed(t *testing.T) {
 	db, _ := newDB(t)
+	appendLike := func(tx *Tx, exec string) error {
+		_, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
+		return err
+	}
 	err := db.Update(func(tx *Tx) error {
 		for range 100 {
-			if _, err := tx.AppendEvent("many", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+			if err := errors.Join(appendLike(tx, "many"), appendLike(tx, "sealed in it")); err != nil {
 				return err
 			}
 		}
-		return nil
+		return tx.SealHistory("sealed in it")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 30 {
-		if err := db.Update(func(tx *Tx) error {
-			_, err := tx.AppendEvent("single", func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
-			return err
-		}); err != nil {
+	for range 50 {
+		if err := db.Update(func(tx *Tx) error { return appendLike(tx, "single") }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for exec, n := range map[string]int{"many": 100, "single": 30} {
-		plain, stored := 0, 0
-		keys, values := storedChunks(t, db, exec)
-		for i, v := range values {
-			if v[0] != compressedChunk {
-				t.Errorf("%s chunk %x is stored plain", exec, keys[i])
-			}
-			stored += len(v)
-		}
+	counts := map[string]int{"many": 100, "single": 50, "sealed in it": 100}
+	// readEvery reads exec from every sequence number, checking each event.
+	readEvery := func(exec string) (plain int, all [][][]byte) {
+		n := counts[exec]
 		for from := range uint64(n + 2) {
 			seqs, data := readAll(t, db, exec, from)
 			want := max(int(from), 1)
@@ -176,15 +176,65 @@ func TestChunksAreStoredCompressed(t *testing.T) {
 					plain += len(data[i]) + 1
 				}
 			}
+			all = append(all, data)
+		}
+		return plain, all
+	}
+	// checkStored checks which of exec's chunks are compressed and returns
+	// their stored bytes.
+	checkStored := func(exec string, tailPlain bool) int {
+		stored := 0
+		keys, values := storedChunks(t, db, exec)
+		if len(keys) < 2 {
+			t.Fatalf("%s: %d chunks, want a full one and a tail", exec, len(keys))
+		}
+		for i, v := range values {
+			wantPlain := tailPlain && i == len(values)-1
+			if (v[0] != compressedChunk) != wantPlain {
+				t.Errorf("%s chunk %d of %d (%x): first byte %d, plain wanted %v", exec, i+1, len(keys), keys[i], v[0], wantPlain)
+			}
+			stored += len(v)
+		}
+		return stored
+	}
+	before := map[string][][][]byte{}
+	for exec := range counts {
+		checkStored(exec, exec != "sealed in it")
+		_, before[exec] = readEvery(exec)
+	}
+	if err := db.Update(func(tx *Tx) error {
+		return errors.Join(tx.SealHistory("many"), tx.SealHistory("single"), tx.SealHistory("no such history"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for exec := range counts {
+		stored := checkStored(exec, false)
+		plain, after := readEvery(exec)
+		if !reflect.DeepEqual(after, before[exec]) {
+			t.Errorf("%s reads differently sealed", exec)
 		}
 		if stored*3 > plain {
 			t.Errorf("%s: %d plain bytes stored in %d", exec, plain, stored)
 		}
 	}
+	// An append after the seal stores the tail plain again; the next seal
+	// compresses it.
+	if err := db.Update(func(tx *Tx) error { return appendLike(tx, "many") }); err != nil {
+		t.Fatal(err)
+	}
+	counts["many"]++
+	checkStored("many", true)
+	readEvery("many")
+	if err := db.Update(func(tx *Tx) error { return tx.SealHistory("many") }); err != nil {
+		t.Fatal(err)
+	}
+	checkStored("many", false)
+	readEvery("many")
 }
 
-// A chunk an older build wrote is plain: it reads as it is, and an append
-// to its history rewrites it compressed with the new event.
+// A chunk an older build wrote is plain: it reads as it is, an append to
+// its history extends it (still plain, as any growing tail), and a seal
+// compresses it.
 func TestPlainChunksOfOlderFiles(t *testing.T) {
 	db, _ := newDB(t)
 	var plain []byte
@@ -208,13 +258,20 @@ func TestPlainChunksOfOlderFiles(t *testing.T) {
 	if got := appendEvents(t, db, "old", 1); !slices.Equal(got, []uint64{4}) {
 		t.Fatalf("append after a plain chunk: %v", got)
 	}
-	keys, values := storedChunks(t, db, "old")
-	if len(keys) != 1 || values[0][0] != compressedChunk {
-		t.Fatalf("after the append: %d chunks, first byte %d", len(keys), values[0][0])
-	}
-	seqs, data := readAll(t, db, "old", 0)
-	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
-		t.Fatalf("after the append: %v", seqs)
+	for _, sealed := range []bool{false, true} {
+		if sealed {
+			if err := db.Update(func(tx *Tx) error { return tx.SealHistory("old") }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys, values := storedChunks(t, db, "old")
+		if len(keys) != 1 || (values[0][0] == compressedChunk) != sealed {
+			t.Fatalf("after the append (sealed %v): %d chunks, first byte %d", sealed, len(keys), values[0][0])
+		}
+		seqs, data := readAll(t, db, "old", 0)
+		if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
+			t.Fatalf("after the append (sealed %v): %v", sealed, seqs)
+		}
 	}
 }
 

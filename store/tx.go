@@ -33,9 +33,9 @@ type Tx struct {
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
 	// instead of finding, decompressing and re-parsing the chunk. dirty are
-	// those not yet compressed into the bucket, in the order they were
-	// first appended to: flushChunks writes them before the commit (and
-	// before a read of histories in the same transaction).
+	// those not yet written into the bucket, in the order they were first
+	// appended to: flushChunks writes them before the commit (and before a
+	// read of histories in the same transaction), plain unless sealed.
 	tails map[string]*tail
 	dirty []*tail
 	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
@@ -53,11 +53,14 @@ func (t *Tx) watcher() ExecutionWatcher {
 }
 
 // tail is an execution's last chunk as this transaction wrote it: value
-// holds its events, uncompressed.
+// holds its events, uncompressed. storedPlain says the bucket holds (or
+// flushChunks will write) the chunk plain; sealed, that it is to be stored
+// compressed (SealHistory).
 type tail struct {
-	prefix, key, value []byte
-	last               uint64
-	dirty, dropped     bool
+	prefix, key, value  []byte
+	last                uint64
+	dirty, dropped      bool
+	storedPlain, sealed bool
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -338,8 +341,18 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // body) and those of every history repeat the dictionary, so a chunk takes
 // 30-33% of its plain size (the gen mix, the million attempts). Chunks of
 // v3 and v4 files are plain (their first byte is the nonzero length of
-// their first event) and are read as they are; an append to one rewrites
-// it compressed.
+// their first event) and are read as they are.
+//
+// A history's last chunk, the one appends extend, is stored plain while it
+// grows: compressing it again on every commit cost each writer of a group
+// commit about 7 µs inside the transaction they all wait for. It is
+// compressed once, when it is full (the next chunk starts) or when its
+// execution is finished (SealHistory, which engine/history.Put calls for a
+// finished execution's record and `retrylab gen` for every execution it
+// writes); a chunk left plain (a run killed with its host, a history of an
+// older file) reads as it is, and DB.CompactAndClose seals it. Plain and
+// compressed chunks are the same format v5 always read: nothing about the
+// file changes but which chunks are compressed.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -433,9 +446,9 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 // chunkMax bounds the plain bytes of one chunk of events: large enough
 // that the events of a short history compress together (the gen mix's
 // average execution is 1.1 KB of events) and a chunk's key is a small share
-// of it, small enough that an append's compression of the chunk stays cheap
-// (some 20 µs of CPU at 4 KB, beside a commit's fsync of milliseconds) and a
-// page holds several compressed chunks.
+// of it, small enough that compressing a chunk when it is sealed stays
+// cheap (some 20 µs of CPU at 4 KB) and a page holds several compressed
+// chunks (and one or two plain tails).
 const chunkMax = 4096
 
 // chunkDictText is the preset dictionary of compressed chunks, 32 KB of
@@ -465,7 +478,7 @@ const maxChunkLen = bolt.MaxValueSize
 // this build writes that starts with an empty event is always compressed.
 const compressedChunk = 0
 
-// encodeChunk is the stored form of a plain chunk: compressed, unless that
+// encodeChunk is the sealed form of a plain chunk: compressed, unless that
 // would not make it shorter (then plain itself). A compressed chunk is a
 // new slice of its own length; *scratch is the encoder's space, kept for
 // the next call. EncodeBetter rather than Encode: on the gen mix's chunks
@@ -516,9 +529,10 @@ func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
 	return plain, nil
 }
 
-// flushChunks compresses the chunks this transaction appended to into the
-// bucket. DB.runUpdate calls it before every commit; the readers of
-// histories call it first, so they see what the transaction appended.
+// flushChunks writes the chunks this transaction appended to into the
+// bucket: plain, or compressed when sealed (see putChunk). DB.runUpdate
+// calls it before every commit; the readers of histories call it first, so
+// they see what the transaction appended.
 func (t *Tx) flushChunks() error {
 	if len(t.dirty) == 0 {
 		return nil
@@ -528,7 +542,7 @@ func (t *Tx) flushChunks() error {
 		return err
 	}
 	for _, tl := range t.dirty {
-		if err := t.putChunk(events, tl); err != nil {
+		if err := t.putChunk(events, tl, tl.sealed); err != nil {
 			return err
 		}
 	}
@@ -536,20 +550,32 @@ func (t *Tx) flushChunks() error {
 	return nil
 }
 
-// putChunk stores tl's chunk, compressed, if it changed since it was last
-// stored.
-func (t *Tx) putChunk(events *bolt.Bucket, tl *tail) error {
-	if !tl.dirty || tl.dropped {
+// putChunk stores tl's chunk if it changed since it was last stored, or if
+// seal is set and it is stored plain: compressed when seal is set (see
+// encodeChunk), else plain, as a growing tail is.
+func (t *Tx) putChunk(events *bolt.Bucket, tl *tail, seal bool) error {
+	if tl.dropped || !tl.dirty && !(seal && tl.storedPlain) {
 		return nil
 	}
 	tl.dirty = false
 	events.FillPercent = appendFill
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	stored, err := encodeChunk(&t.encoded, tl.value)
-	if err != nil {
-		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+	var stored []byte
+	if seal || len(tl.value) == 0 || tl.value[0] == compressedChunk {
+		// A chunk whose first event is empty would read as compressed:
+		// it is always stored compressed.
+		var err error
+		if stored, err = encodeChunk(&t.encoded, tl.value); err != nil {
+			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+		}
+	} else {
+		if len(tl.value) > maxChunkLen {
+			return fmt.Errorf("write history chunk %x: %d bytes: too large", tl.key, len(tl.value))
+		}
+		stored = tl.value
 	}
+	tl.storedPlain = len(stored) > 0 && stored[0] != compressedChunk
 	if err := events.Put(tl.key, stored); err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 	}
@@ -582,10 +608,11 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 }
 
 // lastChunk finds exec's last chunk under prefix: its key, its plain
-// events, and the sequence of its last event. key is nil when the history
-// is empty. With buf nil, value is bbolt's memory for a plain chunk (only
-// to be read); else value is a copy in buf's space when it fits.
-func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, err error) {
+// events, the sequence of its last event, and whether it is stored plain.
+// key is nil when the history is empty. With buf nil, value is bbolt's
+// memory for a plain chunk (only to be read); else value is a copy in buf's
+// space when it fits.
+func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, plain bool, err error) {
 	c := events.Cursor()
 	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
 	k, v := c.Seek(append(clone(prefix), 0xff))
@@ -595,21 +622,22 @@ func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last
 		k, v = c.Prev()
 	}
 	if k == nil || !bytes.HasPrefix(k, prefix) {
-		return nil, nil, 0, nil
+		return nil, nil, 0, false, nil
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
+	plain = len(v) > 0 && v[0] != compressedChunk
 	v, err = decodeChunkInto(buf, v, buf != nil)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, err)
+		return nil, nil, 0, false, fmt.Errorf("history chunk %x: %w", k, err)
 	}
 	n := 0
 	if ok {
 		ok = chunkEvents(v, func([]byte) bool { n++; return true })
 	}
 	if !ok || n == 0 {
-		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
+		return nil, nil, 0, false, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
 	}
-	return k, v, first + uint64(n) - 1, nil
+	return k, v, first + uint64(n) - 1, plain, nil
 }
 
 // AppendEvent appends an event to an execution's history and returns its
@@ -636,21 +664,10 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 		if err != nil {
 			return 0, err
 		}
-		// The chunk's events go straight into the tail's space (a
-		// chunk's plain bytes fit in chunkMax unless one event is larger).
-		key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+		tl, err = t.loadTail(events, exec, prefix)
 		if err != nil {
 			return 0, fmt.Errorf("append to %s: %w", exec, err)
 		}
-		tl = &tail{prefix: prefix, last: last}
-		if key != nil {
-			tl.key = clone(key)
-			tl.value = chunk
-		}
-		if t.tails == nil {
-			t.tails = make(map[string]*tail)
-		}
-		t.tails[exec] = tl
 	}
 	seq := tl.last + 1
 	data, err := encode(seq)
@@ -659,19 +676,76 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	}
 	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
 	if tl.key == nil || len(tl.value)+size > chunkMax {
-		// The chunk is full: store it, and start the next.
-		if err := t.putChunk(events, tl); err != nil {
+		// The chunk is full: store it compressed, and start the next.
+		if err := t.putChunk(events, tl, true); err != nil {
 			delete(t.tails, exec)
 			return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
 		}
 		tl.key = appendSeqKey(clone(tl.prefix), seq)
 		tl.value = make([]byte, 0, max(chunkMax, size))
+		tl.storedPlain = false
 	}
 	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
 	tl.value = append(tl.value, data...)
 	t.markDirty(tl)
 	tl.last = seq
 	return seq, nil
+}
+
+// loadTail reads exec's last chunk (under prefix in events) into a tail of
+// this transaction's.
+func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, error) {
+	// The chunk's events go straight into the tail's space (a chunk's plain
+	// bytes fit in chunkMax unless one event is larger).
+	key, chunk, last, plain, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+	if err != nil {
+		return nil, err
+	}
+	tl := &tail{prefix: prefix, last: last}
+	if key != nil {
+		tl.key = clone(key)
+		tl.value = chunk
+		tl.storedPlain = plain
+	}
+	if t.tails == nil {
+		t.tails = make(map[string]*tail)
+	}
+	t.tails[exec] = tl
+	return tl, nil
+}
+
+// SealHistory stores exec's last chunk compressed: its execution is
+// finished and its history is not expected to grow. An append after it is
+// still correct (the chunk is stored plain again until the next seal). A
+// history with no events, or of the v2 layout, is left as it is.
+func (t *Tx) SealHistory(exec string) error {
+	if !t.tx.Writable() {
+		return fmt.Errorf("seal history %s: %w", exec, bolt.ErrTxNotWritable)
+	}
+	tl := t.tails[exec]
+	if tl == nil {
+		if old, err := t.oldHistory(exec); err != nil || old != nil {
+			return err
+		}
+		events, prefix, err := t.historyPrefix(exec, false)
+		if err != nil || prefix == nil {
+			return err
+		}
+		if tl, err = t.loadTail(events, exec, prefix); err != nil {
+			return fmt.Errorf("seal history %s: %w", exec, err)
+		}
+	}
+	if tl.key == nil || tl.sealed || !tl.dirty && !tl.storedPlain {
+		tl.sealed = true
+		return nil
+	}
+	tl.sealed = true
+	// flushChunks stores it compressed before the commit.
+	if !tl.dirty {
+		tl.dirty = true
+		t.dirty = append(t.dirty, tl)
+	}
+	return nil
 }
 
 // appendOld appends to a v2 history bucket.
@@ -705,7 +779,7 @@ func (t *Tx) LastSeq(exec string) uint64 {
 	if err != nil || prefix == nil {
 		return 0
 	}
-	_, _, last, _ := lastChunk(events, prefix, nil)
+	_, _, last, _, _ := lastChunk(events, prefix, nil)
 	return last
 }
 
