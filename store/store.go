@@ -37,7 +37,8 @@ import (
 // v5: history chunks are stored compressed, by S2
 // (github.com/klauspost/compress/s2) with the preset dictionary
 // chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
-// readable, and a chunk appended to is rewritten compressed. Execution
+// readable. A history's growing last chunk is stored plain too, until it
+// is full or sealed (see Tx.AppendEvent, Tx.SealHistory). Execution
 // records, the world's records (engine/world) and journal records are
 // stored packed, journals flat in one bucket; engine/otlp's span index
 // holds one entry per run of a trace's spans instead of one per span. JSON

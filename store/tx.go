@@ -613,15 +613,8 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 // memory for a plain chunk (only to be read); else value is a copy in buf's
 // space when it fits.
 func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, plain bool, err error) {
-	c := events.Cursor()
-	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
-	k, v := c.Seek(append(clone(prefix), 0xff))
+	k, v := lastStored(events, prefix)
 	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	if k == nil || !bytes.HasPrefix(k, prefix) {
 		return nil, nil, 0, false, nil
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
@@ -638,6 +631,23 @@ func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last
 		return nil, nil, 0, false, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
 	}
 	return k, v, first + uint64(n) - 1, plain, nil
+}
+
+// lastStored finds the last chunk under prefix as stored: its key (nil
+// when there is none) and bbolt's memory for its value.
+func lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte) {
+	c := events.Cursor()
+	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
+	k, v := c.Seek(append(clone(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil, nil
+	}
+	return k, v
 }
 
 // AppendEvent appends an event to an execution's history and returns its
@@ -730,6 +740,9 @@ func (t *Tx) SealHistory(exec string) error {
 		events, prefix, err := t.historyPrefix(exec, false)
 		if err != nil || prefix == nil {
 			return err
+		}
+		if k, v := lastStored(events, prefix); k == nil || len(v) > 0 && v[0] == compressedChunk {
+			return nil // no events, or sealed already: nothing to read
 		}
 		if tl, err = t.loadTail(events, exec, prefix); err != nil {
 			return fmt.Errorf("seal history %s: %w", exec, err)
