@@ -315,17 +315,47 @@ func TestAppendsSeenInTheirTransaction(t *testing.T) {
 	}
 }
 
-// A damaged compressed chunk fails the read with ErrCorrupt.
+// A damaged chunk, compressed or plain, fails the read and the next append
+// with ErrCorrupt.
 func TestDamagedChunkIsErrCorrupt(t *testing.T) {
-	db, _ := newDB(t)
-	appendEvents(t, db, "x", 3)
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain tail", true: "sealed"}[sealed], func(t *testing.T) {
+			damagedChunk(t, sealed)
+		})
+	}
+}
+
+// damagedChunk damages a history's chunk on disk, as nothing but damage
+// can while a handle holds the file's lock, and opens it again.
+func damagedChunk(t *testing.T, sealed bool) {
+	db, path := newDB(t)
+	for range 3 {
+		if err := db.Update(func(tx *Tx) error {
+			_, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sealed {
+		if err := db.Update(func(tx *Tx) error { return tx.SealHistory("x") }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	keys, values := storedChunks(t, db, "x")
+	if (values[0][0] == compressedChunk) != sealed {
+		t.Fatalf("sealed %v: first byte %d", sealed, values[0][0])
+	}
 	damaged := append(clone(values[0][:len(values[0])-2]), 0xff)
 	if err := db.Update(func(tx *Tx) error {
 		return tx.tx.Bucket([]byte(bucketHistoryEvents)).Put(keys[0], damaged)
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{})
 	err := db.View(func(tx *Tx) error { return tx.Events("x", 0, func(uint64, []byte) bool { return true }) })
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("reading a damaged chunk: %v", err)

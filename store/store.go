@@ -148,6 +148,12 @@ type DB struct {
 	closeMu    sync.RWMutex
 	closed     bool
 
+	// tails are histories' last chunks, by execution, as the last committed
+	// transaction that appended to them left them, so the next append does
+	// not find and read the chunk again (see Tx.AppendEvent). Only the
+	// goroutine that commits uses it, one transaction at a time (runUpdate).
+	tails map[string]*tail
+
 	// watcher hears of committed changes to execution records.
 	watchMu sync.RWMutex
 	watcher ExecutionWatcher
@@ -701,13 +707,37 @@ func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
 	// bbolt rolls the transaction back when a panic leaves it, before
 	// recoverCorrupt sees the panic: nothing of it is committed.
 	defer db.recoverCorrupt(&err)
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		t := &Tx{tx: tx, db: db}
+	var t *Tx
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		t = &Tx{tx: tx, db: db}
 		if err := fn(t); err != nil {
 			return err
 		}
 		return t.flushChunks()
-	})
+	}); err != nil {
+		return err
+	}
+	db.keepTails(t.tails)
+	return nil
+}
+
+// tailsKept bounds DB.tails: about as many executions as run at once on a
+// busy host, each a chunk of at most some 4 KB.
+const tailsKept = 1024
+
+// keepTails keeps the tails a committed transaction appended to for the
+// next: those of histories not sealed (a finished execution's is not
+// appended to again) nor deleted.
+func (db *DB) keepTails(tails map[string]*tail) {
+	for exec, tl := range tails {
+		if tl.dropped || tl.sealed || tl.key == nil || tl.dirty {
+			continue
+		}
+		if db.tails == nil || len(db.tails) >= tailsKept {
+			db.tails = make(map[string]*tail)
+		}
+		db.tails[exec] = tl
+	}
 }
 
 // recoverCorrupt turns a panic in a transaction into an error. bbolt panics

@@ -32,7 +32,9 @@ type Tx struct {
 	cursors map[*bolt.Bucket]*bolt.Cursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
-	// instead of finding, decompressing and re-parsing the chunk. dirty are
+	// instead of finding, decompressing and re-parsing the chunk; the
+	// first append takes the tail the last commit left in DB.tails, when
+	// there is one, and a commit leaves them there for the next. dirty are
 	// those not yet written into the bucket, in the order they were first
 	// appended to: flushChunks writes them before the commit (and before a
 	// read of histories in the same transaction), plain unless sealed.
@@ -654,21 +656,27 @@ func lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte) {
 // sequence number, starting at 1. encode receives the sequence number so the
 // stored bytes can carry it.
 func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	old, err := t.oldHistory(exec)
-	if err != nil {
-		return 0, err
-	}
-	if old != nil {
-		return appendOld(old, exec, encode)
-	}
 	if !t.tx.Writable() {
 		return 0, fmt.Errorf("append to %s: %w", exec, bolt.ErrTxNotWritable)
+	}
+	// A history with a tail is in the v3 layout.
+	if t.tails[exec] == nil && t.db.tails[exec] == nil {
+		old, err := t.oldHistory(exec)
+		if err != nil {
+			return 0, err
+		}
+		if old != nil {
+			return appendOld(old, exec, encode)
+		}
 	}
 	events, err := t.bucket(bucketHistoryEvents)
 	if err != nil {
 		return 0, err
 	}
 	tl := t.tails[exec]
+	if tl == nil {
+		tl = t.keptTail(exec)
+	}
 	if tl == nil {
 		_, prefix, err := t.historyPrefix(exec, true)
 		if err != nil {
@@ -702,6 +710,23 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	return seq, nil
 }
 
+// keptTail takes exec's tail as the last committed transaction that
+// appended to it left it (DB.tails), or returns nil. The transaction owns
+// it from then on: should it roll back, the next append reads the chunk
+// from the bucket again.
+func (t *Tx) keptTail(exec string) *tail {
+	tl := t.db.tails[exec]
+	if tl == nil {
+		return nil
+	}
+	delete(t.db.tails, exec)
+	if t.tails == nil {
+		t.tails = make(map[string]*tail)
+	}
+	t.tails[exec] = tl
+	return tl
+}
+
 // loadTail reads exec's last chunk (under prefix in events) into a tail of
 // this transaction's.
 func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, error) {
@@ -733,6 +758,9 @@ func (t *Tx) SealHistory(exec string) error {
 		return fmt.Errorf("seal history %s: %w", exec, bolt.ErrTxNotWritable)
 	}
 	tl := t.tails[exec]
+	if tl == nil {
+		tl = t.keptTail(exec)
+	}
 	if tl == nil {
 		if old, err := t.oldHistory(exec); err != nil || old != nil {
 			return err
@@ -871,6 +899,7 @@ func (t *Tx) deleteHistory(exec string) error {
 		tl.dropped = true
 		delete(t.tails, exec)
 	}
+	delete(t.db.tails, exec)
 	events, prefix, err := t.historyPrefix(exec, false)
 	if err != nil || prefix == nil {
 		return err
@@ -1268,6 +1297,7 @@ func (t *Tx) Clear(names ...Bucket) error {
 		return err
 	}
 	t.tails = nil
+	clear(t.db.tails)
 	for _, name := range names {
 		if err := t.tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 			return fmt.Errorf("clear %s: %w", name, err)
