@@ -148,8 +148,8 @@ func firstDiff(got, want string) string {
 
 // TestNewLayoutPrintsAsTheOld writes what testdata/v4/retrylab.db holds into
 // a new database through this build's store (execution records in their
-// compact encoding, every history in compressed chunks, but for the last
-// chunk of every other execution, left plain as a running execution's
+// compact encoding, every history in compressed chunks, sealed but for
+// the last chunk of every other execution, left as a running execution's
 // growing tail is stored; the other
 // collections copied as they are) and checks that show --json of every
 // execution, check and state --json print what the build that wrote v4
@@ -261,13 +261,13 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every record and every chunk is in the new form: compressed, but for
-	// the tails of the 8 executions not sealed.
+	// Every record and every chunk is in the new form: compressed, sealed
+	// but for the tails of the 8 executions not sealed.
 	b, err := bolt.Open(dst, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	records, chunks, plain := 0, 0, 0
+	records, chunks := 0, 0
 	err = b.View(func(tx *bolt.Tx) error {
 		if err := tx.Bucket([]byte("executions")).ForEach(func(k, v []byte) error {
 			if records++; v[0] != 0xC2 {
@@ -279,7 +279,7 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 		}
 		return tx.Bucket([]byte("history_events")).ForEach(func(k, v []byte) error {
 			if chunks++; v[0] != 0 {
-				plain++
+				return fmt.Errorf("chunk %x stored plain", k)
 			}
 			return nil
 		})
@@ -287,8 +287,11 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 	if err := errors.Join(err, b.Close()); err != nil {
 		t.Fatal(err)
 	}
-	if records != 16 || chunks < 16 || plain < 1 || plain > 8 {
-		t.Fatalf("%d records, %d chunks, %d of them plain", records, chunks, plain)
+	if records != 16 || chunks < 16 {
+		t.Fatalf("%d records, %d chunks", records, chunks)
+	}
+	if all, unsealed := unsealedHistories(t, dst); all != 16 || unsealed < 1 || unsealed > 8 {
+		t.Fatalf("%d of %d histories unsealed, want 1 to 8", unsealed, all)
 	}
 
 	printsAsBefore(t, dst, "v4", -1)

@@ -1,52 +1,59 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/retrylab/retrylab/store"
 )
 
-// historyChunks counts the history chunks of the database at path, and
-// those of them stored plain (a compressed one starts with a 0 byte).
-func historyChunks(t *testing.T, path string) (all, plain int) {
+// unsealedHistories counts the executions of the database at path, and
+// those whose history's last chunk is not stored sealed.
+func unsealedHistories(t *testing.T, path string) (all, unsealed int) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	db, err := store.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = b.View(func(tx *bolt.Tx) error {
-		events := tx.Bucket([]byte("history_events"))
-		if events == nil {
-			return fmt.Errorf("no history_events")
-		}
-		return events.ForEach(func(k, v []byte) error {
-			if all++; len(v) > 0 && v[0] != 0 {
-				plain++
+	defer db.Close()
+	err = db.View(func(tx *store.Tx) error {
+		var failed error
+		err := tx.ExecutionOrder(func(id []byte) bool {
+			all++
+			sealed, err := tx.HistorySealed(string(id))
+			if err != nil {
+				failed = fmt.Errorf("%s: %w", id, err)
+				return false
 			}
-			return nil
+			if !sealed {
+				unsealed++
+			}
+			return true
 		})
+		if err != nil {
+			return err
+		}
+		return failed
 	})
-	if err := errors.Join(err, b.Close()); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return all, plain
+	return all, unsealed
 }
 
-// A history's last chunk is stored plain while its execution runs; the
-// run that finishes it stores it compressed, as is every chunk `gen`
+// A history's last chunk is stored as a growing tail while its execution
+// runs; the run that finishes it seals it, as `gen` does every history it
 // writes.
-func TestFinishedHistoriesAreStoredCompressed(t *testing.T) {
+func TestFinishedHistoriesAreSealed(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	must(t, 0, db, "run", "naive")
-	if all, plain := historyChunks(t, db); all == 0 || plain != 0 {
-		t.Errorf("after a finished run: %d of %d chunks plain", plain, all)
+	if all, unsealed := unsealedHistories(t, db); all == 0 || unsealed != 0 {
+		t.Errorf("after a finished run: %d of %d histories unsealed", unsealed, all)
 	}
 	gen := newDB(t)
 	ok(t, gen, "gen", "--executions", "40", "--seed", "8")
-	if all, plain := historyChunks(t, gen); all < 40 || plain != 0 {
-		t.Errorf("after gen: %d of %d chunks plain", plain, all)
+	if all, unsealed := unsealedHistories(t, gen); all != 40 || unsealed != 0 {
+		t.Errorf("after gen: %d of %d histories unsealed", unsealed, all)
 	}
 }

@@ -22,10 +22,10 @@ const compactTxMax = 8 << 20
 // room it grew into stay in it. A bulk writer (`retrylab gen`) calls this
 // once at the end.
 //
-// History chunks stored plain (tails of executions that never finished or
-// were never sealed, chunks of older files) are compressed first, in the
-// old file (see sealChunks), so the copy holds every chunk in its smallest
-// form.
+// History chunks stored plain (chunks of older files) and the growing
+// tails of executions that never finished (store.Active: a run killed with
+// its host and never resumed) are sealed first, in the old file (see
+// sealChunks), so the copy holds every chunk in its smallest form.
 //
 // The copy is written to a temporary file beside the database (mode 0600),
 // fsynced, and renamed over it, and the directory is fsynced: a process
@@ -90,11 +90,53 @@ func (db *DB) CompactAndClose() (err error) {
 	return syncDir(filepath.Dir(db.path))
 }
 
-// sealChunks stores compressed every history chunk of db stored plain that
-// compression shortens, in transactions of about compactTxMax bytes. The
-// chunks read the same before and after; a kill between transactions
-// leaves some sealed and some not, which reads the same too.
+// sealChunks stores sealed (encodeChunk) every history chunk of db stored
+// plain that compression shortens, in transactions of about compactTxMax
+// bytes, then the last chunk of every execution in Active. The chunks read
+// the same before and after; a kill between transactions leaves some
+// sealed and some not, which reads the same too.
 func sealChunks(db *bolt.DB) error {
+	if err := sealPlainChunks(db); err != nil {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		active, ids, events := tx.Bucket([]byte(Active)), tx.Bucket([]byte(bucketHistoryIDs)), tx.Bucket([]byte(bucketHistoryEvents))
+		if active == nil || ids == nil || events == nil {
+			return nil
+		}
+		var scratch []byte
+		events.FillPercent = appendFill
+		return active.ForEach(func(exec, _ []byte) error {
+			prefix := ids.Get(exec)
+			if len(prefix) != historyKeyLen {
+				return nil // no history of the v3 layout
+			}
+			k, v := lastStored(events, prefix)
+			if k == nil {
+				return nil
+			}
+			plain, err := decodeChunk(v, true)
+			if err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			stored, err := encodeChunk(&scratch, plain)
+			if err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			if bytes.Equal(stored, v) {
+				return nil
+			}
+			// ForEach walks Active, not events: a Put there is safe.
+			if err := events.Put(clone(k), stored); err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			return nil
+		})
+	})
+}
+
+// sealPlainChunks is sealChunks' walk of the chunks stored plain.
+func sealPlainChunks(db *bolt.DB) error {
 	var after []byte // the last key looked at, nil before the first
 	for done := false; !done; {
 		err := db.Update(func(tx *bolt.Tx) error {

@@ -37,10 +37,10 @@ import (
 // v5: history chunks are stored compressed, by S2
 // (github.com/klauspost/compress/s2) with the preset dictionary
 // chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
-// readable. A history's growing last chunk is stored plain too, until it
-// is full or sealed (see Tx.AppendEvent, Tx.SealHistory). Execution
-// records, the world's records (engine/world) and journal records are
-// stored packed, journals flat in one bucket; engine/otlp's span index
+// readable. A history's growing last chunk is compressed by S2's fast
+// encoder until it is full or sealed (see Tx.AppendEvent,
+// Tx.SealHistory). Execution records, the world's records (engine/world)
+// and journal records are stored packed, journals flat in one bucket; engine/otlp's span index
 // holds one entry per run of a trace's spans instead of one per span. JSON
 // records, per-execution journal buckets and per-span index entries of
 // older files still read. v4: spans imported from OpenTelemetry

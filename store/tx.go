@@ -55,14 +55,16 @@ func (t *Tx) watcher() ExecutionWatcher {
 }
 
 // tail is an execution's last chunk as this transaction wrote it: value
-// holds its events, uncompressed. storedPlain says the bucket holds (or
-// flushChunks will write) the chunk plain; sealed, that it is to be stored
-// compressed (SealHistory).
+// holds its events, uncompressed. unsealed says the bucket may hold the
+// chunk in another form than its sealed one (as a growing tail, see
+// encodeTail; a chunk read from the bucket counts as unsealed, since a
+// growing tail and a sealed chunk look alike); sealed, that it is to be
+// stored sealed (SealHistory).
 type tail struct {
-	prefix, key, value  []byte
-	last                uint64
-	dirty, dropped      bool
-	storedPlain, sealed bool
+	prefix, key, value []byte
+	last               uint64
+	dirty, dropped     bool
+	unsealed, sealed   bool
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -345,16 +347,18 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // v3 and v4 files are plain (their first byte is the nonzero length of
 // their first event) and are read as they are.
 //
-// A history's last chunk, the one appends extend, is stored plain while it
-// grows: compressing it again on every commit cost each writer of a group
-// commit about 7 µs inside the transaction they all wait for. It is
-// compressed once, when it is full (the next chunk starts) or when its
+// A history's last chunk, the one appends extend, is stored by S2's fast
+// encoder while it grows (encodeTail): compressing it again with
+// EncodeBetter on every commit cost each writer of a group commit about
+// 7 µs inside the transaction they all wait for, and storing it plain
+// made every commit write more pages. It is sealed (compressed by
+// encodeChunk) once, when it is full (the next chunk starts) or when its
 // execution is finished (SealHistory, which engine/history.Put calls for a
 // finished execution's record and `retrylab gen` for every execution it
-// writes); a chunk left plain (a run killed with its host, a history of an
-// older file) reads as it is, and DB.CompactAndClose seals it. Plain and
-// compressed chunks are the same format v5 always read: nothing about the
-// file changes but which chunks are compressed.
+// writes). A tail left unsealed (a run killed with its host and never
+// resumed) reads as it is, and DB.CompactAndClose seals it. Both forms are
+// S2 blocks with the same dictionary, as v5 always read them: nothing about
+// the file changes but how well a growing tail is compressed.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -450,7 +454,7 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 // average execution is 1.1 KB of events) and a chunk's key is a small share
 // of it, small enough that compressing a chunk when it is sealed stays
 // cheap (some 20 µs of CPU at 4 KB) and a page holds several compressed
-// chunks (and one or two plain tails).
+// chunks.
 const chunkMax = 4096
 
 // chunkDictText is the preset dictionary of compressed chunks, 32 KB of
@@ -505,6 +509,30 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 	return out, nil
 }
 
+// encodeTail is the stored form of a growing tail: compressed by S2's
+// fast encoder with the same dictionary (Dict.Encode: some 1-2 µs for a
+// chunk, where EncodeBetter clears its 589 KB of tables first; 12-18%
+// larger), unless that would not make it shorter (then plain itself, but
+// for a chunk whose first event is empty, which is always compressed).
+// scratch is as encodeChunk's.
+func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
+	need := s2.MaxEncodedLen(len(plain))
+	if need < 0 || len(plain) > maxChunkLen {
+		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
+	}
+	if cap(*scratch) < need {
+		*scratch = make([]byte, need)
+	}
+	enc := chunkDict.Encode((*scratch)[:need], plain)
+	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
+		return plain, nil
+	}
+	out := make([]byte, 1+len(enc))
+	out[0] = compressedChunk
+	copy(out[1:], enc)
+	return out, nil
+}
+
 // decodeChunk returns a stored chunk's plain events: a new slice, or, for
 // a plain chunk when copyPlain is not set, stored itself.
 func decodeChunk(stored []byte, copyPlain bool) ([]byte, error) {
@@ -532,7 +560,7 @@ func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
 }
 
 // flushChunks writes the chunks this transaction appended to into the
-// bucket: plain, or compressed when sealed (see putChunk). DB.runUpdate
+// bucket: as growing tails, or sealed (see putChunk). DB.runUpdate
 // calls it before every commit; the readers of histories call it first, so
 // they see what the transaction appended.
 func (t *Tx) flushChunks() error {
@@ -553,31 +581,30 @@ func (t *Tx) flushChunks() error {
 }
 
 // putChunk stores tl's chunk if it changed since it was last stored, or if
-// seal is set and it is stored plain: compressed when seal is set (see
-// encodeChunk), else plain, as a growing tail is.
+// seal is set and it may be stored unsealed: sealed (encodeChunk) when seal
+// is set, else as a growing tail (encodeTail). A chunk that did not change
+// and is stored sealed already is not written again.
 func (t *Tx) putChunk(events *bolt.Bucket, tl *tail, seal bool) error {
-	if tl.dropped || !tl.dirty && !(seal && tl.storedPlain) {
+	if tl.dropped || !tl.dirty && !(seal && tl.unsealed) {
 		return nil
 	}
+	changed := tl.dirty
 	tl.dirty = false
 	events.FillPercent = appendFill
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	var stored []byte
-	if seal || len(tl.value) == 0 || tl.value[0] == compressedChunk {
-		// A chunk whose first event is empty would read as compressed:
-		// it is always stored compressed.
-		var err error
-		if stored, err = encodeChunk(&t.encoded, tl.value); err != nil {
-			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
-		}
-	} else {
-		if len(tl.value) > maxChunkLen {
-			return fmt.Errorf("write history chunk %x: %d bytes: too large", tl.key, len(tl.value))
-		}
-		stored = tl.value
+	encode := encodeTail
+	if seal {
+		encode = encodeChunk
 	}
-	tl.storedPlain = len(stored) > 0 && stored[0] != compressedChunk
+	stored, err := encode(&t.encoded, tl.value)
+	if err != nil {
+		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+	}
+	tl.unsealed = !seal
+	if !changed && bytes.Equal(events.Get(tl.key), stored) {
+		return nil
+	}
 	if err := events.Put(tl.key, stored); err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 	}
@@ -610,29 +637,27 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 }
 
 // lastChunk finds exec's last chunk under prefix: its key, its plain
-// events, the sequence of its last event, and whether it is stored plain.
-// key is nil when the history is empty. With buf nil, value is bbolt's
-// memory for a plain chunk (only to be read); else value is a copy in buf's
-// space when it fits.
-func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, plain bool, err error) {
+// events, and the sequence of its last event. key is nil when the history
+// is empty. With buf nil, value is bbolt's memory for a plain chunk (only
+// to be read); else value is a copy in buf's space when it fits.
+func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, err error) {
 	k, v := lastStored(events, prefix)
 	if k == nil {
-		return nil, nil, 0, false, nil
+		return nil, nil, 0, nil
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
-	plain = len(v) > 0 && v[0] != compressedChunk
 	v, err = decodeChunkInto(buf, v, buf != nil)
 	if err != nil {
-		return nil, nil, 0, false, fmt.Errorf("history chunk %x: %w", k, err)
+		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, err)
 	}
 	n := 0
 	if ok {
 		ok = chunkEvents(v, func([]byte) bool { n++; return true })
 	}
 	if !ok || n == 0 {
-		return nil, nil, 0, false, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
+		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
 	}
-	return k, v, first + uint64(n) - 1, plain, nil
+	return k, v, first + uint64(n) - 1, nil
 }
 
 // lastStored finds the last chunk under prefix as stored: its key (nil
@@ -701,7 +726,7 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 		}
 		tl.key = appendSeqKey(clone(tl.prefix), seq)
 		tl.value = make([]byte, 0, max(chunkMax, size))
-		tl.storedPlain = false
+		tl.unsealed = false
 	}
 	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
 	tl.value = append(tl.value, data...)
@@ -732,7 +757,7 @@ func (t *Tx) keptTail(exec string) *tail {
 func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, error) {
 	// The chunk's events go straight into the tail's space (a chunk's plain
 	// bytes fit in chunkMax unless one event is larger).
-	key, chunk, last, plain, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+	key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
 	if err != nil {
 		return nil, err
 	}
@@ -740,7 +765,7 @@ func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, e
 	if key != nil {
 		tl.key = clone(key)
 		tl.value = chunk
-		tl.storedPlain = plain
+		tl.unsealed = true
 	}
 	if t.tails == nil {
 		t.tails = make(map[string]*tail)
@@ -749,13 +774,20 @@ func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, e
 	return tl, nil
 }
 
-// SealHistory stores exec's last chunk compressed: its execution is
-// finished and its history is not expected to grow. An append after it is
-// still correct (the chunk is stored plain again until the next seal). A
-// history with no events, or of the v2 layout, is left as it is.
+// SealHistory stores exec's last chunk sealed (see encodeChunk): its
+// execution is finished and its history is not expected to grow. An append
+// after it is still correct (the chunk is stored as a growing tail again
+// until the next seal). A history with no events, or of the v2 layout, is
+// left as it is. A tail this transaction or the last commit appended to
+// is sealed at once; another is read and compressed again (it may be a
+// growing tail), and written only if that changes it.
 func (t *Tx) SealHistory(exec string) error {
 	if !t.tx.Writable() {
 		return fmt.Errorf("seal history %s: %w", exec, bolt.ErrTxNotWritable)
+	}
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return err
 	}
 	tl := t.tails[exec]
 	if tl == nil {
@@ -765,28 +797,52 @@ func (t *Tx) SealHistory(exec string) error {
 		if old, err := t.oldHistory(exec); err != nil || old != nil {
 			return err
 		}
-		events, prefix, err := t.historyPrefix(exec, false)
+		_, prefix, err := t.historyPrefix(exec, false)
 		if err != nil || prefix == nil {
 			return err
-		}
-		if k, v := lastStored(events, prefix); k == nil || len(v) > 0 && v[0] == compressedChunk {
-			return nil // no events, or sealed already: nothing to read
 		}
 		if tl, err = t.loadTail(events, exec, prefix); err != nil {
 			return fmt.Errorf("seal history %s: %w", exec, err)
 		}
 	}
-	if tl.key == nil || tl.sealed || !tl.dirty && !tl.storedPlain {
-		tl.sealed = true
-		return nil
-	}
 	tl.sealed = true
-	// flushChunks stores it compressed before the commit.
-	if !tl.dirty {
-		tl.dirty = true
-		t.dirty = append(t.dirty, tl)
+	if tl.key == nil || tl.dirty {
+		return nil // flushChunks stores it sealed before the commit
+	}
+	if err := t.putChunk(events, tl, true); err != nil {
+		return fmt.Errorf("seal history %s: %w", exec, err)
 	}
 	return nil
+}
+
+// HistorySealed reports whether exec's last chunk is stored sealed (as
+// SealHistory leaves it): true for a history with no events or of the v2
+// layout, false for a growing tail. It reads and compresses the chunk
+// again: a question for checks and tests, not for every append.
+func (t *Tx) HistorySealed(exec string) (bool, error) {
+	if tl := t.tails[exec]; tl != nil && tl.dirty {
+		return tl.sealed, nil
+	}
+	if old, err := t.oldHistory(exec); err != nil || old != nil {
+		return err == nil, err
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err == nil, err
+	}
+	k, v := lastStored(events, prefix)
+	if k == nil {
+		return true, nil
+	}
+	plain, err := decodeChunk(v, true)
+	if err != nil {
+		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+	}
+	sealed, err := encodeChunk(&t.encoded, plain)
+	if err != nil {
+		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+	}
+	return bytes.Equal(sealed, v), nil
 }
 
 // appendOld appends to a v2 history bucket.
@@ -820,7 +876,7 @@ func (t *Tx) LastSeq(exec string) uint64 {
 	if err != nil || prefix == nil {
 		return 0
 	}
-	_, _, last, _, _ := lastChunk(events, prefix, nil)
+	_, _, last, _ := lastChunk(events, prefix, nil)
 	return last
 }
 

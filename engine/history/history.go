@@ -290,7 +290,8 @@ func SendIntent(to, subject string) string { return to + "\n" + subject }
 // Put stores an execution record and keeps the index of unfinished
 // executions (store.Active: id -> status) in step with it, in the same
 // transaction. A finished execution's history is sealed (store.Tx.SealHistory):
-// its last chunk, stored plain while the execution ran, is compressed.
+// its last chunk, compressed fast while the execution ran, is compressed
+// better.
 func Put(tx *store.Tx, x Execution) error {
 	enc, err := EncodeExecution(x)
 	if err != nil {
