@@ -37,10 +37,12 @@ type Tx struct {
 	// there is one, and a commit leaves them there for the next. dirty are
 	// those not yet written into the bucket, in the order they were first
 	// appended to: flushChunks writes them before the commit (and before a
-	// read of histories in the same transaction), plain unless sealed.
+	// read of histories in the same transaction), as growing tails unless
+	// sealed.
 	tails map[string]*tail
 	dirty []*tail
-	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
+	// encoded is encodeChunk's and encodeTail's scratch space, reused from
+	// chunk to chunk.
 	encoded []byte
 }
 
@@ -719,7 +721,7 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	}
 	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
 	if tl.key == nil || len(tl.value)+size > chunkMax {
-		// The chunk is full: store it compressed, and start the next.
+		// The chunk is full: store it sealed, and start the next.
 		if err := t.putChunk(events, tl, true); err != nil {
 			delete(t.tails, exec)
 			return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
