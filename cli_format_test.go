@@ -148,7 +148,9 @@ func firstDiff(got, want string) string {
 
 // TestNewLayoutPrintsAsTheOld writes what testdata/v4/retrylab.db holds into
 // a new database through this build's store (execution records in their
-// compact encoding, every history in compressed chunks; the other
+// compact encoding, every history in compressed chunks, sealed but for
+// the last chunk of every other execution, left as a running execution's
+// growing tail is stored; the other
 // collections copied as they are) and checks that show --json of every
 // execution, check and state --json print what the build that wrote v4
 // printed, and show, show --markdown, diff and export what this build prints
@@ -224,6 +226,7 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 	err = old.View(func(otx *store.Tx) error {
 		return db.Update(func(tx *store.Tx) error {
 			var failed error
+			n := 0
 			err := otx.ExecutionOrder(func(id []byte) bool {
 				exec := string(id)
 				x, err := history.DecodeExecution(otx.Execution(exec))
@@ -245,6 +248,9 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 						return err == nil
 					})
 				}
+				if n++; err == nil && n%2 == 1 {
+					err = tx.SealHistory(exec)
+				}
 				failed = err
 				return err == nil
 			})
@@ -255,7 +261,8 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every record and every chunk is in the new form.
+	// Every record and every chunk is in the new form: compressed, sealed
+	// but for the tails of the 8 executions not sealed.
 	b, err := bolt.Open(dst, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +289,9 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 	}
 	if records != 16 || chunks < 16 {
 		t.Fatalf("%d records, %d chunks", records, chunks)
+	}
+	if all, unsealed := unsealedHistories(t, dst); all != 16 || unsealed < 1 || unsealed > 8 {
+		t.Fatalf("%d of %d histories unsealed, want 1 to 8", unsealed, all)
 	}
 
 	printsAsBefore(t, dst, "v4", -1)

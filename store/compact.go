@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,11 @@ const compactTxMax = 8 << 20
 // last commits freed, the half-empty pages that random keys leave, and the
 // room it grew into stay in it. A bulk writer (`retrylab gen`) calls this
 // once at the end.
+//
+// History chunks stored plain (chunks of older files) and the growing
+// tails of executions that never finished (store.Active: a run killed with
+// its host and never resumed) are sealed first, in the old file (see
+// sealChunks), so the copy holds every chunk in its smallest form.
 //
 // The copy is written to a temporary file beside the database (mode 0600),
 // fsynced, and renamed over it, and the directory is fsynced: a process
@@ -69,6 +75,10 @@ func (db *DB) CompactAndClose() (err error) {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", db.path, err)
 	}
+	if err := sealChunks(db.bolt); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", db.path, err)
+	}
 	if err := compactInto(db.bolt, tmp); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", db.path, err)
@@ -78,6 +88,105 @@ func (db *DB) CompactAndClose() (err error) {
 		return fmt.Errorf("compact %s: %w", db.path, err)
 	}
 	return syncDir(filepath.Dir(db.path))
+}
+
+// sealChunks stores sealed (encodeChunk) every history chunk of db stored
+// plain that compression shortens, in transactions of about compactTxMax
+// bytes, then the last chunk of every execution in Active. The chunks read
+// the same before and after; a kill between transactions leaves some
+// sealed and some not, which reads the same too.
+func sealChunks(db *bolt.DB) error {
+	if err := sealPlainChunks(db); err != nil {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		active, ids, events := tx.Bucket([]byte(Active)), tx.Bucket([]byte(bucketHistoryIDs)), tx.Bucket([]byte(bucketHistoryEvents))
+		if active == nil || ids == nil || events == nil {
+			return nil
+		}
+		var scratch []byte
+		events.FillPercent = appendFill
+		return active.ForEach(func(exec, _ []byte) error {
+			prefix := ids.Get(exec)
+			if len(prefix) != historyKeyLen {
+				return nil // no history of the v3 layout
+			}
+			k, v := lastStored(events, prefix)
+			if k == nil {
+				return nil
+			}
+			plain, err := decodeChunk(v, true)
+			if err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			stored, err := encodeChunk(&scratch, plain)
+			if err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			if bytes.Equal(stored, v) {
+				return nil
+			}
+			// ForEach walks Active, not events: a Put there is safe.
+			if err := events.Put(clone(k), stored); err != nil {
+				return fmt.Errorf("seal history chunk %x: %w", k, err)
+			}
+			return nil
+		})
+	})
+}
+
+// sealPlainChunks is sealChunks' walk of the chunks stored plain.
+func sealPlainChunks(db *bolt.DB) error {
+	var after []byte // the last key looked at, nil before the first
+	for done := false; !done; {
+		err := db.Update(func(tx *bolt.Tx) error {
+			events := tx.Bucket([]byte(bucketHistoryEvents))
+			if events == nil {
+				done = true
+				return nil
+			}
+			type sealed struct{ key, value []byte }
+			var batch []sealed
+			var size int
+			var scratch []byte
+			c := events.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && size < compactTxMax; k, v = c.Next() {
+				if v == nil || len(v) == 0 || v[0] == compressedChunk {
+					continue // a nested bucket, or compressed already
+				}
+				stored, err := encodeChunk(&scratch, v)
+				if err != nil {
+					return fmt.Errorf("seal history chunk %x: %w", k, err)
+				}
+				if stored[0] == compressedChunk {
+					batch = append(batch, sealed{clone(k), stored})
+					size += len(k) + len(stored)
+				}
+			}
+			done = k == nil
+			if len(batch) > 0 {
+				after = batch[len(batch)-1].key
+			}
+			// A cursor is not to be trusted past a Put: they wait for the walk.
+			events.FillPercent = appendFill
+			for _, s := range batch {
+				if err := events.Put(s.key, s.value); err != nil {
+					return fmt.Errorf("seal history chunk %x: %w", s.key, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compactInto copies src into the empty file at path, then cuts the file

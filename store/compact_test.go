@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -102,17 +104,87 @@ func dump(t testing.TB, path string) string {
 	return b.String()
 }
 
+// unsealed counts the chunks of execs' histories in the file at path that
+// are not stored sealed, and all of them.
+func unsealed(t *testing.T, path string, execs ...string) (n, all int) {
+	t.Helper()
+	db := openDB(t, path, Options{ReadOnly: true})
+	defer db.Close()
+	for _, exec := range execs {
+		_, values := storedChunks(t, db, exec)
+		for _, v := range values {
+			if all++; form(t, v) != "sealed" {
+				n++
+			}
+		}
+	}
+	return n, all
+}
+
+// historyText is execs' events in the file at path, as text.
+func historyText(t *testing.T, path string, execs ...string) string {
+	t.Helper()
+	db := openDB(t, path, Options{ReadOnly: true})
+	defer db.Close()
+	var b strings.Builder
+	for _, exec := range execs {
+		seqs, data := readAll(t, db, exec, 0)
+		for i, seq := range seqs {
+			fmt.Fprintf(&b, "%s %d %x\n", exec, seq, data[i])
+		}
+	}
+	return b.String()
+}
+
+// unfinishedAndOld adds to the file at path what compaction seals: the
+// growing tail of an execution that never finished (listed in Active) and
+// a plain chunk as an older build wrote it.
+func unfinishedAndOld(t *testing.T, path string) {
+	t.Helper()
+	db := openDB(t, path, Options{})
+	err := db.Update(func(tx *Tx) error {
+		for range 20 {
+			if _, err := tx.AppendEvent("unfinished", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+				return err
+			}
+		}
+		if err := tx.Put(Active, []byte("unfinished"), []byte("killed")); err != nil {
+			return err
+		}
+		events, prefix, err := tx.historyPrefix("old", true)
+		if err != nil {
+			return err
+		}
+		var plain []byte
+		for seq := uint64(1); seq <= 3; seq++ {
+			plain = binary.AppendUvarint(plain, uint64(len(eventLike(seq))))
+			plain = append(plain, eventLike(seq)...)
+		}
+		return events.Put(appendSeqKey(prefix, 1), plain)
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // CompactAndClose leaves the same content in a smaller file of mode 0600
-// that a writer opens and appends to, and no temporary file.
+// that a writer opens and appends to, and no temporary file; the tail of an
+// execution that never finished and an older build's plain chunk are
+// sealed in it.
 func TestCompactAndClose(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "retrylab.db")
 	fillForCompact(t, path, 600)
+	unfinishedAndOld(t, path)
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := dump(t, path)
+	if n, all := unsealed(t, path, "unfinished", "old"); n != 2 {
+		t.Fatalf("before compaction %d of %d chunks unsealed, want the tail and the plain chunk", n, all)
+	}
+	wantEvents := historyText(t, path, "unfinished", "old")
 	db := openDB(t, path, Options{})
 	if err := db.CompactAndClose(); err != nil {
 		t.Fatal(err)
@@ -135,6 +207,12 @@ func TestCompactAndClose(t *testing.T) {
 	}
 	if got := dump(t, path); got != want {
 		t.Fatalf("compacted content differs:\n%s", firstLineDiff(got, want))
+	}
+	if n, all := unsealed(t, path, "unfinished", "old"); n != 0 {
+		t.Errorf("after compaction %d of %d chunks unsealed", n, all)
+	}
+	if got := historyText(t, path, "unfinished", "old"); got != wantEvents {
+		t.Errorf("sealed histories read differently:\n%s", firstLineDiff(got, wantEvents))
 	}
 	db = openDB(t, path, Options{})
 	if err := db.Check(); err != nil {

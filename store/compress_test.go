@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -129,39 +130,75 @@ func readAll(t *testing.T, db *DB, exec string, from uint64) (seqs []uint64, dat
 	return seqs, data
 }
 
-// Chunks are stored compressed, a third of their plain size or less for
-// events that repeat each other, and read back byte for byte from any
-// sequence number, whether appended in one transaction or one by one.
-func TestChunksAreStoredCompressed(t *testing.T) {
-	db, _ := newDB(t)
+// form says which form a stored chunk is in: "sealed" (what encodeChunk
+// stores of its events), "tail" (what encodeTail stores), "both" when the
+// two are the same bytes, or "other".
+func form(t *testing.T, stored []byte) string {
+	t.Helper()
+	plain, err := decodeChunk(stored, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scratch []byte
+	sealed, err := encodeChunk(&scratch, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, err := encodeTail(&scratch, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch isSealed, isTail := bytes.Equal(stored, sealed), bytes.Equal(stored, tail); {
+	case isSealed && isTail:
+		return "both"
+	case isSealed:
+		return "sealed"
+	case isTail:
+		return "tail"
+	}
+	return "other"
+}
+
+// A history's full chunks are stored sealed, a third of their plain size or
+// less for events that repeat each other; its last chunk is stored as a
+// growing tail (S2's fast encoder), whether appended in one transaction or
+// one by one, and sealed once its history is (in the appending transaction
+// or a later one, from a kept tail or one read from the bucket). Events
+// that do not compress make a plain tail, which stays plain sealed. A
+// growing tail, a plain one and a sealed one read back identically, byte
+// for byte, from any sequence number.
+func TestTailsGrowFastAndAreSealed(t *testing.T) {
+	db, path := newDB(t)
+	event := func(exec string, seq uint64) []byte {
+		if exec == "noise" {
+			return noiseEvent(seq)
+		}
+		return eventLike(seq)
+	}
+	appendLike := func(tx *Tx, exec string) error {
+		_, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return event(exec, seq), nil })
+		return err
+	}
 	err := db.Update(func(tx *Tx) error {
 		for range 100 {
-			if _, err := tx.AppendEvent("many", func(seq uint64) ([]byte, error) { return eventLike(seq), nil }); err != nil {
+			if err := errors.Join(appendLike(tx, "many"), appendLike(tx, "sealed in it"), appendLike(tx, "noise")); err != nil {
 				return err
 			}
 		}
-		return nil
+		return tx.SealHistory("sealed in it")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 30 {
-		if err := db.Update(func(tx *Tx) error {
-			_, err := tx.AppendEvent("single", func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
-			return err
-		}); err != nil {
+	for range 50 {
+		if err := db.Update(func(tx *Tx) error { return errors.Join(appendLike(tx, "single"), appendLike(tx, "reopened")) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for exec, n := range map[string]int{"many": 100, "single": 30} {
-		plain, stored := 0, 0
-		keys, values := storedChunks(t, db, exec)
-		for i, v := range values {
-			if v[0] != compressedChunk {
-				t.Errorf("%s chunk %x is stored plain", exec, keys[i])
-			}
-			stored += len(v)
-		}
+	counts := map[string]int{"many": 100, "single": 50, "sealed in it": 100, "noise": 100, "reopened": 50}
+	// readEvery reads exec from every sequence number, checking each event.
+	readEvery := func(exec string) (plain int, all [][][]byte) {
+		n := counts[exec]
 		for from := range uint64(n + 2) {
 			seqs, data := readAll(t, db, exec, from)
 			want := max(int(from), 1)
@@ -169,22 +206,122 @@ func TestChunksAreStoredCompressed(t *testing.T) {
 				t.Fatalf("%s from %d: %d events, want %d", exec, from, len(seqs), n-want+1)
 			}
 			for i, seq := range seqs {
-				if seq != uint64(want+i) || !bytes.Equal(data[i], eventLike(seq)) {
+				if seq != uint64(want+i) || !bytes.Equal(data[i], event(exec, seq)) {
 					t.Fatalf("%s from %d: event %d is %d %q", exec, from, i, seq, data[i])
 				}
 				if from == 0 {
 					plain += len(data[i]) + 1
 				}
 			}
+			all = append(all, data)
 		}
-		if stored*3 > plain {
+		return plain, all
+	}
+	// checkStored checks the form of exec's chunks and returns their
+	// stored bytes.
+	checkStored := func(exec string, tail string) int {
+		stored := 0
+		keys, values := storedChunks(t, db, exec)
+		if len(keys) < 2 {
+			t.Fatalf("%s: %d chunks, want a full one and a tail", exec, len(keys))
+		}
+		for i, v := range values {
+			want := "sealed"
+			if i == len(values)-1 {
+				want = tail
+			}
+			if exec == "noise" {
+				want = "both" // stored plain
+			}
+			if got := form(t, v); got != want {
+				t.Errorf("%s chunk %d of %d (%x): %s, want %s", exec, i+1, len(keys), keys[i], got, want)
+			}
+			stored += len(v)
+		}
+		return stored
+	}
+	// sealedAs checks what HistorySealed says of exec.
+	sealedAs := func(exec string, want bool) {
+		t.Helper()
+		if err := db.View(func(tx *Tx) error {
+			if got, err := tx.HistorySealed(exec); err != nil || got != want {
+				return fmt.Errorf("HistorySealed(%s) = %v, %v; want %v", exec, got, err, want)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	before := map[string][][][]byte{}
+	for exec := range counts {
+		checkStored(exec, map[bool]string{true: "sealed", false: "tail"}[exec == "sealed in it"])
+		sealedAs(exec, exec == "sealed in it" || exec == "noise")
+		_, before[exec] = readEvery(exec)
+	}
+	if v := storedLast(t, db, "noise"); v[0] == compressedChunk {
+		t.Fatalf("an incompressible tail is stored compressed")
+	}
+	// "reopened" is sealed by a handle that did not append to it: its tail
+	// is read from the bucket.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{})
+	if err := db.Update(func(tx *Tx) error { return tx.SealHistory("reopened") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *Tx) error {
+		return errors.Join(tx.SealHistory("many"), tx.SealHistory("single"), tx.SealHistory("noise"), tx.SealHistory("no such history"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sealedAs("no such history", true)
+	for exec := range counts {
+		sealedAs(exec, true)
+		stored := checkStored(exec, "sealed")
+		plain, after := readEvery(exec)
+		if !reflect.DeepEqual(after, before[exec]) {
+			t.Errorf("%s reads differently sealed", exec)
+		}
+		if stored*3 > plain && exec != "noise" {
 			t.Errorf("%s: %d plain bytes stored in %d", exec, plain, stored)
 		}
 	}
+	// An append after the seal stores the tail as a growing tail again;
+	// the next seal seals it.
+	if err := db.Update(func(tx *Tx) error { return appendLike(tx, "many") }); err != nil {
+		t.Fatal(err)
+	}
+	counts["many"]++
+	checkStored("many", "tail")
+	readEvery("many")
+	if err := db.Update(func(tx *Tx) error { return tx.SealHistory("many") }); err != nil {
+		t.Fatal(err)
+	}
+	checkStored("many", "sealed")
+	readEvery("many")
 }
 
-// A chunk an older build wrote is plain: it reads as it is, and an append
-// to its history rewrites it compressed with the new event.
+// noiseEvent is an event of 90 random bytes: no compression shortens a
+// chunk of them.
+func noiseEvent(seq uint64) []byte {
+	r := rand.New(rand.NewPCG(seq, 99))
+	b := make([]byte, 90)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// storedLast is exec's last chunk as the bucket holds it.
+func storedLast(t *testing.T, db *DB, exec string) []byte {
+	t.Helper()
+	_, values := storedChunks(t, db, exec)
+	return values[len(values)-1]
+}
+
+// A chunk an older build wrote is plain: it reads as it is, an append to
+// its history makes it a growing tail, and a seal seals it.
 func TestPlainChunksOfOlderFiles(t *testing.T) {
 	db, _ := newDB(t)
 	var plain []byte
@@ -208,13 +345,20 @@ func TestPlainChunksOfOlderFiles(t *testing.T) {
 	if got := appendEvents(t, db, "old", 1); !slices.Equal(got, []uint64{4}) {
 		t.Fatalf("append after a plain chunk: %v", got)
 	}
-	keys, values := storedChunks(t, db, "old")
-	if len(keys) != 1 || values[0][0] != compressedChunk {
-		t.Fatalf("after the append: %d chunks, first byte %d", len(keys), values[0][0])
-	}
-	seqs, data := readAll(t, db, "old", 0)
-	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
-		t.Fatalf("after the append: %v", seqs)
+	for _, want := range []string{"tail", "sealed"} {
+		if want == "sealed" {
+			if err := db.Update(func(tx *Tx) error { return tx.SealHistory("old") }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys, values := storedChunks(t, db, "old")
+		if len(keys) != 1 || form(t, values[0]) != want {
+			t.Fatalf("after the append: %d chunks, %s, want %s", len(keys), form(t, values[0]), want)
+		}
+		seqs, data := readAll(t, db, "old", 0)
+		if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
+			t.Fatalf("after the append (%s): %v", want, seqs)
+		}
 	}
 }
 
@@ -258,17 +402,52 @@ func TestAppendsSeenInTheirTransaction(t *testing.T) {
 	}
 }
 
-// A damaged compressed chunk fails the read with ErrCorrupt.
+// A damaged chunk, compressed or plain, fails the read and the next append
+// with ErrCorrupt.
 func TestDamagedChunkIsErrCorrupt(t *testing.T) {
-	db, _ := newDB(t)
-	appendEvents(t, db, "x", 3)
+	for _, want := range []string{"plain", "tail", "sealed"} {
+		t.Run(want, func(t *testing.T) { damagedChunk(t, want) })
+	}
+}
+
+// damagedChunk damages a history's chunk stored in the form want on disk,
+// as nothing but damage can while a handle holds the file's lock, and opens
+// it again.
+func damagedChunk(t *testing.T, want string) {
+	db, path := newDB(t)
+	for range 3 {
+		if err := db.Update(func(tx *Tx) error {
+			_, err := tx.AppendEvent("x", func(seq uint64) ([]byte, error) {
+				if want == "plain" {
+					return noiseEvent(seq), nil
+				}
+				return eventLike(seq), nil
+			})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want == "sealed" {
+		if err := db.Update(func(tx *Tx) error { return tx.SealHistory("x") }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	keys, values := storedChunks(t, db, "x")
+	got := form(t, values[0])
+	if want == "plain" && (values[0][0] == compressedChunk || got != "both") || want != "plain" && got != want {
+		t.Fatalf("chunk stored %s (first byte %d), want %s", got, values[0][0], want)
+	}
 	damaged := append(clone(values[0][:len(values[0])-2]), 0xff)
 	if err := db.Update(func(tx *Tx) error {
 		return tx.tx.Bucket([]byte(bucketHistoryEvents)).Put(keys[0], damaged)
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{})
 	err := db.View(func(tx *Tx) error { return tx.Events("x", 0, func(uint64, []byte) bool { return true }) })
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("reading a damaged chunk: %v", err)
@@ -319,8 +498,8 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	}
 }
 
-// What encodeChunk stores, decodeChunk reads back byte for byte, through
-// S2 and the dictionary. testdata/fuzz/FuzzChunkRoundTrip keeps the input
+// What encodeChunk and encodeTail store, decodeChunk reads back byte for
+// byte, through S2 and the dictionary. testdata/fuzz/FuzzChunkRoundTrip keeps the input
 // that caught a wrong escape of long repeats in the codec S2 replaced.
 func FuzzChunkRoundTrip(f *testing.F) {
 	f.Add(eventLike(1))
@@ -332,6 +511,14 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		got, err := decodeChunk(stored, true)
 		if err != nil || !bytes.Equal(got, plain) {
 			t.Fatalf("round trip of %q: %q, %v", plain, got, err)
+		}
+		var scratch []byte
+		if stored, err = encodeTail(&scratch, plain); err != nil {
+			t.Fatal(err)
+		}
+		got, err = decodeChunk(stored, true)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("round trip of %q as a tail: %q, %v", plain, got, err)
 		}
 	})
 }

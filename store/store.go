@@ -37,9 +37,10 @@ import (
 // v5: history chunks are stored compressed, by S2
 // (github.com/klauspost/compress/s2) with the preset dictionary
 // chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
-// readable, and a chunk appended to is rewritten compressed. Execution
-// records, the world's records (engine/world) and journal records are
-// stored packed, journals flat in one bucket; engine/otlp's span index
+// readable. A history's growing last chunk is compressed by S2's fast
+// encoder until it is full or sealed (see Tx.AppendEvent,
+// Tx.SealHistory). Execution records, the world's records (engine/world)
+// and journal records are stored packed, journals flat in one bucket; engine/otlp's span index
 // holds one entry per run of a trace's spans instead of one per span. JSON
 // records, per-execution journal buckets and per-span index entries of
 // older files still read. v4: spans imported from OpenTelemetry
@@ -161,6 +162,12 @@ type DB struct {
 	inflight   sync.WaitGroup // Update calls not yet answered; Close waits for them
 	closeMu    sync.RWMutex
 	closed     bool
+
+	// tails are histories' last chunks, by execution, as the last committed
+	// transaction that appended to them left them, so the next append does
+	// not find and read the chunk again (see Tx.AppendEvent). Only the
+	// goroutine that commits uses it, one transaction at a time (runUpdate).
+	tails map[string]*tail
 
 	// watcher hears of committed changes to execution records.
 	watchMu sync.RWMutex
@@ -729,13 +736,37 @@ func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
 	// bbolt rolls the transaction back when a panic leaves it, before
 	// recoverCorrupt sees the panic: nothing of it is committed.
 	defer db.recoverCorrupt(&err)
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		t := &Tx{tx: tx, db: db}
+	var t *Tx
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		t = &Tx{tx: tx, db: db}
 		if err := fn(t); err != nil {
 			return err
 		}
 		return t.flushChunks()
-	})
+	}); err != nil {
+		return err
+	}
+	db.keepTails(t.tails)
+	return nil
+}
+
+// tailsKept bounds DB.tails: about as many executions as run at once on a
+// busy host, each a chunk of at most some 4 KB.
+const tailsKept = 1024
+
+// keepTails keeps the tails a committed transaction appended to for the
+// next: those of histories not sealed (a finished execution's is not
+// appended to again) nor deleted.
+func (db *DB) keepTails(tails map[string]*tail) {
+	for exec, tl := range tails {
+		if tl.dropped || tl.sealed || tl.key == nil || tl.dirty {
+			continue
+		}
+		if db.tails == nil || len(db.tails) >= tailsKept {
+			db.tails = make(map[string]*tail)
+		}
+		db.tails[exec] = tl
+	}
 }
 
 // recoverCorrupt turns a panic in a transaction into an error. bbolt panics

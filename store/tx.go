@@ -32,13 +32,17 @@ type Tx struct {
 	cursors map[*bolt.Bucket]*bolt.Cursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
-	// instead of finding, decompressing and re-parsing the chunk. dirty are
-	// those not yet compressed into the bucket, in the order they were
-	// first appended to: flushChunks writes them before the commit (and
-	// before a read of histories in the same transaction).
+	// instead of finding, decompressing and re-parsing the chunk; the
+	// first append takes the tail the last commit left in DB.tails, when
+	// there is one, and a commit leaves them there for the next. dirty are
+	// those not yet written into the bucket, in the order they were first
+	// appended to: flushChunks writes them before the commit (and before a
+	// read of histories in the same transaction), as growing tails unless
+	// sealed.
 	tails map[string]*tail
 	dirty []*tail
-	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
+	// encoded is encodeChunk's and encodeTail's scratch space, reused from
+	// chunk to chunk.
 	encoded []byte
 }
 
@@ -53,11 +57,16 @@ func (t *Tx) watcher() ExecutionWatcher {
 }
 
 // tail is an execution's last chunk as this transaction wrote it: value
-// holds its events, uncompressed.
+// holds its events, uncompressed. unsealed says the bucket may hold the
+// chunk in another form than its sealed one (as a growing tail, see
+// encodeTail; a chunk read from the bucket counts as unsealed, since a
+// growing tail and a sealed chunk look alike); sealed, that it is to be
+// stored sealed (SealHistory).
 type tail struct {
 	prefix, key, value []byte
 	last               uint64
 	dirty, dropped     bool
+	unsealed, sealed   bool
 }
 
 // appendFill is the fill percent of buckets written in key order (histories
@@ -338,8 +347,20 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // body) and those of every history repeat the dictionary, so a chunk takes
 // 30-33% of its plain size (the gen mix, the million attempts). Chunks of
 // v3 and v4 files are plain (their first byte is the nonzero length of
-// their first event) and are read as they are; an append to one rewrites
-// it compressed.
+// their first event) and are read as they are.
+//
+// A history's last chunk, the one appends extend, is stored by S2's fast
+// encoder while it grows (encodeTail): compressing it again with
+// EncodeBetter on every commit cost each writer of a group commit about
+// 7 µs inside the transaction they all wait for, and storing it plain
+// made every commit write more pages. It is sealed (compressed by
+// encodeChunk) once, when it is full (the next chunk starts) or when its
+// execution is finished (SealHistory, which engine/history.Put calls for a
+// finished execution's record and `retrylab gen` for every execution it
+// writes). A tail left unsealed (a run killed with its host and never
+// resumed) reads as it is, and DB.CompactAndClose seals it. Both forms are
+// S2 blocks with the same dictionary, as v5 always read them: nothing about
+// the file changes but how well a growing tail is compressed.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -433,9 +454,9 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 // chunkMax bounds the plain bytes of one chunk of events: large enough
 // that the events of a short history compress together (the gen mix's
 // average execution is 1.1 KB of events) and a chunk's key is a small share
-// of it, small enough that an append's compression of the chunk stays cheap
-// (some 20 µs of CPU at 4 KB, beside a commit's fsync of milliseconds) and a
-// page holds several compressed chunks.
+// of it, small enough that compressing a chunk when it is sealed stays
+// cheap (some 20 µs of CPU at 4 KB) and a page holds several compressed
+// chunks.
 const chunkMax = 4096
 
 // chunkDictText is the preset dictionary of compressed chunks, 32 KB of
@@ -465,7 +486,7 @@ const maxChunkLen = bolt.MaxValueSize
 // this build writes that starts with an empty event is always compressed.
 const compressedChunk = 0
 
-// encodeChunk is the stored form of a plain chunk: compressed, unless that
+// encodeChunk is the sealed form of a plain chunk: compressed, unless that
 // would not make it shorter (then plain itself). A compressed chunk is a
 // new slice of its own length; *scratch is the encoder's space, kept for
 // the next call. EncodeBetter rather than Encode: on the gen mix's chunks
@@ -481,6 +502,30 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 		*scratch = make([]byte, need)
 	}
 	enc := chunkDict.EncodeBetter((*scratch)[:need], plain)
+	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
+		return plain, nil
+	}
+	out := make([]byte, 1+len(enc))
+	out[0] = compressedChunk
+	copy(out[1:], enc)
+	return out, nil
+}
+
+// encodeTail is the stored form of a growing tail: compressed by S2's
+// fast encoder with the same dictionary (Dict.Encode: some 1-2 µs for a
+// chunk, where EncodeBetter clears its 589 KB of tables first; 12-18%
+// larger), unless that would not make it shorter (then plain itself, but
+// for a chunk whose first event is empty, which is always compressed).
+// scratch is as encodeChunk's.
+func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
+	need := s2.MaxEncodedLen(len(plain))
+	if need < 0 || len(plain) > maxChunkLen {
+		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
+	}
+	if cap(*scratch) < need {
+		*scratch = make([]byte, need)
+	}
+	enc := chunkDict.Encode((*scratch)[:need], plain)
 	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
 		return plain, nil
 	}
@@ -516,9 +561,10 @@ func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
 	return plain, nil
 }
 
-// flushChunks compresses the chunks this transaction appended to into the
-// bucket. DB.runUpdate calls it before every commit; the readers of
-// histories call it first, so they see what the transaction appended.
+// flushChunks writes the chunks this transaction appended to into the
+// bucket: as growing tails, or sealed (see putChunk). DB.runUpdate
+// calls it before every commit; the readers of histories call it first, so
+// they see what the transaction appended.
 func (t *Tx) flushChunks() error {
 	if len(t.dirty) == 0 {
 		return nil
@@ -528,7 +574,7 @@ func (t *Tx) flushChunks() error {
 		return err
 	}
 	for _, tl := range t.dirty {
-		if err := t.putChunk(events, tl); err != nil {
+		if err := t.putChunk(events, tl, tl.sealed); err != nil {
 			return err
 		}
 	}
@@ -536,19 +582,30 @@ func (t *Tx) flushChunks() error {
 	return nil
 }
 
-// putChunk stores tl's chunk, compressed, if it changed since it was last
-// stored.
-func (t *Tx) putChunk(events *bolt.Bucket, tl *tail) error {
-	if !tl.dirty || tl.dropped {
+// putChunk stores tl's chunk if it changed since it was last stored, or if
+// seal is set and it may be stored unsealed: sealed (encodeChunk) when seal
+// is set, else as a growing tail (encodeTail). A chunk that did not change
+// and is stored sealed already is not written again.
+func (t *Tx) putChunk(events *bolt.Bucket, tl *tail, seal bool) error {
+	if tl.dropped || !tl.dirty && !(seal && tl.unsealed) {
 		return nil
 	}
+	changed := tl.dirty
 	tl.dirty = false
 	events.FillPercent = appendFill
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	stored, err := encodeChunk(&t.encoded, tl.value)
+	encode := encodeTail
+	if seal {
+		encode = encodeChunk
+	}
+	stored, err := encode(&t.encoded, tl.value)
 	if err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+	}
+	tl.unsealed = !seal
+	if !changed && bytes.Equal(events.Get(tl.key), stored) {
+		return nil
 	}
 	if err := events.Put(tl.key, stored); err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
@@ -586,15 +643,8 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 // is empty. With buf nil, value is bbolt's memory for a plain chunk (only
 // to be read); else value is a copy in buf's space when it fits.
 func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, err error) {
-	c := events.Cursor()
-	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
-	k, v := c.Seek(append(clone(prefix), 0xff))
+	k, v := lastStored(events, prefix)
 	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	if k == nil || !bytes.HasPrefix(k, prefix) {
 		return nil, nil, 0, nil
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
@@ -612,19 +662,39 @@ func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last
 	return k, v, first + uint64(n) - 1, nil
 }
 
+// lastStored finds the last chunk under prefix as stored: its key (nil
+// when there is none) and bbolt's memory for its value.
+func lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte) {
+	c := events.Cursor()
+	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
+	k, v := c.Seek(append(clone(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil, nil
+	}
+	return k, v
+}
+
 // AppendEvent appends an event to an execution's history and returns its
 // sequence number, starting at 1. encode receives the sequence number so the
 // stored bytes can carry it.
 func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	old, err := t.oldHistory(exec)
-	if err != nil {
-		return 0, err
-	}
-	if old != nil {
-		return appendOld(old, exec, encode)
-	}
 	if !t.tx.Writable() {
 		return 0, fmt.Errorf("append to %s: %w", exec, bolt.ErrTxNotWritable)
+	}
+	// A history with a tail is in the v3 layout.
+	if t.tails[exec] == nil && t.db.tails[exec] == nil {
+		old, err := t.oldHistory(exec)
+		if err != nil {
+			return 0, err
+		}
+		if old != nil {
+			return appendOld(old, exec, encode)
+		}
 	}
 	events, err := t.bucket(bucketHistoryEvents)
 	if err != nil {
@@ -632,25 +702,17 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	}
 	tl := t.tails[exec]
 	if tl == nil {
+		tl = t.keptTail(exec)
+	}
+	if tl == nil {
 		_, prefix, err := t.historyPrefix(exec, true)
 		if err != nil {
 			return 0, err
 		}
-		// The chunk's events go straight into the tail's space (a
-		// chunk's plain bytes fit in chunkMax unless one event is larger).
-		key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+		tl, err = t.loadTail(events, exec, prefix)
 		if err != nil {
 			return 0, fmt.Errorf("append to %s: %w", exec, err)
 		}
-		tl = &tail{prefix: prefix, last: last}
-		if key != nil {
-			tl.key = clone(key)
-			tl.value = chunk
-		}
-		if t.tails == nil {
-			t.tails = make(map[string]*tail)
-		}
-		t.tails[exec] = tl
 	}
 	seq := tl.last + 1
 	data, err := encode(seq)
@@ -659,19 +721,130 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	}
 	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
 	if tl.key == nil || len(tl.value)+size > chunkMax {
-		// The chunk is full: store it, and start the next.
-		if err := t.putChunk(events, tl); err != nil {
+		// The chunk is full: store it sealed, and start the next.
+		if err := t.putChunk(events, tl, true); err != nil {
 			delete(t.tails, exec)
 			return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
 		}
 		tl.key = appendSeqKey(clone(tl.prefix), seq)
 		tl.value = make([]byte, 0, max(chunkMax, size))
+		tl.unsealed = false
 	}
 	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
 	tl.value = append(tl.value, data...)
 	t.markDirty(tl)
 	tl.last = seq
 	return seq, nil
+}
+
+// keptTail takes exec's tail as the last committed transaction that
+// appended to it left it (DB.tails), or returns nil. The transaction owns
+// it from then on: should it roll back, the next append reads the chunk
+// from the bucket again.
+func (t *Tx) keptTail(exec string) *tail {
+	tl := t.db.tails[exec]
+	if tl == nil {
+		return nil
+	}
+	delete(t.db.tails, exec)
+	if t.tails == nil {
+		t.tails = make(map[string]*tail)
+	}
+	t.tails[exec] = tl
+	return tl
+}
+
+// loadTail reads exec's last chunk (under prefix in events) into a tail of
+// this transaction's.
+func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, error) {
+	// The chunk's events go straight into the tail's space (a chunk's plain
+	// bytes fit in chunkMax unless one event is larger).
+	key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+	if err != nil {
+		return nil, err
+	}
+	tl := &tail{prefix: prefix, last: last}
+	if key != nil {
+		tl.key = clone(key)
+		tl.value = chunk
+		tl.unsealed = true
+	}
+	if t.tails == nil {
+		t.tails = make(map[string]*tail)
+	}
+	t.tails[exec] = tl
+	return tl, nil
+}
+
+// SealHistory stores exec's last chunk sealed (see encodeChunk): its
+// execution is finished and its history is not expected to grow. An append
+// after it is still correct (the chunk is stored as a growing tail again
+// until the next seal). A history with no events, or of the v2 layout, is
+// left as it is. A tail this transaction or the last commit appended to
+// is sealed at once; another is read and compressed again (it may be a
+// growing tail), and written only if that changes it.
+func (t *Tx) SealHistory(exec string) error {
+	if !t.tx.Writable() {
+		return fmt.Errorf("seal history %s: %w", exec, bolt.ErrTxNotWritable)
+	}
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return err
+	}
+	tl := t.tails[exec]
+	if tl == nil {
+		tl = t.keptTail(exec)
+	}
+	if tl == nil {
+		if old, err := t.oldHistory(exec); err != nil || old != nil {
+			return err
+		}
+		_, prefix, err := t.historyPrefix(exec, false)
+		if err != nil || prefix == nil {
+			return err
+		}
+		if tl, err = t.loadTail(events, exec, prefix); err != nil {
+			return fmt.Errorf("seal history %s: %w", exec, err)
+		}
+	}
+	tl.sealed = true
+	if tl.key == nil || tl.dirty {
+		return nil // flushChunks stores it sealed before the commit
+	}
+	if err := t.putChunk(events, tl, true); err != nil {
+		return fmt.Errorf("seal history %s: %w", exec, err)
+	}
+	return nil
+}
+
+// HistorySealed reports whether exec's last chunk is stored sealed (as
+// SealHistory leaves it): true for a history with no events or of the v2
+// layout, false for a growing tail. It reads and compresses the chunk
+// again: a question for checks and tests, not for every append.
+func (t *Tx) HistorySealed(exec string) (bool, error) {
+	if tl := t.tails[exec]; tl != nil && tl.dirty {
+		return tl.sealed, nil
+	}
+	if old, err := t.oldHistory(exec); err != nil || old != nil {
+		return err == nil, err
+	}
+	events, prefix, err := t.historyPrefix(exec, false)
+	if err != nil || prefix == nil {
+		return err == nil, err
+	}
+	k, v := lastStored(events, prefix)
+	if k == nil {
+		return true, nil
+	}
+	plain, err := decodeChunk(v, true)
+	if err != nil {
+		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+	}
+	sealed, err := encodeChunk(&t.encoded, plain)
+	if err != nil {
+		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+	}
+	return bytes.Equal(sealed, v), nil
 }
 
 // appendOld appends to a v2 history bucket.
@@ -784,6 +957,7 @@ func (t *Tx) deleteHistory(exec string) error {
 		tl.dropped = true
 		delete(t.tails, exec)
 	}
+	delete(t.db.tails, exec)
 	events, prefix, err := t.historyPrefix(exec, false)
 	if err != nil || prefix == nil {
 		return err
@@ -1181,6 +1355,7 @@ func (t *Tx) Clear(names ...Bucket) error {
 		return err
 	}
 	t.tails = nil
+	clear(t.db.tails)
 	for _, name := range names {
 		if err := t.tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 			return fmt.Errorf("clear %s: %w", name, err)

@@ -463,3 +463,88 @@ func TestClearAll(t *testing.T) {
 		t.Fatalf("history after ClearAll starts at %d", seqs[0])
 	}
 }
+
+// The tails the store keeps between transactions (DB.tails) follow what
+// commits and nothing else: an append rolled back, a deletion (committed or
+// rolled back) and a ClearAll are each followed by appends that number and
+// read back as the bucket says.
+func TestKeptTailsFollowCommits(t *testing.T) {
+	db, _ := newDB(t)
+	boom := errors.New("rolled back on purpose")
+	appendLike := func(tx *Tx, exec string) (uint64, error) {
+		return tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
+	}
+	appendOne := func(exec string, want uint64) {
+		t.Helper()
+		var got uint64
+		if err := db.Update(func(tx *Tx) (err error) { got, err = appendLike(tx, exec); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("append to %s: seq %d, want %d", exec, got, want)
+		}
+	}
+	readsAs := func(exec string, n int) {
+		t.Helper()
+		seqs, data := readAll(t, db, exec, 0)
+		if len(seqs) != n {
+			t.Fatalf("%s: %d events, want %d", exec, len(seqs), n)
+		}
+		for i, seq := range seqs {
+			if seq != uint64(i+1) || !bytes.Equal(data[i], eventLike(seq)) {
+				t.Fatalf("%s: event %d is %d %q", exec, i, seq, data[i])
+			}
+		}
+	}
+	for i := range 5 {
+		appendOne("x", uint64(i+1))
+	}
+	// Appends rolled back, in a transaction that took the kept tail (and
+	// stored it, for a read in the transaction).
+	err := db.Update(func(tx *Tx) error {
+		for range 2 {
+			if _, err := appendLike(tx, "x"); err != nil {
+				return err
+			}
+		}
+		if err := tx.Events("x", 7, func(uint64, []byte) bool { return true }); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v", err)
+	}
+	appendOne("x", 6)
+	readsAs("x", 6)
+	// A deletion rolled back, then one committed.
+	if err := db.Update(func(tx *Tx) error {
+		if err := tx.DeleteExecution("x"); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("Update = %v", err)
+	}
+	appendOne("x", 7)
+	readsAs("x", 7)
+	if err := db.Update(func(tx *Tx) error { return tx.DeleteExecution("x") }); err != nil {
+		t.Fatal(err)
+	}
+	appendOne("x", 1)
+	readsAs("x", 1)
+	// Everything cleared.
+	for i := range 3 {
+		appendOne("y", uint64(i+1))
+	}
+	if err := db.Update(func(tx *Tx) error { return tx.ClearAll() }); err != nil {
+		t.Fatal(err)
+	}
+	appendOne("y", 1)
+	readsAs("y", 1)
+	// Many appends, one a transaction, across full chunks.
+	for i := range 120 {
+		appendOne("z", uint64(i+1))
+	}
+	readsAs("z", 120)
+}

@@ -370,6 +370,11 @@ func generateOne(tx *store.Tx, opts Options, i int, st *Stats) error {
 	if err := history.Put(tx, s.x); err != nil {
 		return err
 	}
+	// Put seals a finished execution's history; a killed one's is written
+	// whole here too, so its last chunk is stored compressed as well.
+	if err := tx.SealHistory(id); err != nil {
+		return err
+	}
 	st.Executions++
 	st.ByShape[sh.name]++
 	st.ByStatus[s.x.Status]++

@@ -289,7 +289,9 @@ func SendIntent(to, subject string) string { return to + "\n" + subject }
 
 // Put stores an execution record and keeps the index of unfinished
 // executions (store.Active: id -> status) in step with it, in the same
-// transaction.
+// transaction. A finished execution's history is sealed (store.Tx.SealHistory):
+// its last chunk, compressed fast while the execution ran, is compressed
+// better.
 func Put(tx *store.Tx, x Execution) error {
 	enc, err := EncodeExecution(x)
 	if err != nil {
@@ -299,6 +301,9 @@ func Put(tx *store.Tx, x Execution) error {
 		return err
 	}
 	if x.Status.Finished() {
+		if err := tx.SealHistory(x.ID); err != nil {
+			return err
+		}
 		return tx.Delete(store.Active, []byte(x.ID))
 	}
 	return tx.Put(store.Active, []byte(x.ID), []byte(x.Status))

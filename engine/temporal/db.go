@@ -238,6 +238,13 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*hi
 	if err != nil {
 		return err
 	}
+	if x.Status.Finished() {
+		// A closed workflow's history is not appended to again: its last
+		// chunk is stored compressed, as history.Put does.
+		if err := tx.SealHistory(exec); err != nil {
+			return err
+		}
+	}
 	return tx.PutExecution(exec, enc)
 }
 
