@@ -46,6 +46,39 @@ func TestOpensADatabaseOfTheFourthLayout(t *testing.T) {
 	opensOldDatabase(t, "v4")
 }
 
+// TestOpensADatabaseOfTheFifthLayout opens testdata/v5/retrylab.db, written
+// by retrylab as of 2c58fbe (schema v5: compressed history chunks, every
+// history's last chunk among its chunks in history_events): naive, safe,
+// invoice-crm with its resume, gen --executions 12 --seed 3, then crash,
+// left killed, so exec_9F1Z's last chunk is a growing tail in
+// history_events. It must read and print as that build did; a new run must
+// append to an old history, and resuming exec_9F1Z must append to its tail.
+func TestOpensADatabaseOfTheFifthLayout(t *testing.T) {
+	t.Parallel()
+	if all, unsealed := unsealedHistories(t, filepath.Join("testdata", "v5", "retrylab.db")); all != 16 || unsealed != 1 {
+		t.Fatalf("testdata/v5: %d of %d histories unsealed, want 1 of 16", unsealed, all)
+	}
+	opensOldDatabase(t, "v5")
+	db := copyOldDatabase(t, "v5")
+	var before, after struct {
+		Events []map[string]any `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(printedBy(t, "v5")("show/exec_9F1Z.json")), &before); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, db, "resume", "exec_9F1Z")
+	if err := json.Unmarshal([]byte(ok(t, db, "show", "--json", "exec_9F1Z").stdout), &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Events) <= len(before.Events) || !reflect.DeepEqual(after.Events[:len(before.Events)], before.Events) {
+		t.Fatalf("exec_9F1Z resumed: %d events, the old %d not kept as they were", len(after.Events), len(before.Events))
+	}
+	if last := after.Events[len(after.Events)-1]; last["type"] != "ExecutionCompleted" {
+		t.Errorf("the resumed run's last event: %v", last)
+	}
+	has(t, ok(t, db, "check"), "16 executions", "verdict: PASS")
+}
+
 // opensOldDatabase checks a copy of testdata/<dir>/retrylab.db against what
 // the build that wrote it printed, then appends a run to one of its
 // executions and checks the whole file again.
