@@ -310,9 +310,18 @@ func TestNewLayoutPrintsAsTheOld(t *testing.T) {
 		}); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("history_events")).ForEach(func(k, v []byte) error {
+		if err := tx.Bucket([]byte("history_events")).ForEach(func(k, v []byte) error {
 			if chunks++; v[0] != 0 {
 				return fmt.Errorf("chunk %x stored plain", k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Growing tails (schema v6): their first sequence number, then the chunk.
+		return tx.Bucket([]byte("history_tails")).ForEach(func(k, v []byte) error {
+			if chunks++; len(v) < 2+int(v[0]) || v[1+int(v[0])] != 0 {
+				return fmt.Errorf("tail of %x stored plain", k)
 			}
 			return nil
 		})

@@ -23,8 +23,9 @@ const compactTxMax = 8 << 20
 // once at the end.
 //
 // History chunks stored plain (chunks of older files) and the growing
-// tails of executions that never finished (store.Active: a run killed with
-// its host and never resumed) are sealed first, in the old file (see
+// tails of executions that never finished (a run killed with its host and
+// never resumed: history_tails, and in a v5 file the last chunks of
+// store.Active's executions) are sealed first, in the old file (see
 // sealChunks), so the copy holds every chunk in its smallest form.
 //
 // The copy is written to a temporary file beside the database (mode 0600),
@@ -92,46 +93,96 @@ func (db *DB) CompactAndClose() (err error) {
 
 // sealChunks stores sealed (encodeChunk) every history chunk of db stored
 // plain that compression shortens, in transactions of about compactTxMax
-// bytes, then the last chunk of every execution in Active. The chunks read
-// the same before and after; a kill between transactions leaves some
-// sealed and some not, which reads the same too.
+// bytes, then the last chunk of every execution in Active, then moves
+// every growing tail of history_tails, sealed, among its history's chunks.
+// The chunks read the same before and after; a kill between transactions
+// leaves some sealed and some not, which reads the same too.
 func sealChunks(db *bolt.DB) error {
 	if err := sealPlainChunks(db); err != nil {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		active, ids, events := tx.Bucket([]byte(Active)), tx.Bucket([]byte(bucketHistoryIDs)), tx.Bucket([]byte(bucketHistoryEvents))
-		if active == nil || ids == nil || events == nil {
+		if err := sealActiveChunks(tx); err != nil {
+			return err
+		}
+		return sealTails(tx)
+	})
+}
+
+// sealTails moves every growing tail of history_tails, sealed, into
+// history_events under its key.
+func sealTails(tx *bolt.Tx) error {
+	tails, events := tx.Bucket([]byte(bucketHistoryTails)), tx.Bucket([]byte(bucketHistoryEvents))
+	if tails == nil || events == nil {
+		return nil
+	}
+	t := &Tx{tx: tx}
+	var prefixes [][]byte
+	if err := tails.ForEach(func(k, _ []byte) error {
+		prefixes = append(prefixes, clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	events.FillPercent = appendFill
+	var scratch []byte
+	for _, prefix := range prefixes {
+		key, _, stored, err := t.storedTail(prefix)
+		if err != nil {
+			return err
+		}
+		plain, err := decodeChunk(stored, true)
+		if err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", key, err)
+		}
+		sealed, err := encodeChunk(&scratch, plain)
+		if err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", key, err)
+		}
+		if err := events.Put(key, sealed); err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", key, err)
+		}
+		if err := tails.Delete(prefix); err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// sealActiveChunks seals the last chunk in history_events of every
+// execution in Active: a v5 file's growing tails.
+func sealActiveChunks(tx *bolt.Tx) error {
+	active, ids, events := tx.Bucket([]byte(Active)), tx.Bucket([]byte(bucketHistoryIDs)), tx.Bucket([]byte(bucketHistoryEvents))
+	if active == nil || ids == nil || events == nil {
+		return nil
+	}
+	var scratch []byte
+	events.FillPercent = appendFill
+	return active.ForEach(func(exec, _ []byte) error {
+		prefix := ids.Get(exec)
+		if len(prefix) != historyKeyLen {
+			return nil // no history of the v3 layout
+		}
+		k, v := lastEventsChunk(events, prefix)
+		if k == nil {
 			return nil
 		}
-		var scratch []byte
-		events.FillPercent = appendFill
-		return active.ForEach(func(exec, _ []byte) error {
-			prefix := ids.Get(exec)
-			if len(prefix) != historyKeyLen {
-				return nil // no history of the v3 layout
-			}
-			k, v := lastStored(events, prefix)
-			if k == nil {
-				return nil
-			}
-			plain, err := decodeChunk(v, true)
-			if err != nil {
-				return fmt.Errorf("seal history chunk %x: %w", k, err)
-			}
-			stored, err := encodeChunk(&scratch, plain)
-			if err != nil {
-				return fmt.Errorf("seal history chunk %x: %w", k, err)
-			}
-			if bytes.Equal(stored, v) {
-				return nil
-			}
-			// ForEach walks Active, not events: a Put there is safe.
-			if err := events.Put(clone(k), stored); err != nil {
-				return fmt.Errorf("seal history chunk %x: %w", k, err)
-			}
+		plain, err := decodeChunk(v, true)
+		if err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", k, err)
+		}
+		stored, err := encodeChunk(&scratch, plain)
+		if err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", k, err)
+		}
+		if bytes.Equal(stored, v) {
 			return nil
-		})
+		}
+		// ForEach walks Active, not events: a Put there is safe.
+		if err := events.Put(clone(k), stored); err != nil {
+			return fmt.Errorf("seal history chunk %x: %w", k, err)
+		}
+		return nil
 	})
 }
 

@@ -99,21 +99,48 @@ func eventLike(seq uint64) []byte {
 // storedChunks returns exec's chunks as the bucket holds them.
 func storedChunks(t *testing.T, db *DB, exec string) (keys, values [][]byte) {
 	t.Helper()
+	keys, values, _ = storedChunksIn(t, db, exec)
+	return keys, values
+}
+
+// storedChunksIn is storedChunks, and whether exec's last chunk is in
+// history_tails. Every chunk but the last must be in history_events, and
+// no key there may follow the tail's.
+func storedChunksIn(t *testing.T, db *DB, exec string) (keys, values [][]byte, inTails bool) {
+	t.Helper()
 	err := db.View(func(tx *Tx) error {
 		events, prefix, err := tx.historyPrefix(exec, false)
 		if err != nil || prefix == nil {
 			return fmt.Errorf("no history %s (%v)", exec, err)
 		}
-		c := events.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := tx.historyChunks(events.Cursor(), prefix, 0, func(k, v []byte) (bool, error) {
 			keys, values = append(keys, clone(k)), append(values, clone(v))
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		tk, _, _, err := tx.storedTail(prefix)
+		if err != nil {
+			return err
+		}
+		inTails = tk != nil
+		n := 0
+		c := events.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if tk != nil && bytes.Compare(k, tk) >= 0 {
+				return fmt.Errorf("%s: chunk %x in history_events at or after its tail %x", exec, k, tk)
+			}
+			n++
+		}
+		if inTails && n != len(keys)-1 || !inTails && n != len(keys) {
+			return fmt.Errorf("%s: %d chunks in history_events of %d (tail in history_tails: %v)", exec, n, len(keys), inTails)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return keys, values
+	return keys, values, inTails
 }
 
 func readAll(t *testing.T, db *DB, exec string, from uint64) (seqs []uint64, data [][]byte) {
@@ -221,9 +248,14 @@ func TestTailsGrowFastAndAreSealed(t *testing.T) {
 	// stored bytes.
 	checkStored := func(exec string, tail string) int {
 		stored := 0
-		keys, values := storedChunks(t, db, exec)
+		keys, values, inTails := storedChunksIn(t, db, exec)
 		if len(keys) < 2 {
 			t.Fatalf("%s: %d chunks, want a full one and a tail", exec, len(keys))
+		}
+		// A growing tail lies in history_tails, a sealed history's last
+		// chunk among its chunks.
+		if inTails != (tail == "tail") {
+			t.Errorf("%s: last chunk in history_tails: %v, want %v", exec, inTails, tail == "tail")
 		}
 		for i, v := range values {
 			want := "sealed"
@@ -255,7 +287,8 @@ func TestTailsGrowFastAndAreSealed(t *testing.T) {
 	before := map[string][][][]byte{}
 	for exec := range counts {
 		checkStored(exec, map[bool]string{true: "sealed", false: "tail"}[exec == "sealed in it"])
-		sealedAs(exec, exec == "sealed in it" || exec == "noise")
+		// noise's tail is plain, as sealed, but not yet among its chunks.
+		sealedAs(exec, exec == "sealed in it")
 		_, before[exec] = readEvery(exec)
 	}
 	if v := storedLast(t, db, "noise"); v[0] == compressedChunk {
@@ -351,9 +384,9 @@ func TestPlainChunksOfOlderFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		keys, values := storedChunks(t, db, "old")
-		if len(keys) != 1 || form(t, values[0]) != want {
-			t.Fatalf("after the append: %d chunks, %s, want %s", len(keys), form(t, values[0]), want)
+		keys, values, inTails := storedChunksIn(t, db, "old")
+		if len(keys) != 1 || form(t, values[0]) != want || inTails != (want == "tail") {
+			t.Fatalf("after the append: %d chunks, %s (in history_tails: %v), want %s", len(keys), form(t, values[0]), inTails, want)
 		}
 		seqs, data := readAll(t, db, "old", 0)
 		if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !bytes.Equal(data[2], eventLike(3)) || !bytes.Equal(data[3], payload("old", 4, 32)) {
@@ -433,13 +466,16 @@ func damagedChunk(t *testing.T, want string) {
 			t.Fatal(err)
 		}
 	}
-	keys, values := storedChunks(t, db, "x")
+	keys, values, inTails := storedChunksIn(t, db, "x")
 	got := form(t, values[0])
 	if want == "plain" && (values[0][0] == compressedChunk || got != "both") || want != "plain" && got != want {
 		t.Fatalf("chunk stored %s (first byte %d), want %s", got, values[0][0], want)
 	}
 	damaged := append(clone(values[0][:len(values[0])-2]), 0xff)
 	if err := db.Update(func(tx *Tx) error {
+		if inTails { // a growing tail: in history_tails, after its first sequence number
+			return tx.tx.Bucket([]byte(bucketHistoryTails)).Put(keys[0][:historyKeyLen], append(clone(keys[0][historyKeyLen:]), damaged...))
+		}
 		return tx.tx.Bucket([]byte(bucketHistoryEvents)).Put(keys[0], damaged)
 	}); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,13 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
-// v5: history chunks are stored compressed, by S2
+// v6: a history's growing last chunk (its tail) is kept in a bucket of
+// tails, history_tails, apart from its sealed chunks in history_events,
+// and moves there sealed when it is full or its execution finishes (see
+// Tx.AppendEvent): a group commit of many writers then rewrites the few
+// pages of tails instead of a page of every writer's chunks. The last
+// chunk of a v5 history, in history_events, reads as it is and moves to
+// history_tails on the history's next append. v5: history chunks are stored compressed, by S2
 // (github.com/klauspost/compress/s2) with the preset dictionary
 // chunkdict.bin (see encodeChunk); chunks of older files are plain and stay
 // readable. A history's growing last chunk is compressed by S2's fast
@@ -51,9 +57,9 @@ import (
 // its own, and files that have them keep them and go on appending to them.
 // v2: history events are stored in engine/history's compact encoding; v1
 // stored them as JSON. This build reads all of these; a writer raises an
-// older file to v5 when it opens it, so a build that knows only an older
+// older file to v6 when it opens it, so a build that knows only an older
 // layout refuses the file instead of misreading or missing what it holds.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Sentinel errors, checked with errors.Is.
 var (
@@ -88,6 +94,8 @@ const (
 	// v3: execution id -> 4-byte history number, and (number, seq) -> event
 	bucketHistoryIDs    Bucket = "history_ids"
 	bucketHistoryEvents Bucket = "history_events"
+	// v6: history number -> its growing tail (see Tx.AppendEvent)
+	bucketHistoryTails Bucket = "history_tails"
 	bucketJournals      Bucket = "journals" // execution id, NUL, step -> record (before: id -> bucket of step -> record)
 	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. history.Put
@@ -96,7 +104,7 @@ const (
 )
 
 var allBuckets = []Bucket{bucketMeta, bucketExecutions, bucketExecOrder, bucketHistories, bucketHistoryIDs, bucketHistoryEvents,
-	bucketJournals, Active}
+	bucketHistoryTails, bucketJournals, Active}
 
 // Options tune Open.
 type Options struct {

@@ -57,17 +57,30 @@ func (t *Tx) watcher() ExecutionWatcher {
 }
 
 // tail is an execution's last chunk as this transaction wrote it: value
-// holds its events, uncompressed. unsealed says the bucket may hold the
-// chunk in another form than its sealed one (as a growing tail, see
-// encodeTail; a chunk read from the bucket counts as unsealed, since a
-// growing tail and a sealed chunk look alike); sealed, that it is to be
-// stored sealed (SealHistory).
+// holds its events, uncompressed; key is its key among the history's
+// chunks (prefix, then its first sequence number). place says where it is
+// stored: nowhere yet, in history_tails as a growing tail, or in
+// history_events (a sealed chunk, or a v5 file's last chunk). unsealed
+// says the store may hold it in another form than its sealed one (as a
+// growing tail, see encodeTail; a last chunk read from history_events
+// counts as unsealed, since a v5 file's growing tail and a sealed chunk
+// look alike); sealed, that it is to be stored sealed (SealHistory).
 type tail struct {
 	prefix, key, value []byte
 	last               uint64
+	place              tailPlace
 	dirty, dropped     bool
 	unsealed, sealed   bool
 }
+
+// tailPlace is where a tail is stored.
+type tailPlace uint8
+
+const (
+	storedNowhere  tailPlace = iota // a chunk begun in this transaction
+	storedInTails                   // in history_tails, under its prefix
+	storedInEvents                  // in history_events, under its key
+)
 
 // appendFill is the fill percent of buckets written in key order (histories
 // and sequence-keyed collections). bbolt splits pages at half full by default,
@@ -349,8 +362,8 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // v3 and v4 files are plain (their first byte is the nonzero length of
 // their first event) and are read as they are.
 //
-// A history's last chunk, the one appends extend, is stored by S2's fast
-// encoder while it grows (encodeTail): compressing it again with
+// A history's last chunk, the one appends extend (its tail), is stored by
+// S2's fast encoder while it grows (encodeTail): compressing it again with
 // EncodeBetter on every commit cost each writer of a group commit about
 // 7 µs inside the transaction they all wait for, and storing it plain
 // made every commit write more pages. It is sealed (compressed by
@@ -359,8 +372,19 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 // finished execution's record and `retrylab gen` for every execution it
 // writes). A tail left unsealed (a run killed with its host and never
 // resumed) reads as it is, and DB.CompactAndClose seals it. Both forms are
-// S2 blocks with the same dictionary, as v5 always read them: nothing about
-// the file changes but how well a growing tail is compressed.
+// S2 blocks with the same dictionary.
+//
+// Since schema v6 a growing tail is not stored among its history's chunks
+// but in history_tails, under the history's 4-byte number: its first
+// sequence number as in a chunk's key (a length byte and that many bytes),
+// then the chunk as stored. Sealed, it moves to history_events under its
+// key, in the same transaction. The tails of the executions running at
+// once thus lie together on a few pages: a group commit of 30 writers
+// rewrites those instead of a leaf of each writer's chunks (BENCHMARKS.md,
+// 1b″). A history reads as its chunks in history_events, then its tail
+// (chunks, one place for every reader). A v5 file's last chunk, in
+// history_events, reads as it is; the history's next append moves it to
+// history_tails unless it is full.
 //
 // Schema v2 gave each execution a nested bucket under histories (8-byte
 // sequence -> event). A bucket on a page of its own costs a whole 4 KB page
@@ -518,6 +542,13 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 // for a chunk whose first event is empty, which is always compressed).
 // scratch is as encodeChunk's.
 func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
+	return encodeTailValue(scratch, nil, plain)
+}
+
+// encodeTailValue is encodeTail's stored form after head, in a new slice
+// (unless head is nil and the tail is stored plain: then plain itself):
+// history_tails' value, head being the tail's first sequence number.
+func encodeTailValue(scratch *[]byte, head, plain []byte) ([]byte, error) {
 	need := s2.MaxEncodedLen(len(plain))
 	if need < 0 || len(plain) > maxChunkLen {
 		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
@@ -527,11 +558,15 @@ func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
 	}
 	enc := chunkDict.Encode((*scratch)[:need], plain)
 	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
-		return plain, nil
+		if head == nil {
+			return plain, nil
+		}
+		return append(append(make([]byte, 0, len(head)+len(plain)), head...), plain...), nil
 	}
-	out := make([]byte, 1+len(enc))
-	out[0] = compressedChunk
-	copy(out[1:], enc)
+	out := make([]byte, len(head)+1+len(enc))
+	n := copy(out, head)
+	out[n] = compressedChunk
+	copy(out[n+1:], enc)
 	return out, nil
 }
 
@@ -562,19 +597,15 @@ func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
 }
 
 // flushChunks writes the chunks this transaction appended to into the
-// bucket: as growing tails, or sealed (see putChunk). DB.runUpdate
-// calls it before every commit; the readers of histories call it first, so
-// they see what the transaction appended.
+// store: as growing tails, or sealed (see putChunk). DB.runUpdate calls it
+// before every commit; the readers of histories call it first, so they
+// see what the transaction appended.
 func (t *Tx) flushChunks() error {
 	if len(t.dirty) == 0 {
 		return nil
 	}
-	events, err := t.bucket(bucketHistoryEvents)
-	if err != nil {
-		return err
-	}
 	for _, tl := range t.dirty {
-		if err := t.putChunk(events, tl, tl.sealed); err != nil {
+		if err := t.putChunk(tl, tl.sealed); err != nil {
 			return err
 		}
 	}
@@ -583,33 +614,61 @@ func (t *Tx) flushChunks() error {
 }
 
 // putChunk stores tl's chunk if it changed since it was last stored, or if
-// seal is set and it may be stored unsealed: sealed (encodeChunk) when seal
-// is set, else as a growing tail (encodeTail). A chunk that did not change
-// and is stored sealed already is not written again.
-func (t *Tx) putChunk(events *bolt.Bucket, tl *tail, seal bool) error {
+// seal is set and it may be stored unsealed: sealed (encodeChunk) in
+// history_events when seal is set, else as a growing tail (encodeTail) in
+// history_tails; from either place it leaves the other. A chunk that did
+// not change and is stored sealed already is not written again.
+func (t *Tx) putChunk(tl *tail, seal bool) error {
 	if tl.dropped || !tl.dirty && !(seal && tl.unsealed) {
 		return nil
 	}
 	changed := tl.dirty
 	tl.dirty = false
+	events, err := t.bucket(bucketHistoryEvents)
+	if err != nil {
+		return err
+	}
+	tails, err := t.bucket(bucketHistoryTails)
+	if err != nil {
+		return err
+	}
 	events.FillPercent = appendFill
+	// Tails of new histories go after the others' (numbers are given in
+	// order): pages nearly full are fewer pages for a commit to rewrite.
+	tails.FillPercent = appendFill
+	if !seal {
+		stored, err := encodeTailValue(&t.encoded, tl.key[len(tl.prefix):], tl.value)
+		if err != nil {
+			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+		}
+		if tl.place == storedInEvents {
+			if err := events.Delete(tl.key); err != nil {
+				return fmt.Errorf("move history chunk %x: %w", tl.key, err)
+			}
+		}
+		if err := tails.Put(tl.prefix, stored); err != nil {
+			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+		}
+		tl.place, tl.unsealed = storedInTails, true
+		return nil
+	}
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	encode := encodeTail
-	if seal {
-		encode = encodeChunk
-	}
-	stored, err := encode(&t.encoded, tl.value)
+	stored, err := encodeChunk(&t.encoded, tl.value)
 	if err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 	}
-	tl.unsealed = !seal
-	if !changed && bytes.Equal(events.Get(tl.key), stored) {
-		return nil
+	if tl.place == storedInTails {
+		if err := tails.Delete(tl.prefix); err != nil {
+			return fmt.Errorf("move history chunk %x: %w", tl.key, err)
+		}
 	}
-	if err := events.Put(tl.key, stored); err != nil {
-		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+	if changed || tl.place != storedInEvents || !bytes.Equal(events.Get(tl.key), stored) {
+		if err := events.Put(tl.key, stored); err != nil {
+			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
+		}
 	}
+	tl.place, tl.unsealed = storedInEvents, false
 	return nil
 }
 
@@ -638,33 +697,49 @@ func chunkEvents(chunk []byte, fn func(data []byte) bool) bool {
 	return true
 }
 
-// lastChunk finds exec's last chunk under prefix: its key, its plain
-// events, and the sequence of its last event. key is nil when the history
-// is empty. With buf nil, value is bbolt's memory for a plain chunk (only
-// to be read); else value is a copy in buf's space when it fits.
-func lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, err error) {
-	k, v := lastStored(events, prefix)
-	if k == nil {
-		return nil, nil, 0, nil
+// lastChunk finds the last chunk of the history under prefix (see
+// lastStored): its key, its plain events, the sequence of its last event,
+// and where it is stored. key is nil when the history is empty. With buf
+// nil, value is bbolt's memory for a plain chunk (only to be read); else
+// value is a copy in buf's space when it fits.
+func (t *Tx) lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []byte, last uint64, place tailPlace, err error) {
+	k, v, place, err := t.lastStored(events, prefix)
+	if err != nil || k == nil {
+		return nil, nil, 0, storedNowhere, err
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
 	v, err = decodeChunkInto(buf, v, buf != nil)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, err)
+		return nil, nil, 0, storedNowhere, fmt.Errorf("history chunk %x: %w", k, err)
 	}
 	n := 0
 	if ok {
 		ok = chunkEvents(v, func([]byte) bool { n++; return true })
 	}
 	if !ok || n == 0 {
-		return nil, nil, 0, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
+		return nil, nil, 0, storedNowhere, fmt.Errorf("history chunk %x: %w", k, ErrCorrupt)
 	}
-	return k, v, first + uint64(n) - 1, nil
+	return k, v, first + uint64(n) - 1, place, nil
 }
 
-// lastStored finds the last chunk under prefix as stored: its key (nil
-// when there is none) and bbolt's memory for its value.
-func lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte) {
+// lastStored finds the last chunk of the history under prefix as stored:
+// its tail in history_tails, else its last chunk in history_events. It
+// returns the chunk's key (nil when the history has none), bbolt's memory
+// for its stored bytes, and where it is.
+func (t *Tx) lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte, place tailPlace, err error) {
+	if k, _, v, err := t.storedTail(prefix); err != nil || k != nil {
+		return k, v, storedInTails, err
+	}
+	if k, v := lastEventsChunk(events, prefix); k != nil {
+		return k, v, storedInEvents, nil
+	}
+	return nil, nil, storedNowhere, nil
+}
+
+// lastEventsChunk finds the last chunk under prefix in history_events as
+// stored: its key (nil when there is none) and bbolt's memory for its
+// value.
+func lastEventsChunk(events *bolt.Bucket, prefix []byte) (key, value []byte) {
 	c := events.Cursor()
 	// 0xff sorts after every length byte, so Seek lands just past prefix's keys.
 	k, v := c.Seek(append(clone(prefix), 0xff))
@@ -677,6 +752,77 @@ func lastStored(events *bolt.Bucket, prefix []byte) (key, value []byte) {
 		return nil, nil
 	}
 	return k, v
+}
+
+// storedTail finds the growing tail of the history under prefix in
+// history_tails: its key among the history's chunks (prefix, then its
+// first sequence number; a new slice), that first sequence number, and
+// bbolt's memory for the chunk as stored. key is nil when the history has
+// no tail there (or the file no history_tails: a v5 file opened
+// read-only).
+func (t *Tx) storedTail(prefix []byte) (key []byte, first uint64, stored []byte, err error) {
+	b := t.root(bucketHistoryTails)
+	if b == nil {
+		return nil, 0, nil, nil
+	}
+	v := t.lookup(b, prefix)
+	if v == nil {
+		return nil, 0, nil, nil
+	}
+	n := 1 + int(v[0])
+	if len(v) < n+1 {
+		return nil, 0, nil, fmt.Errorf("history tail %x: %w", prefix, ErrCorrupt)
+	}
+	first, ok := decodeSeqKey(v[:n])
+	if !ok {
+		return nil, 0, nil, fmt.Errorf("history tail %x: %w", prefix, ErrCorrupt)
+	}
+	key = append(append(make([]byte, 0, len(prefix)+n), prefix...), v[:n]...)
+	return key, first, v[n:], nil
+}
+
+// historyChunks calls fn with the stored chunks of the history under
+// prefix that hold its events from seq from on, in sequence order: its
+// chunks in history_events from the one that holds from (read with c, a
+// cursor on events), then its tail in history_tails. key is the chunk's
+// key (prefix, then its first sequence number) and stored its bytes as
+// stored, both valid only during the call. It stops at the first error or
+// when fn returns false. Every reader of a history's chunks goes through
+// it, so none misses the tail.
+func (t *Tx) historyChunks(c *bolt.Cursor, prefix []byte, from uint64, fn func(key, stored []byte) (bool, error)) error {
+	tk, tfirst, tv, err := t.storedTail(prefix)
+	if err != nil {
+		return err
+	}
+	if tk == nil || from < tfirst {
+		// Start at the chunk that holds from: the last one that begins at
+		// or before it.
+		start := appendSeqKey(prefix, from)
+		k, v := c.Seek(start)
+		if !bytes.Equal(k, start) {
+			var pk, pv []byte
+			if k == nil {
+				pk, pv = c.Last()
+			} else {
+				pk, pv = c.Prev()
+			}
+			if pk != nil && bytes.HasPrefix(pk, prefix) {
+				k, v = pk, pv
+			} else {
+				k, v = c.Seek(start)
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if more, err := fn(k, v); err != nil || !more {
+				return err
+			}
+		}
+	}
+	if tk != nil {
+		_, err := fn(tk, tv)
+		return err
+	}
+	return nil
 }
 
 // AppendEvent appends an event to an execution's history and returns its
@@ -696,16 +842,12 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 			return appendOld(old, exec, encode)
 		}
 	}
-	events, err := t.bucket(bucketHistoryEvents)
-	if err != nil {
-		return 0, err
-	}
 	tl := t.tails[exec]
 	if tl == nil {
 		tl = t.keptTail(exec)
 	}
 	if tl == nil {
-		_, prefix, err := t.historyPrefix(exec, true)
+		events, prefix, err := t.historyPrefix(exec, true)
 		if err != nil {
 			return 0, err
 		}
@@ -722,13 +864,13 @@ func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (
 	size := binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(data))) + len(data)
 	if tl.key == nil || len(tl.value)+size > chunkMax {
 		// The chunk is full: store it sealed, and start the next.
-		if err := t.putChunk(events, tl, true); err != nil {
+		if err := t.putChunk(tl, true); err != nil {
 			delete(t.tails, exec)
 			return 0, fmt.Errorf("append %s/%d: %w", exec, seq, err)
 		}
 		tl.key = appendSeqKey(clone(tl.prefix), seq)
 		tl.value = make([]byte, 0, max(chunkMax, size))
-		tl.unsealed = false
+		tl.place, tl.unsealed = storedNowhere, false
 	}
 	tl.value = binary.AppendUvarint(tl.value, uint64(len(data)))
 	tl.value = append(tl.value, data...)
@@ -754,12 +896,13 @@ func (t *Tx) keptTail(exec string) *tail {
 	return tl
 }
 
-// loadTail reads exec's last chunk (under prefix in events) into a tail of
-// this transaction's.
+// loadTail reads exec's last chunk (under prefix: its tail in
+// history_tails, else its last chunk in events) into a tail of this
+// transaction's.
 func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, error) {
 	// The chunk's events go straight into the tail's space (a chunk's plain
 	// bytes fit in chunkMax unless one event is larger).
-	key, chunk, last, err := lastChunk(events, prefix, make([]byte, 0, chunkMax))
+	key, chunk, last, place, err := t.lastChunk(events, prefix, make([]byte, 0, chunkMax))
 	if err != nil {
 		return nil, err
 	}
@@ -767,7 +910,7 @@ func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, e
 	if key != nil {
 		tl.key = clone(key)
 		tl.value = chunk
-		tl.unsealed = true
+		tl.place, tl.unsealed = place, true
 	}
 	if t.tails == nil {
 		t.tails = make(map[string]*tail)
@@ -780,16 +923,13 @@ func (t *Tx) loadTail(events *bolt.Bucket, exec string, prefix []byte) (*tail, e
 // execution is finished and its history is not expected to grow. An append
 // after it is still correct (the chunk is stored as a growing tail again
 // until the next seal). A history with no events, or of the v2 layout, is
-// left as it is. A tail this transaction or the last commit appended to
-// is sealed at once; another is read and compressed again (it may be a
+// left as it is. The chunk moves from history_tails to history_events. A
+// tail this transaction or the last commit appended to is sealed at once;
+// another is read and compressed again (a v5 file's last chunk may be a
 // growing tail), and written only if that changes it.
 func (t *Tx) SealHistory(exec string) error {
 	if !t.tx.Writable() {
 		return fmt.Errorf("seal history %s: %w", exec, bolt.ErrTxNotWritable)
-	}
-	events, err := t.bucket(bucketHistoryEvents)
-	if err != nil {
-		return err
 	}
 	tl := t.tails[exec]
 	if tl == nil {
@@ -799,7 +939,7 @@ func (t *Tx) SealHistory(exec string) error {
 		if old, err := t.oldHistory(exec); err != nil || old != nil {
 			return err
 		}
-		_, prefix, err := t.historyPrefix(exec, false)
+		events, prefix, err := t.historyPrefix(exec, false)
 		if err != nil || prefix == nil {
 			return err
 		}
@@ -811,7 +951,7 @@ func (t *Tx) SealHistory(exec string) error {
 	if tl.key == nil || tl.dirty {
 		return nil // flushChunks stores it sealed before the commit
 	}
-	if err := t.putChunk(events, tl, true); err != nil {
+	if err := t.putChunk(tl, true); err != nil {
 		return fmt.Errorf("seal history %s: %w", exec, err)
 	}
 	return nil
@@ -832,9 +972,15 @@ func (t *Tx) HistorySealed(exec string) (bool, error) {
 	if err != nil || prefix == nil {
 		return err == nil, err
 	}
-	k, v := lastStored(events, prefix)
+	k, v, place, err := t.lastStored(events, prefix)
+	if err != nil {
+		return false, fmt.Errorf("history of %s: %w", exec, err)
+	}
 	if k == nil {
 		return true, nil
+	}
+	if place == storedInTails {
+		return false, nil // a growing tail
 	}
 	plain, err := decodeChunk(v, true)
 	if err != nil {
@@ -878,7 +1024,7 @@ func (t *Tx) LastSeq(exec string) uint64 {
 	if err != nil || prefix == nil {
 		return 0
 	}
-	_, _, last, _ := lastChunk(events, prefix, nil)
+	_, _, last, _, _ := t.lastChunk(events, prefix, nil)
 	return last
 }
 
@@ -905,32 +1051,14 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 	if err != nil || prefix == nil {
 		return err
 	}
-	c := events.Cursor()
-	// Start at the chunk that holds from: the last one that begins at or
-	// before it.
-	start := appendSeqKey(prefix, from)
-	k, v := c.Seek(start)
-	if !bytes.Equal(k, start) {
-		var pk, pv []byte
-		if k == nil {
-			pk, pv = c.Last()
-		} else {
-			pk, pv = c.Prev()
-		}
-		if pk != nil && bytes.HasPrefix(pk, prefix) {
-			k, v = pk, pv
-		} else {
-			k, v = c.Seek(start)
-		}
-	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	return t.historyChunks(events.Cursor(), prefix, from, func(k, v []byte) (bool, error) {
 		seq, ok := decodeSeqKey(k[len(prefix):])
 		if !ok {
-			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
+			return false, fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
 		}
 		chunk, err := decodeChunk(v, true)
 		if err != nil {
-			return fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+			return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
 		}
 		stopped := false
 		ok = chunkEvents(chunk, func(data []byte) bool {
@@ -942,13 +1070,10 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 			return true
 		})
 		if !ok {
-			return fmt.Errorf("history chunk %x of %s: %w", k, exec, ErrCorrupt)
+			return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, ErrCorrupt)
 		}
-		if stopped {
-			return nil
-		}
-	}
-	return nil
+		return !stopped, nil
+	})
 }
 
 // deleteHistory removes exec's events in either layout.
@@ -969,6 +1094,13 @@ func (t *Tx) deleteHistory(exec string) error {
 		if err := c.Delete(); err != nil {
 			return fmt.Errorf("delete history of %s: %w", exec, err)
 		}
+	}
+	tails, err := t.bucket(bucketHistoryTails)
+	if err != nil {
+		return err
+	}
+	if err := tails.Delete(prefix); err != nil {
+		return fmt.Errorf("delete history of %s: %w", exec, err)
 	}
 	ids, err := t.bucket(bucketHistoryIDs)
 	if err != nil {
