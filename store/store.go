@@ -96,7 +96,7 @@ const (
 	bucketHistoryEvents Bucket = "history_events"
 	// v6: history number -> its growing tail (see Tx.AppendEvent)
 	bucketHistoryTails Bucket = "history_tails"
-	bucketJournals      Bucket = "journals" // execution id, NUL, step -> record (before: id -> bucket of step -> record)
+	bucketJournals     Bucket = "journals" // execution id, NUL, step -> record (before: id -> bucket of step -> record)
 	// Active indexes the executions that have not finished (id -> status),
 	// so a reader finds them without walking every execution. history.Put
 	// keeps it; DeleteExecution and ClearAll keep it consistent.
