@@ -579,3 +579,82 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 	})
 }
+
+// A v5 file keeps a history's growing tail among its chunks in
+// history_events. It reads as it is; the history's next append moves it to
+// history_tails, or, when the event does not fit, seals it where it is and
+// begins a tail in history_tails; either way every event reads back in
+// order, and a seal moves the tail back among the chunks.
+func TestTailsOfV5FilesMove(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		db, _ := newDB(t)
+		n := uint64(3)
+		if full {
+			n = uint64(chunkMax / (len(eventLike(10)) + 1)) // as many as fit
+		}
+		var plain []byte
+		for seq := uint64(1); seq <= n; seq++ {
+			plain = binary.AppendUvarint(plain, uint64(len(eventLike(seq))))
+			plain = append(plain, eventLike(seq)...)
+		}
+		err := db.Update(func(tx *Tx) error {
+			events, prefix, err := tx.historyPrefix("v5", true)
+			if err != nil {
+				return err
+			}
+			var scratch []byte
+			stored, err := encodeTail(&scratch, plain)
+			if err != nil {
+				return err
+			}
+			return events.Put(appendSeqKey(prefix, 1), stored)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, inTails := storedChunksIn(t, db, "v5"); inTails {
+			t.Fatalf("full %v: a v5 tail read in history_tails before any append", full)
+		}
+		if err := db.View(func(tx *Tx) error {
+			if sealed, err := tx.HistorySealed("v5"); err != nil || sealed {
+				return fmt.Errorf("HistorySealed = %v, %v; want a growing tail", sealed, err)
+			}
+			if last := tx.LastSeq("v5"); last != n {
+				return fmt.Errorf("LastSeq = %d, want %d", last, n)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("full %v: %v", full, err)
+		}
+		err = db.Update(func(tx *Tx) error {
+			_, err := tx.AppendEvent("v5", func(seq uint64) ([]byte, error) { return eventLike(seq), nil })
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, values, inTails := storedChunksIn(t, db, "v5")
+		wantChunks := map[bool]int{false: 1, true: 2}[full]
+		if len(keys) != wantChunks || !inTails || form(t, values[len(values)-1]) != "tail" || full && form(t, values[0]) != "sealed" {
+			t.Fatalf("full %v: after an append %d chunks (tail in history_tails: %v), want %d", full, len(keys), inTails, wantChunks)
+		}
+		seqs, data := readAll(t, db, "v5", 0)
+		if len(seqs) != int(n)+1 {
+			t.Fatalf("full %v: %d events read, want %d", full, len(seqs), n+1)
+		}
+		for i, seq := range seqs {
+			if seq != uint64(i+1) || !bytes.Equal(data[i], eventLike(seq)) {
+				t.Fatalf("full %v: event %d is %d %q", full, i, seq, data[i])
+			}
+		}
+		if err := db.Update(func(tx *Tx) error { return tx.SealHistory("v5") }); err != nil {
+			t.Fatal(err)
+		}
+		if keys, values, inTails := storedChunksIn(t, db, "v5"); len(keys) != wantChunks || inTails || form(t, values[len(values)-1]) != "sealed" {
+			t.Fatalf("full %v: sealed, %d chunks (tail in history_tails: %v)", full, len(keys), inTails)
+		}
+		if got, _ := readAll(t, db, "v5", 0); len(got) != int(n)+1 {
+			t.Fatalf("full %v: sealed, %d events read", full, len(got))
+		}
+	}
+}

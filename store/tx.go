@@ -633,9 +633,6 @@ func (t *Tx) putChunk(tl *tail, seal bool) error {
 		return err
 	}
 	events.FillPercent = appendFill
-	// Tails of new histories go after the others' (numbers are given in
-	// order): pages nearly full are fewer pages for a commit to rewrite.
-	tails.FillPercent = appendFill
 	if !seal {
 		stored, err := encodeTailValue(&t.encoded, tl.key[len(tl.prefix):], tl.value)
 		if err != nil {
