@@ -35,10 +35,10 @@ type Tx struct {
 	// instead of finding, decompressing and re-parsing the chunk; the
 	// first append takes the tail the last commit left in DB.tails, when
 	// there is one, and a commit leaves them there for the next. dirty are
-	// those not yet written into the bucket, in the order they were first
+	// those not yet written into the store, in the order they were first
 	// appended to: flushChunks writes them before the commit (and before a
-	// read of histories in the same transaction), as growing tails unless
-	// sealed.
+	// read of histories in the same transaction), as growing tails in
+	// history_tails unless sealed.
 	tails map[string]*tail
 	dirty []*tail
 	// encoded is encodeChunk's and encodeTail's scratch space, reused from
@@ -824,7 +824,9 @@ func (t *Tx) historyChunks(c *bolt.Cursor, prefix []byte, from uint64, fn func(k
 
 // AppendEvent appends an event to an execution's history and returns its
 // sequence number, starting at 1. encode receives the sequence number so the
-// stored bytes can carry it.
+// stored bytes can carry it. The event joins the history's tail (in
+// history_tails once the transaction commits); a tail that would grow
+// past chunkMax is sealed into history_events first and the next begun.
 func (t *Tx) AppendEvent(exec string, encode func(seq uint64) ([]byte, error)) (uint64, error) {
 	if !t.tx.Writable() {
 		return 0, fmt.Errorf("append to %s: %w", exec, bolt.ErrTxNotWritable)
