@@ -340,7 +340,7 @@ func (s *ExecStream) Done() ExecResult {
 	delete(c.effects, x.ID)
 	s.w.done()
 	res := s.w.finish(effects)
-	c.report.add(x, s.w, res)
+	c.report.add(x, s.w.totals(), res)
 	return res
 }
 
@@ -557,6 +557,96 @@ type walk struct {
 	strs map[string]string
 	// jumped is set when the history does not begin at event 1.
 	jumped bool
+	// space is where the walk's maps and lists came from and go back to
+	// (nil: its own).
+	space *walkSpace
+}
+
+// walkTotals is what the report adds of a walk beside its verdict: a job
+// keeps it until its batch joins the report, and lets go of the walk.
+type walkTotals struct {
+	opts        Options
+	kills       killCounts
+	faultCount  map[fault.Point]int
+	firstFaults []Injection
+	nFaults     int
+}
+
+// totals is what the report adds of w.
+func (w *walk) totals() walkTotals {
+	return walkTotals{opts: w.opts, kills: w.kills, faultCount: w.faultCount, firstFaults: w.firstFaults, nFaults: w.nFaults}
+}
+
+// walkSpace is the space of a worker's walks, reused from one short
+// history to the next: the fold's trace and the walk's maps and lists are
+// cleared instead of made again for each of a million executions. Only
+// what no verdict keeps is reused: the intents, attempts and violations a
+// walk makes are its own.
+type walkSpace struct {
+	t              *trace.Trace
+	byStep, byCall map[string]*intent
+	strs           map[string]string
+	steps          map[string]*stepAgg
+	intents        []*intent
+	order          []*attempt
+	queue          []*trace.Attempt
+	// finish's and aggregate's maps of one call.
+	seen      map[attemptID]int
+	predicted map[*intent]int
+	scheduled map[string]bool
+	ids       map[string]bool
+}
+
+// spaceEvents bounds the histories whose walks give their space back: a
+// map keeps the size its longest history grew it to, and clearing a large
+// one for each short history after it would cost more than making small
+// ones.
+const spaceEvents = 64
+
+// walk starts the walk of a short history in the space.
+func (s *walkSpace) walk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
+	if s.t == nil {
+		*s = walkSpace{t: trace.New(x.ID), byStep: map[string]*intent{}, byCall: map[string]*intent{},
+			strs: map[string]string{}, steps: map[string]*stepAgg{}, seen: map[attemptID]int{},
+			predicted: map[*intent]int{}, scheduled: map[string]bool{}, ids: map[string]bool{}}
+		s.t.Stream()
+	} else {
+		s.t.Reset(x.ID)
+	}
+	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: s.byStep, byCall: s.byCall, t: s.t, strs: s.strs,
+		keep: keep, steps: s.steps, explainedAll: true, intents: s.intents, order: s.order, queue: s.queue, space: s}
+	w.want(effects)
+	return w
+}
+
+// release gives w's space back for the next walk, emptied, or drops it
+// after a long history. w is not used after.
+func (s *walkSpace) release(w *walk) {
+	if w.events > spaceEvents || len(w.order) > spaceEvents {
+		*s = walkSpace{}
+		return
+	}
+	clear(s.byStep)
+	clear(s.byCall)
+	clear(s.strs)
+	clear(s.steps)
+	clear(s.seen)
+	clear(s.predicted)
+	clear(s.scheduled)
+	clear(s.ids)
+	clear(w.intents)
+	clear(w.order)
+	s.intents, s.order = w.intents[:0], w.order[:0]
+}
+
+// scratch returns m emptied when it is the space's, else a new map: a map
+// of one call of finish or aggregate.
+func scratch[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // journalRecord is a call's first journal record.
@@ -574,13 +664,18 @@ func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *wal
 	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
 		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{}, explainedAll: true}
 	w.t.Stream()
+	w.want(effects)
+	return w
+}
+
+// want notes the attempts the ledger's effects name.
+func (w *walk) want(effects []Effect) {
 	if len(effects) > 0 {
 		w.wanted = make(map[attemptID]bool, len(effects))
 	}
 	for _, e := range effects {
 		w.wanted[attemptID{e.Attr.Step, e.Attr.Attempt}] = true
 	}
-	return w
 }
 
 func (w *walk) violate(kind, step, detail string) {
@@ -876,6 +971,10 @@ func (w *walk) done() {
 	if w.ended {
 		w.finished = true
 	}
+	if w.space != nil {
+		clear(w.queue)
+		w.space.queue = w.queue[:0]
+	}
 	w.t, w.strs, w.queue = nil, nil, nil
 }
 
@@ -969,9 +1068,14 @@ func (w *walk) finish(effects []Effect) ExecResult {
 	}
 
 	pred, exact := w.predict()
-	predicted := map[*intent]int{}
+	var predicted map[*intent]int
+	var seen map[string]bool
+	if w.space != nil {
+		predicted, seen = w.space.predicted, w.space.scheduled
+	}
+	predicted = scratch(predicted)
 	if exact {
-		seen := map[string]bool{}
+		seen = scratch(seen)
 		for _, in := range w.intents {
 			for _, s := range in.steps {
 				predicted[in] += pred.Effects[s]
@@ -1028,7 +1132,11 @@ func effectList(refs []string) string {
 func (w *walk) classify(in *intent) Operation {
 	op := Operation{Execution: w.x.ID, Scenario: w.x.Scenario, Policy: w.policy, Steps: in.steps, Tool: in.tool,
 		Kind: in.kind, Attempts: in.agg.attempts, Done: in.done, Unknown: in.unknown}
-	ids := map[string]bool{}
+	var ids map[string]bool
+	if w.space != nil {
+		ids = w.space.ids
+	}
+	ids = scratch(ids)
 	for _, e := range in.effects {
 		if !ids[e.identity()] {
 			ids[e.identity()] = true
@@ -1130,7 +1238,11 @@ func (w *walk) dedupes() bool {
 // read again, its attempts taken as they settle and let go.
 func (w *walk) aggregate() error {
 	dedupe, ret := w.dedupes(), w.retention()
-	seen := map[attemptID]int{}
+	var seen map[attemptID]int
+	if w.space != nil {
+		seen = w.space.seen
+	}
+	seen = scratch(seen)
 	add := func(a *attempt) {
 		in := w.byStep[a.step]
 		if in == nil {

@@ -210,7 +210,7 @@ type job struct {
 	// Its events are events[from:to] of its batch.
 	from, to int
 	// Set by the worker.
-	w   *walk
+	tot walkTotals
 	res ExecResult
 	bad []Violation
 }
@@ -222,9 +222,10 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
+			var space walkSpace // this worker's, one history after another
 			for b := range p.jobs {
 				for _, j := range b.jobs {
-					j.check(c.opts, b)
+					j.check(c.opts, b, &space)
 				}
 				// What the check kept of the events is copied out of
 				// buf (history.Decode copies): its space can be reused.
@@ -299,8 +300,8 @@ func (p *pipeline) send() {
 
 // check decodes the job's events and checks them, as Stream, Apply and
 // Done do, short of adding the verdict to the report.
-func (j *job) check(opts Options, b *batch) {
-	w := newWalk(j.x, opts, j.to-j.from+1, j.effects)
+func (j *job) check(opts Options, b *batch, space *walkSpace) {
+	w := space.walk(j.x, opts, j.to-j.from+1, j.effects)
 	w.reread = func(func(history.Event)) error { return fmt.Errorf("a short history is not read twice") }
 	from := 0
 	if j.from > 0 {
@@ -317,7 +318,8 @@ func (j *job) check(opts Options, b *batch) {
 	}
 	w.done()
 	j.res = w.finish(j.effects)
-	j.w = w
+	j.tot = w.totals()
+	space.release(w)
 }
 
 // merge waits for the oldest pending batch and adds its verdicts.
@@ -328,7 +330,7 @@ func (p *pipeline) merge() {
 	p.pending = p.pending[1:]
 	for _, j := range b.jobs {
 		*p.bad = append(*p.bad, j.bad...)
-		p.c.report.add(j.x, j.w, j.res)
+		p.c.report.add(j.x, j.tot, j.res)
 	}
 }
 

@@ -69,6 +69,9 @@ type Trace struct {
 	faults map[string]string
 	// streaming is set by Stream.
 	streaming bool
+	// spare are the runs of the trace before its last Reset, emptied, for
+	// runOf to open again.
+	spare []*Run
 }
 
 // progress is where a call id stands over all runs: its latest attempt
@@ -102,6 +105,32 @@ func New(execution string) *Trace {
 	// histories never need them.
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, progress: map[string]*progress{}}
+}
+
+// Reset makes t a new trace of execution, as New does, keeping the space
+// of its maps and runs for the next history: a reader that folds many
+// short histories one after another (check, on a worker) allocates them
+// once. Nothing read of t before (its runs, calls, attempts, notes) may be
+// used after; a trace made by Stream stays one. Reset a trace only after
+// a short history: its maps keep the size the longest one grew them to.
+func (t *Trace) Reset(execution string) {
+	for _, r := range t.Runs {
+		calls, open := r.calls, r.open
+		clear(calls)
+		clear(open)
+		*r = Run{calls: calls, open: open}
+		t.spare = append(t.spare, r)
+	}
+	clear(t.Nodes)
+	clear(t.Runs)
+	clear(t.runs)
+	clear(t.calls)
+	clear(t.attempts)
+	clear(t.progress)
+	clear(t.order)
+	*t = Trace{Execution: execution, Nodes: t.Nodes[:0], Runs: t.Runs[:0],
+		runs: t.runs, calls: t.calls, attempts: t.attempts, progress: t.progress, order: t.order[:0],
+		streaming: t.streaming, spare: t.spare}
 }
 
 // Stream makes the trace one for a streaming reader, which reads each
@@ -817,7 +846,13 @@ func (t *Trace) runOf(e Event) *Run {
 	if r := t.runs[n]; r != nil {
 		return r
 	}
-	r := &Run{Number: n, Seq: e.Seq, Started: e.Time, Last: e.Time, calls: map[string]*Call{}, open: map[attemptKey]*Attempt{}}
+	var r *Run
+	if k := len(t.spare); k > 0 {
+		r, t.spare = t.spare[k-1], t.spare[:k-1]
+		r.Number, r.Seq, r.Started, r.Last = n, e.Seq, e.Time, e.Time
+	} else {
+		r = &Run{Number: n, Seq: e.Seq, Started: e.Time, Last: e.Time, calls: map[string]*Call{}, open: map[attemptKey]*Attempt{}}
+	}
 	if prev := t.cur; prev != nil {
 		r.Policy = prev.Policy
 		if !t.Last.IsZero() && e.Time.After(t.Last) {
