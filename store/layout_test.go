@@ -206,20 +206,23 @@ func TestChunksHoldEventsOfAnySize(t *testing.T) {
 		if got := tx.LastSeq("x"); got != uint64(len(sizes)) {
 			t.Errorf("LastSeq = %d, want %d", got, len(sizes))
 		}
-		for from := range uint64(len(sizes) + 2) {
-			var got []uint64
-			if err := tx.Events("x", from, func(seq uint64, data []byte) bool {
-				if want := payload("x", seq, sizes[seq-1]); !bytes.Equal(data, want) {
-					t.Errorf("event %d: %d bytes, want %d", seq, len(data), len(want))
+		// EventsInPlace reads the same, each chunk into the same space.
+		for _, read := range []func(string, uint64, func(uint64, []byte) bool) error{tx.Events, tx.EventsInPlace} {
+			for from := range uint64(len(sizes) + 2) {
+				var got []uint64
+				if err := read("x", from, func(seq uint64, data []byte) bool {
+					if want := payload("x", seq, sizes[seq-1]); !bytes.Equal(data, want) {
+						t.Errorf("event %d: %d bytes, want %d", seq, len(data), len(want))
+					}
+					data = append(data, 'z') // must not reach the next event
+					got = append(got, seq)
+					return true
+				}); err != nil {
+					return err
 				}
-				data = append(data, 'z') // must not reach the next event
-				got = append(got, seq)
-				return true
-			}); err != nil {
-				return err
-			}
-			if want := max(int(from), 1); len(got) != len(sizes)-want+1 || (len(got) > 0 && got[0] != uint64(want)) {
-				t.Errorf("Events(from %d) = %v", from, got)
+				if want := max(int(from), 1); len(got) != len(sizes)-want+1 || (len(got) > 0 && got[0] != uint64(want)) {
+					t.Errorf("Events(from %d) = %v", from, got)
+				}
 			}
 		}
 		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n >= len(sizes) {

@@ -40,6 +40,8 @@ type Tx struct {
 	dirty []*tail
 	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
 	encoded []byte
+	// plain is EventsInPlace's space for a decompressed chunk.
+	plain []byte
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only
@@ -712,6 +714,21 @@ func (t *Tx) LastSeq(exec string) uint64 {
 // Events calls fn for an execution's events with seq >= from, in order, until
 // fn returns false.
 func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
+	return t.events(exec, from, false, fn)
+}
+
+// EventsInPlace is Events for a reader that copies what it keeps of an
+// event: data is valid only during the call to fn (it may be the
+// transaction's space, which the next chunk reuses), so a read-only
+// transaction decompresses chunk after chunk into the same space instead
+// of a new slice each (check reads a million short histories this way).
+func (t *Tx) EventsInPlace(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
+	return t.events(exec, from, true, fn)
+}
+
+// events is Events, with data valid only during the call when inPlace is
+// set.
+func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, data []byte) bool) error {
 	old, err := t.oldHistory(exec)
 	if err != nil {
 		return err
@@ -755,7 +772,15 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 		if !ok {
 			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
 		}
-		chunk, err := decodeChunk(v, true)
+		var chunk []byte
+		if inPlace && !t.tx.Writable() { // bbolt's memory of a writable one may move under fn
+			chunk, err = decodeChunkInto(t.plain, v, false)
+			if err == nil && len(v) > 0 && v[0] == compressedChunk {
+				t.plain = chunk[:0] // the space, grown, for the next chunk
+			}
+		} else {
+			chunk, err = decodeChunk(v, true)
+		}
 		if err != nil {
 			return fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
 		}

@@ -583,6 +583,7 @@ func (w *walk) totals() walkTotals {
 // what no verdict keeps is reused: the intents, attempts and violations a
 // walk makes are its own.
 type walkSpace struct {
+	w              walk
 	t              *trace.Trace
 	byStep, byCall map[string]*intent
 	strs           map[string]string
@@ -613,7 +614,8 @@ func (s *walkSpace) walk(x history.Execution, opts Options, keep int, effects []
 	} else {
 		s.t.Reset(x.ID)
 	}
-	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: s.byStep, byCall: s.byCall, t: s.t, strs: s.strs,
+	w := &s.w
+	*w = walk{x: x, opts: opts, policy: x.Policy, byStep: s.byStep, byCall: s.byCall, t: s.t, strs: s.strs,
 		keep: keep, steps: s.steps, explainedAll: true, intents: s.intents, order: s.order, queue: s.queue, space: s}
 	w.want(effects)
 	return w
@@ -637,6 +639,7 @@ func (s *walkSpace) release(w *walk) {
 	clear(w.intents)
 	clear(w.order)
 	s.intents, s.order = w.intents[:0], w.order[:0]
+	*w = walk{} // nothing of the history stays reachable
 }
 
 // scratch returns m emptied when it is the space's, else a new map: a map

@@ -123,7 +123,7 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, p *pipeline, id str
 	if err := idx.take(tx, x.ID, c.hold); err != nil {
 		return err
 	}
-	if j, err := p.read(tx, x); err != nil || j != nil {
+	if queued, err := p.read(tx, x); err != nil || queued {
 		return err
 	}
 	// A long history: checked here, an event at a time, after every
@@ -178,23 +178,16 @@ type pipeline struct {
 	jobs    chan *batch
 	next    *batch // being filled
 	pending []*batch
-	// free holds the space of batches checked, for the next ones: a
-	// million short histories fill some 16 000 batches.
-	free    chan batchSpace
+	// free holds batches whose verdicts joined the report, emptied, for
+	// the next ones: a million short histories fill some 16 000 batches.
+	free    []*batch
 	workers sync.WaitGroup
 	stopped bool
 }
 
-// batchSpace is a batch's buf, ends and seqs, emptied.
-type batchSpace struct {
-	buf  []byte
-	ends []int
-	seqs []uint64
-}
-
 // batch is consecutive short histories, checked by one worker.
 type batch struct {
-	jobs []*job
+	jobs []job
 	// The events of its histories, one after another in buf: the i-th
 	// ends at ends[i] and has sequence number seqs[i].
 	buf  []byte
@@ -216,24 +209,16 @@ type job struct {
 }
 
 func newPipeline(c *Checker, bad *[]Violation) *pipeline {
-	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth),
-		free: make(chan batchSpace, pipelineDepth+runtime.GOMAXPROCS(0)+1)}
+	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth)}
 	for range runtime.GOMAXPROCS(0) {
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
 			var space walkSpace // this worker's, one history after another
 			for b := range p.jobs {
-				for _, j := range b.jobs {
-					j.check(c.opts, b, &space)
+				for i := range b.jobs {
+					b.jobs[i].check(c.opts, b, &space)
 				}
-				// What the check kept of the events is copied out of
-				// buf (history.Decode copies): its space can be reused.
-				select {
-				case p.free <- batchSpace{b.buf[:0], b.ends[:0], b.seqs[:0]}:
-				default:
-				}
-				b.buf, b.ends, b.seqs = nil, nil, nil
 				close(b.done)
 			}
 		}()
@@ -241,24 +226,24 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 	return p
 }
 
-// read reads x's history for a worker and queues it; it answers nil when
-// the history is too long for the pipeline (the caller checks it) or
+// read reads x's history for a worker and queues it; it answers false
+// when the history is too long for the pipeline (the caller checks it) or
 // does not fit in what the check keeps of one execution.
-func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
+func (p *pipeline) read(tx *store.Tx, x history.Execution) (bool, error) {
 	if p.next == nil {
-		select {
-		case s := <-p.free:
-			p.next = &batch{buf: s.buf, ends: s.ends, seqs: s.seqs, done: make(chan struct{})}
-		default:
-			p.next = &batch{buf: make([]byte, 0, 64<<10), done: make(chan struct{})}
+		if k := len(p.free); k > 0 {
+			p.next, p.free = p.free[k-1], p.free[:k-1]
+			p.next.done = make(chan struct{})
+		} else {
+			p.next = &batch{buf: make([]byte, 0, 64<<10), jobs: make([]job, 0, batchHistories), done: make(chan struct{})}
 		}
 	}
 	b := p.next
 	limit := min(pipelineEvents, p.c.keep)
-	j := &job{x: x, from: len(b.ends)}
+	j := job{x: x, from: len(b.ends)}
 	start := len(b.buf)
 	long := false
-	if err := tx.Events(x.ID, 0, func(seq uint64, data []byte) bool {
+	if err := tx.EventsInPlace(x.ID, 0, func(seq uint64, data []byte) bool {
 		if len(b.ends)-j.from >= limit || len(b.buf)-start+len(data) > pipelineBytes {
 			long = true
 			return false
@@ -268,11 +253,11 @@ func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 		b.seqs = append(b.seqs, seq)
 		return true
 	}); err != nil {
-		return nil, err
+		return false, err
 	}
 	if long {
 		b.buf, b.ends, b.seqs = b.buf[:start], b.ends[:j.from], b.seqs[:j.from]
-		return nil, nil
+		return false, nil
 	}
 	j.to = len(b.ends)
 	j.effects = p.c.effects[x.ID]
@@ -281,7 +266,7 @@ func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 	if len(b.jobs) >= batchHistories || len(b.buf) >= batchBytes {
 		p.send()
 	}
-	return j, nil
+	return true, nil
 }
 
 // send hands the batch being filled to the workers.
@@ -328,10 +313,16 @@ func (p *pipeline) merge() {
 	<-b.done
 	p.pending[0] = nil
 	p.pending = p.pending[1:]
-	for _, j := range b.jobs {
+	for i := range b.jobs {
+		j := &b.jobs[i]
 		*p.bad = append(*p.bad, j.bad...)
 		p.c.report.add(j.x, j.tot, j.res)
 	}
+	// The report copied what it keeps of the jobs (history.Decode copied
+	// what the checks kept of the events): the batch's space is reused.
+	clear(b.jobs)
+	b.jobs, b.buf, b.ends, b.seqs, b.done = b.jobs[:0], b.buf[:0], b.ends[:0], b.seqs[:0], nil
+	p.free = append(p.free, b)
 }
 
 // drain adds every verdict not yet in the report.
