@@ -91,11 +91,18 @@ func WriteEffect(w world.CRMWrite) Effect {
 // identity says which effects are one: each message is its own; CRM writes
 // that leave a row at the same version are one (an unchanged upsert, or a
 // create that found its row).
-func (e Effect) identity() string {
+func (e Effect) identity() effectID {
 	if e.Service == world.ServiceCRM {
-		return fmt.Sprintf("crm/%s@%d", e.Ref, e.Version)
+		return effectID{service: world.ServiceCRM, ref: e.Ref, version: e.Version}
 	}
-	return e.Service + "/" + e.Ref
+	return effectID{service: e.Service, ref: e.Ref}
+}
+
+// effectID tells a ledger's distinct effects apart: a message, or one
+// version of a CRM record.
+type effectID struct {
+	service, ref string
+	version      int
 }
 
 func (e Effect) String() string {
@@ -483,13 +490,34 @@ type intentAgg struct {
 	// slots are the range model's distinct effects that may have happened
 	// (true: certainly happened); attempts that are their own slot (no
 	// key, not an upsert) are only counted, in unique.
-	slots          map[string]bool
+	slots          map[slot]bool
 	uniqueHi       int
 	uniqueLo       int
 	keyTime        map[string]time.Time
 	epoch          map[string]int
 	dedupe, ranged bool
 }
+
+// callKey is a call's tool and canonical arguments: calls that agree on
+// both are one intent.
+type callKey struct{ tool, args string }
+
+// slot is one of the range model's distinct effects: a key in one of its
+// epochs (the times the provider forgot it), an upsert's fields, or an
+// attempt started more than once.
+type slot struct {
+	kind slotKind
+	s    string // the key, the fields, or the step
+	n    int    // the key's epoch, or the attempt's number
+}
+
+type slotKind uint8
+
+const (
+	slotKey slotKind = iota
+	slotFields
+	slotAttempt
+)
 
 // stepAgg is what the check keeps of a step's attempts before the
 // intents are final: the flags and operation they give their intent.
@@ -507,7 +535,7 @@ type walk struct {
 	policy  history.Policy
 	intents []*intent
 	byStep  map[string]*intent
-	byCall  map[string]*intent    // tool + canonical args
+	byCall  map[callKey]*intent   // tool and canonical args
 	effects map[*attempt][]Effect // each attempt's, attached by finish
 	// order lists the attempts in Seq order while there are at most keep
 	// of them; past that (capped) it is dropped, and aggregate reads the
@@ -583,19 +611,20 @@ func (w *walk) totals() walkTotals {
 // what no verdict keeps is reused: the intents, attempts and violations a
 // walk makes are its own.
 type walkSpace struct {
-	w              walk
-	t              *trace.Trace
-	byStep, byCall map[string]*intent
-	strs           map[string]string
-	steps          map[string]*stepAgg
-	intents        []*intent
-	order          []*attempt
-	queue          []*trace.Attempt
+	w       walk
+	t       *trace.Trace
+	byStep  map[string]*intent
+	byCall  map[callKey]*intent
+	strs    map[string]string
+	steps   map[string]*stepAgg
+	intents []*intent
+	order   []*attempt
+	queue   []*trace.Attempt
 	// finish's and aggregate's maps of one call.
 	seen      map[attemptID]int
 	predicted map[*intent]int
 	scheduled map[string]bool
-	ids       map[string]bool
+	ids       map[effectID]bool
 }
 
 // spaceEvents bounds the histories whose walks give their space back: a
@@ -607,9 +636,9 @@ const spaceEvents = 64
 // walk starts the walk of a short history in the space.
 func (s *walkSpace) walk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
 	if s.t == nil {
-		*s = walkSpace{t: trace.New(x.ID), byStep: map[string]*intent{}, byCall: map[string]*intent{},
+		*s = walkSpace{t: trace.New(x.ID), byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
 			strs: map[string]string{}, steps: map[string]*stepAgg{}, seen: map[attemptID]int{},
-			predicted: map[*intent]int{}, scheduled: map[string]bool{}, ids: map[string]bool{}}
+			predicted: map[*intent]int{}, scheduled: map[string]bool{}, ids: map[effectID]bool{}}
 		s.t.Stream()
 	} else {
 		s.t.Reset(x.ID)
@@ -664,7 +693,7 @@ func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *wal
 	// The maps most histories never write to (effects, recorded, crashes,
 	// wanted, kept, occurs, faultCount) are made on their first write: a
 	// wide database checks a million executions, most of one attempt.
-	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
+	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
 		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{}, explainedAll: true}
 	w.t.Stream()
 	w.want(effects)
@@ -688,7 +717,7 @@ func (w *walk) violate(kind, step, detail string) {
 // intentFor finds or creates the intent of a scheduled call, merging the
 // intents of its step id and of its tool and arguments when they differ.
 func (w *walk) intentFor(step, tool, args string) *intent {
-	call := tool + "\x00" + args
+	call := callKey{tool, args}
 	a, b := w.byStep[step], w.byCall[call]
 	if tool == "" {
 		b = nil
@@ -1135,7 +1164,7 @@ func effectList(refs []string) string {
 func (w *walk) classify(in *intent) Operation {
 	op := Operation{Execution: w.x.ID, Scenario: w.x.Scenario, Policy: w.policy, Steps: in.steps, Tool: in.tool,
 		Kind: in.kind, Attempts: in.agg.attempts, Done: in.done, Unknown: in.unknown}
-	var ids map[string]bool
+	var ids map[effectID]bool
 	if w.space != nil {
 		ids = w.space.ids
 	}
@@ -1291,7 +1320,7 @@ func (w *walk) aggregate() error {
 		if r == reachNo {
 			return
 		}
-		var slot string
+		var sl slot
 		switch {
 		case a.key != "" && dedupe:
 			if ag.epoch == nil {
@@ -1303,9 +1332,9 @@ func (w *walk) aggregate() error {
 				}
 				ag.keyTime[a.key] = e.Time
 			}
-			slot = fmt.Sprintf("key:%s#%d", a.key, ag.epoch[a.key])
+			sl = slot{slotKey, a.key, ag.epoch[a.key]}
 		case in.op == "upsert":
-			slot = "fields:" + a.args
+			sl = slot{slotFields, a.args, 0}
 		case w.occurs[id] == 0:
 			// An attempt started once is a slot of its own.
 			ag.uniqueHi++
@@ -1314,12 +1343,12 @@ func (w *walk) aggregate() error {
 			}
 			return
 		default:
-			slot = fmt.Sprintf("attempt:%s#%d", a.step, a.n)
+			sl = slot{slotAttempt, a.step, a.n}
 		}
 		if ag.slots == nil {
-			ag.slots = map[string]bool{}
+			ag.slots = map[slot]bool{}
 		}
-		ag.slots[slot] = ag.slots[slot] || r == reachYes
+		ag.slots[sl] = ag.slots[sl] || r == reachYes
 	}
 	if !w.capped {
 		for _, a := range w.order {

@@ -579,6 +579,39 @@ func (r *compactReader) str() string {
 	}
 }
 
+// appendStr appends the next string to dst, as str reads it, without
+// making a string of it (a flat body's members are only written out).
+func (r *compactReader) appendStr(dst []byte) []byte {
+	v := r.Uvarint()
+	if r.Err() != nil {
+		return dst
+	}
+	switch v & 3 {
+	case 0:
+		if v>>2 >= uint64(len(table)) {
+			r.Fail()
+			return dst
+		}
+		return append(dst, table[v>>2]...)
+	case 1:
+		return append(dst, r.Next(v>>2)...)
+	case 2:
+		p := r.Uvarint()
+		raw := r.Next(v >> 2)
+		if r.Err() != nil || p >= uint64(len(table)) {
+			r.Fail()
+			return dst
+		}
+		return pack.AppendHexText(append(dst, table[p]...), raw)
+	default:
+		if v != 3 || r.key == "" {
+			r.Fail()
+			return dst
+		}
+		return append(dst, r.key...)
+	}
+}
+
 func (r *compactReader) json() json.RawMessage {
 	v := r.Uvarint()
 	var text []byte
@@ -594,14 +627,25 @@ func (r *compactReader) json() json.RawMessage {
 		// split back into as many (only what the writer stores this way).
 		text = append(make([]byte, 0, 64), '{')
 		for i := range n {
-			name := r.str()
+			// As appendMember writes a member, from the strings as read.
+			if i > 0 {
+				text = append(text, ',')
+			}
+			text = append(r.appendStr(append(text, '"')), '"', ':')
 			kind := r.Next(1)
-			value := r.str()
 			if r.Err() != nil || kind[0] > 1 {
 				r.Fail()
 				return nil
 			}
-			text = appendMember(text, i == 0, name, value, kind[0] == 0)
+			if kind[0] == 0 {
+				text = append(r.appendStr(append(text, '"')), '"')
+			} else {
+				text = r.appendStr(text)
+			}
+			if r.Err() != nil {
+				r.Fail()
+				return nil
+			}
 		}
 		text = append(text, '}')
 		var space [flatMembers]member

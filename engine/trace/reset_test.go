@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -71,5 +72,16 @@ func TestResetFoldsAsNew(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An event's Ref names its sequence number, from the table of the first
+// ones or written out.
+func TestFromHistoryRef(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 9, 255, 256, 1 << 40} {
+		e, ok := trace.FromHistory(history.Event{Seq: seq, Type: history.AttemptStarted})
+		if want := fmt.Sprintf("seq %d", seq); !ok || e.Ref != want {
+			t.Errorf("seq %d: Ref %q, want %q", seq, e.Ref, want)
+		}
 	}
 }
