@@ -29,7 +29,7 @@ type Tx struct {
 	// cursors are lookup's, one per collection of a read-only
 	// transaction: bbolt's Get makes a cursor, and grows its path, on
 	// every call.
-	cursors map[*bolt.Bucket]*bolt.Cursor
+	cursors map[*bolt.Bucket]*keptCursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
 	// instead of finding, decompressing and re-parsing the chunk. dirty are
@@ -42,6 +42,14 @@ type Tx struct {
 	encoded []byte
 	// plain is EventsInPlace's space for a decompressed chunk.
 	plain []byte
+	// next is EventsInPlace's cursor on history_events, and the key and
+	// value it is on when its last read ended past a history (k nil when
+	// unknown): the next history's first chunk, when they are read in
+	// the order of their numbers.
+	next struct {
+		c    *bolt.Cursor
+		k, v []byte
+	}
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only
@@ -123,18 +131,40 @@ func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
 	return v
 }
 
+// keptCursor is a cursor a read-only transaction keeps for one
+// collection, and the key it is on (nil when past the end or not yet
+// moved).
+type keptCursor struct {
+	c  *bolt.Cursor
+	at []byte
+}
+
 // seek seeks key in b, of a read-only transaction, with the cursor the
-// transaction keeps for b.
+// transaction keeps for b: the first key at or after key, and its value.
+// A key past the one the cursor is on is first looked for one step
+// further, which is where it is when keys are looked up in the order they
+// were written (check reads an execution's ledger entries so): then bbolt
+// does not search from the root.
 func (t *Tx) seek(b *bolt.Bucket, key []byte) ([]byte, []byte) {
-	c := t.cursors[b]
-	if c == nil {
+	kc := t.cursors[b]
+	if kc == nil {
 		if t.cursors == nil {
-			t.cursors = make(map[*bolt.Bucket]*bolt.Cursor, 8)
+			t.cursors = make(map[*bolt.Bucket]*keptCursor, 8)
 		}
-		c = b.Cursor()
-		t.cursors[b] = c
+		kc = &keptCursor{c: b.Cursor()}
+		t.cursors[b] = kc
 	}
-	return c.Seek(key)
+	if kc.at != nil && bytes.Compare(key, kc.at) > 0 {
+		// No key lies between the cursor's and the next: when the next is
+		// at or after key, it is the one Seek would find (nil: none is).
+		if k, v := kc.c.Next(); k == nil || bytes.Compare(k, key) >= 0 {
+			kc.at = k
+			return k, v
+		}
+	}
+	k, v := kc.c.Seek(key)
+	kc.at = k
+	return k, v
 }
 
 func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
@@ -749,12 +779,26 @@ func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, 
 	if err != nil || prefix == nil {
 		return err
 	}
-	c := events.Cursor()
+	inPlace = inPlace && !t.tx.Writable() // bbolt's memory of a writable one may move under fn
+	var c *bolt.Cursor
+	if inPlace {
+		if t.next.c == nil {
+			t.next.c = events.Cursor()
+		}
+		c = t.next.c
+	} else {
+		c = events.Cursor()
+	}
 	// Start at the chunk that holds from: the last one that begins at or
 	// before it.
 	start := appendSeqKey(prefix, from)
-	k, v := c.Seek(start)
-	if !bytes.Equal(k, start) {
+	var k, v []byte
+	if inPlace && bytes.HasPrefix(t.next.k, prefix) && bytes.Compare(t.next.k, start) >= 0 {
+		// The cursor stopped on this history's first chunk, reading the
+		// history before it (numbers are given in creation order, in
+		// which check reads): the seek below would find the same.
+		k, v = t.next.k, t.next.v
+	} else if k, v = c.Seek(start); !bytes.Equal(k, start) {
 		var pk, pv []byte
 		if k == nil {
 			pk, pv = c.Last()
@@ -767,13 +811,14 @@ func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, 
 			k, v = c.Seek(start)
 		}
 	}
+	t.next.k = nil // unknown until the loop ends past the history
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		seq, ok := decodeSeqKey(k[len(prefix):])
 		if !ok {
 			return fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
 		}
 		var chunk []byte
-		if inPlace && !t.tx.Writable() { // bbolt's memory of a writable one may move under fn
+		if inPlace {
 			chunk, err = decodeChunkInto(t.plain, v, false)
 			if err == nil && len(v) > 0 && v[0] == compressedChunk {
 				t.plain = chunk[:0] // the space, grown, for the next chunk
@@ -799,6 +844,9 @@ func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, 
 		if stopped {
 			return nil
 		}
+	}
+	if inPlace {
+		t.next.k, t.next.v = k, v
 	}
 	return nil
 }

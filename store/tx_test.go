@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -461,5 +462,54 @@ func TestClearAll(t *testing.T) {
 	}
 	if seqs := appendEvents(t, db, "e1", 1); seqs[0] != 1 {
 		t.Fatalf("history after ClearAll starts at %d", seqs[0])
+	}
+}
+
+// A read-only transaction's lookups answer as bbolt's Get whatever their
+// order: ascending ones step the kept cursor instead of searching, others
+// search, keys that are not there and keys past the last answer nothing.
+func TestLookupsInAnyOrder(t *testing.T) {
+	db, _ := newDB(t)
+	const name = Bucket("lookup_order")
+	have := map[uint64]bool{}
+	err := db.Update(func(tx *Tx) error {
+		for k := uint64(2); k < 3000; k += 1 + k%3 { // gaps of 0 to 2 keys
+			have[k] = true
+			if err := tx.Put(name, U64(k), []byte(fmt.Sprint("v", k))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []uint64
+	for k := range uint64(3005) { // every key and gap, ascending, past the last
+		keys = append(keys, k)
+	}
+	for k := 3004; k >= 0; k -= 7 { // descending
+		keys = append(keys, uint64(k))
+	}
+	keys = append(keys, 5, 5, 6, 8, 8, 1, 0, 2999, 3000, 3001, 2, 3, 4)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		keys = append(keys, r.Uint64N(3010))
+	}
+	err = db.View(func(tx *Tx) error {
+		for _, k := range keys {
+			got := tx.Get(name, U64(k))
+			want := ""
+			if have[k] {
+				want = fmt.Sprint("v", k)
+			}
+			if string(got) != want {
+				t.Fatalf("Get(%d) = %q, want %q", k, got, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
