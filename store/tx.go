@@ -40,6 +40,8 @@ type Tx struct {
 	dirty []*tail
 	// encoded is encodeChunk's scratch space, reused from chunk to chunk.
 	encoded []byte
+	// cur is the execution ExecutionsInOrder is calling its fn for.
+	cur current
 	// plain is EventsInPlace's space for a decompressed chunk.
 	plain []byte
 	// next is EventsInPlace's cursor on history_events, and the key and
@@ -318,6 +320,152 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 	return nil
 }
 
+// ExecutionsInOrder calls fn for every execution in creation order, oldest
+// first, with its id and its record (nil when it has none), until fn
+// returns false, as Executions(false, 0, fn) does; record is valid only
+// during the call. A read-only transaction reads the ids a window at a
+// time and looks their records and history numbers up in the order of
+// their keys, stepping a cursor along each collection, where lookups in
+// creation order (ids are not in key order) search each from the root: on
+// a million executions about a tenth of the time. While fn runs, reading
+// the execution's history (EventsInPlace, Events) needs no lookup of its
+// number.
+func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
+	if t.tx.Writable() {
+		return t.Executions(false, 0, func(id string, record []byte) bool { return fn(id, record) })
+	}
+	order, err := t.bucket(bucketExecOrder)
+	if err != nil {
+		return err
+	}
+	execs, err := t.bucket(bucketExecutions)
+	if err != nil {
+		return err
+	}
+	// Files older than schema v3 have no history numbers: their
+	// histories are looked up as Events always did.
+	hids := t.root(bucketHistoryIDs)
+	// A window of about a sixteenth of the executions puts the next id
+	// of a window some 16 keys after the last: a few steps of a cursor.
+	size := min(max(t.ExecutionCount()/16, 1024), 1<<16)
+	var w execWindow
+	rc, hc := steppingCursor{c: execs.Cursor()}, steppingCursor{}
+	if hids != nil {
+		hc.c = hids.Cursor()
+	}
+	defer func() { t.cur = current{} }()
+	oc := order.Cursor()
+	k, v := oc.First()
+	for k != nil {
+		w.reset()
+		for ; k != nil && len(w.ids) < size; k, v = oc.Next() {
+			w.ids = append(w.ids, string(v))
+		}
+		w.lookUp(&rc, &hc)
+		for i, id := range w.ids {
+			t.cur = current{id: id, hid: w.value(w.hid[i]), set: hids != nil}
+			if !fn(id, w.value(w.rec[i])) {
+				return nil
+			}
+		}
+		t.cur = current{}
+	}
+	return nil
+}
+
+// current is the execution ExecutionsInOrder is calling fn for, and the
+// value of its history number (nil when it has none).
+type current struct {
+	id  string
+	hid []byte
+	set bool
+}
+
+// execWindow is a window of ExecutionsInOrder: ids in creation order,
+// and where each one's record and history number are in vals.
+type execWindow struct {
+	ids      []string
+	byKey    []int32
+	vals     []byte
+	rec, hid []span
+}
+
+// span is where a value is in execWindow.vals; from -1 when there is none.
+type span struct{ from, to int32 }
+
+func (w *execWindow) reset() {
+	clear(w.ids)
+	w.ids, w.byKey, w.vals, w.rec, w.hid = w.ids[:0], w.byKey[:0], w.vals[:0], w.rec[:0], w.hid[:0]
+}
+
+// lookUp looks the window's records and history numbers up in key order.
+func (w *execWindow) lookUp(rc, hc *steppingCursor) {
+	for i := range w.ids {
+		w.byKey = append(w.byKey, int32(i))
+	}
+	slices.SortFunc(w.byKey, func(a, b int32) int { return strings.Compare(w.ids[a], w.ids[b]) })
+	w.rec = slices.Grow(w.rec, len(w.ids))[:len(w.ids)]
+	w.hid = slices.Grow(w.hid, len(w.ids))[:len(w.ids)]
+	for _, i := range w.byKey {
+		key := []byte(w.ids[i])
+		w.rec[i], w.hid[i] = w.keep(rc.lookup(key)), span{-1, -1}
+		if hc.c != nil {
+			w.hid[i] = w.keep(hc.lookup(key))
+		}
+	}
+}
+
+// keep copies v into vals.
+func (w *execWindow) keep(v []byte) span {
+	if v == nil {
+		return span{-1, -1}
+	}
+	from := len(w.vals)
+	w.vals = append(w.vals, v...)
+	return span{int32(from), int32(len(w.vals))}
+}
+
+// value is the value at sp, nil for none.
+func (w *execWindow) value(sp span) []byte {
+	if sp.from < 0 {
+		return nil
+	}
+	return w.vals[sp.from:sp.to:sp.to]
+}
+
+// steppingCursor looks keys up in ascending order: a key not far past the
+// last is reached by a few steps of the cursor instead of a search from
+// the root.
+type steppingCursor struct {
+	c  *bolt.Cursor
+	at []byte // the key c is on, nil when unknown or past the end
+}
+
+// stepsBeforeSeek bounds the steps tried before a search.
+const stepsBeforeSeek = 64
+
+// lookup is b.Get(key), as Tx.lookup answers it.
+func (s *steppingCursor) lookup(key []byte) []byte {
+	var k, v []byte
+	found := false
+	if s.at != nil && bytes.Compare(key, s.at) > 0 {
+		for range stepsBeforeSeek {
+			if k, v = s.c.Next(); k == nil || bytes.Compare(k, key) >= 0 {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		k, v = s.c.Seek(key)
+	}
+	s.at = k
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
 // ExecutionOrder calls fn with every execution's id in creation order,
 // oldest first, until fn returns false. id is valid only during the call.
 func (t *Tx) ExecutionOrder(fn func(id []byte) bool) error {
@@ -436,7 +584,13 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if v := t.lookup(ids, []byte(exec)); v != nil {
+	var v []byte
+	if !t.tx.Writable() && t.cur.set && t.cur.id == exec {
+		v = t.cur.hid // ExecutionsInOrder looked it up
+	} else {
+		v = t.lookup(ids, []byte(exec))
+	}
+	if v != nil {
 		if len(v) != historyKeyLen {
 			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
 		}

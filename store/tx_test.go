@@ -513,3 +513,85 @@ func TestLookupsInAnyOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ExecutionsInOrder hands out what Executions does, in the same order,
+// over several windows, on a file whose order names a missing record and
+// one id twice; while fn runs, the execution's history reads as it does
+// anywhere else.
+func TestExecutionsInOrder(t *testing.T) {
+	db, _ := newDB(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	const n = 2600 // windows of 1 024
+	err := db.Update(func(tx *Tx) error {
+		for i := range n {
+			id := fmt.Sprintf("exec_%08x", r.Uint32())
+			if err := tx.PutExecution(id, []byte(fmt.Sprint("record ", i))); err != nil {
+				return err
+			}
+			for range i % 3 { // some have no history
+				if _, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { return payload(id, seq, 40), nil }); err != nil {
+					return err
+				}
+			}
+		}
+		// Damage: a record gone, an id twice in the order.
+		var first, second []byte
+		c := tx.tx.Bucket([]byte(bucketExecOrder)).Cursor()
+		_, first = c.First()
+		_, second = c.Next()
+		if err := tx.tx.Bucket([]byte(bucketExecutions)).Delete(first); err != nil {
+			return err
+		}
+		return tx.tx.Bucket([]byte(bucketExecOrder)).Put(U64(1<<40), second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		id, record, events string
+	}
+	read := func(tx *Tx, each func(func(string, []byte) bool) error) []seen {
+		var out []seen
+		prev := ""
+		if err := each(func(id string, record []byte) bool {
+			var b strings.Builder
+			for _, of := range []string{id, prev} { // and another's, while fn runs for id
+				if err := tx.EventsInPlace(of, 0, func(seq uint64, data []byte) bool {
+					fmt.Fprintf(&b, "%d:%s ", seq, data)
+					return true
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prev = id
+			out = append(out, seen{id, fmt.Sprintf("%v %q", record == nil, record), b.String()})
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	err = db.View(func(tx *Tx) error {
+		want := read(tx, func(fn func(string, []byte) bool) error { return tx.Executions(false, 0, fn) })
+		got := read(tx, tx.ExecutionsInOrder)
+		if len(want) != n+1 || !slices.Equal(got, want) {
+			t.Errorf("in order: %d executions, want %d (%d in the file)", len(got), len(want), n+1)
+			for i := range min(len(got), len(want)) {
+				if got[i] != want[i] {
+					t.Fatalf("the %d-th: %+v, want %+v", i, got[i], want[i])
+				}
+			}
+		}
+		if want[0].record != "true \"\"" {
+			t.Errorf("the missing record reads %s", want[0].record)
+		}
+		stopped := 0
+		if err := tx.ExecutionsInOrder(func(string, []byte) bool { stopped++; return stopped < 1500 }); err != nil || stopped != 1500 {
+			t.Errorf("stopped after %d (%v), want 1500", stopped, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -70,7 +70,9 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		}
 		idx.sort()
 
-		// Executions are read one at a time, in creation order. Short
+		// Executions are read one at a time, in creation order (their
+		// records and history numbers looked up a window at a time in
+		// key order: store.Tx.ExecutionsInOrder). Short
 		// histories are decoded and checked by a worker per core while
 		// the next ones are read (pipeline); their verdicts join the
 		// report in creation order, as if checked one by one. A long
@@ -81,7 +83,7 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		p := newPipeline(c, &bad)
 		defer p.stop()
 		var failed error
-		if err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+		if err := tx.ExecutionsInOrder(func(id string, rec []byte) bool {
 			if err := checkStored(tx, c, idx, p, id, rec, &bad); err != nil {
 				stage, failed = "read "+id, err
 				return false
