@@ -547,7 +547,7 @@ type walk struct {
 	reread func(fn func(history.Event)) error
 	// What is kept of every attempt as it is taken, whatever their number.
 	nAttempts    int
-	steps        map[string]*stepAgg
+	steps        map[string]stepAgg
 	wanted       map[attemptID]bool     // attempts the ledger's effects name
 	kept         map[attemptID]*attempt // their records (the last of each)
 	occurs       map[attemptID]int      // how often an attempt started twice or more started
@@ -616,10 +616,15 @@ type walkSpace struct {
 	byStep  map[string]*intent
 	byCall  map[callKey]*intent
 	strs    map[string]string
-	steps   map[string]*stepAgg
+	steps   map[string]stepAgg
 	intents []*intent
 	order   []*attempt
 	queue   []*trace.Attempt
+	// The maps of the ledger's effects, made for the first history that
+	// has some and kept from then on (empty).
+	wanted  map[attemptID]bool
+	kept    map[attemptID]*attempt
+	effects map[*attempt][]Effect
 	// finish's and aggregate's maps of one call.
 	seen      map[attemptID]int
 	predicted map[*intent]int
@@ -637,7 +642,7 @@ const spaceEvents = 64
 func (s *walkSpace) walk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
 	if s.t == nil {
 		*s = walkSpace{t: trace.New(x.ID), byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
-			strs: map[string]string{}, steps: map[string]*stepAgg{}, seen: map[attemptID]int{},
+			strs: map[string]string{}, steps: map[string]stepAgg{}, seen: map[attemptID]int{},
 			predicted: map[*intent]int{}, scheduled: map[string]bool{}, ids: map[effectID]bool{}}
 		s.t.Stream()
 	} else {
@@ -665,10 +670,27 @@ func (s *walkSpace) release(w *walk) {
 	clear(s.predicted)
 	clear(s.scheduled)
 	clear(s.ids)
+	clear(s.wanted)
+	if w.kept != nil {
+		clear(w.kept)
+		s.kept = w.kept
+	}
+	if w.effects != nil {
+		clear(w.effects)
+		s.effects = w.effects
+	}
 	clear(w.intents)
 	clear(w.order)
 	s.intents, s.order = w.intents[:0], w.order[:0]
 	*w = walk{} // nothing of the history stays reachable
+}
+
+// orMade is m, or a new map when m is nil.
+func orMade[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
 }
 
 // scratch returns m emptied when it is the space's, else a new map: a map
@@ -694,7 +716,7 @@ func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *wal
 	// wanted, kept, occurs, faultCount) are made on their first write: a
 	// wide database checks a million executions, most of one attempt.
 	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
-		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{}, explainedAll: true}
+		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]stepAgg{}, explainedAll: true}
 	w.t.Stream()
 	w.want(effects)
 	return w
@@ -703,7 +725,14 @@ func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *wal
 // want notes the attempts the ledger's effects name.
 func (w *walk) want(effects []Effect) {
 	if len(effects) > 0 {
-		w.wanted = make(map[attemptID]bool, len(effects))
+		if s := w.space; s != nil {
+			if s.wanted == nil {
+				s.wanted = map[attemptID]bool{}
+			}
+			w.wanted = s.wanted
+		} else {
+			w.wanted = make(map[attemptID]bool, len(effects))
+		}
 	}
 	for _, e := range effects {
 		w.wanted[attemptID{e.Attr.Step, e.Attr.Attempt}] = true
@@ -859,10 +888,6 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	a := recordOf(ta, w.crashes, w.intern)
 	w.nAttempts++
 	st := w.steps[a.step]
-	if st == nil {
-		st = &stepAgg{}
-		w.steps[a.step] = st
-	}
 	if a.req {
 		st.op, st.opAt = a.op, w.nAttempts
 	}
@@ -874,6 +899,7 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	case !a.finished:
 		st.unknown = true
 	}
+	w.steps[a.step] = st
 	for _, p := range a.points {
 		if w.faultCount == nil {
 			w.faultCount = map[fault.Point]int{}
@@ -906,7 +932,11 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	}
 	if id := (attemptID{a.step, a.n}); w.wanted[id] {
 		if w.kept == nil {
-			w.kept = map[attemptID]*attempt{}
+			if w.space != nil {
+				w.kept, w.space.kept = orMade(w.space.kept), nil
+			} else {
+				w.kept = map[attemptID]*attempt{}
+			}
 		}
 		w.kept[id] = a
 	}
@@ -1090,7 +1120,11 @@ func (w *walk) finish(effects []Effect) ExecResult {
 			continue
 		}
 		if w.effects == nil {
-			w.effects = map[*attempt][]Effect{}
+			if w.space != nil {
+				w.effects, w.space.effects = orMade(w.space.effects), nil
+			} else {
+				w.effects = map[*attempt][]Effect{}
+			}
 		}
 		w.effects[a] = append(w.effects[a], e)
 		in.effects = append(in.effects, e)

@@ -3,10 +3,15 @@ package check
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -41,6 +46,42 @@ func TestTwoPassesAsOne(t *testing.T) {
 		one, two := report(1<<30), report(0)
 		if one != two {
 			t.Errorf("%+v: two passes:\n%s\none:\n%s", opts, two, one)
+		}
+	}
+}
+
+// Walks one after another in one worker's space (walkSpace) answer as
+// fresh ones: nothing of a history before (its attempts, the ledger's
+// effects it was held to, its steps) reaches the next.
+func TestWalksInOneSpaceAsFresh(t *testing.T) {
+	ok := func(id string) *hist {
+		return newHist(id, "single", both).worker().schedule("send", "send_email", sendArgs).
+			attempt("send", 1, "ik_1", fault.TimeoutBeforeEffect).finish("send", 1, history.OutcomeTimeout).
+			attempt("send", 2, "ik_1").send("send", 2, "ik_1", 0).finish("send", 2, history.OutcomeOK).recorded("send").completed()
+	}
+	// An effect of attempt 2, which this execution never started (the one
+	// before did).
+	never := newHist("e2", "single", both).worker().schedule("send", "send_email", sendArgs).
+		attempt("send", 1, "ik_1").send("send", 1, "ik_1", 0).finish("send", 1, history.OutcomeOK).send("send", 2, "ik_1", 0).completed()
+	twice := ok("e3").send("send", 2, "ik_1", time.Hour)
+	crashed := newHist("e4", "single", none).worker().schedule("send", "send_email", sendArgs).
+		attempt("send", 1, "", fault.CrashAfterEffect).send("send", 1, "", 0).crash(fault.CrashAfterEffect, "killed by the injected fault")
+	quiet := newHist("e5", "single", both).worker().schedule("other", "send_email", sendArgs).completed()
+	hs := []*hist{ok("e1"), never, twice, crashed, quiet, ok("e6"), never}
+	for _, opts := range []Options{{Resolve: planFor(false)}, {}} {
+		var space walkSpace
+		for i, h := range hs {
+			fresh, _ := checkOne(t, opts, h)
+			w := space.walk(h.x, opts, len(h.events)+1, slices.Clone(h.effects))
+			for _, ev := range h.events {
+				w.apply(ev)
+			}
+			w.done()
+			got := w.finish(slices.Clone(h.effects))
+			space.release(w)
+			if a, b := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", fresh); a != b {
+				t.Errorf("history %d (%s) in a used space:\n%s\nfresh:\n%s", i, h.x.ID, a, b)
+			}
 		}
 	}
 }
