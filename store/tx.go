@@ -1308,6 +1308,16 @@ func (t *Tx) Get(name Bucket, key []byte) []byte {
 	return clone(t.lookup(b, key))
 }
 
+// GetInPlace is Get without the copy: the value is valid only until the
+// transaction writes or ends, and must not be changed.
+func (t *Tx) GetInPlace(name Bucket, key []byte) []byte {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
+		return nil
+	}
+	return t.lookup(b, key)
+}
+
 // Put stores value under key in a collection.
 func (t *Tx) Put(name Bucket, key, value []byte) error {
 	b, err := t.owned(name, true)
@@ -1374,6 +1384,22 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 		if !fn(clone(k), clone(v)) {
 			return nil
 		}
+	}
+	return nil
+}
+
+// ScanInPlace calls fn with every key and value of a collection in key
+// order until fn returns false, as Scan(name, nil, false, fn) does,
+// without copying them: both are valid only during the call (a reader
+// that decodes each entry into values of its own, as check reads the
+// ledgers, need not copy a million of them first).
+func (t *Tx) ScanInPlace(name Bucket, fn func(key, value []byte) bool) error {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
 	}
 	return nil
 }

@@ -506,6 +506,23 @@ func TestLookupsInAnyOrder(t *testing.T) {
 			if string(got) != want {
 				t.Fatalf("Get(%d) = %q, want %q", k, got, want)
 			}
+			if got := tx.GetInPlace(name, U64(k)); string(got) != want {
+				t.Fatalf("GetInPlace(%d) = %q, want %q", k, got, want)
+			}
+		}
+		// ScanInPlace reads what Scan does, and stops where it is told.
+		var all, in []string
+		if err := tx.Scan(name, nil, false, func(k, v []byte) bool { all = append(all, fmt.Sprint(DecodeU64(k), string(v))); return true }); err != nil {
+			return err
+		}
+		if err := tx.ScanInPlace(name, func(k, v []byte) bool { in = append(in, fmt.Sprint(DecodeU64(k), string(v))); return len(in) < 1000 }); err != nil {
+			return err
+		}
+		if len(all) != len(have) || !slices.Equal(in, all[:1000]) {
+			t.Errorf("ScanInPlace read %d, Scan %d of %d", len(in), len(all), len(have))
+		}
+		if err := tx.ScanInPlace("absent", func(k, v []byte) bool { t.Error("read an absent collection"); return true }); err != nil {
+			return err
 		}
 		return nil
 	})

@@ -38,7 +38,9 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	var stage string // what failed, for the error
 	err := db.View(func(tx *store.Tx) error {
 		stage = "read the ledger"
-		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
+		// The ledgers' entries are decoded into values of their own (the
+		// decoders copy): read in place.
+		if err := tx.ScanInPlace(world.BucketOutbox, func(k, v []byte) bool {
 			m, err := world.DecodeMessage(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
@@ -53,7 +55,7 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		}); err != nil {
 			return err
 		}
-		if err := tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
+		if err := tx.ScanInPlace(world.BucketCRMWrites, func(k, v []byte) bool {
 			wr, err := world.DecodeCRMWrite(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})
@@ -429,10 +431,10 @@ func (l *ledgerIndex) lookup(h uint64) int {
 func (l *ledgerIndex) read(tx *store.Tx, ref ledgerRef) (Effect, error) {
 	key := store.U64((ref.at &^ refCRM) >> 1)
 	if ref.at&refCRM != 0 {
-		wr, err := world.DecodeCRMWrite(key, tx.Get(world.BucketCRMWrites, key))
+		wr, err := world.DecodeCRMWrite(key, tx.GetInPlace(world.BucketCRMWrites, key))
 		return WriteEffect(wr), err
 	}
-	m, err := world.DecodeMessage(key, tx.Get(world.BucketOutbox, key))
+	m, err := world.DecodeMessage(key, tx.GetInPlace(world.BucketOutbox, key))
 	return MessageEffect(m), err
 }
 
