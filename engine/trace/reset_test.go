@@ -50,8 +50,19 @@ func TestResetFoldsAsNew(t *testing.T) {
 					fresh.Stream()
 				}
 				for _, e := range evs {
+					if a, b := reused.Seen(e.Call, e.Attempt), fresh.Seen(e.Call, e.Attempt); a != b {
+						t.Fatalf("history %d event %d: seen %v after a reset, %v fresh", i, e.Seq, a, b)
+					}
 					reused.Apply(e)
 					fresh.Apply(e)
+					if stream && e.Kind == trace.AttemptFinished {
+						// As check does: a streaming reader lets go of what it read.
+						for _, tr := range []*trace.Trace{reused, fresh} {
+							if a := tr.Attempt(e.Call, e.Attempt); a != nil {
+								tr.Forget(a)
+							}
+						}
+					}
 				}
 				got, want := dump(reused), dump(fresh)
 				if got != want {
