@@ -625,6 +625,12 @@ type walkSpace struct {
 	wanted  map[attemptID]bool
 	kept    map[attemptID]*attempt
 	effects map[*attempt][]Effect
+	// The maps aggregate gives intents (intentAgg), which nothing keeps
+	// past finish (an intent's faults, which its operation keeps, are
+	// its own).
+	times  mapPool[string, time.Time]
+	epochs mapPool[string, int]
+	slots  mapPool[slot, bool]
 	// finish's and aggregate's maps of one call.
 	seen      map[attemptID]int
 	predicted map[*intent]int
@@ -671,6 +677,9 @@ func (s *walkSpace) release(w *walk) {
 	clear(s.scheduled)
 	clear(s.ids)
 	clear(s.wanted)
+	s.times.reset()
+	s.epochs.reset()
+	s.slots.reset()
 	if w.kept != nil {
 		clear(w.kept)
 		s.kept = w.kept
@@ -683,6 +692,36 @@ func (s *walkSpace) release(w *walk) {
 	clear(w.order)
 	s.intents, s.order = w.intents[:0], w.order[:0]
 	*w = walk{} // nothing of the history stays reachable
+}
+
+// mapPool hands out maps of one walk and empties them for the next.
+type mapPool[K comparable, V any] struct {
+	maps []map[K]V
+	used int
+}
+
+func (p *mapPool[K, V]) get() map[K]V {
+	if p.used == len(p.maps) {
+		p.maps = append(p.maps, map[K]V{})
+	}
+	p.used++
+	return p.maps[p.used-1]
+}
+
+func (p *mapPool[K, V]) reset() {
+	for _, m := range p.maps[:p.used] {
+		clear(m)
+	}
+	p.used = 0
+}
+
+// fromPool is a map from the pool of w's space, or a new one for a walk
+// of its own.
+func fromPool[K comparable, V any](w *walk, pool func(*walkSpace) *mapPool[K, V]) map[K]V {
+	if w.space == nil {
+		return map[K]V{}
+	}
+	return pool(w.space).get()
 }
 
 // orMade is m, or a new map when m is nil.
@@ -1335,7 +1374,7 @@ func (w *walk) aggregate() error {
 		if a.key != "" {
 			for _, e := range fx {
 				if ag.first == nil {
-					ag.first = map[string]time.Time{}
+					ag.first = fromPool(w, func(s *walkSpace) *mapPool[string, time.Time] { return &s.times })
 				}
 				t, ok := ag.first[a.key]
 				if !ok {
@@ -1358,7 +1397,8 @@ func (w *walk) aggregate() error {
 		switch {
 		case a.key != "" && dedupe:
 			if ag.epoch == nil {
-				ag.epoch, ag.keyTime = map[string]int{}, map[string]time.Time{}
+				ag.epoch = fromPool(w, func(s *walkSpace) *mapPool[string, int] { return &s.epochs })
+				ag.keyTime = fromPool(w, func(s *walkSpace) *mapPool[string, time.Time] { return &s.times })
 			}
 			for _, e := range fx {
 				if t, ok := ag.keyTime[a.key]; ok && e.Time.Sub(t) > ret {
@@ -1380,7 +1420,7 @@ func (w *walk) aggregate() error {
 			sl = slot{slotAttempt, a.step, a.n}
 		}
 		if ag.slots == nil {
-			ag.slots = map[slot]bool{}
+			ag.slots = fromPool(w, func(s *walkSpace) *mapPool[slot, bool] { return &s.slots })
 		}
 		ag.slots[sl] = ag.slots[sl] || r == reachYes
 	}
