@@ -347,7 +347,11 @@ func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
 	hids := t.root(bucketHistoryIDs)
 	// A window of about a sixteenth of the executions puts the next id
 	// of a window some 16 keys after the last: a few steps of a cursor.
-	size := min(max(t.ExecutionCount()/16, 1024), 1<<16)
+	// Windows start small and double up to that while their records take
+	// less than windowBytes (they halve when more), so a file of large
+	// records holds few at a time.
+	target := min(max(t.ExecutionCount()/16, 1024), 1<<16)
+	size := 1024
 	var w execWindow
 	rc, hc := steppingCursor{c: execs.Cursor()}, steppingCursor{}
 	if hids != nil {
@@ -369,9 +373,18 @@ func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
 			}
 		}
 		t.cur = current{}
+		if len(w.vals) > windowBytes {
+			size = max(size/2, 64)
+		} else {
+			size = min(size*2, max(target, size))
+		}
 	}
 	return nil
 }
+
+// windowBytes bounds the records (and history numbers) an
+// ExecutionsInOrder window holds, about.
+const windowBytes = 8 << 20
 
 // current is the execution ExecutionsInOrder is calling fn for, and the
 // value of its history number (nil when it has none).
@@ -391,7 +404,7 @@ type execWindow struct {
 }
 
 // span is where a value is in execWindow.vals; from -1 when there is none.
-type span struct{ from, to int32 }
+type span struct{ from, to int }
 
 func (w *execWindow) reset() {
 	clear(w.ids)
@@ -422,7 +435,7 @@ func (w *execWindow) keep(v []byte) span {
 	}
 	from := len(w.vals)
 	w.vals = append(w.vals, v...)
-	return span{int32(from), int32(len(w.vals))}
+	return span{from, len(w.vals)}
 }
 
 // value is the value at sp, nil for none.
