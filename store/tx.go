@@ -693,21 +693,7 @@ const compressedChunk = 0
 // hand-written codec S2 replaced took (BENCHMARKS.md, "14.3: S2 instead of
 // our own codec").
 func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
-	need := s2.MaxEncodedLen(len(plain))
-	if need < 0 || len(plain) > maxChunkLen {
-		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
-	}
-	if cap(*scratch) < need {
-		*scratch = make([]byte, need)
-	}
-	enc := chunkDict.EncodeBetter((*scratch)[:need], plain)
-	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
-		return plain, nil
-	}
-	out := make([]byte, 1+len(enc))
-	out[0] = compressedChunk
-	copy(out[1:], enc)
-	return out, nil
+	return encodeWith(scratch, plain, chunkDict.EncodeBetter)
 }
 
 // encodeTail is the stored form of a growing tail: compressed by S2's
@@ -717,6 +703,13 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 // for a chunk whose first event is empty, which is always compressed).
 // scratch is as encodeChunk's.
 func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
+	return encodeWith(scratch, plain, chunkDict.Encode)
+}
+
+// encodeWith is a chunk compressed by encode (one of chunkDict's S2
+// encoders, writing into dst), or plain when that is not shorter and the
+// chunk does not start with an empty event.
+func encodeWith(scratch *[]byte, plain []byte, encode func(dst, src []byte) []byte) ([]byte, error) {
 	need := s2.MaxEncodedLen(len(plain))
 	if need < 0 || len(plain) > maxChunkLen {
 		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
@@ -724,7 +717,7 @@ func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
 	if cap(*scratch) < need {
 		*scratch = make([]byte, need)
 	}
-	enc := chunkDict.Encode((*scratch)[:need], plain)
+	enc := encode((*scratch)[:need], plain)
 	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
 		return plain, nil
 	}

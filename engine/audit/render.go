@@ -1,15 +1,13 @@
 package audit
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/internal/plural"
 )
 
@@ -93,64 +91,20 @@ func upperFirst(s string) string {
 // JSON, which an encoder of the whole report would hold in memory before
 // writing any of it.
 func (r Report) JSON(w io.Writer) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// value encodes v at the given depth, without the encoder's newline.
-	value := func(v any, prefix string) ([]byte, error) {
-		buf.Reset()
-		enc.SetIndent(prefix, "  ")
-		if err := enc.Encode(v); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	field := func(name string, v any, last bool) error {
-		b, err := value(v, "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(bw, "  %q: %s", name, b)
-		if !last {
-			bw.WriteByte(',')
-		}
-		return bw.WriteByte('\n')
-	}
-	bw.WriteString("{\n")
-	for _, f := range []struct {
-		name string
-		v    any
-	}{{"effects", r.Effects}, {"executions", r.Executions}, {"side_effecting_attempts", r.Attempts}} {
-		if err := field(f.name, f.v, false); err != nil {
-			return err
-		}
-	}
-	if len(r.Findings) == 0 {
-		if err := field("findings", r.Findings, false); err != nil {
-			return err
-		}
+	o := jsonstream.NewObject(w)
+	o.Field("effects", r.Effects)
+	o.Field("executions", r.Executions)
+	o.Field("side_effecting_attempts", r.Attempts)
+	if r.Findings == nil {
+		o.Field("findings", r.Findings)
 	} else {
-		bw.WriteString("  \"findings\": [\n")
+		o.Array("findings")
 		for i := range r.Findings {
-			b, err := value(&r.Findings[i], "    ")
-			if err != nil {
-				return err
-			}
-			bw.WriteString("    ")
-			bw.Write(b)
-			if i < len(r.Findings)-1 {
-				bw.WriteByte(',')
-			}
-			if err := bw.WriteByte('\n'); err != nil {
+			if err := o.Elem(&r.Findings[i]); err != nil {
 				return err
 			}
 		}
-		bw.WriteString("  ],\n")
 	}
-	if err := field("counts", r.Counts, true); err != nil {
-		return err
-	}
-	bw.WriteString("}\n")
-	return bw.Flush()
+	o.Field("counts", r.Counts)
+	return o.Close()
 }
