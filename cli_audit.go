@@ -73,7 +73,7 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			}
 			switch {
 			case asJSON:
-				err = printJSON(a.out, rep)
+				err = rep.JSON(a.out)
 			case markdown:
 				err = rep.Markdown(a.out)
 			default:

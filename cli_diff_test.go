@@ -202,8 +202,8 @@ func TestCLIDiffTraceFiles(t *testing.T) {
 	r := ok(t, db, "diff", twice, once)
 	has(t, r,
 		"A  otlp-conv-sess-adk-mail-1 invoke_workflow mail_agent · unknown (imported) · ✓ · 1 run, 3 calls, 3 attempts",
-		"=  r1 t2  adk-11111111-0000-4000-8000-000000000002 send_email   #1 ✓+1  │ r1 t2  adk-11111111-0000-4000-8000-000000000002 send_email   #1 ✓+1",
-		"≠  r1 t4  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✓+1  │ r1 t4  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✖    #1 ✓ vs ✖; 1 vs 0 effects",
+		"=  r1 t1  adk-11111111-0000-4000-8000-000000000002 send_email   #1 ✓+1  │ r1 t1  adk-11111111-0000-4000-8000-000000000002 send_email   #1 ✓+1",
+		"≠  r1 t2  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✓+1  │ r1 t2  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✖    #1 ✓ vs ✖; 1 vs 0 effects",
 		"they part at row 3, adk-11111111-0000-4000-8000-000000000003 send_email: #1 ✓ vs ✖; 1 vs 0 effects",
 		"effects  adk-send-twice.json: 2 send_email calls took effect (inferred); adk-send-once.json: 1",
 	)
@@ -244,7 +244,7 @@ func TestCLIDiffTraceFiles(t *testing.T) {
 	}
 	md := ok(t, db, "diff", twice, once, "--markdown")
 	has(t, md, "## adk-send-twice.json vs adk-send-once.json",
-		"| ≠ | r1 t4 adk-11111111-0000-4000-8000-000000000003 send\\_email | #1 ✓+1 | r1 t4 adk-11111111-0000-4000-8000-000000000003 send\\_email | #1 ✖ | #1 ✓ vs ✖; 1 vs 0 effects |",
+		"| ≠ | r1 t2 adk-11111111-0000-4000-8000-000000000003 send\\_email | #1 ✓+1 | r1 t2 adk-11111111-0000-4000-8000-000000000003 send\\_email | #1 ✖ | #1 ✓ vs ✖; 1 vs 0 effects |",
 		"- Effects: adk-send-twice.json: 2 send\\_email calls took effect (inferred); adk-send-once.json: 1")
 
 	// Two Temporal histories: runs 1 and 2 of one workflow, each file
@@ -282,7 +282,7 @@ func TestCLIDiffImportedExecutions(t *testing.T) {
 	for i, args := range cases {
 		alone[i] = ok(t, db, args...)
 	}
-	has(t, alone[0], "≠  r1 t4  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✓+1  │",
+	has(t, alone[0], "≠  r1 t2  adk-11111111-0000-4000-8000-000000000003 send_email   #1 ✓+1  │",
 		"effects  otlp-conv-sess-adk-mail-1: 2 send_email calls took effect (inferred); adk-send-once.json: 1")
 	has(t, alone[1], "A  otlp-conv-sess-oi-7 billing_agent · unknown (imported) · ✓ · 1 run, 2 calls, 3 attempts",
 		"nothing in common: no call of billing_agent matches one of invoke_workflow mail_agent",

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/jsonstream"
 )
 
 // The readers of one history (show, show --json, show --markdown) stream:
@@ -121,47 +120,19 @@ func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 // printHistoryJSON writes {"execution": x, "events": [...]} exactly as
 // printJSON would, but an event at a time.
 func printHistoryJSON(out io.Writer, h engine.Source, x history.Execution) error {
-	w := bufio.NewWriter(out)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	encode := func(prefix string, v any) ([]byte, error) {
-		buf.Reset()
-		enc.SetIndent(prefix, "  ")
-		if err := enc.Encode(v); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	o := jsonstream.NewObject(out)
+	if err := o.Field("execution", x); err != nil {
+		return err
 	}
-	rec, err := encode("  ", x)
+	o.Array("events")
+	if err := o.Flush(); err != nil {
+		return err
+	}
+	err := eachEvent(h, x.ID, func(ev history.Event) error {
+		return o.Elem(ev)
+	}, o.Flush)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "{\n  \"execution\": %s,\n  \"events\": [", rec)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	first := true
-	err = eachEvent(h, x.ID, func(ev history.Event) error {
-		b, err := encode("    ", ev)
-		if err != nil {
-			return err
-		}
-		if first {
-			w.WriteString("\n    ")
-			first = false
-		} else {
-			w.WriteString(",\n    ")
-		}
-		_, err = w.Write(b)
-		return err
-	}, w.Flush)
-	if err != nil {
-		return err
-	}
-	if !first {
-		w.WriteString("\n  ")
-	}
-	w.WriteString("]\n}\n")
-	return w.Flush()
+	return o.Close()
 }

@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -19,16 +18,16 @@ const statePage = 512
 // State that State returns, but a page of each part at a time: memory does
 // not grow with the outbox, the key store, the journals or the CRM.
 func (h *Host) WriteState(w io.Writer) error {
-	sw := newJSONObject(w)
+	sw := jsonstream.NewObject(w)
 	// The outbox, by sequence number.
-	sw.array("outbox")
+	sw.Array("outbox")
 	for from := uint64(0); ; {
 		page, err := h.world.Outbox(from, statePage)
 		if err != nil {
 			return err
 		}
 		for _, m := range page {
-			if err := sw.elem(m); err != nil {
+			if err := sw.Elem(m); err != nil {
 				return err
 			}
 			from = m.Seq + 1
@@ -38,14 +37,14 @@ func (h *Host) WriteState(w io.Writer) error {
 		}
 	}
 	// The key store, by key.
-	sw.array("keys")
+	sw.Array("keys")
 	for from := ""; ; {
 		page, err := h.world.KeysPage(from, statePage)
 		if err != nil {
 			return err
 		}
 		for _, k := range page {
-			if err := sw.elem(k); err != nil {
+			if err := sw.Elem(k); err != nil {
 				return err
 			}
 			from = k.Key + "\x00"
@@ -55,7 +54,7 @@ func (h *Host) WriteState(w io.Writer) error {
 		}
 	}
 	// Every journal, by execution and step.
-	sw.array("journal")
+	sw.Array("journal")
 	for exec, step := "", ""; ; {
 		var page []JournalEntry
 		err := h.db.View(func(tx *store.Tx) error {
@@ -71,7 +70,7 @@ func (h *Host) WriteState(w io.Writer) error {
 			return fmt.Errorf("read journals: %w", err)
 		}
 		for _, e := range page {
-			if err := sw.elem(e); err != nil {
+			if err := sw.Elem(e); err != nil {
 				return err
 			}
 		}
@@ -80,14 +79,14 @@ func (h *Host) WriteState(w io.Writer) error {
 		}
 	}
 	// The CRM, by record id.
-	sw.array("crm")
+	sw.Array("crm")
 	for from := ""; ; {
 		page, err := h.world.RecordsPage(from, statePage)
 		if err != nil {
 			return err
 		}
 		for _, r := range page {
-			if err := sw.elem(r); err != nil {
+			if err := sw.Elem(r); err != nil {
 				return err
 			}
 			from = r.ID + "\x00"
@@ -96,72 +95,7 @@ func (h *Host) WriteState(w io.Writer) error {
 			break
 		}
 	}
-	return sw.close()
-}
-
-// jsonObject writes a JSON object of arrays as json.Encoder with a two-space
-// indent would, an element at a time.
-type jsonObject struct {
-	w      *bufio.Writer
-	buf    bytes.Buffer
-	enc    *json.Encoder
-	fields int
-	elems  int
-}
-
-func newJSONObject(w io.Writer) *jsonObject {
-	o := &jsonObject{w: bufio.NewWriter(w)}
-	o.enc = json.NewEncoder(&o.buf)
-	o.enc.SetEscapeHTML(false)
-	o.enc.SetIndent("    ", "  ")
-	return o
-}
-
-// endArray closes the array being written, if any.
-func (o *jsonObject) endArray() {
-	if o.fields == 0 {
-		return
-	}
-	if o.elems > 0 {
-		o.w.WriteString("\n  ")
-	}
-	o.w.WriteString("]")
-}
-
-// array begins the next field, an array.
-func (o *jsonObject) array(name string) {
-	o.endArray()
-	if o.fields == 0 {
-		o.w.WriteString("{\n")
-	} else {
-		o.w.WriteString(",\n")
-	}
-	fmt.Fprintf(o.w, "  %q: [", name)
-	o.fields++
-	o.elems = 0
-}
-
-// elem writes the next element of the array.
-func (o *jsonObject) elem(v any) error {
-	o.buf.Reset()
-	if err := o.enc.Encode(v); err != nil {
-		return err
-	}
-	if o.elems == 0 {
-		o.w.WriteString("\n    ")
-	} else {
-		o.w.WriteString(",\n    ")
-	}
-	o.elems++
-	_, err := o.w.Write(bytes.TrimSuffix(o.buf.Bytes(), []byte("\n")))
-	return err
-}
-
-// close ends the object and flushes it.
-func (o *jsonObject) close() error {
-	o.endArray()
-	o.w.WriteString("\n}\n")
-	return o.w.Flush()
+	return sw.Close()
 }
 
 // handleState streams WriteState to an attached client.

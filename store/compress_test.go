@@ -113,7 +113,7 @@ func storedChunksIn(t *testing.T, db *DB, exec string) (keys, values [][]byte, i
 		if err != nil || prefix == nil {
 			return fmt.Errorf("no history %s (%v)", exec, err)
 		}
-		if err := tx.historyChunks(events.Cursor(), prefix, 0, func(k, v []byte) (bool, error) {
+		if err := tx.historyChunks(&chunkCursor{c: events.Cursor()}, prefix, 0, func(k, v []byte) (bool, error) {
 			keys, values = append(keys, clone(k)), append(values, clone(v))
 			return true, nil
 		}); err != nil {

@@ -3,10 +3,13 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -209,20 +212,23 @@ func TestChunksHoldEventsOfAnySize(t *testing.T) {
 		if got := tx.LastSeq("x"); got != uint64(len(sizes)) {
 			t.Errorf("LastSeq = %d, want %d", got, len(sizes))
 		}
-		for from := range uint64(len(sizes) + 2) {
-			var got []uint64
-			if err := tx.Events("x", from, func(seq uint64, data []byte) bool {
-				if want := payload("x", seq, sizes[seq-1]); !bytes.Equal(data, want) {
-					t.Errorf("event %d: %d bytes, want %d", seq, len(data), len(want))
+		// EventsInPlace reads the same, each chunk into the same space.
+		for _, read := range []func(string, uint64, func(uint64, []byte) bool) error{tx.Events, tx.EventsInPlace} {
+			for from := range uint64(len(sizes) + 2) {
+				var got []uint64
+				if err := read("x", from, func(seq uint64, data []byte) bool {
+					if want := payload("x", seq, sizes[seq-1]); !bytes.Equal(data, want) {
+						t.Errorf("event %d: %d bytes, want %d", seq, len(data), len(want))
+					}
+					data = append(data, 'z') // must not reach the next event
+					got = append(got, seq)
+					return true
+				}); err != nil {
+					return err
 				}
-				data = append(data, 'z') // must not reach the next event
-				got = append(got, seq)
-				return true
-			}); err != nil {
-				return err
-			}
-			if want := max(int(from), 1); len(got) != len(sizes)-want+1 || (len(got) > 0 && got[0] != uint64(want)) {
-				t.Errorf("Events(from %d) = %v", from, got)
+				if want := max(int(from), 1); len(got) != len(sizes)-want+1 || (len(got) > 0 && got[0] != uint64(want)) {
+					t.Errorf("Events(from %d) = %v", from, got)
+				}
 			}
 		}
 		if n := tx.tx.Bucket([]byte(bucketHistoryEvents)).Stats().KeyN; n >= len(sizes) {
@@ -337,6 +343,67 @@ func appendSized(t *testing.T, db *DB, exec string, sizes ...int) {
 				return payload(exec, seq, size), nil
 			}); err != nil {
 				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// EventsInPlace reads histories one after another without a search from
+// the root when the next is the one after the last read, and reads the
+// same as Events in any order, from any event, stopped early or not, and
+// for an execution with no history.
+func TestEventsInPlaceInAnyOrder(t *testing.T) {
+	db, _ := newDB(t)
+	ids := []string{"m", "c", "x", "a", "q"} // numbered in this order, not sorted
+	sizes := map[string][]int{"m": {10, 20}, "c": {chunkMax, chunkMax, 5}, "x": {7}, "a": slices.Repeat([]int{300}, 40), "q": {1, 2, 3}}
+	for _, id := range ids {
+		appendSized(t, db, id, sizes[id]...)
+	}
+	// a and x sealed: every chunk in history_events; the others' tails in
+	// history_tails (m, x and q have no other chunk).
+	if err := db.Update(func(tx *Tx) error { return errors.Join(tx.SealHistory("a"), tx.SealHistory("x")) }); err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		id   string
+		from uint64
+		stop int // events read before fn answers false; 0 reads all
+	}
+	orders := [][]read{
+		{{"m", 0, 0}, {"c", 0, 0}, {"x", 0, 0}, {"a", 0, 0}, {"q", 0, 0}},
+		{{"q", 0, 0}, {"a", 0, 0}, {"x", 0, 0}, {"c", 0, 0}, {"m", 0, 0}},
+		{{"m", 0, 1}, {"c", 0, 0}, {"none", 0, 0}, {"x", 0, 0}, {"x", 0, 0}, {"a", 5, 0}, {"q", 2, 0}, {"m", 2, 0}},
+		{{"m", 0, 0}, {"c", 3, 0}, {"x", 1, 0}, {"a", 0, 2}, {"q", 0, 0}, {"m", 1, 0}},
+	}
+	collect := func(tx *Tx, inPlace bool, r read) string {
+		var b strings.Builder
+		n := 0
+		err := tx.events(r.id, r.from, inPlace, func(seq uint64, data []byte) bool {
+			fmt.Fprintf(&b, "%d:%x ", seq, sha256.Sum256(data))
+			n++
+			return r.stop == 0 || n < r.stop
+		})
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		return b.String()
+	}
+	err := db.View(func(tx *Tx) error {
+		// After m, the cursor is on c's first chunk: c's read needs no seek.
+		collect(tx, true, read{"m", 0, 0})
+		if _, c, err := tx.historyPrefix("c", false); err != nil || !bytes.HasPrefix(tx.next.k, c) {
+			t.Errorf("after m the cursor is on %x, not c's first chunk (%x, %v)", tx.next.k, c, err)
+		}
+		for _, order := range orders {
+			for _, r := range order {
+				want := collect(tx, false, r)
+				if got := collect(tx, true, r); got != want {
+					t.Errorf("%+v in %v: in place %s, want %s", r, order, got, want)
+				}
 			}
 		}
 		return nil

@@ -29,7 +29,7 @@ type Tx struct {
 	// cursors are lookup's, one per collection of a read-only
 	// transaction: bbolt's Get makes a cursor, and grows its path, on
 	// every call.
-	cursors map[*bolt.Bucket]*bolt.Cursor
+	cursors map[*bolt.Bucket]*keptCursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
 	// instead of finding, decompressing and re-parsing the chunk; the
@@ -44,6 +44,23 @@ type Tx struct {
 	// encoded is encodeChunk's and encodeTail's scratch space, reused from
 	// chunk to chunk.
 	encoded []byte
+	// cur is the execution ExecutionsInOrder is calling its fn for.
+	cur current
+	// plain is EventsInPlace's space for a decompressed chunk.
+	plain []byte
+	// next is EventsInPlace's cursor on history_events, and the key and
+	// value it is on when its last read ended past a history (k nil when
+	// unknown): the next history's first chunk, when they are read in
+	// the order of their numbers.
+	next chunkCursor
+}
+
+// chunkCursor is a cursor on history_events for historyChunks, and the key
+// and value it is on when its last walk ended past a history's chunks (k
+// nil when unknown).
+type chunkCursor struct {
+	c    *bolt.Cursor
+	k, v []byte
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only
@@ -143,18 +160,40 @@ func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
 	return v
 }
 
+// keptCursor is a cursor a read-only transaction keeps for one
+// collection, and the key it is on (nil when past the end or not yet
+// moved).
+type keptCursor struct {
+	c  *bolt.Cursor
+	at []byte
+}
+
 // seek seeks key in b, of a read-only transaction, with the cursor the
-// transaction keeps for b.
+// transaction keeps for b: the first key at or after key, and its value.
+// A key past the one the cursor is on is first looked for one step
+// further, which is where it is when keys are looked up in the order they
+// were written (check reads an execution's ledger entries so): then bbolt
+// does not search from the root.
 func (t *Tx) seek(b *bolt.Bucket, key []byte) ([]byte, []byte) {
-	c := t.cursors[b]
-	if c == nil {
+	kc := t.cursors[b]
+	if kc == nil {
 		if t.cursors == nil {
-			t.cursors = make(map[*bolt.Bucket]*bolt.Cursor, 8)
+			t.cursors = make(map[*bolt.Bucket]*keptCursor, 8)
 		}
-		c = b.Cursor()
-		t.cursors[b] = c
+		kc = &keptCursor{c: b.Cursor()}
+		t.cursors[b] = kc
 	}
-	return c.Seek(key)
+	if kc.at != nil && bytes.Compare(key, kc.at) > 0 {
+		// No key lies between the cursor's and the next: when the next is
+		// at or after key, it is the one Seek would find (nil: none is).
+		if k, v := kc.c.Next(); k == nil || bytes.Compare(k, key) >= 0 {
+			kc.at = k
+			return k, v
+		}
+	}
+	k, v := kc.c.Seek(key)
+	kc.at = k
+	return k, v
 }
 
 func (t *Tx) bucket(name Bucket) (*bolt.Bucket, error) {
@@ -308,6 +347,165 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 	return nil
 }
 
+// ExecutionsInOrder calls fn for every execution in creation order, oldest
+// first, with its id and its record (nil when it has none), until fn
+// returns false, as Executions(false, 0, fn) does; record is valid only
+// during the call. A read-only transaction reads the ids a window at a
+// time and looks their records and history numbers up in the order of
+// their keys, stepping a cursor along each collection, where lookups in
+// creation order (ids are not in key order) search each from the root: on
+// a million executions about a tenth of the time. While fn runs, reading
+// the execution's history (EventsInPlace, Events) needs no lookup of its
+// number.
+func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
+	if t.tx.Writable() {
+		return t.Executions(false, 0, func(id string, record []byte) bool { return fn(id, record) })
+	}
+	order, err := t.bucket(bucketExecOrder)
+	if err != nil {
+		return err
+	}
+	execs, err := t.bucket(bucketExecutions)
+	if err != nil {
+		return err
+	}
+	// Files older than schema v3 have no history numbers: their
+	// histories are looked up as Events always did.
+	hids := t.root(bucketHistoryIDs)
+	// A window of about a sixteenth of the executions puts the next id
+	// of a window some 16 keys after the last: a few steps of a cursor.
+	// Windows start small and double up to that while their records take
+	// less than windowBytes (they halve when more), so a file of large
+	// records holds few at a time.
+	target := min(max(t.ExecutionCount()/16, 1024), 1<<16)
+	size := 1024
+	var w execWindow
+	rc, hc := steppingCursor{c: execs.Cursor()}, steppingCursor{}
+	if hids != nil {
+		hc.c = hids.Cursor()
+	}
+	defer func() { t.cur = current{} }()
+	oc := order.Cursor()
+	k, v := oc.First()
+	for k != nil {
+		w.reset()
+		for ; k != nil && len(w.ids) < size; k, v = oc.Next() {
+			w.ids = append(w.ids, string(v))
+		}
+		w.lookUp(&rc, &hc)
+		for i, id := range w.ids {
+			t.cur = current{id: id, hid: w.value(w.hid[i]), set: hids != nil}
+			if !fn(id, w.value(w.rec[i])) {
+				return nil
+			}
+		}
+		t.cur = current{}
+		if len(w.vals) > windowBytes {
+			size = max(size/2, 64)
+		} else {
+			size = min(size*2, max(target, size))
+		}
+	}
+	return nil
+}
+
+// windowBytes bounds the records (and history numbers) an
+// ExecutionsInOrder window holds, about.
+const windowBytes = 8 << 20
+
+// current is the execution ExecutionsInOrder is calling fn for, and the
+// value of its history number (nil when it has none).
+type current struct {
+	id  string
+	hid []byte
+	set bool
+}
+
+// execWindow is a window of ExecutionsInOrder: ids in creation order,
+// and where each one's record and history number are in vals.
+type execWindow struct {
+	ids      []string
+	byKey    []int32
+	vals     []byte
+	rec, hid []span
+}
+
+// span is where a value is in execWindow.vals; from -1 when there is none.
+type span struct{ from, to int }
+
+func (w *execWindow) reset() {
+	clear(w.ids)
+	w.ids, w.byKey, w.vals, w.rec, w.hid = w.ids[:0], w.byKey[:0], w.vals[:0], w.rec[:0], w.hid[:0]
+}
+
+// lookUp looks the window's records and history numbers up in key order.
+func (w *execWindow) lookUp(rc, hc *steppingCursor) {
+	for i := range w.ids {
+		w.byKey = append(w.byKey, int32(i))
+	}
+	slices.SortFunc(w.byKey, func(a, b int32) int { return strings.Compare(w.ids[a], w.ids[b]) })
+	w.rec = slices.Grow(w.rec, len(w.ids))[:len(w.ids)]
+	w.hid = slices.Grow(w.hid, len(w.ids))[:len(w.ids)]
+	for _, i := range w.byKey {
+		key := []byte(w.ids[i])
+		w.rec[i], w.hid[i] = w.keep(rc.lookup(key)), span{-1, -1}
+		if hc.c != nil {
+			w.hid[i] = w.keep(hc.lookup(key))
+		}
+	}
+}
+
+// keep copies v into vals.
+func (w *execWindow) keep(v []byte) span {
+	if v == nil {
+		return span{-1, -1}
+	}
+	from := len(w.vals)
+	w.vals = append(w.vals, v...)
+	return span{from, len(w.vals)}
+}
+
+// value is the value at sp, nil for none.
+func (w *execWindow) value(sp span) []byte {
+	if sp.from < 0 {
+		return nil
+	}
+	return w.vals[sp.from:sp.to:sp.to]
+}
+
+// steppingCursor looks keys up in ascending order: a key not far past the
+// last is reached by a few steps of the cursor instead of a search from
+// the root.
+type steppingCursor struct {
+	c  *bolt.Cursor
+	at []byte // the key c is on, nil when unknown or past the end
+}
+
+// stepsBeforeSeek bounds the steps tried before a search.
+const stepsBeforeSeek = 64
+
+// lookup is b.Get(key), as Tx.lookup answers it.
+func (s *steppingCursor) lookup(key []byte) []byte {
+	var k, v []byte
+	found := false
+	if s.at != nil && bytes.Compare(key, s.at) > 0 {
+		for range stepsBeforeSeek {
+			if k, v = s.c.Next(); k == nil || bytes.Compare(k, key) >= 0 {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		k, v = s.c.Seek(key)
+	}
+	s.at = k
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
 // ExecutionOrder calls fn with every execution's id in creation order,
 // oldest first, until fn returns false. id is valid only during the call.
 func (t *Tx) ExecutionOrder(fn func(id []byte) bool) error {
@@ -449,7 +647,13 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if v := t.lookup(ids, []byte(exec)); v != nil {
+	var v []byte
+	if !t.tx.Writable() && t.cur.set && t.cur.id == exec {
+		v = t.cur.hid // ExecutionsInOrder looked it up
+	} else {
+		v = t.lookup(ids, []byte(exec))
+	}
+	if v != nil {
 		if len(v) != historyKeyLen {
 			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
 		}
@@ -518,21 +722,7 @@ const compressedChunk = 0
 // hand-written codec S2 replaced took (BENCHMARKS.md, "14.3: S2 instead of
 // our own codec").
 func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
-	need := s2.MaxEncodedLen(len(plain))
-	if need < 0 || len(plain) > maxChunkLen {
-		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
-	}
-	if cap(*scratch) < need {
-		*scratch = make([]byte, need)
-	}
-	enc := chunkDict.EncodeBetter((*scratch)[:need], plain)
-	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
-		return plain, nil
-	}
-	out := make([]byte, 1+len(enc))
-	out[0] = compressedChunk
-	copy(out[1:], enc)
-	return out, nil
+	return encodeWith(scratch, nil, plain, chunkDict.EncodeBetter)
 }
 
 // encodeTail is the stored form of a growing tail: compressed by S2's
@@ -542,13 +732,20 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 // for a chunk whose first event is empty, which is always compressed).
 // scratch is as encodeChunk's.
 func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
-	return encodeTailValue(scratch, nil, plain)
+	return encodeWith(scratch, nil, plain, chunkDict.Encode)
 }
 
-// encodeTailValue is encodeTail's stored form after head, in a new slice
-// (unless head is nil and the tail is stored plain: then plain itself):
+// encodeTailValue is encodeTail's stored form after head, in a new slice:
 // history_tails' value, head being the tail's first sequence number.
 func encodeTailValue(scratch *[]byte, head, plain []byte) ([]byte, error) {
+	return encodeWith(scratch, head, plain, chunkDict.Encode)
+}
+
+// encodeWith is a chunk compressed by encode (one of chunkDict's S2
+// encoders, writing into dst), or plain when that is not shorter and the
+// chunk does not start with an empty event, after head: plain itself
+// when head is nil and the chunk is stored plain, else a new slice.
+func encodeWith(scratch *[]byte, head, plain []byte, encode func(dst, src []byte) []byte) ([]byte, error) {
 	need := s2.MaxEncodedLen(len(plain))
 	if need < 0 || len(plain) > maxChunkLen {
 		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
@@ -556,7 +753,7 @@ func encodeTailValue(scratch *[]byte, head, plain []byte) ([]byte, error) {
 	if cap(*scratch) < need {
 		*scratch = make([]byte, need)
 	}
-	enc := chunkDict.Encode((*scratch)[:need], plain)
+	enc := encode((*scratch)[:need], plain)
 	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
 		if head == nil {
 			return plain, nil
@@ -780,13 +977,17 @@ func (t *Tx) storedTail(prefix []byte) (key []byte, first uint64, stored []byte,
 
 // historyChunks calls fn with the stored chunks of the history under
 // prefix that hold its events from seq from on, in sequence order: its
-// chunks in history_events from the one that holds from (read with c, a
-// cursor on events), then its tail in history_tails. key is the chunk's
-// key (prefix, then its first sequence number) and stored its bytes as
-// stored, both valid only during the call. It stops at the first error or
-// when fn returns false. Every reader of a history's chunks goes through
-// it, so none misses the tail.
-func (t *Tx) historyChunks(c *bolt.Cursor, prefix []byte, from uint64, fn func(key, stored []byte) (bool, error)) error {
+// chunks in history_events from the one that holds from (read with cc's
+// cursor, starting where it is when cc.k is that chunk), then its tail in
+// history_tails. key is the chunk's key (prefix, then its first sequence
+// number) and stored its bytes as stored, both valid only during the
+// call. It stops at the first error or when fn returns false. cc.k is left
+// on the key past the history's chunks when the walk reached it, else
+// nil. Every reader of a history's chunks goes through it, so none misses
+// the tail.
+func (t *Tx) historyChunks(cc *chunkCursor, prefix []byte, from uint64, fn func(key, stored []byte) (bool, error)) error {
+	at, atV := cc.k, cc.v
+	cc.k, cc.v = nil, nil // unknown until a walk ends past the history
 	tk, tfirst, tv, err := t.storedTail(prefix)
 	if err != nil {
 		return err
@@ -794,9 +995,14 @@ func (t *Tx) historyChunks(c *bolt.Cursor, prefix []byte, from uint64, fn func(k
 	if tk == nil || from < tfirst {
 		// Start at the chunk that holds from: the last one that begins at
 		// or before it.
+		c := cc.c
 		start := appendSeqKey(prefix, from)
-		k, v := c.Seek(start)
-		if !bytes.Equal(k, start) {
+		var k, v []byte
+		if bytes.HasPrefix(at, prefix) && bytes.Compare(at, start) >= 0 {
+			// The cursor is on the history's first chunk: the seek below
+			// would find it.
+			k, v = at, atV
+		} else if k, v = c.Seek(start); !bytes.Equal(k, start) {
 			var pk, pv []byte
 			if k == nil {
 				pk, pv = c.Last()
@@ -814,6 +1020,7 @@ func (t *Tx) historyChunks(c *bolt.Cursor, prefix []byte, from uint64, fn func(k
 				return err
 			}
 		}
+		cc.k, cc.v = k, v
 	}
 	if tk != nil {
 		_, err := fn(tk, tv)
@@ -1030,6 +1237,21 @@ func (t *Tx) LastSeq(exec string) uint64 {
 // Events calls fn for an execution's events with seq >= from, in order, until
 // fn returns false.
 func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
+	return t.events(exec, from, false, fn)
+}
+
+// EventsInPlace is Events for a reader that copies what it keeps of an
+// event: data is valid only during the call to fn (it may be the
+// transaction's space, which the next chunk reuses), so a read-only
+// transaction decompresses chunk after chunk into the same space instead
+// of a new slice each (check reads a million short histories this way).
+func (t *Tx) EventsInPlace(exec string, from uint64, fn func(seq uint64, data []byte) bool) error {
+	return t.events(exec, from, true, fn)
+}
+
+// events is Events, with data valid only during the call when inPlace is
+// set.
+func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, data []byte) bool) error {
 	old, err := t.oldHistory(exec)
 	if err != nil {
 		return err
@@ -1050,12 +1272,33 @@ func (t *Tx) Events(exec string, from uint64, fn func(seq uint64, data []byte) b
 	if err != nil || prefix == nil {
 		return err
 	}
-	return t.historyChunks(events.Cursor(), prefix, from, func(k, v []byte) (bool, error) {
+	inPlace = inPlace && !t.tx.Writable() // bbolt's memory of a writable one may move under fn
+	cc := &chunkCursor{}
+	if inPlace {
+		// The cursor may have stopped on this history's first chunk,
+		// reading the history before it (numbers are given in creation
+		// order, in which check reads): historyChunks starts there.
+		if t.next.c == nil {
+			t.next.c = events.Cursor()
+		}
+		cc = &t.next
+	} else {
+		cc.c = events.Cursor()
+	}
+	return t.historyChunks(cc, prefix, from, func(k, v []byte) (bool, error) {
 		seq, ok := decodeSeqKey(k[len(prefix):])
 		if !ok {
 			return false, fmt.Errorf("history key %x of %s: %w", k, exec, ErrCorrupt)
 		}
-		chunk, err := decodeChunk(v, true)
+		var chunk []byte
+		if inPlace {
+			chunk, err = decodeChunkInto(t.plain, v, false)
+			if err == nil && len(v) > 0 && v[0] == compressedChunk {
+				t.plain = chunk[:0] // the space, grown, for the next chunk
+			}
+		} else {
+			chunk, err = decodeChunk(v, true)
+		}
 		if err != nil {
 			return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
 		}
@@ -1386,6 +1629,16 @@ func (t *Tx) Get(name Bucket, key []byte) []byte {
 	return clone(t.lookup(b, key))
 }
 
+// GetInPlace is Get without the copy: the value is valid only until the
+// transaction writes or ends, and must not be changed.
+func (t *Tx) GetInPlace(name Bucket, key []byte) []byte {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
+		return nil
+	}
+	return t.lookup(b, key)
+}
+
 // Put stores value under key in a collection.
 func (t *Tx) Put(name Bucket, key, value []byte) error {
 	b, err := t.owned(name, true)
@@ -1452,6 +1705,22 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 		if !fn(clone(k), clone(v)) {
 			return nil
 		}
+	}
+	return nil
+}
+
+// ScanInPlace calls fn with every key and value of a collection in key
+// order until fn returns false, as Scan(name, nil, false, fn) does,
+// without copying them: both are valid only during the call (a reader
+// that decodes each entry into values of its own, as check reads the
+// ledgers, need not copy a million of them first).
+func (t *Tx) ScanInPlace(name Bucket, fn func(key, value []byte) bool) error {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
 	}
 	return nil
 }

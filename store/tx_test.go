@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -547,4 +548,152 @@ func TestKeptTailsFollowCommits(t *testing.T) {
 		appendOne("z", uint64(i+1))
 	}
 	readsAs("z", 120)
+}
+
+// A read-only transaction's lookups answer as bbolt's Get whatever their
+// order: ascending ones step the kept cursor instead of searching, others
+// search, keys that are not there and keys past the last answer nothing.
+func TestLookupsInAnyOrder(t *testing.T) {
+	db, _ := newDB(t)
+	const name = Bucket("lookup_order")
+	have := map[uint64]bool{}
+	err := db.Update(func(tx *Tx) error {
+		for k := uint64(2); k < 3000; k += 1 + k%3 { // gaps of 0 to 2 keys
+			have[k] = true
+			if err := tx.Put(name, U64(k), []byte(fmt.Sprint("v", k))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []uint64
+	for k := range uint64(3005) { // every key and gap, ascending, past the last
+		keys = append(keys, k)
+	}
+	for k := 3004; k >= 0; k -= 7 { // descending
+		keys = append(keys, uint64(k))
+	}
+	keys = append(keys, 5, 5, 6, 8, 8, 1, 0, 2999, 3000, 3001, 2, 3, 4)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		keys = append(keys, r.Uint64N(3010))
+	}
+	err = db.View(func(tx *Tx) error {
+		for _, k := range keys {
+			got := tx.Get(name, U64(k))
+			want := ""
+			if have[k] {
+				want = fmt.Sprint("v", k)
+			}
+			if string(got) != want {
+				t.Fatalf("Get(%d) = %q, want %q", k, got, want)
+			}
+			if got := tx.GetInPlace(name, U64(k)); string(got) != want {
+				t.Fatalf("GetInPlace(%d) = %q, want %q", k, got, want)
+			}
+		}
+		// ScanInPlace reads what Scan does, and stops where it is told.
+		var all, in []string
+		if err := tx.Scan(name, nil, false, func(k, v []byte) bool { all = append(all, fmt.Sprint(DecodeU64(k), string(v))); return true }); err != nil {
+			return err
+		}
+		if err := tx.ScanInPlace(name, func(k, v []byte) bool { in = append(in, fmt.Sprint(DecodeU64(k), string(v))); return len(in) < 1000 }); err != nil {
+			return err
+		}
+		if len(all) != len(have) || !slices.Equal(in, all[:1000]) {
+			t.Errorf("ScanInPlace read %d, Scan %d of %d", len(in), len(all), len(have))
+		}
+		if err := tx.ScanInPlace("absent", func(k, v []byte) bool { t.Error("read an absent collection"); return true }); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ExecutionsInOrder hands out what Executions does, in the same order,
+// over several windows, on a file whose order names a missing record and
+// one id twice; while fn runs, the execution's history reads as it does
+// anywhere else.
+func TestExecutionsInOrder(t *testing.T) {
+	db, _ := newDB(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	const n = 2600 // windows of 1 024
+	err := db.Update(func(tx *Tx) error {
+		for i := range n {
+			id := fmt.Sprintf("exec_%08x", r.Uint32())
+			if err := tx.PutExecution(id, []byte(fmt.Sprint("record ", i))); err != nil {
+				return err
+			}
+			for range i % 3 { // some have no history
+				if _, err := tx.AppendEvent(id, func(seq uint64) ([]byte, error) { return payload(id, seq, 40), nil }); err != nil {
+					return err
+				}
+			}
+		}
+		// Damage: a record gone, an id twice in the order.
+		var first, second []byte
+		c := tx.tx.Bucket([]byte(bucketExecOrder)).Cursor()
+		_, first = c.First()
+		_, second = c.Next()
+		if err := tx.tx.Bucket([]byte(bucketExecutions)).Delete(first); err != nil {
+			return err
+		}
+		return tx.tx.Bucket([]byte(bucketExecOrder)).Put(U64(1<<40), second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		id, record, events string
+	}
+	read := func(tx *Tx, each func(func(string, []byte) bool) error) []seen {
+		var out []seen
+		prev := ""
+		if err := each(func(id string, record []byte) bool {
+			var b strings.Builder
+			for _, of := range []string{id, prev} { // and another's, while fn runs for id
+				if err := tx.EventsInPlace(of, 0, func(seq uint64, data []byte) bool {
+					fmt.Fprintf(&b, "%d:%s ", seq, data)
+					return true
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prev = id
+			out = append(out, seen{id, fmt.Sprintf("%v %q", record == nil, record), b.String()})
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	err = db.View(func(tx *Tx) error {
+		want := read(tx, func(fn func(string, []byte) bool) error { return tx.Executions(false, 0, fn) })
+		got := read(tx, tx.ExecutionsInOrder)
+		if len(want) != n+1 || !slices.Equal(got, want) {
+			t.Errorf("in order: %d executions, want %d (%d in the file)", len(got), len(want), n+1)
+			for i := range min(len(got), len(want)) {
+				if got[i] != want[i] {
+					t.Fatalf("the %d-th: %+v, want %+v", i, got[i], want[i])
+				}
+			}
+		}
+		if want[0].record != "true \"\"" {
+			t.Errorf("the missing record reads %s", want[0].record)
+		}
+		stopped := 0
+		if err := tx.ExecutionsInOrder(func(string, []byte) bool { stopped++; return stopped < 1500 }); err != nil || stopped != 1500 {
+			t.Errorf("stopped after %d (%v), want 1500", stopped, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -91,11 +91,18 @@ func WriteEffect(w world.CRMWrite) Effect {
 // identity says which effects are one: each message is its own; CRM writes
 // that leave a row at the same version are one (an unchanged upsert, or a
 // create that found its row).
-func (e Effect) identity() string {
+func (e Effect) identity() effectID {
 	if e.Service == world.ServiceCRM {
-		return fmt.Sprintf("crm/%s@%d", e.Ref, e.Version)
+		return effectID{service: world.ServiceCRM, ref: e.Ref, version: e.Version}
 	}
-	return e.Service + "/" + e.Ref
+	return effectID{service: e.Service, ref: e.Ref}
+}
+
+// effectID tells a ledger's distinct effects apart: a message, or one
+// version of a CRM record.
+type effectID struct {
+	service, ref string
+	version      int
 }
 
 func (e Effect) String() string {
@@ -340,7 +347,7 @@ func (s *ExecStream) Done() ExecResult {
 	delete(c.effects, x.ID)
 	s.w.done()
 	res := s.w.finish(effects)
-	c.report.add(x, s.w, res)
+	c.report.add(x, s.w.totals(), res)
 	return res
 }
 
@@ -483,13 +490,34 @@ type intentAgg struct {
 	// slots are the range model's distinct effects that may have happened
 	// (true: certainly happened); attempts that are their own slot (no
 	// key, not an upsert) are only counted, in unique.
-	slots          map[string]bool
+	slots          map[slot]bool
 	uniqueHi       int
 	uniqueLo       int
 	keyTime        map[string]time.Time
 	epoch          map[string]int
 	dedupe, ranged bool
 }
+
+// callKey is a call's tool and canonical arguments: calls that agree on
+// both are one intent.
+type callKey struct{ tool, args string }
+
+// slot is one of the range model's distinct effects: a key in one of its
+// epochs (the times the provider forgot it), an upsert's fields, or an
+// attempt started more than once.
+type slot struct {
+	kind slotKind
+	s    string // the key, the fields, or the step
+	n    int    // the key's epoch, or the attempt's number
+}
+
+type slotKind uint8
+
+const (
+	slotKey slotKind = iota
+	slotFields
+	slotAttempt
+)
 
 // stepAgg is what the check keeps of a step's attempts before the
 // intents are final: the flags and operation they give their intent.
@@ -507,7 +535,7 @@ type walk struct {
 	policy  history.Policy
 	intents []*intent
 	byStep  map[string]*intent
-	byCall  map[string]*intent    // tool + canonical args
+	byCall  map[callKey]*intent   // tool and canonical args
 	effects map[*attempt][]Effect // each attempt's, attached by finish
 	// order lists the attempts in Seq order while there are at most keep
 	// of them; past that (capped) it is dropped, and aggregate reads the
@@ -519,7 +547,7 @@ type walk struct {
 	reread func(fn func(history.Event)) error
 	// What is kept of every attempt as it is taken, whatever their number.
 	nAttempts    int
-	steps        map[string]*stepAgg
+	steps        map[string]stepAgg
 	wanted       map[attemptID]bool     // attempts the ledger's effects name
 	kept         map[attemptID]*attempt // their records (the last of each)
 	occurs       map[attemptID]int      // how often an attempt started twice or more started
@@ -557,6 +585,161 @@ type walk struct {
 	strs map[string]string
 	// jumped is set when the history does not begin at event 1.
 	jumped bool
+	// space is where the walk's maps and lists came from and go back to
+	// (nil: its own).
+	space *walkSpace
+}
+
+// walkTotals is what the report adds of a walk beside its verdict: a job
+// keeps it until its batch joins the report, and lets go of the walk.
+type walkTotals struct {
+	opts        Options
+	kills       killCounts
+	faultCount  map[fault.Point]int
+	firstFaults []Injection
+	nFaults     int
+}
+
+// totals is what the report adds of w.
+func (w *walk) totals() walkTotals {
+	return walkTotals{opts: w.opts, kills: w.kills, faultCount: w.faultCount, firstFaults: w.firstFaults, nFaults: w.nFaults}
+}
+
+// walkSpace is the space of a worker's walks, reused from one short
+// history to the next: the fold's trace and the walk's maps and lists are
+// cleared instead of made again for each of a million executions. Only
+// what no verdict keeps is reused: the intents, attempts and violations a
+// walk makes are its own.
+type walkSpace struct {
+	w       walk
+	t       *trace.Trace
+	byStep  map[string]*intent
+	byCall  map[callKey]*intent
+	strs    map[string]string
+	steps   map[string]stepAgg
+	intents []*intent
+	order   []*attempt
+	queue   []*trace.Attempt
+	// The maps of the ledger's effects, made for the first history that
+	// has some and kept from then on (empty).
+	wanted  map[attemptID]bool
+	kept    map[attemptID]*attempt
+	effects map[*attempt][]Effect
+	// The maps aggregate gives intents (intentAgg), which nothing keeps
+	// past finish (an intent's faults, which its operation keeps, are
+	// its own).
+	times  mapPool[string, time.Time]
+	epochs mapPool[string, int]
+	slots  mapPool[slot, bool]
+	// finish's and aggregate's maps of one call.
+	seen      map[attemptID]int
+	predicted map[*intent]int
+	scheduled map[string]bool
+	ids       map[effectID]bool
+}
+
+// spaceEvents bounds the histories whose walks give their space back: a
+// map keeps the size its longest history grew it to, and clearing a large
+// one for each short history after it would cost more than making small
+// ones.
+const spaceEvents = 64
+
+// walk starts the walk of a short history in the space.
+func (s *walkSpace) walk(x history.Execution, opts Options, keep int, effects []Effect) *walk {
+	if s.t == nil {
+		*s = walkSpace{t: trace.New(x.ID), byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
+			strs: map[string]string{}, steps: map[string]stepAgg{}, seen: map[attemptID]int{},
+			predicted: map[*intent]int{}, scheduled: map[string]bool{}, ids: map[effectID]bool{}}
+		s.t.Stream()
+	} else {
+		s.t.Reset(x.ID)
+	}
+	w := &s.w
+	*w = walk{x: x, opts: opts, policy: x.Policy, byStep: s.byStep, byCall: s.byCall, t: s.t, strs: s.strs,
+		keep: keep, steps: s.steps, explainedAll: true, intents: s.intents, order: s.order, queue: s.queue, space: s}
+	w.want(effects)
+	return w
+}
+
+// release gives w's space back for the next walk, emptied, or drops it
+// after a long history. w is not used after.
+func (s *walkSpace) release(w *walk) {
+	if w.events > spaceEvents || len(w.order) > spaceEvents {
+		*s = walkSpace{}
+		return
+	}
+	clear(s.byStep)
+	clear(s.byCall)
+	clear(s.strs)
+	clear(s.steps)
+	clear(s.seen)
+	clear(s.predicted)
+	clear(s.scheduled)
+	clear(s.ids)
+	clear(s.wanted)
+	s.times.reset()
+	s.epochs.reset()
+	s.slots.reset()
+	if w.kept != nil {
+		clear(w.kept)
+		s.kept = w.kept
+	}
+	if w.effects != nil {
+		clear(w.effects)
+		s.effects = w.effects
+	}
+	clear(w.intents)
+	clear(w.order)
+	s.intents, s.order = w.intents[:0], w.order[:0]
+	*w = walk{} // nothing of the history stays reachable
+}
+
+// mapPool hands out maps of one walk and empties them for the next.
+type mapPool[K comparable, V any] struct {
+	maps []map[K]V
+	used int
+}
+
+func (p *mapPool[K, V]) get() map[K]V {
+	if p.used == len(p.maps) {
+		p.maps = append(p.maps, map[K]V{})
+	}
+	p.used++
+	return p.maps[p.used-1]
+}
+
+func (p *mapPool[K, V]) reset() {
+	for _, m := range p.maps[:p.used] {
+		clear(m)
+	}
+	p.used = 0
+}
+
+// fromPool is a map from the pool of w's space, or a new one for a walk
+// of its own.
+func fromPool[K comparable, V any](w *walk, pool func(*walkSpace) *mapPool[K, V]) map[K]V {
+	if w.space == nil {
+		return map[K]V{}
+	}
+	return pool(w.space).get()
+}
+
+// orMade is m, or a new map when m is nil.
+func orMade[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// scratch returns m emptied when it is the space's, else a new map: a map
+// of one call of finish or aggregate.
+func scratch[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // journalRecord is a call's first journal record.
@@ -571,16 +754,28 @@ func newWalk(x history.Execution, opts Options, keep int, effects []Effect) *wal
 	// The maps most histories never write to (effects, recorded, crashes,
 	// wanted, kept, occurs, faultCount) are made on their first write: a
 	// wide database checks a million executions, most of one attempt.
-	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[string]*intent{},
-		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]*stepAgg{}, explainedAll: true}
+	w := &walk{x: x, opts: opts, policy: x.Policy, byStep: map[string]*intent{}, byCall: map[callKey]*intent{},
+		t: trace.New(x.ID), strs: map[string]string{}, keep: keep, steps: map[string]stepAgg{}, explainedAll: true}
 	w.t.Stream()
+	w.want(effects)
+	return w
+}
+
+// want notes the attempts the ledger's effects name.
+func (w *walk) want(effects []Effect) {
 	if len(effects) > 0 {
-		w.wanted = make(map[attemptID]bool, len(effects))
+		if s := w.space; s != nil {
+			if s.wanted == nil {
+				s.wanted = map[attemptID]bool{}
+			}
+			w.wanted = s.wanted
+		} else {
+			w.wanted = make(map[attemptID]bool, len(effects))
+		}
 	}
 	for _, e := range effects {
 		w.wanted[attemptID{e.Attr.Step, e.Attr.Attempt}] = true
 	}
-	return w
 }
 
 func (w *walk) violate(kind, step, detail string) {
@@ -590,7 +785,7 @@ func (w *walk) violate(kind, step, detail string) {
 // intentFor finds or creates the intent of a scheduled call, merging the
 // intents of its step id and of its tool and arguments when they differ.
 func (w *walk) intentFor(step, tool, args string) *intent {
-	call := tool + "\x00" + args
+	call := callKey{tool, args}
 	a, b := w.byStep[step], w.byCall[call]
 	if tool == "" {
 		b = nil
@@ -732,10 +927,6 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	a := recordOf(ta, w.crashes, w.intern)
 	w.nAttempts++
 	st := w.steps[a.step]
-	if st == nil {
-		st = &stepAgg{}
-		w.steps[a.step] = st
-	}
 	if a.req {
 		st.op, st.opAt = a.op, w.nAttempts
 	}
@@ -747,6 +938,7 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	case !a.finished:
 		st.unknown = true
 	}
+	w.steps[a.step] = st
 	for _, p := range a.points {
 		if w.faultCount == nil {
 			w.faultCount = map[fault.Point]int{}
@@ -779,7 +971,11 @@ func (w *walk) attempt(ta *trace.Attempt) {
 	}
 	if id := (attemptID{a.step, a.n}); w.wanted[id] {
 		if w.kept == nil {
-			w.kept = map[attemptID]*attempt{}
+			if w.space != nil {
+				w.kept, w.space.kept = orMade(w.space.kept), nil
+			} else {
+				w.kept = map[attemptID]*attempt{}
+			}
 		}
 		w.kept[id] = a
 	}
@@ -876,6 +1072,10 @@ func (w *walk) done() {
 	if w.ended {
 		w.finished = true
 	}
+	if w.space != nil {
+		clear(w.queue)
+		w.space.queue = w.queue[:0]
+	}
 	w.t, w.strs, w.queue = nil, nil, nil
 }
 
@@ -959,7 +1159,11 @@ func (w *walk) finish(effects []Effect) ExecResult {
 			continue
 		}
 		if w.effects == nil {
-			w.effects = map[*attempt][]Effect{}
+			if w.space != nil {
+				w.effects, w.space.effects = orMade(w.space.effects), nil
+			} else {
+				w.effects = map[*attempt][]Effect{}
+			}
 		}
 		w.effects[a] = append(w.effects[a], e)
 		in.effects = append(in.effects, e)
@@ -969,9 +1173,14 @@ func (w *walk) finish(effects []Effect) ExecResult {
 	}
 
 	pred, exact := w.predict()
-	predicted := map[*intent]int{}
+	var predicted map[*intent]int
+	var seen map[string]bool
+	if w.space != nil {
+		predicted, seen = w.space.predicted, w.space.scheduled
+	}
+	predicted = scratch(predicted)
 	if exact {
-		seen := map[string]bool{}
+		seen = scratch(seen)
 		for _, in := range w.intents {
 			for _, s := range in.steps {
 				predicted[in] += pred.Effects[s]
@@ -1028,7 +1237,11 @@ func effectList(refs []string) string {
 func (w *walk) classify(in *intent) Operation {
 	op := Operation{Execution: w.x.ID, Scenario: w.x.Scenario, Policy: w.policy, Steps: in.steps, Tool: in.tool,
 		Kind: in.kind, Attempts: in.agg.attempts, Done: in.done, Unknown: in.unknown}
-	ids := map[string]bool{}
+	var ids map[effectID]bool
+	if w.space != nil {
+		ids = w.space.ids
+	}
+	ids = scratch(ids)
 	for _, e := range in.effects {
 		if !ids[e.identity()] {
 			ids[e.identity()] = true
@@ -1130,7 +1343,11 @@ func (w *walk) dedupes() bool {
 // read again, its attempts taken as they settle and let go.
 func (w *walk) aggregate() error {
 	dedupe, ret := w.dedupes(), w.retention()
-	seen := map[attemptID]int{}
+	var seen map[attemptID]int
+	if w.space != nil {
+		seen = w.space.seen
+	}
+	seen = scratch(seen)
 	add := func(a *attempt) {
 		in := w.byStep[a.step]
 		if in == nil {
@@ -1157,7 +1374,7 @@ func (w *walk) aggregate() error {
 		if a.key != "" {
 			for _, e := range fx {
 				if ag.first == nil {
-					ag.first = map[string]time.Time{}
+					ag.first = fromPool(w, func(s *walkSpace) *mapPool[string, time.Time] { return &s.times })
 				}
 				t, ok := ag.first[a.key]
 				if !ok {
@@ -1176,11 +1393,12 @@ func (w *walk) aggregate() error {
 		if r == reachNo {
 			return
 		}
-		var slot string
+		var sl slot
 		switch {
 		case a.key != "" && dedupe:
 			if ag.epoch == nil {
-				ag.epoch, ag.keyTime = map[string]int{}, map[string]time.Time{}
+				ag.epoch = fromPool(w, func(s *walkSpace) *mapPool[string, int] { return &s.epochs })
+				ag.keyTime = fromPool(w, func(s *walkSpace) *mapPool[string, time.Time] { return &s.times })
 			}
 			for _, e := range fx {
 				if t, ok := ag.keyTime[a.key]; ok && e.Time.Sub(t) > ret {
@@ -1188,9 +1406,9 @@ func (w *walk) aggregate() error {
 				}
 				ag.keyTime[a.key] = e.Time
 			}
-			slot = fmt.Sprintf("key:%s#%d", a.key, ag.epoch[a.key])
+			sl = slot{slotKey, a.key, ag.epoch[a.key]}
 		case in.op == "upsert":
-			slot = "fields:" + a.args
+			sl = slot{slotFields, a.args, 0}
 		case w.occurs[id] == 0:
 			// An attempt started once is a slot of its own.
 			ag.uniqueHi++
@@ -1199,12 +1417,12 @@ func (w *walk) aggregate() error {
 			}
 			return
 		default:
-			slot = fmt.Sprintf("attempt:%s#%d", a.step, a.n)
+			sl = slot{slotAttempt, a.step, a.n}
 		}
 		if ag.slots == nil {
-			ag.slots = map[string]bool{}
+			ag.slots = fromPool(w, func(s *walkSpace) *mapPool[slot, bool] { return &s.slots })
 		}
-		ag.slots[slot] = ag.slots[slot] || r == reachYes
+		ag.slots[sl] = ag.slots[sl] || r == reachYes
 	}
 	if !w.capped {
 		for _, a := range w.order {

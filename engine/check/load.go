@@ -38,7 +38,9 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 	var stage string // what failed, for the error
 	err := db.View(func(tx *store.Tx) error {
 		stage = "read the ledger"
-		if err := tx.Scan(world.BucketOutbox, nil, false, func(k, v []byte) bool {
+		// The ledgers' entries are decoded into values of their own (the
+		// decoders copy): read in place.
+		if err := tx.ScanInPlace(world.BucketOutbox, func(k, v []byte) bool {
 			m, err := world.DecodeMessage(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("outbox entry %d does not decode: %v", store.DecodeU64(k), err)})
@@ -53,7 +55,7 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		}); err != nil {
 			return err
 		}
-		if err := tx.Scan(world.BucketCRMWrites, nil, false, func(k, v []byte) bool {
+		if err := tx.ScanInPlace(world.BucketCRMWrites, func(k, v []byte) bool {
 			wr, err := world.DecodeCRMWrite(k, v)
 			if err != nil {
 				bad = append(bad, Violation{Kind: "durability", Detail: fmt.Sprintf("CRM write %d does not decode: %v", store.DecodeU64(k), err)})
@@ -70,7 +72,9 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		}
 		idx.sort()
 
-		// Executions are read one at a time, in creation order. Short
+		// Executions are read one at a time, in creation order (their
+		// records and history numbers looked up a window at a time in
+		// key order: store.Tx.ExecutionsInOrder). Short
 		// histories are decoded and checked by a worker per core while
 		// the next ones are read (pipeline); their verdicts join the
 		// report in creation order, as if checked one by one. A long
@@ -81,7 +85,7 @@ func checkDB(db *store.DB, opts Options, keep int) (*Report, error) {
 		p := newPipeline(c, &bad)
 		defer p.stop()
 		var failed error
-		if err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+		if err := tx.ExecutionsInOrder(func(id string, rec []byte) bool {
 			if err := checkStored(tx, c, idx, p, id, rec, &bad); err != nil {
 				stage, failed = "read "+id, err
 				return false
@@ -123,7 +127,7 @@ func checkStored(tx *store.Tx, c *Checker, idx *ledgerIndex, p *pipeline, id str
 	if err := idx.take(tx, x.ID, c.hold); err != nil {
 		return err
 	}
-	if j, err := p.read(tx, x); err != nil || j != nil {
+	if queued, err := p.read(tx, x); err != nil || queued {
 		return err
 	}
 	// A long history: checked here, an event at a time, after every
@@ -178,23 +182,16 @@ type pipeline struct {
 	jobs    chan *batch
 	next    *batch // being filled
 	pending []*batch
-	// free holds the space of batches checked, for the next ones: a
-	// million short histories fill some 16 000 batches.
-	free    chan batchSpace
+	// free holds batches whose verdicts joined the report, emptied, for
+	// the next ones: a million short histories fill some 16 000 batches.
+	free    []*batch
 	workers sync.WaitGroup
 	stopped bool
 }
 
-// batchSpace is a batch's buf, ends and seqs, emptied.
-type batchSpace struct {
-	buf  []byte
-	ends []int
-	seqs []uint64
-}
-
 // batch is consecutive short histories, checked by one worker.
 type batch struct {
-	jobs []*job
+	jobs []job
 	// The events of its histories, one after another in buf: the i-th
 	// ends at ends[i] and has sequence number seqs[i].
 	buf  []byte
@@ -210,29 +207,22 @@ type job struct {
 	// Its events are events[from:to] of its batch.
 	from, to int
 	// Set by the worker.
-	w   *walk
+	tot walkTotals
 	res ExecResult
 	bad []Violation
 }
 
 func newPipeline(c *Checker, bad *[]Violation) *pipeline {
-	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth),
-		free: make(chan batchSpace, pipelineDepth+runtime.GOMAXPROCS(0)+1)}
+	p := &pipeline{c: c, bad: bad, jobs: make(chan *batch, pipelineDepth)}
 	for range runtime.GOMAXPROCS(0) {
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
+			var space walkSpace // this worker's, one history after another
 			for b := range p.jobs {
-				for _, j := range b.jobs {
-					j.check(c.opts, b)
+				for i := range b.jobs {
+					b.jobs[i].check(c.opts, b, &space)
 				}
-				// What the check kept of the events is copied out of
-				// buf (history.Decode copies): its space can be reused.
-				select {
-				case p.free <- batchSpace{b.buf[:0], b.ends[:0], b.seqs[:0]}:
-				default:
-				}
-				b.buf, b.ends, b.seqs = nil, nil, nil
 				close(b.done)
 			}
 		}()
@@ -240,24 +230,24 @@ func newPipeline(c *Checker, bad *[]Violation) *pipeline {
 	return p
 }
 
-// read reads x's history for a worker and queues it; it answers nil when
-// the history is too long for the pipeline (the caller checks it) or
+// read reads x's history for a worker and queues it; it answers false
+// when the history is too long for the pipeline (the caller checks it) or
 // does not fit in what the check keeps of one execution.
-func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
+func (p *pipeline) read(tx *store.Tx, x history.Execution) (bool, error) {
 	if p.next == nil {
-		select {
-		case s := <-p.free:
-			p.next = &batch{buf: s.buf, ends: s.ends, seqs: s.seqs, done: make(chan struct{})}
-		default:
-			p.next = &batch{buf: make([]byte, 0, 64<<10), done: make(chan struct{})}
+		if k := len(p.free); k > 0 {
+			p.next, p.free = p.free[k-1], p.free[:k-1]
+			p.next.done = make(chan struct{})
+		} else {
+			p.next = &batch{buf: make([]byte, 0, 64<<10), jobs: make([]job, 0, batchHistories), done: make(chan struct{})}
 		}
 	}
 	b := p.next
 	limit := min(pipelineEvents, p.c.keep)
-	j := &job{x: x, from: len(b.ends)}
+	j := job{x: x, from: len(b.ends)}
 	start := len(b.buf)
 	long := false
-	if err := tx.Events(x.ID, 0, func(seq uint64, data []byte) bool {
+	if err := tx.EventsInPlace(x.ID, 0, func(seq uint64, data []byte) bool {
 		if len(b.ends)-j.from >= limit || len(b.buf)-start+len(data) > pipelineBytes {
 			long = true
 			return false
@@ -267,11 +257,11 @@ func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 		b.seqs = append(b.seqs, seq)
 		return true
 	}); err != nil {
-		return nil, err
+		return false, err
 	}
 	if long {
 		b.buf, b.ends, b.seqs = b.buf[:start], b.ends[:j.from], b.seqs[:j.from]
-		return nil, nil
+		return false, nil
 	}
 	j.to = len(b.ends)
 	j.effects = p.c.effects[x.ID]
@@ -280,7 +270,7 @@ func (p *pipeline) read(tx *store.Tx, x history.Execution) (*job, error) {
 	if len(b.jobs) >= batchHistories || len(b.buf) >= batchBytes {
 		p.send()
 	}
-	return j, nil
+	return true, nil
 }
 
 // send hands the batch being filled to the workers.
@@ -299,8 +289,8 @@ func (p *pipeline) send() {
 
 // check decodes the job's events and checks them, as Stream, Apply and
 // Done do, short of adding the verdict to the report.
-func (j *job) check(opts Options, b *batch) {
-	w := newWalk(j.x, opts, j.to-j.from+1, j.effects)
+func (j *job) check(opts Options, b *batch, space *walkSpace) {
+	w := space.walk(j.x, opts, j.to-j.from+1, j.effects)
 	w.reread = func(func(history.Event)) error { return fmt.Errorf("a short history is not read twice") }
 	from := 0
 	if j.from > 0 {
@@ -317,7 +307,8 @@ func (j *job) check(opts Options, b *batch) {
 	}
 	w.done()
 	j.res = w.finish(j.effects)
-	j.w = w
+	j.tot = w.totals()
+	space.release(w)
 }
 
 // merge waits for the oldest pending batch and adds its verdicts.
@@ -326,10 +317,16 @@ func (p *pipeline) merge() {
 	<-b.done
 	p.pending[0] = nil
 	p.pending = p.pending[1:]
-	for _, j := range b.jobs {
+	for i := range b.jobs {
+		j := &b.jobs[i]
 		*p.bad = append(*p.bad, j.bad...)
-		p.c.report.add(j.x, j.w, j.res)
+		p.c.report.add(j.x, j.tot, j.res)
 	}
+	// The report copied what it keeps of the jobs (history.Decode copied
+	// what the checks kept of the events): the batch's space is reused.
+	clear(b.jobs)
+	b.jobs, b.buf, b.ends, b.seqs, b.done = b.jobs[:0], b.buf[:0], b.ends[:0], b.seqs[:0], nil
+	p.free = append(p.free, b)
 }
 
 // drain adds every verdict not yet in the report.
@@ -434,10 +431,10 @@ func (l *ledgerIndex) lookup(h uint64) int {
 func (l *ledgerIndex) read(tx *store.Tx, ref ledgerRef) (Effect, error) {
 	key := store.U64((ref.at &^ refCRM) >> 1)
 	if ref.at&refCRM != 0 {
-		wr, err := world.DecodeCRMWrite(key, tx.Get(world.BucketCRMWrites, key))
+		wr, err := world.DecodeCRMWrite(key, tx.GetInPlace(world.BucketCRMWrites, key))
 		return WriteEffect(wr), err
 	}
-	m, err := world.DecodeMessage(key, tx.Get(world.BucketOutbox, key))
+	m, err := world.DecodeMessage(key, tx.GetInPlace(world.BucketOutbox, key))
 	return MessageEffect(m), err
 }
 

@@ -93,7 +93,7 @@ func (r *Report) addLoose(op Operation, why string) {
 	r.Violations = append(r.Violations, Violation{Execution: op.Execution, Step: strings.Join(op.Steps, ","), Kind: "unexpected", Detail: why})
 }
 
-func (r *Report) add(x history.Execution, w *walk, res ExecResult) {
+func (r *Report) add(x history.Execution, w walkTotals, res ExecResult) {
 	r.Executions++
 	r.Statuses[x.Status]++
 	if x.Runs > 1 {
@@ -131,7 +131,7 @@ func (r *Report) add(x history.Execution, w *walk, res ExecResult) {
 
 // addMatrix files an undisturbed single-send execution with at most one
 // fault, on the first attempt, under its cell of the fault matrix (docs/FAULTS.md).
-func (r *Report) addMatrix(x history.Execution, w *walk, res ExecResult) {
+func (r *Report) addMatrix(x history.Execution, w walkTotals, res ExecResult) {
 	if w.opts.Resolve == nil || len(res.Operations) != 1 || res.Operations[0].Model != ModelExact {
 		return
 	}

@@ -443,6 +443,34 @@ func validFlat(ms []member) bool {
 	return true
 }
 
+// flatMember reports whether a member written as appendMember writes it
+// keeps a flat object flat and JSON: the text of members that each pass
+// splits back into the same members (flatObject) and is JSON (validFlat).
+// A name or string stops at a quote, a backslash is an escape, and a
+// literal stops at a comma and holds no quote, bracket, brace or
+// backslash; then validFlat's rules. (Members that do not pass may still
+// run into each other and make such a text: the caller asks flatObject.)
+func flatMember(name, value []byte, isString bool) bool {
+	if !flatText(name) {
+		return false
+	}
+	if isString {
+		return flatText(value)
+	}
+	return len(value) > 0 && !bytes.ContainsAny(value, ",{}[]\\\"") && (plainNumber(value) || json.Valid(value))
+}
+
+// flatText reports whether b may stand between the quotes of a flat
+// object's name or string: no quote, backslash or control character.
+func flatText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // noControl reports whether b holds no byte below 0x20, which a JSON
 // string may not hold unescaped.
 func noControl(b []byte) bool {
@@ -579,6 +607,39 @@ func (r *compactReader) str() string {
 	}
 }
 
+// appendStr appends the next string to dst, as str reads it, without
+// making a string of it (a flat body's members are only written out).
+func (r *compactReader) appendStr(dst []byte) []byte {
+	v := r.Uvarint()
+	if r.Err() != nil {
+		return dst
+	}
+	switch v & 3 {
+	case 0:
+		if v>>2 >= uint64(len(table)) {
+			r.Fail()
+			return dst
+		}
+		return append(dst, table[v>>2]...)
+	case 1:
+		return append(dst, r.Next(v>>2)...)
+	case 2:
+		p := r.Uvarint()
+		raw := r.Next(v >> 2)
+		if r.Err() != nil || p >= uint64(len(table)) {
+			r.Fail()
+			return dst
+		}
+		return pack.AppendHexText(append(dst, table[p]...), raw)
+	default:
+		if v != 3 || r.key == "" {
+			r.Fail()
+			return dst
+		}
+		return append(dst, r.key...)
+	}
+}
+
 func (r *compactReader) json() json.RawMessage {
 	v := r.Uvarint()
 	var text []byte
@@ -592,22 +653,49 @@ func (r *compactReader) json() json.RawMessage {
 		}
 		// The members are written as they are read; the text must then
 		// split back into as many (only what the writer stores this way).
+		// Members that each keep the text flat and JSON as they are
+		// written (flatMember) make a text flatObject splits back into
+		// them and validFlat accepts: only when one does not (a damaged
+		// or crafted record, never the writer's) is the text split again
+		// to decide, as it always was.
+		clean := true
 		text = append(make([]byte, 0, 64), '{')
 		for i := range n {
-			name := r.str()
+			// As appendMember writes a member, from the strings as read.
+			if i > 0 {
+				text = append(text, ',')
+			}
+			from := len(text) + 1
+			text = append(r.appendStr(append(text, '"')), '"', ':')
+			name := text[from : len(text)-2]
 			kind := r.Next(1)
-			value := r.str()
 			if r.Err() != nil || kind[0] > 1 {
 				r.Fail()
 				return nil
 			}
-			text = appendMember(text, i == 0, name, value, kind[0] == 0)
+			var value []byte
+			if kind[0] == 0 {
+				from = len(text) + 1
+				text = append(r.appendStr(append(text, '"')), '"')
+				value = text[from : len(text)-1]
+			} else {
+				from = len(text)
+				text = r.appendStr(text)
+				value = text[from:]
+			}
+			if r.Err() != nil {
+				r.Fail()
+				return nil
+			}
+			clean = clean && flatMember(name, value, kind[0] == 0)
 		}
 		text = append(text, '}')
-		var space [flatMembers]member
-		if again, ok := flatObject(space[:0], text); !ok || uint64(len(again)) != n || !validFlat(again) {
-			r.Fail()
-			return nil
+		if !clean {
+			var space [flatMembers]member
+			if again, ok := flatObject(space[:0], text); !ok || uint64(len(again)) != n || !validFlat(again) {
+				r.Fail()
+				return nil
+			}
 		}
 	}
 	if r.Err() != nil || len(text) == 0 || v&1 == 0 && !json.Valid(text) {

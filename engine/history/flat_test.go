@@ -53,3 +53,51 @@ func TestValidFlatIsJSONValid(t *testing.T) {
 		}
 	}
 }
+
+// Members that each pass flatMember, as the decoder writes them, make a
+// text that flatObject splits back into as many and validFlat accepts, so
+// the decoder need not split it again; members that do not pass may still
+// (they run into each other), which the decoder then asks flatObject.
+func TestFlatMemberIsFlatObject(t *testing.T) {
+	// Pieces that quote, escape or separate, so members may run into
+	// each other.
+	strs := []string{"", "a", "a b", "tab\there", "\x1f", "é", "\xff", ":", "}{", "[1]", ",x", "q\"q", "back\\slash", "\"", "\\", "a,b", "{",
+		"x\"y:z", "\",\"", "\":\"", "b\",\"c\":\"d", "b\",\"c\":1", "\":1,\"", "a\":", "\"x"}
+	lits := []string{"0", "-0", "12", "01", "1.5", ".5", "1e5", "-1.25E-07", "true", "null", "nul", " 1", "1 ", "1 2", "",
+		"\x00", "1,2", "1}", "[1]", "{}", "\"1\"", "\\1", "1\"", ",", "tru e", "+1", "\"\"", "\"a\\\"", "\"\x01\"", "\"a\"b\"",
+		"1,\"y\":2", "\"b\",\"c\":\"d\"", "1,\"y\"", ":2", "\":2"}
+	rng := rand.New(rand.NewPCG(14, 2))
+	flat, not, fused := 0, 0, 0
+	for range 100000 {
+		n := 1 + rng.IntN(4)
+		text := []byte{'{'}
+		each := true
+		for i := range n {
+			name := strs[rng.IntN(len(strs))]
+			value, isString := strs[rng.IntN(len(strs))], true
+			if rng.IntN(2) == 0 {
+				value, isString = lits[rng.IntN(len(lits))], false
+			}
+			text = appendMember(text, i == 0, name, value, isString)
+			each = each && flatMember([]byte(name), []byte(value), isString)
+		}
+		text = append(text, '}')
+		var space [flatMembers]member
+		ms, ok := flatObject(space[:0], text)
+		whole := ok && len(ms) == n && validFlat(ms)
+		if each && !whole {
+			t.Fatalf("%q: each member flat, the whole text not", text)
+		}
+		switch {
+		case each:
+			flat++
+		case whole:
+			fused++
+		default:
+			not++
+		}
+	}
+	if flat < 1000 || not < 1000 || fused == 0 {
+		t.Fatalf("%d flat, %d not, %d run together: the cases do not reach every answer", flat, not, fused)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/retrylab/retrylab/internal/cputime"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -236,7 +237,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 	var bareCPU, impCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
-		c0 := cpuTime()
+		c0 := cputime.Process()
 		t0 := time.Now()
 		f, err := os.Open(path)
 		if err != nil {
@@ -256,7 +257,7 @@ func BenchmarkImportJSONL(b *testing.B) {
 		}
 		f.Close()
 		bare += time.Since(t0)
-		bareCPU += cpuTime() - c0
+		bareCPU += cputime.Process() - c0
 
 		dbPath := filepath.Join(b.TempDir(), "import.db")
 		db, err := store.Open(dbPath, store.Options{})
@@ -267,11 +268,11 @@ func BenchmarkImportJSONL(b *testing.B) {
 		stop := peakHeap()
 		w0 := writtenBytes()
 		old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
-		c0 = cpuTime()
+		c0 = cputime.Process()
 		t0 = time.Now()
 		res, err := ImportFile(db, path)
 		imp += time.Since(t0)
-		impCPU += cpuTime() - c0
+		impCPU += cputime.Process() - c0
 		debug.SetMemoryLimit(old)
 		written += writtenBytes() - w0
 		peak = max(peak, stop())
@@ -314,10 +315,10 @@ func BenchmarkImportLongTrace(b *testing.B) {
 			}
 			runtime.GC()
 			old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
-			c0, t0 := cpuTime(), time.Now()
+			c0, t0 := cputime.Process(), time.Now()
 			res, err := ImportFile(db, path)
 			wall[k] += time.Since(t0)
-			cpu[k] += cpuTime() - c0
+			cpu[k] += cputime.Process() - c0
 			debug.SetMemoryLimit(old)
 			if err != nil || res.Spans != n {
 				b.Fatalf("%s: imported %d of %d: %v", path, res.Spans, n, err)

@@ -30,6 +30,24 @@ var kindOf = map[history.Type]Kind{
 	history.EffectObserved:     EffectObserved,
 }
 
+// seqRefs are the Refs of the first events of every history, made once:
+// a history's events are numbered from 1, and a check folds a million
+// short histories. Never written after the package loads.
+var seqRefs = func() (refs [256]string) {
+	for i := range refs {
+		refs[i] = "seq " + strconv.Itoa(i)
+	}
+	return refs
+}()
+
+// seqRef is an event's Ref: "seq " and its sequence number.
+func seqRef(seq uint64) string {
+	if seq < uint64(len(seqRefs)) {
+		return seqRefs[seq]
+	}
+	return "seq " + strconv.FormatUint(seq, 10)
+}
+
 // FromHistory translates one event of retrylab's history. ok is false for
 // an event the fold has no use for (StepCompleted, unknown types).
 func FromHistory(ev history.Event) (Event, bool) {
@@ -37,7 +55,7 @@ func FromHistory(ev history.Event) (Event, bool) {
 	if !ok {
 		return Event{}, false
 	}
-	e := Event{Seq: ev.Seq, Kind: k, Time: ev.Time, Ref: "seq " + strconv.FormatUint(ev.Seq, 10), Run: ev.Run, Turn: ev.Turn,
+	e := Event{Seq: ev.Seq, Kind: k, Time: ev.Time, Ref: seqRef(ev.Seq), Run: ev.Run, Turn: ev.Turn,
 		Text: ev.Text, Scenario: ev.Scenario, Call: ev.Step, Tool: ev.Tool, Args: ev.Args, Key: ev.Key, Attempt: ev.Attempt,
 		MaxAttempts: ev.MaxAttempts, Outcome: Outcome(ev.Outcome), Deduplicated: ev.Deduplicated, Duration: ev.Duration,
 		Delay: ev.Delay, Request: exchange(ev.Request), Response: exchange(ev.Response), Result: ev.Result,

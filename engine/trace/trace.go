@@ -69,6 +69,13 @@ type Trace struct {
 	faults map[string]string
 	// streaming is set by Stream.
 	streaming bool
+	// spare are the runs of the trace before its last Reset, emptied, for
+	// runOf to open again; spareTurns, spareCalls and spareProgress their
+	// turns, calls and progress, for the next history's.
+	spare         []*Run
+	spareTurns    []*Turn
+	spareCalls    []*Call
+	spareProgress []*progress
 }
 
 // progress is where a call id stands over all runs: its latest attempt
@@ -102,6 +109,83 @@ func New(execution string) *Trace {
 	// histories never need them.
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, progress: map[string]*progress{}}
+}
+
+// Reset makes t a new trace of execution, as New does, keeping the space
+// of its maps and runs for the next history: a reader that folds many
+// short histories one after another (check, on a worker) allocates them
+// once. Nothing read of t before (its runs, calls, attempts, notes) may be
+// used after; a trace made by Stream stays one. Reset a trace only after
+// a short history: its maps keep the size the longest one grew them to.
+func (t *Trace) Reset(execution string) {
+	for _, r := range t.Runs {
+		t.recycle(r.Nodes)
+		calls, open, nodes := r.calls, r.open, r.Nodes
+		clear(calls)
+		clear(open)
+		clear(nodes)
+		*r = Run{calls: calls, open: open, Nodes: nodes[:0]}
+		t.spare = append(t.spare, r)
+	}
+	for _, p := range t.progress {
+		*p = progress{forgot: p.forgot[:0]}
+		t.spareProgress = append(t.spareProgress, p)
+	}
+	clear(t.Nodes)
+	clear(t.Runs)
+	clear(t.runs)
+	clear(t.calls)
+	clear(t.attempts)
+	clear(t.progress)
+	clear(t.order)
+	*t = Trace{Execution: execution, Nodes: t.Nodes[:0], Runs: t.Runs[:0],
+		runs: t.runs, calls: t.calls, attempts: t.attempts, progress: t.progress, order: t.order[:0],
+		streaming: t.streaming, spare: t.spare, spareTurns: t.spareTurns, spareCalls: t.spareCalls, spareProgress: t.spareProgress}
+}
+
+// recycle empties the turns and calls of a run's nodes (each is in the
+// tree once) into the spares, keeping the space of their lists.
+func (t *Trace) recycle(nodes []Node) {
+	for _, n := range nodes {
+		switch n := n.(type) {
+		case *Turn:
+			t.recycle(n.Nodes)
+			clear(n.Nodes)
+			*n = Turn{Nodes: n.Nodes[:0]}
+			t.spareTurns = append(t.spareTurns, n)
+		case *Call:
+			clear(n.Nodes)
+			clear(n.Attempts)
+			*n = Call{Nodes: n.Nodes[:0], Attempts: n.Attempts[:0]}
+			t.spareCalls = append(t.spareCalls, n)
+		}
+	}
+}
+
+// newTurn is v, in a spare turn when there is one.
+func (t *Trace) newTurn(v Turn) *Turn {
+	k := len(t.spareTurns)
+	if k == 0 {
+		return &v
+	}
+	n := t.spareTurns[k-1]
+	t.spareTurns = t.spareTurns[:k-1]
+	v.Nodes = n.Nodes
+	*n = v
+	return n
+}
+
+// newCall is v, in a spare call when there is one.
+func (t *Trace) newCall(v Call) *Call {
+	k := len(t.spareCalls)
+	if k == 0 {
+		return &v
+	}
+	c := t.spareCalls[k-1]
+	t.spareCalls = t.spareCalls[:k-1]
+	v.Nodes, v.Attempts = c.Nodes, c.Attempts
+	*c = v
+	return c
 }
 
 // Stream makes the trace one for a streaming reader, which reads each
@@ -458,11 +542,11 @@ func (t *Trace) Apply(e Event) {
 			r.Policy = e.Text
 		}
 	case TurnStarted:
-		r.turn = &Turn{Run: r.Number, Number: e.Turn, Text: e.Text, Seq: e.Seq, Time: e.Time}
+		r.turn = t.newTurn(Turn{Run: r.Number, Number: e.Turn, Text: e.Text, Seq: e.Seq, Time: e.Time})
 		r.Nodes = append(r.Nodes, r.turn)
 	case CallScheduled:
-		c := &Call{Call: e.Call, Tool: e.Tool, Kind: e.Text, Args: e.Args, Key: e.Key, Run: r.Number, Turn: e.Turn,
-			Seq: e.Seq, Time: e.Time, Attrs: e.Attrs}
+		c := t.newCall(Call{Call: e.Call, Tool: e.Tool, Kind: e.Text, Args: e.Args, Key: e.Key, Run: r.Number, Turn: e.Turn,
+			Seq: e.Seq, Time: e.Time, Attrs: e.Attrs})
 		t.addCall(r, c)
 	case AttemptStarted:
 		t.attemptStarted(r, e)
@@ -630,7 +714,11 @@ func (t *Trace) attemptStarted(r *Run, e Event) {
 	r.open[k] = a
 	p := t.progress[e.Call]
 	if p == nil {
-		p = &progress{}
+		if k := len(t.spareProgress); k > 0 {
+			p, t.spareProgress = t.spareProgress[k-1], t.spareProgress[:k-1]
+		} else {
+			p = &progress{}
+		}
 		t.progress[e.Call] = p
 		t.order = append(t.order, e.Call)
 	}
@@ -780,7 +868,7 @@ func (t *Trace) callOf(r *Run, e Event) *Call {
 	if c := t.lookupCall(r, e.Call); c != nil {
 		return c
 	}
-	c := &Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true}
+	c := t.newCall(Call{Call: e.Call, Tool: e.Tool, Key: e.Key, Run: r.Number, Seq: e.Seq, Time: e.Time, Unscheduled: true})
 	t.addCall(r, c)
 	return c
 }
@@ -817,7 +905,13 @@ func (t *Trace) runOf(e Event) *Run {
 	if r := t.runs[n]; r != nil {
 		return r
 	}
-	r := &Run{Number: n, Seq: e.Seq, Started: e.Time, Last: e.Time, calls: map[string]*Call{}, open: map[attemptKey]*Attempt{}}
+	var r *Run
+	if k := len(t.spare); k > 0 {
+		r, t.spare = t.spare[k-1], t.spare[:k-1]
+		r.Number, r.Seq, r.Started, r.Last = n, e.Seq, e.Time, e.Time
+	} else {
+		r = &Run{Number: n, Seq: e.Seq, Started: e.Time, Last: e.Time, calls: map[string]*Call{}, open: map[attemptKey]*Attempt{}}
+	}
 	if prev := t.cur; prev != nil {
 		r.Policy = prev.Policy
 		if !t.Last.IsZero() && e.Time.After(t.Last) {

@@ -1,6 +1,6 @@
 package world
 
-import "fmt"
+import "strconv"
 
 const mask24 = 1<<24 - 1
 
@@ -20,16 +20,26 @@ func scramble24(x uint64) uint64 {
 // lowercase hex string: six digits for seq < 2^24, with the high bits
 // prefixed beyond that. The prefix is written without leading zeros, so the
 // string's length tells the parts apart and the mapping stays injective.
-func scramble(seq uint64) string {
+func scramble(seq uint64) string { return scrambled("", seq) }
+
+// scrambled is prefix and scramble(seq), made in one string: a decoder
+// names every message it reads without an id of its own this way.
+func scrambled(prefix string, seq uint64) string {
+	var b [32]byte
+	out := append(b[:0], prefix...)
 	low := scramble24(seq)
 	if high := seq >> 24; high != 0 {
-		return fmt.Sprintf("%x%06x", high, low)
+		out = strconv.AppendUint(out, high, 16)
 	}
-	return fmt.Sprintf("%06x", low)
+	const digits = "0123456789abcdef"
+	for shift := 20; shift >= 0; shift -= 4 { // six digits, zero-padded
+		out = append(out, digits[low>>shift&15])
+	}
+	return string(out)
 }
 
 // messageID is the id of the outbox message with sequence number seq.
-func messageID(seq uint64) string { return "msg_" + scramble(seq) }
+func messageID(seq uint64) string { return scrambled("msg_", seq) }
 
 // recordID is the id minted for the n-th CRM record created without an id.
-func recordID(n uint64) string { return "rec_" + scramble(n) }
+func recordID(n uint64) string { return scrambled("rec_", n) }

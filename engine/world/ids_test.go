@@ -1,6 +1,7 @@
 package world
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 )
@@ -63,5 +64,29 @@ func TestScrambleWidens(t *testing.T) {
 	}
 	if recordID(7) != "rec_"+scramble(7) {
 		t.Errorf("record ids %q", recordID(7))
+	}
+}
+
+// scramble writes the high bits in hex without leading zeros, then the
+// scrambled low 24 bits in six hex digits, as fmt's %x%06x would.
+func TestScrambleAsPrintf(t *testing.T) {
+	seqs := []uint64{0, 1, 2, 15, 16, 255, 1<<24 - 1, 1 << 24, 1<<24 + 1, 1 << 28, 1<<40 + 12345, 1<<64 - 1}
+	for s := uint64(3); s < 1<<62; s = s*7 + 1 {
+		seqs = append(seqs, s)
+	}
+	for _, seq := range seqs {
+		want := fmt.Sprintf("%06x", scramble24(seq))
+		if high := seq >> 24; high != 0 {
+			want = fmt.Sprintf("%x%06x", high, scramble24(seq))
+		}
+		if got := scramble(seq); got != want {
+			t.Fatalf("scramble(%d) = %q, want %q", seq, got, want)
+		}
+		if got := messageID(seq); got != "msg_"+want {
+			t.Fatalf("messageID(%d) = %q", seq, got)
+		}
+		if got := recordID(seq); got != "rec_"+want {
+			t.Fatalf("recordID(%d) = %q", seq, got)
+		}
 	}
 }

@@ -1,16 +1,15 @@
 //go:build unix
 
-package otlp
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time this process has used, all threads (the
-// collector's too), user and system: less moved by other processes on the
-// machine than wall time.
-func cpuTime() time.Duration {
+// Process is the CPU time this process has used, all threads (the garbage
+// collector's too), user and system; 0 if the system does not say.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
