@@ -12,7 +12,7 @@ import (
 
 // FormatVersion changes whenever Generate's output changes, so cached
 // databases from an older generator are not reused.
-const FormatVersion = 7 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed; 6: compressed history chunks (store schema v5); 7: the chunks compressed by S2 (a cached v6 file holds chunks this build cannot read)
+const FormatVersion = 8 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed; 6: compressed history chunks (store schema v5); 7: the chunks compressed by S2 (a cached v6 file holds chunks this build cannot read); 8: store schema v6 (growing tails in a bucket of their own: a cached v8 file is refused by a build of schema v5, so the two do not share files)
 
 // Cached returns the path of a database under dir holding what Generate
 // writes with opts into an empty database, and what it wrote. Only the
