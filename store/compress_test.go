@@ -658,3 +658,55 @@ func TestTailsOfV5FilesMove(t *testing.T) {
 		}
 	}
 }
+
+// A damaged value in history_tails (empty, a bad sequence number, cut
+// short, a chunk that does not decode) is ErrCorrupt for every reader and
+// for an append, never a panic.
+func TestDamagedTailIsErrCorrupt(t *testing.T) {
+	for name, damage := range map[string]func(v []byte) []byte{
+		"empty":        func([]byte) []byte { return []byte{} },
+		"length byte":  func(v []byte) []byte { return append([]byte{9}, v[1:]...) },
+		"no chunk":     func(v []byte) []byte { return v[:1+int(v[0])] },
+		"chunk broken": func(v []byte) []byte { return append(clone(v[:len(v)-2]), 0xff) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, _ := newDB(t)
+			appendSized(t, db, "x", 40, 50, 60)
+			if err := db.Update(func(tx *Tx) error {
+				tails := tx.tx.Bucket([]byte(bucketHistoryTails))
+				_, prefix, err := tx.historyPrefix("x", false)
+				if err != nil {
+					return err
+				}
+				v := tails.Get(prefix)
+				if v == nil {
+					return fmt.Errorf("no tail in history_tails")
+				}
+				return tails.Put(prefix, damage(clone(v)))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// A fresh handle: the tail kept from the commit is not used.
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = openDB(t, db.Path(), Options{})
+			defer db.Close()
+			err := db.View(func(tx *Tx) error { return tx.Events("x", 0, func(uint64, []byte) bool { return true }) })
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Events: %v, want ErrCorrupt", err)
+			}
+			err = db.View(func(tx *Tx) error { _, err := tx.HistorySealed("x"); return err })
+			if name != "chunk broken" && !errors.Is(err, ErrCorrupt) {
+				t.Errorf("HistorySealed: %v, want ErrCorrupt", err)
+			}
+			err = db.Update(func(tx *Tx) error {
+				_, err := tx.AppendEvent("x", func(uint64) ([]byte, error) { return []byte("e"), nil })
+				return err
+			})
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("AppendEvent: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

@@ -963,6 +963,9 @@ func (t *Tx) storedTail(prefix []byte) (key []byte, first uint64, stored []byte,
 	if v == nil {
 		return nil, 0, nil, nil
 	}
+	if len(v) < 2 {
+		return nil, 0, nil, fmt.Errorf("history tail %x: %w", prefix, ErrCorrupt)
+	}
 	n := 1 + int(v[0])
 	if len(v) < n+1 {
 		return nil, 0, nil, fmt.Errorf("history tail %x: %w", prefix, ErrCorrupt)
