@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -164,6 +165,9 @@ func newLessonInput() textinput.Model {
 	in.Prompt = "your prediction > "
 	in.CharLimit = 4
 	in.Placeholder = "a number, or nothing to skip"
+	// No blinking on a projector, as the filter: a blink is also a redraw
+	// twice a second while the room reads the question.
+	in.Cursor.SetMode(cursor.CursorStatic)
 	return in
 }
 
