@@ -84,6 +84,9 @@ type Config struct {
 type Host struct {
 	cfg     Config
 	clock   Clock
+	// beforeWorkerStarted, when set (by a test), runs after a run's worker
+	// is started and before its WorkerStarted is recorded.
+	beforeWorkerStarted func()
 	db      *store.DB
 	world   *world.World
 	catalog *scenario.Catalog

@@ -284,12 +284,22 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		}
 	}
 	w.proc, w.pid = p, p.pid
+	// What the new worker reports waits (in live, on st.rec) until its
+	// WorkerStarted is recorded: a process started under load can send its
+	// first event before this goroutine records it, and a history must not
+	// hold a run's events before the start of the worker that sent them.
+	st.rec.Lock()
 	h.mu.Lock()
 	st.worker = w
 	h.mu.Unlock()
 	r := &Run{Execution: id, Number: run, done: make(chan struct{})}
 	go h.supervise(id, st, w, r)
-	if _, err := h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid, Text: policy.String()}, nil); err != nil {
+	if h.beforeWorkerStarted != nil {
+		h.beforeWorkerStarted()
+	}
+	_, err = h.record(id, history.Event{Type: history.WorkerStarted, Run: run, PID: w.pid, Text: policy.String()}, nil)
+	st.rec.Unlock()
+	if err != nil {
 		w.kill()
 		return r, nil
 	}
