@@ -82,15 +82,15 @@ type Config struct {
 
 // Host owns the database, the world and the workers.
 type Host struct {
-	cfg     Config
-	clock   Clock
+	cfg   Config
+	clock Clock
 	// beforeWorkerStarted, when set (by a test), runs after a run's worker
 	// is started and before its WorkerStarted is recorded.
 	beforeWorkerStarted func()
-	db      *store.DB
-	world   *world.World
-	catalog *scenario.Catalog
-	token   string
+	db                  *store.DB
+	world               *world.World
+	catalog             *scenario.Catalog
+	token               string
 
 	runtime     *http.Server
 	runtimeURL  string
