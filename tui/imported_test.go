@@ -232,7 +232,11 @@ func TestImportedRunDetailInventsNoWorker(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, importedDB(t, "../fixtures/otlp/openinference-charge.jsonl"))
 	defer h.Close()
-	v := view(t, h, 160, 48, "otlp-conv-sess-oi-7", "g")
+	// The trace's run row, not only the list, must be in before g moves
+	// to it: a trace read after the key puts the selection at its end.
+	m := New(Options{Source: h, Now: fixedNow})
+	t.Cleanup(m.Close)
+	v := viewModelOnce(t, m, 160, 48, []string{"otlp-conv-sess-oi-7", "run 1 · policy unknown (imported)"}, "g")
 	mustShow(t, v, "an imported run's detail", "run 1 started 2026-09-28T14:50:00Z")
 	if strings.Contains(v, "worker pid 0") {
 		t.Errorf("an imported run's detail names worker pid 0:\n%s", v)
