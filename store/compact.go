@@ -131,11 +131,7 @@ func sealTails(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		plain, err := decodeChunk(stored, true)
-		if err != nil {
-			return fmt.Errorf("seal history chunk %x: %w", key, err)
-		}
-		sealed, err := encodeChunk(&scratch, plain)
+		sealed, err := sealChunk(&scratch, stored)
 		if err != nil {
 			return fmt.Errorf("seal history chunk %x: %w", key, err)
 		}
@@ -167,11 +163,7 @@ func sealActiveChunks(tx *bolt.Tx) error {
 		if k == nil {
 			return nil
 		}
-		plain, err := decodeChunk(v, true)
-		if err != nil {
-			return fmt.Errorf("seal history chunk %x: %w", k, err)
-		}
-		stored, err := encodeChunk(&scratch, plain)
+		stored, err := sealChunk(&scratch, v)
 		if err != nil {
 			return fmt.Errorf("seal history chunk %x: %w", k, err)
 		}

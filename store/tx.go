@@ -291,16 +291,23 @@ func (t *Tx) addExecutionCount(delta int) error {
 	return b.Put([]byte("exec_count"), U64(uint64(n)))
 }
 
+// executionBuckets are the executions' creation order and their records.
+func (t *Tx) executionBuckets() (order, execs *bolt.Bucket, err error) {
+	if order, err = t.bucket(bucketExecOrder); err != nil {
+		return nil, nil, err
+	}
+	if execs, err = t.bucket(bucketExecutions); err != nil {
+		return nil, nil, err
+	}
+	return order, execs, nil
+}
+
 // Executions calls fn for executions in creation order, newest first when
 // newestFirst is set, skipping the first skip. It stops when fn returns false.
 // The cost is proportional to the number visited, not to the total (nor
 // to skip, unless executions were deleted since the last ClearAll).
 func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []byte) bool) error {
-	order, err := t.bucket(bucketExecOrder)
-	if err != nil {
-		return err
-	}
-	execs, err := t.bucket(bucketExecutions)
+	order, execs, err := t.executionBuckets()
 	if err != nil {
 		return err
 	}
@@ -359,13 +366,9 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 // number.
 func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
 	if t.tx.Writable() {
-		return t.Executions(false, 0, func(id string, record []byte) bool { return fn(id, record) })
+		return t.Executions(false, 0, fn)
 	}
-	order, err := t.bucket(bucketExecOrder)
-	if err != nil {
-		return err
-	}
-	execs, err := t.bucket(bucketExecutions)
+	order, execs, err := t.executionBuckets()
 	if err != nil {
 		return err
 	}
@@ -765,6 +768,16 @@ func encodeWith(scratch *[]byte, head, plain []byte, encode func(dst, src []byte
 	out[n] = compressedChunk
 	copy(out[n+1:], enc)
 	return out, nil
+}
+
+// sealChunk is a stored chunk (plain, a growing tail or sealed) as it
+// is stored sealed; *scratch is as encodeChunk's.
+func sealChunk(scratch *[]byte, stored []byte) ([]byte, error) {
+	plain, err := decodeChunk(stored, true)
+	if err != nil {
+		return nil, err
+	}
+	return encodeChunk(scratch, plain)
 }
 
 // decodeChunk returns a stored chunk's plain events: a new slice, or, for
@@ -1191,11 +1204,7 @@ func (t *Tx) HistorySealed(exec string) (bool, error) {
 	if place == storedInTails {
 		return false, nil // a growing tail
 	}
-	plain, err := decodeChunk(v, true)
-	if err != nil {
-		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
-	}
-	sealed, err := encodeChunk(&t.encoded, plain)
+	sealed, err := sealChunk(&t.encoded, v)
 	if err != nil {
 		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
 	}
