@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -464,11 +464,6 @@ func (a *app) scenariosCmd() *cobra.Command {
 	}
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+func printJSON(w io.Writer, v any) error { return jsonstream.Write(w, v) }
 
 func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }

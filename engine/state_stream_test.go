@@ -3,12 +3,12 @@ package engine_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -38,10 +38,7 @@ func TestWriteStateIsStateStreamed(t *testing.T) {
 			len(s.Outbox), len(s.Keys), len(s.Journal))
 	}
 	var want bytes.Buffer
-	enc := json.NewEncoder(&want)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
+	if err := jsonstream.Write(&want, s); err != nil {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer

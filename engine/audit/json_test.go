@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/retrylab/retrylab/internal/jsonstream"
 )
 
 // Report.JSON writes what an indented encoding/json encoder without HTML
@@ -28,10 +30,7 @@ func TestReportJSONAsTheEncoder(t *testing.T) {
 	full.Counts = Counts{Duplicate: 1, Possible: 1}
 	for name, r := range map[string]Report{"no effects": none, "no findings": dup, "findings": full} {
 		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
+		if err := jsonstream.Write(&want, r); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer

@@ -12,6 +12,15 @@ import (
 	"io"
 )
 
+// Write writes v whole as one document, as an Object writes it a piece at
+// a time: indented by two spaces, no HTML escaping, a newline at the end.
+func Write(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // Object is a JSON object being written. Its methods' write errors are
 // kept by the buffered writer and returned by the next Flush or Close.
 type Object struct {

@@ -24,10 +24,7 @@ func TestObjectAsTheEncoder(t *testing.T) {
 		Meta:  map[string]any{"k": []string{"v", "w"}, "n": nil},
 	}
 	var want bytes.Buffer
-	enc := json.NewEncoder(&want)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
+	if err := Write(&want, d); err != nil {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
