@@ -49,7 +49,7 @@ func TestImportedExecutionShowsItsTrace(t *testing.T) {
 	m, _, frame := openExplorer(t, h, 160, 48)
 	defer m.Close()
 	view := ansi.Strip(frame)
-	for _, want := range []string{"otlp-conv-conv-9", "policy unknown (imported)", "▾ run 2", `turn 2  "chat gpt-4o · invoicer"`,
+	for _, want := range []string{"otlp-conv-conv-9", "policy unknown (imported)", "▾ run 2", `turn 2  "invoke_agent invoicer"`,
 		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ timeout",
 		// No provider saw these effects: the pane infers them.
 		"Effects (inferred)", "DUPLICATE send_invoice", "two attempts succeeded", "✓ call_a #2  14:50:01.500", "span d000000000000004",

@@ -62,22 +62,22 @@ func TestFixtureShapes(t *testing.T) {
 		turns []string // the turns' texts
 		calls []string
 	}{
-		// an agent span that holds its model calls is not a turn of its own:
-		// they are, named with its agent
-		{"adk-send-twice.json", 1, []string{"call_llm · mail_agent", "call_llm · mail_agent"}, []string{
+		// an agent span is a turn, with the model calls inside it: the agent
+		// invoked twice is two turns, not an empty turn before each model call
+		{"adk-send-twice.json", 1, []string{"invoke_agent mail_agent", "invoke_agent mail_agent"}, []string{
 			`get_contact {"name": "Ana"}: ✓a000000000000005`,
 			`send_email {"subject": "Invoice 42", "to": "ana@example.com"}: ✓a000000000000006`,
 			`send_email {"subject": "Invoice 42", "to": "ana@example.com"}: ✓a000000000000009`,
 		}},
-		{"openinference-charge.jsonl", 1, []string{"ChatCompletion · billing_agent", "ChatCompletion · billing_agent"}, []string{
+		{"openinference-charge.jsonl", 1, []string{"billing_agent"}, []string{
 			`lookup_customer {"customer": "bo"}: ✓b000000000000003`,
 			// same parent, tool and canonical arguments: one call, two attempts
 			`charge_card {"amount": 4200, "card": "tok_visa", "order": 7}: ⏱b000000000000004,✓b000000000000005`,
 		}},
-		{"openllmetry-ticket.json", 1, []string{"openai.chat · triage"}, []string{
+		{"openllmetry-ticket.json", 1, []string{"triage.agent"}, []string{
 			`create_ticket {"priority": "high", "title": "Printer on fire"}: ⏱c000000000000004,✓c000000000000005`,
 		}},
-		{"genai-semconv.json", 2, []string{"chat gpt-4o · invoicer", "chat gpt-4o · invoicer"}, []string{
+		{"genai-semconv.json", 2, []string{"invoke_agent invoicer", "invoke_agent invoicer"}, []string{
 			// one call id, two spans: two attempts
 			`send_invoice {"invoice": "INV-9", "to": "bo@example.com"}: ✖d000000000000003,✓d000000000000004`,
 			`create_refund {"invoice": "INV-8"}: ✓d000000000000005`,

@@ -46,7 +46,8 @@ type truth struct {
 }
 
 // Google ADK's recordings (OTLP/JSON with log records in the same
-// document) give the tool calls their truth files list.
+// document) give the turns, and in each the tool calls, their truth files
+// list.
 func TestRealADKAgainstTruth(t *testing.T) {
 	for _, name := range []string{"adk-S2", "adk-S6a"} {
 		t.Run(name, func(t *testing.T) {
@@ -63,41 +64,45 @@ func TestRealADKAgainstTruth(t *testing.T) {
 			if len(folded.Anomalies) > 0 {
 				t.Errorf("anomalies %+v", folded.Anomalies)
 			}
-			var calls []*trace.Call
+			// The turns as the truth counts them (an agent's invocation, its
+			// tool loop included), each with its calls.
+			var turns [][]*trace.Call
 			for _, r := range folded.Runs {
 				for _, n := range r.Nodes {
 					if tn, ok := n.(*trace.Turn); ok {
+						var calls []*trace.Call
 						for _, c := range tn.Nodes {
 							calls = append(calls, c.(*trace.Call))
 						}
+						turns = append(turns, calls)
 					}
 				}
 			}
-			i := 0
-			for _, turn := range tr.Turns {
-				for _, want := range turn.ToolCalls {
-					if i >= len(calls) {
-						t.Fatalf("only %d calls; truth has more", len(calls))
-					}
+			if len(turns) != len(tr.Turns) {
+				t.Fatalf("%d turns, truth has %d", len(turns), len(tr.Turns))
+			}
+			for ti, turn := range tr.Turns {
+				calls := turns[ti]
+				if len(calls) != len(turn.ToolCalls) {
+					t.Errorf("turn %d: %d calls, truth has %d", ti+1, len(calls), len(turn.ToolCalls))
+					continue
+				}
+				for i, want := range turn.ToolCalls {
 					c := calls[i]
-					i++
 					if c.Tool != want.Name || string(c.Args) != string(canonical(want.Args)) {
-						t.Errorf("call %d: %s %s, want %s %s", i, c.Tool, c.Args, want.Name, canonical(want.Args))
+						t.Errorf("turn %d call %d: %s %s, want %s %s", ti+1, i+1, c.Tool, c.Args, want.Name, canonical(want.Args))
 					}
 					a := c.Attempts[len(c.Attempts)-1]
 					if failed := a.Outcome != trace.OutcomeOK; failed != want.IsError {
-						t.Errorf("call %d: outcome %s, truth is_error %v", i, a.Outcome, want.IsError)
+						t.Errorf("turn %d call %d: outcome %s, truth is_error %v", ti+1, i+1, a.Outcome, want.IsError)
 					}
 					if want.IsError && want.ErrorType != nil && a.Error == "" {
-						t.Errorf("call %d: no error text, truth says %s", i, *want.ErrorType)
+						t.Errorf("turn %d call %d: no error text, truth says %s", ti+1, i+1, *want.ErrorType)
 					}
 					if !want.IsError && string(canonical(a.Response.Body)) != string(canonical(want.Result)) {
-						t.Errorf("call %d: result %s, want %s", i, a.Response.Body, want.Result)
+						t.Errorf("turn %d call %d: result %s, want %s", ti+1, i+1, a.Response.Body, want.Result)
 					}
 				}
-			}
-			if i != len(calls) {
-				t.Errorf("%d calls, truth has %d", len(calls), i)
 			}
 		})
 	}

@@ -23,10 +23,10 @@ const PolicyUnknown = "unknown (imported)"
 //   - the execution starts with its first span and ends with its last; it
 //     failed when a root span has status ERROR;
 //   - each trace is a run (a conversation's traces are its runs);
-//   - each model call not inside another is a turn, named with its agent's
-//     name; an invoke_agent span is a turn when no such model call lies
-//     inside it (an agent span that holds its model calls would be a turn
-//     with nothing in it before theirs);
+//   - each invoke_agent span is a turn, with the model calls inside it
+//     (an agent's tool loop is one turn, as agentevals' truth files count
+//     them); a model call inside no agent span, nor inside another model
+//     call, is a turn of its own;
 //   - each execute_tool span is an attempt of a tool call. Spans with the
 //     same gen_ai.tool.call.id, or with the same parent, tool and canonical
 //     arguments, are attempts of one call;
@@ -349,73 +349,30 @@ func (t *translation) isTurn(i int) bool {
 	case RoleAgent:
 		return true
 	case RoleModel:
+		// Inside an agent span, or another model call, it is part of
+		// that turn.
 		inner := false
 		t.ancestors(i, func(p int) bool {
-			if t.spans[p].Role() == RoleModel {
+			if r := t.spans[p].Role(); r == RoleModel || r == RoleAgent {
 				inner = true
 				return false
 			}
-			return t.spans[p].Role() != RoleAgent
+			return true
 		})
 		return !inner
 	}
 	return false
 }
 
-// agentOf is the agent span a model call is made in (the nearest
-// invoke_agent ancestor), or -1.
-func (t *translation) agentOf(i int) int {
-	agent := -1
-	t.ancestors(i, func(p int) bool {
-		if t.spans[p].Role() == RoleAgent {
-			agent = p
-			return false
-		}
-		return true
-	})
-	return agent
-}
-
-// agentName is an agent span's agent: gen_ai.agent.name (OpenLLMetry's
-// traceloop.entity.name), else what its name says after "invoke_agent".
-func agentName(s *Span) string {
-	for _, k := range []string{"gen_ai.agent.name", "traceloop.entity.name"} {
-		if v := s.Attrs[k]; v != "" {
-			return v
-		}
-	}
-	return strings.TrimSpace(strings.TrimPrefix(s.Name, "invoke_agent"))
-}
-
 func (t *translation) turns() {
-	// The agent spans whose model calls are turns, and each such call's
-	// agent.
-	var holds map[int]bool
-	var madeIn map[int]int
-	for i := range t.spans {
-		if t.spans[i].Role() != RoleModel || !t.isTurn(i) {
-			continue
-		}
-		if a := t.agentOf(i); a >= 0 {
-			if holds == nil {
-				holds, madeIn = map[int]bool{}, map[int]int{}
-			}
-			holds[a], madeIn[i] = true, a
-		}
-	}
 	n := 0
 	for i := range t.spans {
-		if holds[i] || !t.isTurn(i) {
+		if !t.isTurn(i) {
 			continue
 		}
 		n++
 		s := &t.spans[i]
 		number, text := n, s.Name
-		if a, ok := madeIn[i]; ok {
-			if name := agentName(&t.spans[a]); name != "" {
-				text += " · " + name
-			}
-		}
 		if v, err := atoi(s.Attrs["retrylab.turn"]); err == nil {
 			number = v
 		}
