@@ -71,6 +71,7 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			if err != nil {
 				return err
 			}
+			defer rep.Close()
 			switch {
 			case asJSON:
 				err = rep.JSON(a.out)
@@ -82,8 +83,8 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			if err != nil {
 				return err
 			}
-			if rep.Counts.Duplicate > 0 {
-				return &exitError{code: 1, msg: "audit: " + plural.Count(rep.Counts.Duplicate, "duplicate effect") + " found"}
+			if dup := rep.Head().Counts.Duplicate; dup > 0 {
+				return &exitError{code: 1, msg: "audit: " + plural.Count(dup, "duplicate effect") + " found"}
 			}
 			return nil
 		},

@@ -39,7 +39,12 @@ func BenchmarkAuditImported(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := t.Audit(nil, audit.Options{Effects: pats, Window: audit.DefaultWindow})
+		l, err := t.Audit(nil, audit.Options{Effects: pats, Window: audit.DefaultWindow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := l.Collect()
+		l.Close()
 		t.Close()
 		if err != nil {
 			b.Fatal(err)

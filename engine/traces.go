@@ -29,8 +29,9 @@ type Traces interface {
 	// the result and in errors.
 	ImportStream(name string, r io.Reader) (ImportResult, error)
 	// Audit folds the executions named (all but those whose spans show in
-	// an imported workflow, when none are) one at a time and audits them.
-	Audit(ids []string, opts audit.Options) (audit.Report, error)
+	// an imported workflow, when none are) one at a time and audits them;
+	// the report is listed a finding at a time. Close the listing.
+	Audit(ids []string, opts audit.Options) (*audit.Listing, error)
 	// PlanOTLPExport finds the executions to export (retrylab's own, when
 	// none are named) before anything is written.
 	PlanOTLPExport(ids []string, version string) (OTLPExport, error)
@@ -98,8 +99,12 @@ func (l localTraces) ImportStream(name string, r io.Reader) (ImportResult, error
 	return importStream(l.db, name, "", r)
 }
 
-func (l localTraces) Audit(ids []string, opts audit.Options) (audit.Report, error) {
-	return auditExecutions(l.db, ids, opts)
+func (l localTraces) Audit(ids []string, opts audit.Options) (*audit.Listing, error) {
+	rep, err := auditExecutions(l.db, ids, opts)
+	if err != nil {
+		return nil, err
+	}
+	return audit.ListingOf(rep), nil
 }
 
 func (l localTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {

@@ -305,26 +305,32 @@ func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (Impo
 	return res, nil
 }
 
-// Audit has the host audit its executions.
-func (c *Client) Audit(ids []string, opts audit.Options) (audit.Report, error) {
+// Audit has the host audit its executions; the findings are read from
+// the host as the listing is read.
+func (c *Client) Audit(ids []string, opts audit.Options) (*audit.Listing, error) {
 	resp, err := c.tracesJSON("audit", auditArgs{IDs: ids, Effects: opts.Effects, Window: opts.Window})
 	if err != nil {
-		return audit.Report{}, err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	dec := gob.NewDecoder(bufio.NewReaderSize(resp.Body, 64<<10))
 	var head auditHead
 	if err := dec.Decode(&head); err != nil {
-		return audit.Report{}, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
+		resp.Body.Close()
+		return nil, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
 	}
-	rep := head.Report
-	rep.Findings = make([]audit.Finding, head.Findings)
-	for i := range rep.Findings {
-		if err := dec.Decode(&rep.Findings[i]); err != nil {
-			return audit.Report{}, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
+	left := head.Findings
+	next := func() (*audit.Finding, error) {
+		if left == 0 {
+			return nil, nil
 		}
+		var f audit.Finding
+		if err := dec.Decode(&f); err != nil {
+			return nil, fmt.Errorf("audit through host pid %d: %w", c.info.PID, err)
+		}
+		left--
+		return &f, nil
 	}
-	return rep, nil
+	return audit.NewListing(head.Report, next, resp.Body.Close), nil
 }
 
 // PlanOTLPExport has the host find the executions to export; the export

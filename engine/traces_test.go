@@ -97,14 +97,20 @@ func TestClientTracesSameAsLocal(t *testing.T) {
 	// The audit's report, rendered, is the same.
 	pats, _ := audit.ParseEffects(audit.DefaultEffects)
 	opts := audit.Options{Effects: pats, Window: audit.DefaultWindow}
-	gotRep, err := c.Audit(nil, opts)
-	if err != nil {
-		t.Fatal(err)
+	report := func(tr engine.Traces) audit.Report {
+		t.Helper()
+		l, err := tr.Audit(nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		rep, err := l.Collect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
 	}
-	wantRep, err := local.Audit(nil, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gotRep, wantRep := report(c), report(local)
 	var gotText, wantText bytes.Buffer
 	_ = gotRep.Text(&gotText)
 	_ = wantRep.Text(&wantText)
