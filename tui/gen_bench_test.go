@@ -149,7 +149,10 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 	tb.Helper()
 	m := New(Options{Source: h, Now: fixedNow})
 	r := newRunner(m)
-	r.spawn(m.Init())
+	// Init's batch is handled here, not spawned: it holds the notice
+	// follower, and settle stops when one command is left, which before
+	// the batch is read would be the batch itself, its loads not begun.
+	r.send(m.Init()())
 	r.send(tea.WindowSizeMsg{Width: w, Height: hgt})
 	r.settle(tb)
 	if m.trace.tr == nil || len(m.execs.items) == 0 {
@@ -220,6 +223,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	}
 
 	m, r, frame := openExplorer(t, h, 160, 48)
+	t.Logf("DEBUG total=%d flash=%q pending=%d notices=%v", m.outbox.total, m.flash, r.pending, m.notices != nil)
 	defer m.Close()
 	for _, want := range []string{"Executions 50", list[0].ID, gen.ScenarioPrefix, "Outbox", "whole outbox"} {
 		if !strings.Contains(frame, want) {

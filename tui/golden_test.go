@@ -27,6 +27,16 @@ func view(t *testing.T, src Source, w, h int, want string, keys ...string) strin
 	return viewModel(t, m, w, h, want, keys...)
 }
 
+// viewOutbox is view for a screen that shows the outbox pane: it waits
+// for the whole outbox's size too, which its own read brings (the
+// selected execution's deliveries come earlier, with its trace).
+func viewOutbox(t *testing.T, src Source, w, h int, want string, keys ...string) string {
+	t.Helper()
+	m := New(Options{Source: src, Now: fixedNow})
+	t.Cleanup(m.Close)
+	return viewModelOnce(t, m, w, h, []string{want, "whole outbox:"}, keys...)
+}
+
 // viewModel is view for a model built by the caller.
 func viewModel(t *testing.T, m *Model, w, h int, want string, keys ...string) string {
 	t.Helper()
@@ -71,7 +81,7 @@ type settleMsg struct{}
 func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
-	v := view(t, snap, 160, 36, "duplicate send")
+	v := viewOutbox(t, snap, 160, 36, "duplicate send")
 	mustShow(t, v, "naive view", "2 messages ← duplicate send", "◆ timeout", "✓ 200", "⚠ exec_7K2Q")
 	golden.RequireEqual(t, []byte(v))
 }
@@ -79,7 +89,7 @@ func TestGoldenNaiveDuplicateInOutbox(t *testing.T) {
 func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
-	v := view(t, snap, 160, 36, "duplicate send", "f")
+	v := viewOutbox(t, snap, 160, 36, "duplicate send", "f")
 	if strings.Contains(v, "#1 ◆") || !strings.Contains(v, "#2 ✓") || !strings.Contains(v, "2 messages ← duplicate send") {
 		t.Errorf("final-only view should hide attempt #1 but keep #2 and the outbox's duplicate:\n%s", v)
 	}
@@ -89,7 +99,7 @@ func TestGoldenNaiveFinalAttemptOnly(t *testing.T) {
 func TestGoldenSafeDedupAndReplay(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"safe", "run", "run"})
-	v := view(t, snap, 160, 36, "replayed from journal")
+	v := viewOutbox(t, snap, 160, 36, "replayed from journal")
 	mustShow(t, v, "safe view", "↺ deduplicated by key", "ik_a94a0b1d", "⟲ send_invoice_email", "1 message ✓")
 	golden.RequireEqual(t, []byte(v))
 }
@@ -97,7 +107,7 @@ func TestGoldenSafeDedupAndReplay(t *testing.T) {
 func TestGoldenInvoiceCRMCrashAndResume(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"invoice-crm", "run", "resume"})
-	v := view(t, snap, 160, 36, "replayed from journal")
+	v := viewOutbox(t, snap, 160, 36, "replayed from journal")
 	mustShow(t, v, "invoice-crm view", "☠ worker killed (exit 137)", "┆ 53.1s with no worker running", "⟲ send_invoice_email  step-4  replayed", "1 message ✓")
 	golden.RequireEqual(t, []byte(v))
 }
@@ -113,7 +123,7 @@ func TestGoldenHelp(t *testing.T) {
 func TestGoldenNarrow(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
-	v := view(t, snap, 80, 24, "Trace", "tab")
+	v := viewOutbox(t, snap, 80, 24, "Trace", "tab")
 	if !strings.Contains(v, "[ Outbox ]") || !strings.Contains(v, "2 messages ← duplicate send") {
 		t.Errorf("narrow layout should tab to the outbox:\n%s", v)
 	}
@@ -135,7 +145,7 @@ var _ tea.Msg = settleMsg{}
 // An empty database at 80×24: the one pane on screen says how to begin.
 func TestGoldenEmptyNarrow(t *testing.T) {
 	t.Parallel()
-	v := view(t, &snapshot{}, 80, 24, "n runs a scenario")
+	v := viewOutbox(t, &snapshot{}, 80, 24, "n runs a scenario")
 	if !strings.Contains(v, "whole outbox: 0 messages") {
 		t.Errorf("empty database at 80×24:\n%s", v)
 	}

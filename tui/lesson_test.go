@@ -290,7 +290,7 @@ func TestGoldenLessonStep(t *testing.T) {
 	t.Cleanup(m.Close)
 	// The lesson's text, its database's list and the selected execution's
 	// trace and outbox come from separate reads: wait for all of them.
-	v := viewModelOnce(t, m, 160, 44, []string{"Predict:", "exec_7K2Q", "duplicate send", "execution completed"})
+	v := viewModelOnce(t, m, 160, 44, []string{"Predict:", "exec_7K2Q", "duplicate send", "execution completed", "whole outbox:"})
 	mustShow(t, v, "lesson view", "Lesson 1/", "naive", "Predict: How many invoices will jordan@acme.dev receive?", "your prediction >")
 	golden.RequireEqual(t, []byte(v))
 }

@@ -21,7 +21,7 @@ type outboxPane struct {
 	*Context
 	msgs       []world.Message // the selected execution's deliveries
 	recent     []world.Message
-	total      int
+	total      int // the whole outbox's size; -1 until read
 	records    []world.Record
 	recordsCut bool // more rows than crmWindow
 	crmTab     bool
@@ -36,7 +36,7 @@ type outboxPane struct {
 }
 
 func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]string, bool)) *outboxPane {
-	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred}
+	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred, total: -1}
 }
 
 // SetSize is the pane's box, borders included.
@@ -84,7 +84,7 @@ func (o *outboxPane) clampScroll() { o.top = scrollTo(o.sel, o.top, o.height-2, 
 
 // Clear forgets what was read (another source shows).
 func (o *outboxPane) Clear() {
-	o.msgs, o.recent, o.records, o.sel, o.top = nil, nil, nil, 0, 0
+	o.msgs, o.recent, o.records, o.sel, o.top, o.total = nil, nil, nil, 0, 0, -1
 }
 
 // count is how many rows the pane has.
@@ -188,7 +188,9 @@ type outboxLine struct {
 }
 
 // outboxLines lays out an execution's deliveries grouped by intent, with
-// the duplicate flag, then the whole outbox's size.
+// the duplicate flag, then the whole outbox's size once it is read (total
+// not negative): the selected execution's deliveries come with its trace,
+// the size with the outbox's own read, and a size not read yet is not 0.
 func outboxLines(msgs []world.Message, total int) []outboxLine {
 	var out []outboxLine
 	if len(msgs) == 0 {
@@ -214,7 +216,9 @@ func outboxLines(msgs []world.Message, total int) []outboxLine {
 			out = append(out, outboxLine{text: "  1 message ✓", status: 1})
 		}
 	}
-	out = append(out, outboxLine{text: ""}, outboxLine{text: "whole outbox: " + plural.Count(total, "message")})
+	if total >= 0 {
+		out = append(out, outboxLine{text: ""}, outboxLine{text: "whole outbox: " + plural.Count(total, "message")})
+	}
 	return out
 }
 

@@ -31,7 +31,7 @@ func TestGoldenHelpAt80x24SecondPage(t *testing.T) {
 
 func TestGoldenTraceWithOutboxAt100x30(t *testing.T) {
 	t.Parallel()
-	v := view(t, record(t, []string{"naive", "run"}), 100, 30, "duplicate send")
+	v := viewOutbox(t, record(t, []string{"naive", "run"}), 100, 30, "duplicate send")
 	mustShow(t, v, "100×30", "▶ Trace", "◆ timeout", "2 messages ← duplicate send")
 	golden.RequireEqual(t, []byte(v))
 }
