@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/plural"
+)
+
+// printTemporal says what importing one Temporal history did.
+func (a *app) printTemporal(path string, res temporal.FileResult) {
+	fmt.Fprintf(a.out, "%s: %s, %s of run %s imported", path, res.Shape, plural.Count(res.Events, "event"), res.RunID)
+	if res.Repeated > 0 {
+		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
+	}
+	fmt.Fprintf(a.out, " -> %s\n", res.Execution)
+}
+
+// temporalCommand is the command that holds everything needing the
+// Temporal SDK (the temporal/ module).
+const temporalCommand = "retrylab-temporal"
+
+// runOnTemporal hands 'run --engine temporal' to retrylab-temporal run,
+// which runs the scenario's agent as a Temporal workflow and records it
+// into this database; its output and exit status are run's.
+func (a *app) runOnTemporal(scenario, addr string, policyFlags bool) error {
+	if policyFlags {
+		return &exitError{code: 2, msg: "run: --keys and --journal are for the local engine; with --engine temporal the scenario's policy applies"}
+	}
+	// The catalogue is here too: an unknown name (or a bad file) is said
+	// as the local engine says it (exit 2), before retrylab-temporal is
+	// looked for.
+	if _, err := scenarioCatalog().Get(scenario); err != nil {
+		return err
+	}
+	return a.handToTemporal("run", scenario, "--address", addr, "--db", a.dbPath)
+}
+
+// handToTemporal runs retrylab-temporal with args, on this terminal.
+func (a *app) handToTemporal(args ...string) error {
+	bin, err := exec.LookPath(temporalCommand)
+	if err != nil {
+		what := "run --engine temporal"
+		if args[0] == "explore" {
+			what = "--temporal"
+		}
+		return fmt.Errorf("%s needs the %s command on PATH (cd temporal && go build -o ~/go/bin/%s ./cmd/%s): %w",
+			what, temporalCommand, temporalCommand, temporalCommand, errors.Unwrap(err))
+	}
+	c := exec.Command(bin, args...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, a.out, a.errOut
+	err = c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		// retrylab-temporal said why on stderr already.
+		return &exitError{code: ee.ExitCode()}
+	}
+	return err
+}
+
+// scenarioCatalog is the scenarios 'retrylab scenarios' lists.
+func scenarioCatalog() *scenario.Catalog { return scenario.NewCatalog(fixtures.FS) }
