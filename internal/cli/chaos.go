@@ -46,7 +46,7 @@ Without --db, the database is a new file in a temporary directory, kept for
 
 Exit status: 0 when the check passes, 1 when it finds a violation.`,
 		Example: "  retrylab chaos --runs 200\n  retrylab chaos --runs 10000 --seed 7 --concurrency 8 --db chaos.db",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Policy = policy
 			if policy == "all" {
@@ -149,7 +149,7 @@ func (a *app) chaosHostCmd() *cobra.Command {
 		Use:    "chaos-host",
 		Short:  "A host process of 'retrylab chaos' (started by it; reads its job on stdin)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return chaos.ServeHost(os.Stdin, os.Stdout)
 		},
@@ -177,7 +177,7 @@ Exit status: 0 when the check passes; 1 when the keys+journal policy shows a
 lost, duplicated or unexpected operation, when any count departs from the
 model, or when the history breaks an invariant.`,
 		Example: "  retrylab check --db chaos.db",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runCheck(externalOK)
 		},

@@ -29,7 +29,7 @@ what a long pause does, as in key-retention:
 Without a subcommand it prints the offset. 'retrylab reset' sets it back to 0.
 It works through the explorer when that has the database open, as its A key
 does.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withService(func(h engine.Service) error {
 				fmt.Fprintf(a.out, "world clock %s: the providers' clock runs %s ahead of real time\n",

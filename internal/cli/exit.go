@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -42,20 +42,14 @@ func Main(args []string) int {
 			msg = f.Value.String() + ": " + msg
 		}
 	}
-	if errors.Is(err, scenario.ErrUnknown) || strings.HasPrefix(msg, scenario.ErrUnknown.Error()+" ") ||
-		errors.Is(err, scenario.ErrNoFile) || strings.HasPrefix(msg, scenario.ErrNoFile.Error()+": ") {
-		// A scenario name that is none of the catalogue's, or a scenario
-		// path with no file, is a usage error, like an unknown --engine. The
-		// text counts too: when another process hosts the database, its
-		// error arrives as text.
-		fmt.Fprintln(os.Stderr, "retrylab:", msg)
-		return 2
-	}
-	if strings.HasPrefix(msg, "unknown command ") {
-		// A usage error, like a bad flag or a missing argument.
-		fmt.Fprintln(os.Stderr, "retrylab:", msg+" (see --help)")
-		return 2
-	}
+	// The code is the table's, for an error of this process or one that
+	// arrived from the host of the database (errkind keeps its sentinel).
 	fmt.Fprintln(os.Stderr, "retrylab:", msg)
-	return 1
+	return errkind.ExitCode(err)
+}
+
+// usageError is a command given wrongly (exit 2), its words msg followed
+// by a pointer to --help, as cobra's own complaints are.
+func usageError(msg string) error {
+	return &exitError{code: errkind.ExitUsage, msg: msg + " (see --help)"}
 }

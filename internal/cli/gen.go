@@ -42,7 +42,7 @@ over it: a kill at any moment leaves the old file or the new one). The output
 is the same for the same --seed. The database must not be open in another
 retrylab.`,
 		Example: "  retrylab gen --db big.db --executions 10000 --attempts-per-step 50\n  retrylab --db big.db",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runGen(opts)
 		},

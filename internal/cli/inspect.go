@@ -133,7 +133,7 @@ func (a *app) outboxCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "outbox",
 		Short: "Print the mail provider's outbox: the ground truth the trace cannot show",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withService(func(h engine.Service) error {
 				msgs, err := h.Outbox()
@@ -189,7 +189,7 @@ func (a *app) stateCmd() *cobra.Command {
 		Use:   "state --json",
 		Short: "Print the whole state as one JSON object (outbox, keys, journal, crm)",
 		Long:  "Print the outbox, the key store, every journal record and the CRM as one JSON object, like the article's state.json.",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withService(func(h engine.Service) error {
 				// Streamed a page at a time: the same JSON as State,
@@ -272,7 +272,7 @@ CRM on N+1, the control API on N+2. The control API (POST /v1/control/...,
 with the token from the .host file beside the database as a bearer token)
 is how an HTTP client moves the world clock: see README.`,
 		Example: "  retrylab serve\n  retrylab serve --port 8025",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("port") {
 				if err := a.fixPorts(port); err != nil {

@@ -39,7 +39,7 @@ stop (q, or Ctrl-D) and resume later where it left off.
 
 --answers gives the predictions up front (scripted use, no prompts).`,
 		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			var scripted []int
 			if cmd.Flags().Changed("answers") {

@@ -51,7 +51,7 @@ duplicate that the trace hides is plain to see.
 Without a subcommand it opens the explorer on the database.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.explore(&explore)
 		},
@@ -60,7 +60,7 @@ Without a subcommand it opens the explorer on the database.`,
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: 2, msg: err.Error() + " (see --help)"}
+		return usageError(err.Error())
 	})
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
 	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
@@ -79,15 +79,24 @@ func usageArgs(cmd *cobra.Command) {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			err := check(c, args)
 			var ee *exitError
-			if err == nil || errors.As(err, &ee) || strings.HasPrefix(err.Error(), "unknown command ") {
+			if err == nil || errors.As(err, &ee) {
 				return err
 			}
-			return &exitError{code: 2, msg: fmt.Sprintf("%s: %s (see --help)", c.CommandPath(), err)}
+			return usageError(fmt.Sprintf("%s: %s", c.CommandPath(), err))
 		}
 	}
 	for _, sub := range cmd.Commands() {
 		usageArgs(sub)
 	}
+}
+
+// noArgs is cobra.NoArgs as a usage error: an argument where a command
+// takes none names a command that is not there.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return usageError(err.Error())
+	}
+	return nil
 }
 
 func envOr(name, def string) string {
@@ -433,7 +442,7 @@ clock back to 0, like the article's reset between experiments.
 While another retrylab holds the database (the explorer, serve), that one
 resets it; it refuses (exit 1) while a worker runs, or while an import or an
 export works through it: wait for it to finish.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withService(func(h engine.Service) error {
 				if err := h.Reset(); err != nil {
@@ -450,7 +459,7 @@ func (a *app) scenariosCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "scenarios",
 		Short: "List the scenario catalogue",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			all, err := scenario.NewCatalog(fixtures.FS).All()
 			if err != nil {
