@@ -9,8 +9,6 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
 	"github.com/retrylab/retrylab/engine/trace"
-	"github.com/retrylab/retrylab/engine/verify"
-	"github.com/retrylab/retrylab/fixtures"
 )
 
 func (a *app) diffCmd() *cobra.Command {
@@ -119,10 +117,4 @@ for a handout.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the alignment as JSON")
 	cmd.Flags().BoolVar(&asMarkdown, "markdown", false, "write the comparison as Markdown")
 	return cmd
-}
-
-// scratchOpener opens throwaway hosts for the other half of a
-// mistake/fix pair that the database at hand does not hold.
-func scratchOpener() verify.Opener {
-	return verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
 }

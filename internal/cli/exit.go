@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/store"
 )
@@ -53,3 +54,6 @@ func Main(args []string) int {
 func usageError(msg string) error {
 	return &exitError{code: errkind.ExitUsage, msg: msg + " (see --help)"}
 }
+
+// notFound says err means the execution named is not in the database.
+func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }

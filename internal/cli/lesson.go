@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,10 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/lesson"
-	"github.com/retrylab/retrylab/fixtures"
-	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) lessonCmd() *cobra.Command {
@@ -97,14 +93,4 @@ func parseAnswers(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// openLessonHost opens the lessons' own database, beside --db.
-func (a *app) openLessonHost() (*engine.Host, error) {
-	path := lesson.DBPath(a.dbPath)
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
-	}
-	return h, err
 }

@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/temporal"
-	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/plural"
 )
 
@@ -62,6 +60,3 @@ func (a *app) handToTemporal(args ...string) error {
 	}
 	return err
 }
-
-// scenarioCatalog is the scenarios 'retrylab scenarios' lists.
-func scenarioCatalog() *scenario.Catalog { return scenario.NewCatalog(fixtures.FS) }
