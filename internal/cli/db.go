@@ -153,26 +153,3 @@ func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) b
 	})
 	return ids, err
 }
-
-func (a *app) resetCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "reset",
-		Short: "Wipe executions, journals, the outbox, keys and the CRM",
-		Long: `Wipe executions, journals, the outbox, keys and the CRM, and set the world
-clock back to 0, like the article's reset between experiments.
-
-While another retrylab holds the database (the explorer, serve), that one
-resets it; it refuses (exit 1) while a worker runs, or while an import or an
-export works through it: wait for it to finish.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withService(func(h engine.Service) error {
-				if err := h.Reset(); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out, "reset %s: no executions, empty outbox, no keys, empty CRM\n", h.DBPath())
-				return nil
-			})
-		},
-	}
-}

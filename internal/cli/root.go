@@ -1,12 +1,13 @@
 // Package cli is retrylab's command line: the root command and one file
-// per family of subcommands (run.go: run and resume; inspect*.go: show,
-// outbox, state, journal; traces*.go: import, export, audit; diff*.go;
-// lesson.go; serve.go; chaos.go, gen.go, verify.go: chaos, check, gen,
-// verify; db.go: the --db flag and reset; clock.go; explore.go, the
-// explorer), the helpers they share in files named for what they are
-// (service.go: the database's host, attached or owned; hosts.go: the other
-// hosts; catalog.go; output.go; progress.go), and exit.go, where a failed
-// command gets its exit code (from engine/errkind's table).
+// per family of subcommands (run.go: run, resume and reset; inspect*.go:
+// show, outbox, state, journal; traces*.go: import, export, audit;
+// diff*.go; lesson.go; serve.go; chaos.go, gen.go, verify.go: chaos,
+// check, gen, verify; db.go: the --db flag and reading a database;
+// clock.go; explore.go, the explorer), the helpers they share in files
+// named for what they are (service.go: the database's host, attached or
+// owned; hosts.go: the other hosts; catalog.go; output.go; progress.go),
+// and exit.go, where a failed command gets its exit code (from
+// engine/errkind's table).
 package cli
 
 import (

@@ -1,7 +1,7 @@
 package cli
 
 // run and resume: a scenario's execution, narrated attempt by attempt as it
-// runs.
+// runs; reset: the database wiped between experiments, as in the article.
 
 import (
 	"context"
@@ -238,4 +238,27 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (er
 	}
 	x, _ := h.Execution(run.Execution)
 	return &exitError{code: 1, msg: fmt.Sprintf("execution %s %s: %s", run.Execution, res.Status, x.Error)}
+}
+
+func (a *app) resetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset",
+		Short: "Wipe executions, journals, the outbox, keys and the CRM",
+		Long: `Wipe executions, journals, the outbox, keys and the CRM, and set the world
+clock back to 0, like the article's reset between experiments.
+
+While another retrylab holds the database (the explorer, serve), that one
+resets it; it refuses (exit 1) while a worker runs, or while an import or an
+export works through it: wait for it to finish.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withService(func(h engine.Service) error {
+				if err := h.Reset(); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out, "reset %s: no executions, empty outbox, no keys, empty CRM\n", h.DBPath())
+				return nil
+			})
+		},
+	}
 }
