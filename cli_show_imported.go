@@ -67,7 +67,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 						line += "  " + trace.MarkFault.Glyph() + strings.Join(at.Faults, ",")
 					}
 					if at.Error != "" {
-						line += "  " + at.Error
+						line += "  " + trace.Headline(at.Error) // whole in --json and the detail pane
 					}
 					if o := at.Attrs["orphan"]; o != "" {
 						line += "  (orphan: " + o + ")"

@@ -23,7 +23,8 @@ const PolicyUnknown = "unknown (imported)"
 //   - the execution starts with its first span and ends with its last; it
 //     failed when a root span has status ERROR;
 //   - each trace is a run (a conversation's traces are its runs);
-//   - each invoke_agent span is a turn, with the model calls inside it
+//   - each invoke_agent span inside no other is a turn, with the model
+//     calls and agent spans inside it
 //     (an agent's tool loop is one turn, as agentevals' truth files count
 //     them); a model call inside no agent span, nor inside another model
 //     call, is a turn of its own;
@@ -347,7 +348,15 @@ func (t *translation) runs(traces []string) {
 func (t *translation) isTurn(i int) bool {
 	switch t.spans[i].Role() {
 	case RoleAgent:
-		return true
+		// An agent span inside another (OpenInference's LangGraph nodes,
+		// each an AGENT inside the graph's) is part of that turn: one
+		// invocation is one turn.
+		inner := false
+		t.ancestors(i, func(p int) bool {
+			inner = t.spans[p].Role() == RoleAgent
+			return !inner
+		})
+		return !inner
 	case RoleModel:
 		// Inside an agent span, or another model call, it is part of
 		// that turn.
@@ -596,7 +605,10 @@ func (s *Span) outcome() (trace.Outcome, int) {
 	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
 		return trace.OutcomeOK, status
 	}
-	what := strings.ToLower(etype + " " + s.Message)
+	// A framework that wraps the error says what it wrapped in the
+	// exception's message: pydantic-ai's ToolRetryError reads
+	// "TimeoutError: response lost".
+	what := strings.ToLower(etype + " " + s.Message + " " + s.exceptionMessages())
 	switch {
 	case strings.Contains(what, "timeout"), strings.Contains(what, "timedout"), strings.Contains(what, "timed out"),
 		strings.Contains(what, "deadline"):
@@ -609,8 +621,30 @@ func (s *Span) outcome() (trace.Outcome, int) {
 		return trace.OutcomeMismatch, status
 	case status >= 400 && status < 500:
 		return trace.OutcomeRejected, status
+	case strings.Contains(what, "validationerror"), strings.Contains(what, "validation error"):
+		// The arguments were refused before the tool ran.
+		return trace.OutcomeRejected, status
 	}
 	return trace.OutcomeError, status
+}
+
+// exceptionMessages are the messages of the span's exception events,
+// joined, without their stack frames (indented lines: a frame's function
+// may be called withTimeout without anything timing out).
+func (s *Span) exceptionMessages() string {
+	var b strings.Builder
+	for _, e := range s.Events {
+		if e.Name != "exception" {
+			continue
+		}
+		for _, l := range strings.Split(e.Attrs["exception.message"], "\n") {
+			if l != "" && l[0] != ' ' && l[0] != '\t' {
+				b.WriteString(l)
+				b.WriteByte(' ')
+			}
+		}
+	}
+	return b.String()
 }
 
 // canonical is retrylab's canonical JSON of args (keys sorted, as Python's
