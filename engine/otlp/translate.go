@@ -21,7 +21,8 @@ const PolicyUnknown = "unknown (imported)"
 // time order:
 //
 //   - the execution starts with its first span and ends with its last; it
-//     failed when a root span has status ERROR;
+//     failed when its latest root span has status ERROR (a run that failed
+//     and was rerun successfully under the same conversation did not);
 //   - each trace is a run (a conversation's traces are its runs);
 //   - each invoke_agent span inside no other is a turn, with the model
 //     calls and agent spans inside it
@@ -224,8 +225,7 @@ func (t *translation) emit(at int64, ev trace.Event) {
 
 func (t *translation) events() []trace.Event {
 	first, last := t.spans[0].Start, t.spans[0].End
-	var root *Span
-	failed := ""
+	var root, lastRoot *Span
 	traces := []string{}
 	for i := range t.spans {
 		s := &t.spans[i]
@@ -243,10 +243,14 @@ func (t *translation) events() []trace.Event {
 			if root == nil {
 				root = s
 			}
-			if s.Status == "error" && failed == "" {
-				failed = firstNonEmpty(s.ErrorText(), "root span "+s.SpanID+" has status ERROR")
+			if lastRoot == nil || laterRoot(s.Start, s.Status == "error", lastRoot.Start) {
+				lastRoot = s
 			}
 		}
+	}
+	failed := ""
+	if lastRoot != nil && lastRoot.Status == "error" {
+		failed = firstNonEmpty(lastRoot.ErrorText(), "root span "+lastRoot.SpanID+" has status ERROR")
 	}
 	start := trace.Event{Kind: trace.ExecutionStarted, Attrs: map[string]string{
 		"source": "OpenTelemetry", "spans": strconv.Itoa(len(t.spans)), "traces": strconv.Itoa(len(traces))}}
