@@ -155,8 +155,8 @@ type summary struct {
 	// are its (a run that failed and was rerun successfully under the
 	// same conversation did not fail).
 	lastRoot int64
-	rootName       string
-	failed         bool
+	rootName string
+	failed   bool
 	// hand is the duplicate flag when the audit ran on spans in hand
 	// (writer.handJob): 0 it did not, 1 no duplicate, 2 a duplicate.
 	// chunk is the write the spans came in. Both are set per trace and
