@@ -77,12 +77,22 @@ func TestCLIImportAndAudit(t *testing.T) {
 	}
 
 	r = must(t, 1, db, "audit", "--markdown")
-	has(t, r, "# Effect audit", "## 1. duplicate: `send_email`", "| ✓ ok |")
+	// The send that failed with a 503 and was repeated may have acted: it is
+	// evidence of the duplicate it led to.
+	has(t, r, "# Effect audit", "## 1. duplicate: `send_invoice`", "| ✖ failed: upstream unavailable |",
+		"## 2. duplicate: `send_email`", "| ✓ ok |")
 
 	// Narrow the effects: only the charge, graded possible, which does not fail a CI gate.
 	r = ok(t, db, "audit", "--effects", "charge_*")
 	has(t, r, "POSSIBLE  charge_card", "0 duplicate, 1 possible, 0 absorbed")
 	hasNot(t, r, "send_email")
+	// --fail-on possible lets CI gate on it; --fail-on never gates on nothing.
+	r = must(t, 1, db, "audit", "--effects", "charge_*", "--fail-on", "possible")
+	if msg := oneLineError(t, r); msg != "retrylab: audit: 1 possible duplicate effect found" {
+		t.Errorf("stderr with --fail-on possible %q", msg)
+	}
+	ok(t, db, "audit", "--fail-on", "never")
+	oneLineError(t, must(t, 2, db, "audit", "--fail-on", "sometimes"))
 	r = ok(t, db, "audit", "otlp-4bf92f3577b34da6a3ce929d0e0e4736")
 	has(t, r, "audit of 1 execution:", "0 duplicate, 0 possible, 1 absorbed")
 
