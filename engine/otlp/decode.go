@@ -290,6 +290,13 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 		msg := strings.Join(strings.Fields(err.Error()), " ")
 		if cutShort(doc) {
 			msg = "the JSON ends early (cut short?)"
+		} else if at, what, ok := typeFault(doc); ok {
+			// A value of the wrong type: its line, span and field, not
+			// the parser's words.
+			msg = what
+			if line == 0 {
+				line = at
+			}
 		}
 		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 	}
