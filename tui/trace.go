@@ -282,14 +282,14 @@ func noteLine(v *trace.Note) string {
 		}
 		return fmt.Sprintf("worker killed (exit %d) — %s", v.ExitCode, why)
 	case trace.Escalated:
-		return "escalated — " + v.Error
+		return "escalated — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.JournalDeleted:
 		return fmt.Sprintf("journal record of %s deleted by hand", v.Call)
 	case trace.ExecutionEnded:
 		if v.Mark == trace.MarkOK {
 			return "execution completed"
 		}
-		return "execution failed — " + v.Error
+		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
 	}
@@ -301,7 +301,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), a.Error)
+		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), trace.Headline(a.Error))
 	}
 	key := ""
 	if a.Key != "" {

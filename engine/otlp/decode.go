@@ -300,6 +300,12 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 		}
 		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 	}
+	if line == 0 && td.ResourceSpans().Len() == 0 && !bytes.Contains(doc, []byte(`"resourceSpans"`)) {
+		// A document of logs or metrics, not traces. One that says
+		// "resourceSpans": [] is an empty trace document, taken as the
+		// receiver takes it.
+		return errors.New("no spans in this OTLP/JSON file (no resourceSpans)")
+	}
 	return deliver(td, line, fn)
 }
 
