@@ -200,5 +200,5 @@ func foldService(s engine.Service, x history.Execution) (*trace.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return trace.FoldHistory(x.ID, events), nil
+	return history.Fold(x.ID, events), nil
 }

@@ -333,7 +333,7 @@ func (h *Host) eachEvent(id string, fn func(history.Event)) error {
 // fold reads an execution's history into the one model of a trace.
 func (h *Host) fold(id string) (*trace.Trace, error) {
 	t := trace.New(id)
-	err := h.eachEvent(id, t.ApplyHistory)
+	err := h.eachEvent(id, func(ev history.Event) { history.Apply(t, ev) })
 	return t, err
 }
 

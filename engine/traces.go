@@ -184,7 +184,7 @@ func FoldExecution(db *store.DB, id string) (*trace.Trace, error) {
 				bad = fmt.Errorf("execution %s: %w", id, err)
 				return false
 			}
-			t.ApplyHistory(ev)
+			history.Apply(t, ev)
 			return true
 		}); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	xdiff "github.com/retrylab/retrylab/engine/diff"
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -187,7 +188,7 @@ func foldExecution(src Source, id string) (*trace.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return trace.FoldHistory(id, events), nil
+	return history.Fold(id, events), nil
 }
 
 // onCompare takes the comparison in, if it is still the one asked for.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -60,7 +61,7 @@ func FoldExecution(h engine.Source, id string) (*trace.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return trace.FoldHistory(id, events), nil
+	return history.Fold(id, events), nil
 }
 
 // RunScratch runs a scenario's script on a scratch host and folds the

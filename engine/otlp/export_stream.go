@@ -145,7 +145,7 @@ func (jw *JSONWriter) History(id string, read func(fn func(history.Event) error)
 	c := jw.cursor(t)
 	c.forget = true
 	err := read(func(ev history.Event) error {
-		t.ApplyHistory(ev)
+		history.Apply(t, ev)
 		c.pump(false)
 		return jw.err
 	})
