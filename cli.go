@@ -61,7 +61,12 @@ Without a subcommand it opens the explorer on the database.`,
 			return a.explore(&explore)
 		},
 	}
-	root.PersistentPreRunE = a.checkDBFlag
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		// The outputs as they are when a command runs: one that drives the
+		// command in-process (a test) sets them after building it.
+		a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
+		return a.checkDBFlag(cmd, args)
+	}
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
