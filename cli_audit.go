@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
@@ -112,5 +113,7 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 var failGrades = map[string]int{"never": 0, "duplicate": 1, "possible": 2}
 
 // foldOne folds one execution of db from its own source (retrylab's
-// history, or imported spans).
-func foldOne(db *store.DB, id string) (*trace.Trace, error) { return engine.FoldExecution(db, id) }
+// history, or an imported trace read by its source in reg).
+func foldOne(reg *imports.Registry, db *store.DB, id string) (*trace.Trace, error) {
+	return imports.Fold(engine.ReadStore(db, reg), id, 0)
+}

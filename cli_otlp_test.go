@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
@@ -227,7 +228,7 @@ func foldAll(t *testing.T, path string) map[string]*trace.Trace {
 		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
 	})
 	for _, id := range ids {
-		tr, err := foldOne(db, id)
+		tr, err := foldOne(all.Registry(), db, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ type attemptSig struct {
 
 // newTraceView folds a first page of events.
 func newTraceView(x history.Execution, events []history.Event) *traceView {
-	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events), made: map[trace.Node]*node{},
+	return &traceView{exec: x, t: history.Fold(x.ID, events), made: map[trace.Node]*node{},
 		sigs: map[*trace.Attempt]attemptSig{}}
 }
 
@@ -192,7 +192,7 @@ func (tv *traceView) apply(events []history.Event) bool {
 		case ev.Seq != tv.t.LastSeq+1:
 			return false
 		}
-		tv.t.ApplyHistory(ev)
+		history.Apply(tv.t, ev)
 	}
 	return true
 }
