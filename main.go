@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/internal/cli"
 )
 
@@ -15,5 +16,5 @@ func main() {
 	// A worker is this same binary, started by the host with its address in
 	// the environment; it never reaches the CLI.
 	agent.MainIfWorker()
-	os.Exit(cli.Main(os.Args[1:]))
+	os.Exit(cli.Main(all.Registry(), os.Args[1:]))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/errkind"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -19,10 +20,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// Main runs the command line args (without the program's name), prints any
-// error on standard error, and returns the process's exit code.
-func Main(args []string) int {
-	cmd := newRootCmd()
+// Main runs the command line args (without the program's name) over the
+// sources of imported traces in reg, prints any error on standard error,
+// and returns the process's exit code.
+func Main(reg *imports.Registry, args []string) int {
+	cmd := newRootCmd(reg)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {

@@ -17,6 +17,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/imports"
 )
 
 // defaultDB is where the database lives unless --db or RETRYLAB_DB says otherwise.
@@ -30,10 +32,14 @@ type app struct {
 	// ports fixes the host's ports when this process hosts the database
 	// (serve --port); zero: free ports.
 	mailPort, crmPort, controlPort int
+	// imports are the sources of imported traces (engine/imports/all).
+	imports *imports.Registry
 }
 
-func newRootCmd() *cobra.Command {
-	a := &app{}
+// newRootCmd is the command line over the sources of imported traces in
+// reg.
+func newRootCmd(reg *imports.Registry) *cobra.Command {
+	a := &app{imports: reg}
 	var explore exploreFlags
 	root := &cobra.Command{
 		Use:   "retrylab",
@@ -51,7 +57,12 @@ Without a subcommand it opens the explorer on the database.`,
 			return a.explore(&explore)
 		},
 	}
-	root.PersistentPreRunE = a.checkDBFlag
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		// The outputs as they are when a command runs: one that drives the
+		// command in-process (a test) sets them after building it.
+		a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
+		return a.checkDBFlag(cmd, args)
+	}
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
