@@ -13,6 +13,11 @@
 //
 // Real frameworks give each agent-level retry a new tool-call id, so ids are
 // never trusted to tell calls apart: the arguments are.
+//
+// For the histories retrylab records itself, where the simulated mail
+// provider reports each delivery, Deliveries holds the plainer rule the
+// execution record's Duplicates flag states: one intent's mail delivered
+// twice.
 package audit
 
 import (
