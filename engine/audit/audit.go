@@ -17,6 +17,11 @@
 // never trusted to tell calls apart: the arguments are. A call whose
 // arguments the trace does not hold is an effect of its own: two calls of
 // one tool with unknown arguments may well be two different emails.
+//
+// For the histories retrylab records itself, where the simulated mail
+// provider reports each delivery, Deliveries holds the plainer rule the
+// execution record's Duplicates flag states: one intent's mail delivered
+// twice.
 package audit
 
 import (
