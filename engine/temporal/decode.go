@@ -170,7 +170,8 @@ func jsonError(data []byte) error {
 	err := json.Unmarshal(data, &v)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("%s at byte %d", se.Error(), se.Offset)
+		off := min(int(se.Offset), len(data))
+		return fmt.Errorf("%s at line %d (byte %d)", se.Error(), 1+bytes.Count(data[:off], []byte{'\n'}), se.Offset)
 	}
 	if err == nil {
 		return errors.New("malformed")
@@ -205,9 +206,9 @@ func validate(h *historypb.History, names func(i int) string) (int, error) {
 		case i > 0 && id <= prev:
 			return i, fmt.Errorf("events out of order: event %d comes after event %d", id, prev)
 		case i > 0 && id != prev+1:
-			for j, later := range evs[i+1:] {
+			for _, later := range evs[i+1:] {
 				if l := later.GetEventId(); l > prev && l < id {
-					return i + 1 + j, fmt.Errorf("events out of order: event %d comes before event %d", id, l)
+					return i, fmt.Errorf("events out of order: event %d comes before event %d", id, l)
 				}
 			}
 			if id == prev+2 {
@@ -217,7 +218,7 @@ func validate(h *historypb.History, names func(i int) string) (int, error) {
 		}
 		prev = id
 		if closed != nil {
-			return i, fmt.Errorf("event %d comes after the workflow closed (event %d, %s): one run's history ends with its close", id, closed.GetEventId(), typeName(closed.GetEventType()))
+			return i, fmt.Errorf("event %d comes after the workflow closed (event %d, %s): one run's history ends with its close", id, closed.GetEventId(), closed.GetEventType())
 		}
 		t := ev.GetEventType()
 		if Unknown(t) {
@@ -270,18 +271,6 @@ func closes(t enumspb.EventType) bool {
 		return true
 	}
 	return false
-}
-
-// typeName is an event type as the Web UI and the docs spell it
-// (WorkflowExecutionCompleted).
-func typeName(t enumspb.EventType) string {
-	var b strings.Builder
-	for _, w := range strings.Split(strings.TrimPrefix(t.String(), "EVENT_TYPE_"), "_") {
-		if w != "" {
-			b.WriteString(w[:1] + strings.ToLower(w[1:]))
-		}
-	}
-	return b.String()
 }
 
 // eventLine is the line of the file data on which its i-th event (as

@@ -391,7 +391,7 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 		if Unknown(ev.GetEventType()) {
 			// Decode and Validate let one through only when the server
 			// marks it workerMayIgnore.
-			text := "skipped an event of a type this retrylab does not know"
+			text := fmt.Sprintf("skipped event %d, of a type this retrylab does not know", ev.GetEventId())
 			if t := ev.GetEventType(); t != enumspb.EVENT_TYPE_UNSPECIFIED {
 				text += fmt.Sprintf(" (%d)", int32(t))
 			}
