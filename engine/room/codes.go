@@ -102,3 +102,6 @@ func SanitiseName(s string) string {
 	}
 	return b.String()
 }
+
+// NewTeacherToken makes the token of the room's teacher.
+func NewTeacherToken() (string, error) { return newToken("rlt_") }

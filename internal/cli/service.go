@@ -109,7 +109,7 @@ func (a *app) withService(fn func(engine.Service) error) (err error) {
 // openHost opens the database and starts the world and the runtime.
 func (a *app) openHost() (*engine.Host, error) {
 	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
-		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports})
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports, Companion: roomCompanion(a.dbPath)})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
 			a.mailPort, a.controlPort, err)}
