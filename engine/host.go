@@ -90,6 +90,10 @@ type Config struct {
 	// thing in Close, while the database and the notices are still there
 	// for it to drain; stop waits for it to end.
 	Companion func(*Host) (stop func())
+	// KeepOnReset are collections every reset keeps, besides those the
+	// caller of ResetKeeping names: a room's participants and their
+	// mirrored runs (engine/room) outlive the resets of its world.
+	KeepOnReset []store.Bucket
 }
 
 // Host owns the database, the world and the workers.

@@ -47,6 +47,10 @@ type MirrorOptions struct {
 	Rescan time.Duration
 	// Drain bounds what Close waits for the last pushes. Default: 2s.
 	Drain time.Duration
+	// Namespace, when set, prefixes the ids of the executions mirrored
+	// ("lesson" gives "lesson:exec_7K2Q"): a participant's lessons run in
+	// a database of their own, under the same ids as its own runs.
+	Namespace string
 }
 
 // batchEvents is how many events one push carries at most.
@@ -245,7 +249,10 @@ func (mi *Mirror) pushExecution(ctx context.Context, x history.Execution) error 
 		return fmt.Errorf("mirror: read cursor of %s: %w", x.ID, err)
 	}
 	rec := Execution{ID: x.ID, Scenario: x.Scenario, Status: string(x.Status), Runs: x.Runs, Sends: x.Sends,
-		Duplicates: x.Duplicates, Updated: x.Updated}
+		Duplicates: x.Duplicates, Started: x.Started, Updated: x.Updated}
+	if mi.opts.Namespace != "" {
+		rec.ID = mi.opts.Namespace + ":" + x.ID
+	}
 	for {
 		evs, err := mi.src.Events(x.ID, cur.Seq+1, batchEvents)
 		if err != nil {
@@ -284,7 +291,7 @@ func (mi *Mirror) pushExecution(ctx context.Context, x history.Execution) error 
 
 func sameRecord(a, b Execution) bool {
 	return a.ID == b.ID && a.Scenario == b.Scenario && a.Status == b.Status && a.Runs == b.Runs &&
-		a.Duplicates == b.Duplicates && a.Updated.Equal(b.Updated) && maps.Equal(a.Sends, b.Sends)
+		a.Duplicates == b.Duplicates && a.Started.Equal(b.Started) && a.Updated.Equal(b.Updated) && maps.Equal(a.Sends, b.Sends)
 }
 
 // pushPredictions pushes the lesson predictions when the database holds

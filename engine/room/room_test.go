@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/room"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/testrun"
@@ -44,7 +45,7 @@ type aRoom struct {
 // openRoom hosts a room on dbPath at addr ("127.0.0.1:0": any port).
 func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, KeepOnReset: room.Buckets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +101,19 @@ func join(t *testing.T, r *aRoom, dbPath, name string) room.Membership {
 }
 
 // fastMirror retries quickly, for tests.
-var fastMirror = room.MirrorOptions{Retry: 20 * time.Millisecond, MaxRetry: 100 * time.Millisecond, Drain: 2 * time.Second}
+var fastMirror = room.MirrorOptions{Retry: 20 * time.Millisecond, MaxRetry: 100 * time.Millisecond, Drain: 2 * time.Second,
+	Rescan: 50 * time.Millisecond}
 
 // openParticipant opens a participant's host, mirroring to its room.
 func openParticipant(t *testing.T, dbPath string) *engine.Host {
 	t.Helper()
+	return openParticipantWith(t, dbPath, fastMirror)
+}
+
+func openParticipantWith(t *testing.T, dbPath string, opts room.MirrorOptions) *engine.Host {
+	t.Helper()
 	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS,
-		Companion: room.Companion(room.MembershipFile(dbPath), fastMirror)})
+		Companion: room.Companion(room.MembershipFile(dbPath), opts)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,4 +344,71 @@ func TestRoomDownThenBack(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Errorf("a resend changed the room:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// A participant's lessons: their predictions reach the room, their runs
+// under "lesson:"; after the participant's reset the scenario run again
+// replaces its old run in the room; the room's own reset keeps the room.
+func TestLessonsResetsAndTheRoomsReset(t *testing.T) {
+	dir := t.TempDir()
+	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
+	aliceDB := filepath.Join(dir, "alice.db")
+	alice := join(t, r, aliceDB, "alice")
+	opts := fastMirror
+	opts.Namespace = "lesson"
+	ha := openParticipantWith(t, aliceDB, opts)
+	runScenario(t, ha, "naive")
+	waitStatus(t, r, outboxes(map[string]int{"alice": 2}))
+
+	st := lesson.State{Done: []lesson.Answer{
+		{Scenario: "naive", Predicted: 1, Actual: 2},
+		{Scenario: "safe", Predicted: 1, Actual: 1, Correct: true},
+	}}
+	if err := lesson.SaveProgress(ha, st); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, func(got map[string]room.ParticipantStatus) bool {
+		return got["alice"].Predictions == room.Predictions{Right: 1, Asked: 2}
+	})
+
+	// Reset and run naive again: the room holds the new run's events only.
+	if err := ha.ResetKeeping(lesson.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	runScenario(t, ha, "naive")
+	local, err := ha.Events("exec_7K2Q", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	for i := 0; ; i++ {
+		code, body := request(t, http.MethodGet, r.url+"/v1/room/events?execution=lesson:exec_7K2Q", alice.Token, nil)
+		if code != http.StatusOK {
+			t.Fatalf("alice's events: %d %s", code, body)
+		}
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Events) == len(local) || i == 500 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var first struct {
+		Time time.Time `json:"time"`
+	}
+	if len(got.Events) != len(local) || json.Unmarshal(got.Events[0], &first) != nil || !first.Time.Equal(local[0].Time) {
+		t.Fatalf("after the reset the room has %d events (first at %v), alice %d (first at %v)", len(got.Events), first.Time, len(local), local[0].Time)
+	}
+	if a := waitStatus(t, r, outboxes(map[string]int{"alice": 2}))["alice"]; a.Executions != 1 {
+		t.Errorf("alice after her reset: %+v, want one execution", a)
+	}
+
+	// The teacher resets the room's world: the room stays.
+	if err := r.host.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, outboxes(map[string]int{"alice": 2}))
 }

@@ -40,8 +40,16 @@ type Execution struct {
 	Runs       int            `json:"runs,omitempty"`
 	Sends      map[string]int `json:"sends,omitempty"`
 	Duplicates bool           `json:"duplicates,omitempty"`
-	Updated    time.Time      `json:"updated"`
+	// Started tells incarnations of one id apart: a participant who reset
+	// and ran the scenario again has a new execution under the old id,
+	// and the room replaces the old one's events with its.
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
 }
+
+// Buckets are the room's collections: the room's host keeps them across
+// resets of its world (engine.Config.KeepOnReset).
+var Buckets = []store.Bucket{BucketParticipants, BucketExecutions, BucketEvents, BucketPredictions}
 
 // Predictions is how a participant's predictions in the lessons went.
 type Predictions struct {
@@ -97,6 +105,25 @@ func executionsOf(tx *store.Tx, id string) ([]Execution, error) {
 		err = derr
 	}
 	return out, err
+}
+
+// dropEvents deletes a participant's mirrored events of one execution.
+func dropEvents(tx *store.Tx, id, exec string) error {
+	prefix := []byte(id + "\x00" + exec + "\x00")
+	var keys [][]byte
+	err := tx.Scan(BucketEvents, prefix, false, func(k, _ []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		keys = append(keys, bytes.Clone(k))
+		return true
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.Delete(BucketEvents, k)
+		}
+	}
+	return err
 }
 
 // eventsOf reads a participant's mirrored events of one execution, raw.

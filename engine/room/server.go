@@ -379,6 +379,15 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
 		if x := req.Execution; x != nil {
 			x.Scenario = clip(x.Scenario, maxIDLen)
 			x.Status = clip(x.Status, 32)
+			if data := tx.GetInPlace(BucketExecutions, execKey(id, x.ID)); data != nil {
+				var had Execution
+				if json.Unmarshal(data, &had) == nil && !had.Started.Equal(x.Started) {
+					// Another incarnation: the participant reset and ran again.
+					if err := dropEvents(tx, id, x.ID); err != nil {
+						return err
+					}
+				}
+			}
 			data, err := json.Marshal(x)
 			if err != nil {
 				return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/room"
+	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -29,6 +30,12 @@ import (
 // joined, if any (engine.Config.Companion).
 func roomCompanion(dbPath string) func(*engine.Host) func() {
 	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{})
+}
+
+// lessonRoomCompanion mirrors the lessons' host of the database at dbPath
+// to the room it joined, its executions under "lesson:".
+func lessonRoomCompanion(dbPath string) func(*engine.Host) func() {
+	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson"})
 }
 
 func (a *app) roomCommands() []*cobra.Command {
@@ -79,7 +86,8 @@ func (a *app) hostRoom(listen, code string) error {
 	}, code)); n < minCode {
 		return &exitError{code: 2, msg: fmt.Sprintf("--code %q is too short to keep strangers out: give at least %d letters and digits, or none for a generated one", code, minCode)}
 	}
-	h, err := a.openHost()
+	// The room's host: its collections outlive the resets of its world.
+	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports, KeepOnReset: room.Buckets})
 	if errors.Is(err, store.ErrLocked) {
 		return &exitError{code: 1, msg: "the database " + a.dbPath + " is open in another retrylab: close it first, the room needs it to itself"}
 	}
