@@ -16,7 +16,7 @@
 // Every request but join carries a participant token (or the teacher's) as
 // a bearer token; join carries the code. Both are compared in constant
 // time, a refusal is a 401, and an address that keeps failing is refused
-// with a 429 for a while. The teacher's control API (reset, clock, faults)
+// with a 429 for a while (joins, and requests without a valid token). The teacher's control API (reset, clock, faults)
 // is not served here: it stays on the host's loopback control address.
 //
 // The mirror is durable: its cursor (the last event of each execution the

@@ -273,10 +273,17 @@ func TestAttacker(t *testing.T) {
 			t.Errorf("bad token %d: %d, want 401", i, code)
 		}
 	}
-	// Five refusals: the sixth request is refused before its token is looked at.
-	code, body := request(t, http.MethodGet, r.url+"/v1/room/status", mallory.Token, nil)
+	// Five refusals: from then on a join, even with the right code, and a
+	// wrong token are refused at once; a valid token still passes.
+	code, body := request(t, http.MethodPost, r.url+"/v1/room/join", "", strings.NewReader(`{"code":"K7QX-3M9P","name":"trudy"}`))
 	if code != http.StatusTooManyRequests {
-		t.Errorf("after five refusals: %d %s, want 429", code, body)
+		t.Errorf("a join after five refusals: %d %s, want 429", code, body)
+	}
+	if code, body := request(t, http.MethodGet, r.url+"/v1/room/status", "rlp_guess3", nil); code != http.StatusTooManyRequests {
+		t.Errorf("a wrong token after five refusals: %d %s, want 429", code, body)
+	}
+	if code, body := request(t, http.MethodGet, r.url+"/v1/room/status", mallory.Token, nil); code != http.StatusOK {
+		t.Errorf("a valid token after five refusals: %d %s, want 200", code, body)
 	}
 }
 

@@ -149,22 +149,34 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := remoteHost(r)
-	if blocked, wait := s.limiter.blocked(addr); blocked {
+	// An address that keeps failing is refused, the join code unchecked,
+	// until its window passed: guessing the code is slowed down. A valid
+	// token still passes (256 random bits are not guessed): participants
+	// behind one address, all of a loopback workshop, are not locked out
+	// by one of them mistyping.
+	blocked, wait := s.limiter.blocked(addr)
+	tooMany := func() {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
 		writeError(w, http.StatusTooManyRequests, "too many refused requests from this address: wait and try again")
-		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	path := strings.TrimPrefix(r.URL.Path, "/v1/room")
 	if path == "/join" {
-		if r.Method != http.MethodPost {
+		switch {
+		case blocked:
+			tooMany()
+		case r.Method != http.MethodPost:
 			writeError(w, http.StatusMethodNotAllowed, "join is a POST")
-			return
+		default:
+			s.join(w, r, addr)
 		}
-		s.join(w, r, addr)
 		return
 	}
 	c, ok := s.authenticate(r)
+	if !ok && blocked {
+		tooMany()
+		return
+	}
 	if !ok {
 		s.limiter.fail(addr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="retrylab room"`)
