@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -53,7 +54,7 @@ stop (q, or Ctrl-D) and resume later where it left off.
 			}
 			defer a.releaseInto(h, &err)
 			fmt.Fprintf(a.out, "Lessons run in %s (your %s is not touched).\n", h.DBPath(), a.dbPath)
-			s, err := lesson.Open(h)
+			s, err := lesson.Open(h.Host)
 			if err != nil {
 				return err
 			}
@@ -100,9 +101,9 @@ func parseAnswers(s string) ([]int, error) {
 }
 
 // openLessonHost opens the lessons' own database, beside --db.
-func (a *app) openLessonHost() (*engine.Host, error) {
+func (a *app) openLessonHost() (*control.Server, error) {
 	path := lesson.DBPath(a.dbPath)
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
 	}

@@ -75,13 +75,18 @@ func (r ImportResult) Executions() []string {
 	return nil
 }
 
-// missingExecution is an execution named that the database does not hold.
-// It is ErrNoExecution; its words name the database as the caller named it.
-type missingExecution struct{ id, db string }
+// MissingExecution is an execution named that the database does not hold.
+// It is ErrNoExecution; its words name the database (DB) as the caller
+// named it, and it crosses the control API with its ID, so the attached
+// side can name its own.
+type MissingExecution struct{ ID, DB string }
 
-func (e *missingExecution) Error() string { return fmt.Sprintf("no execution %q in %s", e.id, e.db) }
+func (e *MissingExecution) Error() string {
+	return fmt.Sprintf("no execution %q in %s", e.ID, e.DB)
+}
 
-func (e *missingExecution) Is(target error) bool { return target == ErrNoExecution }
+// Is makes a MissingExecution ErrNoExecution.
+func (e *MissingExecution) Is(target error) bool { return target == ErrNoExecution }
 
 // LocalTraces works on the traces of a database this process opened (no
 // host, no world, no workers); Close closes the database.
@@ -138,11 +143,11 @@ func importStream(db *store.DB, name string, format ImportFormat, r io.Reader) (
 }
 
 // executionRecord is execution id's record in tx, decoded; a missing one
-// is a missingExecution of db.
+// is a MissingExecution of db.
 func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, error) {
 	rec := tx.Execution(id)
 	if rec == nil {
-		return history.Execution{}, &missingExecution{id, db.Path()}
+		return history.Execution{}, &MissingExecution{id, db.Path()}
 	}
 	x, err := history.DecodeExecution(rec)
 	if err != nil {

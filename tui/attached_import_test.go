@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 )
 
 // A file imported by 'retrylab import' in another terminal, through the
@@ -18,7 +19,7 @@ func TestAttachedImportArrivesLive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "live.db")
 	h := openHost(t, path)
 	defer h.Close()
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "live.db")
 	h := openHost(t, path)
 	defer h.Close()
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}

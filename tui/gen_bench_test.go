@@ -145,7 +145,7 @@ func (r *runner) runUntilView(tb testing.TB, want string) {
 
 // openExplorer starts the explorer on h and runs it to its first full
 // frame, which it returns.
-func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, string) {
+func openExplorer(tb testing.TB, h engine.Source, w, hgt int) (*Model, *runner, string) {
 	tb.Helper()
 	m := New(Options{Source: h, Now: fixedNow})
 	r := newRunner(m)
@@ -161,14 +161,14 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 	return m, r, m.View()
 }
 
-func openHost(tb testing.TB, path string) *engine.Host {
+func openHost(tb testing.TB, path string) *engine.Local {
 	tb.Helper()
 	// Benchmarks in other processes may hold a cached database: wait.
 	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return h
+	return engine.NewLocal(h)
 }
 
 func benchKey(s string) tea.KeyMsg {
@@ -198,7 +198,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	}
 	h := openHost(t, path)
 	defer h.Close()
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	list, total, err := h.Executions(0, 0)
@@ -211,7 +211,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := h.MessagesFor(x.ID)
+		ms, err := h.Providers().MessagesFor(x.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -54,8 +55,13 @@ func DiffLine(mistake, fix *trace.Trace) string {
 // for executions with these ids.
 func Command(mistake, fix string) string { return fmt.Sprintf("retrylab diff %s %s", mistake, fix) }
 
+// EventSource reads an execution's history: an engine.Source, or a host.
+type EventSource interface {
+	Events(id string, from uint64, limit int) ([]history.Event, error)
+}
+
 // FoldExecution reads and folds one execution of a host.
-func FoldExecution(h engine.Source, id string) (*trace.Trace, error) {
+func FoldExecution(h EventSource, id string) (*trace.Trace, error) {
 	events, err := h.Events(id, 0, 0)
 	if err != nil {
 		return nil, err
