@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
@@ -161,14 +162,16 @@ func openExplorer(tb testing.TB, h engine.Source, w, hgt int) (*Model, *runner, 
 	return m, r, m.View()
 }
 
-func openHost(tb testing.TB, path string) *engine.Local {
+// openHost opens a host on path as the CLI does: serving the control API,
+// so that tests can attach to it.
+func openHost(tb testing.TB, path string) *control.Server {
 	tb.Helper()
 	// Benchmarks in other processes may hold a cached database: wait.
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return engine.NewLocal(h)
+	return h
 }
 
 func benchKey(s string) tea.KeyMsg {
