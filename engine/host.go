@@ -104,10 +104,10 @@ type Host struct {
 
 	find finder // the index FindExecutions answers from
 
-	importMu sync.Mutex // one import at a time (Host.ImportStream)
+	importMu sync.Mutex // one import at a time (HostTraces.ImportStream)
 	// exporting is held for reading while an export streams to a client
-	// or an audit reads (serveExport, serveAudit): a reset then would cut
-	// their reading of the executions short.
+	// or an audit reads (HostTraces): a reset then would cut their reading
+	// of the executions short.
 	exporting sync.RWMutex
 
 	// flagging gives old imports their duplicate flag in the background

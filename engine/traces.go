@@ -16,10 +16,10 @@ import (
 
 // Traces is what 'retrylab import', 'audit' and 'export' do with a
 // database's traces. LocalTraces does it on a database the command opened
-// itself; a Client does it through the host that holds the database (the
-// explorer, 'retrylab serve'), which runs the same code on its own store
-// (Host.ImportStream, Host.Audit, Host.PlanOTLPExport), so the results,
-// and the errors, are the same either way.
+// itself; a control.Client does it through the host that holds the
+// database (the explorer, 'retrylab serve'), which runs the same code on
+// its own store (Host.Traces), so the results, and the errors, are the
+// same either way.
 type Traces interface {
 	// ImportFile imports the regular file at path, as format says
 	// (ImportOTLP or ImportTemporal: the caller sniffed it).
