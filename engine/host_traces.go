@@ -17,6 +17,13 @@ type HostTraces struct{ h *Host }
 // Traces is the host's traces, for a process attached to it.
 func (h *Host) Traces() HostTraces { return HostTraces{h} }
 
+// Knows reports whether the host imports format (one of its registry's
+// sources).
+func (t HostTraces) Knows(format ImportFormat) bool {
+	_, ok := t.h.cfg.Imports.Lookup(string(format))
+	return ok
+}
+
 // ImportStream imports what r holds into the host's database, as
 // LocalTraces does (format empty: told from its first bytes), one import
 // at a time, and tells subscribers (a running explorer) of the executions
@@ -26,9 +33,9 @@ func (t HostTraces) ImportStream(name string, format ImportFormat, r io.Reader) 
 	// (otlp.CleanPending): two at once would take each other for one.
 	t.h.importMu.Lock()
 	defer t.h.importMu.Unlock()
-	res, err := importStream(t.h.db, name, format, r)
+	res, err := t.h.stored().importStream(name, format, r)
 	if err == nil {
-		for _, x := range res.Executions() {
+		for _, x := range res.Executions {
 			t.h.Announce(x)
 		}
 	}
@@ -40,14 +47,14 @@ func (t HostTraces) ImportStream(name string, format ImportFormat, r io.Reader) 
 func (t HostTraces) Audit(ids []string, opts audit.Options) (audit.Report, error) {
 	t.h.exporting.RLock()
 	defer t.h.exporting.RUnlock()
-	return auditExecutions(t.h.db, ids, opts)
+	return t.h.stored().audit(ids, opts)
 }
 
 // PlanOTLPExport plans an export of the host's executions, as LocalTraces
 // does. A reset waits until the export is written or closed.
 func (t HostTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
 	t.h.exporting.RLock()
-	e, err := planOTLPExport(t.h.db, ids, version)
+	e, err := t.h.stored().planOTLPExport(ids, version)
 	if err != nil {
 		t.h.exporting.RUnlock()
 		return nil, err

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -17,10 +16,12 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/internal/tailbuf"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -126,7 +127,7 @@ func (w *workerProc) kill() {
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
-	stderr *boundedBuffer
+	stderr *tailbuf.Buffer
 	assign chan wire.Assignment // an idle worker's next run
 	exited chan struct{}        // closed when the process has exited
 
@@ -322,30 +323,14 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	return r, nil
 }
 
-// eachEvent calls fn for every event of an execution's history, in order.
-// An event that does not decode is an error naming it: the state rebuilt
-// from a history must not silently skip part of it.
-func (h *Host) eachEvent(id string, fn func(history.Event)) error {
-	var bad error
-	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, 0, func(seq uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
-				return false
-			}
-			fn(ev)
-			return true
-		})
-	})
-	return errors.Join(err, bad)
-}
-
-// fold reads an execution's history into the one model of a trace.
+// fold reads an execution into the one model of a trace (imports.Fold);
+// on an error the trace is empty, never nil.
 func (h *Host) fold(id string) (*trace.Trace, error) {
-	t := trace.New(id)
-	err := h.eachEvent(id, t.ApplyHistory)
-	return t, err
+	t, err := imports.Fold(h.stored(), id, 0)
+	if err != nil {
+		return trace.New(id), err
+	}
+	return t, nil
 }
 
 // rebuild reads the history into the in-memory state for a new run: where
@@ -383,7 +368,7 @@ func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 	if h.cfg.KeepWorkers > 0 {
 		cmd.Env = append(cmd.Env, wire.EnvKeep+"=1")
 	}
-	stderr := &boundedBuffer{max: 8 << 10}
+	stderr := tailbuf.New(8 << 10)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = workerProcAttr()
 	p := &process{cmd: cmd, stderr: stderr, assign: make(chan wire.Assignment, 1), exited: make(chan struct{}), run: w}
@@ -607,36 +592,6 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-// boundedBuffer keeps the last max bytes written to it.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if over := b.buf.Len() - b.max; over > 0 {
-		b.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-// Reset forgets what was written, for a kept worker's next run.
-func (b *boundedBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Result is how the run ended; it is valid once Done is closed.

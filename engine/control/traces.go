@@ -62,9 +62,7 @@ func (s *Server) tracesHandlers(mux engine.RuntimeAPI) {
 func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	format := engine.ImportFormat(q.Get("format"))
-	switch format {
-	case "", engine.ImportOTLP, engine.ImportTemporal:
-	default:
+	if format != "" && !s.host.Traces().Knows(format) {
 		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
-	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -55,18 +55,10 @@ func DiffLine(mistake, fix *trace.Trace) string {
 // for executions with these ids.
 func Command(mistake, fix string) string { return fmt.Sprintf("retrylab diff %s %s", mistake, fix) }
 
-// EventSource reads an execution's history: an engine.Source, or a host.
-type EventSource interface {
-	Events(id string, from uint64, limit int) ([]history.Event, error)
-}
-
-// FoldExecution reads and folds one execution of a host.
-func FoldExecution(h EventSource, id string) (*trace.Trace, error) {
-	events, err := h.Events(id, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	return trace.FoldHistory(id, events), nil
+// FoldExecution reads and folds one execution of a host (imports.Fold):
+// an engine.Source, or the host itself.
+func FoldExecution(h imports.Reader, id string) (*trace.Trace, error) {
+	return imports.Fold(h, id, 0)
 }
 
 // RunScratch runs a scenario's script on a scratch host and folds the
