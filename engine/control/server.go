@@ -1,28 +1,9 @@
-// Package control is retrylab's cross-process API: how a second retrylab
-// process works on a database that a running host already owns, instead of
-// fighting over the file.
-//
-// What crosses processes: the Service's queries and commands (runs, kills,
-// faults, the world's clock and resets), the host's notices as a stream,
-// imports, audits and exports of traces (streamed both ways), a copy of the
-// database, and holds, which keep the host from closing while an attached
-// process works through it.
-//
-// How: the host mounts the control API (Server) on its runtime API's
-// loopback listener, behind the same bearer token, and announces itself in
-// a file beside the database (HostFile, mode 0600, so only the same user
-// reads the token). Dial reads that file and returns a Client, a
-// engine.Service whose every method is one request to the host. As in
-// etcd's split, the server side imports the engine, the client side only
-// its types, and both share this package's wire types.
 package control
 
 import (
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,46 +24,6 @@ type hostInfo struct {
 
 // HostFile is where a running host announces itself for a database.
 func HostFile(dbPath string) string { return dbPath + ".host" }
-
-// Server is a host serving the control API to other processes: the
-// owner's own Service (an engine.Local), announced for its database.
-type Server struct {
-	*engine.Local
-	host   *engine.Host
-	dbPath string // as the host was opened with: HostFile is beside it
-}
-
-var _ engine.Service = (*Server)(nil)
-
-// Open opens a host (engine.Open) and serves the control API on it.
-func Open(cfg engine.Config) (*Server, error) {
-	h, err := engine.Open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s, err := Serve(h)
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// Serve mounts the control API on h's runtime API and announces h for
-// its database; h's close withdraws the announcement.
-func Serve(h *engine.Host) (*Server, error) {
-	s := &Server{Local: engine.NewLocal(h), host: h, dbPath: h.Store().Path()}
-	s.handlers(h.Runtime())
-	if err := s.writeHostFile(); err != nil {
-		return nil, err
-	}
-	h.Runtime().BeforeClose(s.removeHostFile)
-	return s, nil
-}
-
-// ControlURL is the base of the control API (POST /v1/control/...), which
-// takes the token in the host file as a bearer token.
-func (s *Server) ControlURL() string { return s.host.Runtime().URL() }
 
 func (s *Server) writeHostFile() error {
 	abs, err := filepath.Abs(s.dbPath)
@@ -345,50 +286,3 @@ func (s *Server) streamNotices(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-
-// handleState streams WriteState to an attached client.
-func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	if err := s.WriteState(w); err != nil {
-		// The status is sent; a client sees the body end short and the
-		// trailer say why.
-		w.Header().Set(http.TrailerPrefix+"Retrylab-Error", err.Error())
-	}
-}
-
-// serveImportedEventsGob answers Client.ImportedEvents.
-func (s *Server) serveImportedEventsGob(w http.ResponseWriter, r *http.Request) {
-	var a idArgs
-	if err := readJSON(r, &a); err != nil {
-		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
-		return
-	}
-	evs, err := s.ImportedEvents(a.ID)
-	if err != nil {
-		writeTracesError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-gob")
-	_ = gob.NewEncoder(w).Encode(evs)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// readJSON reads a request's JSON body, up to maxBody bytes.
-func readJSON(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > maxBody {
-		return errors.New("body too large")
-	}
-	return json.Unmarshal(data, v)
-}
-
-// maxBody is the largest control request read (the runtime API's bound).
-const maxBody = 4 << 20
