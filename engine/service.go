@@ -46,9 +46,10 @@ type Source interface {
 }
 
 // Service is what the faces (the CLI and the explorer) use of the engine.
-// *Host provides it in the process that owns the database; *Client provides
-// it in a second process attached to that host, so both can work on one
-// database at the same time without fighting over the file.
+// *Local provides it in the process that owns the database (and
+// control.Server, which serves it to other processes); control.Client
+// provides it in a second process attached to that host, so both can work
+// on one database at the same time without fighting over the file.
 type Service interface {
 	Source
 	Journal(id string) ([]JournalEntry, error)
@@ -69,10 +70,77 @@ type Service interface {
 	CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error
 }
 
-var (
-	_ Service = (*Host)(nil)
-	_ Service = (*Client)(nil)
-)
+var _ Service = (*Local)(nil)
+
+// Local is the Service of the process that owns the database: the host's
+// runs and queries, with its world (Host.Providers) and its faults
+// (Host.Faults) at hand, as one value for the faces.
+type Local struct{ *Host }
+
+// NewLocal is h as the faces use it.
+func NewLocal(h *Host) *Local { return &Local{h} }
 
 // Outbox lists every message the mail API delivered, in order.
-func (h *Host) Outbox() ([]world.Message, error) { return h.world.Outbox(0, 0) }
+func (l *Local) Outbox() ([]world.Message, error) { return l.Providers().Outbox() }
+
+// OutboxFrom is Providers.OutboxFrom.
+func (l *Local) OutboxFrom(from uint64, limit int) ([]world.Message, error) {
+	return l.Providers().OutboxFrom(from, limit)
+}
+
+// RecentMessages is Providers.RecentMessages.
+func (l *Local) RecentMessages(limit int) ([]world.Message, int, error) {
+	return l.Providers().RecentMessages(limit)
+}
+
+// MessagesFor is Providers.MessagesFor.
+func (l *Local) MessagesFor(execution string) ([]world.Message, error) {
+	return l.Providers().MessagesFor(execution)
+}
+
+// Records is Providers.Records.
+func (l *Local) Records() ([]world.Record, error) { return l.Providers().Records() }
+
+// RecordsPage is Providers.RecordsPage.
+func (l *Local) RecordsPage(from string, limit int) ([]world.Record, error) {
+	return l.Providers().RecordsPage(from, limit)
+}
+
+// CRMWrites is Providers.CRMWrites.
+func (l *Local) CRMWrites(from uint64, limit int) ([]world.CRMWrite, error) {
+	return l.Providers().CRMWrites(from, limit)
+}
+
+// AdvanceClock is Providers.AdvanceClock.
+func (l *Local) AdvanceClock(d time.Duration) error { return l.Providers().AdvanceClock(d) }
+
+// WorldOffset is Providers.WorldOffset.
+func (l *Local) WorldOffset() time.Duration { return l.Providers().WorldOffset() }
+
+// ResetWorld is Providers.ResetWorld.
+func (l *Local) ResetWorld() error { return l.Providers().ResetWorld() }
+
+// MailURL is the mail API's address.
+func (l *Local) MailURL() string { return l.Providers().MailURL() }
+
+// CRMURL is the CRM service's address.
+func (l *Local) CRMURL() string { return l.Providers().CRMURL() }
+
+// Arm is Faults.Arm.
+func (l *Local) Arm(p fault.Point) { l.Faults().Arm(p) }
+
+// Disarm is Faults.Disarm.
+func (l *Local) Disarm() { l.Faults().Disarm() }
+
+// Armed is Faults.Armed.
+func (l *Local) Armed() []fault.Point { return l.Faults().Armed() }
+
+// DBPath is the database file the host owns.
+func (l *Local) DBPath() string { return l.Store().Path() }
+
+// Scenarios lists the catalogue in lesson order.
+func (l *Local) Scenarios() ([]*scenario.Scenario, error) { return l.Catalog().All() }
+
+// Reset wipes everything: executions, histories, journals and the world,
+// like the article's `reset`. It refuses while a worker runs.
+func (l *Local) Reset() error { return l.Host.Reset() }

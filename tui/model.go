@@ -415,7 +415,7 @@ func (m *Model) loadOutboxOf(id string) tea.Cmd {
 }
 
 // recordPager is a Source that reads the CRM a page at a time, as
-// *engine.Host does.
+// *engine.Local does.
 type recordPager interface {
 	RecordsPage(from string, limit int) ([]world.Record, error)
 }

@@ -18,15 +18,21 @@
 // bubbles' help.Model over the keys of the component in front.
 package tui
 
-import "github.com/retrylab/retrylab/engine"
+import (
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
+)
 
 // Source is everything the explorer reads and does, as the engine defines
-// it (engine.Source). *engine.Host and *engine.Client are ones.
+// it (engine.Source). *engine.Local (a host in this process),
+// *control.Server (one other processes attach to) and *control.Client (one
+// in another process) are ones.
 type Source = engine.Source
 
 var (
-	_ Source = (*engine.Host)(nil)
-	_ Source = (*engine.Client)(nil)
+	_ Source = (*engine.Local)(nil)
+	_ Source = (*control.Server)(nil)
+	_ Source = (*control.Client)(nil)
 )
 
 // GrowingImports is what a Source may add when an imported execution's

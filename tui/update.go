@@ -501,8 +501,8 @@ func (m *Model) deleteJournal() tea.Cmd {
 		})
 }
 
-// resetter is a Source that can wipe its database (*engine.Host and
-// *engine.Client): executions, histories, journals and the world.
+// resetter is a Source that can wipe its database (*engine.Local and
+// *control.Client): executions, histories, journals and the world.
 type resetter interface {
 	Reset() error
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
-	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
@@ -81,7 +81,7 @@ func (a *app) explore(f *exploreFlags) (err error) {
 	// their own beside the user's, opened the first time L is pressed.
 	var (
 		lessonMu   sync.Mutex
-		lessonHost *engine.Host
+		lessonHost *control.Server
 	)
 	defer func() {
 		lessonMu.Lock()
@@ -100,14 +100,14 @@ func (a *app) explore(f *exploreFlags) (err error) {
 			}
 			lessonHost = lh
 		}
-		s, err := lesson.Open(lessonHost)
+		s, err := lesson.Open(lessonHost.Host)
 		if err != nil {
 			return nil, err
 		}
 		// A fix's step ends with its difference from its mistake, as the
 		// lesson command shows it (the mistake run on a scratch database
 		// when this walk did not run it).
-		pairs := lesson.NewPairs(lessonHost, scratchOpener())
+		pairs := lesson.NewPairs(lessonHost.Host, scratchOpener())
 		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath(), Diff: pairs.Line}, nil
 	}
 	m := tui.New(opts)
