@@ -50,8 +50,13 @@ type runningMsg struct {
 
 // askRunning reads the running executions off the UI goroutine.
 func (m *Model) askRunning(waiting bool, after time.Duration) tea.Cmd {
-	src := m.src
-	read := func() tea.Msg { return runningMsg{running: src.Running(), waiting: waiting} }
+	src := m.can.run
+	read := func() tea.Msg {
+		if src == nil {
+			return runningMsg{waiting: waiting} // a source that runs nothing
+		}
+		return runningMsg{running: src.Running(), waiting: waiting}
+	}
 	if after <= 0 {
 		return read
 	}

@@ -121,6 +121,9 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		return title, lines
 	}
 	if e.total == 0 {
+		if e.can.run == nil {
+			return title, append(lines, e.theme.Dim.Render(" none yet"))
+		}
 		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))
 	}
 	marked := ""

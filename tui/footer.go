@@ -44,15 +44,37 @@ func (m *Model) statusBar() string {
 		armed = t.Bad.Render(strings.Join(names, ","))
 	}
 	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
-	states := []string{
-		fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock),
-		fmt.Sprintf(" keys %s  journal %s  armed %s  %s ", shorter(m.keysOn), shorter(m.journalOn), armed, clock),
+	// The state says only what the source has: the policy of the next runs
+	// where it runs scenarios, the armed faults where it has faults, the
+	// world clock where it has a world; a read-only source, nothing.
+	can := m.can
+	var full, compact, narrow []string
+	if can.run != nil {
+		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.keysOn), short(m.journalOn)))
+		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.keysOn), shorter(m.journalOn)))
 	}
+	if can.faults != nil {
+		full = append(full, "armed: "+armed)
+		compact = append(compact, "armed "+armed)
+		narrow = append(narrow, "armed "+armed)
+	}
+	if can.world != nil {
+		full = append(full, "world clock "+clock)
+		compact = append(compact, clock)
+		narrow = append(narrow, clock)
+	}
+	pad := func(parts []string, sep string) string {
+		if len(parts) == 0 {
+			return ""
+		}
+		return " " + strings.Join(parts, sep) + " "
+	}
+	states := []string{pad(full, " · "), pad(compact, "  ")}
 	// What is armed matters more than the policy: when both do not fit
 	// (80 columns, 'armed timeou…'), the armed faults and the clock alone.
 	narrowest := states[1]
 	if len(m.armed) > 0 {
-		narrowest = fmt.Sprintf(" armed %s  %s ", armed, clock)
+		narrowest = pad(narrow, "  ")
 	}
 	hints := func(all bool) string {
 		keys := m.shortHelp()
@@ -90,7 +112,10 @@ func (m *Model) statusBar() string {
 	// than 24 cells; the message cut.
 	for _, state := range states[:2] {
 		left := state
-		if flash != "" {
+		switch {
+		case flash != "" && state == "":
+			left = " " + flash + " "
+		case flash != "":
 			left += "│ " + flash + " "
 		}
 		if lipgloss.Width(left) <= room {
@@ -103,7 +128,7 @@ func (m *Model) statusBar() string {
 	if lipgloss.Width(flash)+1 <= room {
 		return fit(" "+flash, room) + right
 	}
-	if rest := room - lipgloss.Width(states[1]) - 2; rest >= 24 {
+	if rest := room - lipgloss.Width(states[1]) - 2; states[1] != "" && rest >= 24 {
 		return fit(states[1]+"│ "+fit(flash, rest), room) + right
 	}
 	return fit(" "+flash, room) + right

@@ -71,9 +71,14 @@ func (h *helpPage) helpBlocks() [][]string {
 	for i, g := range h.keys.FullHelp() {
 		block := []string{t.TitleFocused.Render(helpGroups[i])}
 		for _, b := range g {
+			if !b.Enabled() {
+				continue // the source shown cannot do it
+			}
 			block = append(block, t.StatusKey.Render(fmt.Sprintf("%-*s", helpKeyWidth, b.Help().Key))+b.Help().Desc)
 		}
-		out = append(out, block)
+		if len(block) > 1 {
+			out = append(out, block)
+		}
 	}
 	legend := []string{t.TitleFocused.Render("Markers")}
 	for _, mk := range legendEntries() {

@@ -68,6 +68,22 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
+// enableFor turns on the keys whose work the source can do (r) and off
+// the others: run, resume, kill and the run policy need a Runner, the
+// fault keys Faults, the journal, clock and world keys WorldControl, E a
+// source that can be erased. The rest only read.
+func (k *KeyMap) enableFor(r roles) {
+	set := func(on bool, bs ...*key.Binding) {
+		for _, b := range bs {
+			b.SetEnabled(on)
+		}
+	}
+	set(r.run != nil, &k.Run, &k.Resume, &k.KillNow, &k.ToggleKeys, &k.ToggleJournal)
+	set(r.faults != nil, &k.TimeoutAfter, &k.TimeoutBefore, &k.CrashAfterEffect, &k.CrashAfterRecord, &k.Disarm)
+	set(r.world != nil, &k.DeleteJournal, &k.AdvanceClock, &k.ResetWorld)
+	set(r.erase != nil, &k.StartClean)
+}
+
 // footerWords are the footer's words for the keys the short help shows:
 // the help page's line is the binding's own description, the footer's is
 // this word for the same binding.

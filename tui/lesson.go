@@ -233,6 +233,7 @@ func (m *Model) useSource(src Source) tea.Cmd {
 		m.unsubscribe() // ends the wait on the old notices
 	}
 	m.src = src
+	m.showing(src)
 	m.srcGen++
 	m.notices, m.unsubscribe = nil, nil
 	m.execs.Reset()

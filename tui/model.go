@@ -180,6 +180,7 @@ func New(o Options) *Model {
 	m.lesson = newLessonPane(m.Context, o.Presenter)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
+	m.showing(o.Source)
 	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
@@ -260,7 +261,7 @@ type actionMsg struct {
 // Init loads everything and starts following the source.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox(), m.waitNotices(), m.loadScenarios()}
-	if m.startRun != "" {
+	if m.startRun != "" && m.can.run != nil {
 		cmds = append(cmds, m.start(m.startRun))
 	}
 	if m.startLsn {
@@ -394,13 +395,19 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm := m.src, m.outbox.crmTab
+	src, crm, faults, world := m.src, m.outbox.crmTab, m.can.faults, m.can.world
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
 			return outboxMsg{err: err}
 		}
-		msg := outboxMsg{recent: recent, total: total, armed: src.Armed(), offset: src.WorldOffset(), crm: crm}
+		msg := outboxMsg{recent: recent, total: total, crm: crm}
+		if faults != nil {
+			msg.armed = faults.Armed()
+		}
+		if world != nil {
+			msg.offset = world.WorldOffset()
+		}
 		if id != "" {
 			msg.forID = id
 			if msg.msgs, err = src.MessagesFor(id); err != nil {
@@ -436,8 +443,13 @@ func loadRecords(src Source) ([]world.Record, bool, error) {
 	return records, false, err
 }
 
+// loadScenarios reads the catalogue of a source that runs scenarios; one
+// that cannot has none.
 func (m *Model) loadScenarios() tea.Cmd {
-	src := m.src
+	src := m.can.run
+	if src == nil {
+		return func() tea.Msg { return scenariosMsg{} }
+	}
 	return func() tea.Msg {
 		list, err := src.Scenarios()
 		return scenariosMsg{list: list, err: err}
@@ -482,8 +494,12 @@ func (m *Model) waitNotices() tea.Cmd {
 	}
 }
 
+// start runs scenario name, with the policy overrides set here.
 func (m *Model) start(name string) tea.Cmd {
-	src := m.src
+	src := m.can.run
+	if src == nil {
+		return nil
+	}
 	opts := engine.RunOptions{Keys: m.keysOn, Journal: m.journalOn}
 	return func() tea.Msg {
 		r, err := src.Start(name, opts)

@@ -20,14 +20,44 @@ package tui
 
 import "github.com/retrylab/retrylab/engine"
 
-// Source is everything the explorer reads and does, as the engine defines
-// it (engine.Source). *engine.Host and *engine.Client are ones.
-type Source = engine.Source
+// Source is what the explorer needs of a source at least: its reads
+// (engine.Reader). What else the source can do, the explorer asks it by
+// type assertion (rolesOf) and offers only that: a Temporal cluster or a
+// database of imported traces only (engine.ReadOnly) gets no run, resume,
+// fault or world key, in the footer, the help or the dispatch.
+// *engine.Host and *engine.Client do everything.
+type Source = engine.Reader
 
 var (
-	_ Source = (*engine.Host)(nil)
-	_ Source = (*engine.Client)(nil)
+	_ engine.Source = (*engine.Host)(nil)
+	_ engine.Source = (*engine.Client)(nil)
 )
+
+// roles are what the source shown can do besides reading; each is nil
+// where it cannot.
+type roles struct {
+	run    engine.Runner
+	faults engine.Faults
+	world  engine.WorldControl
+	// erase empties the whole database (E).
+	erase resetter
+}
+
+// resetter is a Source that can wipe its database (*engine.Host and
+// *engine.Client): executions, histories, journals and the world.
+type resetter interface {
+	Reset() error
+}
+
+// rolesOf asks src for each role. It calls nothing: a type assertion only.
+func rolesOf(src Source) roles {
+	var r roles
+	r.run, _ = src.(engine.Runner)
+	r.faults, _ = src.(engine.Faults)
+	r.world, _ = src.(engine.WorldControl)
+	r.erase, _ = src.(resetter)
+	return r
+}
 
 // GrowingImports is what a Source may add when an imported execution's
 // trace only ever grows while it is followed: each ImportedEvents of it

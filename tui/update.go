@@ -349,7 +349,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setFlash("select an execution to resume", true)
 			return nil
 		}
-		id, src := sel.x.ID, m.src
+		id, src := sel.x.ID, m.can.run
 		return func() tea.Msg {
 			r, err := src.Resume(id)
 			if err != nil {
@@ -367,7 +367,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.arm(fault.CrashAfterEffect)
 	case key.Matches(msg, k.CrashAfterRecord):
 		return m.arm(fault.CrashAfterRecord)
-	case key.Matches(msg, k.Disarm):
+	case key.Matches(msg, k.Disarm) || msg.String() == "esc":
+		// esc clears the filter first; where faults cannot be armed, that
+		// is all it does.
 		if m.filter.Clear() {
 			return m.loadExecs()
 		}
@@ -381,11 +383,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.DeleteJournal):
 		return m.deleteJournal()
 	case key.Matches(msg, k.AdvanceClock):
-		src := m.src
+		src := m.can.world
 		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
 			func() error { return src.AdvanceClock(retentionJump) })
 	case key.Matches(msg, k.ResetWorld):
-		src := m.src
+		src := m.can.world
 		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
 			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 	case key.Matches(msg, k.StartClean):
@@ -456,7 +458,10 @@ type armedMsg struct {
 // arm arms p for the next tool call. Its message names the fault first:
 // at 80 columns the footer has room for about 36 cells of it.
 func (m *Model) arm(p fault.Point) tea.Cmd {
-	src := m.src
+	src := m.can.faults
+	if src == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		src.Arm(p)
 		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
@@ -464,7 +469,10 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 }
 
 func (m *Model) disarm() tea.Cmd {
-	src := m.src
+	src := m.can.faults
+	if src == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		src.Disarm()
 		return armedMsg{armed: src.Armed(), text: "disarmed"}
@@ -475,7 +483,7 @@ func (m *Model) disarm() tea.Cmd {
 // here when the selection has none; which one is running is read in the
 // command, off the UI goroutine.
 func (m *Model) killNow() tea.Cmd {
-	src, sel, started := m.src, m.selID, m.started
+	src, sel, started := m.can.run, m.selID, m.started
 	return func() tea.Msg {
 		id := killTarget(sel, started, src.Running())
 		if id == "" {
@@ -494,25 +502,19 @@ func (m *Model) deleteJournal() tea.Cmd {
 		m.setFlash("select a step (or its replay) in the trace to delete its journal record", true)
 		return nil
 	}
-	id, step, src := m.selID, n.step, m.src
+	id, step, src := m.selID, n.step, m.can.world
 	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · else: keep", id, step),
 		func() tea.Cmd {
 			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
 		})
 }
 
-// resetter is a Source that can wipe its database (*engine.Host and
-// *engine.Client): executions, histories, journals and the world.
-type resetter interface {
-	Reset() error
-}
-
 // startClean empties the database shown, executions too, once y confirms:
 // R resets only the world and leaves the histories, which is what a demo
 // that starts over does not want.
 func (m *Model) startClean() tea.Cmd {
-	r, ok := m.src.(resetter)
-	if !ok {
+	r := m.can.erase
+	if r == nil {
 		m.setFlash("this source cannot be erased", true)
 		return nil
 	}
