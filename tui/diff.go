@@ -59,6 +59,9 @@ func (c *comparePane) ShortHelp() []key.Binding {
 // FullHelp is the comparison's keys in one group.
 func (c *comparePane) FullHelp() [][]key.Binding { return [][]key.Binding{c.ShortHelp()} }
 
+// Marked is the execution m marked: side A of the next comparison.
+func (c *comparePane) Marked() string { return c.marked }
+
 // SetSize fits the comparison to the screen.
 func (c *comparePane) SetSize(width, height int) { c.width, c.height = width, height }
 
@@ -89,28 +92,6 @@ type compareMsg struct {
 	a, b string
 	res  *xdiff.Result
 	err  error
-}
-
-// compareKey handles m, = and, while the comparison shows, every key; ok
-// is false for a key it leaves to the explorer.
-func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	k := m.keys
-	if !m.cmp.open {
-		if m.help.open {
-			return nil, false // the help is closed by any key first
-		}
-		switch {
-		case key.Matches(msg, k.MarkExec):
-			return m.markExec(), true
-		case key.Matches(msg, k.Compare):
-			return m.openCompare(), true
-		}
-		return nil, false
-	}
-	if msg.String() == "ctrl+c" {
-		return m.quit(), true
-	}
-	return m.cmp.Update(msg), true
 }
 
 // markExec marks the selected execution as side A.
@@ -147,6 +128,7 @@ func (m *Model) openCompare() tea.Cmd {
 	}
 	a, b, src := m.cmp.marked, sel.x.ID, m.src
 	m.cmp.Start(a, b)
+	m.modes.push(m.compareMode())
 	return func() tea.Msg {
 		// Both histories are read and folded at once.
 		var tb *trace.Trace

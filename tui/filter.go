@@ -89,6 +89,13 @@ func (f *filterBox) ShortHelp() []key.Binding {
 // FullHelp is the box's keys in one group.
 func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
 
+// openFilter opens the filter box over the executions pane.
+func (m *Model) openFilter() tea.Cmd {
+	cmd := m.filter.Open()
+	m.modes.push(m.filterMode())
+	return cmd
+}
+
 // updateFilter hands msg to the filter box and reads the list again, from
 // the first, when the filter applied changed.
 func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {

@@ -20,12 +20,17 @@ const helpKeyWidth = 8
 // bubbles' help.Model does not page, so the page is ours).
 type helpPage struct {
 	*Context
+	// columns are the keys to list, a column per group (helpGroups):
+	// the explorer's enabled bindings.
+	columns       func() [][]key.Binding
 	open          bool
 	page          int
 	width, height int
 }
 
-func newHelpPage(ctx *Context) *helpPage { return &helpPage{Context: ctx} }
+func newHelpPage(ctx *Context, columns func() [][]key.Binding) *helpPage {
+	return &helpPage{Context: ctx, columns: columns}
+}
 
 // Show opens the help at its first page.
 func (h *helpPage) Show() { h.open, h.page = true, 0 }
@@ -68,12 +73,9 @@ func (h *helpPage) FullHelp() [][]key.Binding { return [][]key.Binding{h.ShortHe
 func (h *helpPage) helpBlocks() [][]string {
 	t := h.theme
 	var out [][]string
-	for i, g := range h.keys.FullHelp() {
+	for i, g := range h.columns() {
 		block := []string{t.TitleFocused.Render(helpGroups[i])}
 		for _, b := range g {
-			if !b.Enabled() {
-				continue // the source shown cannot do it
-			}
 			block = append(block, t.StatusKey.Render(fmt.Sprintf("%-*s", helpKeyWidth, b.Help().Key))+b.Help().Desc)
 		}
 		if len(block) > 1 {

@@ -68,22 +68,6 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
-// enableFor turns on the keys whose work the source can do (r) and off
-// the others: run, resume, kill and the run policy need a Runner, the
-// fault keys Faults, the journal, clock and world keys WorldControl, E a
-// source that can be erased. The rest only read.
-func (k *KeyMap) enableFor(r roles) {
-	set := func(on bool, bs ...*key.Binding) {
-		for _, b := range bs {
-			b.SetEnabled(on)
-		}
-	}
-	set(r.run != nil, &k.Run, &k.Resume, &k.KillNow, &k.ToggleKeys, &k.ToggleJournal)
-	set(r.faults != nil, &k.TimeoutAfter, &k.TimeoutBefore, &k.CrashAfterEffect, &k.CrashAfterRecord, &k.Disarm)
-	set(r.world != nil, &k.DeleteJournal, &k.AdvanceClock, &k.ResetWorld)
-	set(r.erase != nil, &k.StartClean)
-}
-
 // footerWords are the footer's words for the keys the short help shows:
 // the help page's line is the binding's own description, the footer's is
 // this word for the same binding.
@@ -128,18 +112,6 @@ func hint(k, desc string) key.Binding {
 func (k KeyMap) ShortHelp() []key.Binding {
 	return words(k.Run, k.TimeoutAfter, k.CrashAfterEffect, k.Resume, k.FinalOnly, k.Help, k.Quit)
 }
-
-// FullHelp groups every key; the fault keys have their own column.
-func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
-		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.MarkExec, k.Compare, k.Lesson, k.Help, k.Quit},
-		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld, k.StartClean},
-	}
-}
-
-// helpGroups names FullHelp's columns.
-var helpGroups = []string{"Move", "Run", "Faults"}
 
 // moveDelta is how many rows a move key moves a selection: ±1 for up and
 // down, ±page for the page keys, far past either end for top and bottom (the

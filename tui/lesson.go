@@ -67,17 +67,21 @@ const (
 type lessonPane struct {
 	*Context
 	presenter bool
-	on        bool
-	opening   bool
-	room      *LessonRoom
-	userSrc   Source // the user's source, back when the lesson ends
-	step      lesson.Step
-	phase     lessonPhase
-	input     textinput.Model
-	guess     int
-	next      int    // the action the learner's next key plays
-	after     string // what the last action left: "worker killed · 1 message in the outbox"
-	feedback  lesson.Feedback
+	// opener opens the lessons' room (nil: no lesson mode here); startOn
+	// says the explorer opens in lesson mode.
+	opener   func() (*LessonRoom, error)
+	startOn  bool
+	on       bool
+	opening  bool
+	room     *LessonRoom
+	userSrc  Source // the user's source, back when the lesson ends
+	step     lesson.Step
+	phase    lessonPhase
+	input    textinput.Model
+	guess    int
+	next     int    // the action the learner's next key plays
+	after    string // what the last action left: "worker killed · 1 message in the outbox"
+	feedback lesson.Feedback
 	// diff is a fix's difference from its mistake, once read.
 	diff          string
 	err           error
@@ -93,8 +97,8 @@ type lessonPane struct {
 	userCRM bool
 }
 
-func newLessonPane(ctx *Context, presenter bool) *lessonPane {
-	return &lessonPane{Context: ctx, presenter: presenter}
+func newLessonPane(ctx *Context, presenter bool, opener func() (*LessonRoom, error), startOn bool) *lessonPane {
+	return &lessonPane{Context: ctx, presenter: presenter, opener: opener, startOn: startOn}
 }
 
 // flashMsg puts a status message in the footer for a component.
@@ -176,7 +180,7 @@ func newLessonInput() textinput.Model {
 // user's until the lesson ends.
 func (m *Model) startLesson() tea.Cmd {
 	if m.lesson.room == nil {
-		if m.openLessons == nil {
+		if m.lesson.opener == nil {
 			m.setFlash("lesson mode is not available here: run `retrylab lesson` in a terminal", true)
 			return nil
 		}
@@ -185,13 +189,14 @@ func (m *Model) startLesson() tea.Cmd {
 		}
 		m.lesson.opening = true
 		m.setFlash("opening the lessons' own database…", false)
-		open := m.openLessons
+		open := m.lesson.opener
 		return func() tea.Msg {
 			room, err := open()
 			return lessonMsg{kind: lessonOpened, room: room, err: err}
 		}
 	}
 	m.lesson.on = true
+	m.modes.push(m.lessonMode())
 	if m.width > 0 && !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
@@ -229,21 +234,21 @@ func (m *Model) showCRM(on bool) {
 // opens a stream), so it runs in a command; the reads start once the
 // subscription is in (subscribedMsg), so no notice falls between.
 func (m *Model) useSource(src Source) tea.Cmd {
-	if m.unsubscribe != nil {
-		m.unsubscribe() // ends the wait on the old notices
+	if m.feed.unsubscribe != nil {
+		m.feed.unsubscribe() // ends the wait on the old notices
 	}
 	m.src = src
 	m.showing(src)
-	m.srcGen++
-	m.notices, m.unsubscribe = nil, nil
+	m.feed.gen++
+	m.feed.notices, m.feed.unsubscribe = nil, nil
 	m.execs.Reset()
 	m.selID, m.trace.tr, m.trace.rows, m.trace.sel, m.trace.top = "", nil, nil, 0, 0
 	m.trace.collapsed = map[string]bool{}
 	m.filter.Clear()
-	m.follow, m.started = "", ""
+	m.runs.follow, m.runs.started = "", ""
 	m.outbox.Clear()
-	m.armed = nil
-	gen := m.srcGen
+	m.status.armed = nil
+	gen := m.feed.gen
 	return func() tea.Msg {
 		ch, unsub := src.Subscribe(4096)
 		return subscribedMsg{gen: gen, notices: ch, unsubscribe: unsub}
@@ -261,10 +266,10 @@ type subscribedMsg struct {
 // onSubscribed starts following the source and reading it; a subscription
 // to a source no longer shown is ended.
 func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
-	if msg.gen != m.srcGen {
+	if msg.gen != m.feed.gen {
 		return func() tea.Msg { msg.unsubscribe(); return nil }
 	}
-	m.notices, m.unsubscribe = msg.notices, msg.unsubscribe
+	m.feed.notices, m.feed.unsubscribe = msg.notices, msg.unsubscribe
 	execs := m.loadExecs()
 	if id := m.lesson.restore; id != "" && !m.lesson.on {
 		m.lesson.restore = ""
@@ -276,7 +281,7 @@ func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
 // restoreSelection finds id's place in the list shown, in a command; the
 // list is read once it is found (onLesson), with the selection on it.
 func (m *Model) restoreSelection(id string) tea.Cmd {
-	gen, locate := m.srcGen, m.locate(id)
+	gen, locate := m.feed.gen, m.locate(id)
 	return func() tea.Msg {
 		msg := lessonMsg{kind: lessonRestored, gen: gen, exec: id}
 		if loc, ok := locate().(locatedMsg); ok {
@@ -495,7 +500,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 			return nil // left while the action played; the user's database shows
 		}
 		if msg.exec != "" {
-			m.follow, m.started = msg.exec, msg.exec
+			m.runs.follow, m.runs.started = msg.exec, msg.exec
 			cmds = append(cmds, m.locate(msg.exec))
 		}
 		return tea.Batch(append(cmds, m.lesson.Update(msg))...)
@@ -505,7 +510,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		return m.lesson.Update(msg)
 	case lessonRestored:
-		if msg.gen != m.srcGen {
+		if msg.gen != m.feed.gen {
 			return nil // another source is shown since
 		}
 		if msg.err != nil {

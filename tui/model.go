@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine"
@@ -79,16 +78,16 @@ const (
 
 var paneNames = [paneCount]string{"Executions", "Trace", "Outbox", "Detail"}
 
-// Model is the explorer's state. All of it changes only in Update.
+// Model is the explorer's state. All of it changes only in Update. It
+// holds the source and the components; each component owns its state,
+// and the Model reads and sets it through their methods.
 type Model struct {
-	// Context is the theme, keymap and size every component shares.
+	// Context is the theme, keymap, size, focus and the source's roles
+	// every component shares.
 	*Context
 	src   Source
 	now   func() time.Time
 	title string
-
-	// footer draws the short help: the keys of the pane and mode in front.
-	footer help.Model
 
 	// execs is the executions pane, filter its filter box.
 	execs  *execsPane
@@ -106,43 +105,41 @@ type Model struct {
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
 	cmp *comparePane
 
-	// Policy overrides for runs started here, armed faults, world clock.
+	// picker is the scenario picker and the catalogue it picks from.
+	picker *scenarioPicker
+	help   *helpPage
+	lesson *lessonPane
+
+	// status is the footer: the status message, the source's state and
+	// the keys.
+	status *statusLine
+	// runs is the policy of the runs started here and the run followed.
+	runs runState
+	// feed is the source's notices, followed live.
+	feed noticeFeed
+	// modes is the overlay stack: help, filter, picker, confirm, compare,
+	// lesson; the top takes keys first.
+	modes modeStack
+}
+
+// runState is what the explorer keeps of the runs it starts: the policy
+// overrides (K, J), the run --run starts as it opens, and the run whose
+// execution the selection moves to once the list has it (follow);
+// started is the last one, which x kills when the selected execution has
+// no worker.
+type runState struct {
 	keysOn, journalOn *bool
-	armed             []fault.Point
-	worldOffset       time.Duration
+	startRun          string
+	follow, started   string
+}
 
-	scenarios []*scenario.Scenario
-	// scenariosRead is set once the catalogue's answer came; pickPending
-	// remembers an n pressed before it, so no key is dropped.
-	scenariosRead, pickPending bool
-	picker                     *scenarioPicker
-	help                       *helpPage
-	flash                      string
-	flashBad                   bool
-	flashSeq                   int // counts status messages, so only the newest expires
-	flashFor                   time.Duration
-
-	openLessons func() (*LessonRoom, error)
-	lesson      *lessonPane
-	startLsn    bool
-	presenter   bool
-
+// noticeFeed is the source's notices as the explorer follows them.
+type noticeFeed struct {
 	notices     <-chan notice.Notice
-	noticeWin   time.Duration
+	window      time.Duration
 	unsubscribe func()
-	startRun    string
-	quitting    bool
-
-	// follow is a run started here whose execution the selection moves to
-	// once the list has it; started is the last one, which x kills when
-	// the selected execution has no worker.
-	follow, started string
-	// srcGen counts source switches; results of an older source are dropped.
-	srcGen int
-	// confirm is a destructive key waiting for y; waitingQuit says q
-	// waits for the running workers to end.
-	confirm     *confirmation
-	waitingQuit bool
+	// gen counts source switches; results of an older source are dropped.
+	gen int
 }
 
 type execItem struct {
@@ -156,39 +153,35 @@ func New(o Options) *Model {
 		o.Now = time.Now
 	}
 	m := &Model{
-		src:         o.Source,
-		now:         o.Now,
-		Context:     newContext(o.HighContrast),
-		title:       o.Title,
-		startRun:    o.Run,
-		openLessons: o.OpenLessons,
-		startLsn:    o.Lesson,
-		presenter:   o.Presenter,
-		flashFor:    o.FlashFor,
-		noticeWin:   o.NoticeWindow,
+		src:     o.Source,
+		now:     o.Now,
+		Context: newContext(o.HighContrast),
+		title:   o.Title,
+		runs:    runState{startRun: o.Run},
+		feed:    noticeFeed{window: o.NoticeWindow},
 	}
-	if m.noticeWin == 0 {
-		m.noticeWin = DefaultNoticeWindow
+	if m.feed.window == 0 {
+		m.feed.window = DefaultNoticeWindow
 	}
-	m.footer = newFooterHelp(m.theme)
-	m.help = newHelpPage(m.Context)
+	m.status = newStatusLine(m.theme, o.FlashFor)
+	m.help = newHelpPage(m.Context, m.helpColumns)
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
-	m.lesson = newLessonPane(m.Context, o.Presenter)
+	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
-	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
+	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
 	m.showing(o.Source)
-	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
+	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
 
 // Close stops following the source.
 func (m *Model) Close() {
-	if m.unsubscribe != nil {
-		m.unsubscribe()
+	if m.feed.unsubscribe != nil {
+		m.feed.unsubscribe()
 	}
 }
 
@@ -261,10 +254,10 @@ type actionMsg struct {
 // Init loads everything and starts following the source.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox(), m.waitNotices(), m.loadScenarios()}
-	if m.startRun != "" && m.can.run != nil {
-		cmds = append(cmds, m.start(m.startRun))
+	if m.runs.startRun != "" && m.can.run != nil {
+		cmds = append(cmds, m.start(m.runs.startRun))
 	}
-	if m.startLsn {
+	if m.lesson.startOn {
 		cmds = append(cmds, m.startLesson())
 	}
 	return m.tag(tea.Batch(cmds...))
@@ -460,7 +453,7 @@ func (m *Model) loadScenarios() tea.Cmd {
 // gathers what arrives within the notice window (one frame by default), so
 // a burst costs one refresh; with a negative window, only what is waiting.
 func (m *Model) waitNotices() tea.Cmd {
-	ch, window := m.notices, m.noticeWin
+	ch, window := m.feed.notices, m.feed.window
 	return func() tea.Msg {
 		n, ok := <-ch
 		if !ok {
@@ -500,7 +493,7 @@ func (m *Model) start(name string) tea.Cmd {
 	if src == nil {
 		return nil
 	}
-	opts := engine.RunOptions{Keys: m.keysOn, Journal: m.journalOn}
+	opts := engine.RunOptions{Keys: m.runs.keysOn, Journal: m.runs.journalOn}
 	return func() tea.Msg {
 		r, err := src.Start(name, opts)
 		if err != nil {
@@ -528,8 +521,8 @@ func (m *Model) selectedExec() *execItem { return m.execs.selected() }
 func (m *Model) selectedRow() *node { return m.trace.selected() }
 
 func (m *Model) setFlash(text string, bad bool) {
-	m.flash, m.flashBad = text, bad
-	m.flashSeq++
+	m.status.text, m.status.bad = text, bad
+	m.status.seq++
 }
 
 // showsImported reports whether the trace shown is of an imported

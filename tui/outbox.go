@@ -71,6 +71,9 @@ func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// CRM says the pane shows the CRM's rows (o), not the outbox.
+func (o *outboxPane) CRM() bool { return o.crmTab }
+
 // move moves the selection by delta rows.
 func (o *outboxPane) move(delta int) {
 	o.sel = clamp(o.sel+delta, 0, max(0, o.count()-1))

@@ -119,6 +119,10 @@ type scenarioPicker struct {
 	width, height int
 	// keysOn and journalOn are the policy of the run it starts.
 	keysOn, journalOn *bool
+	// scenarios is the catalogue, once read (read); pending remembers an
+	// n pressed before it came, so no key is dropped.
+	scenarios     []*scenario.Scenario
+	read, pending bool
 }
 
 func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Context: ctx} }
@@ -251,15 +255,16 @@ func (p *scenarioPicker) FullHelp() [][]key.Binding {
 
 // openPicker shows the picker over the scenario catalogue.
 func (m *Model) openPicker() tea.Cmd {
-	if !m.scenariosRead {
-		m.pickPending = true // opens when the catalogue's answer comes
+	if !m.picker.read {
+		m.picker.pending = true // opens when the catalogue's answer comes
 		return nil
 	}
-	if len(m.scenarios) == 0 {
+	if len(m.picker.scenarios) == 0 {
 		m.setFlash("no scenarios in the catalogue", true)
 		return nil
 	}
-	m.picker.Open(m.scenarios, m.keysOn, m.journalOn)
+	m.picker.Open(m.picker.scenarios, m.runs.keysOn, m.runs.journalOn)
+	m.modes.push(m.pickerMode())
 	return nil
 }
 
@@ -293,7 +298,7 @@ func (m *Model) scenarioOf() *scenario.Scenario {
 	if m.trace.tr == nil {
 		return nil
 	}
-	for _, s := range m.scenarios {
+	for _, s := range m.picker.scenarios {
 		if s.Name == m.trace.tr.exec.Scenario {
 			return s
 		}

@@ -53,7 +53,7 @@ func TestGoldenReadOnlyAt80x24(t *testing.T) {
 	if calls := snap.Calls(); len(calls) > 0 {
 		t.Errorf("keys reached actions on a read-only source: %v", calls)
 	}
-	if m.picker.open || m.confirm != nil {
+	if m.picker.open || m.modes.confirm != nil {
 		t.Error("a read-only source opened the picker or asked a question")
 	}
 	press(t, m, "?")

@@ -656,6 +656,9 @@ func (t *tracePane) View() string {
 	return t.theme.pane(title, lines, t.width, t.height, t.focus == paneTrace)
 }
 
+// FinalOnly says the pane shows each step's final attempt only (f).
+func (t *tracePane) FinalOnly() bool { return t.finalOnly }
+
 // ShortHelp is the pane's keys in the footer: the ones a presenter reaches for.
 func (t *tracePane) ShortHelp() []key.Binding { return t.keys.ShortHelp() }
 

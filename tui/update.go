@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // retentionJump is how far A moves the world clock: past the default 24 h
@@ -20,22 +18,22 @@ const retentionJump = 25 * time.Hour
 // Update handles one message. It never blocks: reads and actions run as
 // commands and come back as messages.
 func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
-	flash := m.flashSeq
+	flash := m.status.seq
 	defer func() {
-		if m.flashSeq != flash {
+		if m.status.seq != flash {
 			cmd = tea.Batch(cmd, m.expireFlash())
 		}
 		cmd = m.tag(cmd)
 	}()
 	switch msg := msg.(type) {
 	case sourced:
-		if msg.gen != m.srcGen {
+		if msg.gen != m.feed.gen {
 			return m, nil // a result of the source shown before a switch
 		}
 		return m.Update(msg.msg)
 	case flashExpiredMsg:
-		if msg.seq == m.flashSeq {
-			m.flash, m.flashBad = "", false
+		if msg.seq == m.status.seq {
+			m.status.text, m.status.bad = "", false
 		}
 		return m, nil
 	case tea.WindowSizeMsg:
@@ -58,7 +56,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.armed, m.worldOffset = msg.armed, msg.offset
+		m.status.armed, m.status.worldOffset = msg.armed, msg.offset
 		if msg.forID != m.selID {
 			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
@@ -67,9 +65,9 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
 		}
-		m.scenarios, m.scenariosRead = msg.list, true
-		if m.pickPending {
-			m.pickPending = false
+		m.picker.scenarios, m.picker.read = msg.list, true
+		if m.picker.pending {
+			m.picker.pending = false
 			return m, m.openPicker()
 		}
 		return m, nil
@@ -92,7 +90,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
-			m.follow, m.started = msg.selectID, msg.selectID
+			m.runs.follow, m.runs.started = msg.selectID, msg.selectID
 			m.filter.Clear()
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
@@ -103,7 +101,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.setFlash(msg.text, msg.bad)
 		return m, nil
 	case armedMsg:
-		m.armed = msg.armed
+		m.status.armed = msg.armed
 		m.setFlash(msg.text, false)
 		return m, nil
 	case pickerMsg:
@@ -165,7 +163,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 // on the first row follows the newest execution, as a run started in
 // another terminal is watched; one moved down the list stays put.
 func (m *Model) keptSelection(msg execsMsg, total int) int {
-	if m.follow != "" || m.selID == "" || msg.total <= total || m.execs.sel == 0 {
+	if m.runs.follow != "" || m.selID == "" || msg.total <= total || m.execs.sel == 0 {
 		return -1 // a run followed moves it; no arrivals: nothing pushed it
 	}
 	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
@@ -273,154 +271,25 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
-	if burst := splitBurst(msg); burst != nil {
-		cmds := make([]tea.Cmd, 0, len(burst))
-		for _, one := range burst {
-			cmds = append(cmds, m.onKey(one))
-		}
-		return tea.Batch(cmds...)
-	}
-	k := m.keys
-	if m.confirm != nil {
-		return m.onConfirmKey(msg)
-	}
-	if m.waitingQuit && msg.String() == "esc" {
-		m.waitingQuit = false
-		m.setFlash("staying: the run goes on", false)
+// resume resumes the selected execution.
+func (m *Model) resume() tea.Cmd {
+	sel := m.selectedExec()
+	if sel == nil {
+		m.setFlash("select an execution to resume", true)
 		return nil
 	}
-	if m.filter.open {
-		if msg.String() == "ctrl+c" {
-			return m.quit() // as in every other box
+	id, src := sel.x.ID, m.can.run
+	return func() tea.Msg {
+		r, err := src.Resume(id)
+		if err != nil {
+			return actionMsg{err: err}
 		}
-		return m.updateFilter(msg)
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
 	}
-	if m.picker.open {
-		if msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.picker.Update(msg)
-	}
-	if m.lesson.on && m.lesson.takes(msg.String()) {
-		return m.onLessonKey(msg)
-	}
-	if cmd, ok := m.compareKey(msg); ok {
-		return cmd
-	}
-	if m.help.open {
-		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.help.Update(msg)
-	}
-	switch {
-	case key.Matches(msg, k.Quit):
-		if msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.askRunning(false, 0)
-	case key.Matches(msg, k.Help):
-		m.help.Show()
-	case key.Matches(msg, k.NextPane):
-		m.focus = m.nextPane(1)
-	case key.Matches(msg, k.PrevPane):
-		m.focus = m.nextPane(-1)
-	case m.focus == paneOutbox && (key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom)):
-		m.sizePanes()
-		cmd := m.outbox.Update(msg)
-		m.revealLinkedAttempt()
-		m.clampScroll()
-		return cmd
-	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom):
-		d, _ := k.moveDelta(msg, m.pageRows())
-		return m.move(d)
-	case key.Matches(msg, k.Expand, k.Collapse, k.Toggle):
-		m.sizePanes()
-		m.trace.Update(msg)
-		m.clampScroll()
-	case key.Matches(msg, k.Filter):
-		return m.filter.Open()
-	case key.Matches(msg, k.Run):
-		return m.openPicker()
-	case key.Matches(msg, k.Resume):
-		sel := m.selectedExec()
-		if sel == nil {
-			m.setFlash("select an execution to resume", true)
-			return nil
-		}
-		id, src := sel.x.ID, m.can.run
-		return func() tea.Msg {
-			r, err := src.Resume(id)
-			if err != nil {
-				return actionMsg{err: err}
-			}
-			return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
-		}
-	case key.Matches(msg, k.KillNow):
-		return m.killNow()
-	case key.Matches(msg, k.TimeoutAfter):
-		return m.arm(fault.TimeoutAfterEffect)
-	case key.Matches(msg, k.TimeoutBefore):
-		return m.arm(fault.TimeoutBeforeEffect)
-	case key.Matches(msg, k.CrashAfterEffect):
-		return m.arm(fault.CrashAfterEffect)
-	case key.Matches(msg, k.CrashAfterRecord):
-		return m.arm(fault.CrashAfterRecord)
-	case key.Matches(msg, k.Disarm) || msg.String() == "esc":
-		// esc clears the filter first; where faults cannot be armed, that
-		// is all it does.
-		if m.filter.Clear() {
-			return m.loadExecs()
-		}
-		return m.disarm()
-	case key.Matches(msg, k.ToggleKeys):
-		m.keysOn = cycle(m.keysOn)
-		m.setFlash("next runs: idempotency keys "+tri(m.keysOn), false)
-	case key.Matches(msg, k.ToggleJournal):
-		m.journalOn = cycle(m.journalOn)
-		m.setFlash("next runs: journal "+tri(m.journalOn), false)
-	case key.Matches(msg, k.DeleteJournal):
-		return m.deleteJournal()
-	case key.Matches(msg, k.AdvanceClock):
-		src := m.can.world
-		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
-			func() error { return src.AdvanceClock(retentionJump) })
-	case key.Matches(msg, k.ResetWorld):
-		src := m.can.world
-		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
-			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
-	case key.Matches(msg, k.StartClean):
-		return m.startClean()
-	case key.Matches(msg, k.FinalOnly):
-		m.sizePanes()
-		m.trace.Update(msg)
-		if m.trace.finalOnly {
-			m.setFlash("showing each step's final attempt only — what many engines record", false)
-		} else {
-			m.setFlash("showing every attempt", false)
-		}
-		m.clampScroll()
-	case key.Matches(msg, k.Lesson):
-		if m.lesson.on {
-			return m.leaveLesson()
-		}
-		return m.startLesson()
-	case key.Matches(msg, k.OutboxTab):
-		if m.showsImported() {
-			m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
-			return nil
-		}
-		m.outbox.Update(msg)
-		if m.outbox.crmTab {
-			return m.loadOutbox() // the CRM rows are read only while shown
-		}
-	}
-	return nil
 }
 
 func (m *Model) quit() tea.Cmd {
-	m.quitting = true
+	m.modes.quitting = true
 	return tea.Quit
 }
 
@@ -483,7 +352,7 @@ func (m *Model) disarm() tea.Cmd {
 // here when the selection has none; which one is running is read in the
 // command, off the UI goroutine.
 func (m *Model) killNow() tea.Cmd {
-	src, sel, started := m.can.run, m.selID, m.started
+	src, sel, started := m.can.run, m.selID, m.runs.started
 	return func() tea.Msg {
 		id := killTarget(sel, started, src.Running())
 		if id == "" {
@@ -520,7 +389,7 @@ func (m *Model) startClean() tea.Cmd {
 	}
 	return m.ask("Erase all executions, histories, journals and the world? y: erase · else: keep",
 		func() tea.Cmd {
-			m.follow, m.started, m.execs.sel, m.execs.top = "", "", 0, 0
+			m.runs.follow, m.runs.started, m.execs.sel, m.execs.top = "", "", 0, 0
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }

@@ -46,7 +46,7 @@ func (m *Model) layout() map[pane]rect {
 		detailHeight := detailHeight
 		if m.lesson.on {
 			detailHeight = lessonHeight
-			if m.presenter {
+			if m.lesson.presenter {
 				detailHeight += 4
 			}
 		}
