@@ -59,6 +59,18 @@ func (c *comparePane) ShortHelp() []key.Binding {
 // FullHelp is the comparison's keys in one group.
 func (c *comparePane) FullHelp() [][]key.Binding { return [][]key.Binding{c.ShortHelp()} }
 
+// Shown says the comparison is open.
+func (c *comparePane) Shown() bool { return c.open }
+
+// Mark makes id side A of the next comparison.
+func (c *comparePane) Mark(id string) { c.marked = id }
+
+// Awaits says the comparison shown waits for a's and b's.
+func (c *comparePane) Awaits(a, b string) bool { return c.open && c.a == a && c.b == b }
+
+// Close closes the comparison.
+func (c *comparePane) Close() { c.open, c.loading, c.res = false, false, nil }
+
 // Marked is the execution m marked: side A of the next comparison.
 func (c *comparePane) Marked() string { return c.marked }
 
@@ -101,7 +113,7 @@ func (m *Model) markExec() tea.Cmd {
 		m.setFlash("select an execution to mark", true)
 		return nil
 	}
-	m.cmp.marked = sel.x.ID
+	m.cmp.Mark(sel.x.ID)
 	m.setFlash(fmt.Sprintf("marked %s (%s): select another execution and press = to compare", sel.x.ID, sel.x.Scenario), false)
 	return nil
 }
@@ -119,14 +131,14 @@ func markedTag(id, marked string) string {
 func (m *Model) openCompare() tea.Cmd {
 	sel := m.selectedExec()
 	switch {
-	case m.cmp.marked == "":
+	case m.cmp.Marked() == "":
 		m.setFlash("press m on an execution first, then = on another to compare them", true)
 		return nil
 	case sel == nil:
-		m.setFlash("select an execution to compare with "+m.cmp.marked, true)
+		m.setFlash("select an execution to compare with "+m.cmp.Marked(), true)
 		return nil
 	}
-	a, b, src := m.cmp.marked, sel.x.ID, m.src
+	a, b, src := m.cmp.Marked(), sel.x.ID, m.src
 	m.cmp.Start(a, b)
 	m.modes.push(m.compareMode())
 	return func() tea.Msg {
@@ -174,11 +186,11 @@ func foldExecution(src Source, id string) (*trace.Trace, error) {
 
 // onCompare takes the comparison in, if it is still the one asked for.
 func (m *Model) onCompare(msg compareMsg) tea.Cmd {
-	if !m.cmp.open || msg.a != m.cmp.a || msg.b != m.cmp.b {
+	if !m.cmp.Awaits(msg.a, msg.b) {
 		return nil
 	}
 	if msg.err != nil {
-		m.cmp.open, m.cmp.loading = false, false
+		m.cmp.Close()
 		m.setFlash("compare: "+oneLine(msg.err.Error()), true)
 		return nil
 	}

@@ -44,6 +44,12 @@ func (f *filterBox) Open() tea.Cmd {
 	return f.input.Focus()
 }
 
+// Text is the filter applied ("" for none).
+func (f *filterBox) Text() string { return f.text }
+
+// Editing says the box is open and takes the keys.
+func (f *filterBox) Editing() bool { return f.open }
+
 // Clear drops the filter; false when there was none.
 func (f *filterBox) Clear() bool {
 	had := f.text != ""
@@ -99,11 +105,11 @@ func (m *Model) openFilter() tea.Cmd {
 // updateFilter hands msg to the filter box and reads the list again, from
 // the first, when the filter applied changed.
 func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
-	before := m.filter.text
+	before := m.filter.Text()
 	cmd := m.filter.Update(msg)
-	if m.filter.text == before {
+	if m.filter.Text() == before {
 		return cmd
 	}
-	m.execs.sel, m.execs.top = 0, 0
+	m.execs.Home()
 	return tea.Batch(cmd, m.loadExecs())
 }

@@ -32,6 +32,9 @@ func newHelpPage(ctx *Context, columns func() [][]key.Binding) *helpPage {
 	return &helpPage{Context: ctx, columns: columns}
 }
 
+// Shown says the help is open.
+func (h *helpPage) Shown() bool { return h.open }
+
 // Show opens the help at its first page.
 func (h *helpPage) Show() { h.open, h.page = true, 0 }
 

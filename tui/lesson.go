@@ -201,7 +201,7 @@ func (m *Model) startLesson() tea.Cmd {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
 	m.lesson.userSrc, m.lesson.userSel, m.lesson.restore = m.src, m.selID, ""
-	m.lesson.userCRM = m.outbox.crmTab
+	m.lesson.userCRM = m.outbox.CRM()
 	return tea.Batch(m.useSource(m.lesson.room.Source), m.lesson.ask())
 }
 
@@ -224,9 +224,7 @@ func (m *Model) leaveLesson() tea.Cmd {
 // showCRM puts the outbox pane on the CRM's rows (or on the outbox), from
 // its top; the rows are read by the next loadOutbox.
 func (m *Model) showCRM(on bool) {
-	if m.outbox.crmTab != on {
-		m.outbox.crmTab, m.outbox.sel, m.outbox.top = on, 0, 0
-	}
+	m.outbox.ShowCRM(on)
 }
 
 // useSource shows another source: the lessons' database or the user's.
@@ -489,7 +487,8 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		if msg.err != nil {
 			return nil
 		}
-		m.execs.sel, m.execs.top, m.selID = 0, 0, ""
+		m.execs.Home()
+		m.selID = ""
 		// The pane beside the trace shows what the step counts: a
 		// CRM lesson's rows, not an empty outbox.
 		m.showCRM(msg.step.Measure == lesson.MeasureCRMRows)

@@ -274,10 +274,9 @@ func (m *Model) loadExecs() tea.Cmd {
 	if x := m.execs.selected(); x != nil && x.x.ID == m.selID {
 		keep = m.selID
 	}
-	src, filter := m.src, m.filter.text
-	skip := m.execs.top
+	src, filter := m.src, m.filter.Text()
+	skip, sel, before := m.execs.Window()
 	limit := m.execs.pageSize()
-	sel, before := m.execs.sel, m.execs.total
 	read := func(skip, limit int) ([]history.Execution, int, error) {
 		if filter != "" {
 			// The host's index answers the filter: the page and the
@@ -388,7 +387,7 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm, faults, world := m.src, m.outbox.crmTab, m.can.faults, m.can.world
+	src, crm, faults, world := m.src, m.outbox.CRM(), m.can.faults, m.can.world
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {

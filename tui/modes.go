@@ -89,25 +89,25 @@ func takesAll(update func(tea.KeyMsg) tea.Cmd) func(tea.KeyMsg) (tea.Cmd, bool) 
 
 // helpMode is the help page (?): any key pages it or closes it.
 func (m *Model) helpMode() *mode {
-	return &mode{name: "help", active: func() bool { return m.help.open },
+	return &mode{name: "help", active: func() bool { return m.help.Shown() },
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.help.Update(msg) }), short: m.help.ShortHelp}
 }
 
 // filterMode is the executions filter's box (/): every key types.
 func (m *Model) filterMode() *mode {
-	return &mode{name: "filter", active: func() bool { return m.filter.open },
+	return &mode{name: "filter", active: func() bool { return m.filter.Editing() },
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.updateFilter(msg) }), short: m.filter.ShortHelp}
 }
 
 // pickerMode is the scenario picker (n).
 func (m *Model) pickerMode() *mode {
-	return &mode{name: "picker", active: func() bool { return m.picker.open },
+	return &mode{name: "picker", active: func() bool { return m.picker.Shown() },
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.picker.Update(msg) }), short: m.picker.ShortHelp}
 }
 
 // compareMode is the comparison (=): it draws its own footer.
 func (m *Model) compareMode() *mode {
-	return &mode{name: "compare", active: func() bool { return m.cmp.open },
+	return &mode{name: "compare", active: func() bool { return m.cmp.Shown() },
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.cmp.Update(msg) })}
 }
 

@@ -136,11 +136,46 @@ var (
 	pickerClose  = hint("esc", "cancel")
 )
 
-// Open shows the picker over scenarios, for a run with this policy.
-func (p *scenarioPicker) Open(scenarios []*scenario.Scenario, keysOn, journalOn *bool) {
-	p.list, p.open = newPicker(scenarios), true
+// Shown says the picker is open.
+func (p *scenarioPicker) Shown() bool { return p.open }
+
+// SetCatalogue takes the catalogue read; true when an n pressed before it
+// came waits to open the picker.
+func (p *scenarioPicker) SetCatalogue(list []*scenario.Scenario) (openNow bool) {
+	p.scenarios, p.read = list, true
+	openNow, p.pending = p.pending, false
+	return openNow
+}
+
+// Empty says the catalogue is read and has no scenario.
+func (p *scenarioPicker) Empty() bool { return p.read && len(p.scenarios) == 0 }
+
+// Scenario is the catalogue's scenario named name, if read.
+func (p *scenarioPicker) Scenario(name string) *scenario.Scenario {
+	for _, s := range p.scenarios {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Open shows the picker over the catalogue, for a run with this policy;
+// false when it does not open: before the catalogue is read (it opens
+// then: SetCatalogue), or over an empty one (the footer says so).
+func (p *scenarioPicker) Open(keysOn, journalOn *bool) bool {
+	if !p.read {
+		p.pending = true
+		return false
+	}
+	if len(p.scenarios) == 0 {
+		p.pending = false
+		return false
+	}
+	p.list, p.open = newPicker(p.scenarios), true
 	p.keysOn, p.journalOn = keysOn, journalOn
 	p.SetSize(p.width, p.height)
+	return true
 }
 
 // SetSize fits the picker, and its list when open, to the screen.
@@ -253,18 +288,15 @@ func (p *scenarioPicker) FullHelp() [][]key.Binding {
 	return [][]key.Binding{p.ShortHelp(), {p.list.KeyMap.CursorUp, p.list.KeyMap.CursorDown, p.list.KeyMap.NextPage, p.list.KeyMap.PrevPage}}
 }
 
-// openPicker shows the picker over the scenario catalogue.
+// openPicker shows the picker over the scenario catalogue, or once the
+// catalogue is read (no key is dropped).
 func (m *Model) openPicker() tea.Cmd {
-	if !m.picker.read {
-		m.picker.pending = true // opens when the catalogue's answer comes
-		return nil
-	}
-	if len(m.picker.scenarios) == 0 {
+	switch {
+	case m.picker.Open(m.runs.keysOn, m.runs.journalOn):
+		m.modes.push(m.pickerMode())
+	case m.picker.Empty():
 		m.setFlash("no scenarios in the catalogue", true)
-		return nil
 	}
-	m.picker.Open(m.picker.scenarios, m.runs.keysOn, m.runs.journalOn)
-	m.modes.push(m.pickerMode())
 	return nil
 }
 
@@ -298,10 +330,5 @@ func (m *Model) scenarioOf() *scenario.Scenario {
 	if m.trace.tr == nil {
 		return nil
 	}
-	for _, s := range m.picker.scenarios {
-		if s.Name == m.trace.tr.exec.Scenario {
-			return s
-		}
-	}
-	return nil
+	return m.picker.Scenario(m.trace.tr.exec.Scenario)
 }

@@ -656,6 +656,9 @@ func (t *tracePane) View() string {
 	return t.theme.pane(title, lines, t.width, t.height, t.focus == paneTrace)
 }
 
+// clickDelta is how far a click on the pane's row moves the selection.
+func (t *tracePane) clickDelta(row int) int { return t.top + row - t.sel }
+
 // FinalOnly says the pane shows each step's final attempt only (f).
 func (t *tracePane) FinalOnly() bool { return t.finalOnly }
 

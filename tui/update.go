@@ -65,9 +65,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
 		}
-		m.picker.scenarios, m.picker.read = msg.list, true
-		if m.picker.pending {
-			m.picker.pending = false
+		if m.picker.SetCatalogue(msg.list) {
 			return m, m.openPicker()
 		}
 		return m, nil
@@ -121,22 +119,21 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 }
 
 func (m *Model) onExecs(msg execsMsg) tea.Cmd {
-	if msg.filter != m.filter.text {
+	if msg.filter != m.filter.Text() {
 		return nil // an answer to a filter typed over since
 	}
 	if msg.err != nil {
 		m.setFlash(msg.err.Error(), true)
-		m.execs.unreadableErr = oneLine(msg.err.Error())
+		m.execs.Update(msg)
 		return nil
 	}
-	m.execs.unreadableErr = ""
-	top, total := m.execs.top, m.execs.total
+	top, _, total := m.execs.Window()
 	m.execs.Update(msg)
 	if to := m.keptSelection(msg, total); to >= 0 {
 		// Executions arrived above the one selected: it stays selected
 		// (and on screen), and the window is read again if it scrolled.
 		m.execs.moveTo(to)
-		if m.execs.top != top || m.selectedExec() == nil {
+		if now, _, _ := m.execs.Window(); now != top || m.selectedExec() == nil {
 			return m.loadExecs()
 		}
 	}
@@ -149,8 +146,9 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
-	} else if m.execs.total == 0 {
-		m.selID, m.trace.tr, m.trace.rows, m.outbox.msgs = "", nil, nil, nil
+	} else if _, _, total := m.execs.Window(); total == 0 {
+		m.selID, m.trace.tr, m.trace.rows = "", nil, nil
+		m.outbox.SetDeliveries(nil)
 		m.trace.unreadable = ""
 	}
 	return nil
@@ -163,7 +161,8 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 // on the first row follows the newest execution, as a run started in
 // another terminal is watched; one moved down the list stays put.
 func (m *Model) keptSelection(msg execsMsg, total int) int {
-	if m.runs.follow != "" || m.selID == "" || msg.total <= total || m.execs.sel == 0 {
+	_, sel, _ := m.execs.Window()
+	if m.runs.follow != "" || m.selID == "" || msg.total <= total || sel == 0 {
 		return -1 // a run followed moves it; no arrivals: nothing pushed it
 	}
 	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
@@ -174,7 +173,7 @@ func (m *Model) keptSelection(msg execsMsg, total int) int {
 			return msg.skip + i
 		}
 	}
-	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == m.execs.sel {
+	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
 		return msg.moved
 	}
 	return -1
@@ -196,13 +195,14 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 			// The first read of the execution selected failed (a damaged
 			// record): the trace and outbox of the one selected before
 			// must not stay beside it as if they were its own.
-			m.trace.tr, m.trace.rows, m.outbox.msgs = nil, nil, nil
+			m.trace.tr, m.trace.rows = nil, nil
+			m.outbox.SetDeliveries(nil)
 			m.trace.unreadable, m.trace.unreadableErr = msg.id, oneLine(msg.err.Error())
 		}
 		return nil
 	}
 	if msg.from == 0 {
-		m.outbox.msgs = msg.msgs
+		m.outbox.SetDeliveries(msg.msgs)
 		m.trace.unreadable = ""
 	}
 	m.sizePanes()
@@ -389,7 +389,8 @@ func (m *Model) startClean() tea.Cmd {
 	}
 	return m.ask("Erase all executions, histories, journals and the world? y: erase · else: keep",
 		func() tea.Cmd {
-			m.runs.follow, m.runs.started, m.execs.sel, m.execs.top = "", "", 0, 0
+			m.runs.follow, m.runs.started = "", ""
+			m.execs.Home()
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }

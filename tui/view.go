@@ -115,13 +115,13 @@ func (m *Model) View() string {
 	if m.width < MinWidth || m.height < MinHeight {
 		return m.tooSmall()
 	}
-	if m.help.open {
+	if m.help.Shown() {
 		return m.help.View()
 	}
-	if m.picker.open {
+	if m.picker.Shown() {
 		return m.picker.View()
 	}
-	if m.cmp.open {
+	if m.cmp.Shown() {
 		return m.cmp.View()
 	}
 	lay := m.layout()
@@ -291,7 +291,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.help.open || m.picker.open {
+	if m.help.Shown() || m.picker.Shown() {
 		return nil
 	}
 	for p, r := range m.layout() {
@@ -313,11 +313,11 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			}
 			switch p {
 			case paneExecs:
-				return m.move(m.execs.top + row/2 - m.execs.sel)
+				return m.move(m.execs.clickDelta(row))
 			case paneTrace:
-				return m.move(m.trace.top + row - m.trace.sel)
+				return m.move(m.trace.clickDelta(row))
 			case paneOutbox:
-				return m.move(m.outbox.top + row - m.outbox.sel)
+				return m.move(m.outbox.clickDelta(row))
 			}
 		}
 		return nil
