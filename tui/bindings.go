@@ -105,7 +105,7 @@ func (m *Model) bindings() []binding {
 		{Binding: k.MarkExec, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.markExec() }},
 		{Binding: k.Compare, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.openCompare() }},
 		{Binding: k.Lesson, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
-			if m.lesson.on {
+			if m.lesson.On() {
 				return m.leaveLesson()
 			}
 			return m.startLesson()

@@ -55,9 +55,10 @@ func (m *Model) onLocated(msg locatedMsg) tea.Cmd {
 	// The trace follows the new run's tail: the selection on the last row
 	// is what keeps it there as the run goes on.
 	if m.selID != msg.id {
-		m.selID, m.trace.tr, m.trace.rows = "", nil, nil
+		m.selID = ""
+		m.trace.Forget()
 	} else {
-		m.trace.sel = max(0, len(m.trace.rows)-1)
+		m.trace.SelectLast()
 		m.clampScroll()
 	}
 	return m.loadExecs()

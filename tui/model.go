@@ -257,7 +257,7 @@ func (m *Model) Init() tea.Cmd {
 	if m.runs.startRun != "" && m.can.run != nil {
 		cmds = append(cmds, m.start(m.runs.startRun))
 	}
-	if m.lesson.startOn {
+	if m.lesson.StartsOn() {
 		cmds = append(cmds, m.startLesson())
 	}
 	return m.tag(tea.Batch(cmds...))
@@ -319,28 +319,27 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 		return nil
 	}
 	limit := tracePage
-	if m.trace.tr != nil && m.trace.tr.exec.ID == id {
-		limit = max(limit, m.trace.tr.events())
+	if m.trace.Shows(id) {
+		limit = max(limit, m.trace.Held())
 	}
 	return m.readTrace(id, 0, limit)
 }
 
 // loadMoreTrace reads the next page of the shown history, once at a time.
 func (m *Model) loadMoreTrace() tea.Cmd {
-	if m.trace.tr == nil || !m.trace.truncated || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
-		return nil
+	if id, from, limit, ok := m.trace.nextPage(true); ok {
+		return m.readTrace(id, from, limit)
 	}
-	return m.readOn()
+	return nil
 }
 
 // readOn reads the page after the last event the trace holds: the next
 // page of a long history, or the events a live trace missed (a gap).
 func (m *Model) readOn() tea.Cmd {
-	if m.trace.tr == nil || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
-		return nil
+	if id, from, limit, ok := m.trace.nextPage(false); ok {
+		return m.readTrace(id, from, limit)
 	}
-	m.trace.paging = true
-	return m.readTrace(m.trace.tr.exec.ID, m.trace.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.trace.tr.events()))
+	return nil
 }
 
 // readTrace reads at most limit events of id from seq from through the
@@ -527,15 +526,14 @@ func (m *Model) setFlash(text string, bad bool) {
 // showsImported reports whether the trace shown is of an imported
 // execution, whose effects the outbox pane infers.
 func (m *Model) showsImported() bool {
-	tv := m.trace.tr
-	return tv != nil && tv.exec.Imported != ""
+	return m.trace.Imported()
 }
 
 // inferredEffects is the outbox pane's content for an imported execution:
 // the effects inferred from its trace (tui/effects.go).
 func (m *Model) inferredEffects(width int) ([]string, bool) {
 	if m.showsImported() {
-		return m.trace.tr.effectLines(width), true
+		return m.trace.EffectLines(width), true
 	}
 	return nil, false
 }

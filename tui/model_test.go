@@ -1,7 +1,12 @@
 package tui
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +48,86 @@ func TestOverlayOnTopTakesKeysFirst(t *testing.T) {
 	}
 	if len(m.modes.stack) != 0 {
 		t.Errorf("closed overlays stay on the stack: %d", len(m.modes.stack))
+	}
+}
+
+// TestModelKeepsOutOfComponents: no method of the Model reads or sets a
+// private field of a component (the panes and overlays that implement
+// component): it asks them through their methods, and each owns its state.
+func TestModelKeepsOutOfComponents(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := pkgs["tui"].Files
+	components := map[string]bool{"execsPane": true, "filterBox": true, "tracePane": true, "detailPane": true,
+		"outboxPane": true, "comparePane": true, "scenarioPicker": true, "helpPage": true, "lessonPane": true}
+	// fields[type] are the named fields of each component's struct.
+	fields := map[string]map[string]bool{}
+	// modelFields[name] is the component type of a Model field.
+	modelFields := map[string]string{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			for _, fl := range st.Fields.List {
+				for _, name := range fl.Names {
+					if components[ts.Name.Name] {
+						if fields[ts.Name.Name] == nil {
+							fields[ts.Name.Name] = map[string]bool{}
+						}
+						fields[ts.Name.Name][name.Name] = true
+					}
+					if ts.Name.Name == "Model" {
+						if star, ok := fl.Type.(*ast.StarExpr); ok {
+							if id, ok := star.X.(*ast.Ident); ok && components[id.Name] {
+								modelFields[name.Name] = id.Name
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	if len(modelFields) < 9 {
+		t.Fatalf("found %d component fields of Model, want the 9 components: %v", len(modelFields), modelFields)
+	}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || len(fd.Recv.List[0].Names) == 0 {
+				continue
+			}
+			star, ok := fd.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok || star.X.(*ast.Ident).Name != "Model" {
+				continue
+			}
+			recv := fd.Recv.List[0].Names[0].Name
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				outer, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				inner, ok := outer.X.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := inner.X.(*ast.Ident); !ok || id.Name != recv {
+					return true
+				}
+				if typ, ok := modelFields[inner.Sel.Name]; ok && fields[typ][outer.Sel.Name] {
+					t.Errorf("%s: Model.%s reaches into %s.%s", fset.Position(outer.Pos()), fd.Name.Name, typ, outer.Sel.Name)
+				}
+				return true
+			})
+		}
 	}
 }

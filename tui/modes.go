@@ -134,7 +134,7 @@ func (m *Model) quitWaitMode() *mode {
 // lessonMode is lesson mode (L): it takes the keys of the step in front
 // (lessonPane.takes) and leaves the rest to the explorer.
 func (m *Model) lessonMode() *mode {
-	return &mode{name: "lesson", active: func() bool { return m.lesson.on },
+	return &mode{name: "lesson", active: func() bool { return m.lesson.On() },
 		key: func(msg tea.KeyMsg) (tea.Cmd, bool) {
 			if !m.lesson.takes(msg.String()) {
 				return nil, false

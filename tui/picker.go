@@ -327,8 +327,9 @@ func scenarioInfo(s *scenario.Scenario, width, room, teach int) []string {
 
 // scenarioOf is the catalogue's scenario of the execution in the trace.
 func (m *Model) scenarioOf() *scenario.Scenario {
-	if m.trace.tr == nil {
+	x, ok := m.trace.Exec()
+	if !ok {
 		return nil
 	}
-	return m.picker.Scenario(m.trace.tr.exec.Scenario)
+	return m.picker.Scenario(x.Scenario)
 }

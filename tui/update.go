@@ -138,18 +138,16 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		}
 	}
 	if sel := m.selectedExec(); sel != nil {
-		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
-			m.trace.tr.exec = sel.x // the record as the list read it: no read of its own
-		}
+		m.trace.Refresh(sel.x) // the record as the list read it: no read of its own
 		if sel.x.ID != m.selID {
 			m.selID = sel.x.ID
 			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
 	} else if _, _, total := m.execs.Window(); total == 0 {
-		m.selID, m.trace.tr, m.trace.rows = "", nil, nil
+		m.selID = ""
+		m.trace.Forget()
 		m.outbox.SetDeliveries(nil)
-		m.trace.unreadable = ""
 	}
 	return nil
 }
@@ -186,30 +184,24 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 	if msg.id != m.selID {
 		return nil // an answer for an execution no longer selected
 	}
-	if msg.from > 0 {
-		m.trace.paging = false
-	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		if msg.from == 0 {
 			// The first read of the execution selected failed (a damaged
 			// record): the trace and outbox of the one selected before
 			// must not stay beside it as if they were its own.
-			m.trace.tr, m.trace.rows = nil, nil
 			m.outbox.SetDeliveries(nil)
-			m.trace.unreadable, m.trace.unreadableErr = msg.id, oneLine(msg.err.Error())
 		}
+		m.trace.ReadFailed(msg)
 		return nil
 	}
 	if msg.from == 0 {
 		m.outbox.SetDeliveries(msg.msgs)
-		m.trace.unreadable = ""
 	}
 	m.sizePanes()
 	m.trace.Update(msg)
 	m.clampScroll()
-	if m.trace.stale && !m.trace.truncated {
-		m.trace.stale = false
+	if m.trace.readOnDue() {
 		return m.readOn()
 	}
 	return nil
@@ -234,16 +226,12 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 		case n.Event == nil && n.Execution == m.selID:
 			reload = true // imported spans arrived: read the trace again
 		case n.Event != nil && n.Execution == m.selID:
-			switch {
-			case m.trace.tr == nil || m.trace.tr.exec.ID != m.selID:
-				reload = true // its first read is still to come
-			case m.trace.truncated || m.trace.paging:
-				m.trace.stale = m.trace.stale || m.trace.paging // paging reads on to it
-			case m.trace.tr.events() >= maxTraceEvents:
-				m.trace.truncated = true // the cap: the view says where it cut
-			case !gap && m.trace.tr.apply([]history.Event{*n.Event}):
+			switch m.trace.Live(m.selID, *n.Event, gap) {
+			case liveReload:
+				reload = true
+			case liveApplied:
 				changed = true
-			default:
+			case liveGap:
 				gap = true
 			}
 		}
@@ -436,12 +424,7 @@ func (m *Model) revealLinkedAttempt() {
 		return
 	}
 	at := l.msg.Attribution
-	for i, r := range m.trace.rows {
-		if k, ok := r.n.link(); ok && k.step == at.Step && k.attempt == at.Attempt {
-			m.trace.sel = i
-			return
-		}
-	}
+	m.trace.SelectAttempt(at.Step, at.Attempt)
 }
 
 func (m *Model) nextPane(dir int) pane {

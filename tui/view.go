@@ -44,9 +44,9 @@ func splitHeights(height int) (trace, outbox int) {
 func (m *Model) layout() map[pane]rect {
 	if m.wide() {
 		detailHeight := detailHeight
-		if m.lesson.on {
+		if m.lesson.On() {
 			detailHeight = lessonHeight
-			if m.lesson.presenter {
+			if m.lesson.Presenter() {
 				detailHeight += 4
 			}
 		}
@@ -92,7 +92,7 @@ func (m *Model) pane(p pane) component {
 	case paneOutbox:
 		return m.outbox
 	case paneDetail:
-		if m.lesson.on {
+		if m.lesson.On() {
 			return m.lesson
 		}
 		return m.detail
@@ -156,7 +156,7 @@ func (m *Model) tabBar() string {
 	var parts []string
 	for p := pane(0); p < paneCount; p++ {
 		name := paneNames[p]
-		if p == paneDetail && m.lesson.on {
+		if p == paneDetail && m.lesson.On() {
 			name = "Lesson" // the lesson takes the Detail tab
 		}
 		label := fmt.Sprintf(" %s ", name)
