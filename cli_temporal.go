@@ -7,19 +7,8 @@ import (
 	"os/exec"
 
 	"github.com/retrylab/retrylab/engine/scenario"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/fixtures"
-	"github.com/retrylab/retrylab/internal/plural"
 )
-
-// printTemporal says what importing one Temporal history did.
-func (a *app) printTemporal(path string, res temporal.FileResult) {
-	fmt.Fprintf(a.out, "%s: %s, %s of run %s imported", path, res.Shape, plural.Count(res.Events, "event"), res.RunID)
-	if res.Repeated > 0 {
-		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
-	}
-	fmt.Fprintf(a.out, " -> %s\n", res.Execution)
-}
 
 // temporalCommand is the command that holds everything needing the
 // Temporal SDK (the temporal/ module).
@@ -49,8 +38,8 @@ func (a *app) handToTemporal(args ...string) error {
 		if args[0] == "explore" {
 			what = "--temporal"
 		}
-		return fmt.Errorf("%s needs the %s command on PATH (cd temporal && go build -o ~/go/bin/%s ./cmd/%s): %w",
-			what, temporalCommand, temporalCommand, temporalCommand, errors.Unwrap(err))
+		return fmt.Errorf("%s needs the %s command on PATH (cd temporal && go install ./cmd/%s: it goes to $GOBIN, or $(go env GOPATH)/bin when GOBIN is unset): %w",
+			what, temporalCommand, temporalCommand, errors.Unwrap(err))
 	}
 	c := exec.Command(bin, args...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, a.out, a.errOut
