@@ -161,6 +161,18 @@ func dispatch(bs []binding, msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	return nil, false
 }
 
+// shortOf is a component's footer: its enabled bindings that have a help
+// line, in the order declared.
+func shortOf(bs []binding) []key.Binding {
+	var out []key.Binding
+	for _, b := range bs {
+		if b.on() && b.Help().Key != "" {
+			out = append(out, b.Binding)
+		}
+	}
+	return out
+}
+
 // helpColumns are the help page's columns: the enabled bindings of each
 // group, built from the same list the dispatch runs.
 func (m *Model) helpColumns() [][]key.Binding {

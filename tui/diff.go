@@ -46,16 +46,27 @@ func newComparePane(ctx *Context) *comparePane {
 	return &comparePane{Context: ctx, footer: newFooterHelp(ctx.theme)}
 }
 
-var (
-	compareScroll = key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "scroll both"))
-	comparePage   = key.NewBinding(key.WithKeys("pgup", "ctrl+u", "pgdown", "ctrl+d"), key.WithHelp("pgup/pgdn", "page"))
-	compareClose  = key.NewBinding(key.WithKeys("esc", "=", "q", "enter"), key.WithHelp("esc/=", "close"))
-)
-
-// ShortHelp is the comparison's footer.
-func (c *comparePane) ShortHelp() []key.Binding {
-	return []key.Binding{compareScroll, comparePage, compareClose}
+// bindings are the comparison's keys, declared once: the explorer's moves
+// scroll both sides; esc, =, q or enter closes.
+func (c *comparePane) bindings() []binding {
+	move := func(msg tea.KeyMsg) tea.Cmd {
+		d, _ := c.keys.moveDelta(msg, c.rowsShown())
+		c.move(d)
+		return nil
+	}
+	return []binding{
+		{Binding: key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "scroll both")), action: move},
+		{Binding: key.NewBinding(key.WithKeys("pgup", "ctrl+u", "pgdown", "ctrl+d"), key.WithHelp("pgup/pgdn", "page")), action: move},
+		{Binding: key.NewBinding(key.WithKeys("g", "home", "G", "end")), action: move}, // not in the footer
+		{Binding: key.NewBinding(key.WithKeys("esc", "=", "q", "enter"), key.WithHelp("esc/=", "close")), action: func(tea.KeyMsg) tea.Cmd {
+			c.open, c.res = false, nil
+			return nil
+		}},
+	}
 }
+
+// ShortHelp is the comparison's footer, from its bindings.
+func (c *comparePane) ShortHelp() []key.Binding { return shortOf(c.bindings()) }
 
 // FullHelp is the comparison's keys in one group.
 func (c *comparePane) FullHelp() [][]key.Binding { return [][]key.Binding{c.ShortHelp()} }
@@ -91,11 +102,8 @@ func (c *comparePane) Update(msg tea.Msg) tea.Cmd {
 	case compareMsg:
 		c.onResult(msg)
 	case tea.KeyMsg:
-		if d, ok := c.keys.moveDelta(msg, c.rowsShown()); ok {
-			c.move(d)
-		} else if key.Matches(msg, compareClose) {
-			c.open, c.res = false, nil
-		}
+		cmd, _ := dispatch(c.bindings(), msg)
+		return cmd
 	}
 	return nil
 }

@@ -32,10 +32,26 @@ func newFilterBox(ctx *Context) *filterBox {
 	return &filterBox{Context: ctx, input: in}
 }
 
-var (
-	filterKeep = hint("enter", "keep")
-	filterUndo = hint("esc", "undo")
-)
+// bindings are the box's keys, declared once: enter keeps the text and
+// closes the box, esc restores the filter it opened with; every other key
+// types (and ctrl+c quits, as everywhere).
+func (f *filterBox) bindings() []binding {
+	return []binding{
+		{Binding: hint("enter", "keep"), action: func(tea.KeyMsg) tea.Cmd {
+			f.open = false
+			f.input.Blur()
+			f.text = f.input.Value()
+			return nil
+		}},
+		{Binding: hint("esc", "undo"), action: func(tea.KeyMsg) tea.Cmd {
+			f.open = false
+			f.input.Blur()
+			f.text = f.before
+			return nil
+		}},
+		{Binding: hint("ctrl+c", "quit"), action: func(tea.KeyMsg) tea.Cmd { return nil }}, // the explorer's: listed here
+	}
+}
 
 // Open shows the box with the filter applied, to edit.
 func (f *filterBox) Open() tea.Cmd {
@@ -66,17 +82,8 @@ func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	switch {
-	case key.Matches(km, filterKeep):
-		f.open = false
-		f.input.Blur()
-		f.text = f.input.Value()
-		return nil
-	case key.Matches(km, filterUndo):
-		f.open = false
-		f.input.Blur()
-		f.text = f.before
-		return nil
+	if cmd, ok := dispatch(f.bindings(), km); ok {
+		return cmd
 	}
 	var cmd tea.Cmd
 	f.input, cmd = f.input.Update(km)
@@ -88,9 +95,7 @@ func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
 func (f *filterBox) View() string { return f.input.View() }
 
 // ShortHelp is the box's keys; every other key types.
-func (f *filterBox) ShortHelp() []key.Binding {
-	return []key.Binding{filterKeep, filterUndo, hint("ctrl+c", "quit")}
-}
+func (f *filterBox) ShortHelp() []key.Binding { return shortOf(f.bindings()) }
 
 // FullHelp is the box's keys in one group.
 func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }

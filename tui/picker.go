@@ -130,11 +130,29 @@ func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Co
 // pickedMsg is the scenario the picker's enter chose, to start.
 type pickedMsg struct{ name string }
 
-var (
-	pickerRun    = hint("enter", "run")
-	pickerFilter = hint("/", "filter")
-	pickerClose  = hint("esc", "cancel")
-)
+// bindings are the picker's keys, declared once: enter runs the scenario
+// selected (not while a filter is typed: the list takes it), esc closes
+// (once the list's filter is cleared: the list clears it first); / is the
+// list's own, listed here. Every other key goes to the list.
+func (p *scenarioPicker) bindings() []binding {
+	return []binding{
+		{Binding: hint("enter", "run"), enabled: func() bool { return p.list.FilterState() != list.Filtering },
+			action: func(tea.KeyMsg) tea.Cmd {
+				it, ok := p.list.SelectedItem().(scenarioItem)
+				if !ok {
+					return nil
+				}
+				p.open = false
+				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
+			}},
+		{Binding: key.NewBinding(key.WithHelp("/", "filter"))},
+		{Binding: hint("esc", "cancel"), enabled: func() bool { return p.list.FilterState() == list.Unfiltered },
+			action: func(tea.KeyMsg) tea.Cmd {
+				p.open = false
+				return nil
+			}},
+	}
+}
 
 // Shown says the picker is open.
 func (p *scenarioPicker) Shown() bool { return p.open }
@@ -215,22 +233,8 @@ func (p *scenarioPicker) Update(msg tea.Msg) tea.Cmd {
 		p.list, cmd = p.list.Update(msg.msg)
 		return p.tag(cmd)
 	case tea.KeyMsg:
-		filtering := p.list.FilterState() == list.Filtering
-		switch {
-		case key.Matches(msg, pickerRun):
-			if !filtering {
-				it, ok := p.list.SelectedItem().(scenarioItem)
-				if !ok {
-					return nil
-				}
-				p.open = false
-				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
-			}
-		case key.Matches(msg, pickerClose):
-			if p.list.FilterState() == list.Unfiltered {
-				p.open = false
-				return nil
-			}
+		if cmd, ok := dispatch(p.bindings(), msg); ok {
+			return cmd
 		}
 		before := p.list.FilterValue()
 		var cmd tea.Cmd
@@ -279,9 +283,7 @@ func (p *scenarioPicker) View() string {
 }
 
 // ShortHelp is the picker's keys; the list moves on the explorer's.
-func (p *scenarioPicker) ShortHelp() []key.Binding {
-	return []key.Binding{pickerRun, pickerFilter, pickerClose}
-}
+func (p *scenarioPicker) ShortHelp() []key.Binding { return shortOf(p.bindings()) }
 
 // FullHelp is the picker's keys and the list's movement.
 func (p *scenarioPicker) FullHelp() [][]key.Binding {
