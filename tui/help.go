@@ -53,16 +53,21 @@ func (h *helpPage) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-var (
-	helpNext  = key.NewBinding(key.WithKeys("j", "down", " ", "pgdown", "ctrl+d"), key.WithHelp("j/↓/space", "next page"))
-	helpPrev  = key.NewBinding(key.WithKeys("k", "up", "pgup", "ctrl+u"), key.WithHelp("k/↑", "previous"))
-	helpClose = hint("other keys", "close")
-)
+// bindings are the help's keys, declared once: they page it; any other
+// key closes it (onKey).
+func (h *helpPage) bindings() []binding {
+	return []binding{
+		{Binding: key.NewBinding(key.WithKeys("j", "down", " ", "pgdown", "ctrl+d"), key.WithHelp("j/↓/space", "next page")),
+			action: func(tea.KeyMsg) tea.Cmd { h.page = min(h.page+1, len(h.pages())-1); return nil }},
+		{Binding: key.NewBinding(key.WithKeys("k", "up", "pgup", "ctrl+u"), key.WithHelp("k/↑", "previous")),
+			action: func(tea.KeyMsg) tea.Cmd { h.page = max(h.page-1, 0); return nil }},
+	}
+}
 
-// ShortHelp is the help's own keys.
+// ShortHelp is the help's own keys: the paging keys where it has pages.
 func (h *helpPage) ShortHelp() []key.Binding {
 	if len(h.pages()) > 1 {
-		return []key.Binding{helpNext, helpPrev, helpClose}
+		return append(shortOf(h.bindings()), hint("other keys", "close"))
 	}
 	return []key.Binding{hint("any key", "close")}
 }
@@ -156,15 +161,8 @@ func (h *helpPage) View() string {
 
 // onKey pages the help; false means the key closes it.
 func (h *helpPage) onKey(k tea.KeyMsg) bool {
-	switch {
-	case key.Matches(k, helpNext):
-		h.page = min(h.page+1, len(h.pages())-1)
-		return true
-	case key.Matches(k, helpPrev):
-		h.page = max(h.page-1, 0)
-		return true
-	}
-	return false
+	_, paged := dispatch(h.bindings(), k)
+	return paged
 }
 
 // legendEntries is the help's marker legend: the trace's marks from the one
