@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -13,9 +14,13 @@ import (
 	"github.com/retrylab/retrylab/engine/world"
 )
 
-// Source is everything the explorer (package tui) reads and does: the
-// one definition of it, which Service extends for the CLI.
-type Source interface {
+// Reader is what a face needs to show executions: the list, each one's
+// history or imported trace, the effects the world saw, and notices of
+// changes. It changes nothing. A read-only source (a Temporal cluster, a
+// database of imported traces only) offers Reader alone; the roles below
+// are what a face asks a source for, by type assertion, before it offers
+// the keys or commands that need them.
+type Reader interface {
 	Execution(id string) (history.Execution, error)
 	Executions(skip, limit int) ([]history.Execution, int, error)
 	// FindExecutions is Executions of those that answer a filter
@@ -30,19 +35,77 @@ type Source interface {
 	RecentMessages(limit int) ([]world.Message, int, error)
 	Records() ([]world.Record, error)
 	Subscribe(buffer int) (<-chan notice.Notice, func())
-	Scenarios() ([]*scenario.Scenario, error)
+}
 
+// Runner runs the catalogue's scenarios: starts, resumes and kills runs,
+// and says which have a live worker.
+type Runner interface {
+	Scenarios() ([]*scenario.Scenario, error)
 	Start(name string, opts RunOptions) (*Run, error)
 	Resume(id string) (*Run, error)
 	Kill(id string) error
+	Running() []string
+}
+
+// FaultInjector arms the fault points of the next tool call and disarms
+// them.
+type FaultInjector interface {
 	Arm(p fault.Point)
 	Disarm()
 	Armed() []fault.Point
+}
+
+// WorldControl is what a workshop changes by hand between runs: a step's
+// journal record, the world clock, the world's state.
+type WorldControl interface {
 	DeleteJournal(id, step string) error
 	AdvanceClock(d time.Duration) error
 	WorldOffset() time.Duration
 	ResetWorld() error
-	Running() []string
+}
+
+// Source is every role together: what the explorer (package tui) reads
+// and does on a database retrylab runs in, which Service extends for the
+// CLI.
+type Source interface {
+	Reader
+	Runner
+	FaultInjector
+	WorldControl
+}
+
+// ReadOnly is src with its reads only: a face given it finds no Runner,
+// FaultInjector or WorldControl in it, so it offers no run, resume, fault or world
+// key. A host shows a database of imported traces only this way: no
+// scenario of retrylab's ran there, and none is to be run there.
+func ReadOnly(src Reader) Reader { return readOnly{src} }
+
+// readOnly hides every method of its Reader but Reader's.
+type readOnly struct{ Reader }
+
+// OnlyImported reports whether src holds executions and every one of them
+// is imported (engine/otlp, engine/temporal): a database of imported traces
+// only. It reads the list a page at a time and stops at the first
+// execution retrylab ran.
+func OnlyImported(src Reader) (bool, error) {
+	const page = 512
+	for skip := 0; ; skip += page {
+		list, total, err := src.Executions(skip, page)
+		if err != nil {
+			return false, fmt.Errorf("reading the executions: %w", err)
+		}
+		if total == 0 {
+			return false, nil
+		}
+		for _, x := range list {
+			if x.Imported == "" {
+				return false, nil
+			}
+		}
+		if len(list) == 0 || skip+len(list) >= total {
+			return true, nil
+		}
+	}
 }
 
 // Service is what the faces (the CLI and the explorer) use of the engine.

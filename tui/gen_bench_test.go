@@ -227,7 +227,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	}
 
 	m, r, frame := openExplorer(t, h, 160, 48)
-	t.Logf("DEBUG total=%d flash=%q pending=%d notices=%v", m.outbox.total, m.flash, r.pending, m.notices != nil)
+	t.Logf("DEBUG total=%d flash=%q pending=%d notices=%v", m.outbox.total, m.status.text, r.pending, m.feed.notices != nil)
 	defer m.Close()
 	for _, want := range []string{"Executions 50", list[0].ID, gen.ScenarioPrefix, "Outbox", "whole outbox"} {
 		if !strings.Contains(frame, want) {

@@ -12,6 +12,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -75,7 +76,20 @@ func (a *app) explore(f *exploreFlags) (err error) {
 	// Bubble Tea's init has already asked the terminal for its background
 	// (once, before the program owns the terminal), so adaptive colours
 	// never query it again.
-	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,
+	// A database of imported traces only is shown read-only: no scenario
+	// of retrylab's ran there, so the explorer offers no run, resume, fault
+	// or world key (engine.ReadOnly).
+	var src engine.Reader = h
+	if f.run == "" {
+		only, err := engine.OnlyImported(h)
+		if err != nil {
+			return err
+		}
+		if only {
+			src = engine.ReadOnly(h)
+		}
+	}
+	opts := tui.Options{Source: src, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,
 		FlashFor: tui.DefaultFlashFor}
 	// Lessons wipe their database between steps, so they run in one of
 	// their own beside the user's, opened the first time L is pressed.
