@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"path/filepath"
@@ -27,7 +27,7 @@ func TestCLIAuditsInteropRecordings(t *testing.T) {
 				{"different", 0, []string{"2 side-effecting attempts", "0 duplicate, 0 possible, 0 absorbed"}},
 				{"twice", 1, []string{"DUPLICATE " + send, "two attempts succeeded", "1 duplicate, 0 possible, 0 absorbed"}},
 			} {
-				file, err := filepath.Abs(filepath.Join("interop", "recordings", fw+"-"+c.scenario+".otlp.json"))
+				file, err := filepath.Abs(filepath.Join(repoRoot, "interop", "recordings", fw+"-"+c.scenario+".otlp.json"))
 				if err != nil {
 					t.Fatal(err)
 				}
