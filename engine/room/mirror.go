@@ -26,8 +26,7 @@ const BucketMirror store.Bucket = "room_mirror"
 // is one): its executions, their events, the notices that say something
 // was recorded, and its database for the cursor and the lesson progress.
 type Source interface {
-	View(fn func(*store.Tx) error) error
-	Update(fn func(*store.Tx) error) error
+	Store() *store.DB
 	Now() time.Time
 	Subscribe(buffer int) (<-chan notice.Notice, func())
 	Executions(skip, limit int) ([]history.Execution, int, error)
@@ -239,7 +238,7 @@ func (mi *Mirror) pass(ctx context.Context, all bool, dirty map[string]bool) err
 // acknowledgement.
 func (mi *Mirror) pushExecution(ctx context.Context, x history.Execution) error {
 	var cur cursor
-	err := mi.src.View(func(tx *store.Tx) error {
+	err := mi.src.Store().View(func(tx *store.Tx) error {
 		if data := tx.Get(BucketMirror, mi.cursorKey(x.ID)); data != nil {
 			return json.Unmarshal(data, &cur)
 		}
@@ -279,7 +278,7 @@ func (mi *Mirror) pushExecution(ctx context.Context, x history.Execution) error 
 		if err != nil {
 			return err
 		}
-		if err := mi.src.Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.cursorKey(x.ID), data) }); err != nil {
+		if err := mi.src.Store().Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.cursorKey(x.ID), data) }); err != nil {
 			return fmt.Errorf("mirror: save cursor of %s: %w", x.ID, err)
 		}
 		cur = next
@@ -310,7 +309,7 @@ func (mi *Mirror) pushPredictions(ctx context.Context) error {
 	}
 	var acked Predictions
 	var have bool
-	err = mi.src.View(func(tx *store.Tx) error {
+	err = mi.src.Store().View(func(tx *store.Tx) error {
 		if data := tx.Get(BucketMirror, mi.predictionsKey()); data != nil {
 			have = true
 			return json.Unmarshal(data, &acked)
@@ -327,5 +326,5 @@ func (mi *Mirror) pushPredictions(ctx context.Context) error {
 		return fmt.Errorf("mirror: push predictions: %w", err)
 	}
 	data, _ := json.Marshal(p)
-	return mi.src.Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.predictionsKey(), data) })
+	return mi.src.Store().Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.predictionsKey(), data) })
 }

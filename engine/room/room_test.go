@@ -49,7 +49,7 @@ func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Host = h
+	cfg.Host, cfg.Services = h, h.Providers()
 	if cfg.Code == "" {
 		cfg.Code = "K7QX-3M9P"
 	}
@@ -379,7 +379,7 @@ func TestLessonsResetsAndTheRoomsReset(t *testing.T) {
 	})
 
 	// Reset and run naive again: the room holds the new run's events only.
-	if err := ha.ResetKeeping(lesson.Bucket); err != nil {
+	if err := ha.Reset(lesson.Bucket); err != nil {
 		t.Fatal(err)
 	}
 	runScenario(t, ha, "naive")

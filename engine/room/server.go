@@ -24,12 +24,16 @@ import (
 )
 
 // Host is what the room needs of the host it runs on (*engine.Host is
-// one): its database for the room's collections, its clock, and the
-// world's services, which participants' own agents reach through the room.
+// one): its database, for the room's collections, and its clock.
 type Host interface {
-	View(fn func(*store.Tx) error) error
-	Update(fn func(*store.Tx) error) error
+	Store() *store.DB
 	Now() time.Time
+}
+
+// Services are the world's services of the room's host, which
+// participants' own agents reach through the room (engine.Providers is
+// one).
+type Services interface {
 	MailURL() string
 	CRMURL() string
 	MessagesFor(execution string) ([]world.Message, error)
@@ -37,7 +41,8 @@ type Host interface {
 
 // Config configures a Server.
 type Config struct {
-	Host Host
+	Host     Host
+	Services Services
 	// Code is the join code; required.
 	Code string
 	// TeacherToken reads the status of the whole room; required.
@@ -72,8 +77,8 @@ type Server struct {
 
 // NewServer makes the room on a host.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Host == nil || cfg.Code == "" || cfg.TeacherToken == "" {
-		return nil, errors.New("room: a host, a join code and a teacher token are required")
+	if cfg.Host == nil || cfg.Services == nil || cfg.Code == "" || cfg.TeacherToken == "" {
+		return nil, errors.New("room: a host, its services, a join code and a teacher token are required")
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
@@ -86,10 +91,10 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, limiter: newFailureLimiter(cfg.MaxFailures, cfg.FailureWindow, cfg.Host.Now)}
 	var err error
-	if s.mail, err = s.proxy(cfg.Host.MailURL(), "/v1/room/mail"); err != nil {
+	if s.mail, err = s.proxy(cfg.Services.MailURL(), "/v1/room/mail"); err != nil {
 		return nil, err
 	}
-	if s.crm, err = s.proxy(cfg.Host.CRMURL(), "/v1/room/crm"); err != nil {
+	if s.crm, err = s.proxy(cfg.Services.CRMURL(), "/v1/room/crm"); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -239,7 +244,7 @@ func (s *Server) authenticate(r *http.Request) (caller, bool) {
 	h := tokenHash(tok)
 	var found participant
 	var ok bool
-	err := s.cfg.Host.View(func(tx *store.Tx) error {
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
 		ps, err := participants(tx)
 		for _, p := range ps {
 			if subtleEqual(h, p.TokenHash) {
@@ -300,7 +305,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
 	s.joinMu.Lock()
 	defer s.joinMu.Unlock()
 	var taken, full bool
-	err = s.cfg.Host.Update(func(tx *store.Tx) error {
+	err = s.cfg.Host.Store().Update(func(tx *store.Tx) error {
 		ps, err := participants(tx)
 		if err != nil {
 			return err
@@ -387,7 +392,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	id := c.participant.ID
 	stored := 0
-	err := s.cfg.Host.Update(func(tx *store.Tx) error {
+	err := s.cfg.Host.Store().Update(func(tx *store.Tx) error {
 		if x := req.Execution; x != nil {
 			x.Scenario = clip(x.Scenario, maxIDLen)
 			x.Status = clip(x.Status, 32)
@@ -455,7 +460,7 @@ func (s *Server) serveExecutions(w http.ResponseWriter, c caller) {
 		return
 	}
 	var xs []Execution
-	err := s.cfg.Host.View(func(tx *store.Tx) (err error) {
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) (err error) {
 		xs, err = executionsOf(tx, c.participant.ID)
 		return err
 	})
@@ -477,7 +482,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	var evs []json.RawMessage
-	err := s.cfg.Host.View(func(tx *store.Tx) (err error) {
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) (err error) {
 		evs, err = eventsOf(tx, c.participant.ID, exec, 10000)
 		return err
 	})
@@ -518,7 +523,7 @@ func (s *Server) Status() (Status, error) {
 		pred  Predictions
 	}
 	var parts []part
-	err := s.cfg.Host.View(func(tx *store.Tx) error {
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
 		ps, err := participants(tx)
 		if err != nil {
 			return err
@@ -554,7 +559,7 @@ func (s *Server) Status() (Status, error) {
 				ps.Duplicates += max(0, n-1)
 			}
 		}
-		msgs, err := s.cfg.Host.MessagesFor(AgentExecution(pt.p.ID))
+		msgs, err := s.cfg.Services.MessagesFor(AgentExecution(pt.p.ID))
 		if err != nil {
 			return Status{}, fmt.Errorf("read the room: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/room"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -95,11 +96,16 @@ func (a *app) hostRoom(listen, code string) error {
 		return err
 	}
 	defer h.Close()
+	// The teacher's control API (reset, clock, faults from another
+	// terminal) is the host's, on loopback only, as for any command.
+	if _, err := control.Serve(h); err != nil {
+		return err
+	}
 	teacher, err := room.NewTeacherToken()
 	if err != nil {
 		return err
 	}
-	srv, err := room.NewServer(room.Config{Host: h, Code: code, TeacherToken: teacher})
+	srv, err := room.NewServer(room.Config{Host: h, Services: h.Providers(), Code: code, TeacherToken: teacher})
 	if err != nil {
 		return err
 	}
@@ -128,7 +134,7 @@ func (a *app) hostRoom(listen, code string) error {
 		return err
 	}
 	defer os.Remove(tf)
-	fmt.Fprintf(a.out, "retrylab room on %s at %s (code %s)\n", h.DBPath(), roomURL, code)
+	fmt.Fprintf(a.out, "retrylab room on %s at %s (code %s)\n", h.Store().Path(), roomURL, code)
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		fmt.Fprintf(a.out, "  listening beyond loopback, as --listen asked: anyone who reaches %s needs the code\n", ln.Addr())
 	}

@@ -161,6 +161,13 @@ func TestCLIRoom(t *testing.T) {
 		t.Errorf("bob's agent's send is not in his outbox: %s", b)
 	}
 
+	// The teacher resets the room's world from another terminal (the
+	// control API, on loopback): the room and its participants stay.
+	must(t, 0, roomDB, "reset")
+	if st := statusOf(t, roomDB); !strings.Contains(st["alice"], `"outbox":2`) || !strings.Contains(st["bob"], `"outbox":1`) {
+		t.Errorf("after the room's reset: %v", st)
+	}
+
 	// kill -9 of the room: alice keeps running locally.
 	rm.kill()
 	must(t, 0, aliceDB, "run", "safe")

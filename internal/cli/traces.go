@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/otlp"
 )
 
@@ -56,7 +57,7 @@ func (a *app) startOTLP(s engine.Service, addr string) (string, func(), error) {
 	if addr == "" {
 		return "", func() {}, nil
 	}
-	h, ok := s.(*engine.Host)
+	h, ok := s.(*control.Server)
 	if !ok {
 		return "", nil, fmt.Errorf("--otlp: another retrylab holds %s; stop it and run 'retrylab serve --otlp %s' alone", s.DBPath(), addr)
 	}
