@@ -41,8 +41,10 @@ type MirrorOptions struct {
 	// Retry is the first wait after a failed push, doubled up to
 	// MaxRetry. Defaults: 200ms, 5s.
 	Retry, MaxRetry time.Duration
-	// Rescan is how often the mirror looks at every execution even
-	// without a notice. Default: 10s.
+	// Rescan is how often the mirror looks for what no notice announces
+	// (the lesson predictions). Default: 10s. Every execution is looked at
+	// when the mirror starts, after a lag of its notices, and after a
+	// failed push.
 	Rescan time.Duration
 	// Drain bounds what Close waits for the last pushes. Default: 2s.
 	Drain time.Duration
@@ -149,7 +151,7 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 			mi.drain()
 			return
 		case <-rescan.C:
-			all = true
+			// The lesson progress says nothing on the bus: look at it.
 		case n, ok := <-notices:
 			if !ok {
 				mi.drain()

@@ -179,7 +179,9 @@ func TestCLIRoom(t *testing.T) {
 	}
 
 	// kill -9 of bob mid-run, then his next command: the room has all he has.
-	runAndKillHost(t, bobDB, 400*time.Millisecond, "run", "naive")
+	if _, killed := runAndKillHost(t, bobDB, 400*time.Millisecond, "run", "naive"); !killed {
+		t.Fatal("bob's run ended before the kill: naive's lost response alone takes its 1s timeout")
+	}
 	must(t, 0, bobDB, "run", "one-send")
 	h, err := engine.Open(engine.Config{DBPath: bobDB, Scenarios: fixtures.FS})
 	if err != nil {
