@@ -95,7 +95,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		mux.HandleFunc("POST /v1/control/"+name, func(w http.ResponseWriter, r *http.Request) {
 			out, err := fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errorKind(err)})
+				writeJSON(w, bodyStatus(err, http.StatusUnprocessableEntity), rpcError{Error: err.Error(), Kind: errorKind(err)})
 				return
 			}
 			writeJSON(w, http.StatusOK, out)

@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -115,12 +116,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// readJSON decodes a request's JSON body into v. A body over the size or
+// nesting limits, or one that is not JSON, is a *badBody.
 func readJSON(r *http.Request, v any) error {
 	data, err := readBody(r)
 	if err != nil {
-		return err
+		return &badBody{err}
 	}
-	return json.Unmarshal(data, v)
+	if err := jsonlimit.Check(data); err != nil {
+		return &badBody{err}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return &badBody{err}
+	}
+	return nil
+}
+
+// badBody is a request body refused before anything was done with it: the
+// client's fault, a 400.
+type badBody struct{ error }
+
+func (b *badBody) Unwrap() error { return b.error }
+
+// bodyStatus is the HTTP status of an error a request led to: 400 for a
+// body refused unread, otherwise as given.
+func bodyStatus(err error, otherwise int) int {
+	if bad := (*badBody)(nil); errors.As(err, &bad) {
+		return http.StatusBadRequest
+	}
+	return otherwise
 }
 
 // readBody reads a request's body, up to maxRuntimeBody bytes.
@@ -220,12 +244,18 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var evs []history.Event
-	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && jsonlimit.Check(data) != nil:
+		// JSON must nest no deeper than the limit before encoding/json
+		// recurses through it.
+		err = jsonlimit.Check(data)
+	case len(trimmed) > 0 && trimmed[0] == '[':
 		err = json.Unmarshal(data, &evs)
 		if err == nil && len(evs) == 0 {
 			err = errors.New("empty batch")
 		}
-	} else {
+	default:
 		// One event: a JSON object, or the store's compact encoding
 		// (history.Encode), which the host's own workers send.
 		evs = make([]history.Event, 1)

@@ -80,7 +80,7 @@ func writeTracesError(w http.ResponseWriter, err error) {
 	if errors.As(err, &me) {
 		e.Execution = me.id
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, e)
+	writeJSON(w, bodyStatus(err, http.StatusUnprocessableEntity), e)
 }
 
 func (h *Host) tracesHandlers(mux *http.ServeMux) {
