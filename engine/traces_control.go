@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/notice"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Import, audit and export through the host that holds the database: the
@@ -108,7 +110,21 @@ func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, err)
 		return
 	}
+	if r.Context().Err() != nil {
+		// The client went away (killed, or its connection cut) after it
+		// sent the whole file, before the answer: the import is committed
+		// all the same, and nobody is there to be told. Say it to whoever
+		// watches the host.
+		h.bus.publish(notice.Notice{Host: orphanedImport(q.Get("name"), res)})
+	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// orphanedImport is the host's line for an import committed after its
+// client went away.
+func orphanedImport(name string, res ImportResult) string {
+	return fmt.Sprintf("the import of %s was committed (%s) after the retrylab that sent it went away: its command said nothing",
+		name, plural.Count(len(res.Executions()), "execution"))
 }
 
 // auditArgs is an audit request.
@@ -453,6 +469,10 @@ func (f *frameReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if kind == frameEnd {
+			// Read on to the body's end, which follows at once: net/http
+			// watches the connection from there, so a sender killed while
+			// the import commits is known by the request's context.
+			_, _ = f.br.Peek(1)
 			f.err = io.EOF
 			continue
 		}
