@@ -49,8 +49,8 @@ func (a *app) handToTemporal(args ...string) error {
 		if args[0] == "explore" {
 			what = "--temporal"
 		}
-		return fmt.Errorf("%s needs the %s command on PATH (cd temporal && go build -o ~/go/bin/%s ./cmd/%s): %w",
-			what, temporalCommand, temporalCommand, temporalCommand, errors.Unwrap(err))
+		return fmt.Errorf("%s needs the %s command on PATH (cd temporal && go install ./cmd/%s: it goes to $GOBIN, or $(go env GOPATH)/bin when GOBIN is unset): %w",
+			what, temporalCommand, temporalCommand, errors.Unwrap(err))
 	}
 	c := exec.Command(bin, args...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, a.out, a.errOut

@@ -410,8 +410,13 @@ func TestREADMEInstallsBeforeUsing(t *testing.T) {
 	if first == nil || install < 0 || install > first[0] {
 		t.Fatalf("README: `go install .` at %d, the first retrylab command at %v", install, first)
 	}
-	if !strings.Contains(readme[:first[0]], `export PATH="$PATH:$(go env GOPATH)/bin"`) {
-		t.Error("README does not say how to put GOPATH/bin on the PATH before using retrylab")
+	// go install honours GOBIN: the directory to put on the PATH is the
+	// one go list names as the install target, not GOPATH/bin.
+	if !strings.Contains(readme[:first[0]], `export PATH="$PATH:$(dirname "$(go list -f '{{.Target}}' .)")"`) {
+		t.Error("README does not say how to put go install's directory ($GOBIN or GOPATH/bin) on the PATH before using retrylab")
+	}
+	if strings.Contains(readme, `PATH="$PATH:$(go env GOPATH)/bin"`) {
+		t.Error("README assumes go install writes to GOPATH/bin; with GOBIN set it does not")
 	}
 }
 
