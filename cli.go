@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -35,10 +36,14 @@ type app struct {
 	// ports fixes the host's ports when this process hosts the database
 	// (serve --port); zero: free ports.
 	mailPort, crmPort, controlPort int
+	// imports are the sources of imported traces (engine/imports/all).
+	imports *imports.Registry
 }
 
-func newRootCmd() *cobra.Command {
-	a := &app{}
+// newRootCmd is the command line over the sources of imported traces in
+// reg.
+func newRootCmd(reg *imports.Registry) *cobra.Command {
+	a := &app{imports: reg}
 	var explore exploreFlags
 	root := &cobra.Command{
 		Use:   "retrylab",
@@ -56,7 +61,12 @@ Without a subcommand it opens the explorer on the database.`,
 			return a.explore(&explore)
 		},
 	}
-	root.PersistentPreRunE = a.checkDBFlag
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		// The outputs as they are when a command runs: one that drives the
+		// command in-process (a test) sets them after building it.
+		a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
+		return a.checkDBFlag(cmd, args)
+	}
 	a.addExploreFlags(root, &explore)
 	root.PersistentFlags().StringVar(&a.dbPath, "db", envOr("RETRYLAB_DB", defaultDB), "database file (env RETRYLAB_DB)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -197,7 +207,7 @@ func (a *app) withService(fn func(engine.Service) error) (err error) {
 // openHost opens the database and starts the world and the runtime.
 func (a *app) openHost() (*engine.Host, error) {
 	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
-		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort})
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
 			a.mailPort, a.controlPort, err)}

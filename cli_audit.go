@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
@@ -17,6 +18,7 @@ func (a *app) auditCmd() *cobra.Command {
 		effects          string
 		window           time.Duration
 		asJSON, markdown bool
+		failOn           string
 	)
 	cmd := &cobra.Command{
 		Use:   "audit [EXECUTION...]",
@@ -47,7 +49,8 @@ never count.
 While another retrylab holds the database (the explorer, serve), that
 retrylab reads the executions for the audit, and the output is the same.
 
-Exit status: 1 when a duplicate is found (so a CI job can gate on it) or the
+Exit status: 1 when a duplicate is found (so a CI job can gate on it; with
+--fail-on possible, a possible one too; with --fail-on never, neither) or the
 audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 2 for bad flags.`,
 		Example: "  retrylab audit\n  retrylab audit --effects 'send_*,charge_*' --markdown >> $GITHUB_STEP_SUMMARY\n  retrylab audit otlp-conv-session-42 --json",
@@ -58,6 +61,10 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			pats, err := audit.ParseEffects(effects)
 			if err != nil {
 				return &exitError{code: 2, msg: err.Error()}
+			}
+			gate, ok := failGrades[failOn]
+			if !ok {
+				return &exitError{code: 2, msg: "audit: --fail-on must be duplicate, possible or never, not " + failOn}
 			}
 			if window <= 0 {
 				return &exitError{code: 2, msg: "audit: --window must be positive"}
@@ -83,8 +90,12 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			if err != nil {
 				return err
 			}
-			if dup := rep.Head().Counts.Duplicate; dup > 0 {
+			counts := rep.Head().Counts
+			if dup := counts.Duplicate; dup > 0 && gate >= 1 {
 				return &exitError{code: 1, msg: "audit: " + plural.Count(dup, "duplicate effect") + " found"}
+			}
+			if pos := counts.Possible; pos > 0 && gate >= 2 {
+				return &exitError{code: 1, msg: "audit: " + plural.Count(pos, "possible duplicate effect") + " found"}
 			}
 			return nil
 		},
@@ -93,9 +104,16 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 	cmd.Flags().DurationVar(&window, "window", audit.DefaultWindow, "how close in time repeats in different executions must be")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the findings as Markdown")
+	cmd.Flags().StringVar(&failOn, "fail-on", "duplicate", "the grade that makes the exit status 1: duplicate, possible (or worse) or never")
 	return cmd
 }
 
+// failGrades are --fail-on's values: how many grades, worst first, fail
+// the audit.
+var failGrades = map[string]int{"never": 0, "duplicate": 1, "possible": 2}
+
 // foldOne folds one execution of db from its own source (retrylab's
-// history, or imported spans).
-func foldOne(db *store.DB, id string) (*trace.Trace, error) { return engine.FoldExecution(db, id) }
+// history, or an imported trace read by its source in reg).
+func foldOne(reg *imports.Registry, db *store.DB, id string) (*trace.Trace, error) {
+	return imports.Fold(engine.ReadStore(db, reg), id, 0)
+}

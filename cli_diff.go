@@ -62,7 +62,7 @@ for a handout.`,
 			var traces [2]*trace.Trace
 			// Trace files first, each imported into a scratch database:
 			// two files never open the user's database at all.
-			files := &traceFiles{}
+			files := &traceFiles{reg: a.imports}
 			defer files.close()
 			for i, d := range sides {
 				if d.file == "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkDiffCommand(b *testing.B) {
 	if out, err := exec.Command("cp", path, db).CombinedOutput(); err != nil {
 		b.Fatalf("copy %s: %v %s", path, err, out)
 	}
-	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,9 +10,7 @@ import (
 	"strings"
 
 	"github.com/retrylab/retrylab/engine"
-	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -83,6 +81,7 @@ func (d diffSide) name() string {
 // folds exactly as it would once imported; the user's database is never
 // opened for it.
 type traceFiles struct {
+	reg *imports.Registry
 	dir string
 	dbs map[string]*store.DB
 }
@@ -114,11 +113,14 @@ func (tf *traceFiles) open(path string) (*store.DB, error) {
 		return nil, err
 	}
 	tf.dbs[path] = db
-	if ok, err := temporal.SniffFile(path); err == nil && ok {
-		_, err = temporal.ImportFile(db, path)
+	src, known, err := tf.reg.SniffFile(path)
+	if err != nil {
 		return db, err
 	}
-	_, err = otlp.ImportFile(db, path)
+	if !known {
+		return db, fmt.Errorf("%s: not a trace of any format this retrylab reads", path)
+	}
+	_, err = src.ImportFile(db, path)
 	return db, err
 }
 
@@ -144,7 +146,7 @@ func (tf *traceFiles) fold(d diffSide) (*trace.Trace, error) {
 	case !slices.Contains(ids, id):
 		return nil, fmt.Errorf("diff %s: no execution %s in %s; it holds %s", d.side, id, d.file, listIDs(ids))
 	}
-	t, err := foldOne(db, id)
+	t, err := foldOne(tf.reg, db, id)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %s: %w", d.side, d.file, err)
 	}
@@ -180,25 +182,9 @@ func loadTrace(s engine.Service, d diffSide) (*trace.Trace, error) {
 		}
 		return nil, fmt.Errorf("diff %s: %w", d.side, err)
 	}
-	t, err := foldService(s, x)
+	t, err := imports.FoldExecution(s, x, 0)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", d.side, err)
 	}
 	return t, nil
-}
-
-// foldService folds an execution read through the service.
-func foldService(s engine.Service, x history.Execution) (*trace.Trace, error) {
-	if x.Imported != "" {
-		events, err := s.ImportedEvents(x.ID)
-		if err != nil {
-			return nil, err
-		}
-		return trace.Fold(x.ID, events), nil
-	}
-	events, err := s.Events(x.ID, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	return trace.FoldHistory(x.ID, events), nil
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
-	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -111,7 +109,7 @@ func (a *app) traces() (engine.Traces, error) {
 		if err != nil {
 			return nil, err
 		}
-		return engine.LocalTraces(db), nil
+		return engine.LocalTraces(db, a.imports), nil
 	}
 }
 
@@ -158,29 +156,25 @@ func (a *app) importOne(t engine.Traces, p string) error {
 		// Read as a file, a directory is empty ("no spans"): say what it is.
 		return fmt.Errorf("%s is a directory; name the files in it: retrylab import %s", p, filepath.Join(p, "*"))
 	default:
-		format := engine.ImportOTLP
-		if ok, serr := temporal.SniffFile(p); serr == nil && ok {
-			format = engine.ImportTemporal
+		src, known, serr := a.imports.SniffFile(p)
+		if serr != nil {
+			return serr
 		}
-		res, err = t.ImportFile(p, format)
+		if !known {
+			return fmt.Errorf("%s: not a trace of any format this retrylab reads", p)
+		}
+		res, err = t.ImportFile(p, engine.ImportFormat(src.Format()))
 	}
 	if err != nil {
 		return err
 	}
-	if res.Temporal != nil {
-		a.printTemporal(name, *res.Temporal)
-	} else if res.OTLP != nil {
-		a.printImported(name, *res.OTLP)
-	}
+	a.printImported(name, res)
 	return nil
 }
 
-// printImported says what importing one OTLP file did.
-func (a *app) printImported(p string, res otlp.FileResult) {
-	fmt.Fprintf(a.out, "%s: %s, %s imported", p, res.Format, plural.Count(res.Spans, "span"))
-	if res.Repeated > 0 {
-		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
-	}
+// printImported says what importing one file did, as its source words it.
+func (a *app) printImported(p string, res engine.ImportResult) {
+	fmt.Fprintf(a.out, "%s: %s", p, res.Summary)
 	const shown = 5
 	for i, x := range res.Executions {
 		if i == shown {

@@ -102,7 +102,7 @@ func parseAnswers(s string) ([]int, error) {
 // openLessonHost opens the lessons' own database, beside --db.
 func (a *app) openLessonHost() (*engine.Host, error) {
 	path := lesson.DBPath(a.dbPath)
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: a.imports})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
@@ -77,12 +78,22 @@ func TestCLIImportAndAudit(t *testing.T) {
 	}
 
 	r = must(t, 1, db, "audit", "--markdown")
-	has(t, r, "# Effect audit", "## 1. duplicate: `send_email`", "| ✓ ok |")
+	// The send that failed with a 503 and was repeated may have acted: it is
+	// evidence of the duplicate it led to.
+	has(t, r, "# Effect audit", "## 1. duplicate: `send_invoice`", "| ✖ failed: upstream unavailable |",
+		"## 2. duplicate: `send_email`", "| ✓ ok |")
 
 	// Narrow the effects: only the charge, graded possible, which does not fail a CI gate.
 	r = ok(t, db, "audit", "--effects", "charge_*")
 	has(t, r, "POSSIBLE  charge_card", "0 duplicate, 1 possible, 0 absorbed")
 	hasNot(t, r, "send_email")
+	// --fail-on possible lets CI gate on it; --fail-on never gates on nothing.
+	r = must(t, 1, db, "audit", "--effects", "charge_*", "--fail-on", "possible")
+	if msg := oneLineError(t, r); msg != "retrylab: audit: 1 possible duplicate effect found" {
+		t.Errorf("stderr with --fail-on possible %q", msg)
+	}
+	ok(t, db, "audit", "--fail-on", "never")
+	oneLineError(t, must(t, 2, db, "audit", "--fail-on", "sometimes"))
 	r = ok(t, db, "audit", "otlp-4bf92f3577b34da6a3ce929d0e0e4736")
 	has(t, r, "audit of 1 execution:", "0 duplicate, 0 possible, 1 absorbed")
 
@@ -124,7 +135,8 @@ func TestCLIImportBadFiles(t *testing.T) {
 	good := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001","name":"x","startTimeUnixNano":"1790607000000000000","endTimeUnixNano":"1790607001000000000"}]}]}]}`
 	cases := []struct{ file, want string }{
 		{write("broken.json", `{"resourceSpans": [`), "broken.json: not OTLP/JSON"},
-		{write("badid.json", strings.Replace(good, "a000000000000001", "a0001", 1)), "badid.json: not OTLP/JSON"},
+		{write("badid.json", strings.Replace(good, "a000000000000001", "a0001", 1)),
+			`badid.json: line 1: not OTLP/JSON: span a0001 ("x"), field spanId: expected 16 hex digits, found the string "a0001"`},
 		{write("lines.jsonl", good+"\n"+strings.Replace(good, `"1790607001000000000"`, `"1790606000000000000"`, 1)+"\n"), "lines.jsonl: line 2: span a000000000000001: ends 16m40s before it starts"},
 		{write("logs.json", `{"resourceLogs":[]}`), "logs.json: no spans"},
 		{write("empty.pb", ""), "empty.pb: empty file"},
@@ -136,8 +148,11 @@ func TestCLIImportBadFiles(t *testing.T) {
 			t.Errorf("%s: stderr %q, want %q", c.file, msg, c.want)
 		}
 	}
+	// An empty trace document is taken, as the receiver takes it: nothing stored.
+	r := ok(t, db, "import", write("none.json", `{"resourceSpans": []}`))
+	has(t, r, "none.json: OTLP/JSON, 0 spans imported")
 	// Nothing of the failed files is in the database; a good file after a bad one still loads.
-	r := must(t, 1, db, "import", cases[0].file, write("good.json", good))
+	r = must(t, 1, db, "import", cases[0].file, write("good.json", good))
 	has(t, r, "good.json: OTLP/JSON, 1 span imported -> otlp-5b8efff798038103d269b633813fc60c")
 	ok(t, db, "check")
 }
@@ -213,7 +228,7 @@ func foldAll(t *testing.T, path string) map[string]*trace.Trace {
 		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
 	})
 	for _, id := range ids {
-		tr, err := foldOne(db, id)
+		tr, err := foldOne(all.Registry(), db, id)
 		if err != nil {
 			t.Fatal(err)
 		}

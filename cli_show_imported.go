@@ -7,7 +7,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
 )
@@ -20,10 +19,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	unit, refWord := "spans", "span "
-	if x.Imported == temporal.ImportedFormat {
-		unit, refWord = "events", ""
-	}
+	unit, refWord := a.imports.Units(x.Imported)
 	if asJSON {
 		if events == nil {
 			events = []trace.Event{}
@@ -67,7 +63,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 						line += "  " + trace.MarkFault.Glyph() + strings.Join(at.Faults, ",")
 					}
 					if at.Error != "" {
-						line += "  " + at.Error
+						line += "  " + trace.Headline(at.Error) // whole in --json and the detail pane
 					}
 					if o := at.Attrs["orphan"]; o != "" {
 						line += "  (orphan: " + o + ")"

@@ -72,7 +72,7 @@ func printHistory(out io.Writer, h engine.Source, x history.Execution) error {
 	runs := 0
 	line := func(rel float64, l string) { fmt.Fprintf(w, "%+8.3fs  %s\n", rel, l) }
 	err := eachEvent(h, x.ID, func(ev history.Event) error {
-		t.ApplyHistory(ev)
+		history.Apply(t, ev)
 		if len(t.Runs) > runs {
 			// The event opened a run: say how long nothing ran before it.
 			runs = len(t.Runs)

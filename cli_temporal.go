@@ -7,19 +7,8 @@ import (
 	"os/exec"
 
 	"github.com/retrylab/retrylab/engine/scenario"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/fixtures"
-	"github.com/retrylab/retrylab/internal/plural"
 )
-
-// printTemporal says what importing one Temporal history did.
-func (a *app) printTemporal(path string, res temporal.FileResult) {
-	fmt.Fprintf(a.out, "%s: %s, %s of run %s imported", path, res.Shape, plural.Count(res.Events, "event"), res.RunID)
-	if res.Repeated > 0 {
-		fmt.Fprintf(a.out, ", %d already there", res.Repeated)
-	}
-	fmt.Fprintf(a.out, " -> %s\n", res.Execution)
-}
 
 // temporalCommand is the command that holds everything needing the
 // Temporal SDK (the temporal/ module).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/fixtures"
@@ -396,7 +397,7 @@ var eventTags = []string{"[runtime]", "[agent]", "[tool]", "[fault]", "[journal]
 // histories, and returns an unfinished execution to resume ("" if none).
 func checkAfterKill(t *testing.T, round int, db string, printed []string, running map[string]bool) string {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		t.Fatalf("round %d: host open after kill: %v", round, err)
 	}

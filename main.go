@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/store"
 )
@@ -31,7 +32,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 func execute(args []string) int {
-	cmd := newRootCmd()
+	cmd := newRootCmd(all.Registry())
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {

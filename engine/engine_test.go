@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
@@ -69,7 +70,7 @@ func openHost(t *testing.T, clock engine.Clock) *engine.Host {
 
 func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Clock: clock})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Clock: clock, Imports: all.Registry()})
 	if err != nil {
 		t.Fatalf("open host: %v", err)
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -78,6 +79,10 @@ type Config struct {
 	// attributed to executions this host does not run (a Temporal
 	// workflow's activities, which 'retrylab-temporal run' hosts).
 	Faults world.FaultSource
+	// Imports are the sources of imported traces the host reads and
+	// imports (engine/imports/all). Nil: none, and an imported execution
+	// cannot be read.
+	Imports *imports.Registry
 }
 
 // Host owns the database, the world and the workers.

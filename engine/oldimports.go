@@ -2,8 +2,6 @@ package engine
 
 import (
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -46,13 +44,9 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 		}
 		// A database that never imported anything (most, and the largest)
 		// has nothing to flag: its records are not walked.
-		for _, b := range []store.Bucket{otlp.BucketIndex, temporal.BucketRuns} {
-			if err := tx.Scan(b, nil, false, func(_, _ []byte) bool { imports = true; return false }); err != nil {
-				return err
-			}
-		}
-		if !imports {
-			return nil
+		var err error
+		if imports, err = h.cfg.Imports.Holds(tx); err != nil || !imports {
+			return err
 		}
 		return tx.ExecutionRecords(func(id, rec []byte) bool {
 			if stopped() {
@@ -115,12 +109,7 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 			if err != nil {
 				return err
 			}
-			switch x.Imported {
-			case otlp.ImportedFormat:
-				dup, err = otlp.Duplicated(tx, id)
-			case temporal.ImportedFormat:
-				dup, err = temporal.Duplicated(tx, id)
-			}
+			dup, err = h.cfg.Imports.Duplicated(tx, x)
 			return err
 		})
 		if err == nil && dup {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -65,7 +66,7 @@ func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 			t.Fatalf("testdata: %s already flagged: not a database of before the flag", id)
 		}
 	}
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 func TestOpenMarksADatabaseWithoutImports(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -311,30 +312,14 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	return r, nil
 }
 
-// eachEvent calls fn for every event of an execution's history, in order.
-// An event that does not decode is an error naming it: the state rebuilt
-// from a history must not silently skip part of it.
-func (h *Host) eachEvent(id string, fn func(history.Event)) error {
-	var bad error
-	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, 0, func(seq uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
-				return false
-			}
-			fn(ev)
-			return true
-		})
-	})
-	return errors.Join(err, bad)
-}
-
-// fold reads an execution's history into the one model of a trace.
+// fold reads an execution into the one model of a trace (imports.Fold);
+// on an error the trace is empty, never nil.
 func (h *Host) fold(id string) (*trace.Trace, error) {
-	t := trace.New(id)
-	err := h.eachEvent(id, t.ApplyHistory)
-	return t, err
+	t, err := imports.Fold(h.stored(), id, 0)
+	if err != nil {
+		return trace.New(id), err
+	}
+	return t, nil
 }
 
 // rebuild reads the history into the in-memory state for a new run: where

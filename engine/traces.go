@@ -8,9 +8,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
-	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -21,8 +19,8 @@ import (
 // (Host.ImportStream, Host.Audit, Host.PlanOTLPExport), so the results,
 // and the errors, are the same either way.
 type Traces interface {
-	// ImportFile imports the regular file at path, as format says
-	// (ImportOTLP or ImportTemporal: the caller sniffed it).
+	// ImportFile imports the regular file at path, as the source of
+	// format says (imports.Registry.SniffFile: the caller sniffed it).
 	ImportFile(path string, format ImportFormat) (ImportResult, error)
 	// ImportStream imports what r holds (standard input, a pipe), read
 	// once; what it is is told from its first bytes. name stands for it in
@@ -49,31 +47,12 @@ type OTLPExport interface {
 	Close() error
 }
 
-// ImportFormat says how an imported file is to be read.
+// ImportFormat says how an imported file is to be read: the Format of
+// one of the registry's sources (imports.Source).
 type ImportFormat string
 
-// The formats ImportFile takes.
-const (
-	ImportOTLP     ImportFormat = "otlp"
-	ImportTemporal ImportFormat = "temporal"
-)
-
-// ImportResult is what importing one file did: one of the two is set.
-type ImportResult struct {
-	OTLP     *otlp.FileResult     `json:"otlp,omitempty"`
-	Temporal *temporal.FileResult `json:"temporal,omitempty"`
-}
-
-// Executions are the executions the import created or extended.
-func (r ImportResult) Executions() []string {
-	switch {
-	case r.OTLP != nil:
-		return r.OTLP.Executions
-	case r.Temporal != nil && r.Temporal.Execution != "":
-		return []string{r.Temporal.Execution}
-	}
-	return nil
-}
+// ImportResult is what importing one file did.
+type ImportResult = imports.Result
 
 // missingExecution is an execution named that the database does not hold.
 // It is ErrNoExecution; its words name the database as the caller named it.
@@ -84,23 +63,24 @@ func (e *missingExecution) Error() string { return fmt.Sprintf("no execution %q 
 func (e *missingExecution) Is(target error) bool { return target == ErrNoExecution }
 
 // LocalTraces works on the traces of a database this process opened (no
-// host, no world, no workers); Close closes the database.
-func LocalTraces(db *store.DB) Traces { return localTraces{db} }
+// host, no world, no workers), imported ones through the sources in reg
+// (engine/imports/all); Close closes the database.
+func LocalTraces(db *store.DB, reg *imports.Registry) Traces { return localTraces{stored{db, reg}} }
 
-type localTraces struct{ db *store.DB }
+type localTraces struct{ s stored }
 
-func (l localTraces) Close() error { return l.db.Close() }
+func (l localTraces) Close() error { return l.s.db.Close() }
 
 func (l localTraces) ImportFile(path string, format ImportFormat) (ImportResult, error) {
-	return importFile(l.db, path, format)
+	return l.s.importFile(path, format)
 }
 
 func (l localTraces) ImportStream(name string, r io.Reader) (ImportResult, error) {
-	return importStream(l.db, name, "", r)
+	return l.s.importStream(name, "", r)
 }
 
 func (l localTraces) Audit(ids []string, opts audit.Options) (*audit.Listing, error) {
-	rep, err := auditExecutions(l.db, ids, opts)
+	rep, err := l.s.audit(ids, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -108,33 +88,47 @@ func (l localTraces) Audit(ids []string, opts audit.Options) (*audit.Listing, er
 }
 
 func (l localTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
-	e, err := planOTLPExport(l.db, ids, version)
+	e, err := l.s.planOTLPExport(ids, version)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// importFile imports the regular file at path.
-func importFile(db *store.DB, path string, format ImportFormat) (ImportResult, error) {
-	if format == ImportTemporal {
-		res, err := temporal.ImportFile(db, path)
-		return ImportResult{Temporal: &res}, err
+// sourceOf is the registry's source of format.
+func (s stored) sourceOf(format ImportFormat) (imports.Source, error) {
+	src, ok := s.reg.Lookup(string(format))
+	if !ok {
+		return nil, fmt.Errorf("unknown import format %q", format)
 	}
-	res, err := otlp.ImportFile(db, path)
-	return ImportResult{OTLP: &res}, err
+	return src, nil
+}
+
+// importFile imports the regular file at path, as format says.
+func (s stored) importFile(path string, format ImportFormat) (ImportResult, error) {
+	src, err := s.sourceOf(format)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return src.ImportFile(s.db, path)
 }
 
 // importStream imports r, read once: as format says, or, when format is
-// empty, as its first bytes say (a Temporal history or OTLP).
-func importStream(db *store.DB, name string, format ImportFormat, r io.Reader) (ImportResult, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	if format == ImportTemporal || (format == "" && temporal.SniffReader(br)) {
-		res, err := temporal.ImportReader(db, name, br)
-		return ImportResult{Temporal: &res}, err
+// empty, as its first bytes say (imports.Registry.Sniff).
+func (s stored) importStream(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	br := bufio.NewReaderSize(r, imports.SniffBuffer)
+	var src imports.Source
+	if format != "" {
+		var err error
+		if src, err = s.sourceOf(format); err != nil {
+			return ImportResult{}, err
+		}
+	} else if sniffed, ok := s.reg.Sniff(br); ok {
+		src = sniffed
+	} else {
+		return ImportResult{}, fmt.Errorf("%s: not a trace of any format this retrylab reads", name)
 	}
-	res, err := otlp.ImportReader(db, name, br)
-	return ImportResult{OTLP: &res}, err
+	return src.Import(s.db, name, br)
 }
 
 // executionRecord is execution id's record in tx, decoded; a missing one
@@ -151,77 +145,10 @@ func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, 
 	return x, nil
 }
 
-// FoldExecution folds one execution from its own source: retrylab's
-// history, or its imported spans or Temporal history.
-func FoldExecution(db *store.DB, id string) (*trace.Trace, error) {
-	var t *trace.Trace
-	err := db.View(func(tx *store.Tx) error {
-		x, err := executionRecord(tx, db, id)
-		if err != nil {
-			return err
-		}
-		if x.Imported == temporal.ImportedFormat {
-			evs, err := temporal.LoadEvents(tx, id)
-			if err != nil {
-				return err
-			}
-			t = trace.Fold(id, evs)
-			return nil
-		}
-		if x.Imported == otlp.ImportedFormat {
-			spans, err := otlp.Load(tx, id)
-			if err != nil {
-				return err
-			}
-			t = trace.Fold(id, otlp.Events(spans))
-			return nil
-		}
-		t = trace.New(id)
-		var bad error
-		if err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
-			ev, err := history.Decode(data)
-			if err != nil {
-				bad = fmt.Errorf("execution %s: %w", id, err)
-				return false
-			}
-			t.ApplyHistory(ev)
-			return true
-		}); err != nil {
-			return err
-		}
-		return bad
-	})
-	return t, err
-}
-
-// EachFolded folds the named executions, or all, one at a time, and hands
-// each to fn; memory holds one execution at a time. Attempts a Temporal
-// worker's interceptor recorded show in their workflow's execution once
-// its history is imported: with no names, those are not folded twice.
-func EachFolded(db *store.DB, ids []string, fn func(*trace.Trace)) error {
-	if len(ids) == 0 {
-		var err error
-		ids, err = executionIDs(db, func(tx *store.Tx, id string, _ []byte) bool {
-			return !temporal.MergedSpans(tx, id)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for _, id := range ids {
-		t, err := FoldExecution(db, id)
-		if err != nil {
-			return err
-		}
-		fn(t)
-	}
-	return nil
-}
-
-// auditExecutions audits the executions named, or all (EachFolded).
-func auditExecutions(db *store.DB, ids []string, opts audit.Options) (audit.Report, error) {
+// audit audits the executions named, or all (eachFolded).
+func (s stored) audit(ids []string, opts audit.Options) (audit.Report, error) {
 	au := audit.NewAuditor(opts)
-	if err := EachFolded(db, ids, au.Add); err != nil {
+	if err := s.eachFolded(ids, au.Add); err != nil {
 		return audit.Report{}, err
 	}
 	return au.Report(), nil
@@ -247,7 +174,8 @@ const exportPage = 512
 
 // otlpExport is an export planned on a store.
 type otlpExport struct {
-	db       *store.DB
+	s        stored
+	exporter imports.Exporter
 	version  string
 	ids      []string
 	imported []bool
@@ -255,7 +183,12 @@ type otlpExport struct {
 
 // planOTLPExport finds the executions to export: those named (every one
 // must exist), or all that retrylab ran.
-func planOTLPExport(db *store.DB, ids []string, version string) (*otlpExport, error) {
+func (s stored) planOTLPExport(ids []string, version string) (*otlpExport, error) {
+	exporter, err := s.reg.Exporter("otlp")
+	if err != nil {
+		return nil, err
+	}
+	db := s.db
 	if len(ids) == 0 {
 		var err error
 		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
@@ -266,7 +199,7 @@ func planOTLPExport(db *store.DB, ids []string, version string) (*otlpExport, er
 			return nil, err
 		}
 	}
-	e := &otlpExport{db: db, version: version, ids: ids, imported: make([]bool, len(ids))}
+	e := &otlpExport{s: s, exporter: exporter, version: version, ids: ids, imported: make([]bool, len(ids))}
 	for i, id := range ids {
 		err := db.View(func(tx *store.Tx) error {
 			x, err := executionRecord(tx, db, id)
@@ -288,7 +221,7 @@ func (e *otlpExport) Executions() int { return len(e.ids) }
 func (e *otlpExport) Close() error { return nil }
 
 func (e *otlpExport) Write(w io.Writer) (int, error) {
-	jw := otlp.NewJSONWriter(w, e.version)
+	jw := e.exporter.NewWriter(w, e.version)
 	for i, id := range e.ids {
 		if err := e.one(jw, id, e.imported[i]); err != nil {
 			return jw.Spans(), err
@@ -303,10 +236,10 @@ func (e *otlpExport) Write(w io.Writer) (int, error) {
 
 // one writes one execution's spans: retrylab's own streamed from its
 // history (read once, never whole), an imported one from its model.
-func (e *otlpExport) one(jw *otlp.JSONWriter, id string, imported bool) error {
+func (e *otlpExport) one(jw imports.Writer, id string, imported bool) error {
 	notOurs := fmt.Errorf("%s was imported, not run by retrylab: its source file is its export", id)
 	if imported {
-		t, err := FoldExecution(e.db, id)
+		t, err := e.s.fold(id)
 		if err != nil {
 			return err
 		}
@@ -327,7 +260,7 @@ func (e *otlpExport) one(jw *otlp.JSONWriter, id string, imported bool) error {
 		for from := uint64(0); ; {
 			page = page[:0]
 			var bad error
-			if err := e.db.View(func(tx *store.Tx) error {
+			if err := e.s.db.View(func(tx *store.Tx) error {
 				return tx.Events(id, from, func(seq uint64, data []byte) bool {
 					ev, err := history.Decode(data)
 					if err != nil {
@@ -352,7 +285,7 @@ func (e *otlpExport) one(jw *otlp.JSONWriter, id string, imported bool) error {
 		}
 	})
 	switch {
-	case errors.Is(err, otlp.ErrNoEvents):
+	case errors.Is(err, imports.ErrNoEvents):
 		return notOurs
 	case err != nil:
 		return fmt.Errorf("%s: %w", id, err)

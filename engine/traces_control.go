@@ -44,9 +44,9 @@ func (h *Host) ImportStream(name string, format ImportFormat, r io.Reader) (Impo
 	// (otlp.CleanPending): two at once would take each other for one.
 	h.importMu.Lock()
 	defer h.importMu.Unlock()
-	res, err := importStream(h.db, name, format, r)
+	res, err := h.stored().importStream(name, format, r)
 	if err == nil {
-		for _, x := range res.Executions() {
+		for _, x := range res.Executions {
 			h.Announce(x)
 		}
 	}
@@ -55,13 +55,13 @@ func (h *Host) ImportStream(name string, format ImportFormat, r io.Reader) (Impo
 
 // Audit audits the host's executions, as LocalTraces does.
 func (h *Host) Audit(ids []string, opts audit.Options) (audit.Report, error) {
-	return auditExecutions(h.db, ids, opts)
+	return h.stored().audit(ids, opts)
 }
 
 // PlanOTLPExport plans an export of the host's executions, as LocalTraces
 // does.
 func (h *Host) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
-	e, err := planOTLPExport(h.db, ids, version)
+	e, err := h.stored().planOTLPExport(ids, version)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +95,7 @@ func (h *Host) tracesHandlers(mux *http.ServeMux) {
 func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	format := ImportFormat(q.Get("format"))
-	switch format {
-	case "", ImportOTLP, ImportTemporal:
-	default:
+	if _, known := h.cfg.Imports.Lookup(string(format)); format != "" && !known {
 		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
 		return
 	}

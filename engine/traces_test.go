@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -48,25 +49,25 @@ func TestClientTracesSameAsLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := engine.LocalTraces(db)
+	local := engine.LocalTraces(db, all.Registry())
 	defer local.Close()
 
 	notices, stop := h.Subscribe(1024)
 	defer stop()
 	file := filepath.Join("..", "fixtures", "otlp", "adk-send-twice.json")
-	got, err := c.ImportFile(file, engine.ImportOTLP)
+	got, err := c.ImportFile(file, "otlp")
 	if err != nil {
 		t.Fatalf("import through the host: %v", err)
 	}
-	want, err := local.ImportFile(file, engine.ImportOTLP)
+	want, err := local.ImportFile(file, "otlp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.OTLP == nil || got.OTLP.Spans != want.OTLP.Spans || got.OTLP.Format != want.OTLP.Format ||
-		got.OTLP.Path != file || strings.Join(got.Executions(), ",") != strings.Join(want.Executions(), ",") || len(got.Executions()) != 1 {
-		t.Fatalf("import through the host %+v, alone %+v", got.OTLP, want.OTLP)
+	if got.Format != "otlp" || got.Summary != want.Summary || !strings.HasPrefix(got.Summary, "OTLP/JSON, ") ||
+		strings.Join(got.Executions, ",") != strings.Join(want.Executions, ",") || len(got.Executions) != 1 {
+		t.Fatalf("import through the host %+v, alone %+v", got, want)
 	}
-	exec := got.Executions()[0]
+	exec := got.Executions[0]
 	for heard := false; !heard; {
 		select {
 		case n := <-notices:

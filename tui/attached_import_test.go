@@ -23,14 +23,14 @@ func TestAttachedImportArrivesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.ImportFile("../fixtures/otlp/openllmetry-ticket.json", engine.ImportOTLP); err != nil {
+	if _, err := c.ImportFile("../fixtures/otlp/openllmetry-ticket.json", "otlp"); err != nil {
 		t.Fatal(err)
 	}
 	m, r, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()
-	res, err := c.ImportFile("../fixtures/otlp/genai-semconv.json", engine.ImportOTLP)
-	if err != nil || strings.Join(res.Executions(), ",") != "otlp-conv-conv-9" {
-		t.Fatalf("import through the explorer's host: %+v %v", res.OTLP, err)
+	res, err := c.ImportFile("../fixtures/otlp/genai-semconv.json", "otlp")
+	if err != nil || strings.Join(res.Executions, ",") != "otlp-conv-conv-9" {
+		t.Fatalf("import through the explorer's host: %+v %v", res, err)
 	}
 	r.runUntilView(t, "Executions 2")
 	r.settle(t)
@@ -58,7 +58,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 	}
 	defer c.Close()
 	for _, f := range []string{"openllmetry-ticket.json", "openinference-charge.jsonl"} {
-		if _, err := c.ImportFile("../fixtures/otlp/"+f, engine.ImportOTLP); err != nil {
+		if _, err := c.ImportFile("../fixtures/otlp/"+f, "otlp"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 		t.Fatalf("selected %q, want %s:\n%s", m.selID, chosen, ansi.Strip(m.View()))
 	}
 	for _, f := range []string{"genai-semconv.json", "adk-send-twice.json"} {
-		if _, err := c.ImportFile("../fixtures/otlp/"+f, engine.ImportOTLP); err != nil {
+		if _, err := c.ImportFile("../fixtures/otlp/"+f, "otlp"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 	// in another terminal is watched.
 	r.send(keyMsg("g"))
 	r.settle(t)
-	if _, err := c.ImportFile("../fixtures/temporal/order-run1.cli.json", engine.ImportTemporal); err != nil {
+	if _, err := c.ImportFile("../fixtures/temporal/order-run1.cli.json", "temporal"); err != nil {
 		t.Fatal(err)
 	}
 	const newest = "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	xdiff "github.com/retrylab/retrylab/engine/diff"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -168,26 +169,11 @@ func (m *Model) openCompare() tea.Cmd {
 	}
 }
 
-// foldExecution reads and folds one history, up to what the trace pane
-// holds; an imported execution has no history, but its spans or Temporal
-// history translated (as the trace pane reads them).
+// foldExecution reads and folds one execution (imports.Fold), its history
+// up to what the trace pane holds; an imported one as its source
+// translates it (as the trace pane reads it).
 func foldExecution(src Source, id string) (*trace.Trace, error) {
-	x, err := src.Execution(id)
-	if err != nil {
-		return nil, err
-	}
-	if x.Imported != "" {
-		events, err := src.ImportedEvents(id)
-		if err != nil {
-			return nil, err
-		}
-		return trace.Fold(id, events), nil
-	}
-	events, err := src.Events(id, 0, maxTraceEvents)
-	if err != nil {
-		return nil, err
-	}
-	return trace.FoldHistory(id, events), nil
+	return imports.Fold(src, id, maxTraceEvents)
 }
 
 // onCompare takes the comparison in, if it is still the one asked for.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
@@ -164,7 +165,7 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 func openHost(tb testing.TB, path string) *engine.Host {
 	tb.Helper()
 	// Benchmarks in other processes may hold a cached database: wait.
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute, Imports: all.Registry()})
 	if err != nil {
 		tb.Fatal(err)
 	}

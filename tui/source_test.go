@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/execindex"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -90,7 +91,7 @@ func record(t *testing.T, scripts ...[]string) *snapshot {
 
 func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

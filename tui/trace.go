@@ -113,7 +113,7 @@ type attemptSig struct {
 
 // newTraceView folds a first page of events.
 func newTraceView(x history.Execution, events []history.Event) *traceView {
-	return &traceView{exec: x, t: trace.FoldHistory(x.ID, events), made: map[trace.Node]*node{},
+	return &traceView{exec: x, t: history.Fold(x.ID, events), made: map[trace.Node]*node{},
 		sigs: map[*trace.Attempt]attemptSig{}}
 }
 
@@ -192,7 +192,7 @@ func (tv *traceView) apply(events []history.Event) bool {
 		case ev.Seq != tv.t.LastSeq+1:
 			return false
 		}
-		tv.t.ApplyHistory(ev)
+		history.Apply(tv.t, ev)
 	}
 	return true
 }
@@ -282,14 +282,14 @@ func noteLine(v *trace.Note) string {
 		}
 		return fmt.Sprintf("worker killed (exit %d) — %s", v.ExitCode, why)
 	case trace.Escalated:
-		return "escalated — " + v.Error
+		return "escalated — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.JournalDeleted:
 		return fmt.Sprintf("journal record of %s deleted by hand", v.Call)
 	case trace.ExecutionEnded:
 		if v.Mark == trace.MarkOK {
 			return "execution completed"
 		}
-		return "execution failed — " + v.Error
+		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
 	}
@@ -301,7 +301,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), a.Error)
+		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), trace.Headline(a.Error))
 	}
 	key := ""
 	if a.Key != "" {

@@ -7,12 +7,16 @@
 //
 //   - duplicate: two attempts succeeded without a shared idempotency key;
 //   - possible: an attempt whose outcome the caller never learnt (timeout,
-//     cancellation, a dead worker) was followed by another;
+//     cancellation, a dead worker) was followed by another, or one that
+//     failed, not known to have failed before it acted (as a rejection, a
+//     4xx or a validation error, is), was repeated;
 //   - absorbed: the repeat carried the same idempotency key (or the provider
 //     answered it from its key store), so it should have done nothing new.
 //
 // Real frameworks give each agent-level retry a new tool-call id, so ids are
-// never trusted to tell calls apart: the arguments are.
+// never trusted to tell calls apart: the arguments are. A call whose
+// arguments the trace does not hold is an effect of its own: two calls of
+// one tool with unknown arguments may well be two different emails.
 package audit
 
 import (
@@ -178,6 +182,7 @@ type seen struct {
 	N                           int
 	Started                     time.Time
 	Deduplicated, ok, unknown   bool
+	failed                      bool // unknown: it failed, perhaps after it acted
 	delivered                   bool // ok, though its caller saw no answer (◆)
 	Mark                        trace.Mark
 }
@@ -229,6 +234,10 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 			}
 			argStr := string(args)
 			k := c.Tool + "\x00" + argStr
+			if ArgsUnknown(argStr) {
+				// Unknown arguments group nothing: the call is its own effect.
+				k = c.Tool + "\x00\x01" + t.Execution + "\x00" + c.Call
+			}
 			for _, a := range c.Attempts {
 				if a.NotKept > 0 && !a.Unknown() {
 					// Attempts a source did not keep count only when their
@@ -243,14 +252,28 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 				// An attempt its caller never heard back from, but whose
 				// effect the trace records (◆), acted for certain.
 				delivered := a.Ambiguous()
-				unknown := a.Unknown() && !delivered
+				failed := mayHaveActed(a)
+				unknown := (a.Unknown() || failed) && !delivered
 				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
 					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
-					Deduplicated: a.Deduplicated, unknown: unknown, delivered: delivered, Mark: a.Mark(),
+					Deduplicated: a.Deduplicated, unknown: unknown, failed: failed, delivered: delivered, Mark: a.Mark(),
 					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
 			}
 		})
 	}
+}
+
+// ArgsUnknown says whether a call's arguments (canonical JSON, as the
+// audit groups by) are unknown: the trace holds none.
+func ArgsUnknown(args string) bool { return args == "" || args == "null" }
+
+// mayHaveActed says whether a finished attempt failed in a way that does
+// not say it failed before its effect: a plain error (a 5xx, an exception,
+// a framework's "error running tool"), not a rejection, conflict or
+// mismatch (4xx answers, validation errors: refused before acting), nor a
+// timeout or cancellation (Unknown already).
+func mayHaveActed(a *trace.Attempt) bool {
+	return a.Finished && a.Outcome == trace.OutcomeError && !a.Deduplicated
 }
 
 // Run audits folded traces.
@@ -345,6 +368,7 @@ const (
 	whyDelivered = "two attempts took effect (one whose caller saw no answer, ◆)"
 	whyTwoOK     = "two attempts succeeded"
 	whyUnknown   = "an attempt with an unknown outcome was followed by another"
+	whyFailed    = "an attempt that failed, perhaps after it acted, was repeated"
 )
 
 // grade finds the worst pair in a cluster: an earlier attempt that may have
@@ -407,6 +431,9 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 					}
 				} else if i := otherKey(unknown, b.Key); i >= 0 && g.rank() < Possible.rank() {
 					g, w = Possible, whyUnknown
+					if cl[i].a.failed {
+						w = whyFailed
+					}
 				}
 			}
 			if g != "" {

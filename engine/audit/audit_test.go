@@ -67,9 +67,27 @@ func TestGrades(t *testing.T) {
 		{"answered from the key store", []att{
 			{"c1", "send_email", args, 0, trace.OutcomeTimeout, "", false},
 			{"c1", "send_email", args, 3, trace.OutcomeOK, "", true}}, Absorbed, "c1-1 c1-2"},
-		{"an error then a success: the error did nothing", []att{
+		{"an error then a success: the error may have come after the effect", []att{
 			{"c1", "send_email", args, 0, trace.OutcomeError, "", false},
+			{"c1", "send_email", args, 3, trace.OutcomeOK, "", false}}, Possible, "c1-1 c1-2"},
+		{"an error then a success under a new call id", []att{
+			{"c1", "send_email", args, 0, trace.OutcomeError, "", false},
+			{"c2", "send_email", reordered, 3, trace.OutcomeOK, "", false}}, Possible, "c1-1 c2-1"},
+		{"a rejection then a success: refused before acting", []att{
+			{"c1", "send_email", args, 0, trace.OutcomeRejected, "", false},
 			{"c1", "send_email", args, 3, trace.OutcomeOK, "", false}}, "", ""},
+		{"a mismatch then a success", []att{
+			{"c1", "send_email", args, 0, trace.OutcomeMismatch, "", false},
+			{"c1", "send_email", args, 3, trace.OutcomeOK, "", false}}, "", ""},
+		{"unknown arguments: two calls are two effects", []att{
+			{"c1", "send_email", "", 0, trace.OutcomeOK, "", false},
+			{"c2", "send_email", "", 3, trace.OutcomeOK, "", false}}, "", ""},
+		{"unknown arguments (null): two calls are two effects", []att{
+			{"c1", "send_email", "null", 0, trace.OutcomeTimeout, "", false},
+			{"c2", "send_email", "null", 3, trace.OutcomeOK, "", false}}, "", ""},
+		{"unknown arguments: one call's attempts are one effect", []att{
+			{"c1", "send_email", "", 0, trace.OutcomeOK, "", false},
+			{"c1", "send_email", "", 3, trace.OutcomeOK, "", false}}, Duplicate, "c1-1 c1-2"},
 		{"reads never count", []att{
 			{"c1", "get_email", args, 0, trace.OutcomeOK, "", false},
 			{"c2", "get_email", args, 3, trace.OutcomeOK, "", false}}, "", ""},

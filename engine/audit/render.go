@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/internal/plural"
 )
@@ -52,7 +53,7 @@ func (l *Listing) Text(w io.Writer) error {
 				fmt.Fprintf(bw, "  key %s", e.Key)
 			}
 			if e.Error != "" {
-				fmt.Fprintf(bw, "  error %q", e.Error)
+				fmt.Fprintf(bw, "  error %q", trace.Headline(e.Error)) // whole in --json
 			}
 			bw.WriteByte('\n')
 		}
@@ -80,7 +81,7 @@ func (l *Listing) Markdown(w io.Writer) error {
 		for _, e := range f.Attempts {
 			out := e.Mark + " " + e.Outcome
 			if e.Error != "" {
-				out += ": " + e.Error
+				out += ": " + trace.Headline(e.Error)
 			}
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %d | %s | %s |\n", cell(out), stamp(e.Started), code(e.Execution),
 				code(e.Call), e.Attempt, code(e.Ref), code(e.Key))

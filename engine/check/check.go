@@ -844,7 +844,7 @@ func (w *walk) apply(ev history.Event) {
 	prevCall := w.t.LastCall(ev.Step)
 	prevAttempt := w.t.Attempt(ev.Step, ev.Attempt)
 	seen := ev.Type == history.AttemptStarted && w.t.Seen(ev.Step, ev.Attempt)
-	w.t.ApplyHistory(ev)
+	history.Apply(w.t, ev)
 	for ; w.runs < len(w.t.Runs); w.runs++ {
 		if w.ended {
 			w.rerun = true
@@ -1456,7 +1456,7 @@ func (w *walk) replay(fn func(*attempt)) error {
 	}
 	err := w.reread(func(ev history.Event) {
 		prev := t.Attempt(ev.Step, ev.Attempt)
-		t.ApplyHistory(ev)
+		history.Apply(t, ev)
 		switch ev.Type {
 		case history.AttemptStarted:
 			if a := t.Attempt(ev.Step, ev.Attempt); a != nil && a != prev {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/diff"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
@@ -54,13 +55,9 @@ func DiffLine(mistake, fix *trace.Trace) string {
 // for executions with these ids.
 func Command(mistake, fix string) string { return fmt.Sprintf("retrylab diff %s %s", mistake, fix) }
 
-// FoldExecution reads and folds one execution of a host.
+// FoldExecution reads and folds one execution of a host (imports.Fold).
 func FoldExecution(h engine.Source, id string) (*trace.Trace, error) {
-	events, err := h.Events(id, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	return trace.FoldHistory(id, events), nil
+	return imports.Fold(h, id, 0)
 }
 
 // RunScratch runs a scenario's script on a scratch host and folds the

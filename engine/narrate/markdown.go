@@ -126,7 +126,7 @@ func (m *mdWriter) render(read func(fn func(history.Event) error) error) error {
 	m.f("## Trace\n\n")
 	m.walk = trace.NewWalk[string](m.t, m)
 	if err := read(func(ev history.Event) error {
-		m.t.ApplyHistory(ev)
+		history.Apply(m.t, ev)
 		if !m.whole {
 			m.walk.Pump(false)
 		}
@@ -161,7 +161,7 @@ func (m *mdWriter) idle(read func(fn func(history.Event) error) error) (time.Dur
 	t := trace.New(m.h.Execution.ID)
 	t.Stream()
 	err := read(func(ev history.Event) error {
-		t.ApplyHistory(ev)
+		history.Apply(t, ev)
 		if ev.Type == history.AttemptFinished {
 			if a := t.Attempt(ev.Step, ev.Attempt); a != nil {
 				t.Forget(a)

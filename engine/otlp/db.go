@@ -151,8 +151,12 @@ type summary struct {
 	n, runs        int
 	started, ended int64
 	rootStart      int64
-	rootName       string
-	failed         bool
+	// lastRoot is when the latest root span started: failed and errText
+	// are its (a run that failed and was rerun successfully under the
+	// same conversation did not fail).
+	lastRoot int64
+	rootName string
+	failed   bool
 	// hand is the duplicate flag when the audit ran on spans in hand
 	// (writer.handJob): 0 it did not, 1 no duplicate, 2 a duplicate.
 	// chunk is the write the spans came in. Both are set per trace and
@@ -181,8 +185,11 @@ func (m *summary) add(s *Span) {
 		if m.rootName == "" || s.Start < m.rootStart {
 			m.rootName, m.rootStart = s.Name, s.Start
 		}
-		if s.Status == "error" && !m.failed {
-			m.failed, m.errText = true, s.ErrorText()
+		if failed := s.Status == "error"; m.runs == 1 || laterRoot(s.Start, failed, m.lastRoot) {
+			m.lastRoot, m.failed, m.errText = s.Start, failed, ""
+			if failed {
+				m.errText = s.ErrorText()
+			}
 		}
 	}
 	if m.fallback == "" {
@@ -198,6 +205,9 @@ func (m *summary) merge(o *summary) {
 		m.started = o.started
 	}
 	m.ended = max(m.ended, o.ended)
+	if o.runs > 0 && (m.runs == 0 || laterRoot(o.lastRoot, o.failed, m.lastRoot)) {
+		m.lastRoot, m.failed, m.errText = o.lastRoot, o.failed, o.errText
+	}
 	m.n += o.n
 	m.runs += o.runs
 	m.effects += o.effects
@@ -205,12 +215,16 @@ func (m *summary) merge(o *summary) {
 	if o.rootName != "" && (m.rootName == "" || o.rootStart < m.rootStart) {
 		m.rootName, m.rootStart = o.rootName, o.rootStart
 	}
-	if o.failed && !m.failed {
-		m.failed, m.errText = true, o.errText
-	}
 	if m.fallback == "" {
 		m.fallback = o.fallback
 	}
+}
+
+// laterRoot says whether a root span starting at start (failed or not)
+// decides the execution's outcome over one that started at last: it
+// started later, or (a tie) it failed.
+func laterRoot(start int64, failed bool, last int64) bool {
+	return start > last || (start == last && failed)
 }
 
 // writer stores spans, in one transaction or (a file import) in several,
@@ -778,10 +792,11 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 }
 
 // updateRecord folds a summary of new spans into the execution's record:
-// its time span, its name (the first root span's), failed when a root
-// span failed, and whether the audit finds a duplicate in it (read from
+// its time span, its name (the first root span's), failed when its latest
+// root span failed, and whether the audit finds a duplicate in it (read from
 // auditAhead's answers, else audited here).
 func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
+	oldEnded := time.Time{}
 	source := w.source
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	earlier := false
@@ -795,6 +810,7 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 			return fmt.Errorf("execution %s exists and was not imported", exec)
 		}
 		x = old
+		oldEnded = old.Ended
 		if source != "" && !strings.Contains(x.Source, source) {
 			x.Source += ", " + source
 		}
@@ -815,8 +831,13 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	if x.Scenario == "" {
 		x.Scenario = "(" + firstNonEmpty(m.fallback, "spans") + ")"
 	}
-	if m.failed && x.Status != history.StatusFailed {
+	switch {
+	case m.failed && x.Status != history.StatusFailed:
 		x.Status, x.Error = history.StatusFailed, m.errText
+	case !m.failed && m.runs > 0 && x.Status == history.StatusFailed && !time.Unix(0, m.lastRoot).Before(oldEnded):
+		// A rerun that started once every earlier span had ended, and
+		// succeeded: the execution succeeded.
+		x.Status, x.Error = history.StatusCompleted, ""
 	}
 	// An imported execution was last updated when its last span ended,
 	// not when it was imported: lists show how long it took.

@@ -296,8 +296,21 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 		msg := strings.Join(strings.Fields(err.Error()), " ")
 		if cutShort(doc) {
 			msg = "the JSON ends early (cut short?)"
+		} else if at, what, ok := typeFault(doc); ok {
+			// A value of the wrong type: its line, span and field, not
+			// the parser's words.
+			msg = what
+			if line == 0 {
+				line = at
+			}
 		}
 		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
+	}
+	if line == 0 && td.ResourceSpans().Len() == 0 && !bytes.Contains(doc, []byte(`"resourceSpans"`)) {
+		// A document of logs or metrics, not traces. One that says
+		// "resourceSpans": [] is an empty trace document, taken as the
+		// receiver takes it.
+		return errors.New("no spans in this OTLP/JSON file (no resourceSpans)")
 	}
 	return deliver(td, line, fn)
 }

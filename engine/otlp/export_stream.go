@@ -11,12 +11,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
 // ErrNoEvents is History's answer for an execution with no events of its
 // own to export.
-var ErrNoEvents = errors.New("no events recorded")
+var ErrNoEvents = imports.ErrNoEvents
 
 // JSONWriter writes the OTLP/JSON document of Export a span at a time:
 // the same bytes as pdata's JSONMarshaler writes for Export's result, but
@@ -145,7 +146,7 @@ func (jw *JSONWriter) History(id string, read func(fn func(history.Event) error)
 	c := jw.cursor(t)
 	c.forget = true
 	err := read(func(ev history.Event) error {
-		t.ApplyHistory(ev)
+		history.Apply(t, ev)
 		c.pump(false)
 		return jw.err
 	})

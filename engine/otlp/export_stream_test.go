@@ -39,7 +39,7 @@ func exportBoth(t *testing.T, id string, evs []history.Event) (streamed, whole [
 	if err := jw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	td := Export([]*trace.Trace{trace.FoldHistory(id, evs)}, "v9")
+	td := Export([]*trace.Trace{history.Fold(id, evs)}, "v9")
 	whole, err = (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 	if err != nil {
 		t.Fatal(err)

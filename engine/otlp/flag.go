@@ -3,6 +3,7 @@ package otlp
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/retrylab/retrylab/engine/audit"
@@ -170,7 +171,12 @@ func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
 			call.effect = sc.effect.tool(tool)
 		}
 		if call.effect && succeeded(s) {
-			sc.oks = append(sc.oks, okAttempt{tool: call.tool, args: call.args, key: s.Key()})
+			args := call.args
+			if audit.ArgsUnknown(args) {
+				// The audit groups a call without arguments with no other.
+				args = "\x01" + strconv.Itoa(c)
+			}
+			sc.oks = append(sc.oks, okAttempt{tool: call.tool, args: args, key: s.Key()})
 		}
 	}
 	oks := sc.oks

@@ -181,9 +181,8 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	}
 	<-audited
 	res.Format = format
-	if err == nil && seen == 0 {
-		err = fmt.Errorf("%s: no spans in this %s file (no resourceSpans)", path, format)
-	}
+	// A document with no spans ({"resourceSpans": []}) is imported as the
+	// receiver takes it: nothing to store, and no error.
 	if err == nil {
 		// The records go in batches too; the last one drops the pending
 		// mark, which makes the spans visible. A batch is two chunks' worth

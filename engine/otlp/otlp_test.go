@@ -231,7 +231,8 @@ func TestBadInputGetsOneClearError(t *testing.T) {
 		{"end before start", withSpan(`"endTimeUnixNano":"1790607001000000000"`, `"endTimeUnixNano":"1790606000000000000"`), "span a000000000000001: ends"},
 		{"1970", withSpan(`"startTimeUnixNano":"1790607000000000000"`, `"startTimeUnixNano":"5"`), "outside 2000-2200"},
 		{"2300", withSpan(`"endTimeUnixNano":"1790607001000000000"`, `"endTimeUnixNano":"10413792000000000000"`), "outside 2000-2200"},
-		{"no spans", `{"resourceLogs":[]}`, ""},
+		{"a logs document", `{"resourceLogs":[]}`, "no spans in this OTLP/JSON file (no resourceSpans)"},
+		{"an empty trace document", `{"resourceSpans":[]}`, ""},
 		{"bad second line", doc(goodSpan) + "\n" + `{"resourceSpans": [}` + "\n", "line 2: not OTLP/JSON"},
 	}
 	for _, c := range cases {

@@ -7,7 +7,11 @@ import (
 
 // What a span is, read from the names real emitters use: the GenAI
 // semantic conventions (current and older names), OpenInference
-// (Arize/Phoenix), OpenLLMetry (Traceloop) and Google ADK.
+// (Arize/Phoenix), OpenLLMetry (Traceloop), Google ADK, and the frameworks
+// that write their own: pydantic-ai (tool_arguments), strands-agents
+// (arguments only in span events), the Vercel AI SDK (ai.toolCall spans)
+// and Mastra. Each framework is read as it writes; where one writes
+// something no table below names, the span's name is the last resort.
 
 // Role is what a span stands for in the model.
 type Role int
@@ -34,6 +38,9 @@ func (s *Span) Role() Role {
 		return RoleAgent
 	case modelOps[op]:
 		return RoleModel
+	}
+	if r, ok := vercelRoles[s.Attrs["ai.operationId"]]; ok {
+		return r
 	}
 	switch strings.ToUpper(s.Attrs["openinference.span.kind"]) {
 	case "TOOL":
@@ -70,9 +77,20 @@ func (s *Span) Role() Role {
 	return RoleOther
 }
 
+// vercelRoles are the Vercel AI SDK's operations (ai.operationId), as
+// ai 6 and ai 7's legacy integration write them: a generateText or
+// streamText call is the agent's tool loop (a turn), its doGenerate and
+// doStream the model calls inside it, ai.toolCall an attempt.
+var vercelRoles = map[string]Role{
+	"ai.generateText": RoleAgent, "ai.streamText": RoleAgent, "ai.generateObject": RoleAgent, "ai.streamObject": RoleAgent,
+	"ai.generateText.doGenerate": RoleModel, "ai.streamText.doStream": RoleModel,
+	"ai.generateObject.doGenerate": RoleModel, "ai.streamObject.doStream": RoleModel,
+	"ai.toolCall": RoleTool,
+}
+
 // Tool is the tool's name.
 func (s *Span) Tool() string {
-	for _, k := range []string{"gen_ai.tool.name", "tool.name", "traceloop.entity.name"} {
+	for _, k := range []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"} {
 		if v := s.Attrs[k]; v != "" {
 			return v
 		}
@@ -87,7 +105,7 @@ func (s *Span) Tool() string {
 // that stand for no id (ADK writes "<not specified>") are no id: trusting
 // them would make one call of every call.
 func (s *Span) CallID() string {
-	for _, k := range []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id", "tool.id"} {
+	for _, k := range []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id", "tool.id", "ai.toolCall.id"} {
 		switch v := s.Attrs[k]; v {
 		case "", "<not specified>", "None", "null", "undefined":
 		default:
@@ -100,6 +118,8 @@ func (s *Span) CallID() string {
 // argKeys are where emitters put a tool call's arguments, best first.
 var argKeys = []string{
 	"gen_ai.tool.call.arguments",      // GenAI semantic conventions
+	"tool_arguments",                  // pydantic-ai's default (instrumentation version 2 and older)
+	"ai.toolCall.args",                // the Vercel AI SDK
 	"gcp.vertex.agent.tool_call_args", // Google ADK
 	"tool.parameters",                 // OpenInference, with input.value
 	"traceloop.entity.input",          // OpenLLMetry
@@ -109,26 +129,95 @@ var argKeys = []string{
 // resultKeys are where emitters put a tool call's result.
 var resultKeys = []string{
 	"gen_ai.tool.call.result",
+	"tool_response",      // pydantic-ai
+	"ai.toolCall.result", // the Vercel AI SDK
 	"gcp.vertex.agent.tool_response",
 	"traceloop.entity.output",
 	"output.value",
 }
 
+// eventArgs are span events that carry a tool call's arguments, for the
+// emitters that write them nowhere else (strands-agents), best first.
+var eventArgs = []struct {
+	event, attr string
+	// pick takes the arguments of the call with id cid ("" when the span
+	// has none) out of the attribute's value; ok is false when they are
+	// not there.
+	pick func(val, cid string) (args string, ok bool)
+}{
+	// strands-agents 1.x: the tool's input as JSON, in a message of role tool.
+	{"gen_ai.tool.message", "content", func(val, _ string) (string, bool) { return val, true }},
+	// strands-agents with the latest GenAI conventions: the tool_call part
+	// of the input messages.
+	{"gen_ai.client.inference.operation.details", "gen_ai.input.messages", toolCallPart},
+}
+
+// toolCallPart is the arguments of the tool_call part (GenAI input
+// messages) with id cid, or of the only one when none has that id.
+func toolCallPart(val, cid string) (string, bool) {
+	var msgs []struct {
+		Parts []struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal([]byte(val), &msgs) != nil {
+		return "", false
+	}
+	var found []json.RawMessage
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Type != "tool_call" || p.Arguments == nil {
+				continue
+			}
+			if cid != "" && p.ID == cid {
+				return string(p.Arguments), true
+			}
+			found = append(found, p.Arguments)
+		}
+	}
+	if len(found) != 1 {
+		return "", false
+	}
+	return string(found[0]), true
+}
+
 // Args is the call's arguments as JSON (a JSON string when an emitter
-// recorded plain text), or nil when the span has none.
+// recorded plain text), or nil when the span has none. A Python literal
+// (OpenInference's LangChain instrumentation writes the tool's input as
+// repr() of a dict, though its input.mime_type says JSON) is read as the
+// JSON it stands for, so the same arguments in another key order or
+// quoting are the same arguments.
 func (s *Span) Args() json.RawMessage {
 	k, v := s.argsAttr()
 	if k == "" {
 		return nil
 	}
-	raw := asJSON(v)
+	raw := argsJSON(v)
 	if k == "traceloop.entity.input" {
 		raw = traceloopArgs(raw)
 	}
 	return raw
 }
 
-// argsAttr is the attribute Args reads, and its value; "" when none.
+// argsJSON is v as JSON: as it is when it is JSON, the JSON of the Python
+// literal it is, else a JSON string.
+func argsJSON(v string) json.RawMessage {
+	v = strings.TrimSpace(v)
+	if json.Valid([]byte(v)) {
+		return json.RawMessage(v)
+	}
+	if j, ok := pythonLiteral(v); ok {
+		return j
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// argsAttr is where Args reads: the attribute and its value, or for
+// arguments only a span event holds, "event NAME" and the arguments the
+// event gives; "" when the span has none.
 func (s *Span) argsAttr() (key, val string) {
 	for _, k := range argKeys {
 		v, ok := s.Attrs[k]
@@ -139,6 +228,23 @@ func (s *Span) argsAttr() (key, val string) {
 			continue // OpenInference: tool.parameters is the schema when input.value is there
 		}
 		return k, v
+	}
+	if len(s.Events) == 0 {
+		return "", ""
+	}
+	cid := s.CallID()
+	for _, ea := range eventArgs {
+		for _, e := range s.Events {
+			if e.Name != ea.event || e.Attrs[ea.attr] == "" {
+				continue
+			}
+			if id := e.Attrs["id"]; id != "" && cid != "" && id != cid {
+				continue // another call's message
+			}
+			if a, ok := ea.pick(e.Attrs[ea.attr], cid); ok && strings.TrimSpace(a) != "" {
+				return "event " + ea.event, a
+			}
+		}
 	}
 	return "", ""
 }

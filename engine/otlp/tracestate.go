@@ -85,6 +85,7 @@ type traceState struct {
 type traceSum struct {
 	n, runs                     int
 	started, ended, rootStart   int64
+	lastRoot                    int64 // as summary.lastRoot
 	rootName, errText, fallback strRef
 	failed                      bool
 	hand                        int8  // as summary.hand; written by the audit goroutine
@@ -106,8 +107,11 @@ func (m *traceSum) add(s *Span, a *arena) {
 		if m.rootName.n == 0 || s.Start < m.rootStart {
 			m.rootName, m.rootStart = a.intern(s.Name), s.Start
 		}
-		if s.Status == "error" && !m.failed {
-			m.failed, m.errText = true, a.intern(s.ErrorText())
+		if failed := s.Status == "error"; m.runs == 1 || laterRoot(s.Start, failed, m.lastRoot) {
+			m.lastRoot, m.failed, m.errText = s.Start, failed, strRef{}
+			if failed {
+				m.errText = a.intern(s.ErrorText())
+			}
 		}
 	}
 	if m.fallback.n == 0 {
@@ -117,7 +121,7 @@ func (m *traceSum) add(s *Span, a *arena) {
 
 // summary is m with its strings taken out of a.
 func (m *traceSum) summary(a *arena) summary {
-	return summary{n: m.n, runs: m.runs, started: m.started, ended: m.ended, rootStart: m.rootStart,
+	return summary{n: m.n, runs: m.runs, started: m.started, ended: m.ended, rootStart: m.rootStart, lastRoot: m.lastRoot,
 		rootName: a.shared(m.rootName), failed: m.failed, hand: m.hand, chunk: m.chunk,
 		errText: a.shared(m.errText), fallback: a.shared(m.fallback), effects: m.effects,
 		weighing: m.weighing}

@@ -21,9 +21,11 @@ const PolicyUnknown = "unknown (imported)"
 // time order:
 //
 //   - the execution starts with its first span and ends with its last; it
-//     failed when a root span has status ERROR;
+//     failed when its latest root span has status ERROR (a run that failed
+//     and was rerun successfully under the same conversation did not);
 //   - each trace is a run (a conversation's traces are its runs);
-//   - each invoke_agent span is a turn, with the model calls inside it
+//   - each invoke_agent span inside no other is a turn, with the model
+//     calls and agent spans inside it
 //     (an agent's tool loop is one turn, as agentevals' truth files count
 //     them); a model call inside no agent span, nor inside another model
 //     call, is a turn of its own;
@@ -223,8 +225,7 @@ func (t *translation) emit(at int64, ev trace.Event) {
 
 func (t *translation) events() []trace.Event {
 	first, last := t.spans[0].Start, t.spans[0].End
-	var root *Span
-	failed := ""
+	var root, lastRoot *Span
 	traces := []string{}
 	for i := range t.spans {
 		s := &t.spans[i]
@@ -242,10 +243,14 @@ func (t *translation) events() []trace.Event {
 			if root == nil {
 				root = s
 			}
-			if s.Status == "error" && failed == "" {
-				failed = firstNonEmpty(s.ErrorText(), "root span "+s.SpanID+" has status ERROR")
+			if lastRoot == nil || laterRoot(s.Start, s.Status == "error", lastRoot.Start) {
+				lastRoot = s
 			}
 		}
+	}
+	failed := ""
+	if lastRoot != nil && lastRoot.Status == "error" {
+		failed = firstNonEmpty(lastRoot.ErrorText(), "root span "+lastRoot.SpanID+" has status ERROR")
 	}
 	start := trace.Event{Kind: trace.ExecutionStarted, Attrs: map[string]string{
 		"source": "OpenTelemetry", "spans": strconv.Itoa(len(t.spans)), "traces": strconv.Itoa(len(traces))}}
@@ -347,7 +352,15 @@ func (t *translation) runs(traces []string) {
 func (t *translation) isTurn(i int) bool {
 	switch t.spans[i].Role() {
 	case RoleAgent:
-		return true
+		// An agent span inside another (OpenInference's LangGraph nodes,
+		// each an AGENT inside the graph's) is part of that turn: one
+		// invocation is one turn.
+		inner := false
+		t.ancestors(i, func(p int) bool {
+			inner = t.spans[p].Role() == RoleAgent
+			return !inner
+		})
+		return !inner
 	case RoleModel:
 		// Inside an agent span, or another model call, it is part of
 		// that turn.
@@ -596,7 +609,10 @@ func (s *Span) outcome() (trace.Outcome, int) {
 	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
 		return trace.OutcomeOK, status
 	}
-	what := strings.ToLower(etype + " " + s.Message)
+	// A framework that wraps the error says what it wrapped in the
+	// exception's message: pydantic-ai's ToolRetryError reads
+	// "TimeoutError: response lost".
+	what := strings.ToLower(etype + " " + s.Message + " " + s.exceptionMessages())
 	switch {
 	case strings.Contains(what, "timeout"), strings.Contains(what, "timedout"), strings.Contains(what, "timed out"),
 		strings.Contains(what, "deadline"):
@@ -609,8 +625,30 @@ func (s *Span) outcome() (trace.Outcome, int) {
 		return trace.OutcomeMismatch, status
 	case status >= 400 && status < 500:
 		return trace.OutcomeRejected, status
+	case strings.Contains(what, "validationerror"), strings.Contains(what, "validation error"):
+		// The arguments were refused before the tool ran.
+		return trace.OutcomeRejected, status
 	}
 	return trace.OutcomeError, status
+}
+
+// exceptionMessages are the messages of the span's exception events,
+// joined, without their stack frames (indented lines: a frame's function
+// may be called withTimeout without anything timing out).
+func (s *Span) exceptionMessages() string {
+	var b strings.Builder
+	for _, e := range s.Events {
+		if e.Name != "exception" {
+			continue
+		}
+		for _, l := range strings.Split(e.Attrs["exception.message"], "\n") {
+			if l != "" && l[0] != ' ' && l[0] != '\t' {
+				b.WriteString(l)
+				b.WriteByte(' ')
+			}
+		}
+	}
+	return b.String()
 }
 
 // canonical is retrylab's canonical JSON of args (keys sorted, as Python's

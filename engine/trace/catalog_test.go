@@ -50,7 +50,7 @@ func TestFoldEveryFixture(t *testing.T) {
 
 func holds(t *testing.T, x history.Execution, events []history.Event, out verify.Outcome) {
 	t.Helper()
-	tr := trace.FoldHistory(x.ID, events)
+	tr := history.Fold(x.ID, events)
 	if len(tr.Anomalies) > 0 || tr.UnmatchedEffects() > 0 {
 		t.Errorf("%s: anomalies %+v, %d unmatched effects", x.ID, tr.Anomalies, tr.UnmatchedEffects())
 	}

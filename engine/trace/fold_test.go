@@ -205,7 +205,7 @@ run 1 policy=journal faults=[timeout-after-effect] end=⚑
 		t.Run(strings.Join(append([]string{c.scenario}, c.script...), "-"), func(t *testing.T) {
 			t.Parallel()
 			x, events := recordHistory(t, c.scenario, c.script...)
-			tr := trace.FoldHistory(x.ID, events)
+			tr := history.Fold(x.ID, events)
 			got := dump(tr)
 			if strings.TrimSpace(got) != strings.TrimSpace(c.want) {
 				t.Errorf("%s %v folds to\n%s\nwant\n%s", c.scenario, c.script, got, c.want)

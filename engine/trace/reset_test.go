@@ -90,7 +90,7 @@ func TestResetFoldsAsNew(t *testing.T) {
 // ones or written out.
 func TestFromHistoryRef(t *testing.T) {
 	for _, seq := range []uint64{0, 1, 9, 255, 256, 1 << 40} {
-		e, ok := trace.FromHistory(history.Event{Seq: seq, Type: history.AttemptStarted})
+		e, ok := history.TraceEvent(history.Event{Seq: seq, Type: history.AttemptStarted})
 		if want := fmt.Sprintf("seq %d", seq); !ok || e.Ref != want {
 			t.Errorf("seq %d: Ref %q, want %q", seq, e.Ref, want)
 		}

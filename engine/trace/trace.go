@@ -936,6 +936,18 @@ func (t *Trace) note(e Event, m Mark) *Note {
 		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text}
 }
 
+// Skip notes an event of a source that the fold has no use for (an
+// adapter translates it to nothing): it still advances LastSeq, so a gap
+// check stays exact. call is the event's call, if it has one.
+func (t *Trace) Skip(seq uint64, call string) {
+	if t.LastSeq != 0 && seq != t.LastSeq+1 {
+		t.jump(seq, call)
+	}
+	if seq > t.LastSeq {
+		t.LastSeq = seq
+	}
+}
+
 func (t *Trace) jump(seq uint64, call string) {
 	t.Anomalies = append(t.Anomalies, Anomaly{Seq: seq, Call: call, Jump: true,
 		Text: fmt.Sprintf("history jumps from event %d to %d", t.LastSeq, seq)})

@@ -54,7 +54,7 @@ func walkBoth(evs []history.Event) (streamed, whole string, released int) {
 	sl := &walkLog{forget: true}
 	sw := trace.NewWalk[string](s, sl)
 	for _, ev := range evs {
-		s.ApplyHistory(ev)
+		history.Apply(s, ev)
 		sw.Pump(false)
 	}
 	sw.Pump(true)
@@ -73,7 +73,7 @@ func walkBoth(evs []history.Event) (streamed, whole string, released int) {
 	w := trace.New("exec_W")
 	wl := &walkLog{}
 	for _, ev := range evs {
-		w.ApplyHistory(ev)
+		history.Apply(w, ev)
 	}
 	trace.NewWalk[string](w, wl).Pump(true)
 	return strings.Join(sl.lines, "\n"), strings.Join(wl.lines, "\n"), released

@@ -24,7 +24,6 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
@@ -445,7 +444,7 @@ func (s *script) outcome() Outcome {
 		out.Status, out.Runs = x.Status, x.Runs
 		events, err := s.h.Events(s.cur, 0, 0)
 		errs = append(errs, err)
-		for step, n := range trace.FoldHistory(s.cur, events).AttemptCounts() {
+		for step, n := range history.Fold(s.cur, events).AttemptCounts() {
 			out.Attempts[step] += n
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/scenario"
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
@@ -206,7 +207,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	// The host owns the database and the world, and announces itself for
 	// the database, so explorers and CLIs attach and arm faults.
 	faults := newServerFaults(scn)
-	w, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, Clock: wallClock{}, Faults: faults})
+	w, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, Clock: wallClock{}, Faults: faults, Imports: all.Registry()})
 	if err != nil {
 		return err
 	}

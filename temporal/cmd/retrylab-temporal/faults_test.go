@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
@@ -144,7 +145,7 @@ policy:
 	}
 	// The explorer on the database marks the attempt that took the fault
 	// ⚡, as it marks a native trace's, and says so in its details.
-	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: db, Scenarios: fixtures.FS, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
