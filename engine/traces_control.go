@@ -122,7 +122,7 @@ func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 // client went away.
 func orphanedImport(name string, res ImportResult) string {
 	return fmt.Sprintf("the import of %s was committed (%s) after the retrylab that sent it went away: its command said nothing",
-		name, plural.Count(len(res.Executions()), "execution"))
+		name, plural.Count(len(res.Executions), "execution"))
 }
 
 // auditArgs is an audit request.
