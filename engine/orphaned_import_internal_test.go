@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/retrylab/retrylab/engine/imports/all"
 )
 
 // An import whose client went away after sending the whole file (killed
@@ -17,7 +19,7 @@ import (
 // watches: a notice the explorer shows and serve prints.
 func TestOrphanedImportIsSaid(t *testing.T) {
 	t.Parallel()
-	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}})
+	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestOrphanedImportIsSaid(t *testing.T) {
 // nothing more.
 func TestAnsweredImportIsNotSaid(t *testing.T) {
 	t.Parallel()
-	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}})
+	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
