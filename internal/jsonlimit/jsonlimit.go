@@ -21,9 +21,11 @@ import (
 //	OTLP/HTTP request body          32 MiB, compressed and decompressed
 //	OTLP JSON Lines line            64 MiB
 //	OTLP/JSON or protobuf document  512 MiB
+//	Temporal history file           512 MiB (temporal.MaxFile)
 //	spans in one OTLP/HTTP request  MaxRequestSpans
 //	an attribute kept from a span   4 KiB (arguments and results whole)
 //	control and runtime bodies      4 MiB
+//	simulated services' bodies      1 MiB (world.DefaultMaxBody)
 const (
 	// MaxDepth is how deeply a JSON text may nest arrays and objects: the
 	// bound pdata's protobuf decoder keeps for nested attribute values.
