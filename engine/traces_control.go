@@ -40,12 +40,22 @@ import (
 // at a time, and tells subscribers (a running explorer) of the executions
 // it created or extended.
 func (h *Host) ImportStream(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	return h.importStream(name, format, r, nil)
+}
+
+// importStream is ImportStream; committed, if set, is called once the
+// import is committed, before its executions are announced (a notice of
+// its own goes ahead of theirs, which may be thousands).
+func (h *Host) importStream(name string, format ImportFormat, r io.Reader, committed func(ImportResult)) (ImportResult, error) {
 	// An import starts by cleaning up what unfinished imports left
 	// (otlp.CleanPending): two at once would take each other for one.
 	h.importMu.Lock()
 	defer h.importMu.Unlock()
 	res, err := h.stored().importStream(name, format, r)
 	if err == nil {
+		if committed != nil {
+			committed(res)
+		}
 		for _, x := range res.Executions {
 			h.Announce(x)
 		}
@@ -99,7 +109,15 @@ func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
 		return
 	}
-	res, err := h.ImportStream(q.Get("name"), format, newFrameReader(r.Body))
+	res, err := h.importStream(q.Get("name"), format, newFrameReader(r.Body), func(res ImportResult) {
+		if r.Context().Err() != nil {
+			// The client went away (killed, or its connection cut) after
+			// it sent the whole file, before the answer: the import is
+			// committed all the same, and nobody is there to be told.
+			// Say it to whoever watches the host.
+			h.bus.publish(notice.Notice{Host: orphanedImport(q.Get("name"), res)})
+		}
+	})
 	// The client may still be sending what the import did not read (it
 	// stopped at an error): read it, so the client gets the answer rather
 	// than a broken pipe.
@@ -107,13 +125,6 @@ func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeTracesError(w, err)
 		return
-	}
-	if r.Context().Err() != nil {
-		// The client went away (killed, or its connection cut) after it
-		// sent the whole file, before the answer: the import is committed
-		// all the same, and nobody is there to be told. Say it to whoever
-		// watches the host.
-		h.bus.publish(notice.Notice{Host: orphanedImport(q.Get("name"), res)})
 	}
 	writeJSON(w, http.StatusOK, res)
 }
