@@ -30,7 +30,7 @@ func TestCLIImportTemporalAndAudit(t *testing.T) {
 	has(t, r,
 		run1+": Temporal history JSON, 41 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001",
 		run2+": Temporal history JSON (Web UI), 11 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
-	want := "retrylab: import " + bad + `: event 13: unknown event type "EVENT_TYPE_WORKFLOW_EXECUTION_TIME_TRAVELLED" (written by a newer Temporal server than this retrylab reads)`
+	want := "retrylab: import " + bad + `: line 234: event 13: unknown event type "EVENT_TYPE_WORKFLOW_EXECUTION_TIME_TRAVELLED" (written by a newer Temporal server than this retrylab reads; not marked workerMayIgnore)`
 	if msg := strings.TrimSpace(r.stderr); msg != want {
 		t.Errorf("stderr %q\nwant   %q", msg, want)
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/internal/tailbuf"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -116,7 +116,7 @@ func (w *workerProc) kill() {
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
-	stderr *boundedBuffer
+	stderr *tailbuf.Buffer
 	assign chan wire.Assignment // an idle worker's next run
 	exited chan struct{}        // closed when the process has exited
 
@@ -357,7 +357,7 @@ func (h *Host) spawn(id string, run int, w *workerProc) (*process, error) {
 	if h.cfg.KeepWorkers > 0 {
 		cmd.Env = append(cmd.Env, wire.EnvKeep+"=1")
 	}
-	stderr := &boundedBuffer{max: 8 << 10}
+	stderr := tailbuf.New(8 << 10)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = workerProcAttr()
 	p := &process{cmd: cmd, stderr: stderr, assign: make(chan wire.Assignment, 1), exited: make(chan struct{}), run: w}
@@ -581,36 +581,6 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-// boundedBuffer keeps the last max bytes written to it.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if over := b.buf.Len() - b.max; over > 0 {
-		b.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-// Reset forgets what was written, for a kept worker's next run.
-func (b *boundedBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Result is how the run ended; it is valid once Done is closed.

@@ -25,13 +25,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/attrib"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/wire"
-	"github.com/retrylab/retrylab/engine/world"
 )
 
 // MainIfWorker turns the process into a worker when the host started it as
@@ -627,13 +627,13 @@ func (w *worker) args(step string) (map[string]any, error) {
 // request builds the HTTP request for a tool call and its trace form.
 func (w *worker) request(tool scenario.Tool, step string, args map[string]any, attempt int, key string) (*http.Request, *history.Exchange, error) {
 	req, body, err := ToolRequest(context.Background(), tool.Service, tool.Op, w.plan.MailURL, w.plan.CRMURL, args,
-		world.Attribution{Execution: w.plan.Execution, Step: step, Key: key, Attempt: attempt, Run: w.plan.Run})
+		attrib.Attribution{Execution: w.plan.Execution, Step: step, Key: key, Attempt: attempt, Run: w.plan.Run})
 	if err != nil {
 		return nil, nil, err
 	}
 	headers := map[string]string{}
 	if key != "" {
-		headers[world.HeaderIdempotencyKey] = key
+		headers[attrib.HeaderIdempotencyKey] = key
 	}
 	return req, &history.Exchange{Method: req.Method, URL: req.URL.Path, Headers: headers, Body: body}, nil
 }
@@ -643,7 +643,7 @@ func (w *worker) request(tool scenario.Tool, step string, args map[string]any, a
 // returned, nil for a read), the Idempotency-Key when at has one, and
 // retrylab's attribution headers. retrylab's worker and its Temporal
 // activities (temporal/agentflow) both build requests here.
-func ToolRequest(ctx context.Context, service, op, mailURL, crmURL string, args map[string]any, at world.Attribution) (*http.Request, []byte, error) {
+func ToolRequest(ctx context.Context, service, op, mailURL, crmURL string, args map[string]any, at attrib.Attribution) (*http.Request, []byte, error) {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return nil, nil, err
@@ -669,13 +669,7 @@ func ToolRequest(ctx context.Context, service, op, mailURL, crmURL string, args 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if at.Key != "" {
-		req.Header.Set(world.HeaderIdempotencyKey, at.Key)
-	}
-	req.Header.Set(world.HeaderExecution, at.Execution)
-	req.Header.Set(world.HeaderStep, at.Step)
-	req.Header.Set(world.HeaderAttempt, strconv.Itoa(at.Attempt))
-	req.Header.Set(world.HeaderRun, strconv.Itoa(at.Run))
+	at.SetHeader(req.Header)
 	return req, body, nil
 }
 

@@ -2,12 +2,10 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 	"github.com/retrylab/retrylab/engine/check"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/internal/plural"
+	"github.com/retrylab/retrylab/internal/tailbuf"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -206,7 +205,7 @@ func (r *runner) host(ctx context.Context) (bool, error) {
 	cmd := exec.CommandContext(ctx, r.cfg.Executable, r.cfg.HostArgs...)
 	cmd.Env = append(os.Environ(), EnvHost+"=1")
 	cmd.SysProcAttr = hostProcAttr()
-	stderr := &tail{max: 4 << 10}
+	stderr := tailbuf.New(4 << 10)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -383,28 +382,3 @@ func (r *runner) verify() (*check.Report, error) {
 		fmt.Sprintf("acknowledged runs: %d; every acknowledged event and status survived: %v", len(r.acks), lostAcks == 0))
 	return rep, nil
 }
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
-}
-
-var _ io.Writer = (*tail)(nil)

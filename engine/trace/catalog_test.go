@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -50,7 +51,11 @@ func TestFoldEveryFixture(t *testing.T) {
 
 func holds(t *testing.T, x history.Execution, events []history.Event, out verify.Outcome) {
 	t.Helper()
-	tr := history.Fold(x.ID, events)
+	tr := trace.New(x.ID)
+	delivered := audit.WatchDeliveries(tr)
+	for _, ev := range events {
+		history.Apply(tr, ev)
+	}
 	if len(tr.Anomalies) > 0 || tr.UnmatchedEffects() > 0 {
 		t.Errorf("%s: anomalies %+v, %d unmatched effects", x.ID, tr.Anomalies, tr.UnmatchedEffects())
 	}
@@ -93,8 +98,8 @@ func holds(t *testing.T, x history.Execution, events []history.Event, out verify
 	if tr.Outcome() != want {
 		t.Errorf("%s: %s folds to %s, want %s", x.ID, x.Status, tr.Outcome(), want)
 	}
-	if tr.Duplicates() != x.Duplicates {
-		t.Errorf("%s: duplicates %v, the record says %v", x.ID, tr.Duplicates(), x.Duplicates)
+	if delivered.Duplicated() != x.Duplicates {
+		t.Errorf("%s: duplicates %v, the record says %v", x.ID, delivered.Duplicated(), x.Duplicates)
 	}
 }
 

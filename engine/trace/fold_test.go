@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/fixtures"
@@ -205,7 +206,11 @@ run 1 policy=journal faults=[timeout-after-effect] end=⚑
 		t.Run(strings.Join(append([]string{c.scenario}, c.script...), "-"), func(t *testing.T) {
 			t.Parallel()
 			x, events := recordHistory(t, c.scenario, c.script...)
-			tr := history.Fold(x.ID, events)
+			tr := trace.New(x.ID)
+			delivered := audit.WatchDeliveries(tr)
+			for _, ev := range events {
+				history.Apply(tr, ev)
+			}
 			got := dump(tr)
 			if strings.TrimSpace(got) != strings.TrimSpace(c.want) {
 				t.Errorf("%s %v folds to\n%s\nwant\n%s", c.scenario, c.script, got, c.want)
@@ -213,8 +218,8 @@ run 1 policy=journal faults=[timeout-after-effect] end=⚑
 			if tr.Outcome() != c.outcome {
 				t.Errorf("outcome %s, want %s", tr.Outcome(), c.outcome)
 			}
-			if tr.Duplicates() != c.dup || x.Duplicates != c.dup {
-				t.Errorf("duplicates: trace %v, record %v, want %v", tr.Duplicates(), x.Duplicates, c.dup)
+			if delivered.Duplicated() != c.dup || x.Duplicates != c.dup {
+				t.Errorf("duplicates: trace %v, record %v, want %v", delivered.Duplicated(), x.Duplicates, c.dup)
 			}
 			if len(tr.Anomalies) != 0 {
 				t.Errorf("anomalies in a real history: %+v", tr.Anomalies)

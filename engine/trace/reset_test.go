@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 )
@@ -45,7 +46,9 @@ func TestResetFoldsAsNew(t *testing.T) {
 				if i > 0 {
 					reused.Reset(id)
 				}
+				reusedDelivered := audit.WatchDeliveries(reused)
 				fresh := trace.New(id)
+				freshDelivered := audit.WatchDeliveries(fresh)
 				if stream {
 					fresh.Stream()
 				}
@@ -69,11 +72,11 @@ func TestResetFoldsAsNew(t *testing.T) {
 					t.Fatalf("history %d after a reset:\n%s\nwant\n%s", i, got, want)
 				}
 				if reused.Execution != id || reused.LastSeq != fresh.LastSeq || reused.Events != fresh.Events ||
-					fmt.Sprint(reused.Anomalies) != fmt.Sprint(fresh.Anomalies) || reused.Duplicates() != fresh.Duplicates() ||
+					fmt.Sprint(reused.Anomalies) != fmt.Sprint(fresh.Anomalies) || reusedDelivered.Duplicated() != freshDelivered.Duplicated() ||
 					len(reused.Runs) != len(fresh.Runs) || (reused.End == nil) != (fresh.End == nil) {
 					t.Fatalf("history %d after a reset: %s %d %d %v %v, want %s %d %d %v %v", i,
-						reused.Execution, reused.LastSeq, reused.Events, reused.Anomalies, reused.Duplicates(),
-						fresh.Execution, fresh.LastSeq, fresh.Events, fresh.Anomalies, fresh.Duplicates())
+						reused.Execution, reused.LastSeq, reused.Events, reused.Anomalies, reusedDelivered.Duplicated(),
+						fresh.Execution, fresh.LastSeq, fresh.Events, fresh.Anomalies, freshDelivered.Duplicated())
 				}
 				for j, r := range reused.Runs {
 					f := fresh.Runs[j]

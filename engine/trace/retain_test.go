@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
@@ -50,8 +51,13 @@ func TestForgetReleasesReadAttempts(t *testing.T) {
 func forgetting(t *testing.T, keep int) {
 	const n = 1000
 	events := longCall(n)
-	full := trace.Fold("x", events)
+	full := trace.New("x")
+	fullDelivered := audit.WatchDeliveries(full)
+	for _, e := range events {
+		full.Apply(e)
+	}
 	lean := trace.New("x")
+	leanDelivered := audit.WatchDeliveries(lean)
 	for _, e := range events {
 		lean.Apply(e)
 		if e.Kind == trace.AttemptStarted && e.Attempt > keep {
@@ -71,8 +77,8 @@ func forgetting(t *testing.T, keep int) {
 	if len(lean.Anomalies) != 0 || len(full.Anomalies) != 0 {
 		t.Errorf("anomalies: lean %v, full %v", lean.Anomalies, full.Anomalies)
 	}
-	if !lean.Duplicates() || !full.Duplicates() {
-		t.Errorf("duplicates: lean %v, full %v; the late effect of a released attempt still counts", lean.Duplicates(), full.Duplicates())
+	if !leanDelivered.Duplicated() || !fullDelivered.Duplicated() {
+		t.Errorf("duplicates: lean %v, full %v; the late effect of a released attempt still counts", leanDelivered.Duplicated(), fullDelivered.Duplicated())
 	}
 	for i := n - keep + 1; i <= n; i++ {
 		a, b := lean.Attempt("s1", i), full.Attempt("s1", i)

@@ -61,10 +61,8 @@ type Trace struct {
 	order    []string
 	plans    map[int]bool
 
-	// sent counts the mail effects per intent (recipient, subject) of the
-	// attempts seen; dup is set once one intent has two.
-	sent map[[2]string]int
-	dup  bool
+	// onEffect is told of the effects attached to attempts (OnEffect).
+	onEffect func(Effect)
 	// faults interns fault names: a long history repeats a few.
 	faults map[string]string
 	// streaming is set by Stream.
@@ -105,7 +103,7 @@ type Anomaly struct {
 
 // New starts an empty trace of one execution.
 func New(execution string) *Trace {
-	// pending, plans, sent and faults are made on their first write: most
+	// pending, plans and faults are made on their first write: most
 	// histories never need them.
 	return &Trace{Execution: execution, runs: map[int]*Run{}, calls: map[string]*Call{},
 		attempts: map[attemptKey]*Attempt{}, progress: map[string]*progress{}}
@@ -201,7 +199,7 @@ func (t *Trace) Stream() { t.streaming = true }
 // applied (show, the handout) forgets each attempt once it has written it,
 // so a history of any length folds in memory that grows with its calls,
 // not its attempts. Events that arrive later for a forgotten attempt are
-// absorbed without an anomaly (an effect still counts for Duplicates).
+// absorbed without an anomaly (an effect is still told to OnEffect).
 // Readers that read the whole tree (the explorer, check, the runtime)
 // never call it.
 func (t *Trace) Forget(a *Attempt) {
@@ -782,26 +780,27 @@ func (t *Trace) released(k attemptKey) bool {
 	return p != nil && t.attempts[k] == nil && p.forgotten(k.attempt)
 }
 
-// addEffects attaches effects to an attempt and counts its mail for
-// Duplicates.
+// addEffects attaches effects to an attempt (nil: one forgotten) and tells
+// OnEffect's fn of them.
 func (t *Trace) addEffects(a *Attempt, fx ...Effect) {
 	if a != nil {
 		a.Effects = append(a.Effects, fx...)
 	}
-	for _, f := range fx {
-		if f.Service != "mail" {
-			continue
-		}
-		k := [2]string{f.Target, f.Summary}
-		if t.sent == nil {
-			t.sent = map[[2]string]int{}
-		}
-		t.sent[k]++
-		if t.sent[k] > 1 {
-			t.dup = true
+	if t.onEffect != nil {
+		for _, f := range fx {
+			t.onEffect(f)
 		}
 	}
 }
+
+// OnEffect has fn told of every effect the fold attaches to an attempt, in
+// the order they are attached, whatever the provider: an effect that
+// arrives before its attempt when the attempt starts, one of an attempt
+// the reader forgot (Forget) when it arrives, one of an attempt never seen
+// to start never. A reader that judges effects as they come (engine/audit's
+// Deliveries) needs no tree of them. Call it before the first event; Reset
+// drops it.
+func (t *Trace) OnEffect(fn func(Effect)) { t.onEffect = fn }
 
 func (t *Trace) closeCall(id string) {
 	if p := t.progress[id]; p != nil {
@@ -996,9 +995,3 @@ func (t *Trace) Outcome() Mark {
 	}
 	return MarkRunning
 }
-
-// Duplicates reports whether the history records more than one mail
-// delivered for one intent (the same recipient and subject): the
-// duplicate send the lesson is about. Effects of attempts never seen to
-// start do not count.
-func (t *Trace) Duplicates() bool { return t.dup }

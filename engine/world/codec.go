@@ -21,110 +21,82 @@ import (
 // sequence number and id, a CRM row's id) are left out, and strings the
 // record or its key hold already are references.
 
-// Attribution bits.
+// The field bits of each record are the places of its fields in its
+// pack.Fields table (field i has bit 1<<i); they are part of the format, so
+// a table only ever grows at its end.
+
+// Attribution fields.
 const (
-	aExecution = 1 << iota
+	aExecution = iota
 	aStep
 	aKey
 	aAttempt
 	aRun
-	aLast
 )
 
-func putAttribution(w *pack.Writer, a Attribution) {
-	var b pack.Bits
-	set := b.Set
-	set(aExecution, a.Execution != "")
-	set(aStep, a.Step != "")
-	set(aKey, a.Key != "")
-	set(aAttempt, a.Attempt != 0)
-	set(aRun, a.Run != 0)
+var attributionFields = pack.Fields[Attribution]{
+	aExecution: pack.Str(func(a *Attribution) *string { return &a.Execution }),
+	aStep:      pack.Str(func(a *Attribution) *string { return &a.Step }),
+	aKey:       pack.Str(func(a *Attribution) *string { return &a.Key }),
+	aAttempt:   pack.Int(func(a *Attribution) *int { return &a.Attempt }),
+	aRun:       pack.Int(func(a *Attribution) *int { return &a.Run }),
+}
+
+// putAttribution writes a record's attribution: its bits, then its fields.
+// a is the record's own (the record is on the heap already, for its
+// table), so writing it costs no allocation of its own.
+func putAttribution(w *pack.Writer, a *Attribution) {
+	b := attributionFields.Bits(a)
 	w.Uvarint(uint64(b))
-	if b&aExecution != 0 {
-		w.Str(a.Execution)
-	}
-	if b&aStep != 0 {
-		w.Str(a.Step)
-	}
-	if b&aKey != 0 {
-		w.Str(a.Key)
-	}
-	if b&aAttempt != 0 {
-		w.Varint(int64(a.Attempt))
-	}
-	if b&aRun != 0 {
-		w.Varint(int64(a.Run))
-	}
+	_ = attributionFields.Put(w, b, a) // its fields cannot fail
 }
 
-func readAttribution(r *pack.Reader) Attribution {
-	var a Attribution
-	b := r.Bits(aLast)
+// readAttribution reads what putAttribution wrote into a, the record's own.
+func readAttribution(r *pack.Reader, a *Attribution) {
+	b := r.Bits(attributionFields.Last())
 	if r.Err() != nil {
-		return a
+		return
 	}
-	if b&aExecution != 0 {
-		a.Execution = r.Str()
-	}
-	if b&aStep != 0 {
-		a.Step = r.Str()
-	}
-	if b&aKey != 0 {
-		a.Key = r.Str()
-	}
-	if b&aAttempt != 0 {
-		a.Attempt = r.Int()
-	}
-	if b&aRun != 0 {
-		a.Run = r.Int()
-	}
-	return a
+	attributionFields.Get(r, b, a)
 }
 
-// Outbox message bits.
+// Outbox message fields.
 const (
-	mSeq     = 1 << iota // the message's Seq, when it is not its key's
-	mID                  // its ID, when it is not messageID(Seq)
-	mTo                  //
-	mSubject             //
-	mBody                //
-	mExtra               // n, then n names and JSON values, by name
-	mTime                //
-	mLast
+	mSeq     = iota // the message's Seq, when it is not its key's
+	mID             // its ID, when it is not messageID(Seq)
+	mTo             //
+	mSubject        //
+	mBody           //
+	mExtra          // n, then n names and JSON values, by name
+	mTime           //
 )
+
+var messageFields = pack.Fields[Message]{
+	mSeq: {Get: func(r *pack.Reader, m *Message) { m.Seq = r.Uvarint() }},
+	mID: {
+		Has: func(m *Message) bool { return m.ID != messageID(m.Seq) },
+		Put: func(w *pack.Writer, m *Message) error { w.Str(m.ID); return nil },
+		Get: func(r *pack.Reader, m *Message) { m.ID = r.Str() },
+	},
+	mTo:      pack.Str(func(m *Message) *string { return &m.To }),
+	mSubject: pack.Str(func(m *Message) *string { return &m.Subject }),
+	mBody:    pack.Str(func(m *Message) *string { return &m.Body }),
+	mExtra: {
+		Has: func(m *Message) bool { return len(m.Extra) != 0 },
+		Put: func(w *pack.Writer, m *Message) error { return putRawMap(w, m.Extra) },
+		Get: func(r *pack.Reader, m *Message) { m.Extra = readRawMap(r) },
+	},
+	mTime: pack.Time(func(m *Message) *time.Time { return &m.Time }),
+}
 
 // encodeMessage packs an outbox message stored under store.U64(m.Seq).
 func encodeMessage(m Message) ([]byte, error) {
 	w := pack.NewWriter()
-	var b pack.Bits
-	set := b.Set
-	set(mID, m.ID != messageID(m.Seq))
-	set(mTo, m.To != "")
-	set(mSubject, m.Subject != "")
-	set(mBody, m.Body != "")
-	set(mExtra, len(m.Extra) != 0)
-	set(mTime, !m.Time.IsZero())
+	b := messageFields.Bits(&m)
 	w.Uvarint(uint64(b))
-	putAttribution(w, m.Attribution)
-	if b&mID != 0 {
-		w.Str(m.ID)
-	}
-	if b&mTo != 0 {
-		w.Str(m.To)
-	}
-	if b&mSubject != 0 {
-		w.Str(m.Subject)
-	}
-	if b&mBody != 0 {
-		w.Str(m.Body)
-	}
-	if b&mExtra != 0 {
-		if err := putRawMap(w, m.Extra); err != nil {
-			return nil, fmt.Errorf("encode message %d: %w", m.Seq, err)
-		}
-	}
-	if b&mTime != 0 {
-		w.Time(m.Time)
+	putAttribution(w, &m.Attribution)
+	if err := messageFields.Put(w, b, &m); err != nil {
+		return nil, fmt.Errorf("encode message %d: %w", m.Seq, err)
 	}
 	return w.Bytes(), nil
 }
@@ -138,33 +110,15 @@ func DecodeMessage(key, v []byte) (Message, error) {
 		return m, err
 	}
 	r := pack.NewReader(v)
-	b := r.Bits(mLast)
+	b := r.Bits(messageFields.Last())
 	if r.Err() != nil {
 		return m, r.Err()
 	}
 	m.Seq = store.DecodeU64(key)
-	m.Attribution = readAttribution(r)
-	if b&mSeq != 0 {
-		m.Seq = r.Uvarint()
-	}
-	m.ID = messageID(m.Seq)
-	if b&mID != 0 {
-		m.ID = r.Str()
-	}
-	if b&mTo != 0 {
-		m.To = r.Str()
-	}
-	if b&mSubject != 0 {
-		m.Subject = r.Str()
-	}
-	if b&mBody != 0 {
-		m.Body = r.Str()
-	}
-	if b&mExtra != 0 {
-		m.Extra = readRawMap(r)
-	}
-	if b&mTime != 0 {
-		m.Time = r.Time()
+	readAttribution(r, &m.Attribution)
+	messageFields.Get(r, b, &m)
+	if b&pack.Bit(mID) == 0 {
+		m.ID = messageID(m.Seq)
 	}
 	if err := r.Done(); err != nil {
 		return Message{}, err
@@ -207,9 +161,9 @@ func readRawMap(r *pack.Reader) map[string]json.RawMessage {
 	return m
 }
 
-// Key record bits.
+// Key record fields.
 const (
-	kRef = 1 << iota
+	kRef = iota
 	kEndpoint
 	kFingerprint
 	kStatus
@@ -219,54 +173,57 @@ const (
 	kRetentionSec // whole seconds
 	kInFlight
 	kToken
-	kLast
 )
+
+// maxRetentionSec bounds the whole seconds of a retention: more would not
+// fit a time.Duration.
+const maxRetentionSec = int64(1<<63-1) / int64(time.Second)
+
+var keyRecordFields = pack.Fields[keyRecord]{
+	kRef:         pack.Str(func(k *keyRecord) *string { return &k.Ref }),
+	kEndpoint:    pack.Str(func(k *keyRecord) *string { return &k.Endpoint }),
+	kFingerprint: pack.Str(func(k *keyRecord) *string { return &k.Fingerprint }),
+	kStatus:      pack.Int(func(k *keyRecord) *int { return &k.Status }),
+	kBody: {
+		Has: func(k *keyRecord) bool { return len(k.Body) != 0 },
+		Put: func(w *pack.Writer, k *keyRecord) error {
+			if err := w.JSON(k.Body); err != nil {
+				return fmt.Errorf("body: %w", err)
+			}
+			return nil
+		},
+		Get: func(r *pack.Reader, k *keyRecord) { k.Body = r.JSON() },
+	},
+	kCreated: pack.Time(func(k *keyRecord) *time.Time { return &k.Created }),
+	kRetention: {
+		Has: func(k *keyRecord) bool { return k.Retention%time.Second != 0 },
+		Put: func(w *pack.Writer, k *keyRecord) error { w.Varint(int64(k.Retention)); return nil },
+		Get: func(r *pack.Reader, k *keyRecord) { k.Retention = time.Duration(r.Varint()) },
+	},
+	kRetentionSec: {
+		Has: func(k *keyRecord) bool { return k.Retention != 0 && k.Retention%time.Second == 0 },
+		Put: func(w *pack.Writer, k *keyRecord) error { w.Varint(int64(k.Retention / time.Second)); return nil },
+		Get: func(r *pack.Reader, k *keyRecord) {
+			s := r.Varint()
+			if s > maxRetentionSec || s < -maxRetentionSec {
+				r.Fail()
+				return
+			}
+			k.Retention = time.Duration(s) * time.Second
+		},
+	},
+	kInFlight: pack.Flag(func(k *keyRecord) *bool { return &k.InFlight }),
+	kToken:    pack.Str(func(k *keyRecord) *string { return &k.Token }),
+}
 
 // encodeKeyRecord packs the record stored under an idempotency key.
 func encodeKeyRecord(key string, rec keyRecord) ([]byte, error) {
 	w := pack.NewWriter(key)
-	var b pack.Bits
-	set := b.Set
-	set(kRef, rec.Ref != "")
-	set(kEndpoint, rec.Endpoint != "")
-	set(kFingerprint, rec.Fingerprint != "")
-	set(kStatus, rec.Status != 0)
-	set(kBody, len(rec.Body) != 0)
-	set(kCreated, !rec.Created.IsZero())
-	set(kRetentionSec, rec.Retention != 0 && rec.Retention%time.Second == 0)
-	set(kRetention, rec.Retention%time.Second != 0)
-	set(kInFlight, rec.InFlight)
-	set(kToken, rec.Token != "")
+	b := keyRecordFields.Bits(&rec)
 	w.Uvarint(uint64(b))
-	putAttribution(w, rec.Attribution)
-	if b&kRef != 0 {
-		w.Str(rec.Ref)
-	}
-	if b&kEndpoint != 0 {
-		w.Str(rec.Endpoint)
-	}
-	if b&kFingerprint != 0 {
-		w.Str(rec.Fingerprint)
-	}
-	if b&kStatus != 0 {
-		w.Varint(int64(rec.Status))
-	}
-	if b&kBody != 0 {
-		if err := w.JSON(rec.Body); err != nil {
-			return nil, fmt.Errorf("encode key %q: body: %w", key, err)
-		}
-	}
-	if b&kCreated != 0 {
-		w.Time(rec.Created)
-	}
-	if b&kRetention != 0 {
-		w.Varint(int64(rec.Retention))
-	}
-	if b&kRetentionSec != 0 {
-		w.Varint(int64(rec.Retention / time.Second))
-	}
-	if b&kToken != 0 {
-		w.Str(rec.Token)
+	putAttribution(w, &rec.Attribution)
+	if err := keyRecordFields.Put(w, b, &rec); err != nil {
+		return nil, fmt.Errorf("encode key %q: %w", key, err)
 	}
 	return w.Bytes(), nil
 }
@@ -284,83 +241,47 @@ func decodeKeyRecord(key string, v []byte) (keyRecord, bool) {
 		return rec, true
 	}
 	r := pack.NewReader(v, key)
-	b := r.Bits(kLast)
-	if r.Err() != nil || b&kRetention != 0 && b&kRetentionSec != 0 {
+	b := r.Bits(keyRecordFields.Last())
+	if r.Err() != nil || b&pack.Bit(kRetention) != 0 && b&pack.Bit(kRetentionSec) != 0 {
 		return keyRecord{}, false
 	}
-	rec.Attribution = readAttribution(r)
-	if b&kRef != 0 {
-		rec.Ref = r.Str()
-	}
-	if b&kEndpoint != 0 {
-		rec.Endpoint = r.Str()
-	}
-	if b&kFingerprint != 0 {
-		rec.Fingerprint = r.Str()
-	}
-	if b&kStatus != 0 {
-		rec.Status = r.Int()
-	}
-	if b&kBody != 0 {
-		rec.Body = r.JSON()
-	}
-	if b&kCreated != 0 {
-		rec.Created = r.Time()
-	}
-	if b&kRetention != 0 {
-		rec.Retention = time.Duration(r.Varint())
-	}
-	if b&kRetentionSec != 0 {
-		s := r.Varint()
-		if s > int64(1<<63-1)/int64(time.Second) || s < -int64(1<<63-1)/int64(time.Second) {
-			return keyRecord{}, false
-		}
-		rec.Retention = time.Duration(s) * time.Second
-	}
-	rec.InFlight = b&kInFlight != 0
-	if b&kToken != 0 {
-		rec.Token = r.Str()
-	}
+	readAttribution(r, &rec.Attribution)
+	keyRecordFields.Get(r, b, &rec)
 	if r.Done() != nil {
 		return keyRecord{}, false
 	}
 	return rec, true
 }
 
-// CRM row bits.
+// CRM row fields.
 const (
-	dID      = 1 << iota // the row's id, when it is not its key
-	dFields              // n, then n names and JSON values, by name; absent: null
-	dVersion             //
-	dCreated             //
-	dUpdated             //
-	dLast
+	dID      = iota // the row's id, when it is not its key
+	dFields         // n, then n names and JSON values, by name; absent: null
+	dVersion        //
+	dCreated        //
+	dUpdated        //
 )
+
+var recordDocFields = pack.Fields[recordDoc]{
+	dID: {Get: func(r *pack.Reader, d *recordDoc) { d.ID = r.Str() }},
+	dFields: {
+		Has: func(d *recordDoc) bool { return d.Fields != nil },
+		Put: func(w *pack.Writer, d *recordDoc) error { return putRawMap(w, d.Fields) },
+		Get: func(r *pack.Reader, d *recordDoc) { d.Fields = readRawMap(r) },
+	},
+	dVersion: pack.Int(func(d *recordDoc) *int { return &d.Version }),
+	dCreated: pack.Time(func(d *recordDoc) *time.Time { return &d.Created }),
+	dUpdated: pack.Time(func(d *recordDoc) *time.Time { return &d.Updated }),
+}
 
 // encodeRecordDoc packs a CRM row stored under its id.
 func encodeRecordDoc(doc recordDoc) ([]byte, error) {
 	w := pack.NewWriter(doc.ID)
-	var b pack.Bits
-	set := b.Set
-	set(dFields, doc.Fields != nil)
-	set(dVersion, doc.Version != 0)
-	set(dCreated, !doc.Created.IsZero())
-	set(dUpdated, !doc.Updated.IsZero())
+	b := recordDocFields.Bits(&doc)
 	w.Uvarint(uint64(b))
-	putAttribution(w, doc.Attribution)
-	if b&dFields != 0 {
-		if err := putRawMap(w, doc.Fields); err != nil {
-			return nil, fmt.Errorf("encode record %q: %w", doc.ID, err)
-		}
-	}
-	if b&dVersion != 0 {
-		w.Varint(int64(doc.Version))
-	}
-	if b&dCreated != 0 {
-		w.Time(doc.Created)
-	}
-	if b&dUpdated != 0 {
-		w.Time(doc.Updated)
+	putAttribution(w, &doc.Attribution)
+	if err := recordDocFields.Put(w, b, &doc); err != nil {
+		return nil, fmt.Errorf("encode record %q: %w", doc.ID, err)
 	}
 	return w.Bytes(), nil
 }
@@ -373,68 +294,45 @@ func decodeRecordDoc(key string, v []byte) (recordDoc, error) {
 		return doc, err
 	}
 	r := pack.NewReader(v, key)
-	b := r.Bits(dLast)
+	b := r.Bits(recordDocFields.Last())
 	if r.Err() != nil {
 		return doc, r.Err()
 	}
 	doc.ID = key
-	doc.Attribution = readAttribution(r)
-	if b&dID != 0 {
-		doc.ID = r.Str()
-	}
-	if b&dFields != 0 {
-		doc.Fields = readRawMap(r)
-	}
-	if b&dVersion != 0 {
-		doc.Version = r.Int()
-	}
-	if b&dCreated != 0 {
-		doc.Created = r.Time()
-	}
-	if b&dUpdated != 0 {
-		doc.Updated = r.Time()
-	}
+	readAttribution(r, &doc.Attribution)
+	recordDocFields.Get(r, b, &doc)
 	if err := r.Done(); err != nil {
 		return recordDoc{}, err
 	}
 	return doc, nil
 }
 
-// CRM write bits.
+// CRM write fields.
 const (
-	wSeq      = 1 << iota // the write's Seq, when it is not its key's
-	wRecordID             //
-	wOp                   //
-	wTime                 //
-	wCreated              //
-	wVersion              //
-	wLast
+	wSeq      = iota // the write's Seq, when it is not its key's
+	wRecordID        //
+	wOp              //
+	wTime            //
+	wCreated         //
+	wVersion         //
 )
+
+var crmWriteFields = pack.Fields[CRMWrite]{
+	wSeq:      {Get: func(r *pack.Reader, wr *CRMWrite) { wr.Seq = r.Uvarint() }},
+	wRecordID: pack.Str(func(wr *CRMWrite) *string { return &wr.RecordID }),
+	wOp:       pack.Str(func(wr *CRMWrite) *string { return &wr.Op }),
+	wTime:     pack.Time(func(wr *CRMWrite) *time.Time { return &wr.Time }),
+	wCreated:  pack.Flag(func(wr *CRMWrite) *bool { return &wr.Created }),
+	wVersion:  pack.Int(func(wr *CRMWrite) *int { return &wr.Version }),
+}
 
 // encodeCRMWrite packs a write log entry stored under store.U64(wr.Seq).
 func encodeCRMWrite(wr CRMWrite) []byte {
 	w := pack.NewWriter()
-	var b pack.Bits
-	set := b.Set
-	set(wRecordID, wr.RecordID != "")
-	set(wOp, wr.Op != "")
-	set(wTime, !wr.Time.IsZero())
-	set(wCreated, wr.Created)
-	set(wVersion, wr.Version != 0)
+	b := crmWriteFields.Bits(&wr)
 	w.Uvarint(uint64(b))
-	putAttribution(w, wr.Attribution)
-	if b&wRecordID != 0 {
-		w.Str(wr.RecordID)
-	}
-	if b&wOp != 0 {
-		w.Str(wr.Op)
-	}
-	if b&wTime != 0 {
-		w.Time(wr.Time)
-	}
-	if b&wVersion != 0 {
-		w.Varint(int64(wr.Version))
-	}
+	putAttribution(w, &wr.Attribution)
+	_ = crmWriteFields.Put(w, b, &wr) // its fields cannot fail
 	return w.Bytes()
 }
 
@@ -447,28 +345,13 @@ func DecodeCRMWrite(key, v []byte) (CRMWrite, error) {
 		return wr, err
 	}
 	r := pack.NewReader(v)
-	b := r.Bits(wLast)
+	b := r.Bits(crmWriteFields.Last())
 	if r.Err() != nil {
 		return wr, r.Err()
 	}
 	wr.Seq = store.DecodeU64(key)
-	wr.Attribution = readAttribution(r)
-	if b&wSeq != 0 {
-		wr.Seq = r.Uvarint()
-	}
-	if b&wRecordID != 0 {
-		wr.RecordID = r.Str()
-	}
-	if b&wOp != 0 {
-		wr.Op = r.Str()
-	}
-	if b&wTime != 0 {
-		wr.Time = r.Time()
-	}
-	wr.Created = b&wCreated != 0
-	if b&wVersion != 0 {
-		wr.Version = r.Int()
-	}
+	readAttribution(r, &wr.Attribution)
+	crmWriteFields.Get(r, b, &wr)
 	if err := r.Done(); err != nil {
 		return CRMWrite{}, err
 	}

@@ -9,10 +9,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/retrylab/retrylab/engine/attrib"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/internal/jsonlimit"
@@ -98,27 +98,9 @@ func writeResult(rw http.ResponseWriter, res *result) {
 	_, _ = rw.Write(res.body)
 }
 
-func attributionFrom(h http.Header) Attribution {
-	return Attribution{
-		Execution: h.Get(HeaderExecution),
-		Step:      h.Get(HeaderStep),
-		Attempt:   headerInt(h.Get(HeaderAttempt)),
-		Run:       headerInt(h.Get(HeaderRun)),
-	}
-}
-
-// headerInt reads a non-negative decimal header value; anything else is 0.
-func headerInt(s string) int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
 // notFound answers an unknown path.
 func (w *World) notFound(rw http.ResponseWriter, r *http.Request, service string) {
-	in := &input{attr: attributionFrom(r.Header), now: w.Now()}
+	in := &input{attr: attrib.FromHeader(r.Header), now: w.Now()}
 	res := reject(service, in, http.StatusNotFound, "not-found", "Not Found", "no such resource: "+r.URL.Path)
 	w.emit(res.acts...)
 	writeResult(rw, res)
@@ -126,7 +108,7 @@ func (w *World) notFound(rw http.ResponseWriter, r *http.Request, service string
 
 // notAllowed answers a known path with the wrong method.
 func (w *World) notAllowed(rw http.ResponseWriter, r *http.Request, service, allow string) {
-	in := &input{attr: attributionFrom(r.Header), now: w.Now()}
+	in := &input{attr: attrib.FromHeader(r.Header), now: w.Now()}
 	res := reject(service, in, http.StatusMethodNotAllowed, "method-not-allowed", "Method Not Allowed",
 		fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
 	res.header = append(res.header, [2]string{"Allow", allow})
@@ -137,7 +119,7 @@ func (w *World) notAllowed(rw http.ResponseWriter, r *http.Request, service, all
 // serve runs a routed request through the pipeline: key and body checks,
 // server-side faults, the key claim, the effect and the response.
 func (w *World) serve(rw http.ResponseWriter, r *http.Request, ep endpoint, id string) {
-	in := &input{attr: attributionFrom(r.Header), now: w.Now(), id: id}
+	in := &input{attr: attrib.FromHeader(r.Header), now: w.Now(), id: id}
 	reply := func(res *result) {
 		w.emit(res.acts...)
 		writeResult(rw, res)

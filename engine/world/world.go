@@ -29,25 +29,27 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/attrib"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/store"
 )
 
-// Request headers that attribute a request to the step that sent it.
-// External clients omit them; their effects are unattributed.
+// Request headers that attribute a request to the step that sent it
+// (engine/attrib, the protocol between workers and the world). External
+// clients omit them; their effects are unattributed.
 const (
-	HeaderExecution = "X-Retrylab-Execution"
-	HeaderStep      = "X-Retrylab-Step"
-	HeaderAttempt   = "X-Retrylab-Attempt"
-	HeaderRun       = "X-Retrylab-Run"
+	HeaderExecution = attrib.HeaderExecution
+	HeaderStep      = attrib.HeaderStep
+	HeaderAttempt   = attrib.HeaderAttempt
+	HeaderRun       = attrib.HeaderRun
 )
 
 // Idempotency headers.
 const (
 	// HeaderIdempotencyKey carries the caller's idempotency key.
-	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderIdempotencyKey = attrib.HeaderIdempotencyKey
 	// HeaderIdempotentReplayed is set to "true" on a replayed response.
-	HeaderIdempotentReplayed = "Idempotent-Replayed"
+	HeaderIdempotentReplayed = attrib.HeaderIdempotentReplayed
 )
 
 // Defaults for Config fields left zero, and the key length limit.
@@ -102,15 +104,9 @@ type FaultSource interface {
 }
 
 // Attribution names the request that caused an effect, as read from the
-// X-Retrylab-* and Idempotency-Key request headers. It is zero for external
-// clients.
-type Attribution struct {
-	Execution string `json:"execution,omitempty"`
-	Step      string `json:"step,omitempty"`
-	Key       string `json:"key,omitempty"`
-	Attempt   int    `json:"attempt,omitempty"`
-	Run       int    `json:"run,omitempty"`
-}
+// X-Retrylab-* and Idempotency-Key request headers (attrib.Attribution).
+// It is zero for external clients.
+type Attribution = attrib.Attribution
 
 // Activity is something the world did, reported for live views and
 // narration.

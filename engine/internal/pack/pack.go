@@ -32,6 +32,10 @@
 //     string (its text between the quotes, escapes and all, as a string
 //     above), 1 a literal or anything else (its text), 2 an object of t>>2
 //     members (name as a string, then the value), 3 an array of t>>2 values.
+//
+// A record's optional fields are declared once, in a Fields table
+// (fields.go): the table gives each field its bit and its place, and both
+// writes and reads the record's bits and values.
 package pack
 
 import (
