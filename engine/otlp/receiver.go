@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -102,12 +103,21 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	// ptrace's unmarshalers read it (without pulling gRPC into the binary).
 	var td ptrace.Traces
 	if enc == encJSON {
-		td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(data)
+		td, err = unmarshalJSON(data)
 	} else {
-		td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
+		td, err = unmarshalProto(data)
+	}
+	var refused *refusal
+	if errors.As(err, &refused) {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return
 	}
 	if err != nil {
 		writeStatus(w, enc, http.StatusBadRequest, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
+		return
+	}
+	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+		writeStatus(w, enc, http.StatusBadRequest, fmt.Sprintf("%d spans in one request, more than %d: send smaller batches", n, jsonlimit.MaxRequestSpans))
 		return
 	}
 	spans, rejected, why := SpansLenient(td)

@@ -213,8 +213,8 @@ func TestCLIChaosBadFlags(t *testing.T) {
 
 // The control API as an exercise's script calls it (README): lists are
 // [] when empty, never null (Python's 'for x in r.json()["list"]' fails on
-// None), and the events of an execution that does not exist are a 422
-// error naming it, not an empty answer.
+// None), the events of an execution that does not exist are a 422 error
+// naming it, not an empty answer, and a body refused unread is a 400.
 func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -248,6 +248,17 @@ func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	}
 	if code, out := call("events", `{"id": "nope"}`); code != 422 || !strings.Contains(out, "no such execution: nope") {
 		t.Errorf("events of no execution: %d %s", code, out)
+	}
+	// A nesting bomb is a 400 of one line, to the control calls and to
+	// the traces endpoints alike, and the host goes on.
+	for _, name := range []string{"executions", "audit", "export_otlp"} {
+		bomb := `{"ids":` + strings.Repeat("[", 1_000_000)
+		if code, out := call(name, bomb); code != 400 || !strings.Contains(out, "JSON nested deeper than 100 levels") || strings.Contains(out, "\n") {
+			t.Errorf("%s with a nesting bomb: %d %s", name, code, out)
+		}
+	}
+	if code, out := call("executions", `{}`); code != 200 {
+		t.Errorf("executions after the bombs: %d %s", code, out)
 	}
 	serve.stop(t)
 }

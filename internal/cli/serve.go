@@ -60,7 +60,22 @@ is how an HTTP client moves the world clock: see README.`,
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 				defer signal.Stop(sigs)
-				<-sigs
+				// What the host has to say (an import committed after its
+				// client went away) is printed as it comes.
+				notices, stopNotices := h.Subscribe(256)
+				defer stopNotices()
+				for stopped := false; !stopped; {
+					select {
+					case n, ok := <-notices:
+						if !ok {
+							notices = nil
+						} else if n.Host != "" {
+							fmt.Fprintf(a.out, "[host]      %s\n", n.Host)
+						}
+					case <-sigs:
+						stopped = true
+					}
+				}
 				fmt.Fprintln(a.out, "stopped")
 				return nil
 			})
