@@ -130,6 +130,10 @@ func decodeTrace(raw []byte, line int, fn func(otlp.Batch) error) error {
 		if err := json.Unmarshal(sr, &s); err != nil {
 			return typeFault(sr, at, spanName(sr), err)
 		}
+		// A span is named by the line of its id, as an OTLP span is.
+		if k := bytes.Index(sr, []byte(`"spanID"`)); k >= 0 {
+			at += bytes.Count(sr[:k], []byte{'\n'})
+		}
 		id, err := b.add(s)
 		if err != nil {
 			return atLine(at, err)
