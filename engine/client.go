@@ -10,10 +10,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
@@ -94,15 +94,7 @@ func (c *Client) callWith(hc *http.Client, name string, in, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		var e rpcError
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			switch e.Kind {
-			case "no_execution":
-				return remoteError(ErrNoExecution, e.Error)
-			case "busy":
-				return remoteError(ErrBusy, e.Error)
-			case "closing":
-				return fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
-			}
-			return errors.New(e.Error)
+			return errkind.FromWire(e.Kind, e.Error)
 		}
 		return fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
 	}
@@ -344,14 +336,4 @@ func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 		}
 	}()
 	return ch, cancel
-}
-
-// remoteError is the host's error message msg as sentinel, which msg
-// usually begins with already (ErrNoExecution's "no such execution: ID"):
-// the words are not said twice.
-func remoteError(sentinel error, msg string) error {
-	if rest, ok := strings.CutPrefix(msg, sentinel.Error()); ok {
-		return fmt.Errorf("%w%s", sentinel, rest)
-	}
-	return fmt.Errorf("%w: %s", sentinel, msg)
 }

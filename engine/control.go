@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 )
@@ -68,18 +69,6 @@ type rpcError struct {
 	Kind  string `json:"kind,omitempty"`
 }
 
-func errorKind(err error) string {
-	switch {
-	case errors.Is(err, ErrNoExecution):
-		return "no_execution"
-	case errors.Is(err, ErrBusy):
-		return "busy"
-	case errors.Is(err, ErrHostClosing):
-		return "closing"
-	}
-	return ""
-}
-
 // runInfo describes a run across the control API.
 type runInfo struct {
 	Execution    string         `json:"execution"`
@@ -95,7 +84,7 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		mux.HandleFunc("POST /v1/control/"+name, func(w http.ResponseWriter, r *http.Request) {
 			out, err := fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errorKind(err)})
+				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
 				return
 			}
 			writeJSON(w, http.StatusOK, out)

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/retrylab/retrylab/engine/errkind"
 )
 
 // Two processes on one database share one host: the second attaches to the
@@ -19,8 +21,9 @@ import (
 // which waits until no run is live and nobody holds the host, then refuses
 // new runs and holds, so nothing can slip in between the wait and the close.
 
-// ErrHostClosing means the host is closing and takes no new runs or holds.
-var ErrHostClosing = errors.New("the retrylab hosting this database is closing")
+// ErrHostClosing means the host is closing and takes no new runs or holds
+// (errkind.ErrHostClosing).
+var ErrHostClosing = errkind.ErrHostClosing
 
 // Holds counts the attached processes holding the host open.
 func (h *Host) Holds() int {
@@ -92,7 +95,7 @@ func (h *Host) serveHold(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		writeJSON(w, http.StatusServiceUnavailable, rpcError{Error: ErrHostClosing.Error(), Kind: "closing"})
+		writeJSON(w, http.StatusServiceUnavailable, rpcError{Error: ErrHostClosing.Error(), Kind: errkind.KindOf(ErrHostClosing)})
 		return
 	}
 	h.holds++
@@ -139,7 +142,7 @@ func (c *Client) Hold() error {
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
 		resp.Body.Close()
 		cancel()
-		if e.Kind == "closing" {
+		if errors.Is(errkind.FromWire(e.Kind, e.Error), ErrHostClosing) {
 			return ErrHostClosing
 		}
 		return fmt.Errorf("hold host pid %d: %s", c.info.PID, resp.Status)

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
@@ -160,11 +161,12 @@ type attemptKey struct {
 	attempt int
 }
 
-// ErrBusy means an execution already has a live worker.
-var ErrBusy = errors.New("execution is already running")
+// ErrBusy means an execution already has a live worker (errkind.ErrBusy).
+var ErrBusy = errkind.ErrBusy
 
-// ErrNoExecution means the execution id is not in the database.
-var ErrNoExecution = errors.New("no such execution")
+// ErrNoExecution means the execution id is not in the database
+// (errkind.ErrNoExecution).
+var ErrNoExecution = errkind.ErrNoExecution
 
 // Open opens the database, starts the world's services and the runtime API
 // on 127.0.0.1, and returns the host.

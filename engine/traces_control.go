@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/errkind"
 )
 
 // Import, audit and export through the host that holds the database: the
@@ -75,7 +76,7 @@ type tracesError struct {
 }
 
 func writeTracesError(w http.ResponseWriter, err error) {
-	e := tracesError{rpcError: rpcError{Error: err.Error(), Kind: errorKind(err)}}
+	e := tracesError{rpcError: rpcError{Error: err.Error(), Kind: errkind.KindOf(err)}}
 	var me *missingExecution
 	if errors.As(err, &me) {
 		e.Execution = me.id
@@ -233,15 +234,11 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e) != nil || e.Error == "" {
 		return nil, fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
 	}
-	switch {
-	case e.Kind == "no_execution" && e.Execution != "":
+	err = errkind.FromWire(e.Kind, e.Error)
+	if e.Execution != "" && errors.Is(err, ErrNoExecution) {
 		return nil, &missingExecution{e.Execution, c.dbPath}
-	case e.Kind == "no_execution":
-		return nil, remoteError(ErrNoExecution, e.Error)
-	case e.Kind == "closing":
-		return nil, fmt.Errorf("%w%s", ErrHostClosing, strings.TrimPrefix(e.Error, ErrHostClosing.Error()))
 	}
-	return nil, errors.New(e.Error)
+	return nil, err
 }
 
 func (c *Client) tracesJSON(path string, args any) (*http.Response, error) {

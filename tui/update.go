@@ -621,8 +621,12 @@ func statusBadge(it execItem) (string, marker) {
 		return "☠", markKilled
 	case history.StatusEscalated:
 		return "⚑", markEscalated
-	case history.StatusFailed:
+	case history.StatusFailed, history.StatusCancelled, history.StatusTerminated:
 		return "✖", markFailed
+	case history.StatusTimedOut:
+		return "⏱", markTimeout
+	case history.StatusContinuedAsNew:
+		return "↻", markRetry
 	}
 	return "?", markNone
 }

@@ -14,9 +14,14 @@
 //     answered it from its key store), so it should have done nothing new.
 //
 // Real frameworks give each agent-level retry a new tool-call id, so ids are
-// never trusted to tell calls apart: the arguments are. A call whose
+// never trusted to group calls: the arguments are. A call whose
 // arguments the trace does not hold is an effect of its own: two calls of
-// one tool with unknown arguments may well be two different emails.
+// one tool with unknown arguments may well be two different emails. Where
+// the source says its ids do tell calls apart (a Temporal activity id is
+// kept by every retry of the activity, so two ids are two calls), the
+// finding's words say whether the repeats are attempts of one call or
+// separate calls with the same arguments (a deliberate loop, or a workflow
+// that asked twice).
 //
 // For the histories retrylab records itself, where the simulated mail
 // provider reports each delivery, Deliveries holds the plainer rule the
@@ -189,7 +194,25 @@ type seen struct {
 	Deduplicated, ok, unknown   bool
 	failed                      bool // unknown: it failed, perhaps after it acted
 	delivered                   bool // ok, though its caller saw no answer (◆)
-	Mark                        trace.Mark
+	// ownID: the call's id is its own, kept by its retries and by no other
+	// call (distinctIDs), so attempts of other ids are separate calls.
+	ownID bool
+	Mark  trace.Mark
+}
+
+// distinctIDs are the call attributes by which a source says its call ids
+// tell calls apart: Temporal's activity id (local activities too) and
+// child workflow id, which every retry keeps and no other call shares.
+var distinctIDs = []string{"temporal.activity_id", "temporal.workflow_id"}
+
+// ownID says whether a call's id tells it apart from other calls.
+func ownID(c *trace.Call) bool {
+	for _, k := range distinctIDs {
+		if c.Attrs[k] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Auditor gathers side-effecting attempts one folded execution at a time,
@@ -238,6 +261,7 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 				args = canonical(args)
 			}
 			argStr := string(args)
+			own := ownID(c)
 			k := c.Tool + "\x00" + argStr
 			if ArgsUnknown(argStr) {
 				// Unknown arguments group nothing: the call is its own effect.
@@ -261,7 +285,7 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 				unknown := (a.Unknown() || failed) && !delivered
 				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
 					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
-					Deduplicated: a.Deduplicated, unknown: unknown, failed: failed, delivered: delivered, Mark: a.Mark(),
+					Deduplicated: a.Deduplicated, unknown: unknown, failed: failed, delivered: delivered, ownID: own, Mark: a.Mark(),
 					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
 			}
 		})
@@ -374,7 +398,42 @@ const (
 	whyTwoOK     = "two attempts succeeded"
 	whyUnknown   = "an attempt with an unknown outcome was followed by another"
 	whyFailed    = "an attempt that failed, perhaps after it acted, was repeated"
+	// Where call ids tell calls apart (seen.ownID):
+	whyOneCallOK   = "two attempts of one call succeeded"
+	whySeparateOK  = "%d separate calls with the same arguments succeeded"
+	whySeparateUnk = "a call whose outcome is unknown was followed by a separate call with the same arguments"
 )
+
+// sameCall says whether two attempts are of one call.
+func sameCall(a, b attempt) bool { return a.exec == b.exec && a.a.Call == b.a.Call }
+
+// callWords is a reason in the words of a source whose call ids tell calls
+// apart, when both attempts of the pair that made it (i before j) come
+// from one: attempts of one call, or separate calls (counted among those
+// that succeeded); the reason as it was otherwise.
+func callWords(cl []attempt, why string, i, j int) string {
+	if i < 0 || !cl[i].a.ownID || !cl[j].a.ownID {
+		return why
+	}
+	switch why {
+	case whyTwoOK:
+		if sameCall(cl[i], cl[j]) {
+			return whyOneCallOK
+		}
+		calls := map[[2]string]bool{}
+		for _, x := range cl {
+			if x.a.ok {
+				calls[[2]string{x.exec, x.a.Call}] = true
+			}
+		}
+		return fmt.Sprintf(whySeparateOK, len(calls))
+	case whyUnknown:
+		if !sameCall(cl[i], cl[j]) {
+			return whySeparateUnk
+		}
+	}
+	return why
+}
 
 // grade finds the worst pair in a cluster: an earlier attempt that may have
 // acted, and a later one. A pair (i before j) is graded when i acted (it
@@ -396,6 +455,7 @@ const (
 func grade(cl []attempt, evidence bool) (Finding, bool) {
 	best := Grade("")
 	why := ""
+	whyI, whyJ := -1, -1 // the pair that gave the reason
 	involved := make([]bool, len(cl))
 	// first attempts before j that acted, with a key other than the first's
 	type firsts struct{ first, other int }
@@ -420,7 +480,7 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 	for j := range cl {
 		b := cl[j].a
 		if j > 0 && (b.ok || b.unknown || b.Deduplicated) {
-			g, w := Grade(""), ""
+			g, w, pair := Grade(""), "", -1
 			switch {
 			case b.Deduplicated && acted, b.Key != "" && actedKeys[b.Key]:
 				g, w = Absorbed, whyKey
@@ -430,12 +490,12 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 			}
 			if !b.Deduplicated {
 				if i := otherKey(ok, b.Key); b.ok && i >= 0 {
-					g, w = Duplicate, whyTwoOK
+					g, w, pair = Duplicate, whyTwoOK, i
 					if cl[i].a.delivered || b.delivered {
 						w = whyDelivered
 					}
 				} else if i := otherKey(unknown, b.Key); i >= 0 && g.rank() < Possible.rank() {
-					g, w = Possible, whyUnknown
+					g, w, pair = Possible, whyUnknown, i
 					if cl[i].a.failed {
 						w = whyFailed
 					}
@@ -444,7 +504,7 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 			if g != "" {
 				involved[j] = true
 				if g.rank() > best.rank() {
-					best, why = g, w
+					best, why, whyI, whyJ = g, w, pair, j
 				}
 			}
 		}
@@ -463,6 +523,7 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 	if best == "" {
 		return Finding{}, false
 	}
+	why = callWords(cl, why, whyI, whyJ)
 	if !evidence {
 		return Finding{Grade: best, Why: why}, true
 	}

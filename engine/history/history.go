@@ -221,9 +221,23 @@ const (
 	StatusEscalated Status = "escalated" // an unsafe tool's outcome is unknown: a human must look
 )
 
+// The statuses only an imported Temporal workflow has: how its last run
+// imported closed, in Temporal's words.
+const (
+	StatusCancelled      Status = "cancelled"        // cancelled on request
+	StatusTerminated     Status = "terminated"       // terminated from outside, without its code's say
+	StatusTimedOut       Status = "timed-out"        // the workflow's own run or execution timeout
+	StatusContinuedAsNew Status = "continued-as-new" // goes on in a run that was not imported
+)
+
 // Finished reports whether resume has nothing to continue.
 func (s Status) Finished() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusEscalated
+	switch s {
+	case StatusCompleted, StatusFailed, StatusEscalated,
+		StatusCancelled, StatusTerminated, StatusTimedOut, StatusContinuedAsNew:
+		return true
+	}
+	return false
 }
 
 // Policy is the safety policy an execution ran with.

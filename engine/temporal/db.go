@@ -204,13 +204,8 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*hi
 	} else {
 		t := trace.Fold(exec, Events(runs))
 		x.Scenario, x.Runs, x.Started, x.Updated = t.Scenario, len(t.Runs), t.Started, t.Last
-		x.Status = history.StatusRunning
-		if t.End != nil {
-			x.Status, x.Ended = history.StatusCompleted, t.End.Time
-			if t.End.Mark != trace.MarkOK {
-				x.Status, x.Error = history.StatusFailed, t.End.Error
-			}
-		}
+		last := runs[len(runs)-1].Events
+		closeStatus(&x, last[len(last)-1])
 	}
 	if x.Scenario == "" {
 		x.Scenario = "(Temporal workflow)"
@@ -334,11 +329,41 @@ func summarise(x *history.Execution, evs []*historypb.HistoryEvent) {
 			x.Updated = t
 		}
 	}
-	if c, ok := closeOf(evs[len(evs)-1]); ok && c.next == "" {
-		x.Status, x.Ended = history.StatusCompleted, evs[len(evs)-1].GetEventTime().AsTime()
-		if c.outcome != trace.OutcomeOK {
-			x.Status, x.Error = history.StatusFailed, c.err
-		}
+	closeStatus(x, evs[len(evs)-1])
+}
+
+// closeStatus sets the record's status from the last event of its latest
+// run: running unless it closes the workflow, else how it closed, in
+// Temporal's words (completed, failed, cancelled, terminated, timed-out);
+// continued-as-new when the run it continues in is not imported. A run
+// that failed or timed out and is retried, or a cron run, goes on in its
+// next run: running, as before that run is imported.
+func closeStatus(x *history.Execution, last *historypb.HistoryEvent) {
+	x.Status = history.StatusRunning
+	at := last.GetEventTime().AsTime()
+	if last.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
+		x.Status, x.Ended = history.StatusContinuedAsNew, at
+		return
+	}
+	c, ok := closeOf(last)
+	if !ok || c.next != "" {
+		return
+	}
+	x.Ended = at
+	switch last.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		x.Status = history.StatusCompleted
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		x.Status = history.StatusCancelled
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+		x.Status = history.StatusTerminated
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+		x.Status = history.StatusTimedOut
+	default:
+		x.Status = history.StatusFailed
+	}
+	if x.Status != history.StatusCompleted {
+		x.Error = c.err
 	}
 }
 

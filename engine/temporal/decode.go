@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -75,9 +76,14 @@ var unmarshal = temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}
 
 // Decode reads a whole history file in either shape and checks that it is
 // one run's complete history so far: events numbered 1, 2, 3, ... from the
-// workflow's start, each of a type this version knows. A workflow that is
-// still running (no close event) is fine; a history that starts late, has
-// holes or goes backwards is refused, with an error that says which event.
+// workflow's start, each of a type this version knows, none after the
+// workflow closed. A workflow that is still running (no close event) is
+// fine; so is a download in newest-first order (the Web UI's, when its
+// event list is sorted so), which is read oldest first; and so is an event
+// of a type this version does not know when the server marks it
+// workerMayIgnore (it is kept, and shown as skipped). A history that starts
+// late, has holes or goes backwards is refused, with an error that says
+// which event and on which line of the file it starts.
 func Decode(data []byte) (*historypb.History, Shape, error) {
 	shape, body, err := split(data)
 	if err != nil {
@@ -90,10 +96,35 @@ func Decode(data []byte) (*historypb.History, Shape, error) {
 		}
 		return nil, shape, fmt.Errorf("not a Temporal history: %s", codecMessage(err))
 	}
-	if err := validate(h, body); err != nil {
+	evs := h.GetEvents()
+	reversed := newestFirst(evs)
+	if reversed {
+		slices.Reverse(evs)
+	}
+	// written is where the i-th event (oldest first) is in the file.
+	written := func(i int) int {
+		if reversed {
+			return len(evs) - 1 - i
+		}
+		return i
+	}
+	names := func(i int) string { return unknownTypeName(body, written(i)) }
+	if i, err := validate(h, names); err != nil {
+		if i >= 0 {
+			if line := eventLine(data, written(i)); line > 0 {
+				err = fmt.Errorf("line %d: %w", line, err)
+			}
+		}
 		return nil, shape, err
 	}
 	return h, shape, nil
+}
+
+// newestFirst says whether a history's events are listed newest first, as
+// the Web UI downloads them when its list is sorted so: the first event's
+// id is above the last's.
+func newestFirst(evs []*historypb.HistoryEvent) bool {
+	return len(evs) > 1 && evs[0].GetEventId() > evs[len(evs)-1].GetEventId()
 }
 
 // split finds the history in the document: the whole document for the CLI
@@ -139,7 +170,8 @@ func jsonError(data []byte) error {
 	err := json.Unmarshal(data, &v)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("%s at byte %d", se.Error(), se.Offset)
+		off := min(int(se.Offset), len(data))
+		return fmt.Errorf("%s at line %d (byte %d)", se.Error(), 1+bytes.Count(data[:off], []byte{'\n'}), se.Offset)
 	}
 	if err == nil {
 		return errors.New("malformed")
@@ -148,60 +180,149 @@ func jsonError(data []byte) error {
 }
 
 // Validate checks a history fetched from a cluster as Decode checks a
-// file: events 1, 2, 3, ... from the workflow's start, each of a known type,
-// with its time and attributes.
-func Validate(h *historypb.History) error { return validate(h, nil) }
+// file: events 1, 2, 3, ... from the workflow's start, each of a known type
+// (or one the server marks workerMayIgnore), with its time and attributes,
+// none after the workflow closed.
+func Validate(h *historypb.History) error {
+	_, err := validate(h, nil)
+	return err
+}
 
-func validate(h *historypb.History, body []byte) error {
+// validate checks h's events, oldest first; names, when not nil, gives the
+// i-th event's type as written (the codec drops names it does not know).
+// On error it returns the index of the event the error is about, or -1.
+func validate(h *historypb.History, names func(i int) string) (int, error) {
 	evs := h.GetEvents()
 	if len(evs) == 0 {
-		return errors.New("the history holds no events")
+		return -1, errors.New("the history holds no events")
 	}
 	var prev int64
+	var closed *historypb.HistoryEvent
 	for i, ev := range evs {
 		id := ev.GetEventId()
 		switch {
 		case i == 0 && id != 1:
-			return fmt.Errorf("history cut short: it starts at event %d, not 1 (a page from the middle?)", id)
+			return i, fmt.Errorf("history cut short: it starts at event %d, not 1 (a page from the middle?)", id)
 		case i > 0 && id <= prev:
-			return fmt.Errorf("events out of order: event %d comes after event %d", id, prev)
+			return i, fmt.Errorf("events out of order: event %d comes after event %d", id, prev)
 		case i > 0 && id != prev+1:
 			for _, later := range evs[i+1:] {
 				if l := later.GetEventId(); l > prev && l < id {
-					return fmt.Errorf("events out of order: event %d comes before event %d", id, l)
+					return i, fmt.Errorf("events out of order: event %d comes before event %d", id, l)
 				}
 			}
 			if id == prev+2 {
-				return fmt.Errorf("history cut short: event %d is missing", prev+1)
+				return i, fmt.Errorf("history cut short: event %d is missing", prev+1)
 			}
-			return fmt.Errorf("history cut short: events %d to %d are missing", prev+1, id-1)
+			return i, fmt.Errorf("history cut short: events %d to %d are missing", prev+1, id-1)
 		}
 		prev = id
+		if closed != nil {
+			return i, fmt.Errorf("event %d comes after the workflow closed (event %d, %s): one run's history ends with its close", id, closed.GetEventId(), closed.GetEventType())
+		}
 		t := ev.GetEventType()
-		if t == enumspb.EVENT_TYPE_UNSPECIFIED || enumspb.EventType_name[int32(t)] == "" {
+		if Unknown(t) {
 			name := fmt.Sprintf("%d", int32(t))
-			if body != nil {
-				name = unknownTypeName(body, i)
+			if names != nil {
+				name = names(i)
 			}
 			if name == noTypeGiven {
-				return fmt.Errorf("event %d has no event type", id)
+				return i, fmt.Errorf("event %d has no event type", id)
 			}
-			return fmt.Errorf("event %d: unknown event type %s (written by a newer Temporal server than this retrylab reads)", id, name)
+			if ev.GetWorkerMayIgnore() {
+				// A newer server's event that it says a reader may
+				// skip: kept, and shown as skipped.
+				continue
+			}
+			return i, fmt.Errorf("event %d: unknown event type %s (written by a newer Temporal server than this retrylab reads; not marked workerMayIgnore)", id, name)
 		}
 		if i == 0 && t != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
-			return fmt.Errorf("event 1 is %s, not WorkflowExecutionStarted", t)
+			return i, fmt.Errorf("event 1 is %s, not WorkflowExecutionStarted", t)
 		}
 		if i > 0 && t == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
-			return fmt.Errorf("event %d starts a second workflow run: one file holds one run's history", id)
+			return i, fmt.Errorf("event %d starts a second workflow run: one file holds one run's history", id)
 		}
 		if ev.GetAttributes() == nil {
-			return fmt.Errorf("event %d (%s) has no attributes", id, t)
+			return i, fmt.Errorf("event %d (%s) has no attributes", id, t)
 		}
 		if ev.GetEventTime() == nil {
-			return fmt.Errorf("event %d (%s) has no eventTime", id, t)
+			return i, fmt.Errorf("event %d (%s) has no eventTime", id, t)
+		}
+		if closes(t) {
+			closed = ev
 		}
 	}
-	return nil
+	return -1, nil
+}
+
+// Unknown says whether an event type is one this version does not know
+// (a newer server's, or none given).
+func Unknown(t enumspb.EventType) bool {
+	return t == enumspb.EVENT_TYPE_UNSPECIFIED || enumspb.EventType_name[int32(t)] == ""
+}
+
+// closes says whether an event of type t closes its run: nothing may come
+// after it in the run's history.
+func closes(t enumspb.EventType) bool {
+	switch t {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		return true
+	}
+	return false
+}
+
+// eventLine is the line of the file data on which its i-th event (as
+// written) starts, 0 when it cannot be found. It is read only for an
+// error, so it walks the document again rather than keep every event's
+// offset while decoding.
+func eventLine(data []byte, i int) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if !enterEvents(dec, 0) {
+		return 0
+	}
+	for n := 0; dec.More(); n++ {
+		if n == i {
+			off := int(dec.InputOffset())
+			for off < len(data) && (data[off] == ',' || data[off] == ' ' || data[off] == '\t' || data[off] == '\r' || data[off] == '\n') {
+				off++
+			}
+			return 1 + bytes.Count(data[:off], []byte{'\n'})
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return 0
+		}
+	}
+	return 0
+}
+
+// enterEvents moves dec into the events array of a history document (the
+// CLI's {"events": [...]} or the Web UI's {"history": {"events": [...]}}),
+// just after its '['; depth counts the "history" wrappers entered.
+func enterEvents(dec *json.Decoder, depth int) bool {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch {
+		case tok == "events":
+			tok, err := dec.Token()
+			return err == nil && tok == json.Delim('[')
+		case tok == "history" && depth == 0:
+			return enterEvents(dec, 1)
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // unknownTypeName reads the i-th event's eventType as written, for the

@@ -499,6 +499,26 @@ func TestRecordAgreesWithFold(t *testing.T) {
 	last.Attributes = &historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes{WorkflowExecutionFailedEventAttributes: &historypb.WorkflowExecutionFailedEventAttributes{
 		Failure: &failurepb.Failure{Message: "card declined", FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{Type: "Declined"}}}}}
 	histories["failed"] = failed
+	closeAs := func(set func(last *historypb.HistoryEvent)) *historypb.History {
+		h, _, _ := temporal.Decode(read(t, run2File))
+		set(h.Events[len(h.Events)-1])
+		return h
+	}
+	histories["cancelled"] = closeAs(func(last *historypb.HistoryEvent) {
+		last.EventType = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
+		last.Attributes = &historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes{WorkflowExecutionCanceledEventAttributes: &historypb.WorkflowExecutionCanceledEventAttributes{}}
+	})
+	histories["terminated"] = closeAs(func(last *historypb.HistoryEvent) {
+		last.EventType = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED
+		last.Attributes = &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: "by hand"}}
+	})
+	histories["timed out"] = closeAs(func(last *historypb.HistoryEvent) {
+		last.EventType = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT
+		last.Attributes = &historypb.HistoryEvent_WorkflowExecutionTimedOutEventAttributes{WorkflowExecutionTimedOutEventAttributes: &historypb.WorkflowExecutionTimedOutEventAttributes{}}
+	})
+	// The fold's end says how the workflow closed: its verb is the status.
+	statusOf := map[string]history.Status{"completed": history.StatusCompleted, "failed": history.StatusFailed,
+		"cancelled": history.StatusCancelled, "terminated": history.StatusTerminated, "timed out": history.StatusTimedOut}
 	for name, h := range histories {
 		db := openDB(t)
 		var x history.Execution
@@ -518,11 +538,19 @@ func TestRecordAgreesWithFold(t *testing.T) {
 			t.Fatal(err)
 		}
 		status, ended, errText := history.StatusRunning, time.Time{}, ""
-		if tr.End != nil {
-			status, ended = history.StatusCompleted, tr.End.Time
-			if tr.End.Mark != trace.MarkOK {
-				status, errText = history.StatusFailed, tr.End.Error
+		lastRun := tr.Runs[len(tr.Runs)-1]
+		switch {
+		case tr.End != nil:
+			verb, _, _ := strings.Cut(tr.End.Text, " ")
+			if verb == "timed" {
+				verb = "timed out"
 			}
+			status, ended = statusOf[verb], tr.End.Time
+			if tr.End.Mark != trace.MarkOK {
+				errText = tr.End.Error
+			}
+		case lastRun.End != nil && strings.HasPrefix(lastRun.End.Text, "continued as new"):
+			status, ended = history.StatusContinuedAsNew, lastRun.End.Time
 		}
 		if x.Status != status || !x.Ended.Equal(ended) || x.Error != errText || !x.Started.Equal(tr.Started) ||
 			!x.Updated.Equal(tr.Last) || x.Scenario != tr.Scenario || x.Runs != len(tr.Runs) {

@@ -388,6 +388,16 @@ func (t *translator) event(s *runState, ev *historypb.HistoryEvent) {
 		e.Attrs = attrs("temporal.new_run_id", a.GetNewExecutionRunId())
 		t.emit(e)
 	default:
+		if Unknown(ev.GetEventType()) {
+			// Decode and Validate let one through only when the server
+			// marks it workerMayIgnore.
+			text := fmt.Sprintf("skipped event %d, of a type this retrylab does not know", ev.GetEventId())
+			if t := ev.GetEventType(); t != enumspb.EVENT_TYPE_UNSPECIFIED {
+				text += fmt.Sprintf(" (%d)", int32(t))
+			}
+			note(text + ", which the server marks workerMayIgnore")
+			return
+		}
 		// Known to the api, without a place in the model of its own:
 		// shown by name on the timeline (search attributes, properties,
 		// Nexus operations, ...).
@@ -414,6 +424,9 @@ func (t *translator) started(s *runState, base trace.Event, a *historypb.Workflo
 	switch a.GetInitiator() {
 	case enumspb.CONTINUE_AS_NEW_INITIATOR_RETRY:
 		text = fmt.Sprintf("workflow attempt %d, a retry of run %s", a.GetAttempt(), prev)
+		if prev == "" {
+			text = fmt.Sprintf("workflow attempt %d, a retry of a run this history does not name", a.GetAttempt())
+		}
 		if f := failureText(a.GetContinuedFailure()); f != "" {
 			text += ", which failed: " + f
 		}
@@ -422,8 +435,14 @@ func (t *translator) started(s *runState, base trace.Event, a *historypb.Workflo
 		}
 	case enumspb.CONTINUE_AS_NEW_INITIATOR_WORKFLOW:
 		text = "continued as new from run " + prev
+		if prev == "" {
+			text = "continued as new from a run this history does not name"
+		}
 	case enumspb.CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE:
 		text = "cron run after run " + prev
+		if prev == "" {
+			text = "cron run after a run this history does not name"
+		}
 	}
 	if text != "" {
 		n := base
@@ -577,21 +596,62 @@ func (t *translator) closed(s *runState, base trace.Event, o trace.Outcome, errT
 	t.emit(e)
 }
 
-// Local activity markers, as the Go SDK ("LocalActivity") and the
-// Core-based SDKs ("core_local_activity": TypeScript, Python, .NET, Ruby)
-// write them: details["data"] describes the call, details["result"] or the
-// marker's failure is its outcome.
+// Local activity markers, as the Go and Java SDKs ("LocalActivity") and
+// the Core-based SDKs ("core_local_activity": TypeScript, Python, .NET,
+// Ruby) write them. The Go SDK and Core describe the call in
+// details["data"] (Go: ActivityID, ActivityType, Attempt, Backoff; Core:
+// activity_id, activity_type, attempt, backoff); the Java SDK in details of
+// their own: "activityId", "type", "input", and "meta" holding the attempt
+// ("atpt") and "backoff" (older versions: "attempt" and "backoff" beside
+// the others). details["result"] or the marker's failure is the outcome of
+// the attempt recorded; the attempts before it were not kept.
 const (
 	markerLocalActivityGo   = "LocalActivity"
 	markerLocalActivityCore = "core_local_activity"
 )
 
+// localActivityData is the call a local activity marker describes, in any
+// SDK's spelling (encoding/json matches the Go SDK's ActivityID to
+// activityId).
 type localActivityData struct {
 	ActivityID       string `json:"activityId"`
 	ActivityType     string `json:"activityType"`
 	Attempt          int    `json:"attempt"`
 	ActivityIDCore   string `json:"activity_id"`
 	ActivityTypeCore string `json:"activity_type"`
+}
+
+// localActivity reads the marker's description of its call; args are the
+// call's input when the SDK records it (Java).
+func localActivity(a *historypb.MarkerRecordedEventAttributes) (id, typ string, attempt int, args json.RawMessage) {
+	details := a.GetDetails()
+	var d localActivityData
+	if p := details["data"].GetPayloads(); len(p) > 0 {
+		_ = json.Unmarshal(p[0].GetData(), &d)
+	}
+	id, typ, attempt = firstNonEmpty(d.ActivityID, d.ActivityIDCore), firstNonEmpty(d.ActivityType, d.ActivityTypeCore), d.Attempt
+	// The Java SDK's details.
+	var javaID, javaType string
+	_ = json.Unmarshal(payloadsJSON(details["activityId"]), &javaID)
+	_ = json.Unmarshal(payloadsJSON(details["type"]), &javaType)
+	var meta struct {
+		Attempt int `json:"atpt"`
+	}
+	_ = json.Unmarshal(payloadsJSON(details["meta"]), &meta)
+	var javaAttempt int
+	_ = json.Unmarshal(payloadsJSON(details["attempt"]), &javaAttempt)
+	id, typ = firstNonEmpty(id, javaID), firstNonEmpty(typ, javaType)
+	if attempt == 0 {
+		attempt = max(meta.Attempt, javaAttempt)
+	}
+	// A failure names the activity too.
+	for f := a.GetFailure(); f != nil; f = f.GetCause() {
+		if ai := f.GetActivityFailureInfo(); ai != nil {
+			id, typ = firstNonEmpty(id, ai.GetActivityId()), firstNonEmpty(typ, ai.GetActivityType().GetName())
+			break
+		}
+	}
+	return id, firstNonEmpty(typ, "local activity"), attempt, payloadsJSON(details["input"])
 }
 
 func (t *translator) marker(s *runState, base trace.Event, a *historypb.MarkerRecordedEventAttributes) {
@@ -613,22 +673,24 @@ func (t *translator) marker(s *runState, base trace.Event, a *historypb.MarkerRe
 		t.emit(e)
 		return
 	}
-	var d localActivityData
-	if p := a.GetDetails()["data"].GetPayloads(); len(p) > 0 {
-		_ = json.Unmarshal(p[0].GetData(), &d)
-	}
-	id, typ := firstNonEmpty(d.ActivityID, d.ActivityIDCore), firstNonEmpty(d.ActivityType, d.ActivityTypeCore, "local activity")
+	id, typ, attempt, args := localActivity(a)
 	act := &activity{call: t.callID("local:", id, s.n, eventID(base)), tool: typ, scheduled: base.Time}
 	e := base
-	e.Kind, e.Call, e.Tool, e.Turn = trace.CallScheduled, act.call, act.tool, s.turn
+	e.Kind, e.Call, e.Tool, e.Args, e.Turn = trace.CallScheduled, act.call, act.tool, args, s.turn
 	e.Attrs = attrs("temporal.kind", "local activity", "temporal.activity_id", id)
 	t.emit(e)
-	t.attemptStarted(s, base, act, d.Attempt, a.GetFailure(), base.Time, attrs("temporal.kind", "local activity"))
-	if a.GetFailure() != nil {
+	// The marker's failure is the recorded attempt's: what the attempts
+	// before it (not kept) answered is not known.
+	t.attemptStarted(s, base, act, attempt, nil, base.Time, attrs("temporal.kind", "local activity"))
+	if f := a.GetFailure(); f != nil {
 		e := base
-		e.Kind, e.Call, e.Tool, e.Attempt, e.Outcome, e.Error = trace.AttemptFinished, act.call, act.tool, act.attempt, trace.OutcomeError, failureText(a.GetFailure())
-		if a.GetFailure().GetTimeoutFailureInfo() != nil {
-			e.Outcome = trace.OutcomeTimeout
+		e.Kind, e.Call, e.Tool, e.Attempt, e.Outcome, e.Error = trace.AttemptFinished, act.call, act.tool, act.attempt, failureOutcome(f), failureText(f)
+		if f.GetActivityFailureInfo() != nil && f.GetCause() != nil {
+			// The activity failure wraps what the attempt answered.
+			e.Outcome = failureOutcome(f.GetCause())
+		}
+		if w := retryStateWords(f); w != "" {
+			e.Error += " (" + w + ")"
 		}
 		t.emit(e)
 		return
@@ -639,6 +701,25 @@ func (t *translator) marker(s *runState, base trace.Event, a *historypb.MarkerRe
 		e.Result, e.Response = r, &trace.Exchange{Body: r}
 	}
 	t.emit(e)
+}
+
+// retryStateWords says why retries of an activity stopped, as the
+// activity failure wrapping its last error says (the Java SDK's local
+// activity markers carry one); "" when the failure does not say.
+func retryStateWords(f *failurepb.Failure) string {
+	switch f.GetActivityFailureInfo().GetRetryState() {
+	case enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED:
+		return "retries stopped: maximum attempts reached"
+	case enumspb.RETRY_STATE_NON_RETRYABLE_FAILURE:
+		return "retries stopped: a non-retryable failure"
+	case enumspb.RETRY_STATE_TIMEOUT:
+		return "retries stopped: out of time"
+	case enumspb.RETRY_STATE_RETRY_POLICY_NOT_SET:
+		return "no retry policy"
+	case enumspb.RETRY_STATE_CANCEL_REQUESTED:
+		return "retries stopped: cancellation requested"
+	}
+	return ""
 }
 
 // ref names an event as evidence: "event 12" in the first run of a

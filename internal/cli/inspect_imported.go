@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/dur"
+)
+
+// showImported prints an imported execution: its spans translated and
+// folded, as a tree of runs, turns, calls and attempts with their span ids;
+// --json prints the record and the fold's input events.
+func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) error {
+	events, err := h.ImportedEvents(x.ID)
+	if err != nil {
+		return err
+	}
+	unit, refWord := a.imports.Units(x.Imported)
+	if asJSON {
+		if events == nil {
+			events = []trace.Event{}
+		}
+		return printJSON(a.out, struct {
+			Execution history.Execution `json:"execution"`
+			Events    []trace.Event     `json:"events"`
+		}{x, events})
+	}
+	t := trace.Fold(x.ID, events)
+	took := "(running)"
+	if !x.Ended.IsZero() {
+		took = dur.Text(x.Ended.Sub(x.Started).Round(time.Millisecond))
+	}
+	fmt.Fprintf(a.out, "%s  imported from %s  scenario %s  %s  runs %d  %s %s  started %s  took %s\n",
+		x.ID, x.Source, x.Scenario, x.Status, x.Runs, unit, sourceCount(events, unit), x.Started.Format(time.RFC3339), took)
+	if len(events) > 0 && events[0].Attrs["orphans"] != "" {
+		fmt.Fprintf(a.out, "orphans (parent never arrived, kept): %s\n", events[0].Attrs["orphans"])
+	}
+	rel := func(tm time.Time) string { return fmt.Sprintf("%+8.3fs", tm.Sub(x.Started).Seconds()) }
+	var nodes func([]trace.Node, string)
+	nodes = func(ns []trace.Node, indent string) {
+		for _, n := range ns {
+			switch v := n.(type) {
+			case *trace.Turn:
+				fmt.Fprintf(a.out, "%s  %sturn %d  %s\n", rel(v.Time), indent, v.Number, v.Text)
+				nodes(v.Nodes, indent+"  ")
+			case *trace.Call:
+				fmt.Fprintf(a.out, "%s  %s%s %s  call %s\n", rel(v.Time), indent, v.Tool, v.Args, v.Call)
+				for _, at := range v.Attempts {
+					which := fmt.Sprintf("attempt %d", at.N)
+					if at.NotKept > 1 {
+						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
+					}
+					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", rel(at.Started), indent+"  ", at.Mark(), which,
+						at.Mark().Word(), dur.Text(at.Duration.Round(time.Millisecond)), refWord+at.Ref)
+					if at.Key != "" {
+						line += "  key " + at.Key
+					}
+					if len(at.Faults) > 0 {
+						line += "  " + trace.MarkFault.Glyph() + strings.Join(at.Faults, ",")
+					}
+					if at.Error != "" {
+						line += "  " + trace.Headline(at.Error) // whole in --json and the detail pane
+					}
+					if o := at.Attrs["orphan"]; o != "" {
+						line += "  (orphan: " + o + ")"
+					}
+					fmt.Fprintln(a.out, line)
+				}
+			case *trace.Note:
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", rel(v.Time), indent, v.Mark,
+					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " "))
+			}
+		}
+	}
+	for _, r := range t.Runs {
+		fmt.Fprintf(a.out, "%s  run %d\n", rel(r.Started), r.Number)
+		nodes(r.Nodes, "  ")
+	}
+	return nil
+}
+
+// sourceCount is how many spans or history events the importer read for
+// the trace, as its first event says.
+func sourceCount(events []trace.Event, unit string) string {
+	if len(events) == 0 || events[0].Attrs[unit] == "" {
+		return "0"
+	}
+	return events[0].Attrs[unit]
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine/lesson"
+)
+
+func (a *app) lessonCmd() *cobra.Command {
+	var reset, presenter, quiet bool
+	var answers string
+	cmd := &cobra.Command{
+		Use:   "lesson",
+		Short: "Walk the lesson path: predict the outbox, run, see why",
+		Long: `Walk through the scenario catalogue in teaching order. Each lesson says what
+will happen, asks you to predict a number (the messages in the outbox, or the
+CRM rows), runs the scenario on the database, and confirms or explains.
+A fix (safe, key-the-intent-fixed, ...) ends with a diff line: its run lined
+up with its mistake's, as 'retrylab diff' shows them.
+
+Lessons run in a database of their own beside --db (retrylab.db →
+retrylab.lessons.db): each lesson starts from a clean slate, wiping that
+database's executions, journals, outbox, keys and CRM like the article's
+reset between experiments, and never touches --db itself. The explorer's
+lesson mode (L) uses the same one, so progress is shared, and a workshop can
+stop (q, or Ctrl-D) and resume later where it left off.
+
+--answers gives the predictions up front (scripted use, no prompts).`,
+		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			var scripted []int
+			if cmd.Flags().Changed("answers") {
+				if scripted, err = parseAnswers(answers); err != nil {
+					return &exitError{code: 2, msg: "--answers: " + err.Error()}
+				}
+			}
+			h, err := a.openLessonHost()
+			if err != nil {
+				return err
+			}
+			defer a.releaseInto(h, &err)
+			fmt.Fprintf(a.out, "Lessons run in %s (your %s is not touched).\n", h.DBPath(), a.dbPath)
+			s, err := lesson.Open(h)
+			if err != nil {
+				return err
+			}
+			if reset {
+				if err := s.Reset(); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.out, "Lesson progress reset.")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts := lesson.WalkOptions{Out: a.out, Answers: scripted, Presenter: presenter, Narrate: !quiet}
+			// A workshop resumed at a fix runs the mistake on a scratch
+			// database, to show the fix as a difference.
+			opts.Scratch = scratchOpener()
+			if scripted == nil {
+				opts.In = cmd.InOrStdin()
+			}
+			return lesson.Walk(ctx, s, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&reset, "reset", false, "forget the progress and start at the first lesson")
+	cmd.Flags().StringVar(&answers, "answers", "", "predictions for the next lessons, comma-separated (e.g. 2,2,1)")
+	cmd.Flags().BoolVar(&presenter, "presenter", false, "more spacing, for a projector")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not narrate each run's attempts")
+	return cmd
+}
+
+// parseAnswers reads "2,1,3" into numbers.
+func parseAnswers(s string) ([]int, error) {
+	out := []int{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count (want numbers like 2,1,1)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package cli
+
+// The host of --db: this process's own, or another retrylab's it attaches to.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/store"
+)
+
+// service attaches to the host that already owns the database (the
+// explorer in another terminal, say), or else opens the database and
+// becomes its host. Either way the caller works through the same Service;
+// close it with a.release. An attached process holds the host, so the host
+// does not close under it (see release); a host that is closing is waited
+// out, and then this process opens the database itself.
+func (a *app) service() (engine.Service, error) {
+	s, _, err := a.connect()
+	return s, err
+}
+
+// connect is service that also says whether this process became the host:
+// owned is the host it opened, nil when it attached to another process.
+func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				return c, nil, nil
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return nil, nil, err
+		}
+		h, err := a.openHost()
+		if errors.Is(err, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := engine.Dial(a.dbPath); derr == nil {
+				if derr = c.Hold(); derr == nil {
+					return c, nil, nil
+				}
+				c.Close()
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, h, nil
+	}
+}
+
+// release closes what service returned. A host this process owns first
+// waits for the runs and the processes it serves for others (a second
+// 'retrylab run' attached to it, an import, say), so it never kills their
+// workers nor cuts their work short; Ctrl-C stops the wait, closes at once
+// and makes the exit status 130 (see releaseInto), as an interrupted run's.
+func (a *app) release(s engine.Service) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := s.CloseWhenIdle(ctx, func(running []string, holds int) {
+		what := fmt.Sprintf("%d attached", holds)
+		if len(running) > 0 {
+			what = "running " + strings.Join(running, ", ")
+		}
+		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
+			s.DBPath(), what)
+	})
+	if errors.Is(err, context.Canceled) {
+		// The other process's work fails in its own terminal (an import
+		// is then not kept at all); this one says it did not wait.
+		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: closed %s without waiting; the work attached to it was cut short", s.DBPath())}
+	}
+	return err
+}
+
+// releaseInto releases s, for a deferred call in a command that returns
+// *err: a wait that Ctrl-C cut short becomes the command's exit status
+// (130) unless the command failed on its own. Errors closing the database
+// stay unsaid, as they always were: the command's work is done.
+func (a *app) releaseInto(s engine.Service, err *error) {
+	var ee *exitError
+	if rerr := a.release(s); *err == nil && errors.As(rerr, &ee) {
+		*err = rerr
+	}
+}
+
+// withService runs fn on the database's service and releases it after.
+func (a *app) withService(fn func(engine.Service) error) (err error) {
+	s, err := a.service()
+	if err != nil {
+		return err
+	}
+	defer a.releaseInto(s, &err)
+	return fn(s)
+}
+
+// openHost opens the database and starts the world and the runtime.
+func (a *app) openHost() (*engine.Host, error) {
+	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
+			a.mailPort, a.controlPort, err)}
+	}
+	return h, err
+}

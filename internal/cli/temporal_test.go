@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func temporalFixture(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(repoRoot, "fixtures/temporal", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// import recognises Temporal histories by their content, beside OTLP
+// files, and a bad one fails alone with a one-line error; audit then finds
+// the confirmation sent in both runs of the continue-as-new chain.
+func TestCLIImportTemporalAndAudit(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	run1, run2 := temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json")
+	bad := temporalFixture(t, "bad-unknown-event-type.json")
+	r := must(t, 1, db, "import", run1, bad, run2)
+	has(t, r,
+		run1+": Temporal history JSON, 41 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001",
+		run2+": Temporal history JSON (Web UI), 11 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported -> temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
+	want := "retrylab: import " + bad + `: line 234: event 13: unknown event type "EVENT_TYPE_WORKFLOW_EXECUTION_TIME_TRAVELLED" (written by a newer Temporal server than this retrylab reads; not marked workerMayIgnore)`
+	if msg := strings.TrimSpace(r.stderr); msg != want {
+		t.Errorf("stderr %q\nwant   %q", msg, want)
+	}
+	r = ok(t, db, "import", run2)
+	has(t, r, "0 events of run 3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1002 imported, 11 already there")
+
+	r = must(t, 1, db, "audit")
+	has(t, r, "audit of 1 execution:",
+		`DUPLICATE SendConfirmation {"order": 1042, "to": "ana@example.com"}`,
+		`call 12 attempt 1  ref event 13  error "start-to-close timeout"`,
+		"call 12 attempt 2  ref event 13",
+		"call 5@r2e5 attempt 1  ref run 2 event 6",
+		"1 duplicate, 0 possible, 0 absorbed")
+	hasNot(t, r, "ChargeCard", "RefundPayment")
+
+	// Within run 1 alone: the attempt that timed out, then the one that
+	// succeeded, is the article's first window.
+	db1 := newDB(t)
+	ok(t, db1, "import", run1)
+	r = ok(t, db1, "audit", "--effects", "send_*")
+	has(t, r, "POSSIBLE  SendConfirmation", "an attempt with an unknown outcome was followed by another", "0 duplicate, 1 possible, 0 absorbed")
+}
+
+// show prints an imported workflow as the fold sees it: both runs of the
+// chain, the attempts Temporal did not keep with the last failure, notes.
+func TestCLIShowTemporal(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "import", temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json"))
+	r := ok(t, db, "show", "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
+	has(t, r, "scenario OrderWorkflow  completed  runs 2  events 52",
+		"⋯ attempts 1-2  attempts the source did not keep  0s  event 7  HTTPError: card service answered 503",
+		"✓ attempt 3  ok  400ms  event 7",
+		"⏱ attempt 4  timeout  2s  event 20  heartbeat timeout",
+		"noted RefundPayment timed out before an attempt started: schedule-to-close timeout",
+		"✓ run ended continued as new",
+		"+89.600s  run 2",
+		"✓ attempt 1  ok  300ms  run 2 event 6",
+		"✓ execution ended completed")
+}
+
+// The worker interceptor's spans of run 1, with a fault retrylab injected
+// into attempt 1 of ChargeCard (a crash that killed its worker, known from
+// the marker sent as it was taken) and 2 (on the attempt's own span):
+// show marks those attempts ⚡, as it marks a native trace's.
+func TestCLIShowTemporalRecordedFaults(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
+	span := func(id, name string, attempt, at int, status string, kv ...string) string {
+		attrs := []string{"gen_ai.operation.name", "execute_tool", "gen_ai.tool.name", "ChargeCard", "gen_ai.tool.call.id", "5",
+			"gen_ai.conversation.id", "temporal-run-" + run, "temporal.run_id", run, "temporal.activity_id", "5",
+			"retrylab.attempt", fmt.Sprint(attempt)}
+		attrs = append(attrs, kv...)
+		var list []string
+		for i := 0; i+1 < len(attrs); i += 2 {
+			list = append(list, fmt.Sprintf(`{"key":%q,"value":{"stringValue":%q}}`, attrs[i], attrs[i+1]))
+		}
+		code := 1
+		if status == "error" {
+			code = 2
+		}
+		start := int64(1772445600+at) * 1e9
+		return fmt.Sprintf(`{"traceId":"0123456789abcdef0123456789abcdef","spanId":%q,"name":%q,"kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s],"status":{"code":%d}}`,
+			id, name, start, start+1e9, strings.Join(list, ","), code)
+	}
+	spans := []string{
+		span("c000000000000001", "retrylab.attempt.started", 1, 0, "ok", "retrylab.phase", "started", "temporal.worker", "41@box"),
+		span("c000000000000002", "retrylab.fault.injected", 1, 0, "ok", "retrylab.phase", "fault",
+			"retrylab.faults", "crash-after-effect", "retrylab.fault.source", "armed from the explorer"),
+		span("c000000000000003", "execute_tool ChargeCard", 2, 2, "error", "retrylab.faults", "server-error", "error.type", "HTTPError"),
+		span("c000000000000004", "execute_tool ChargeCard", 3, 3, "ok"),
+	}
+	file := filepath.Join(t.TempDir(), "spans.json")
+	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"worker"}}]},"scopeSpans":[{"spans":[` +
+		strings.Join(spans, ",") + `]}]}]}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, db, "import", file, temporalFixture(t, "order-run1.cli.json"))
+	r := ok(t, db, "show", "temporal-"+run)
+	has(t, r, "⏱ attempt 1  timeout  0s  span c000000000000001  ⚡crash-after-effect  started, no end recorded (its worker died?)",
+		"✖ attempt 2  failed  1s  span c000000000000003  ⚡server-error",
+		"✓ attempt 3  ok  400ms  event 7")
+	hasNot(t, r, "⋯ attempts 1-2")
+}
+
+// run --engine temporal hands the scenario to retrylab-temporal; what it
+// cannot do says so in one line.
+func TestCLIRunEngineTemporal(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	msg := oneLineError(t, must(t, 2, db, "run", "naive", "--engine", "spark"))
+	if !strings.Contains(msg, `unknown --engine "spark" (valid: local, temporal)`) {
+		t.Errorf("bad engine: %q", msg)
+	}
+	msg = oneLineError(t, must(t, 2, db, "run", "naive", "--engine", "temporal", "--keys", "off"))
+	if !strings.Contains(msg, "--keys and --journal are for the local engine") {
+		t.Errorf("--keys with temporal: %q", msg)
+	}
+	if _, err := exec.LookPath("retrylab-temporal"); err == nil {
+		return // installed here: the temporal module's tests run it
+	}
+	msg = oneLineError(t, must(t, 1, db, "run", "naive", "--engine", "temporal"))
+	if !strings.Contains(msg, "run --engine temporal needs the retrylab-temporal command on PATH") {
+		t.Errorf("missing retrylab-temporal: %q", msg)
+	}
+}

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/store"
+)
+
+func (a *app) importCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Load OpenTelemetry traces and Temporal histories of real agents into the database",
+		Long: `Import OpenTelemetry traces into the database, beside retrylab's own
+executions, marked as imported with the file they came from. Each file may be
+OTLP/JSON ({"resourceSpans": ...}; other signals in the same document, such as
+resourceLogs, are ignored), the OTLP file exporter's JSON Lines (one
+TracesData a line), OTLP protobuf, or gzip of any of them; the encoding is
+recognised from the content.
+
+An execution is a trace, or the traces that share gen_ai.conversation.id.
+Spans are read as the GenAI semantic conventions (old and new names),
+OpenInference, OpenLLMetry and Google ADK write them: execute_tool spans are
+the attempts of tool calls; invoke_agent spans and model calls are turns.
+
+Each file is imported whole or not at all: a file that fails leaves nothing
+behind, and the error names the file, the line (JSON Lines) and the span.
+Spans already imported are skipped, so importing a file twice changes
+nothing. A span whose parent never arrives is kept and marked as an orphan.
+Refused: malformed JSON or protobuf, ids of the wrong length, a span id
+used twice with different content, a span that ends before it starts or
+whose times lie outside 2000-2200, a JSON line over 64 MiB, a whole
+document or protobuf file over 512 MiB (write JSON Lines instead).
+
+A file may also be a Temporal workflow history, recognised by its content:
+'temporal workflow show --output json' ({"events": ...}) or the Web UI's
+download ({"history": {"events": ...}}), gzip-compressed or not. A workflow
+is an execution (the runs of a continue-as-new or retry chain are its runs,
+imported from one file each), a workflow task a turn, an activity a tool
+call. Temporal keeps only an activity's last attempt: for attempt N the
+N-1 before it are shown as not kept, with the last failure on attempt N-1.
+Local activities, child workflows, timers, signals and continue-as-new are
+on the timeline. Refused, naming the event: a history that does not start at
+event 1 or has holes (cut short), events out of order, an event type this
+version does not know (a newer server). A running workflow's history is
+imported as running; importing a later download of it adds the new events.
+
+FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
+as they come: retrylab export --otlp - | retrylab --db other.db import -
+
+While another retrylab holds the database (the explorer, serve), the files
+are sent to it as they are read and it imports them, under the same rules,
+with the same output; a running explorer shows the new executions arrive.
+
+Exit status: 0 when every file was imported, 1 when any failed.`,
+		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// The import streams, but Go's collector lets the heap grow
+				// to twice what is live before it runs: this keeps a
+				// million-span file under 150 MB (BENCHMARKS.md, 8b).
+				debug.SetMemoryLimit(otlp.ImportMemoryLimit)
+			}
+			a.in = cmd.InOrStdin()
+			return a.importFiles(args)
+		},
+	}
+}
+
+// traces opens the database's traces for import, audit and export: through
+// the retrylab that holds the database (the explorer, serve, a run),
+// attached to it and holding it open as service does, so the host runs the
+// work on its own store; or else on the file, opened by this process alone
+// (no world, no workers). Either way the output is the same.
+func (a *app) traces() (engine.Traces, error) {
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				return c, nil
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return nil, err
+		}
+		db, err := store.Open(a.dbPath, store.Options{})
+		if errors.Is(err, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := engine.Dial(a.dbPath); derr == nil {
+				if derr = c.Hold(); derr == nil {
+					return c, nil
+				}
+				c.Close()
+			}
+			return nil, fmt.Errorf("%w, and no retrylab announces itself there to work through: wait for the program that has it open (a 'retrylab gen', say) to finish", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return engine.LocalTraces(db, a.imports), nil
+	}
+}
+
+func (a *app) importFiles(paths []string) error {
+	t, err := a.traces()
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	failed := 0
+	for _, p := range paths {
+		if err := a.importOne(t, p); err != nil {
+			failed++
+			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, msg: ""}
+	}
+	return nil
+}
+
+// importOne imports one file and says what it did. Standard input ("-")
+// or a pipe or device can be read once: what it is, is told from its first
+// bytes as they arrive, not from a first read of the file.
+func (a *app) importOne(t engine.Traces, p string) error {
+	name := p
+	var res engine.ImportResult
+	var err error
+	switch {
+	case p == "-":
+		name = "standard input"
+		res, err = t.ImportStream(name, a.in)
+	case special(p):
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return oerr
+		}
+		defer f.Close()
+		res, err = t.ImportStream(name, f)
+	case store.IsDatabaseFile(p):
+		return fmt.Errorf("%s is a retrylab database, not a trace file: open it with --db %s, or move its executions with 'retrylab --db %s export --otlp - | retrylab import -'", p, p, p)
+	case isDir(p):
+		// Read as a file, a directory is empty ("no spans"): say what it is.
+		return fmt.Errorf("%s is a directory; name the files in it: retrylab import %s", p, filepath.Join(p, "*"))
+	default:
+		src, known, serr := a.imports.SniffFile(p)
+		if serr != nil {
+			return serr
+		}
+		if !known {
+			return fmt.Errorf("%s: not a trace of any format this retrylab reads", p)
+		}
+		res, err = t.ImportFile(p, engine.ImportFormat(src.Format()))
+	}
+	if err != nil {
+		return err
+	}
+	a.printImported(name, res)
+	return nil
+}
+
+// printImported says what importing one file did, as its source words it.
+func (a *app) printImported(p string, res engine.ImportResult) {
+	fmt.Fprintf(a.out, "%s: %s", p, res.Summary)
+	const shown = 5
+	for i, x := range res.Executions {
+		if i == shown {
+			fmt.Fprintf(a.out, " and %d more", len(res.Executions)-shown)
+			break
+		}
+		sep := " -> "
+		if i > 0 {
+			sep = ", "
+		}
+		fmt.Fprint(a.out, sep+x)
+	}
+	fmt.Fprintln(a.out)
+}
+
+// isDir reports whether path (followed through symbolic links) names a
+// directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
