@@ -103,7 +103,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// ExportTraceServiceRequest has TracesData's fields and numbers, so
-	// ptrace's unmarshalers read it (without pulling gRPC into the binary).
+	// ptrace's unmarshalers read it.
 	var td ptrace.Traces
 	if enc == encJSON {
 		td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(data)
