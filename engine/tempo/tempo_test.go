@@ -2,6 +2,8 @@ package tempo_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,5 +166,28 @@ func TestTempoBadInputs(t *testing.T) {
 				t.Errorf("%d executions stored from a refused file", n)
 			}
 		})
+	}
+}
+
+// A gzip-compressed download read once from a stream (standard input, a
+// pipe) is sniffed and imported as the file is.
+func TestImportsGzipStream(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "tempo", "mailer-api-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(doc)
+	zw.Close()
+	br := bufio.NewReaderSize(&gz, imports.SniffBuffer)
+	src, ok := all.Registry().Sniff(br)
+	if !ok || src.Format() != tempo.Format {
+		t.Fatalf("sniffed as %v", src)
+	}
+	db := openDB(t)
+	res, err := src.Import(db, "-", br)
+	if err != nil || res.Summary != "Tempo JSON, 6 spans imported" {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
