@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -39,7 +38,7 @@ func (h *Host) runtimeHandler() http.Handler {
 	mux := http.NewServeMux()
 	h.runHandlers(mux)
 	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
-	h.controlHandlers(mux)
+	h.runtimeMux = mux
 	return h.authorized(mux)
 }
 
@@ -48,7 +47,8 @@ func (h *Host) runtimeHandler() http.Handler {
 // makes while it plays a run. None of them waits for anything but the
 // store, so none needs its context cancelled when the worker goes, which
 // the channel does not do. A kept worker's wait for its next run (which
-// does), the control API and its streams stay on HTTP.
+// does), the control API (engine/control, mounted with Runtime().Handle)
+// and its streams stay on HTTP.
 func (h *Host) channelHandler() http.Handler {
 	mux := http.NewServeMux()
 	h.runHandlers(mux)
@@ -467,77 +467,3 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
-
-// ServerFaults tells the world which faults to carry out for a request. It
-// implements world.FaultSource. Unattributed requests (external clients of
-// `retrylab serve`) take the armed server-side faults.
-func (h *Host) ServerFaults(execution, step string, attempt int) []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if execution == "" {
-		var out, keep []fault.Point
-		for _, p := range h.armed {
-			if p.ServerSide() {
-				out = append(out, p)
-			} else {
-				keep = append(keep, p)
-			}
-		}
-		h.armed = keep
-		return out
-	}
-	st := h.execs[execution]
-	if st == nil {
-		if h.cfg.Faults == nil {
-			return nil
-		}
-		h.mu.Unlock()
-		defer h.mu.Lock() // the deferred Unlock above needs it held
-		return h.cfg.Faults.ServerFaults(execution, step, attempt)
-	}
-	key := attemptKey{step, attempt}
-	out := st.server[key]
-	delete(st.server, key)
-	return out
-}
-
-// TakeArmed removes and returns the armed faults, for a runner of tool
-// calls outside the host's workers (a Temporal activity) whose next attempt
-// takes them, as the host's own next attempt would.
-func (h *Host) TakeArmed() []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.armed
-	h.armed = nil
-	return out
-}
-
-// Arm queues a fault for the next tool call of any execution.
-func (h *Host) Arm(p fault.Point) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, a := range h.armed {
-		if a == p {
-			return
-		}
-	}
-	h.armed = append(h.armed, p)
-}
-
-// Disarm clears every armed fault.
-func (h *Host) Disarm() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.armed = nil
-}
-
-// Armed lists the faults waiting for the next tool call.
-func (h *Host) Armed() []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]fault.Point(nil), h.armed...)
-}
-
-// SetRetention sets how long the world keeps an execution's idempotency
-// keys (0: forever), for executions the host does not run itself.
-func (h *Host) SetRetention(execution string, d time.Duration) { h.world.SetRetention(execution, d) }

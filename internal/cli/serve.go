@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 )
 
 // serveCmd hosts the world for agents of any language, until Ctrl-C.
@@ -52,7 +53,7 @@ is how an HTTP client moves the world clock: see README.`,
 				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())
 				if c, ok := h.(interface{ ControlURL() string }); ok {
 					fmt.Fprintf(a.out, "  control   POST %s/v1/control/advance  {\"duration\": \"25h\"}  (bearer token: \"token\" in %s)\n",
-						c.ControlURL(), engine.HostFile(a.dbPath))
+						c.ControlURL(), control.HostFile(a.dbPath))
 				}
 				fmt.Fprint(a.out, otlpLine)
 				fmt.Fprintln(a.out, "press Ctrl-C to stop")

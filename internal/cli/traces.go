@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/otlp"
 )
 
@@ -92,7 +93,7 @@ func (a *app) startOTLP(s engine.Service, f otlpFlags) (string, func(), error) {
 	if f.http == "" && f.grpc == "" {
 		return "", func() {}, nil
 	}
-	h, ok := s.(*engine.Host)
+	h, ok := s.(*control.Server)
 	if !ok {
 		return "", nil, fmt.Errorf("--otlp: another retrylab holds %s; stop it and run 'retrylab serve' with the receivers alone", s.DBPath())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
 )
@@ -88,7 +89,7 @@ Exit status: 0 when every file was imported, 1 when any failed.`,
 // (no world, no workers). Either way the output is the same.
 func (a *app) traces() (engine.Traces, error) {
 	for try := 0; ; try++ {
-		c, err := engine.Dial(a.dbPath)
+		c, err := control.Dial(a.dbPath)
 		if err == nil {
 			if err = c.Hold(); err == nil {
 				return c, nil
@@ -103,7 +104,7 @@ func (a *app) traces() (engine.Traces, error) {
 		db, err := store.Open(a.dbPath, store.Options{})
 		if errors.Is(err, store.ErrLocked) {
 			// A host may have come up while we waited for the lock.
-			if c, derr := engine.Dial(a.dbPath); derr == nil {
+			if c, derr := control.Dial(a.dbPath); derr == nil {
 				if derr = c.Hold(); derr == nil {
 					return c, nil
 				}

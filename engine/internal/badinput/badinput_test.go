@@ -556,7 +556,7 @@ func TestDiskFull(t *testing.T) {
 	// check.CheckDB report gaps and undecodable events).
 	h = mustOpen(t, path)
 	defer h.Close()
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := h.Journal("")
@@ -615,9 +615,9 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	defer h.Close()
 	huge := func() io.Reader { return io.LimitReader(zeros{}, 8<<20) }
 	endpoints := []struct{ method, url string }{
-		{http.MethodPost, h.MailURL() + "/v1/send"},
-		{http.MethodPost, h.CRMURL() + "/v1/records"},
-		{http.MethodPut, h.CRMURL() + "/v1/records/inv_1"},
+		{http.MethodPost, h.Providers().MailURL() + "/v1/send"},
+		{http.MethodPost, h.Providers().CRMURL() + "/v1/records"},
+		{http.MethodPut, h.Providers().CRMURL() + "/v1/records/inv_1"},
 	}
 	bodies := []struct {
 		name string
@@ -652,12 +652,12 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, _ := h.CRMWrites(0, 0)
+	writes, _ := h.Providers().CRMWrites(0, 0)
 	if len(st.Outbox) != 0 || len(st.CRM) != 0 || len(writes) != 0 || len(st.Keys) != 0 {
 		t.Fatalf("bad requests had effects: %+v, %d writes", st, len(writes))
 	}
 	// Still serving.
-	resp, err := http.Post(h.MailURL()+"/v1/send", "application/json", strings.NewReader(`{"to":"a@b","subject":"still here"}`))
+	resp, err := http.Post(h.Providers().MailURL()+"/v1/send", "application/json", strings.NewReader(`{"to":"a@b","subject":"still here"}`))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the bad requests: %v %v", resp, err)
 	}
@@ -887,7 +887,7 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 	t.Parallel()
 	h := mustOpen(t, filepath.Join(t.TempDir(), "keys.db"))
 	defer h.Close()
-	addr := strings.TrimPrefix(h.MailURL(), "http://")
+	addr := strings.TrimPrefix(h.Providers().MailURL(), "http://")
 	cases := []struct {
 		name string
 		key  string
@@ -907,7 +907,7 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, status, tc.want)
 		}
 	}
-	msgs, err := h.Outbox()
+	msgs, err := h.Providers().Outbox()
 	if n := len(msgs); err != nil || n != 1 {
 		t.Fatalf("outbox holds %d messages (%v); want only the valid key's", n, err)
 	}
