@@ -103,7 +103,7 @@ func TestCLIServeBadOTLPAddress(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	for addr, want := range map[string]string{
-		"0.0.0.0:4318": "retrylab: --otlp 0.0.0.0:4318: retrylab listens on loopback only (127.0.0.1)",
+		"0.0.0.0:4318": "retrylab: --otlp 0.0.0.0:4318 is off loopback: give --token (or $RETRYLAB_OTLP_TOKEN) so that only agents with it can send, or listen on 127.0.0.1",
 		"nope":         "retrylab: --otlp nope: address nope: missing port in address (want host:port, e.g. 127.0.0.1:4318)",
 	} {
 		if msg := fails(t, 2, db, "serve", "--otlp", addr); msg != want {

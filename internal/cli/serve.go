@@ -15,7 +15,7 @@ import (
 // serveCmd hosts the world for agents of any language, until Ctrl-C.
 func (a *app) serveCmd() *cobra.Command {
 	var port int
-	var otlpAddr string
+	var otlpFl otlpFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Host the simulated world so any HTTP client can be the agent",
@@ -37,13 +37,13 @@ is how an HTTP client moves the world clock: see README.`,
 					return err
 				}
 			}
-			if err := checkOTLPAddr(otlpAddr); err != nil {
+			if err := otlpFl.check(os.Getenv); err != nil {
 				return err
 			}
 			return a.withService(func(h engine.Service) error {
 				// The receiver listens before the banner, so that a busy
 				// address is said before any address is announced.
-				otlpLine, stopOTLP, err := a.startOTLP(h, otlpAddr)
+				otlpLine, stopOTLP, err := a.startOTLP(h, otlpFl)
 				if err != nil {
 					return err
 				}
@@ -82,6 +82,6 @@ is how an HTTP client moves the world clock: see README.`,
 		},
 	}
 	cmd.Flags().IntVar(&port, "port", 0, "fixed ports: the mail API on `N`, the CRM on N+1, the control API on N+2 (default: free ports)")
-	addOTLPFlag(cmd, &otlpAddr)
+	addOTLPFlag(cmd, &otlpFl)
 	return cmd
 }
