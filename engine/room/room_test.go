@@ -261,6 +261,10 @@ func TestAttacker(t *testing.T) {
 	if code, body := request(t, http.MethodPost, r.url+"/v1/room/push", mallory.Token, strings.NewReader(huge)); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("a huge body: %d %s, want 413", code, body)
 	}
+	deep := `{"events":[` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `]}`
+	if code, body := request(t, http.MethodPost, r.url+"/v1/room/push", mallory.Token, strings.NewReader(deep)); code != http.StatusBadRequest || !strings.Contains(body, "nested deeper") {
+		t.Errorf("a body nested 1000 deep: %d %s, want 400", code, body)
+	}
 	if code, body := request(t, http.MethodPost, r.url+"/v1/room/reset", mallory.Token, nil); code != http.StatusNotFound {
 		t.Errorf("a participant calling reset: %d %s, want 404", code, body)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -20,6 +21,7 @@ import (
 	"github.com/retrylab/retrylab/engine/attrib"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -587,15 +589,25 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ caller) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// decodeBody reads a JSON body into v, answering 413 or 400 itself.
+// decodeBody reads a JSON body into v, answering 413 (larger than the
+// room's bound) or 400 (not JSON, or nested deeper than jsonlimit allows)
+// itself.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit))
 			return false
 		}
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return false
+	}
+	if err := jsonlimit.Check(data); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	if err := json.Unmarshal(data, v); err != nil {
 		writeError(w, http.StatusBadRequest, "the body is not the JSON expected: "+err.Error())
 		return false
 	}
