@@ -91,7 +91,7 @@ type Config struct {
 	// for it to drain; stop waits for it to end.
 	Companion func(*Host) (stop func())
 	// KeepOnReset are collections every reset keeps, besides those the
-	// caller of ResetKeeping names: a room's participants and their
+	// caller of Reset names: a room's participants and their
 	// mirrored runs (engine/room) outlive the resets of its world.
 	KeepOnReset []store.Bucket
 }
