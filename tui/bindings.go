@@ -110,6 +110,8 @@ func (m *Model) bindings() []binding {
 			}
 			return m.startLesson()
 		}},
+		{Binding: k.Slide, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.openSlide() }},
+		{Binding: k.Room, group: groupRun, enabled: m.room.On, action: func(tea.KeyMsg) tea.Cmd { return m.openRoomView() }},
 		{Binding: k.Help, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
 			m.help.Show()
 			m.modes.push(m.helpMode())

@@ -20,6 +20,7 @@ type KeyMap struct {
 	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
+	Slide, Room                              key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -65,6 +66,9 @@ func DefaultKeyMap() KeyMap {
 
 		MarkExec: b("m", "mark to compare", "m"),
 		Compare:  b("=", "compare with the marked one", "="),
+
+		Slide: b("s", "slide: the selection, large", "s"),
+		Room:  b("P", "the room: every participant", "P"),
 	}
 }
 

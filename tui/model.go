@@ -61,6 +61,12 @@ type Options struct {
 	// batched already (a Temporal cluster's follower sends one per
 	// committed batch), so each shows as soon as it comes.
 	NoticeWindow time.Duration
+	// Room is the workshop room this explorer hosts: the explorer opens
+	// in its room view (P); nil: no room.
+	Room RoomReader
+	// RoomEvery is how often the room view reads the room; zero means
+	// DefaultRoomEvery, a negative period reads it only as the view opens.
+	RoomEvery time.Duration
 }
 
 // DefaultNoticeWindow gathers the live notices of one frame.
@@ -109,6 +115,9 @@ type Model struct {
 	picker *scenarioPicker
 	help   *helpPage
 	lesson *lessonPane
+	// room is the workshop room's view (P), slide the slide view (s).
+	room  *roomPane
+	slide *slideView
 
 	// status is the footer: the status message, the source's state and
 	// the keys.
@@ -173,6 +182,8 @@ func New(o Options) *Model {
 	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
+	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, true)
+	m.slide = newSlideView(m.Context)
 	m.showing(o.Source)
 	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)
 	return m
@@ -259,6 +270,12 @@ func (m *Model) Init() tea.Cmd {
 	}
 	if m.lesson.StartsOn() {
 		cmds = append(cmds, m.startLesson())
+	}
+	if m.room.On() {
+		cmds = append(cmds, m.room.load(true))
+		if m.room.Shown() {
+			m.modes.push(m.roomMode())
+		}
 	}
 	return m.tag(tea.Batch(cmds...))
 }

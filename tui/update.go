@@ -46,6 +46,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
 		m.cmp.SetSize(msg.Width, msg.Height)
+		m.room.SetSize(msg.Width, msg.Height)
+		m.slide.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, m.onExecs(msg)
@@ -71,6 +73,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, nil
 	case compareMsg:
 		return m, m.onCompare(msg)
+	case roomMsg, roomTickMsg:
+		return m, m.room.Update(msg)
 	case noticesMsg:
 		return m, m.onNotices(msg)
 	case lessonMsg:

@@ -124,6 +124,12 @@ func (m *Model) View() string {
 	if m.cmp.Shown() {
 		return m.cmp.View()
 	}
+	if m.slide.Shown() {
+		return m.slide.View()
+	}
+	if m.room.Shown() {
+		return m.room.View()
+	}
 	lay := m.layout()
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))

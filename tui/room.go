@@ -1,0 +1,324 @@
+package tui
+
+// The room view: a workshop room's participants on the teacher's
+// projector, one row each, read live from the room the explorer hosts.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/room"
+	"github.com/retrylab/retrylab/internal/plural"
+)
+
+// RoomReader is what the room view reads of a workshop room: its status,
+// one entry per participant (*room.Server is one).
+type RoomReader interface {
+	Status() (room.Status, error)
+}
+
+// DefaultRoomEvery is how often the room view reads the room again.
+const DefaultRoomEvery = time.Second
+
+// roomMsg is the room's status as a read found it.
+type roomMsg struct {
+	st  room.Status
+	err error
+	// next: the read is the periodic one, which asks for the next.
+	next bool
+}
+
+// roomTickMsg asks for the room's status again.
+type roomTickMsg struct{}
+
+// roomPane is the room view (P): a row per participant with its latest
+// scenario and outcome, its outbox with ⚠ on a duplicate and its
+// predictions, and the class tally under them.
+type roomPane struct {
+	*Context
+	src           RoomReader
+	every         time.Duration
+	shown         bool
+	st            room.Status
+	read          bool
+	err           string
+	sel, top      int
+	width, height int
+}
+
+func newRoomPane(ctx *Context, src RoomReader, every time.Duration, shown bool) *roomPane {
+	if every == 0 {
+		every = DefaultRoomEvery
+	}
+	return &roomPane{Context: ctx, src: src, every: every, shown: shown && src != nil}
+}
+
+// On says the explorer has a room to show.
+func (r *roomPane) On() bool { return r.src != nil }
+
+// Shown says the room view is on screen.
+func (r *roomPane) Shown() bool { return r.shown }
+
+// Toggle shows or hides the room view.
+func (r *roomPane) Toggle() { r.shown = r.src != nil && !r.shown }
+
+// SetSize is the screen's size: the room view takes all of it.
+func (r *roomPane) SetSize(width, height int) { r.width, r.height = width, height }
+
+// load reads the room's status, off the UI goroutine; next makes it the
+// periodic read (one chain of them runs, from Init).
+func (r *roomPane) load(next bool) tea.Cmd {
+	if r.src == nil {
+		return nil
+	}
+	src := r.src
+	return func() tea.Msg {
+		st, err := src.Status()
+		return roomMsg{st: st, err: err, next: next}
+	}
+}
+
+// tick asks for the next read after the room view's period.
+func (r *roomPane) tick() tea.Cmd {
+	if r.src == nil || r.every < 0 {
+		return nil
+	}
+	return tea.Tick(r.every, func(time.Time) tea.Msg { return roomTickMsg{} })
+}
+
+// Update takes the room's reads, its ticks and the keys that move the
+// selection.
+func (r *roomPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case roomTickMsg:
+		return r.load(true)
+	case roomMsg:
+		r.read = true
+		if msg.err != nil {
+			r.err = oneLine(msg.err.Error())
+		} else {
+			r.st, r.err = msg.st, ""
+		}
+		r.sel = clamp(r.sel, 0, max(0, len(r.st.Participants)-1))
+		r.top = scrollTo(r.sel, r.top, r.rows(), len(r.st.Participants))
+		if !msg.next {
+			return nil
+		}
+		return r.tick()
+	case tea.KeyMsg:
+		if d, ok := r.keys.moveDelta(msg, r.rows()); ok {
+			r.sel = clamp(r.sel+d, 0, max(0, len(r.st.Participants)-1))
+			r.top = scrollTo(r.sel, r.top, r.rows(), len(r.st.Participants))
+		}
+	}
+	return nil
+}
+
+// selected is the participant under the selection, if any.
+func (r *roomPane) selected() *room.ParticipantStatus {
+	if r.sel < 0 || r.sel >= len(r.st.Participants) {
+		return nil
+	}
+	return &r.st.Participants[r.sel]
+}
+
+// tally is the class's lines under the rows: per scenario, how many
+// participants' latest run duplicated a send; then the predictions.
+func (r *roomPane) tally() []string {
+	type count struct{ runs, dup int }
+	by := map[string]*count{}
+	var right, asked, predicting int
+	for _, p := range r.st.Participants {
+		if p.Scenario != "" {
+			c := by[p.Scenario]
+			if c == nil {
+				c = &count{}
+				by[p.Scenario] = c
+			}
+			c.runs++
+			if p.Duplicates > 0 {
+				c.dup++
+			}
+		}
+		if p.Predictions.Asked > 0 {
+			predicting++
+			right += p.Predictions.Right
+			asked += p.Predictions.Asked
+		}
+	}
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []string
+	for _, n := range names {
+		c := by[n]
+		out = append(out, fmt.Sprintf("%s: %d of %d sent a duplicate", n, c.dup, c.runs))
+	}
+	if asked > 0 {
+		out = append(out, fmt.Sprintf("predictions: %d of %d right, from %s", right, asked, plural.Count(predicting, "participant")))
+	}
+	return out
+}
+
+// rows is how many participants fit on screen.
+func (r *roomPane) rows() int { return max(1, r.height-3-min(len(r.tally()), 4)-2) }
+
+// roomColumns are the room view's column widths at a screen width: the
+// name and the scenario share what the fixed columns leave.
+func roomColumns(width int) (name, scenario int) {
+	rest := width - 5 - 13 - 8 - 8 // outcome, outbox, predictions, borders and marks
+	name = clamp(rest*2/5, 8, 26)
+	return name, clamp(rest-name, 8, 24)
+}
+
+// View is the room view: the box of rows, the tally, the footer.
+func (r *roomPane) View() string {
+	nameW, scenW := roomColumns(r.width)
+	tally := r.tally()
+	if len(tally) > 4 {
+		tally = tally[:4]
+	}
+	head := "  " + fit("participant", nameW) + fit("scenario", scenW) + fit("outcome", 13) + fit("outbox", 8) + "guessed"
+	lines := []string{r.theme.Dim.Render(fit(head, r.width-2))}
+	ps := r.st.Participants
+	switch {
+	case r.err != "":
+		lines = append(lines, r.theme.Bad.Render(fit(" the room cannot be read: "+r.err, r.width-2)))
+	case !r.read:
+		lines = append(lines, r.theme.Dim.Render(" reading the room…"))
+	case len(ps) == 0:
+		lines = append(lines, r.theme.Dim.Render(" nobody has joined yet: participants type the line 'retrylab room' printed"))
+	}
+	rows := r.rows()
+	for i := r.top; i < len(ps) && i < r.top+rows; i++ {
+		lines = append(lines, r.row(ps[i], i == r.sel, nameW, scenW))
+	}
+	boxH := r.height - 1 - len(tally)
+	if len(tally) > 0 {
+		boxH--
+	}
+	title := "Room · " + plural.Count(len(ps), "participant")
+	parts := []string{r.theme.pane(title, lines, r.width, boxH, true)}
+	if len(tally) > 0 {
+		parts = append(parts, fit(r.theme.Bold.Render(" Class"), r.width))
+		for _, t := range tally {
+			parts = append(parts, fit("  "+t, r.width))
+		}
+	}
+	parts = append(parts, r.theme.Dim.Render(fit(" ↑/↓ select · s slide · P/esc explorer · q quit", r.width)))
+	return strings.Join(parts, "\n")
+}
+
+// row is one participant's line.
+func (r *roomPane) row(p room.ParticipantStatus, sel bool, nameW, scenW int) string {
+	badge, mk := roomBadge(p)
+	outcome := orDash(p.Outcome)
+	box := fmt.Sprintf("%d", p.Outbox)
+	if p.Duplicates > 0 {
+		box += " ⚠"
+	}
+	guess := "—"
+	if p.Predictions.Asked > 0 {
+		guess = fmt.Sprintf("%d/%d", p.Predictions.Right, p.Predictions.Asked)
+	}
+	name := fit(p.Name, nameW-1) + " "
+	plain := selMark(sel) + " " + name + fit(orDash(p.Scenario), scenW) + fit(badge+" "+outcome, 13) + fit(box, 8) + guess
+	if sel {
+		return r.theme.Selected.Render(fit(plain, r.width-2))
+	}
+	styled := selMark(sel) + " " + name + fit(orDash(p.Scenario), scenW) +
+		markStyle(r.theme, mk).Render(badge) + fit(" "+outcome, 12) + fit(box, 8) + guess
+	return styled
+}
+
+// roomBadge is a participant's latest outcome as its trace says it (the
+// outbox column carries the ⚠ of a duplicate).
+func roomBadge(p room.ParticipantStatus) (string, marker) {
+	if p.Outcome == "" {
+		return " ", markNone
+	}
+	return statusBadge(execItem{x: history.Execution{Status: history.Status(p.Outcome)}})
+}
+
+// ShortHelp is the room view's keys.
+func (r *roomPane) ShortHelp() []key.Binding {
+	return []key.Binding{hint("↑/↓", "select"), hint("s", "slide"), hint("P", "explorer"), r.keys.Quit}
+}
+
+// FullHelp is its keys, one column.
+func (r *roomPane) FullHelp() [][]key.Binding { return [][]key.Binding{r.ShortHelp()} }
+
+var _ component = (*roomPane)(nil)
+
+// roomMode is the room view (P): it takes every key but quit's, so
+// nothing under it moves unseen; s shows the selected participant's
+// slide, P and esc go back to the explorer.
+func (m *Model) roomMode() *mode {
+	return &mode{name: "room", active: m.room.Shown,
+		key: func(msg tea.KeyMsg) (tea.Cmd, bool) {
+			switch {
+			case key.Matches(msg, m.keys.Quit):
+				return nil, false
+			case key.Matches(msg, m.keys.Slide):
+				return m.openSlide(), true
+			case key.Matches(msg, m.keys.Room), msg.String() == "esc":
+				m.room.Toggle()
+				return nil, true
+			}
+			return m.room.Update(msg), true
+		},
+		short: m.room.ShortHelp}
+}
+
+// openRoomView shows the room view, and reads the room at once.
+func (m *Model) openRoomView() tea.Cmd {
+	if !m.room.On() {
+		return nil
+	}
+	m.room.Toggle()
+	m.modes.push(m.roomMode())
+	return m.room.load(false)
+}
+
+// slideMode is the slide view (s): it takes every key but quit's.
+func (m *Model) slideMode() *mode {
+	return &mode{name: "slide", active: m.slide.Shown,
+		key: func(msg tea.KeyMsg) (tea.Cmd, bool) {
+			if key.Matches(msg, m.keys.Quit) {
+				return nil, false
+			}
+			return m.slide.Update(msg), true
+		},
+		short: m.slide.ShortHelp}
+}
+
+// openSlide shows the slide of the room's selected participant while the
+// room view is on, else of the selected execution.
+func (m *Model) openSlide() tea.Cmd {
+	switch {
+	case m.room.Shown():
+		p := m.room.selected()
+		if p == nil {
+			m.setFlash("no participant to show yet", false)
+			return nil
+		}
+		m.slide.Show(slideOfParticipant(*p))
+	default:
+		it := m.selectedExec()
+		if it == nil {
+			m.setFlash("no execution to show yet: press n", false)
+			return nil
+		}
+		m.slide.Show(slideOfExec(*it))
+	}
+	m.modes.push(m.slideMode())
+	return nil
+}

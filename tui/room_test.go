@@ -1,0 +1,207 @@
+package tui
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/retrylab/retrylab/engine/room"
+)
+
+// fakeRoom is a room whose status the test sets; reads counts its reads.
+type fakeRoom struct {
+	mu    sync.Mutex
+	st    room.Status
+	err   error
+	reads int
+}
+
+func (f *fakeRoom) Status() (room.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	return f.st, f.err
+}
+
+func (f *fakeRoom) set(st room.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = st
+}
+
+// classRoom is a workshop mid-session: two ran naive (one duplicated),
+// one the safe agent, one killed mid-run, one has not run yet.
+func classRoom() *fakeRoom {
+	return &fakeRoom{st: room.Status{Participants: []room.ParticipantStatus{
+		{Name: "ada", Executions: 2, Scenario: "naive", Outcome: "completed", Outbox: 2, Duplicates: 1, Predictions: room.Predictions{Right: 1, Asked: 2}},
+		{Name: "grace", Executions: 3, Scenario: "safe", Outcome: "completed", Outbox: 1, Predictions: room.Predictions{Right: 2, Asked: 2}},
+		{Name: "linus", Executions: 1, Scenario: "invoice-crm", Outcome: "killed"},
+		{Name: "margaret-hamilton-apollo", Executions: 1, Scenario: "naive", Outcome: "completed", Outbox: 1, Predictions: room.Predictions{Right: 0, Asked: 1}},
+		{Name: "ken"},
+	}}}
+}
+
+// roomView runs the explorer hosting r at a size, presses keys once the
+// room shows, and returns the final frame.
+func roomView(t *testing.T, src Source, r RoomReader, w, h int, keys ...string) string {
+	t.Helper()
+	m := New(Options{Source: src, Now: fixedNow, Room: r, RoomEvery: time.Hour})
+	t.Cleanup(m.Close)
+	return viewModel(t, m, w, h, "grace", keys...)
+}
+
+// fits fails the test for a frame larger than w×h.
+func fits(t *testing.T, v string, w, h int) {
+	t.Helper()
+	lines := strings.Split(v, "\n")
+	if len(lines) > h {
+		t.Errorf("%d lines on a %d×%d screen:\n%s", len(lines), w, h, v)
+	}
+	for _, l := range lines {
+		if lipgloss.Width(l) > w {
+			t.Errorf("a line %d wide on a %d×%d screen: %q", lipgloss.Width(l), w, h, l)
+		}
+	}
+}
+
+func TestGoldenRoomAt80x24(t *testing.T) {
+	t.Parallel()
+	v := roomView(t, &snapshot{}, classRoom(), 80, 24)
+	mustShow(t, v, "room at 80×24", "Room · 5 participants", "ada", "2 ⚠", "1/2", "☠ killed",
+		"naive: 1 of 2 sent a duplicate", "predictions: 3 of 5 right, from 3 participants")
+	fits(t, v, 80, 24)
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenRoomAt160x45(t *testing.T) {
+	t.Parallel()
+	v := roomView(t, &snapshot{}, classRoom(), 160, 45, "j")
+	mustShow(t, v, "room at 160×45", "margaret-hamilton-apollo", "› grace", "invoice-crm: 0 of 1 sent a duplicate")
+	fits(t, v, 160, 45)
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenRoomSlideAt80x24(t *testing.T) {
+	t.Parallel()
+	v := roomView(t, &snapshot{}, classRoom(), 80, 24, "s")
+	mustShow(t, v, "ada's slide", "a d a  ·  n a i v e", "the trace says   ✓ completed", "the outbox says  2 messages  ← duplicate",
+		"1 of 2 predictions right")
+	fits(t, v, 80, 24)
+	golden.RequireEqual(t, []byte(v))
+}
+
+func TestGoldenRoomSlideAt160x45(t *testing.T) {
+	t.Parallel()
+	v := roomView(t, &snapshot{}, classRoom(), 160, 45, "j", "s")
+	mustShow(t, v, "grace's slide", "g r a c e  ·  s a f e", "the outbox says  1 message  ✓")
+	fits(t, v, 160, 45)
+	golden.RequireEqual(t, []byte(v))
+}
+
+// The slide of a native execution, no room: the article's naive run.
+func TestGoldenSlideNaiveAt80x24(t *testing.T) {
+	t.Parallel()
+	v := view(t, record(t, []string{"naive", "run"}), 80, 24, "duplicate send", "s")
+	mustShow(t, v, "naive slide", "n a i v e", "the trace says   ✓ completed", "the outbox says  2 messages  ← duplicate")
+	fits(t, v, 80, 24)
+	golden.RequireEqual(t, []byte(v))
+}
+
+// The room view is live: a participant's run that arrives shows at the
+// next read, and P and esc go back and forth to the explorer.
+func TestRoomViewFollowsTheRoom(t *testing.T) {
+	t.Parallel()
+	r := classRoom()
+	m := New(Options{Source: &snapshot{}, Now: fixedNow, Room: r, RoomEvery: -1})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(t, m, cmd)
+	if !strings.Contains(m.View(), "ken") {
+		t.Fatalf("the room view is not what opens:\n%s", m.View())
+	}
+	st := classRoom().st
+	st.Participants[4] = room.ParticipantStatus{Name: "ken", Executions: 1, Scenario: "naive", Outcome: "completed", Outbox: 2, Duplicates: 1}
+	r.set(st)
+	_, cmd = m.Update(roomTickMsg{})
+	drive(t, m, cmd)
+	if v := m.View(); !strings.Contains(v, "naive: 2 of 3 sent a duplicate") {
+		t.Errorf("the room view did not follow ken's run:\n%s", v)
+	}
+	press(t, m, "P")
+	if m.room.Shown() {
+		t.Fatal("P should go back to the explorer")
+	}
+	before := r.reads
+	press(t, m, "P")
+	if !m.room.Shown() || r.reads != before+1 {
+		t.Errorf("P should show the room and read it once: shown %v, reads %d → %d", m.room.Shown(), before, r.reads)
+	}
+	press(t, m, "esc")
+	if m.room.Shown() {
+		t.Error("esc should go back to the explorer")
+	}
+}
+
+// A room that cannot be read says so in the view, and the explorer goes on.
+func TestRoomViewSaysAReadFailed(t *testing.T) {
+	t.Parallel()
+	r := &fakeRoom{err: errors.New("read the room: database closed")}
+	m := New(Options{Source: &snapshot{}, Now: fixedNow, Room: r, RoomEvery: -1})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(t, m, cmd)
+	if v := m.View(); !strings.Contains(v, "the room cannot be read: read the room: database closed") {
+		t.Errorf("a failed read should show:\n%s", v)
+	}
+}
+
+// Without a room, P is neither offered nor run.
+func TestNoRoomNoRoomKey(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
+	press(t, m, "P")
+	if m.room.Shown() {
+		t.Error("P opened a room the explorer does not host")
+	}
+	for _, col := range m.helpColumns() {
+		for _, b := range col {
+			if b.Help().Key == "P" {
+				t.Error("the help offers P without a room")
+			}
+		}
+	}
+}
+
+// The room view's keys reach the room and the source only through the
+// commands Update returns, as every other key of the explorer.
+func TestRoomKeysDoNoIO(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{160, 45}, {80, 24}} {
+		src := &watchedSource{snapshot: record(t, []string{"naive", "run"})}
+		r := classRoom()
+		m := New(Options{Source: src, Now: fixedNow, Room: r, RoomEvery: -1})
+		t.Cleanup(m.Close)
+		drive(t, m, m.Init())
+		_, cmd := m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		drive(t, m, cmd)
+		for _, k := range []string{"j", "j", "s", "j", "s", "k", "P", "s", "esc", "P", "G", "s", "esc", "esc", "s", "s", "P"} {
+			src.watch(true)
+			before := r.reads
+			_, cmd := m.Update(keyMsg(k))
+			_ = m.View()
+			src.watch(false)
+			if len(src.caught) > 0 || r.reads != before {
+				t.Fatalf("%dx%d: key %q read in Update or View: source %v, room reads %d → %d", size[0], size[1], k, src.caught, before, r.reads)
+			}
+			drive(t, m, cmd)
+		}
+	}
+}
