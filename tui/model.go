@@ -67,6 +67,9 @@ type Options struct {
 	// RoomEvery is how often the room view reads the room; zero means
 	// DefaultRoomEvery, a negative period reads it only as the view opens.
 	RoomEvery time.Duration
+	// RoomJoin is the line participants type to join the room, which the
+	// room view shows.
+	RoomJoin string
 }
 
 // DefaultNoticeWindow gathers the live notices of one frame.
@@ -182,7 +185,7 @@ func New(o Options) *Model {
 	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
-	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, true)
+	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, o.RoomJoin)
 	m.slide = newSlideView(m.Context)
 	m.showing(o.Source)
 	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)

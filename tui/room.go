@@ -44,6 +44,7 @@ type roomPane struct {
 	*Context
 	src           RoomReader
 	every         time.Duration
+	join          string
 	shown         bool
 	st            room.Status
 	read          bool
@@ -52,11 +53,13 @@ type roomPane struct {
 	width, height int
 }
 
-func newRoomPane(ctx *Context, src RoomReader, every time.Duration, shown bool) *roomPane {
+// newRoomPane is the view of the room src, shown from the start when
+// there is one; join is the line participants type.
+func newRoomPane(ctx *Context, src RoomReader, every time.Duration, join string) *roomPane {
 	if every == 0 {
 		every = DefaultRoomEvery
 	}
-	return &roomPane{Context: ctx, src: src, every: every, shown: shown && src != nil}
+	return &roomPane{Context: ctx, src: src, every: every, join: join, shown: src != nil}
 }
 
 // On says the explorer has a room to show.
@@ -169,7 +172,15 @@ func (r *roomPane) tally() []string {
 }
 
 // rows is how many participants fit on screen.
-func (r *roomPane) rows() int { return max(1, r.height-3-min(len(r.tally()), 4)-2) }
+func (r *roomPane) rows() int { return max(1, r.height-3-min(len(r.tally()), 4)-2-r.joinLines()) }
+
+// joinLines is how many lines the join line takes at the box's top.
+func (r *roomPane) joinLines() int {
+	if r.join == "" {
+		return 0
+	}
+	return 1
+}
 
 // roomColumns are the room view's column widths at a screen width: the
 // name and the scenario share what the fixed columns leave.
@@ -187,7 +198,11 @@ func (r *roomPane) View() string {
 		tally = tally[:4]
 	}
 	head := "  " + fit("participant", nameW) + fit("scenario", scenW) + fit("outcome", 13) + fit("outbox", 8) + "guessed"
-	lines := []string{r.theme.Dim.Render(fit(head, r.width-2))}
+	var lines []string
+	if r.join != "" {
+		lines = append(lines, fit(" "+r.join, r.width-2))
+	}
+	lines = append(lines, r.theme.Dim.Render(fit(head, r.width-2)))
 	ps := r.st.Participants
 	switch {
 	case r.err != "":
@@ -195,7 +210,7 @@ func (r *roomPane) View() string {
 	case !r.read:
 		lines = append(lines, r.theme.Dim.Render(" reading the room…"))
 	case len(ps) == 0:
-		lines = append(lines, r.theme.Dim.Render(" nobody has joined yet: participants type the line 'retrylab room' printed"))
+		lines = append(lines, r.theme.Dim.Render(" nobody has joined yet: participants type the join line"))
 	}
 	rows := r.rows()
 	for i := r.top; i < len(ps) && i < r.top+rows; i++ {

@@ -51,7 +51,8 @@ func classRoom() *fakeRoom {
 // room shows, and returns the final frame.
 func roomView(t *testing.T, src Source, r RoomReader, w, h int, keys ...string) string {
 	t.Helper()
-	m := New(Options{Source: src, Now: fixedNow, Room: r, RoomEvery: time.Hour})
+	m := New(Options{Source: src, Now: fixedNow, Room: r, RoomEvery: time.Hour,
+		RoomJoin: "retrylab join http://192.168.1.20:7420 --code K7QX-3M9P --name YOUR-NAME"})
 	t.Cleanup(m.Close)
 	return viewModel(t, m, w, h, "grace", keys...)
 }
@@ -73,7 +74,7 @@ func fits(t *testing.T, v string, w, h int) {
 func TestGoldenRoomAt80x24(t *testing.T) {
 	t.Parallel()
 	v := roomView(t, &snapshot{}, classRoom(), 80, 24)
-	mustShow(t, v, "room at 80×24", "Room · 5 participants", "ada", "2 ⚠", "1/2", "☠ killed",
+	mustShow(t, v, "room at 80×24", "Room · 5 participants", "retrylab join http://192.168.1.20:7420 --code K7QX-3M9P --name YOUR-NAME", "ada", "2 ⚠", "1/2", "☠ killed",
 		"naive: 1 of 2 sent a duplicate", "predictions: 3 of 5 right, from 3 participants")
 	fits(t, v, 80, 24)
 	golden.RequireEqual(t, []byte(v))

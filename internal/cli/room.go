@@ -45,6 +45,7 @@ func (a *app) roomCommands() []*cobra.Command {
 
 func (a *app) roomCmd() *cobra.Command {
 	var listen, code string
+	var presenter bool
 	cmd := &cobra.Command{
 		Use:   "room",
 		Short: "Host a workshop room: every participant's runs, live, on one screen",
@@ -57,14 +58,19 @@ requires the join code (one is generated unless --code gives it). The
 room's API is under /v1/room/ on that address; participants' own agents use
 its mail API (POST /v1/room/mail/v1/send) and CRM (/v1/room/crm/v1/records)
 with the token 'join' prints. The teacher's control API stays on loopback.
-Stop with Ctrl-C.`,
+
+In a terminal it opens the explorer in its room view: one row per
+participant, live, the class tally under them (P: the explorer, s: the
+selection as a slide); q closes the room. Elsewhere it runs headless: stop
+it with Ctrl-C.`,
 		Example: "  retrylab room\n  retrylab room --listen 0.0.0.0:7420 --code K7QX-3M9P",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hostRoom(listen, code)
+			return a.hostRoom(listen, code, presenter)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the room's `address` (loopback unless this names another)")
+	cmd.Flags().BoolVar(&presenter, "presenter", false, "high-contrast theme, for projectors (in a terminal)")
 	cmd.Flags().StringVar(&code, "code", "", "the join `code` (default: a new one, two groups of four letters and digits)")
 	cmd.AddCommand(a.roomStatusCmd())
 	return cmd
@@ -73,7 +79,7 @@ Stop with Ctrl-C.`,
 // minCode is the fewest letters and digits a --code may have.
 const minCode = 6
 
-func (a *app) hostRoom(listen, code string) error {
+func (a *app) hostRoom(listen, code string, presenter bool) error {
 	if code == "" {
 		var err error
 		if code, err = room.NewCode(); err != nil {
@@ -98,7 +104,8 @@ func (a *app) hostRoom(listen, code string) error {
 	defer h.Close()
 	// The teacher's control API (reset, clock, faults from another
 	// terminal) is the host's, on loopback only, as for any command.
-	if _, err := control.Serve(h); err != nil {
+	ctl, err := control.Serve(h)
+	if err != nil {
 		return err
 	}
 	teacher, err := room.NewTeacherToken()
@@ -138,9 +145,19 @@ func (a *app) hostRoom(listen, code string) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		fmt.Fprintf(a.out, "  listening beyond loopback, as --listen asked: anyone who reaches %s needs the code\n", ln.Addr())
 	}
+	join := fmt.Sprintf("retrylab join %s --code %s --name YOUR-NAME", roomURL, code)
 	fmt.Fprintln(a.out, "participants type:")
-	fmt.Fprintf(a.out, "  retrylab join %s --code %s --name YOUR-NAME\n", roomURL, code)
+	fmt.Fprintln(a.out, "  "+join)
 	fmt.Fprintf(a.out, "see them with: retrylab room status --db %s\n", a.dbPath)
+	if roomHasTerminal() {
+		// In a terminal the room is on screen (the explorer's room view)
+		// until the teacher quits it.
+		if err := projectRoom(ctl, srv, h.Store().Path(), join, presenter); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.out, "room closed")
+		return nil
+	}
 	fmt.Fprintln(a.out, "press Ctrl-C to stop")
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,43 @@
+package cli
+
+// The room on the projector: 'retrylab room' in a terminal opens the
+// explorer on the room's host, in its room view.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-isatty"
+	"github.com/muesli/termenv"
+
+	"github.com/retrylab/retrylab/engine/control"
+	"github.com/retrylab/retrylab/tui"
+)
+
+// roomHasTerminal says 'room' runs in a terminal, where it opens the
+// explorer; elsewhere it runs headless until Ctrl-C.
+func roomHasTerminal() bool {
+	return isatty.IsTerminal(os.Stdout.Fd()) && isatty.IsTerminal(os.Stdin.Fd())
+}
+
+// projectRoom runs the explorer on the room's host (its control server
+// src) in its room view over srv, until the teacher quits it. join is the
+// line participants type, which the room view shows.
+func projectRoom(src *control.Server, srv tui.RoomReader, title, join string, presenter bool) error {
+	if tui.NoColor() {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	m := tui.New(tui.Options{Source: src, Title: title, HighContrast: presenter, Presenter: presenter,
+		FlashFor: tui.DefaultFlashFor, Room: srv, RoomJoin: join})
+	defer m.Close()
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithFPS(explorerFPS))
+	if _, err := p.Run(); errors.Is(err, tea.ErrInterrupted) {
+		return &exitError{code: 130, msg: "interrupted"}
+	} else if err != nil {
+		return fmt.Errorf("explorer: %w", err)
+	}
+	return nil
+}
