@@ -12,15 +12,18 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/room"
 	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // RoomReader is what the room view reads of a workshop room: its status,
-// one entry per participant (*room.Server is one).
+// one entry per participant, and a participant's runs as a source the
+// explorer shows as any other (*room.Server is one).
 type RoomReader interface {
 	Status() (room.Status, error)
+	Participant(name string) (engine.Reader, error)
 }
 
 // DefaultRoomEvery is how often the room view reads the room again.
@@ -51,6 +54,9 @@ type roomPane struct {
 	err           string
 	sel, top      int
 	width, height int
+	// home is the explorer's own source while a participant's runs are
+	// shown in its place (enter); nil while its own are.
+	home Source
 }
 
 // newRoomPane is the view of the room src, shown from the start when
@@ -228,7 +234,7 @@ func (r *roomPane) View() string {
 			parts = append(parts, fit("  "+t, r.width))
 		}
 	}
-	parts = append(parts, r.theme.Dim.Render(fit(" ↑/↓ select · s slide · P/esc explorer · q quit", r.width)))
+	parts = append(parts, r.theme.Dim.Render(fit(" ↑/↓ select · enter runs · s slide · P/esc explorer · q quit", r.width)))
 	return strings.Join(parts, "\n")
 }
 
@@ -265,7 +271,7 @@ func roomBadge(p room.ParticipantStatus) (string, marker) {
 
 // ShortHelp is the room view's keys.
 func (r *roomPane) ShortHelp() []key.Binding {
-	return []key.Binding{hint("↑/↓", "select"), hint("s", "slide"), hint("P", "explorer"), r.keys.Quit}
+	return []key.Binding{hint("↑/↓", "select"), hint("enter", "runs"), hint("s", "slide"), hint("P", "explorer"), r.keys.Quit}
 }
 
 // FullHelp is its keys, one column.
@@ -284,6 +290,8 @@ func (m *Model) roomMode() *mode {
 				return nil, false
 			case key.Matches(msg, m.keys.Slide):
 				return m.openSlide(), true
+			case msg.String() == "enter":
+				return m.enterParticipant(), true
 			case key.Matches(msg, m.keys.Room), msg.String() == "esc":
 				m.room.Toggle()
 				return nil, true
@@ -300,7 +308,58 @@ func (m *Model) openRoomView() tea.Cmd {
 	}
 	m.room.Toggle()
 	m.modes.push(m.roomMode())
-	return m.room.load(false)
+	cmds := []tea.Cmd{m.room.load(false)}
+	if m.room.home != nil {
+		// Back from a participant's runs: the explorer's own are under
+		// the room view again.
+		cmds = append(cmds, m.useSource(m.room.home))
+		m.room.home = nil
+	}
+	return tea.Batch(cmds...)
+}
+
+// participantMsg is a participant's runs as the room holds them, opened
+// off the UI goroutine.
+type participantMsg struct {
+	name string
+	src  Source
+	err  error
+}
+
+// enterParticipant opens the selected participant's runs (enter): the
+// explorer shows them in place of its own, their trace beside their
+// outbox, until P goes back to the room.
+func (m *Model) enterParticipant() tea.Cmd {
+	p := m.room.selected()
+	if p == nil {
+		return nil
+	}
+	if m.lesson.On() {
+		m.setFlash("leave the lesson first (L): it shows the lessons' own runs", false)
+		return nil
+	}
+	src, name := m.room.src, p.Name
+	return func() tea.Msg {
+		r, err := src.Participant(name)
+		return participantMsg{name: name, src: r, err: err}
+	}
+}
+
+// onParticipant shows a participant's runs opened by enter.
+func (m *Model) onParticipant(msg participantMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash(oneLine(msg.err.Error()), true)
+		return nil
+	}
+	if m.room.home == nil {
+		m.room.home = m.src
+	}
+	if m.room.Shown() {
+		m.room.Toggle()
+	}
+	m.focus = paneTrace
+	m.setFlash(msg.name+"'s runs, as the room holds them: P goes back to the room", false)
+	return m.useSource(msg.src)
 }
 
 // slideMode is the slide view (s): it takes every key but quit's.

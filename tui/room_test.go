@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/room"
 )
 
@@ -20,6 +22,17 @@ type fakeRoom struct {
 	st    room.Status
 	err   error
 	reads int
+	// runs are the participants' runs by name.
+	runs map[string]Source
+}
+
+func (f *fakeRoom) Participant(name string) (engine.Reader, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if src, ok := f.runs[name]; ok {
+		return src, nil
+	}
+	return nil, fmt.Errorf("%w: %q", room.ErrNoParticipant, name)
 }
 
 func (f *fakeRoom) Status() (room.Status, error) {
@@ -204,5 +217,42 @@ func TestRoomKeysDoNoIO(t *testing.T) {
 			}
 			drive(t, m, cmd)
 		}
+	}
+}
+
+// enter opens the selected participant's runs as the room holds them: the
+// trace beside the outbox, with its duplicate; P goes back to the room
+// and the explorer's own runs.
+func TestEnterOpensAParticipantsRuns(t *testing.T) {
+	t.Parallel()
+	r := classRoom()
+	r.runs = map[string]Source{"ada": record(t, []string{"naive", "run"})}
+	own := record(t, []string{"safe", "run"})
+	m := New(Options{Source: own, Now: fixedNow, Room: r, RoomEvery: -1, Title: "room.db"})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+	drive(t, m, cmd)
+	press(t, m, "enter")
+	v := m.View()
+	if m.room.Shown() {
+		t.Fatalf("enter should leave the room view for ada's runs:\n%s", v)
+	}
+	mustShow(t, v, "ada's runs", "ada's runs, as the room holds them", "exec_7K2Q", "2 messages ← duplicate send", "◆ timeout")
+	if strings.Contains(v, "exec_01H8") {
+		t.Errorf("the explorer's own run shows among ada's:\n%s", v)
+	}
+	press(t, m, "P")
+	if !m.room.Shown() {
+		t.Fatal("P should go back to the room")
+	}
+	press(t, m, "P")
+	if v := m.View(); !strings.Contains(v, "exec_01H8") || strings.Contains(v, "exec_7K2Q") {
+		t.Errorf("after the room, the explorer's own runs should be back:\n%s", v)
+	}
+	// A participant whose runs cannot be opened: said, and the room stays.
+	press(t, m, "P", "j", "enter")
+	if !m.room.Shown() || !strings.Contains(m.status.text, "no participant") {
+		t.Errorf("grace's runs cannot be opened here: shown %v, flash %q", m.room.Shown(), m.status.text)
 	}
 }

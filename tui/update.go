@@ -75,6 +75,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.onCompare(msg)
 	case roomMsg, roomTickMsg:
 		return m, m.room.Update(msg)
+	case participantMsg:
+		return m, m.onParticipant(msg)
 	case noticesMsg:
 		return m, m.onNotices(msg)
 	case lessonMsg:

@@ -30,7 +30,9 @@ var ErrNoParticipant = errors.New("room: no participant by that name")
 // and their outbox as those events observed it (the mail each attempt
 // caused). The CRM is not mirrored: Records is empty. The room's own agent
 // mail of the participant is not an execution's, so it is not listed.
-func (s *Server) Participant(name string) (*ParticipantReader, error) {
+//
+// It is a *ParticipantReader.
+func (s *Server) Participant(name string) (engine.Reader, error) {
 	var id string
 	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
 		ps, err := participants(tx)
