@@ -9,7 +9,7 @@ import (
 // TestRoomOnTheProjector: 'retrylab room' in a terminal opens the room
 // view at 80×24 with the line participants type; a participant who joins
 // and runs naive shows up live with the duplicate, and s puts it on a
-// slide; q closes the room.
+// slide, enter opens her trace beside her outbox; q closes the room.
 func TestRoomOnTheProjector(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -28,6 +28,10 @@ func TestRoomOnTheProjector(t *testing.T) {
 	s.waitFor("ada's slide", "a d a  ·  n a i v e", "the trace says   ✓ completed", "the outbox says  2 messages  ← duplicate")
 	s.press("s")
 	s.waitFor("back in the room", "Room · 1 participant")
+	s.press("\r")
+	s.waitFor("ada's trace beside her outbox", "ada's runs, as the room holds them", "2 messages ← duplicate send")
+	s.press("P")
+	s.waitFor("the room again", "Room · 1 participant")
 	s.press("q")
 	if err := <-s.done; err != nil {
 		t.Fatalf("the room did not close cleanly on q: %v\n%s", err, s.text())
