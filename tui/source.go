@@ -13,7 +13,8 @@
 // (execsPane), the trace (tracePane), the outbox and CRM (outboxPane), the
 // detail (detailPane), lesson mode (lessonPane), the executions filter
 // (filterBox), the scenario picker (scenarioPicker), the comparison
-// (comparePane) and the help page (helpPage). Each has Update, View,
+// (comparePane), the help page (helpPage), the workshop room's view
+// (roomPane, over a RoomReader) and the slide view (slideView). Each has Update, View,
 // SetSize and its own key bindings, and shares one Context (theme, keymap,
 // size, focus, the source's roles). Each owns its state; the Model owns the
 // source: it makes the reads and actions and hands their results to the
@@ -24,7 +25,7 @@
 // footer's short help and the help page are built. Help, filter, picker,
 // confirm, compare and lesson are modes on an overlay stack (modes.go):
 // the top one gets a key first and may pass it down; under the stack the
-// bindings answer.
+// bindings answer. The room view and the slide view are modes too.
 package tui
 
 import (
