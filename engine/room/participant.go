@@ -5,12 +5,14 @@ package room
 // participant's trace beside its outbox through it.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/attrib"
@@ -56,8 +58,8 @@ func (s *Server) Participant(name string) (engine.Reader, error) {
 type ParticipantReader struct {
 	db       *store.DB
 	id, name string
-	mu       sync.Mutex
-	subs     []chan notice.Notice
+	// poll overrides ParticipantPoll (tests).
+	poll time.Duration
 }
 
 var _ engine.Reader = (*ParticipantReader)(nil)
@@ -227,10 +229,78 @@ func (p *ParticipantReader) RecentMessages(limit int) ([]world.Message, int, err
 // Records: the CRM is not mirrored to the room.
 func (p *ParticipantReader) Records() ([]world.Record, error) { return nil, nil }
 
-// Subscribe is a feed that sends nothing: the room view reads the room
-// again on its own period; the feed closes on unsubscribe.
+// ParticipantPoll is how often a subscription to a participant's runs
+// looks for what the room received since.
+const ParticipantPoll = time.Second
+
+// Subscribe follows the participant's runs as the room receives them: a
+// Lagged notice (read everything again) whenever its executions changed
+// since the last look, every ParticipantPoll. The feed closes on
+// unsubscribe.
 func (p *ParticipantReader) Subscribe(buffer int) (<-chan notice.Notice, func()) {
-	ch := make(chan notice.Notice, max(buffer, 0))
+	ch := make(chan notice.Notice, max(buffer, 1))
+	stop := make(chan struct{})
+	go func() {
+		defer close(ch)
+		t := time.NewTicker(p.every())
+		defer t.Stop()
+		last, _ := p.fingerprint()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			now, err := p.fingerprint()
+			if err != nil || now == last {
+				continue
+			}
+			last = now
+			select {
+			case ch <- notice.Notice{Lagged: true}:
+			case <-stop:
+				return
+			default: // one waiting already says the same
+			}
+		}
+	}()
+	// Unsubscribing does not wait (the explorer calls it in Update): the
+	// feed closes once the look under way, if any, is done.
 	var once sync.Once
-	return ch, func() { once.Do(func() { close(ch) }) }
+	return ch, func() { once.Do(func() { close(stop) }) }
+}
+
+// every is the subscription's poll period.
+func (p *ParticipantReader) every() time.Duration {
+	if p.poll > 0 {
+		return p.poll
+	}
+	return ParticipantPoll
+}
+
+// fingerprint changes whenever the participant's runs do: the records of
+// its executions and how many events the room holds of them.
+func (p *ParticipantReader) fingerprint() (string, error) {
+	var xs []Execution
+	events := 0
+	prefix := []byte(p.id + "\x00")
+	err := p.db.View(func(tx *store.Tx) (err error) {
+		if xs, err = executionsOf(tx, p.id); err != nil {
+			return err
+		}
+		return tx.Scan(BucketEvents, prefix, false, func(k, _ []byte) bool {
+			if !bytes.HasPrefix(k, prefix) {
+				return false
+			}
+			events++
+			return true
+		})
+	})
+	var latest time.Time
+	for _, x := range xs {
+		if x.Updated.After(latest) {
+			latest = x.Updated
+		}
+	}
+	return fmt.Sprintf("%d %d %d", len(xs), events, latest.UnixNano()), err
 }

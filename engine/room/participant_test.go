@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/room"
@@ -82,4 +83,33 @@ func TestParticipantReaderIsTheParticipantsOwnHistory(t *testing.T) {
 	if _, n, _ := pr.FindExecutions("safe", 0, 10); n != 0 {
 		t.Errorf("filter safe: %d, want 0", n)
 	}
+}
+
+// A subscription to a participant's runs says when the room received more
+// of them: the explorer then reads them again.
+func TestParticipantReaderFollowsTheRoom(t *testing.T) {
+	dir := t.TempDir()
+	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
+	aliceDB := filepath.Join(dir, "alice.db")
+	join(t, r, aliceDB, "alice")
+	ha := openParticipant(t, aliceDB)
+	pr, err := r.srv.Participant("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	room.SetPoll(pr, 10*time.Millisecond)
+	notices, unsubscribe := pr.Subscribe(16)
+	runScenario(t, ha, "naive")
+	select {
+	case n, ok := <-notices:
+		if !ok || !n.Lagged {
+			t.Fatalf("the subscription said %+v (open %v), want a Lagged notice", n, ok)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notice in 30s of alice's run reaching the room")
+	}
+	unsubscribe()
+	for range notices { // closed once unsubscribed
+	}
+	unsubscribe() // twice is harmless
 }
