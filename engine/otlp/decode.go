@@ -318,12 +318,42 @@ func cutShort(doc []byte) bool {
 	return err != nil && errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimRight(doc, " \t\r\n")))
 }
 
+// deliverSpans is the most spans deliver hands fn at once: a document of
+// many (what 'retrylab export' writes) goes in pieces, so the import
+// chunks and stores it as it does JSON Lines, instead of converting it
+// whole first (a second copy of the document in memory).
+const deliverSpans = 2048
+
+// deliver converts td's spans and calls fn with them, deliverSpans at a
+// time, all with the same line. The first span refused ends it with its
+// error, as Spans does; the pieces before it were delivered.
 func deliver(td ptrace.Traces, line int, fn func(Batch) error) error {
-	spans, err := Spans(td)
-	if err != nil {
-		return atLine(line, err)
+	if td.SpanCount() <= deliverSpans {
+		spans, err := Spans(td)
+		if err != nil {
+			return atLine(line, err)
+		}
+		return atLine(line, fn(Batch{Line: line, Spans: spans}))
 	}
-	return atLine(line, fn(Batch{Line: line, Spans: spans}))
+	piece := make([]Span, 0, deliverSpans)
+	var ferr error // fn's: it is returned as it is, not as a refused span
+	err := each(td, func(s Span, err error) error {
+		if err != nil {
+			return err
+		}
+		if piece = append(piece, s); len(piece) == deliverSpans {
+			ferr = fn(Batch{Line: line, Spans: piece})
+			clear(piece)
+			piece = piece[:0]
+			return ferr
+		}
+		return nil
+	})
+	if err == nil && len(piece) > 0 {
+		ferr = fn(Batch{Line: line, Spans: piece})
+		err = ferr
+	}
+	return atLine(line, err)
 }
 
 func atLine(line int, err error) error {
