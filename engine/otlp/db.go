@@ -335,12 +335,12 @@ type pendingPut struct {
 	index    int               // the span's in write's spans
 	tlen     int               // key[:tlen] is the execution, 0 and the trace id
 	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
-	// unseen: the span was not stored before (its trace is the writer's
-	// own and written does not hold it), nothing is looked up for it.
-	unseen bool
-	old    []byte // the span's own index key under the execution its trace moves from
-	// fresh: the database holds nothing of the span's trace, and this
-	// writer has not seen it, so only this write can hold a copy of it.
+	old      []byte            // the span's own index key under the execution its trace moves from
+	// fresh: only this write can hold a copy of the span: the database
+	// holds nothing of its trace and this writer has not seen it, or the
+	// trace was new to the database and written holds none of its spans
+	// here. Nothing is looked up for it, and its trace's spans here are
+	// stored as a run (one index entry, as storedSpans and load read).
 	fresh bool
 	hand  *handExec
 	state *traceState // the span's trace's
@@ -476,8 +476,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
-			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh, hand: h,
-				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st, unseen: unseen}
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh || unseen, hand: h,
+				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st}
 			if from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
 			}
@@ -514,7 +514,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			old = storedVal
 		} else if b, ok := p.stored[p.span.SpanID]; ok {
 			old = b
-		} else if !p.fresh && !p.unseen {
+		} else if !p.fresh {
 			ent := tx.Get(BucketIndex, p.key)
 			if ent == nil && p.old != nil {
 				ent = tx.Get(BucketIndex, p.old)

@@ -138,14 +138,14 @@ func largeFile(b *testing.B, n int) string {
 // ownExportFile is what `retrylab export --otlp` writes (one document) of
 // generated executions (gen, seed 21) until about n spans.
 func ownExportFile(b *testing.B, n int) string {
-	return shapeFile(b, fmt.Sprintf("otlp-own-export-v1-%d.json", n), func(w *bufio.Writer) {
+	return shapeFile(b, fmt.Sprintf("otlp-own-export-v2-%d.json", n), func(w *bufio.Writer) {
 		db, err := store.Open(filepath.Join(b.TempDir(), "gen.db"), store.Options{NoSync: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer db.Close()
-		// About 25 spans an execution with 3 attempts a step.
-		if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: max(1, n/25), AttemptsPerStep: 3, Seed: 21}); err != nil {
+		// About 7 spans an execution with 3 attempts a step.
+		if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: max(1, n/7), AttemptsPerStep: 3, Seed: 21}); err != nil {
 			b.Fatal(err)
 		}
 		var ids []string
