@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkRoomLoad runs the room as a workshop loads it: the teacher's
+// 'retrylab room' in a pseudo-terminal (its room view), and participants
+// (40; RETRYLAB_ROOM_BENCH_N says how many) each joined from its own
+// database and running the first two lessons at once
+// ('lesson --answers 2,2 --quiet'). While they run, j and k go to the room
+// view: it reports the key→screen p50 and p99 (first output after a key;
+// the view's own redraws between keys are drained before each), and a
+// participant's run time (median, max) over the same run alone, without a
+// room. It fails unless the room ends with every participant's two
+// executions and every outbox right (4 messages, 2 of them duplicates:
+// naive and crash each deliver the invoice twice) and both predictions.
+func BenchmarkRoomLoad(b *testing.B) {
+	n := 40
+	if v, err := strconv.Atoi(os.Getenv("RETRYLAB_ROOM_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	dir := b.TempDir()
+	lessonRun := func(db string) (time.Duration, error) {
+		start := time.Now()
+		out, err := exec.Command(bin, "--db", db, "lesson", "--answers", "2,2", "--quiet").CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("%v\n%s", err, out)
+		}
+		return time.Since(start), nil
+	}
+	alone, err := lessonRun(filepath.Join(dir, "alone.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	roomDB := filepath.Join(dir, "room.db")
+	reads := make(chan time.Time, 4096)
+	s := startScreenTimed(b, reads, bin, roomDB, 160, 48, "room", "--code", "K7QX-3M9P")
+	s.waitFor("the empty room", "Room · 0 participants")
+	m := regexp.MustCompile(`retrylab join (http://127\.0\.0\.1:\d+) --code`).FindStringSubmatch(s.text())
+	if m == nil {
+		b.Fatalf("no join line:\n%s", s.text())
+	}
+	dbs := make([]string, n)
+	for i := range dbs {
+		dbs[i] = filepath.Join(dir, fmt.Sprintf("p%02d.db", i))
+		if out, err := exec.Command(bin, "--db", dbs[i], "join", m[1], "--code", "K7QX-3M9P", "--name", fmt.Sprintf("p%02d", i)).CombinedOutput(); err != nil {
+			b.Fatalf("join: %v\n%s", err, out)
+		}
+	}
+	drain := func(d time.Duration) {
+		for {
+			select {
+			case <-reads:
+			case <-time.After(d):
+				return
+			}
+		}
+	}
+	drain(300 * time.Millisecond)
+
+	b.ResetTimer()
+	times := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			times[i], errs[i] = lessonRun(dbs[i])
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	var lat []time.Duration
+	for k := 0; ; k++ {
+		select {
+		case <-finished:
+		default:
+			drain(5 * time.Millisecond)
+			start := time.Now()
+			s.press([]string{"j", "k"}[k%2])
+			select {
+			case at := <-reads:
+				lat = append(lat, at.Sub(start))
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		break
+	}
+	b.StopTimer()
+	for i, err := range errs {
+		if err != nil {
+			b.Fatalf("participant %d: %v", i, err)
+		}
+	}
+
+	// Every participant's runs reach the room (the mirror drains as each
+	// lesson exits; a straggler is given 60 s).
+	var st roomStatus
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := exec.Command(bin, "--db", roomDB, "room", "status", "--json").Output()
+		if err == nil && json.Unmarshal(out, &st) == nil && allIn(st, n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the room never held every participant's two runs:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.press("q")
+	<-s.done
+
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	if len(lat) > 0 {
+		b.ReportMetric(ms(lat[len(lat)/2]), "key-p50-ms")
+		b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "key-p99-ms")
+	}
+	b.ReportMetric(float64(len(lat)), "keys")
+	b.ReportMetric(ms(alone), "alone-ms")
+	b.ReportMetric(float64(times[n/2])/float64(alone), "run-median-x")
+	b.ReportMetric(float64(times[n-1])/float64(alone), "run-max-x")
+}
+
+// allIn says the room holds n participants, each with the first two
+// lessons' runs: two executions, 4 messages of which 2 duplicates, and
+// both predictions (2, 2) right.
+func allIn(st roomStatus, n int) bool {
+	if len(st.Participants) != n {
+		return false
+	}
+	for _, p := range st.Participants {
+		if p.Executions != 2 || p.Outbox != 4 || p.Duplicates != 2 || p.Predictions.Right != 2 || p.Predictions.Asked != 2 {
+			return false
+		}
+	}
+	return true
+}
