@@ -71,6 +71,11 @@ func (m *Model) statusBar() string {
 	// world clock where it has a world; a read-only source, nothing.
 	can := m.can
 	var full, compact, narrow []string
+	// The filter applied, on every tab: the list it hides from is not
+	// always on screen.
+	if f := m.filter.State(); f != "" {
+		full, compact, narrow = append(full, "filter "+f), append(compact, f), append(narrow, f)
+	}
 	if can.run != nil {
 		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.runs.keysOn), short(m.runs.journalOn)))
 		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.runs.keysOn), shorter(m.runs.journalOn)))

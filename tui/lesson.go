@@ -300,7 +300,7 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.execs.Reset()
 	m.selID = ""
 	m.trace.Reset()
-	m.filter.Clear()
+	m.forgetFilterAndMark()
 	m.runs.follow, m.runs.started = "", ""
 	m.outbox.Clear()
 	m.status.armed = nil
@@ -545,6 +545,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		m.execs.Home()
 		m.selID = ""
+		m.forgetFilterAndMark() // the lesson's database starts empty
 		// The pane beside the trace shows what the step counts: a
 		// CRM lesson's rows, not an empty outbox.
 		m.showCRM(msg.step.Measure == lesson.MeasureCRMRows)
@@ -562,6 +563,9 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 	case lessonRecorded, lessonReset:
 		if !m.lesson.On() {
 			return nil
+		}
+		if msg.kind == lessonReset && msg.err == nil {
+			m.forgetFilterAndMark() // the path starts over for the next group
 		}
 		return m.lesson.Update(msg)
 	case lessonRestored:

@@ -192,7 +192,10 @@ type execsMsg struct {
 	skip   int
 	items  []execItem
 	total  int
-	err    error
+	// all is the length of the whole list when a filter applies (see
+	// filterBox.Observe).
+	all int
+	err error
 	// keep is the execution selected when a live read was asked for, sel
 	// the selection's index then, and moved keep's index now, when
 	// executions arriving above it moved it (else -1).
@@ -306,7 +309,14 @@ func (m *Model) loadExecs() tea.Cmd {
 		for i, x := range list {
 			items[i] = execItem{x: x, duplicates: x.Duplicates}
 		}
-		return execsMsg{filter: filter, skip: skip, items: items, total: total, err: err,
+		all := total
+		if err == nil && filter != "" {
+			// The whole list's length, to count what the filter hides.
+			if _, n, errAll := src.Executions(0, 1); errAll == nil {
+				all = n
+			}
+		}
+		return execsMsg{filter: filter, skip: skip, items: items, total: total, all: all, err: err,
 			keep: keep, sel: sel, moved: moved}
 	}
 }

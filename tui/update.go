@@ -127,6 +127,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.execs.Update(msg)
 		return nil
 	}
+	m.filter.Observe(msg.filter, msg.all, msg.total)
 	top, _, total := m.execs.Window()
 	m.execs.Update(msg)
 	if to := m.keptSelection(msg, total); to >= 0 {
@@ -379,6 +380,7 @@ func (m *Model) startClean() tea.Cmd {
 		func() tea.Cmd {
 			m.runs.follow, m.runs.started = "", ""
 			m.execs.Home()
+			m.forgetFilterAndMark()
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }
