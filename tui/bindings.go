@@ -115,6 +115,11 @@ func (m *Model) bindings() []binding {
 			m.modes.push(m.helpMode())
 			return nil
 		}},
+		{Binding: k.Messages, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+			m.msgs.Show()
+			m.modes.push(m.messagesMode())
+			return nil
+		}},
 		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askRunning(false, 0) }},
 
 		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},

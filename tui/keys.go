@@ -20,6 +20,7 @@ type KeyMap struct {
 	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
+	Messages                                 key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -65,6 +66,8 @@ func DefaultKeyMap() KeyMap {
 
 		MarkExec: b("m", "mark to compare", "m"),
 		Compare:  b("=", "compare with the marked one", "="),
+
+		Messages: b("M", "status messages in full", "M"),
 	}
 }
 

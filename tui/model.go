@@ -109,6 +109,8 @@ type Model struct {
 	picker *scenarioPicker
 	help   *helpPage
 	lesson *lessonPane
+	// msgs is every status message shown, whole (M).
+	msgs *messageLog
 
 	// status is the footer: the status message, the source's state and
 	// the keys.
@@ -165,6 +167,7 @@ func New(o Options) *Model {
 	}
 	m.status = newStatusLine(m.theme, o.FlashFor)
 	m.help = newHelpPage(m.Context, m.helpColumns)
+	m.msgs = newMessageLog(m.Context)
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
@@ -531,6 +534,7 @@ func (m *Model) selectedRow() *node { return m.trace.selected() }
 func (m *Model) setFlash(text string, bad bool) {
 	m.status.text, m.status.bad = text, bad
 	m.status.seq++
+	m.msgs.Add(m.now(), text, bad)
 }
 
 // showsImported reports whether the trace shown is of an imported

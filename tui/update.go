@@ -43,6 +43,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.lesson.sized()
 		}
 		m.help.SetSize(msg.Width, msg.Height)
+		m.msgs.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
 		m.cmp.SetSize(msg.Width, msg.Height)

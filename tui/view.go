@@ -50,7 +50,7 @@ func (m *Model) layout() map[pane]rect {
 				detailHeight += 4
 			}
 		}
-		topH := m.height - 1 - detailHeight
+		topH := m.height - m.footerHeight() - detailHeight
 		execW, traceW, outW := columnWidths(m.width)
 		return map[pane]rect{
 			paneExecs:  {0, 0, execW, topH},
@@ -60,13 +60,13 @@ func (m *Model) layout() map[pane]rect {
 		}
 	}
 	if m.focus == paneTrace || m.focus == paneOutbox {
-		traceH, outH := splitHeights(m.height - 2 - m.lesson.stripHeight())
+		traceH, outH := splitHeights(m.height - 1 - m.footerHeight() - m.lesson.stripHeight())
 		return map[pane]rect{
 			paneTrace:  {0, 1, m.width, traceH},
 			paneOutbox: {0, 1 + traceH, m.width, outH},
 		}
 	}
-	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
+	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 1 - m.footerHeight()}}
 }
 
 // sizePanes tells the panes that are components their boxes for the
@@ -117,6 +117,9 @@ func (m *Model) View() string {
 	}
 	if m.help.Shown() {
 		return m.help.View()
+	}
+	if m.msgs.Shown() {
+		return m.msgs.View()
 	}
 	if m.picker.Shown() {
 		return m.picker.View()
@@ -291,7 +294,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.help.Shown() || m.picker.Shown() {
+	if m.help.Shown() || m.picker.Shown() || m.msgs.Shown() {
 		return nil
 	}
 	for p, r := range m.layout() {
