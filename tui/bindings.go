@@ -68,6 +68,15 @@ func (m *Model) bindings() []binding {
 		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
 		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
 		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
+		{Binding: k.ScrollDetail, group: groupMove, action: func(msg tea.KeyMsg) tea.Cmd {
+			m.sizePanes()
+			if msg.String() == "[" {
+				m.detail.Scroll(-max(1, m.paneHeight(paneDetail)-3))
+			} else {
+				m.detail.Scroll(max(1, m.paneHeight(paneDetail)-3))
+			}
+			return nil
+		}},
 
 		{Binding: k.Run, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.openPicker() }},
 		{Binding: k.Resume, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.resume() }},

@@ -20,7 +20,7 @@ type KeyMap struct {
 	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
-	Messages                                 key.Binding
+	Messages, ScrollDetail                   key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -41,6 +41,8 @@ func DefaultKeyMap() KeyMap {
 		NextPane: b("tab", "next pane", "tab"),
 		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
+		// One binding, two keys: ] scrolls down, [ up.
+		ScrollDetail: b("]/[", "scroll the detail", "]", "["),
 
 		Run:              b("n", "run a scenario (picker)", "n"),
 		Resume:           b("r", "resume selected execution", "r"),

@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -842,9 +844,11 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 			exp = "▸ "
 		}
 	}
-	text := n.text
+	text, plain := n.text, n.plain()
 	switch n.kind {
 	case kindRun:
+		text = keepOutcome(text, width-lipgloss.Width(selMark(selected)+indent+exp))
+		plain = text
 		text = t.theme.Bold.Render(text)
 	case kindGap:
 		text = t.theme.Dim.Render(text)
@@ -858,10 +862,29 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 	}
 	line := selMark(selected) + indent + exp + text
 	if selected {
-		return t.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
+		return t.theme.Selected.Render(fit(selMark(true)+indent+exp+plain, width))
 	}
 	if k, ok := n.link(); ok && linked != nil && k == *linked {
-		return t.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
+		return t.theme.Linked.Render(fit("•"+indent+exp+plain, width))
 	}
 	return line
+}
+
+// keepOutcome fits a run's row to width, cutting its middle (the policy,
+// the faults) rather than its end: how the run ended stays readable at 80
+// columns ("✓ compl…" said nothing).
+func keepOutcome(row string, width int) string {
+	if lipgloss.Width(row) <= width {
+		return row
+	}
+	at := strings.LastIndex(row, " · ")
+	if at < 0 {
+		return row
+	}
+	head, tail := row[:at], row[at:]
+	room := width - lipgloss.Width(tail)
+	if room < 8 {
+		return row // too narrow to keep both: the box cuts it
+	}
+	return ansi.Truncate(head, room, "…") + tail
 }

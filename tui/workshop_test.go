@@ -278,9 +278,14 @@ func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
 func TestPanesShareWidthInProportion(t *testing.T) {
 	t.Parallel()
 	prev := [3]int{}
-	for _, w := range []int{110, 160, 200, 240} {
+	for w := wideWidth; w < threeColumnWidth; w++ {
+		if e, tr, o := columnWidths(w); o != 0 || e+tr != w || tr < 70 {
+			t.Errorf("%d columns, the outbox under the trace: executions %d, trace %d, outbox %d", w, e, tr, o)
+		}
+	}
+	for _, w := range []int{threeColumnWidth, 160, 200, 240} {
 		e, tr, o := columnWidths(w)
-		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o {
+		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o || tr < 70 {
 			t.Errorf("%d columns: executions %d, trace %d, outbox %d", w, e, tr, o)
 		}
 		if e < prev[0] || tr <= prev[1] || o < prev[2] {
