@@ -191,3 +191,40 @@ func TestExplorerTooSmallTerminal(t *testing.T) {
 	s.press("q")
 	<-s.done
 }
+
+// TestExplorerAt120x35GivesTheTraceRoom: at 120×35 three columns gave the
+// trace 52 columns and cut its errors; now the trace pane is at least 70
+// columns wide and the outbox is on screen with it (under it).
+func TestExplorerAt120x35GivesTheTraceRoom(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	ok(t, db, "run", "naive")
+	s := startScreen(t, bin, db, 120, 35)
+	s.waitFor("naive at 120×35", "Trace  exec_7K2Q", "Outbox (provider's truth)", "2 messages ← duplicate send")
+	var width int
+	for _, line := range strings.Split(s.text(), "\n") {
+		runes := []rune(line)
+		at := strings.Index(line, "Trace  exec_7K2Q")
+		if at < 0 {
+			continue
+		}
+		start := len([]rune(line[:at]))
+		for start > 0 && runes[start] != '╭' {
+			start--
+		}
+		end := start + 1
+		for end < len(runes) && runes[end] != '╮' {
+			end++
+		}
+		width = end - start + 1
+	}
+	if width < 70 {
+		t.Fatalf("the trace pane is %d columns wide at 120×35, want ≥ 70:\n%s", width, s.text())
+	}
+	s.press("q")
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("q did not end the explorer:\n%s", s.text())
+	}
+}
