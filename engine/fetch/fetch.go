@@ -49,8 +49,10 @@ type Client struct {
 
 // StatusError is an answer whose status is not 2xx.
 type StatusError struct {
-	URL  string
-	Code int
+	// URL is the URL that answered; From, when it differs, the one asked,
+	// which redirected to it.
+	URL, From string
+	Code      int
 	// Detail is the start of the body, one line, or empty.
 	Detail string
 }
@@ -65,7 +67,11 @@ func (e *StatusError) Error() string {
 	case e.Code >= 500:
 		what = "server error"
 	}
-	msg := fmt.Sprintf("HTTP %d from %s: %s", e.Code, e.URL, what)
+	from := e.URL
+	if e.From != "" && e.From != e.URL {
+		from += " (redirected from " + e.From + ")"
+	}
+	msg := fmt.Sprintf("HTTP %d from %s: %s", e.Code, from, what)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
@@ -145,7 +151,7 @@ func (c Client) Get(ctx context.Context, rawURL string) (io.ReadCloser, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer cancel()
 		defer resp.Body.Close()
-		return nil, &StatusError{URL: rawURL, Code: resp.StatusCode, Detail: detail(resp.Body)}
+		return nil, &StatusError{URL: resp.Request.URL.String(), From: rawURL, Code: resp.StatusCode, Detail: detail(resp.Body)}
 	}
 	return &body{rc: resp.Body, left: c.maxBytes(), max: c.maxBytes(), ctx: ctx, cancel: cancel, timeout: c.timeout()}, nil
 }
