@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -21,7 +22,18 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
-const benchSpans = 10_000
+// benchSpans is the trace's size: $RETRYLAB_BENCH_SPANS, or 10 000 spans
+// with RETRYLAB_BENCH_FULL=1 (BENCHMARKS.md's), or 1 000 for CI's smoke
+// run.
+func benchSpans() int {
+	if n, err := strconv.Atoi(os.Getenv("RETRYLAB_BENCH_SPANS")); err == nil && n > 1 {
+		return n
+	}
+	if os.Getenv("RETRYLAB_BENCH_FULL") == "1" {
+		return 10_000
+	}
+	return 1_000
+}
 
 const benchTraceID = "5bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -101,17 +113,18 @@ func jaegerTrace(n int) []byte {
 // committed). Metrics: fetch/bare and import/bare, the ratios of their
 // mean times.
 func BenchmarkFetch10kSpans(b *testing.B) {
+	spans := benchSpans()
 	for _, backend := range []struct {
 		name   string
 		doc    []byte
 		decode func([]byte) (int, error)
 	}{
-		{"tempo", tempoTrace(benchSpans), func(data []byte) (int, error) {
+		{"tempo", tempoTrace(spans), func(data []byte) (int, error) {
 			n := 0
 			err := tempo.Decode(data, func(bt otlp.Batch) error { n += len(bt.Spans); return nil })
 			return n, err
 		}},
-		{"jaeger", jaegerTrace(benchSpans), func(data []byte) (int, error) {
+		{"jaeger", jaegerTrace(spans), func(data []byte) (int, error) {
 			n := 0
 			_, err := jaeger.Decode(data, func(bt otlp.Batch) error { n += len(bt.Spans); return nil })
 			return n, err
@@ -126,7 +139,7 @@ func BenchmarkFetch10kSpans(b *testing.B) {
 			u := srv.URL + "/api/traces/" + benchTraceID
 			c := fetch.Client{}
 			check := func(n int, err error) {
-				if err != nil || n != benchSpans {
+				if err != nil || n != spans {
 					b.Fatalf("%d spans, %v", n, err)
 				}
 			}
