@@ -115,7 +115,7 @@ func (m *Model) bindings() []binding {
 			m.modes.push(m.helpMode())
 			return nil
 		}},
-		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askRunning(false, 0) }},
+		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askQuit() }},
 
 		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},
 		{Binding: k.TimeoutBefore, group: groupFaults, enabled: faults, action: arm(fault.TimeoutBeforeEffect)},
@@ -215,7 +215,8 @@ func (m *Model) moveKey(msg tea.KeyMsg) tea.Cmd {
 
 // onKey answers a key: the overlays first, top down (each mode's box or
 // question takes its keys before anything under it), then the explorer's
-// bindings. ctrl+c quits at once from anywhere.
+// bindings. ctrl+c quits from anywhere (killing the runs started here
+// first, see interrupt).
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if burst := splitBurst(msg); burst != nil {
 		cmds := make([]tea.Cmd, 0, len(burst))
@@ -225,7 +226,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmds...)
 	}
 	if msg.String() == "ctrl+c" {
-		return m.quit()
+		return m.interrupt()
 	}
 	if cmd, ok := m.modes.key(msg); ok {
 		return cmd

@@ -72,7 +72,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case compareMsg:
 		return m, m.onCompare(msg)
 	case noticesMsg:
-		return m, m.onNotices(msg)
+		return m, tea.Batch(m.onNotices(msg), m.refreshQuit())
 	case lessonMsg:
 		return m, m.onLesson(msg)
 	case actionMsg:
@@ -85,6 +85,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.focus = paneTrace
 			m.sizePanes()
 		}
+		m.runs.ownRun(msg.ran)
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
@@ -110,6 +111,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.onLocated(msg)
 	case runningMsg:
 		return m, m.onRunning(msg)
+	case killedMsg:
+		return m, m.quit()
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -272,7 +275,7 @@ func (m *Model) resume() tea.Cmd {
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), ran: id, watch: true}
 	}
 }
 
