@@ -696,3 +696,27 @@ func TestStartIsAFreshExecution(t *testing.T) {
 		t.Fatalf("restart: run %d of %s, want run 2 of exec_M4TX", p.run.Number, p.run.Execution)
 	}
 }
+
+// Item 22.3: faults armed in a burst leave the last one armed; an armed
+// fault that meets the scenario's plan on an attempt takes effect alone,
+// and its record says which planned fault it replaced.
+func TestArmedFaultTakesTheAttemptAlone(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, nil)
+	for _, p := range []fault.Point{fault.TimeoutAfterEffect, fault.CrashAfterRecord, fault.CrashAfterEffect} {
+		h.Faults().Arm(p)
+	}
+	if got := h.Faults().Armed(); len(got) != 1 || got[0] != fault.CrashAfterEffect {
+		t.Fatalf("armed after a burst: %v, want crash-after-effect alone", got)
+	}
+	p := start(t, h, "naive") // its plan: timeout-after-effect on attempt 1
+	wantStatus(t, p, history.StatusKilled, engine.ExitKilled)
+	inj := pick(events(t, h, "exec_7K2Q"), history.FaultInjected, 1, "step-4")
+	if len(inj) != 1 || inj[0].Fault != string(fault.CrashAfterEffect) || inj[0].Plan != 0 {
+		t.Fatalf("attempt 1 met %+v, want the armed crash-after-effect alone", inj)
+	}
+	if !strings.Contains(inj[0].Text, "instead of the scenario's planned timeout-after-effect") {
+		t.Errorf("the record does not say what the armed fault replaced: %q", inj[0].Text)
+	}
+	wantLine(t, p.lines, "instead of the scenario's planned timeout-after-effect")
+}

@@ -278,7 +278,7 @@ func (s *snapshot) Arm(p fault.Point) {
 	s.log("arm %s", p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.armed = append(s.armed, p)
+	s.armed = []fault.Point{p} // the last armed replaces the one before, as the host does
 }
 
 func (s *snapshot) Disarm() {

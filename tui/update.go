@@ -323,8 +323,14 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
+		before := src.Armed()
 		src.Arm(p)
-		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
+		text := p.Describe() + ": armed for the next tool call"
+		// One fault per attempt: the last armed replaces the one before.
+		if len(before) > 0 && before[len(before)-1] != p {
+			text += " (replaces " + string(before[len(before)-1]) + ")"
+		}
+		return armedMsg{armed: src.Armed(), text: text}
 	}
 }
 
