@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -130,8 +131,15 @@ func (m *Model) bindings() []binding {
 		}},
 		{Binding: k.AdvanceClock, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
 			src := m.can.world
-			return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
-				func() error { return src.AdvanceClock(retentionJump) })
+			// The message says the total too (a second A: now +50h), as
+			// the footer does under it.
+			return func() tea.Msg {
+				if err := src.AdvanceClock(retentionJump); err != nil {
+					return actionMsg{err: err}
+				}
+				return actionMsg{text: fmt.Sprintf("world clock advanced %s: now +%s; keys older than their retention are forgotten",
+					dur.Text(retentionJump), dur.Text(src.WorldOffset().Round(time.Minute)))}
+			}
 		}},
 		{Binding: k.ResetWorld, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
 			src := m.can.world

@@ -265,15 +265,20 @@ func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 	mustShow(t, m.View(), "a clean screen", "erased: no executions, an empty world")
 }
 
-// A says how far it moved the world clock as a person writes it: 25h, not
-// Go's 25h0m0s.
+// A says how far it moved the world clock as a person writes it (25h, not
+// Go's 25h0m0s), and how far ahead it is in all.
 func TestAdvanceClockSaysHours(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"safe", "run"})
 	m := open(t, snap, 200, 36)
 	press(t, m, "A")
 	v := m.View()
-	if !strings.Contains(v, "world clock advanced 25h: keys older") || strings.Contains(v, "0m0s") {
+	if !strings.Contains(v, "world clock advanced 25h: now +25h; keys older") || strings.Contains(v, "0m0s") {
 		t.Fatalf("after A the footer does not say 25h:\n%s", v)
+	}
+	// A second A says the total: the clock is 50 h ahead now.
+	press(t, m, "A")
+	if v := m.View(); !strings.Contains(v, "world clock advanced 25h: now +50h") {
+		t.Fatalf("after a second A the footer does not say the total:\n%s", v)
 	}
 }
