@@ -557,6 +557,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		if msg.exec != "" {
 			m.runs.follow, m.runs.started = msg.exec, msg.exec
+			m.runs.ownRun(msg.exec)
 			cmds = append(cmds, m.locate(msg.exec))
 		}
 		return tea.Batch(append(cmds, m.lesson.Update(msg))...)

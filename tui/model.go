@@ -133,6 +133,8 @@ type runState struct {
 	keysOn, journalOn *bool
 	startRun          string
 	follow, started   string
+	// mine is every execution run here, which quitting kills.
+	mine map[string]bool
 }
 
 // noticeFeed is the source's notices as the explorer follows them.
@@ -249,6 +251,8 @@ type actionMsg struct {
 	err  error
 	// selectID moves the selection to this execution.
 	selectID string
+	// ran is the execution of a run started or resumed here.
+	ran string
 	// watch: a run started or resumed here. Where the panes are tabs, its
 	// trace (with the outbox under it) comes to the front: pressing n on
 	// the Executions tab left the room looking at the list.
@@ -511,9 +515,9 @@ func (m *Model) start(name string) tea.Cmd {
 			return actionMsg{err: err}
 		}
 		if r.Deduplicated {
-			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution, watch: true}
+			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution, ran: r.Execution, watch: true}
 		}
-		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution, watch: true}
+		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution, ran: r.Execution, watch: true}
 	}
 }
 

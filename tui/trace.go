@@ -238,6 +238,10 @@ func makeNode(tn trace.Node, t *trace.Trace, imported bool) *node {
 // faultNames lists faults once each, in order: a fault armed with t on the
 // attempt the scenario's plan also times out is injected twice, which the
 // detail says; the row read 'timeout-after-effect,timeout-after-effect'.
+// armedPrefix begins the record of a fault armed by hand; a longer record
+// says why it took effect (it replaced the scenario's planned fault).
+const armedPrefix = "armed from the explorer"
+
 func faultNames(faults []string) string {
 	seen := make(map[string]bool, len(faults))
 	names := make([]string, 0, len(faults))
@@ -480,6 +484,13 @@ func attemptDetail(a *trace.Attempt) []string {
 	}
 	if len(a.Faults) > 0 {
 		lines = append(lines, "faults injected: "+strings.Join(a.Faults, ", "))
+	}
+	for _, in := range a.Injections {
+		// An armed fault that took the attempt from the scenario's plan
+		// says so (engine: one fault per attempt, the armed one wins).
+		if in.Plan == 0 && strings.HasPrefix(in.Text, armedPrefix) && in.Text != armedPrefix {
+			lines = append(lines, in.Fault+": "+in.Text)
+		}
 	}
 	if len(a.Effects) > 0 {
 		lines = append(lines, "provider delivered: "+strings.ReplaceAll(effectIDs(a), ",", ", "))

@@ -73,7 +73,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case compareMsg:
 		return m, m.onCompare(msg)
 	case noticesMsg:
-		return m, m.onNotices(msg)
+		return m, tea.Batch(m.onNotices(msg), m.refreshQuit())
 	case lessonMsg:
 		return m, m.onLesson(msg)
 	case actionMsg:
@@ -86,6 +86,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.focus = paneTrace
 			m.sizePanes()
 		}
+		m.runs.ownRun(msg.ran)
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
@@ -111,6 +112,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.onLocated(msg)
 	case runningMsg:
 		return m, m.onRunning(msg)
+	case killedMsg:
+		return m, m.quit()
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -276,7 +279,7 @@ func (m *Model) resume() tea.Cmd {
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), ran: id, watch: true}
 	}
 }
 
@@ -324,8 +327,14 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
+		before := src.Armed()
 		src.Arm(p)
-		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
+		text := p.Describe() + ": armed for the next tool call"
+		// One fault per attempt: the last armed replaces the one before.
+		if len(before) > 0 && before[len(before)-1] != p {
+			text += " (replaces " + string(before[len(before)-1]) + ")"
+		}
+		return armedMsg{armed: src.Armed(), text: text}
 	}
 }
 

@@ -121,9 +121,9 @@ func (s *screen) press(keys string) {
 	}
 }
 
-// TestExplorerInPseudoTerminal runs naive, arms a crash, runs it again, resumes,
-// and reads the duplicate in the outbox and the killed worker in the trace
-// off the screen of the real binary.
+// TestExplorerInPseudoTerminal runs naive, arms a crash, runs it again (a new
+// execution), resumes, and reads the duplicate in the outbox and the killed
+// worker in the trace off the screen of the real binary.
 func TestExplorerInPseudoTerminal(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
@@ -139,11 +139,14 @@ func TestExplorerInPseudoTerminal(t *testing.T) {
 	s.waitFor("armed", "armed: crash-after-effect")
 	s.press("n")
 	s.waitFor("picker", "Run which scenario?")
-	s.press("\r") // naive again: a restart of exec_7K2Q, which the crash kills
-	s.waitFor("killed worker", "☠ worker killed (exit 137)", "◆ worker died · ambiguous: provider delivered")
+	s.press("\r") // naive again: a new execution (not exec_7K2Q), which the crash kills
+	s.waitFor("killed worker", "Executions 2", "☠ worker killed (exit 137)", "◆ worker died · ambiguous: provider delivered")
+	if text := s.text(); strings.Contains(text, "Trace  exec_7K2Q") {
+		t.Fatalf("the second run of naive restarted exec_7K2Q:\n%s", text)
+	}
 
 	s.press("r")
-	s.waitFor("resumed", "run 3", "4 messages ← duplicate send")
+	s.waitFor("resumed", "run 2", "2 messages ← duplicate send", "execution completed")
 	if text := s.text(); !strings.Contains(text, "☠ worker killed") {
 		t.Fatalf("the killed worker left the trace:\n%s", text)
 	}
