@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // LaneKind tells lanes apart.
@@ -217,7 +218,7 @@ func (b *builder) attempt(li int, a *trace.Attempt) {
 		Outcome: a.Outcome, Text: attemptText(a)})
 	if a.Retry > 0 && !a.RetryAt.IsZero() {
 		b.add(li, Item{Kind: ItemBackoff, From: a.RetryAt, To: a.RetryAt.Add(a.Retry), Mark: trace.MarkRetry, Call: a.Call, N: a.N,
-			Text: fmt.Sprintf("%s #%d backoff %s", a.Call, a.N, a.Retry)})
+			Text: fmt.Sprintf("%s #%d backoff %s", a.Call, a.N, dur.Text(a.Retry))})
 	}
 	for _, fx := range a.Effects {
 		at := fx.At
@@ -294,7 +295,8 @@ func attemptText(a *trace.Attempt) string {
 	s := fmt.Sprintf("%s #%d %s %s", a.Call, a.N, a.Mark().Glyph(), a.Mark().Word())
 	switch {
 	case a.Finished && (a.Outcome == trace.OutcomeTimeout):
-		s = fmt.Sprintf("%s #%d %s deadline passed after %s", a.Call, a.N, trace.MarkTimeout.Glyph(), a.Duration)
+		s = fmt.Sprintf("%s #%d %s deadline passed after %s", a.Call, a.N, trace.MarkTimeout.Glyph(),
+			dur.Text(a.Duration.Round(time.Millisecond)))
 		if a.Ambiguous() {
 			s += " (the provider had acted: " + trace.MarkAmbiguous.Glyph() + ")"
 		}
