@@ -204,7 +204,7 @@ func (b *builder) attempt(li int, a *trace.Attempt) {
 	b.attempts[AttemptRef{a.Call, a.N}] = a
 	if a.NotKept > 0 {
 		b.add(li, Item{Kind: ItemNotKept, From: a.Started, To: a.Started, Mark: trace.MarkNotKept, Call: a.Call, N: a.N,
-			Text: fmt.Sprintf("%s %s not kept by the source", a.Call, attemptsWord(a.N-a.NotKept+1, a.N))})
+			Text: fmt.Sprintf("%s: %s not kept by the source", a.Call, attemptsWord(a.N-a.NotKept+1, a.N))})
 		return
 	}
 	end := a.Ended

@@ -177,7 +177,7 @@ func TestNotKeptAndInferred(t *testing.T) {
 	})
 	tl := Build(tr, Options{Inferred: []AttemptRef{{"5", 4}}})
 	text := strings.Join(tl.Text(80), "\n")
-	for _, want := range []string{"⋯#3", "inferred charge", "5 attempts #1–#3 not kept by the source", "charge: effect inferred (5 #4)"} {
+	for _, want := range []string{"⋯#3", "inferred charge", "5: attempts #1–#3 not kept by the source", "charge: effect inferred (5 #4)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("lacks %q:\n%s", want, text)
 		}
