@@ -119,7 +119,7 @@ func (p *timelinePane) bindings() []binding {
 		}
 	}
 	return []binding{
-		{Binding: key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "attempt")), action: func(msg tea.KeyMsg) tea.Cmd {
+		{Binding: key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "step")), action: func(msg tea.KeyMsg) tea.Cmd {
 			if s := msg.String(); s == "up" || s == "k" {
 				return step(-1)(msg)
 			}
