@@ -48,9 +48,6 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 	}
 	reads := make(chan time.Time, 4096)
 	s := startScreenTimed(b, reads, bin, db, 160, 48)
-	s.waitFor("the explorer", "Executions")
-	s.press("w")
-	s.waitFor("the timeline", "Timeline")
 	quiet := func(d time.Duration) {
 		for {
 			select {
@@ -60,6 +57,10 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 			}
 		}
 	}
+	s.waitFor("the explorer", "Executions", "Detail", "#999")
+	quiet(300 * time.Millisecond)
+	s.press("w")
+	s.waitFor("the timeline", "Timeline")
 	quiet(200 * time.Millisecond)
 	keys := []string{"j", "j", "+", "+", "+", "l", "l", "j", "k", "h", "-", "+", "+", "j", "l", "0"}
 	lat := make([]time.Duration, 0, b.N)
