@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/notice"
 )
 
 // HostTraces imports, audits and exports the traces of a running host's
@@ -29,12 +30,22 @@ func (t HostTraces) Knows(format ImportFormat) bool {
 // at a time, and tells subscribers (a running explorer) of the executions
 // it created or extended.
 func (t HostTraces) ImportStream(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+	return t.ImportStreamCommitted(name, format, r, nil)
+}
+
+// ImportStreamCommitted is ImportStream; committed, if set, is called once
+// the import is committed, before its executions are announced (a notice
+// of its own goes ahead of theirs, which may be thousands).
+func (t HostTraces) ImportStreamCommitted(name string, format ImportFormat, r io.Reader, committed func(ImportResult)) (ImportResult, error) {
 	// An import starts by cleaning up what unfinished imports left
 	// (otlp.CleanPending): two at once would take each other for one.
 	t.h.importMu.Lock()
 	defer t.h.importMu.Unlock()
 	res, err := t.h.stored().importStream(name, format, r)
 	if err == nil {
+		if committed != nil {
+			committed(res)
+		}
 		for _, x := range res.Executions {
 			t.h.Announce(x)
 		}
@@ -78,3 +89,8 @@ func (e *heldExport) Close() error {
 	defer e.release()
 	return e.OTLPExport.Close()
 }
+
+// Tell says msg to whoever watches the host (a notice with Host set): what
+// the traces endpoints did that no command is there to say, such as an
+// import committed after its client went away.
+func (t HostTraces) Tell(msg string) { t.h.bus.publish(notice.Notice{Host: msg}) }

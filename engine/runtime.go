@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -115,24 +115,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// readJSON decodes a request's JSON body into v. A body over the size or
+// nesting limits, or one that is not JSON, is a *jsonlimit.BadBody.
 func readJSON(r *http.Request, v any) error {
-	data, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
+	return jsonlimit.DecodeRequest(r, maxRuntimeBody, v)
 }
 
 // readBody reads a request's body, up to maxRuntimeBody bytes.
 func readBody(r *http.Request) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxRuntimeBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxRuntimeBody {
-		return nil, errors.New("body too large")
-	}
-	return data, nil
+	return jsonlimit.ReadRequest(r, maxRuntimeBody)
 }
 
 func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
@@ -220,12 +211,18 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var evs []history.Event
-	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && jsonlimit.Check(data) != nil:
+		// JSON must nest no deeper than the limit before encoding/json
+		// recurses through it.
+		err = jsonlimit.Check(data)
+	case len(trimmed) > 0 && trimmed[0] == '[':
 		err = json.Unmarshal(data, &evs)
 		if err == nil && len(evs) == 0 {
 			err = errors.New("empty batch")
 		}
-	} else {
+	default:
 		// One event: a JSON object, or the store's compact encoding
 		// (history.Encode), which the host's own workers send.
 		evs = make([]history.Event, 1)

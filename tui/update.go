@@ -216,6 +216,8 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 	reload, outbox, mine, gap, changed := false, false, false, false, false
 	for _, n := range msg.batch {
 		switch {
+		case n.Host != "":
+			m.setFlash(n.Host, true) // the host's word: an import committed unseen
 		case n.Lagged:
 			reload, outbox, mine = true, true, true
 		case n.Activity != nil:

@@ -87,12 +87,12 @@ func (c *Client) callWith(hc *http.Client, name string, in, out any) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+		return c.callError(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+		return c.callError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e rpcError
@@ -381,3 +381,26 @@ func (c *Client) WriteState(w io.Writer) error {
 	}
 	return nil
 }
+
+// callError is a control call's failure to reach the host: a host that
+// went away (quit, or killed) is said in words, the rest as they came.
+func (c *Client) callError(err error) error {
+	if hostGone(err) {
+		return &LostHostError{DB: c.dbPath, PID: c.info.PID, cause: err}
+	}
+	return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+}
+
+// LostHostError is a host that went away (quit, or killed) while a
+// command was talking to it.
+type LostHostError struct {
+	DB    string // the database the host held
+	PID   int
+	cause error
+}
+
+func (e *LostHostError) Error() string {
+	return fmt.Sprintf("the host of %s (pid %d) is gone: run the command again", e.DB, e.PID)
+}
+
+func (e *LostHostError) Unwrap() error { return e.cause }

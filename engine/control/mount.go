@@ -3,12 +3,11 @@ package control
 import (
 	"encoding/gob"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // Server is a host serving the control API to other processes: the
@@ -83,16 +82,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// readJSON reads a request's JSON body, up to maxBody bytes.
+// readJSON decodes a request's JSON body into v, up to maxBody bytes and
+// jsonlimit.MaxDepth levels; a refusal is a *jsonlimit.BadBody (a 400).
 func readJSON(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > maxBody {
-		return errors.New("body too large")
-	}
-	return json.Unmarshal(data, v)
+	return jsonlimit.DecodeRequest(r, maxBody, v)
 }
 
 // maxBody is the largest control request read (the runtime API's bound).

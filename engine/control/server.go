@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // hostInfo is the content of the file beside the database.
@@ -82,7 +83,7 @@ func (s *Server) handlers(mux engine.RuntimeAPI) {
 		mux.Handle("POST /v1/control/"+name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			out, err := fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
+				writeJSON(w, jsonlimit.Status(err, http.StatusUnprocessableEntity), rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
 				return
 			}
 			writeJSON(w, http.StatusOK, out)

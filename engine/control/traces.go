@@ -21,6 +21,8 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/errkind"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Import, audit and export through the host that holds the database: the
@@ -50,7 +52,7 @@ func writeTracesError(w http.ResponseWriter, err error) {
 	if errors.As(err, &me) {
 		e.Execution = me.ID
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, e)
+	writeJSON(w, jsonlimit.Status(err, http.StatusUnprocessableEntity), e)
 }
 
 func (s *Server) tracesHandlers(mux engine.RuntimeAPI) {
@@ -67,7 +69,16 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
 		return
 	}
-	res, err := s.host.Traces().ImportStream(q.Get("name"), format, newFrameReader(r.Body))
+	name := q.Get("name")
+	res, err := s.host.Traces().ImportStreamCommitted(name, format, newFrameReader(r.Body), func(res engine.ImportResult) {
+		if r.Context().Err() != nil {
+			// The client went away (killed, or its connection cut) after
+			// it sent the whole file, before the answer: the import is
+			// committed all the same, and nobody is there to be told.
+			// Say it to whoever watches the host.
+			s.host.Traces().Tell(orphanedImport(name, res))
+		}
+	})
 	// The client may still be sending what the import did not read (it
 	// stopped at an error): read it, so the client gets the answer rather
 	// than a broken pipe.
@@ -77,6 +88,13 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// orphanedImport is the host's line for an import committed after its
+// client went away.
+func orphanedImport(name string, res engine.ImportResult) string {
+	return fmt.Sprintf("the import of %s was committed (%s) after the retrylab that sent it went away: its command said nothing",
+		name, plural.Count(len(res.Executions), "execution"))
 }
 
 // auditArgs is an audit request.
@@ -413,6 +431,10 @@ func (f *frameReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if kind == frameEnd {
+			// Read on to the body's end, which follows at once: net/http
+			// watches the connection from there, so a sender killed while
+			// the import commits is known by the request's context.
+			_, _ = f.br.Peek(1)
 			f.err = io.EOF
 			continue
 		}

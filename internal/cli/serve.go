@@ -15,7 +15,7 @@ import (
 // serveCmd hosts the world for agents of any language, until Ctrl-C.
 func (a *app) serveCmd() *cobra.Command {
 	var port int
-	var otlpAddr string
+	var otlpFl otlpFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Host the simulated world so any HTTP client can be the agent",
@@ -37,13 +37,13 @@ is how an HTTP client moves the world clock: see README.`,
 					return err
 				}
 			}
-			if err := checkOTLPAddr(otlpAddr); err != nil {
+			if err := otlpFl.check(os.Getenv); err != nil {
 				return err
 			}
 			return a.withService(func(h engine.Service) error {
 				// The receiver listens before the banner, so that a busy
 				// address is said before any address is announced.
-				otlpLine, stopOTLP, err := a.startOTLP(h, otlpAddr)
+				otlpLine, stopOTLP, err := a.startOTLP(h, otlpFl)
 				if err != nil {
 					return err
 				}
@@ -60,13 +60,28 @@ is how an HTTP client moves the world clock: see README.`,
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 				defer signal.Stop(sigs)
-				<-sigs
+				// What the host has to say (an import committed after its
+				// client went away) is printed as it comes.
+				notices, stopNotices := h.Subscribe(256)
+				defer stopNotices()
+				for stopped := false; !stopped; {
+					select {
+					case n, ok := <-notices:
+						if !ok {
+							notices = nil
+						} else if n.Host != "" {
+							fmt.Fprintf(a.out, "[host]      %s\n", n.Host)
+						}
+					case <-sigs:
+						stopped = true
+					}
+				}
 				fmt.Fprintln(a.out, "stopped")
 				return nil
 			})
 		},
 	}
 	cmd.Flags().IntVar(&port, "port", 0, "fixed ports: the mail API on `N`, the CRM on N+1, the control API on N+2 (default: free ports)")
-	addOTLPFlag(cmd, &otlpAddr)
+	addOTLPFlag(cmd, &otlpFl)
 	return cmd
 }

@@ -54,6 +54,11 @@ event 1 or has holes (cut short), events out of order, an event type this
 version does not know (a newer server). A running workflow's history is
 imported as running; importing a later download of it adds the new events.
 
+A file may also be a trace downloaded from Grafana Tempo (its API's
+{"batches": ...} or {"trace": ...}) or from Jaeger (the UI's download and API
+v1's {"data": [...]}, API v3's {"result": ...}), recognised by its content;
+its spans are imported as OTLP's, under the same rules.
+
 FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
 as they come: retrylab export --otlp - | retrylab --db other.db import -
 
