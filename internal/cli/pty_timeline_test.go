@@ -48,11 +48,16 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 	}
 	reads := make(chan time.Time, 4096)
 	s := startScreenTimed(b, reads, bin, db, 160, 48)
+	// quiet waits until the output has been quiet for d, or a second
+	// passed: the explorer's first frames of a long history keep coming.
 	quiet := func(d time.Duration) {
+		limit := time.After(time.Second)
 		for {
 			select {
 			case <-reads:
 			case <-time.After(d):
+				return
+			case <-limit:
 				return
 			}
 		}
@@ -78,9 +83,13 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 		quiet(30 * time.Millisecond)
 	}
 	b.StopTimer()
-	s.press("\x1b")
+	s.press("w") // closes the timeline (an esc followed at once by q reads as alt+q)
+	time.Sleep(100 * time.Millisecond)
 	s.press("q")
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second): // the cleanup kills it
+	}
 	if len(lat) > 0 {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		at := func(q float64) float64 {
