@@ -67,9 +67,16 @@ func (p *timelinePane) Open(tv *traceView) {
 	p.layout()
 }
 
-// layout builds the timeline again when the trace moved on since.
+// rebuildEvery is the share of a long trace's events that must be new
+// before a live trace is laid out again: a build costs time in the length
+// of the trace, so a run that goes on under an open timeline pays for it
+// once every 1/rebuildEvery of its events (2%), not on each frame.
+const rebuildEvery = 50
+
+// layout builds the timeline again when the trace moved on since (a long
+// live one only once it grew by a fiftieth).
 func (p *timelinePane) layout() *timeline.Timeline {
-	if p.tl != nil && p.builtAt == p.tv.t.Events {
+	if p.tl != nil && (p.builtAt == p.tv.t.Events || (p.tv.t.Events-p.builtAt)*rebuildEvery < p.builtAt) {
 		return p.tl
 	}
 	opt := timeline.Options{}
