@@ -242,15 +242,19 @@ func (p *timelinePane) status(tl *timeline.Timeline) string {
 
 // openTimeline opens the Timeline view of the selected execution's trace.
 func (m *Model) openTimeline() tea.Cmd {
-	if m.trace.tr == nil {
+	tv := m.trace.shown()
+	if tv == nil {
 		m.setFlash("select an execution first: the timeline draws its trace", true)
 		return nil
 	}
-	m.timeline.Open(m.trace.tr)
+	m.timeline.Open(tv)
 	m.modes.push(&mode{name: "timeline", active: m.timeline.Shown,
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.timeline.Update(msg) }), short: m.timeline.ShortHelp})
 	return nil
 }
+
+// shown is the trace the pane shows, nil while none is read.
+func (t *tracePane) shown() *traceView { return t.tr }
 
 // pickAttempt selects an attempt the timeline's enter chose in the trace.
 func (m *Model) pickAttempt(call string, n int) {
