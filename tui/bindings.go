@@ -114,6 +114,7 @@ func (m *Model) bindings() []binding {
 		}},
 		{Binding: k.MarkExec, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.markExec() }},
 		{Binding: k.Compare, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.openCompare() }},
+		{Binding: timelineKey, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.openTimeline() }},
 		{Binding: k.Lesson, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
 			if m.lesson.On() {
 				return m.leaveLesson()

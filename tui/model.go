@@ -104,6 +104,8 @@ type Model struct {
 
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
 	cmp *comparePane
+	// timeline is the selected execution on one time axis (w): tui/timeline.go.
+	timeline *timelinePane
 
 	// picker is the scenario picker and the catalogue it picks from.
 	picker *scenarioPicker
@@ -173,6 +175,7 @@ func New(o Options) *Model {
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
+	m.timeline = newTimelinePane(m.Context, m.pickAttempt)
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
 	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)

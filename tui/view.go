@@ -146,6 +146,9 @@ func (m *Model) View() string {
 	if m.cmp.Shown() {
 		return m.cmp.View()
 	}
+	if m.timeline.Shown() {
+		return m.timeline.View()
+	}
 	lay := m.layout()
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
