@@ -21,6 +21,7 @@ type KeyMap struct {
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
 	Slide, Room                              key.Binding
+	Messages, ScrollDetail                   key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -41,6 +42,8 @@ func DefaultKeyMap() KeyMap {
 		NextPane: b("tab", "next pane", "tab"),
 		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
+		// One binding, two keys: ] scrolls down, [ up.
+		ScrollDetail: b("]/[", "scroll the detail", "]", "["),
 
 		Run:              b("n", "run a scenario (picker)", "n"),
 		Resume:           b("r", "resume selected execution", "r"),
@@ -67,8 +70,9 @@ func DefaultKeyMap() KeyMap {
 		MarkExec: b("m", "mark to compare", "m"),
 		Compare:  b("=", "compare with the marked one", "="),
 
-		Slide: b("s", "slide: the selection, large", "s"),
-		Room:  b("P", "the room: every participant", "P"),
+		Slide:    b("s", "slide: the selection, large", "s"),
+		Room:     b("P", "the room: every participant", "P"),
+		Messages: b("M", "status messages in full", "M"),
 	}
 }
 

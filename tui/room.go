@@ -40,6 +40,13 @@ type roomMsg struct {
 // roomTickMsg asks for the room's status again.
 type roomTickMsg struct{}
 
+// projector is what the explorer puts a room on a projector with: the
+// room view (P) and the slide view (s), one field of the Model.
+type projector struct {
+	room  *roomPane
+	slide *slideView
+}
+
 // roomPane is the room view (P): a row per participant with its latest
 // scenario and outcome, its outbox with ⚠ on a duplicate and its
 // predictions, and the class tally under them.

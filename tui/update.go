@@ -43,6 +43,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.lesson.sized()
 		}
 		m.help.SetSize(msg.Width, msg.Height)
+		m.msgs.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
 		m.cmp.SetSize(msg.Width, msg.Height)
@@ -78,7 +79,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case participantMsg:
 		return m, m.onParticipant(msg)
 	case noticesMsg:
-		return m, m.onNotices(msg)
+		return m, tea.Batch(m.onNotices(msg), m.refreshQuit())
 	case lessonMsg:
 		return m, m.onLesson(msg)
 	case actionMsg:
@@ -91,6 +92,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.focus = paneTrace
 			m.sizePanes()
 		}
+		m.runs.ownRun(msg.ran)
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
@@ -116,6 +118,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.onLocated(msg)
 	case runningMsg:
 		return m, m.onRunning(msg)
+	case killedMsg:
+		return m, m.quit()
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -133,6 +137,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.execs.Update(msg)
 		return nil
 	}
+	m.filter.Observe(msg.filter, msg.all, msg.total)
 	top, _, total := m.execs.Window()
 	m.execs.Update(msg)
 	if to := m.keptSelection(msg, total); to >= 0 {
@@ -280,7 +285,7 @@ func (m *Model) resume() tea.Cmd {
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), ran: id, watch: true}
 	}
 }
 
@@ -328,8 +333,14 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
+		before := src.Armed()
 		src.Arm(p)
-		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
+		text := p.Describe() + ": armed for the next tool call"
+		// One fault per attempt: the last armed replaces the one before.
+		if len(before) > 0 && before[len(before)-1] != p {
+			text += " (replaces " + string(before[len(before)-1]) + ")"
+		}
+		return armedMsg{armed: src.Armed(), text: text}
 	}
 }
 
@@ -387,6 +398,7 @@ func (m *Model) startClean() tea.Cmd {
 		func() tea.Cmd {
 			m.runs.follow, m.runs.started = "", ""
 			m.execs.Home()
+			m.forgetFilterAndMark()
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }

@@ -140,6 +140,9 @@ func (m *mdWriter) render(read func(fn func(history.Event) error) error) error {
 	} else {
 		m.f("\n")
 	}
+	if err := m.timeline(read); err != nil {
+		return err
+	}
 	m.outbox()
 	m.crm()
 	if m.h.More != nil {

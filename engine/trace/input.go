@@ -109,6 +109,9 @@ type Effect struct {
 	Summary string `json:"summary,omitempty"`
 	// Version is a written row's version after the write, when known.
 	Version int `json:"version,omitempty"`
+	// At is when the effect was observed: the time of its EffectObserved
+	// event, set by the fold (zero when the source gave none).
+	At time.Time `json:"-"`
 }
 
 // Event is one input of the fold. Fields are filled according to Kind.

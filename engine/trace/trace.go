@@ -672,16 +672,20 @@ func (t *Trace) Apply(e Event) {
 			return
 		}
 		k := attemptKey{e.Call, e.Attempt}
+		fx := *e.Effect
+		if fx.At.IsZero() {
+			fx.At = e.Time
+		}
 		switch a := t.attempts[k]; {
 		case a != nil:
-			t.addEffects(a, *e.Effect)
+			t.addEffects(a, fx)
 		case t.released(k):
-			t.addEffects(nil, *e.Effect)
+			t.addEffects(nil, fx)
 		default:
 			if t.pending == nil {
 				t.pending = map[attemptKey][]Effect{}
 			}
-			t.pending[k] = append(t.pending[k], *e.Effect)
+			t.pending[k] = append(t.pending[k], fx)
 		}
 	}
 }

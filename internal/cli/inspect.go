@@ -57,7 +57,7 @@ database, or run on a scratch database when this one has none).`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&asMarkdown, "markdown", false, "write a Markdown handout")
-	return cmd
+	return a.withTimeline(cmd)
 }
 
 func pickExecution(h engine.Service, args []string) (string, error) {
