@@ -20,6 +20,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -314,9 +315,24 @@ func classifyOpenError(path string, err error) error {
 		strings.Contains(err.Error(), "file size too small"):
 		return fmt.Errorf("open %s: %w: %v", path, ErrCorrupt, err)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("open %s: permission denied (is the directory writable?): %w", path, err)
+		return fmt.Errorf("open %s: %s: %w", path, permissionCause(path), err)
 	}
 	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// permissionCause says why opening path was denied: the file cannot be
+// read, or cannot be written (a read-write open needs both), or the
+// directory cannot be written (a missing file cannot be created in it).
+func permissionCause(path string) string {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("permission denied: the file does not exist and directory %s is not writable to create it", filepath.Dir(path))
+	}
+	if f, err := os.Open(path); err != nil {
+		return "permission denied: the file is not readable by this user"
+	} else {
+		f.Close()
+	}
+	return "permission denied: the file is not writable by this user (commands that only read open it read-only)"
 }
 
 // precheck looks at an existing, non-empty file through a read-only bbolt

@@ -74,6 +74,9 @@ func checkDBPath(path string) error {
 // the database and removes any copy.
 func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 	same := func(err error) error { return err }
+	if err := a.needDB(); err != nil {
+		return nil, nil, nil, err
+	}
 	if _, err := os.Stat(a.dbPath); err != nil {
 		return nil, nil, nil, fmt.Errorf("read %s: %w", a.dbPath, err)
 	}

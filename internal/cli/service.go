@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -115,4 +116,57 @@ func (a *app) openHost() (*engine.Host, error) {
 			a.mailPort, a.controlPort, err)}
 	}
 	return h, err
+}
+
+// withReader runs fn on the database for a command that only reads it
+// (show, state, outbox, journal list, diff): through the retrylab that has
+// it open, if one does, and otherwise on a host opened read-only
+// (engine.OpenReadOnly), which writes no byte of the file and reads a file
+// this user may not write. A missing file is not created.
+func (a *app) withReader(fn func(engine.Service) error) (err error) {
+	if err := a.needDB(); err != nil {
+		return err
+	}
+	for try := 0; ; try++ {
+		c, err := engine.Dial(a.dbPath)
+		if err == nil {
+			if err = c.Hold(); err == nil {
+				defer a.releaseInto(c, &err)
+				return fn(c)
+			}
+			c.Close()
+			if try < 40 {
+				time.Sleep(25 * time.Millisecond) // until it has let go of the file
+				continue
+			}
+			return err
+		}
+		h, err := engine.OpenReadOnly(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports})
+		if errors.Is(err, store.ErrLocked) && try < 40 {
+			// A host may be coming up, or closing: ask again.
+			time.Sleep(25 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		notes, err := h.Notes()
+		if err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintf(a.errOut, "retrylab: %s\n", n)
+		}
+		return fn(h)
+	}
+}
+
+// needDB fails, in one line, when --db names no file: a command that only
+// reads never creates a database.
+func (a *app) needDB() error {
+	if _, err := os.Stat(a.dbPath); errors.Is(err, fs.ErrNotExist) {
+		return &exitError{code: 1, msg: fmt.Sprintf("no database at %s: `retrylab run naive` makes one", a.dbPath)}
+	}
+	return nil
 }
