@@ -17,7 +17,7 @@ import (
 
 // noDB names the commands that never open --db (chaos checks it itself,
 // since it only uses --db when given).
-var noDB = map[string]bool{"scenarios": true, "verify": true, "chaos": true, "chaos-host": true,
+var noDB = map[string]bool{"scenarios": true, "verify": true, "chaos": true, "chaos-host": true, "salvage": true,
 	"help": true, "completion": true, "__complete": true}
 
 // checkDBFlag checks --db before a command that opens it runs.
