@@ -37,6 +37,11 @@ func CheckRecords(db *store.DB, reg *imports.Registry, max int) (damaged []error
 		}); err != nil {
 			return err
 		}
+		bad, err := tx.CheckExecutionIndex(max - len(damaged))
+		if err != nil {
+			return err
+		}
+		damaged = append(damaged, bad...)
 		for _, id := range ids {
 			if full() {
 				return nil
@@ -71,7 +76,7 @@ func CheckRecords(db *store.DB, reg *imports.Registry, max int) (damaged []error
 		if full() {
 			return nil
 		}
-		bad, err := world.CheckRecords(tx, max-len(damaged))
+		bad, err = world.CheckRecords(tx, max-len(damaged))
 		damaged = append(damaged, bad...)
 		return err
 	})

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
@@ -43,7 +42,7 @@ func (s stored) Events(id string, from uint64, limit int) ([]history.Event, erro
 		return tx.Events(id, from, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				bad = tx.EventDamaged(id, seq, err)
 				return false
 			}
 			out = append(out, ev)
@@ -64,7 +63,7 @@ func (s stored) EachEvent(id string, fn func(history.Event)) error {
 		return tx.Events(id, 0, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				bad = tx.EventDamaged(id, seq, err)
 				return false
 			}
 			fn(ev)

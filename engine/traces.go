@@ -140,7 +140,7 @@ func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, 
 	}
 	x, err := history.DecodeExecution(rec)
 	if err != nil {
-		return history.Execution{}, fmt.Errorf("execution %s: %w", id, err)
+		return history.Execution{}, tx.ExecutionDamaged(id, err)
 	}
 	return x, nil
 }
@@ -192,8 +192,9 @@ func (s stored) planOTLPExport(ids []string, version string) (*otlpExport, error
 	if len(ids) == 0 {
 		var err error
 		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
+			// An undecodable record is kept: reading it reports the damage.
 			x, err := history.DecodeExecution(rec)
-			return err == nil && x.Imported == ""
+			return err != nil || x.Imported == ""
 		})
 		if err != nil {
 			return nil, err
@@ -264,7 +265,7 @@ func (e *otlpExport) one(jw imports.Writer, id string, imported bool) error {
 				return tx.Events(id, from, func(seq uint64, data []byte) bool {
 					ev, err := history.Decode(data)
 					if err != nil {
-						bad = fmt.Errorf("execution %s: %w", id, err)
+						bad = tx.EventDamaged(id, seq, err)
 						return false
 					}
 					page = append(page, ev)

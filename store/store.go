@@ -288,8 +288,17 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// walked first, under the shared lock bbolt now holds (no writer
 		// can change the file while it is held), so that no read follows a
 		// damaged page out of the map or round a loop.
+		// A file small enough is checked in full, as a read-write Open
+		// checks it, so that a reader reports the damage bbolt's check
+		// finds (keys out of order, say) instead of reading round it.
 		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.WalkUpTo {
-			if werr := walkFile(path, b.Info().PageSize); werr != nil {
+			var werr error
+			if opts.CheckUpTo >= 0 && info.Size() <= opts.CheckUpTo {
+				werr = b.View(func(tx *bolt.Tx) error { return checkFile(path, tx) })
+			} else {
+				werr = walkFile(path, b.Info().PageSize)
+			}
+			if werr != nil {
 				_ = b.Close()
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}

@@ -131,7 +131,10 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	}
 	if v != nil {
 		if len(v) != historyKeyLen {
-			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
+			return nil, nil, t.Damaged(bucketHistoryIDs, nil, []byte(exec), fmt.Errorf("a history number of %d bytes", len(v)))
+		}
+		if n := binary.BigEndian.Uint32(v); n == 0 || uint64(n) > ids.Sequence() {
+			return nil, nil, t.Damaged(bucketHistoryIDs, nil, []byte(exec), fmt.Errorf("history number %d, never given (the last given is %d)", n, ids.Sequence()))
 		}
 		return events, clone(v), nil
 	}

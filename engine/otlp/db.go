@@ -99,7 +99,7 @@ func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
 			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
 			id, err := storedSpanID(b)
 			if err != nil {
-				return fmt.Errorf("stored span %d does not decode: %w", seq+uint64(i), err)
+				return spanDamaged(tx, k, seq+uint64(i), b, err)
 			}
 			if _, ok := into[id]; !ok {
 				into[id] = b
@@ -756,8 +756,9 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 				break
 			}
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(j))), &s); err != nil {
-				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(j)))
+			if err := decodeSpan(b, &s); err != nil {
+				return nil, spanDamaged(tx, k, seq+uint64(j), b, fmt.Errorf("a span of execution %s: %w", from, err))
 			}
 			m.add(&s)
 			role, is := effect.roleOf(&s)
@@ -956,8 +957,9 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 		}
 		for i := range n {
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(i))), &s); err != nil {
-				bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+			if err := decodeSpan(b, &s); err != nil {
+				bad = spanDamaged(tx, k, seq+uint64(i), b, fmt.Errorf("a span of execution %s: %w", exec, err))
 				return false
 			}
 			s.Import = imp
@@ -987,4 +989,14 @@ func SortSpans(spans []Span) {
 		}
 		return a.SpanID < b.SpanID
 	})
+}
+
+// spanDamaged is the error for span seq, named by the index entry at key
+// index, which does not decode (err): the span's record when it is
+// stored (span holds it), else the index entry that names it.
+func spanDamaged(tx *store.Tx, index []byte, seq uint64, span []byte, err error) error {
+	if span == nil {
+		return tx.Damaged(BucketIndex, nil, index, fmt.Errorf("it names span %d, which is not stored", seq))
+	}
+	return tx.Damaged(BucketSpans, nil, store.U64(seq), err)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/internal/plural"
+	"github.com/retrylab/retrylab/store"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -213,8 +214,16 @@ func (a *app) runCheck(externalOK bool) error {
 			}
 			fmt.Fprintf(a.out, "damaged: %s\n", name(d))
 		}
-		return &exitError{code: 1, msg: fmt.Sprintf("check: %s: the file is damaged (%s); `retrylab salvage %s OUT` copies what is readable",
-			a.dbPath, plural.Count(min(len(damaged), maxListedDamage), "damaged record"), a.dbPath)}
+		n := plural.Count(len(damaged), "damaged record")
+		if len(damaged) > maxListedDamage {
+			n = fmt.Sprintf("more than %d damaged records", maxListedDamage)
+		}
+		first := oneLine(name(damaged[0]).Error())
+		if !strings.Contains(first, store.ErrCorrupt.Error()) {
+			first = fmt.Sprintf("%s: %v: %s", a.dbPath, store.ErrCorrupt, first)
+		}
+		return &exitError{code: 1, msg: fmt.Sprintf("check: %s (%s in all); `retrylab salvage %s OUT` copies what is readable",
+			first, n, a.dbPath)}
 	}
 	rep, err := check.CheckDB(db, check.Options{Resolve: planResolver(scenario.NewCatalog(fixtures.FS)), ExternalOK: externalOK})
 	if err != nil {
