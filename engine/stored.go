@@ -1,7 +1,6 @@
 package engine
 
 import (
-
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
