@@ -14,7 +14,7 @@ import (
 func TestEffectsAreRecordedInTheHistory(t *testing.T) {
 	h := openHost(t, nil)
 	play(t, h, func() (*engine.Run, error) { return h.Start("naive", engine.RunOptions{}) })
-	msgs, err := h.MessagesFor(naiveExec)
+	msgs, err := h.Providers().MessagesFor(naiveExec)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("outbox of naive: %d messages, %v", len(msgs), err)
 	}
@@ -49,10 +49,10 @@ func TestEffectsAreRecordedInTheHistory(t *testing.T) {
 		t.Errorf("the record does not flag the duplicate send: %+v", x)
 	}
 
-	if err := h.ResetWorld(); err != nil {
+	if err := h.Providers().ResetWorld(); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, _ := h.MessagesFor(naiveExec); len(msgs) != 0 {
+	if msgs, _ := h.Providers().MessagesFor(naiveExec); len(msgs) != 0 {
 		t.Fatalf("the reset left %d messages", len(msgs))
 	}
 	if got := recorded(); len(got) != len(byID) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/agent"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports/all"
@@ -68,14 +69,21 @@ func openHost(t *testing.T, clock engine.Clock) *engine.Host {
 	return openHostAt(t, filepath.Join(t.TempDir(), "retrylab.db"), clock)
 }
 
+// openHostAt opens a host on path that serves the control API, checked
+// and closed when the test ends.
 func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 	t.Helper()
 	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Clock: clock, Imports: all.Registry()})
 	if err != nil {
 		t.Fatalf("open host: %v", err)
 	}
+	// Served, as the CLI's host is, so that tests can attach to it.
+	if _, err := control.Serve(h); err != nil {
+		h.Close()
+		t.Fatalf("serve the control API: %v", err)
+	}
 	t.Cleanup(func() {
-		if err := h.Check(); err != nil {
+		if err := h.Store().Check(); err != nil {
 			t.Errorf("database check: %v", err)
 		}
 		if err := h.Close(); err != nil {
@@ -164,7 +172,7 @@ func pick(evs []history.Event, typ history.Type, run int, step string) []history
 
 func outbox(t *testing.T, h *engine.Host) []world.Message {
 	t.Helper()
-	msgs, err := h.Outbox()
+	msgs, err := h.Providers().Outbox()
 	if err != nil {
 		t.Fatalf("outbox: %v", err)
 	}
@@ -286,7 +294,7 @@ func TestNaiveTimeoutDuplicates(t *testing.T) {
 	if got := messageID(t, finished[1].Response.Body); got != msgs[1].ID {
 		t.Errorf("attempt 2 answered %s, outbox has %s", got, msgs[1].ID)
 	}
-	if n := h.MailRequests(naiveExec); n != 2 {
+	if n := h.Providers().MailRequests(naiveExec); n != 2 {
 		t.Errorf("mail API saw %d requests, want 2", n)
 	}
 
@@ -400,7 +408,7 @@ func safeFirstRun(t *testing.T, h *engine.Host) (msgID string) {
 	if err != nil || !ok || k.InFlight || k.Ref != msgID || k.Status != 200 {
 		t.Fatalf("key store holds %+v %v (%v), want %s -> %s", k, ok, err, articleKey, msgID)
 	}
-	if n := h.MailRequests(safeExec); n != 2 {
+	if n := h.Providers().MailRequests(safeExec); n != 2 {
 		t.Errorf("mail API saw %d requests, want 2", n)
 	}
 	wantLine(t, p.lines, "POST /v1/send  Idempotency-Key: "+articleKey)
@@ -433,7 +441,7 @@ func TestSafeKeyThenJournal(t *testing.T) {
 	if len(rep) != 1 || rep[0].ResultRun != 1 || messageID(t, rep[0].Result) != msgID {
 		t.Fatalf("run 2 replays %+v, want step-4 from run 1 with %s", rep, msgID)
 	}
-	if n := h.MailRequests(safeExec); n != 2 {
+	if n := h.Providers().MailRequests(safeExec); n != 2 {
 		t.Errorf("mail API saw %d requests in all, want still 2: the rerun must send none", n)
 	}
 	for _, no := range p.notices {
@@ -484,7 +492,7 @@ func TestSafeKeyAloneAfterJournalDelete(t *testing.T) {
 		messageID(t, finished[0].Response.Body) != msgID {
 		t.Fatalf("run 3 finished %+v, want the stored response with %s", finished, msgID)
 	}
-	if n := h.MailRequests(safeExec); n != 3 {
+	if n := h.Providers().MailRequests(safeExec); n != 3 {
 		t.Errorf("mail API saw %d requests, want 3 (one more, answered from the key store)", n)
 	}
 	wantOutbox(t, outbox(t, h), 1)
@@ -519,7 +527,7 @@ func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
 	}
 	msgs := outbox(t, h)
 	wantOutbox(t, msgs, 1)
-	if recs, err := h.Records(); err != nil || len(recs) != 0 {
+	if recs, err := h.Providers().Records(); err != nil || len(recs) != 0 {
 		t.Fatalf("CRM before resume: %+v (%v), want empty", recs, err)
 	}
 
@@ -541,17 +549,17 @@ func TestInvoiceCRMResumeReplaysFromJournal(t *testing.T) {
 		t.Fatalf("CRM attempts %+v, want exactly one, in run 2", a)
 	}
 	wantOutbox(t, outbox(t, h), 1)
-	if n := h.MailRequests(crmExec); n != 1 {
+	if n := h.Providers().MailRequests(crmExec); n != 1 {
 		t.Errorf("mail API saw %d requests, want 1", n)
 	}
-	recs, err := h.Records()
+	recs, err := h.Providers().Records()
 	if err != nil || len(recs) != 1 || recs[0].ID != "inv_0611" {
 		t.Fatalf("CRM holds %+v (%v), want inv_0611", recs, err)
 	}
 	if got := recs[0].Fields["message_id"]; got != msgs[0].ID {
 		t.Errorf("CRM record points at message %v, want the email's %s", got, msgs[0].ID)
 	}
-	if w, err := h.CRMWrites(0, 0); err != nil || len(w) != 1 {
+	if w, err := h.Providers().CRMWrites(0, 0); err != nil || len(w) != 1 {
 		t.Errorf("CRM write log %+v (%v), want one write", w, err)
 	}
 
@@ -644,12 +652,12 @@ func TestOrphanMarkedKilledAndResumed(t *testing.T) {
 func TestServicesListenOnLoopback(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, nil)
-	for name, u := range map[string]string{"mail": h.MailURL(), "crm": h.CRMURL(), "runtime": h.RuntimeURL()} {
+	for name, u := range map[string]string{"mail": h.Providers().MailURL(), "crm": h.Providers().CRMURL(), "runtime": h.Runtime().URL()} {
 		if !strings.HasPrefix(u, "http://127.0.0.1:") {
 			t.Errorf("%s listens on %s, want 127.0.0.1", name, u)
 		}
 	}
-	info, err := os.Stat(h.DBPath())
+	info, err := os.Stat(h.Store().Path())
 	if err != nil {
 		t.Fatal(err)
 	}

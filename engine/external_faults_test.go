@@ -44,12 +44,12 @@ func TestFaultsOfExecutionsTheHostDoesNotRun(t *testing.T) {
 	}
 	defer h.Close()
 
-	h.Arm(fault.TimeoutAfterEffect)
-	h.Arm(fault.CrashAfterEffect)
-	if got := h.TakeArmed(); len(got) != 2 || got[0] != fault.TimeoutAfterEffect || got[1] != fault.CrashAfterEffect {
+	h.Faults().Arm(fault.TimeoutAfterEffect)
+	h.Faults().Arm(fault.CrashAfterEffect)
+	if got := h.Faults().TakeArmed(); len(got) != 2 || got[0] != fault.TimeoutAfterEffect || got[1] != fault.CrashAfterEffect {
 		t.Fatalf("TakeArmed: %v", got)
 	}
-	if got := h.Armed(); len(got) != 0 {
+	if got := h.Faults().Armed(); len(got) != 0 {
 		t.Fatalf("armed after TakeArmed: %v", got)
 	}
 
@@ -58,11 +58,11 @@ func TestFaultsOfExecutionsTheHostDoesNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Update(func(tx *store.Tx) error { return tx.PutExecution(exec, rec) }); err != nil {
+	if err := h.Store().Update(func(tx *store.Tx) error { return tx.PutExecution(exec, rec) }); err != nil {
 		t.Fatal(err)
 	}
 	send := func(attempt string) int {
-		req, err := http.NewRequest(http.MethodPost, h.MailURL()+"/v1/send",
+		req, err := http.NewRequest(http.MethodPost, h.Providers().MailURL()+"/v1/send",
 			strings.NewReader(`{"to":"jordan@acme.dev","subject":"Your June invoice","body":"…"}`))
 		if err != nil {
 			t.Fatal(err)
@@ -87,13 +87,13 @@ func TestFaultsOfExecutionsTheHostDoesNotRun(t *testing.T) {
 	if len(src.asked) != 2 || src.asked[0] != exec+"/step-4" {
 		t.Errorf("the source was asked %v", src.asked)
 	}
-	if msgs, err := h.MessagesFor(exec); err != nil || len(msgs) != 1 {
+	if msgs, err := h.Providers().MessagesFor(exec); err != nil || len(msgs) != 1 {
 		t.Errorf("outbox of %s: %v %v", exec, msgs, err)
 	}
 	if evs, err := h.Events(exec, 0, 0); err != nil || len(evs) != 0 {
 		t.Errorf("the imported history gained the host's events: %v %v", evs, err)
 	}
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Errorf("database check: %v", err)
 	}
 }

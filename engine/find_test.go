@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/execindex"
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/history"
@@ -80,7 +81,7 @@ func TestFindExecutionsFollowsTheStore(t *testing.T) {
 	agree("generated")
 
 	// A second process's explorer asks the host over the control API.
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,8 @@ type Host struct {
 	token               string
 
 	runtime     *http.Server
+	runtimeMux  *http.ServeMux // the runtime API's routes; others mount theirs (Runtime().Handle)
+	beforeClose []func()       // Runtime().BeforeClose; guarded by mu
 	runtimeURL  string
 	runtimeSock string         // the runtime channel's Unix socket, for workers; "" if none
 	channel     *rtchan.Server // the runtime channel, on runtimeSock
@@ -108,10 +110,10 @@ type Host struct {
 
 	find finder // the index FindExecutions answers from
 
-	importMu sync.Mutex // one import at a time (Host.ImportStream)
+	importMu sync.Mutex // one import at a time (HostTraces.ImportStream)
 	// exporting is held for reading while an export streams to a client
-	// or an audit reads (serveExport, serveAudit): a reset then would cut
-	// their reading of the executions short.
+	// or an audit reads (HostTraces): a reset then would cut their reading
+	// of the executions short.
 	exporting sync.RWMutex
 
 	// flagging gives old imports their duplicate flag in the background
@@ -204,7 +206,7 @@ func Open(cfg Config) (*Host, error) {
 		quit:         make(chan struct{}),
 		mailRequests: map[string]int{},
 	}
-	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h, Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h.Faults(), Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -229,10 +231,6 @@ func Open(cfg Config) (*Host, error) {
 		// An error leaves the Meta key unset: the next open tries again.
 		_ = h.flagOldImports(h.flagging.stop)
 	}()
-	if err := h.writeHostFile(); err != nil {
-		h.Close()
-		return nil, err
-	}
 	if cfg.KeepWorkers > 0 {
 		go h.prestart()
 	}
@@ -403,7 +401,13 @@ func (h *Host) Close() error {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.exited
 	}
-	h.removeHostFile()
+	h.mu.Lock()
+	before := h.beforeClose
+	h.beforeClose = nil
+	h.mu.Unlock()
+	for _, fn := range before {
+		fn()
+	}
 	h.stopFlagging()
 	h.stopIndex()
 	h.bus.close() // ends attached clients' notice streams and waits
@@ -421,29 +425,6 @@ func (h *Host) Close() error {
 	werr := h.world.Close()
 	return errors.Join(werr, h.db.Close())
 }
-
-// DBPath is the database file the host owns.
-func (h *Host) DBPath() string { return h.db.Path() }
-
-// MailURL and CRMURL are the world's service addresses.
-func (h *Host) MailURL() string { return h.world.MailURL() }
-
-// CRMURL is the CRM service's address.
-func (h *Host) CRMURL() string { return h.world.CRMURL() }
-
-// RuntimeURL is the runtime API's address.
-func (h *Host) RuntimeURL() string { return h.runtimeURL }
-
-// RuntimeSocket is the path of the Unix socket of the runtime channel, the
-// way the host's workers reach the runtime API during a run ("" if it
-// could not listen on one; they use TCP then).
-func (h *Host) RuntimeSocket() string { return h.runtimeSock }
-
-// Catalog is the scenario catalogue the host runs from.
-func (h *Host) Catalog() *scenario.Catalog { return h.catalog }
-
-// Check runs the store's consistency check.
-func (h *Host) Check() error { return h.db.Check() }
 
 // record appends one event (stamped with the clock) and optionally updates
 // the execution record in the same durable commit, then publishes it.
@@ -603,12 +584,4 @@ func (h *Host) observe(a world.Activity) {
 		h.mu.Unlock()
 	}
 	h.bus.publish(notice.Notice{Execution: a.Attribution.Execution, Activity: &a})
-}
-
-// MailRequests counts requests the mail API answered for an execution since
-// the host started.
-func (h *Host) MailRequests(exec string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mailRequests[exec]
 }

@@ -9,27 +9,22 @@ import (
 
 // The host owns the database file, but not every collection in it: a
 // package that owns some data (the lesson package's progress, say) keeps its
-// own bucket and encoding, and reaches the file through these three
-// methods, the way each owner of etcd's storage schema reads and writes its
-// bucket in the backend's transactions.
-
-// View runs fn in a read transaction of the host's database.
-func (h *Host) View(fn func(*store.Tx) error) error { return h.db.View(fn) }
-
-// Update runs fn in a durable write transaction of the host's database.
-func (h *Host) Update(fn func(*store.Tx) error) error { return h.db.Update(fn) }
+// own bucket and encoding, reads and writes it in the database's own
+// transactions (Host.Store), the way each owner of etcd's storage schema
+// reads and writes its bucket in the backend's transactions, and asks Reset
+// to keep it.
 
 // Now is the host's clock.
 func (h *Host) Now() time.Time { return h.clock.Now() }
 
-// ResetKeeping wipes executions, journals and the world like Reset, the
-// article's `reset` between experiments, but keeps the given collections:
-// the wipe and their survival are one commit. It refuses while a worker
+// Reset wipes everything: executions, histories, journals and the world,
+// like the article's `reset` between experiments, but keeps the given
+// collections: the wipe and their survival are one commit. It refuses while a worker
 // runs, or while a file is imported through the host (the wipe would take
 // the chunks the import has stored so far, and the import, going on,
 // would commit executions without their spans) or an export or audit
 // reads through it (it would end short, or fail on an execution gone).
-func (h *Host) ResetKeeping(keep ...store.Bucket) error {
+func (h *Host) Reset(keep ...store.Bucket) error {
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
 	}
@@ -68,5 +63,5 @@ func (h *Host) ResetKeeping(keep ...store.Bucket) error {
 	h.execs = map[string]*execState{}
 	h.armed = nil
 	h.mu.Unlock()
-	return h.ResetWorld()
+	return h.Providers().ResetWorld()
 }

@@ -48,7 +48,7 @@ func openAPIHost(t *testing.T) *engine.Host {
 // header values (none: no key).
 func send(t *testing.T, h *engine.Host, body string, keys ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.MailURL()+"/v1/send", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, h.Providers().MailURL()+"/v1/send", strings.NewReader(body))
 	if err != nil {
 		t.Error(err) // not Fatal: send runs on other goroutines too
 		return reply{}
@@ -141,13 +141,13 @@ func TestMailAPIReplayAndMismatch(t *testing.T) {
 	// Same key, another payload: 422 and nothing sent.
 	wantProblem(t, send(t, h, `{"to": "jordan@acme.dev", "subject": "Your July invoice"}`, "k-replay"), http.StatusUnprocessableEntity)
 	// Same key on another endpoint: 422 too.
-	req, _ := http.NewRequest(http.MethodPost, h.CRMURL()+"/v1/records", strings.NewReader(`{"id": "inv_1"}`))
+	req, _ := http.NewRequest(http.MethodPost, h.Providers().CRMURL()+"/v1/records", strings.NewReader(`{"id": "inv_1"}`))
 	req.Header.Set("Idempotency-Key", "k-replay")
 	wantProblem(t, do(t, req), http.StatusUnprocessableEntity)
 	if n := outboxLen(t, h); n != 1 {
 		t.Fatalf("outbox %d after mismatches, want 1", n)
 	}
-	if recs, _ := h.Records(); len(recs) != 0 {
+	if recs, _ := h.Providers().Records(); len(recs) != 0 {
 		t.Errorf("the CRM wrote %+v on a mismatched key", recs)
 	}
 
@@ -202,17 +202,17 @@ func TestMailAPIKeyExpiresWithWorldClock(t *testing.T) {
 	if first.status != 200 || first.deduped {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
-	if err := h.AdvanceClock(23 * time.Hour); err != nil {
+	if err := h.Providers().AdvanceClock(23 * time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if r := send(t, h, invoice, "k-expiry"); !r.deduped || r.msgID != first.msgID {
 		t.Fatalf("inside retention: %d %s, want a replay", r.status, r.body)
 	}
 	// Past the 24 h retention the key is forgotten: the late retry executes.
-	if err := h.AdvanceClock(2 * time.Hour); err != nil {
+	if err := h.Providers().AdvanceClock(2 * time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if off := h.WorldOffset(); off < 25*time.Hour-time.Second {
+	if off := h.Providers().WorldOffset(); off < 25*time.Hour-time.Second {
 		t.Errorf("world clock offset %v, want 25h", off)
 	}
 	late := send(t, h, invoice, "k-expiry")
@@ -255,7 +255,7 @@ func concurrentRound(t *testing.T, h *engine.Host, ch <-chan notice.Notice, key 
 	t.Helper()
 	const n = 50
 	// The next unattributed request answers slowly: its key stays in flight.
-	h.Arm(fault.SlowResponse)
+	h.Faults().Arm(fault.SlowResponse)
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -2,11 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
-	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
 )
@@ -156,40 +154,6 @@ func (h *Host) DeleteJournal(id, step string) error {
 	return nil
 }
 
-// OutboxFrom lists the delivered messages from sequence number from on, at
-// most limit of them (0: all): the mail ledger, read incrementally.
-func (h *Host) OutboxFrom(from uint64, limit int) ([]world.Message, error) {
-	return h.world.Outbox(from, limit)
-}
-
-// CRMWrites lists the CRM's writes from sequence number from on, at most
-// limit of them (0: all): the CRM ledger, read incrementally.
-func (h *Host) CRMWrites(from uint64, limit int) ([]world.CRMWrite, error) {
-	return h.world.CRMWrites(from, limit)
-}
-
-// AdvanceClock moves the world clock forward (to teach key retention).
-func (h *Host) AdvanceClock(d time.Duration) error { return h.world.Advance(d) }
-
-// WorldOffset is how far the world clock runs ahead of the wall clock.
-func (h *Host) WorldOffset() time.Duration { return h.world.Now().Sub(h.clock.Now()) }
-
-// ResetWorld empties the providers' outbox, key store and CRM.
-func (h *Host) ResetWorld() error {
-	if err := h.world.Reset(); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.mailRequests = map[string]int{}
-	h.mu.Unlock()
-	h.bus.publish(notice.Notice{Lagged: true})
-	return nil
-}
-
-// Reset wipes everything: executions, histories, journals and the world,
-// like the article's `reset`. It refuses while a worker runs.
-func (h *Host) Reset() error { return h.ResetKeeping() }
-
 // State is the whole state in one object, like the article's state.json.
 type State struct {
 	Outbox  []world.Message   `json:"outbox"`
@@ -228,26 +192,3 @@ func (h *Host) State() (State, error) {
 	}
 	return s, nil
 }
-
-// MessagesFor lists the outbox messages an execution caused, in order.
-func (h *Host) MessagesFor(execution string) ([]world.Message, error) {
-	return h.world.MessagesFor(execution)
-}
-
-// RecentMessages lists the newest limit messages of the whole outbox, oldest
-// first, and the outbox's total size.
-func (h *Host) RecentMessages(limit int) ([]world.Message, int, error) {
-	return h.world.Recent(limit)
-}
-
-// Records lists the CRM's rows.
-func (h *Host) Records() ([]world.Record, error) { return h.world.Records() }
-
-// RecordsPage lists at most limit CRM rows with id >= from, in id order,
-// at a cost that follows limit rather than the size of the CRM.
-func (h *Host) RecordsPage(from string, limit int) ([]world.Record, error) {
-	return h.world.RecordsPage(from, limit)
-}
-
-// Scenarios lists the catalogue in lesson order.
-func (h *Host) Scenarios() ([]*scenario.Scenario, error) { return h.catalog.All() }

@@ -92,7 +92,7 @@ type client struct {
 func newClient(b *testing.B, h *Host) *client {
 	tcp := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	c := &client{h: h, http: tcp}
-	if sock := h.RuntimeSocket(); sock != "" {
+	if sock := h.Runtime().Socket(); sock != "" {
 		c.ch = rtchan.NewClient(sock, time.Minute)
 		b.Cleanup(func() { c.ch.Close() })
 	}
@@ -147,7 +147,7 @@ func (c *client) runtime(method, id, path string, body []byte) error {
 // runtimeTCP is runtime over TCP, as workers reached the host before the
 // socket and as other programs still reach it.
 func (c *client) runtimeTCP(method, id, path string, body []byte) error {
-	_, err := c.doVia(c.http, method, c.h.RuntimeURL()+"/v1/executions/"+id+path, body,
+	_, err := c.doVia(c.http, method, c.h.Runtime().URL()+"/v1/executions/"+id+path, body,
 		map[string]string{"Authorization": "Bearer " + c.h.token, wire.HeaderRun: "1"})
 	return err
 }
@@ -158,7 +158,7 @@ func (c *client) runtimeTCP(method, id, path string, body []byte) error {
 func reporter(b *testing.B, h *Host, socket, id string) *agent.Reporter {
 	c := agent.NewClients(socket)
 	b.Cleanup(c.Close)
-	return c.Reporter(h.RuntimeURL(), id, 1, h.token)
+	return c.Reporter(h.Runtime().URL(), id, 1, h.token)
 }
 
 // finished is the AttemptFinished event a worker reports after a send,
@@ -229,7 +229,7 @@ func BenchmarkRecordEvent(b *testing.B) {
 	benchWorker(b, h, "exec_direct", history.Policy{Keys: true})
 	benchWorker(b, h, "exec_tcp", history.Policy{Keys: true})
 	// The worker's own client: the runtime channel, and HTTP over TCP.
-	rep := reporter(b, h, h.RuntimeSocket(), "exec_bench")
+	rep := reporter(b, h, h.Runtime().Socket(), "exec_bench")
 	repTCP := reporter(b, h, "", "exec_tcp")
 	ctx := context.Background()
 	const round = 50
@@ -296,10 +296,10 @@ func BenchmarkRecordConcurrent(b *testing.B) {
 	benchWorker(b, h, "exec_single", history.Policy{Keys: true})
 	// Each execution reports through the worker's own client, with
 	// connections of its own as a worker process has.
-	single := reporter(b, h, h.RuntimeSocket(), "exec_single")
+	single := reporter(b, h, h.Runtime().Socket(), "exec_single")
 	many := make([]*agent.Reporter, workers)
 	for w := range many {
-		many[w] = reporter(b, h, h.RuntimeSocket(), fmt.Sprintf("exec_bench%02d", w))
+		many[w] = reporter(b, h, h.Runtime().Socket(), fmt.Sprintf("exec_bench%02d", w))
 	}
 	ctx := context.Background()
 	// A round is 50 events alone, then 64 x 10 events at once.
@@ -484,7 +484,7 @@ func preload(b *testing.B, h *Host, n int) {
 func retrylabStep(c *client, exec string, i int) error {
 	key := fmt.Sprintf("ik_bench%024x", i)
 	step := fmt.Sprintf("step-%d", i)
-	resp, err := c.do(http.MethodPost, c.h.MailURL()+"/v1/send",
+	resp, err := c.do(http.MethodPost, c.h.Providers().MailURL()+"/v1/send",
 		fmt.Appendf(nil, `{"to":"jordan@acme.dev","subject":"Bench invoice %d","body":"…"}`, i),
 		map[string]string{world.HeaderIdempotencyKey: key, world.HeaderExecution: exec, world.HeaderStep: step,
 			world.HeaderAttempt: "1", world.HeaderRun: "1"})
@@ -581,7 +581,7 @@ func playRuns(b *testing.B, h *Host, clients []*agent.Clients, ids []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = clients[i].Run(context.Background(), h.RuntimeURL(), id, 1, h.token)
+			errs[i] = clients[i].Run(context.Background(), h.Runtime().URL(), id, 1, h.token)
 		}()
 	}
 	wg.Wait()
@@ -626,7 +626,7 @@ func BenchmarkRecordWorker(b *testing.B) {
 	// them.
 	rt := make([]*agent.Clients, conc)
 	for i := range rt {
-		rt[i] = agent.NewClients(h.RuntimeSocket())
+		rt[i] = agent.NewClients(h.Runtime().Socket())
 		b.Cleanup(rt[i].Close)
 	}
 	serial := 0

@@ -57,6 +57,17 @@ type RunResult struct {
 	Err      error
 }
 
+// NewRun is a run that another process plays (an attached process's view
+// of a run in the host it is attached to, engine/control): end records how
+// it ended and closes Done; call it once.
+func NewRun(execution string, number int, deduplicated bool) (r *Run, end func(RunResult)) {
+	r = &Run{Execution: execution, Number: number, Deduplicated: deduplicated, done: make(chan struct{})}
+	return r, func(res RunResult) {
+		r.result = res
+		close(r.done)
+	}
+}
+
 // Done is closed when the run's worker has exited and its end is recorded.
 func (r *Run) Done() <-chan struct{} { return r.done }
 

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/idemkey"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/wire"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -39,7 +38,7 @@ func (h *Host) runtimeHandler() http.Handler {
 	mux := http.NewServeMux()
 	h.runHandlers(mux)
 	mux.HandleFunc("POST /v1/workers/next", h.handleNext)
-	h.controlHandlers(mux)
+	h.runtimeMux = mux
 	return h.authorized(mux)
 }
 
@@ -48,7 +47,8 @@ func (h *Host) runtimeHandler() http.Handler {
 // makes while it plays a run. None of them waits for anything but the
 // store, so none needs its context cancelled when the worker goes, which
 // the channel does not do. A kept worker's wait for its next run (which
-// does), the control API and its streams stay on HTTP.
+// does), the control API (engine/control, mounted with Runtime().Handle)
+// and its streams stay on HTTP.
 func (h *Host) channelHandler() http.Handler {
 	mux := http.NewServeMux()
 	h.runHandlers(mux)
@@ -115,24 +115,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// readJSON decodes a request's JSON body into v. A body over the size or
+// nesting limits, or one that is not JSON, is a *jsonlimit.BadBody.
 func readJSON(r *http.Request, v any) error {
-	data, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
+	return jsonlimit.DecodeRequest(r, maxRuntimeBody, v)
 }
 
 // readBody reads a request's body, up to maxRuntimeBody bytes.
 func readBody(r *http.Request) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxRuntimeBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxRuntimeBody {
-		return nil, errors.New("body too large")
-	}
-	return data, nil
+	return jsonlimit.ReadRequest(r, maxRuntimeBody)
 }
 
 func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
@@ -220,12 +211,18 @@ func (h *Host) handleEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var evs []history.Event
-	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && jsonlimit.Check(data) != nil:
+		// JSON must nest no deeper than the limit before encoding/json
+		// recurses through it.
+		err = jsonlimit.Check(data)
+	case len(trimmed) > 0 && trimmed[0] == '[':
 		err = json.Unmarshal(data, &evs)
 		if err == nil && len(evs) == 0 {
 			err = errors.New("empty batch")
 		}
-	} else {
+	default:
 		// One event: a JSON object, or the store's compact encoding
 		// (history.Encode), which the host's own workers send.
 		evs = make([]history.Event, 1)
@@ -467,77 +464,3 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
 }
-
-// ServerFaults tells the world which faults to carry out for a request. It
-// implements world.FaultSource. Unattributed requests (external clients of
-// `retrylab serve`) take the armed server-side faults.
-func (h *Host) ServerFaults(execution, step string, attempt int) []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if execution == "" {
-		var out, keep []fault.Point
-		for _, p := range h.armed {
-			if p.ServerSide() {
-				out = append(out, p)
-			} else {
-				keep = append(keep, p)
-			}
-		}
-		h.armed = keep
-		return out
-	}
-	st := h.execs[execution]
-	if st == nil {
-		if h.cfg.Faults == nil {
-			return nil
-		}
-		h.mu.Unlock()
-		defer h.mu.Lock() // the deferred Unlock above needs it held
-		return h.cfg.Faults.ServerFaults(execution, step, attempt)
-	}
-	key := attemptKey{step, attempt}
-	out := st.server[key]
-	delete(st.server, key)
-	return out
-}
-
-// TakeArmed removes and returns the armed faults, for a runner of tool
-// calls outside the host's workers (a Temporal activity) whose next attempt
-// takes them, as the host's own next attempt would.
-func (h *Host) TakeArmed() []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.armed
-	h.armed = nil
-	return out
-}
-
-// Arm queues a fault for the next tool call of any execution.
-func (h *Host) Arm(p fault.Point) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, a := range h.armed {
-		if a == p {
-			return
-		}
-	}
-	h.armed = append(h.armed, p)
-}
-
-// Disarm clears every armed fault.
-func (h *Host) Disarm() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.armed = nil
-}
-
-// Armed lists the faults waiting for the next tool call.
-func (h *Host) Armed() []fault.Point {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]fault.Point(nil), h.armed...)
-}
-
-// SetRetention sets how long the world keeps an execution's idempotency
-// keys (0: forever), for executions the host does not run itself.
-func (h *Host) SetRetention(execution string, d time.Duration) { h.world.SetRetention(execution, d) }

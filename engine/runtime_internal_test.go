@@ -64,7 +64,7 @@ func TestJournalPutThenEnds(t *testing.T) {
 	}
 	t.Cleanup(func() { h.Close() })
 	benchWorker(t, h, "exec_then", history.Policy{Keys: true, Journal: true})
-	ch := rtchan.NewClient(h.RuntimeSocket(), time.Minute)
+	ch := rtchan.NewClient(h.Runtime().Socket(), time.Minute)
 	defer ch.Close()
 	body := `{"tool":"send_invoice_email","result":{"ok":true},"events":[{"type":"TurnStarted","text":"go"}],` +
 		`"then":[{"type":"ExecutionCompleted"}]}`

@@ -28,7 +28,7 @@ func TestRuntimeSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := h.RuntimeSocket()
+	sock := h.Runtime().Socket()
 	if want := filepath.Join(dir, ".retrylab.db.runtime.sock"); sock != want {
 		t.Fatalf("runtime socket %q, want %q", sock, want)
 	}
@@ -42,7 +42,7 @@ func TestRuntimeSocket(t *testing.T) {
 	ch := rtchan.NewClient(sock, time.Minute)
 	defer ch.Close()
 	overHTTP := func(method, path, token string) (int, string) {
-		req, err := http.NewRequest(method, h.RuntimeURL()+path, nil)
+		req, err := http.NewRequest(method, h.Runtime().URL()+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,8 +112,8 @@ func TestRuntimeSocketStaleAndTooLong(t *testing.T) {
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
 	h := openHostAt(t, filepath.Join(dir, "retrylab.db"), nil)
-	if h.RuntimeSocket() != stale {
-		t.Errorf("runtime socket %q over a stale one, want %q", h.RuntimeSocket(), stale)
+	if h.Runtime().Socket() != stale {
+		t.Errorf("runtime socket %q over a stale one, want %q", h.Runtime().Socket(), stale)
 	}
 
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
@@ -121,8 +121,8 @@ func TestRuntimeSocketStaleAndTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2 := openHostAt(t, filepath.Join(long, "retrylab.db"), nil)
-	if h2.RuntimeSocket() != "" {
-		t.Errorf("runtime socket %q, want none", h2.RuntimeSocket())
+	if h2.Runtime().Socket() != "" {
+		t.Errorf("runtime socket %q, want none", h2.Runtime().Socket())
 	}
 	wantStatus(t, start(t, h2, "one-send"), history.StatusCompleted, 0)
 	// And a worker through the socket, as every test's workers.

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/internal/jsonstream"
@@ -104,39 +102,4 @@ func (h *Host) WriteState(w io.Writer) error {
 		}
 	}
 	return sw.Close()
-}
-
-// handleState streams WriteState to an attached client.
-func (h *Host) handleState(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	if err := h.WriteState(w); err != nil {
-		// The status is sent; a client sees the body end short and the
-		// trailer say why.
-		w.Header().Set(http.TrailerPrefix+"Retrylab-Error", err.Error())
-	}
-}
-
-// WriteState streams the host's State from its control API.
-func (c *Client) WriteState(w io.Writer) error {
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.info.URL+"/v1/control/state", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.info.Token)
-	resp, err := c.stream.Do(req)
-	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("state: %s: %s", resp.Status, bytes.TrimSpace(msg))
-	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	if msg := resp.Trailer.Get("Retrylab-Error"); msg != "" {
-		return fmt.Errorf("state: %s", msg)
-	}
-	return nil
 }

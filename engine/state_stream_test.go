@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/internal/jsonstream"
 	"github.com/retrylab/retrylab/store"
@@ -48,7 +48,7 @@ func TestWriteStateIsStateStreamed(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("host: WriteState differs from State (%d vs %d bytes)", got.Len(), want.Len())
 	}
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}

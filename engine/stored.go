@@ -21,7 +21,7 @@ var (
 )
 
 // Execution is execution id's record; a missing one is a
-// missingExecution of the database.
+// MissingExecution of the database.
 func (s stored) Execution(id string) (history.Execution, error) {
 	var x history.Execution
 	err := s.db.View(func(tx *store.Tx) error {

@@ -14,10 +14,10 @@ import (
 
 // Traces is what 'retrylab import', 'audit' and 'export' do with a
 // database's traces. LocalTraces does it on a database the command opened
-// itself; a Client does it through the host that holds the database (the
-// explorer, 'retrylab serve'), which runs the same code on its own store
-// (Host.ImportStream, Host.Audit, Host.PlanOTLPExport), so the results,
-// and the errors, are the same either way.
+// itself; a control.Client does it through the host that holds the
+// database (the explorer, 'retrylab serve'), which runs the same code on
+// its own store (Host.Traces), so the results, and the errors, are the
+// same either way.
 type Traces interface {
 	// ImportFile imports the regular file at path, as the source of
 	// format says (imports.Registry.SniffFile: the caller sniffed it).
@@ -54,13 +54,18 @@ type ImportFormat string
 // ImportResult is what importing one file did.
 type ImportResult = imports.Result
 
-// missingExecution is an execution named that the database does not hold.
-// It is ErrNoExecution; its words name the database as the caller named it.
-type missingExecution struct{ id, db string }
+// MissingExecution is an execution named that the database does not hold.
+// It is ErrNoExecution; its words name the database (DB) as the caller
+// named it, and it crosses the control API with its ID, so the attached
+// side can name its own.
+type MissingExecution struct{ ID, DB string }
 
-func (e *missingExecution) Error() string { return fmt.Sprintf("no execution %q in %s", e.id, e.db) }
+func (e *MissingExecution) Error() string {
+	return fmt.Sprintf("no execution %q in %s", e.ID, e.DB)
+}
 
-func (e *missingExecution) Is(target error) bool { return target == ErrNoExecution }
+// Is makes a MissingExecution ErrNoExecution.
+func (e *MissingExecution) Is(target error) bool { return target == ErrNoExecution }
 
 // LocalTraces works on the traces of a database this process opened (no
 // host, no world, no workers), imported ones through the sources in reg
@@ -132,11 +137,11 @@ func (s stored) importStream(name string, format ImportFormat, r io.Reader) (Imp
 }
 
 // executionRecord is execution id's record in tx, decoded; a missing one
-// is a missingExecution of db.
+// is a MissingExecution of db.
 func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, error) {
 	rec := tx.Execution(id)
 	if rec == nil {
-		return history.Execution{}, &missingExecution{id, db.Path()}
+		return history.Execution{}, &MissingExecution{id, db.Path()}
 	}
 	x, err := history.DecodeExecution(rec)
 	if err != nil {

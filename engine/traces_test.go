@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/store"
 )
@@ -40,7 +41,7 @@ func TestClientTracesSameAsLocal(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "hosted.db")
 	h := openHostAt(t, path, nil)
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}

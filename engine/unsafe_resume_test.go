@@ -45,7 +45,7 @@ func TestUnsafeTimeoutThenKillEscalatesOnResume(t *testing.T) {
 		t.Fatalf("open host: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := h.Check(); err != nil {
+		if err := h.Store().Check(); err != nil {
 			t.Errorf("database check: %v", err)
 		}
 		if err := h.Close(); err != nil {

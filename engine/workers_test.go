@@ -88,7 +88,7 @@ func TestKeptWorkers(t *testing.T) {
 	for _, pid := range runs {
 		pids[pid] = true
 	}
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Errorf("database check: %v", err)
 	}
 	if err := h.Close(); err != nil {

@@ -7,18 +7,18 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 )
 
 // A file imported by 'retrylab import' in another terminal, through the
-// host that the explorer is (engine.Client.ImportFile, as the command does
+// host that the explorer is (control.Client.ImportFile, as the command does
 // beside it), shows up in the open explorer.
 func TestAttachedImportArrivesLive(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "live.db")
 	h := openHost(t, path)
 	defer h.Close()
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "live.db")
 	h := openHost(t, path)
 	defer h.Close()
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,15 +18,16 @@ type confirmation struct {
 
 // ask puts a destructive action behind a question.
 func (m *Model) ask(question string, yes func() tea.Cmd) tea.Cmd {
-	m.confirm = &confirmation{question: question, yes: yes}
+	m.modes.confirm = &confirmation{question: question, yes: yes}
+	m.modes.push(m.confirmMode())
 	return nil
 }
 
 // onConfirmKey answers the pending question: y does it, w waits (when
 // offered), any other key keeps things as they are.
 func (m *Model) onConfirmKey(msg tea.KeyMsg) tea.Cmd {
-	c := m.confirm
-	m.confirm = nil
+	c := m.modes.confirm
+	m.modes.confirm = nil
 	switch msg.String() {
 	case "y", "Y":
 		return c.yes()
@@ -50,8 +51,13 @@ type runningMsg struct {
 
 // askRunning reads the running executions off the UI goroutine.
 func (m *Model) askRunning(waiting bool, after time.Duration) tea.Cmd {
-	src := m.src
-	read := func() tea.Msg { return runningMsg{running: src.Running(), waiting: waiting} }
+	src := m.can.run
+	read := func() tea.Msg {
+		if src == nil {
+			return runningMsg{waiting: waiting} // a source that runs nothing
+		}
+		return runningMsg{running: src.Running(), waiting: waiting}
+	}
 	if after <= 0 {
 		return read
 	}
@@ -65,7 +71,7 @@ const quitPoll = 250 * time.Millisecond
 // quitting ends this process, which SIGKILLs the worker and records a kill
 // from outside; w waits for the run to end instead.
 func (m *Model) onRunning(msg runningMsg) tea.Cmd {
-	if msg.waiting && !m.waitingQuit {
+	if msg.waiting && !m.modes.waitingQuit {
 		return nil // the wait was called off
 	}
 	if len(msg.running) == 0 {
@@ -78,14 +84,16 @@ func (m *Model) onRunning(msg runningMsg) tea.Cmd {
 	if len(msg.running) > 1 {
 		runs = fmt.Sprintf("%s and %d more", runs, len(msg.running)-1)
 	}
-	m.confirm = &confirmation{
+	m.modes.confirm = &confirmation{
 		question: fmt.Sprintf("%s is running · y: quit, killing it · w: quit when it ends · else: stay", runs),
 		yes:      m.quit,
 		wait: func() tea.Cmd {
-			m.waitingQuit = true
+			m.modes.waitingQuit = true
+			m.modes.push(m.quitWaitMode())
 			m.setFlash(fmt.Sprintf("quitting when %s ends · esc: stay", runs), false)
 			return m.askRunning(true, 0)
 		},
 	}
+	m.modes.push(m.confirmMode())
 	return nil
 }

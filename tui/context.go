@@ -15,12 +15,19 @@ type Context struct {
 	width, height int
 	// focus is the pane the keys move.
 	focus pane
+	// can is what the source shown can do besides reading.
+	can roles
 }
 
 // newContext is the shared context of a new explorer.
 func newContext(highContrast bool) *Context {
 	return &Context{theme: NewTheme(highContrast), keys: DefaultKeyMap(), focus: paneTrace}
 }
+
+// showing is told the source shown (at the start, and at each switch):
+// the bindings of what it cannot do are off from then (binding.enabled),
+// so neither the dispatch nor the footer nor the help offers them.
+func (c *Context) showing(src Source) { c.can = rolesOf(src) }
 
 // component is one pane or overlay of the explorer: it takes messages in
 // Update, draws itself in View, is told its size in SetSize, and says its

@@ -46,19 +46,45 @@ func newComparePane(ctx *Context) *comparePane {
 	return &comparePane{Context: ctx, footer: newFooterHelp(ctx.theme)}
 }
 
-var (
-	compareScroll = key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "scroll both"))
-	comparePage   = key.NewBinding(key.WithKeys("pgup", "ctrl+u", "pgdown", "ctrl+d"), key.WithHelp("pgup/pgdn", "page"))
-	compareClose  = key.NewBinding(key.WithKeys("esc", "=", "q", "enter"), key.WithHelp("esc/=", "close"))
-)
-
-// ShortHelp is the comparison's footer.
-func (c *comparePane) ShortHelp() []key.Binding {
-	return []key.Binding{compareScroll, comparePage, compareClose}
+// bindings are the comparison's keys, declared once: the explorer's moves
+// scroll both sides; esc, =, q or enter closes.
+func (c *comparePane) bindings() []binding {
+	move := func(msg tea.KeyMsg) tea.Cmd {
+		d, _ := c.keys.moveDelta(msg, c.rowsShown())
+		c.move(d)
+		return nil
+	}
+	return []binding{
+		{Binding: key.NewBinding(key.WithKeys("up", "k", "down", "j"), key.WithHelp("↑/↓", "scroll both")), action: move},
+		{Binding: key.NewBinding(key.WithKeys("pgup", "ctrl+u", "pgdown", "ctrl+d"), key.WithHelp("pgup/pgdn", "page")), action: move},
+		{Binding: key.NewBinding(key.WithKeys("g", "home", "G", "end")), action: move}, // not in the footer
+		{Binding: key.NewBinding(key.WithKeys("esc", "=", "q", "enter"), key.WithHelp("esc/=", "close")), action: func(tea.KeyMsg) tea.Cmd {
+			c.open, c.res = false, nil
+			return nil
+		}},
+	}
 }
+
+// ShortHelp is the comparison's footer, from its bindings.
+func (c *comparePane) ShortHelp() []key.Binding { return shortOf(c.bindings()) }
 
 // FullHelp is the comparison's keys in one group.
 func (c *comparePane) FullHelp() [][]key.Binding { return [][]key.Binding{c.ShortHelp()} }
+
+// Shown says the comparison is open.
+func (c *comparePane) Shown() bool { return c.open }
+
+// Mark makes id side A of the next comparison.
+func (c *comparePane) Mark(id string) { c.marked = id }
+
+// Awaits says the comparison shown waits for a's and b's.
+func (c *comparePane) Awaits(a, b string) bool { return c.open && c.a == a && c.b == b }
+
+// Close closes the comparison.
+func (c *comparePane) Close() { c.open, c.loading, c.res = false, false, nil }
+
+// Marked is the execution m marked: side A of the next comparison.
+func (c *comparePane) Marked() string { return c.marked }
 
 // SetSize fits the comparison to the screen.
 func (c *comparePane) SetSize(width, height int) { c.width, c.height = width, height }
@@ -76,11 +102,8 @@ func (c *comparePane) Update(msg tea.Msg) tea.Cmd {
 	case compareMsg:
 		c.onResult(msg)
 	case tea.KeyMsg:
-		if d, ok := c.keys.moveDelta(msg, c.rowsShown()); ok {
-			c.move(d)
-		} else if key.Matches(msg, compareClose) {
-			c.open, c.res = false, nil
-		}
+		cmd, _ := dispatch(c.bindings(), msg)
+		return cmd
 	}
 	return nil
 }
@@ -92,28 +115,6 @@ type compareMsg struct {
 	err  error
 }
 
-// compareKey handles m, = and, while the comparison shows, every key; ok
-// is false for a key it leaves to the explorer.
-func (m *Model) compareKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	k := m.keys
-	if !m.cmp.open {
-		if m.help.open {
-			return nil, false // the help is closed by any key first
-		}
-		switch {
-		case key.Matches(msg, k.MarkExec):
-			return m.markExec(), true
-		case key.Matches(msg, k.Compare):
-			return m.openCompare(), true
-		}
-		return nil, false
-	}
-	if msg.String() == "ctrl+c" {
-		return m.quit(), true
-	}
-	return m.cmp.Update(msg), true
-}
-
 // markExec marks the selected execution as side A.
 func (m *Model) markExec() tea.Cmd {
 	sel := m.selectedExec()
@@ -121,7 +122,7 @@ func (m *Model) markExec() tea.Cmd {
 		m.setFlash("select an execution to mark", true)
 		return nil
 	}
-	m.cmp.marked = sel.x.ID
+	m.cmp.Mark(sel.x.ID)
 	m.setFlash(fmt.Sprintf("marked %s (%s): select another execution and press = to compare", sel.x.ID, sel.x.Scenario), false)
 	return nil
 }
@@ -139,15 +140,16 @@ func markedTag(id, marked string) string {
 func (m *Model) openCompare() tea.Cmd {
 	sel := m.selectedExec()
 	switch {
-	case m.cmp.marked == "":
+	case m.cmp.Marked() == "":
 		m.setFlash("press m on an execution first, then = on another to compare them", true)
 		return nil
 	case sel == nil:
-		m.setFlash("select an execution to compare with "+m.cmp.marked, true)
+		m.setFlash("select an execution to compare with "+m.cmp.Marked(), true)
 		return nil
 	}
-	a, b, src := m.cmp.marked, sel.x.ID, m.src
+	a, b, src := m.cmp.Marked(), sel.x.ID, m.src
 	m.cmp.Start(a, b)
+	m.modes.push(m.compareMode())
 	return func() tea.Msg {
 		// Both histories are read and folded at once.
 		var tb *trace.Trace
@@ -178,11 +180,11 @@ func foldExecution(src Source, id string) (*trace.Trace, error) {
 
 // onCompare takes the comparison in, if it is still the one asked for.
 func (m *Model) onCompare(msg compareMsg) tea.Cmd {
-	if !m.cmp.open || msg.a != m.cmp.a || msg.b != m.cmp.b {
+	if !m.cmp.Awaits(msg.a, msg.b) {
 		return nil
 	}
 	if msg.err != nil {
-		m.cmp.open, m.cmp.loading = false, false
+		m.cmp.Close()
 		m.setFlash("compare: "+oneLine(msg.err.Error()), true)
 		return nil
 	}

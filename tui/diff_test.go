@@ -73,8 +73,8 @@ func TestCompareKeys(t *testing.T) {
 	snap := record(t, []string{"naive", "run"}, []string{"safe", "run", "run"})
 	m := open(t, snap, 160, 45)
 	press(t, m, "=")
-	if m.cmp.open || !strings.Contains(m.flash, "press m on an execution first") {
-		t.Fatalf("= without a mark: open %v, flash %q", m.cmp.open, m.flash)
+	if m.cmp.open || !strings.Contains(m.status.text, "press m on an execution first") {
+		t.Fatalf("= without a mark: open %v, flash %q", m.cmp.open, m.status.text)
 	}
 	press(t, m, compareKeys[:3]...)
 	if v := m.View(); !strings.Contains(v, "│ A none  ") || strings.Count(v, "│ A ") != 1 {
@@ -117,8 +117,8 @@ func TestCompareMarkedGone(t *testing.T) {
 	m := open(t, snap, 80, 24)
 	m.cmp.marked = "exec_GONE"
 	press(t, m, "=")
-	if m.cmp.open || !strings.Contains(m.flash, "compare: no such execution: exec_GONE") || !m.flashBad {
-		t.Errorf("open %v, flash %q", m.cmp.open, m.flash)
+	if m.cmp.open || !strings.Contains(m.status.text, "compare: no such execution: exec_GONE") || !m.status.bad {
+		t.Errorf("open %v, flash %q", m.cmp.open, m.status.text)
 	}
 }
 
@@ -138,7 +138,7 @@ func TestCompareImported(t *testing.T) {
 		r.settle(t)
 	}
 	if !m.cmp.open || m.cmp.res == nil || m.cmp.a == m.cmp.b {
-		t.Fatalf("compare not open on the two imported executions: %+v (flash %q)", m.cmp, m.flash)
+		t.Fatalf("compare not open on the two imported executions: %+v (flash %q)", m.cmp, m.status.text)
 	}
 	ids := map[string]bool{m.cmp.a: true, m.cmp.b: true}
 	if !ids["otlp-conv-sess-oi-7"] || !ids["otlp-conv-sess-adk-mail-1"] {

@@ -38,9 +38,15 @@ func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked 
 // SetSize is the pane's box, borders included.
 func (e *execsPane) SetSize(width, height int) { e.width, e.height = width, height }
 
-// Update takes a read of the window (execsMsg without an error).
+// Update takes a read of the window (execsMsg); a read that failed says
+// why in the pane while it holds no executions.
 func (e *execsPane) Update(msg tea.Msg) tea.Cmd {
 	if msg, ok := msg.(execsMsg); ok {
+		if msg.err != nil {
+			e.unreadableErr = oneLine(msg.err.Error())
+			return nil
+		}
+		e.unreadableErr = ""
 		e.items, e.skip, e.total = msg.items, msg.skip, msg.total
 		if e.sel >= e.total {
 			e.sel = max(0, e.total-1)
@@ -53,6 +59,17 @@ func (e *execsPane) Update(msg tea.Msg) tea.Cmd {
 func (e *execsPane) Reset() {
 	e.items, e.skip, e.total, e.sel, e.top = nil, 0, 0, 0, 0
 }
+
+// Home selects the first execution, at the top.
+func (e *execsPane) Home() { e.sel, e.top = 0, 0 }
+
+// Window is where the pane stands in the list: the first row shown, the
+// selection's index and the list's length.
+func (e *execsPane) Window() (top, sel, total int) { return e.top, e.sel, e.total }
+
+// clickDelta is how far a click on the pane's row (inside its box) moves
+// the selection: two lines an execution.
+func (e *execsPane) clickDelta(row int) int { return e.top + row/2 - e.sel }
 
 // visible is how many executions fit (two lines each).
 func (e *execsPane) visible() int { return max(1, (e.height-2)/2) }
@@ -121,6 +138,9 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		return title, lines
 	}
 	if e.total == 0 {
+		if e.can.run == nil {
+			return title, append(lines, e.theme.Dim.Render(" none yet"))
+		}
 		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))
 	}
 	marked := ""

@@ -32,10 +32,26 @@ func newFilterBox(ctx *Context) *filterBox {
 	return &filterBox{Context: ctx, input: in}
 }
 
-var (
-	filterKeep = hint("enter", "keep")
-	filterUndo = hint("esc", "undo")
-)
+// bindings are the box's keys, declared once: enter keeps the text and
+// closes the box, esc restores the filter it opened with; every other key
+// types (and ctrl+c quits, as everywhere).
+func (f *filterBox) bindings() []binding {
+	return []binding{
+		{Binding: hint("enter", "keep"), action: func(tea.KeyMsg) tea.Cmd {
+			f.open = false
+			f.input.Blur()
+			f.text = f.input.Value()
+			return nil
+		}},
+		{Binding: hint("esc", "undo"), action: func(tea.KeyMsg) tea.Cmd {
+			f.open = false
+			f.input.Blur()
+			f.text = f.before
+			return nil
+		}},
+		{Binding: hint("ctrl+c", "quit"), action: func(tea.KeyMsg) tea.Cmd { return nil }}, // the explorer's: listed here
+	}
+}
 
 // Open shows the box with the filter applied, to edit.
 func (f *filterBox) Open() tea.Cmd {
@@ -43,6 +59,12 @@ func (f *filterBox) Open() tea.Cmd {
 	f.input.SetValue(f.text)
 	return f.input.Focus()
 }
+
+// Text is the filter applied ("" for none).
+func (f *filterBox) Text() string { return f.text }
+
+// Editing says the box is open and takes the keys.
+func (f *filterBox) Editing() bool { return f.open }
 
 // Clear drops the filter; false when there was none.
 func (f *filterBox) Clear() bool {
@@ -60,17 +82,8 @@ func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	switch {
-	case key.Matches(km, filterKeep):
-		f.open = false
-		f.input.Blur()
-		f.text = f.input.Value()
-		return nil
-	case key.Matches(km, filterUndo):
-		f.open = false
-		f.input.Blur()
-		f.text = f.before
-		return nil
+	if cmd, ok := dispatch(f.bindings(), km); ok {
+		return cmd
 	}
 	var cmd tea.Cmd
 	f.input, cmd = f.input.Update(km)
@@ -82,21 +95,26 @@ func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
 func (f *filterBox) View() string { return f.input.View() }
 
 // ShortHelp is the box's keys; every other key types.
-func (f *filterBox) ShortHelp() []key.Binding {
-	return []key.Binding{filterKeep, filterUndo, hint("ctrl+c", "quit")}
-}
+func (f *filterBox) ShortHelp() []key.Binding { return shortOf(f.bindings()) }
 
 // FullHelp is the box's keys in one group.
 func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
 
+// openFilter opens the filter box over the executions pane.
+func (m *Model) openFilter() tea.Cmd {
+	cmd := m.filter.Open()
+	m.modes.push(m.filterMode())
+	return cmd
+}
+
 // updateFilter hands msg to the filter box and reads the list again, from
 // the first, when the filter applied changed.
 func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
-	before := m.filter.text
+	before := m.filter.Text()
 	cmd := m.filter.Update(msg)
-	if m.filter.text == before {
+	if m.filter.Text() == before {
 		return cmd
 	}
-	m.execs.sel, m.execs.top = 0, 0
+	m.execs.Home()
 	return tea.Batch(cmd, m.loadExecs())
 }

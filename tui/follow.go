@@ -39,7 +39,7 @@ func (m *Model) locate(id string) tea.Cmd {
 // onLocated moves the selection to the execution the explorer was told to
 // follow (the run it started), so its trace is the one shown and x kills it.
 func (m *Model) onLocated(msg locatedMsg) tea.Cmd {
-	if msg.id != m.follow {
+	if msg.id != m.runs.follow {
 		return nil // a newer run took over
 	}
 	if msg.err != nil {
@@ -49,15 +49,16 @@ func (m *Model) onLocated(msg locatedMsg) tea.Cmd {
 	if !msg.found {
 		return nil
 	}
-	m.follow = ""
+	m.runs.follow = ""
 	m.sizePanes()
 	m.execs.moveTo(msg.index)
 	// The trace follows the new run's tail: the selection on the last row
 	// is what keeps it there as the run goes on.
 	if m.selID != msg.id {
-		m.selID, m.trace.tr, m.trace.rows = "", nil, nil
+		m.selID = ""
+		m.trace.Forget()
 	} else {
-		m.trace.sel = max(0, len(m.trace.rows)-1)
+		m.trace.SelectLast()
 		m.clampScroll()
 	}
 	return m.loadExecs()

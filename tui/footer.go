@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 
+	"github.com/retrylab/retrylab/engine/fault"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"strings"
@@ -16,17 +18,37 @@ import (
 // enough to read aloud, short enough not to describe a screen that moved on.
 const DefaultFlashFor = 6 * time.Second
 
+// statusLine is the footer's state: the status message (a flash: the
+// newest one expires after a while), the source's armed faults and world
+// clock, and bubbles' help drawing the keys.
+type statusLine struct {
+	text string
+	bad  bool
+	// seq counts status messages, so only the newest expires; after is
+	// how long one stays (zero: until the next).
+	seq   int
+	after time.Duration
+	// armed and worldOffset are the source's, as last read.
+	armed       []fault.Point
+	worldOffset time.Duration
+	footer      help.Model
+}
+
+func newStatusLine(t Theme, after time.Duration) *statusLine {
+	return &statusLine{after: after, footer: newFooterHelp(t)}
+}
+
 // flashExpiredMsg clears the status message numbered seq, if still shown.
 type flashExpiredMsg struct{ seq int }
 
 // expireFlash clears the newest status message after flashFor; nil when
 // messages stay (flashFor zero).
 func (m *Model) expireFlash() tea.Cmd {
-	if m.flashFor <= 0 || m.flash == "" {
+	if m.status.after <= 0 || m.status.text == "" {
 		return nil
 	}
-	seq := m.flashSeq
-	return tea.Tick(m.flashFor, func(time.Time) tea.Msg { return flashExpiredMsg{seq: seq} })
+	seq := m.status.seq
+	return tea.Tick(m.status.after, func(time.Time) tea.Msg { return flashExpiredMsg{seq: seq} })
 }
 
 // statusBar is the footer: the policy for the next runs, armed faults and
@@ -36,23 +58,45 @@ func (m *Model) expireFlash() tea.Cmd {
 func (m *Model) statusBar() string {
 	t := m.theme
 	armed := "—"
-	if len(m.armed) > 0 {
-		names := make([]string, len(m.armed))
-		for i, p := range m.armed {
+	if len(m.status.armed) > 0 {
+		names := make([]string, len(m.status.armed))
+		for i, p := range m.status.armed {
 			names[i] = string(p)
 		}
 		armed = t.Bad.Render(strings.Join(names, ","))
 	}
-	clock := fmt.Sprintf("+%dh", int(m.worldOffset.Round(time.Hour)/time.Hour))
-	states := []string{
-		fmt.Sprintf(" keys %s · journal %s · armed: %s · world clock %s ", short(m.keysOn), short(m.journalOn), armed, clock),
-		fmt.Sprintf(" keys %s  journal %s  armed %s  %s ", shorter(m.keysOn), shorter(m.journalOn), armed, clock),
+	clock := fmt.Sprintf("+%dh", int(m.status.worldOffset.Round(time.Hour)/time.Hour))
+	// The state says only what the source has: the policy of the next runs
+	// where it runs scenarios, the armed faults where it has faults, the
+	// world clock where it has a world; a read-only source, nothing.
+	can := m.can
+	var full, compact, narrow []string
+	if can.run != nil {
+		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.runs.keysOn), short(m.runs.journalOn)))
+		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.runs.keysOn), shorter(m.runs.journalOn)))
 	}
+	if can.faults != nil {
+		full = append(full, "armed: "+armed)
+		compact = append(compact, "armed "+armed)
+		narrow = append(narrow, "armed "+armed)
+	}
+	if can.world != nil {
+		full = append(full, "world clock "+clock)
+		compact = append(compact, clock)
+		narrow = append(narrow, clock)
+	}
+	pad := func(parts []string, sep string) string {
+		if len(parts) == 0 {
+			return ""
+		}
+		return " " + strings.Join(parts, sep) + " "
+	}
+	states := []string{pad(full, " · "), pad(compact, "  ")}
 	// What is armed matters more than the policy: when both do not fit
 	// (80 columns, 'armed timeou…'), the armed faults and the clock alone.
 	narrowest := states[1]
-	if len(m.armed) > 0 {
-		narrowest = fmt.Sprintf(" armed %s  %s ", armed, clock)
+	if len(m.status.armed) > 0 {
+		narrowest = pad(narrow, "  ")
 	}
 	hints := func(all bool) string {
 		keys := m.shortHelp()
@@ -65,7 +109,7 @@ func (m *Model) statusBar() string {
 			}
 			keys = kept
 		}
-		return m.footer.ShortHelpView(keys)
+		return m.status.footer.ShortHelpView(keys)
 	}
 	right := hints(true)
 	if lipgloss.Width(right)+40 > m.width {
@@ -73,24 +117,27 @@ func (m *Model) statusBar() string {
 	}
 	room := m.width - lipgloss.Width(right) - 2
 	right = "  " + right
-	if m.confirm != nil {
+	if m.modes.confirm != nil {
 		// A question needs its answer keys, not the usual hints.
-		return fit(" "+t.Warn.Render(m.confirm.question), m.width)
+		return fit(" "+t.Warn.Render(m.modes.confirm.question), m.width)
 	}
 	flash := ""
-	if m.flash != "" {
+	if m.status.text != "" {
 		style := t.Info
-		if m.flashBad {
+		if m.status.bad {
 			style = t.Bad
 		}
-		flash = style.Render(m.flash)
+		flash = style.Render(m.status.text)
 	}
 	// The full state with the message; the compact state with it; the
 	// message alone; the compact state with the message cut to no less
 	// than 24 cells; the message cut.
 	for _, state := range states[:2] {
 		left := state
-		if flash != "" {
+		switch {
+		case flash != "" && state == "":
+			left = " " + flash + " "
+		case flash != "":
 			left += "│ " + flash + " "
 		}
 		if lipgloss.Width(left) <= room {
@@ -103,7 +150,7 @@ func (m *Model) statusBar() string {
 	if lipgloss.Width(flash)+1 <= room {
 		return fit(" "+flash, room) + right
 	}
-	if rest := room - lipgloss.Width(states[1]) - 2; rest >= 24 {
+	if rest := room - lipgloss.Width(states[1]) - 2; states[1] != "" && rest >= 24 {
 		return fit(states[1]+"│ "+fit(flash, rest), room) + right
 	}
 	return fit(" "+flash, room) + right
@@ -132,23 +179,22 @@ func newFooterHelp(t Theme) help.Model {
 // shortHelp is the keys that work now, in the pane and mode in front: a
 // text box's keys while one has the keyboard (no q while a prediction is
 // typed), the lesson's while it waits for a key, else the focused pane's.
+// The overlays' keys first (the top one's), then the focused pane's, of
+// which only those the source can do (Model.offers).
 func (m *Model) shortHelp() []key.Binding {
-	switch {
-	case m.help.open:
-		return m.help.ShortHelp()
-	case m.waitingQuit:
-		return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")}
-	case m.filter.open:
-		return m.filter.ShortHelp()
-	}
-	// The lesson has the keyboard in every pane while it is on.
-	if m.lesson.on {
-		if keys := m.lesson.ShortHelp(); keys != nil {
-			return keys
-		}
-	}
-	if keys := m.pane(m.focus).ShortHelp(); keys != nil {
+	if keys := m.modes.shortHelp(); keys != nil {
 		return keys
 	}
-	return m.keys.ShortHelp()
+	keys := m.pane(m.focus).ShortHelp()
+	if keys == nil {
+		keys = m.keys.ShortHelp()
+	}
+	all := m.bindings()
+	out := keys[:0:0]
+	for _, b := range keys {
+		if m.offers(all, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/world"
@@ -146,7 +147,7 @@ func (r *runner) runUntilView(tb testing.TB, want string) {
 
 // openExplorer starts the explorer on h and runs it to its first full
 // frame, which it returns.
-func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, string) {
+func openExplorer(tb testing.TB, h engine.Source, w, hgt int) (*Model, *runner, string) {
 	tb.Helper()
 	m := New(Options{Source: h, Now: fixedNow})
 	r := newRunner(m)
@@ -162,10 +163,12 @@ func openExplorer(tb testing.TB, h *engine.Host, w, hgt int) (*Model, *runner, s
 	return m, r, m.View()
 }
 
-func openHost(tb testing.TB, path string) *engine.Host {
+// openHost opens a host on path as the CLI does: serving the control API,
+// so that tests can attach to it.
+func openHost(tb testing.TB, path string) *control.Server {
 	tb.Helper()
 	// Benchmarks in other processes may hold a cached database: wait.
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute, Imports: all.Registry()})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute, Imports: all.Registry()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -199,7 +202,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	}
 	h := openHost(t, path)
 	defer h.Close()
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	list, total, err := h.Executions(0, 0)
@@ -212,7 +215,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := h.MessagesFor(x.ID)
+		ms, err := h.Providers().MessagesFor(x.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +227,7 @@ func TestGeneratedHistoriesInTheExplorer(t *testing.T) {
 	}
 
 	m, r, frame := openExplorer(t, h, 160, 48)
-	t.Logf("DEBUG total=%d flash=%q pending=%d notices=%v", m.outbox.total, m.flash, r.pending, m.notices != nil)
+	t.Logf("DEBUG total=%d flash=%q pending=%d notices=%v", m.outbox.total, m.status.text, r.pending, m.feed.notices != nil)
 	defer m.Close()
 	for _, want := range []string{"Executions 50", list[0].ID, gen.ScenarioPrefix, "Outbox", "whole outbox"} {
 		if !strings.Contains(frame, want) {

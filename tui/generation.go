@@ -24,7 +24,7 @@ func fromSource(msg tea.Msg) bool {
 // tag makes cmd's source results carry the current source generation,
 // through batches; every other message passes as it is.
 func (m *Model) tag(cmd tea.Cmd) tea.Cmd {
-	gen := m.srcGen
+	gen := m.feed.gen
 	return wrapMsgs(cmd, func(msg tea.Msg) tea.Msg {
 		if fromSource(msg) {
 			return sourced{gen: gen, msg: msg}

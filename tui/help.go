@@ -20,12 +20,20 @@ const helpKeyWidth = 8
 // bubbles' help.Model does not page, so the page is ours).
 type helpPage struct {
 	*Context
+	// columns are the keys to list, a column per group (helpGroups):
+	// the explorer's enabled bindings.
+	columns       func() [][]key.Binding
 	open          bool
 	page          int
 	width, height int
 }
 
-func newHelpPage(ctx *Context) *helpPage { return &helpPage{Context: ctx} }
+func newHelpPage(ctx *Context, columns func() [][]key.Binding) *helpPage {
+	return &helpPage{Context: ctx, columns: columns}
+}
+
+// Shown says the help is open.
+func (h *helpPage) Shown() bool { return h.open }
 
 // Show opens the help at its first page.
 func (h *helpPage) Show() { h.open, h.page = true, 0 }
@@ -45,16 +53,21 @@ func (h *helpPage) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-var (
-	helpNext  = key.NewBinding(key.WithKeys("j", "down", " ", "pgdown", "ctrl+d"), key.WithHelp("j/↓/space", "next page"))
-	helpPrev  = key.NewBinding(key.WithKeys("k", "up", "pgup", "ctrl+u"), key.WithHelp("k/↑", "previous"))
-	helpClose = hint("other keys", "close")
-)
+// bindings are the help's keys, declared once: they page it; any other
+// key closes it (onKey).
+func (h *helpPage) bindings() []binding {
+	return []binding{
+		{Binding: key.NewBinding(key.WithKeys("j", "down", " ", "pgdown", "ctrl+d"), key.WithHelp("j/↓/space", "next page")),
+			action: func(tea.KeyMsg) tea.Cmd { h.page = min(h.page+1, len(h.pages())-1); return nil }},
+		{Binding: key.NewBinding(key.WithKeys("k", "up", "pgup", "ctrl+u"), key.WithHelp("k/↑", "previous")),
+			action: func(tea.KeyMsg) tea.Cmd { h.page = max(h.page-1, 0); return nil }},
+	}
+}
 
-// ShortHelp is the help's own keys.
+// ShortHelp is the help's own keys: the paging keys where it has pages.
 func (h *helpPage) ShortHelp() []key.Binding {
 	if len(h.pages()) > 1 {
-		return []key.Binding{helpNext, helpPrev, helpClose}
+		return append(shortOf(h.bindings()), hint("other keys", "close"))
 	}
 	return []key.Binding{hint("any key", "close")}
 }
@@ -68,12 +81,14 @@ func (h *helpPage) FullHelp() [][]key.Binding { return [][]key.Binding{h.ShortHe
 func (h *helpPage) helpBlocks() [][]string {
 	t := h.theme
 	var out [][]string
-	for i, g := range h.keys.FullHelp() {
+	for i, g := range h.columns() {
 		block := []string{t.TitleFocused.Render(helpGroups[i])}
 		for _, b := range g {
 			block = append(block, t.StatusKey.Render(fmt.Sprintf("%-*s", helpKeyWidth, b.Help().Key))+b.Help().Desc)
 		}
-		out = append(out, block)
+		if len(block) > 1 {
+			out = append(out, block)
+		}
 	}
 	legend := []string{t.TitleFocused.Render("Markers")}
 	for _, mk := range legendEntries() {
@@ -146,15 +161,8 @@ func (h *helpPage) View() string {
 
 // onKey pages the help; false means the key closes it.
 func (h *helpPage) onKey(k tea.KeyMsg) bool {
-	switch {
-	case key.Matches(k, helpNext):
-		h.page = min(h.page+1, len(h.pages())-1)
-		return true
-	case key.Matches(k, helpPrev):
-		h.page = max(h.page-1, 0)
-		return true
-	}
-	return false
+	_, paged := dispatch(h.bindings(), k)
+	return paged
 }
 
 // legendEntries is the help's marker legend: the trace's marks from the one

@@ -113,18 +113,6 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	return words(k.Run, k.TimeoutAfter, k.CrashAfterEffect, k.Resume, k.FinalOnly, k.Help, k.Quit)
 }
 
-// FullHelp groups every key; the fault keys have their own column.
-func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.NextPane, k.PrevPane, k.Filter},
-		{k.Run, k.Resume, k.ToggleKeys, k.ToggleJournal, k.DeleteJournal, k.FinalOnly, k.OutboxTab, k.MarkExec, k.Compare, k.Lesson, k.Help, k.Quit},
-		{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.KillNow, k.Disarm, k.AdvanceClock, k.ResetWorld, k.StartClean},
-	}
-}
-
-// helpGroups names FullHelp's columns.
-var helpGroups = []string{"Move", "Run", "Faults"}
-
 // moveDelta is how many rows a move key moves a selection: ±1 for up and
 // down, ±page for the page keys, far past either end for top and bottom (the
 // pane clamps). ok is false for any other key.

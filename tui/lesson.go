@@ -67,17 +67,21 @@ const (
 type lessonPane struct {
 	*Context
 	presenter bool
-	on        bool
-	opening   bool
-	room      *LessonRoom
-	userSrc   Source // the user's source, back when the lesson ends
-	step      lesson.Step
-	phase     lessonPhase
-	input     textinput.Model
-	guess     int
-	next      int    // the action the learner's next key plays
-	after     string // what the last action left: "worker killed · 1 message in the outbox"
-	feedback  lesson.Feedback
+	// opener opens the lessons' room (nil: no lesson mode here); startOn
+	// says the explorer opens in lesson mode.
+	opener   func() (*LessonRoom, error)
+	startOn  bool
+	on       bool
+	opening  bool
+	room     *LessonRoom
+	userSrc  Source // the user's source, back when the lesson ends
+	step     lesson.Step
+	phase    lessonPhase
+	input    textinput.Model
+	guess    int
+	next     int    // the action the learner's next key plays
+	after    string // what the last action left: "worker killed · 1 message in the outbox"
+	feedback lesson.Feedback
 	// diff is a fix's difference from its mistake, once read.
 	diff          string
 	err           error
@@ -93,8 +97,8 @@ type lessonPane struct {
 	userCRM bool
 }
 
-func newLessonPane(ctx *Context, presenter bool) *lessonPane {
-	return &lessonPane{Context: ctx, presenter: presenter}
+func newLessonPane(ctx *Context, presenter bool, opener func() (*LessonRoom, error), startOn bool) *lessonPane {
+	return &lessonPane{Context: ctx, presenter: presenter, opener: opener, startOn: startOn}
 }
 
 // flashMsg puts a status message in the footer for a component.
@@ -175,53 +179,110 @@ func newLessonInput() textinput.Model {
 // lessons' own database the first time and showing it instead of the
 // user's until the lesson ends.
 func (m *Model) startLesson() tea.Cmd {
-	if m.lesson.room == nil {
-		if m.openLessons == nil {
-			m.setFlash("lesson mode is not available here: run `retrylab lesson` in a terminal", true)
-			return nil
+	if !m.lesson.Ready() {
+		open, text, bad := m.lesson.openRoom()
+		if text != "" {
+			m.setFlash(text, bad)
 		}
-		if m.lesson.opening {
-			return nil
-		}
-		m.lesson.opening = true
-		m.setFlash("opening the lessons' own database…", false)
-		open := m.openLessons
-		return func() tea.Msg {
-			room, err := open()
-			return lessonMsg{kind: lessonOpened, room: room, err: err}
-		}
+		return open
 	}
-	m.lesson.on = true
+	room := m.lesson.Begin(m.src, m.selID, m.outbox.CRM())
+	m.modes.push(m.lessonMode())
 	if m.width > 0 && !m.wide() {
 		m.focus = paneDetail // the lesson takes the Detail tab
 	}
-	m.lesson.userSrc, m.lesson.userSel, m.lesson.restore = m.src, m.selID, ""
-	m.lesson.userCRM = m.outbox.crmTab
-	return tea.Batch(m.useSource(m.lesson.room.Source), m.lesson.ask())
+	return tea.Batch(m.useSource(room.Source), m.lesson.ask())
 }
 
 // leaveLesson ends lesson mode and brings the user's database back.
 func (m *Model) leaveLesson() tea.Cmd {
-	m.lesson.on = false
-	if m.lesson.userSrc == nil {
+	src, crm, ok := m.lesson.End()
+	if !ok {
 		return nil
 	}
-	src := m.lesson.userSrc
-	m.lesson.userSrc = nil
-	m.showCRM(m.lesson.userCRM)
-	// The execution selected before the lesson is selected again once the
-	// user's list is read (onSubscribed), the first if it is gone.
-	m.lesson.restore, m.lesson.userSel = m.lesson.userSel, ""
+	m.showCRM(crm)
 	m.setFlash("left the lesson: your database is back; L returns to the lesson", false)
 	return m.useSource(src)
+}
+
+// On says lesson mode is on.
+func (l *lessonPane) On() bool { return l.on }
+
+// Presenter says the lesson's text is spaced out for a projector.
+func (l *lessonPane) Presenter() bool { return l.presenter }
+
+// StartsOn says the explorer opens in lesson mode.
+func (l *lessonPane) StartsOn() bool { return l.startOn }
+
+// Finished says the whole path is done.
+func (l *lessonPane) Finished() bool { return l.phase == phaseFinished }
+
+// Ready says the lessons' room is open.
+func (l *lessonPane) Ready() bool { return l.room != nil }
+
+// openRoom is the command that opens the lessons' room the first time,
+// with the status message to show; nil while it opens already, or where
+// there is no lesson mode.
+func (l *lessonPane) openRoom() (open tea.Cmd, text string, bad bool) {
+	switch {
+	case l.opener == nil:
+		return nil, "lesson mode is not available here: run `retrylab lesson` in a terminal", true
+	case l.opening:
+		return nil, "", false
+	}
+	l.opening = true
+	opener := l.opener
+	return func() tea.Msg {
+		room, err := opener()
+		return lessonMsg{kind: lessonOpened, room: room, err: err}
+	}, "opening the lessons' own database…", false
+}
+
+// opened takes the room the opener opened, unless it failed.
+func (l *lessonPane) opened(room *LessonRoom, err error) {
+	l.opening = false
+	if err == nil {
+		l.room = room
+	}
+}
+
+// Begin turns lesson mode on over the user's source, the execution
+// selected there and its outbox tab, which End gives back; it returns
+// the room, whose source is shown meanwhile.
+func (l *lessonPane) Begin(userSrc Source, userSel string, userCRM bool) *LessonRoom {
+	l.on = true
+	l.userSrc, l.userSel, l.restore, l.userCRM = userSrc, userSel, "", userCRM
+	return l.room
+}
+
+// End turns lesson mode off and gives back the user's source and outbox
+// tab; ok is false when no lesson had taken them. The execution selected
+// before is selected again once the user's list is read (takeRestore).
+func (l *lessonPane) End() (src Source, crm, ok bool) {
+	l.on = false
+	if l.userSrc == nil {
+		return nil, false, false
+	}
+	src, l.userSrc = l.userSrc, nil
+	l.restore, l.userSel = l.userSel, ""
+	return src, l.userCRM, true
+}
+
+// takeRestore is, once lesson mode is off, the execution to select again
+// in the user's list, once; "" when there is none.
+func (l *lessonPane) takeRestore() string {
+	if l.on {
+		return ""
+	}
+	id := l.restore
+	l.restore = ""
+	return id
 }
 
 // showCRM puts the outbox pane on the CRM's rows (or on the outbox), from
 // its top; the rows are read by the next loadOutbox.
 func (m *Model) showCRM(on bool) {
-	if m.outbox.crmTab != on {
-		m.outbox.crmTab, m.outbox.sel, m.outbox.top = on, 0, 0
-	}
+	m.outbox.ShowCRM(on)
 }
 
 // useSource shows another source: the lessons' database or the user's.
@@ -229,20 +290,21 @@ func (m *Model) showCRM(on bool) {
 // opens a stream), so it runs in a command; the reads start once the
 // subscription is in (subscribedMsg), so no notice falls between.
 func (m *Model) useSource(src Source) tea.Cmd {
-	if m.unsubscribe != nil {
-		m.unsubscribe() // ends the wait on the old notices
+	if m.feed.unsubscribe != nil {
+		m.feed.unsubscribe() // ends the wait on the old notices
 	}
 	m.src = src
-	m.srcGen++
-	m.notices, m.unsubscribe = nil, nil
+	m.showing(src)
+	m.feed.gen++
+	m.feed.notices, m.feed.unsubscribe = nil, nil
 	m.execs.Reset()
-	m.selID, m.trace.tr, m.trace.rows, m.trace.sel, m.trace.top = "", nil, nil, 0, 0
-	m.trace.collapsed = map[string]bool{}
+	m.selID = ""
+	m.trace.Reset()
 	m.filter.Clear()
-	m.follow, m.started = "", ""
+	m.runs.follow, m.runs.started = "", ""
 	m.outbox.Clear()
-	m.armed = nil
-	gen := m.srcGen
+	m.status.armed = nil
+	gen := m.feed.gen
 	return func() tea.Msg {
 		ch, unsub := src.Subscribe(4096)
 		return subscribedMsg{gen: gen, notices: ch, unsubscribe: unsub}
@@ -260,13 +322,12 @@ type subscribedMsg struct {
 // onSubscribed starts following the source and reading it; a subscription
 // to a source no longer shown is ended.
 func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
-	if msg.gen != m.srcGen {
+	if msg.gen != m.feed.gen {
 		return func() tea.Msg { msg.unsubscribe(); return nil }
 	}
-	m.notices, m.unsubscribe = msg.notices, msg.unsubscribe
+	m.feed.notices, m.feed.unsubscribe = msg.notices, msg.unsubscribe
 	execs := m.loadExecs()
-	if id := m.lesson.restore; id != "" && !m.lesson.on {
-		m.lesson.restore = ""
+	if id := m.lesson.takeRestore(); id != "" {
 		execs = m.restoreSelection(id)
 	}
 	return tea.Batch(execs, m.loadOutbox(), m.loadScenarios(), m.waitNotices())
@@ -275,7 +336,7 @@ func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
 // restoreSelection finds id's place in the list shown, in a command; the
 // list is read once it is found (onLesson), with the selection on it.
 func (m *Model) restoreSelection(id string) tea.Cmd {
-	gen, locate := m.srcGen, m.locate(id)
+	gen, locate := m.feed.gen, m.locate(id)
 	return func() tea.Msg {
 		msg := lessonMsg{kind: lessonRestored, gen: gen, exec: id}
 		if loc, ok := locate().(locatedMsg); ok {
@@ -348,7 +409,7 @@ func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
 		return m.leaveLesson()
 	case msg.String() == "ctrl+c":
 		return m.quit()
-	case msg.String() == "enter" && m.lesson.phase == phaseFinished:
+	case msg.String() == "enter" && m.lesson.Finished():
 		return m.leaveLesson()
 	}
 	return m.lesson.Update(msg)
@@ -467,44 +528,44 @@ func (l *lessonPane) onResult(msg lessonMsg) tea.Cmd {
 func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 	switch msg.kind {
 	case lessonOpened:
-		m.lesson.opening = false
+		m.lesson.opened(msg.room, msg.err)
 		if msg.err != nil {
 			m.setFlash("lesson mode: "+oneLine(msg.err.Error()), true)
 			return nil
 		}
-		m.lesson.room = msg.room
 		m.setFlash("lessons run in "+msg.room.Where+"; your database is not touched", false)
 		return m.startLesson()
 	case lessonBegun:
-		if !m.lesson.on {
+		if !m.lesson.On() {
 			return nil
 		}
 		cmd := m.lesson.Update(msg)
 		if msg.err != nil {
 			return nil
 		}
-		m.execs.sel, m.execs.top, m.selID = 0, 0, ""
+		m.execs.Home()
+		m.selID = ""
 		// The pane beside the trace shows what the step counts: a
 		// CRM lesson's rows, not an empty outbox.
 		m.showCRM(msg.step.Measure == lesson.MeasureCRMRows)
 		return tea.Batch(cmd, m.loadExecs(), m.loadOutbox())
 	case lessonActed:
 		cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox()}
-		if !m.lesson.on {
+		if !m.lesson.On() {
 			return nil // left while the action played; the user's database shows
 		}
 		if msg.exec != "" {
-			m.follow, m.started = msg.exec, msg.exec
+			m.runs.follow, m.runs.started = msg.exec, msg.exec
 			cmds = append(cmds, m.locate(msg.exec))
 		}
 		return tea.Batch(append(cmds, m.lesson.Update(msg))...)
 	case lessonRecorded, lessonReset:
-		if !m.lesson.on {
+		if !m.lesson.On() {
 			return nil
 		}
 		return m.lesson.Update(msg)
 	case lessonRestored:
-		if msg.gen != m.srcGen {
+		if msg.gen != m.feed.gen {
 			return nil // another source is shown since
 		}
 		if msg.err != nil {

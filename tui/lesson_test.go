@@ -206,8 +206,8 @@ func TestLessonStepsOneKeyAtATime(t *testing.T) {
 	}
 	mustShow(t, m.View(), "waiting for n", "▶ press n  Run the scenario", "r  Resume the killed execution")
 	press(t, m, "r")
-	if len(fl.ran) != 1 || !strings.Contains(m.flash, "next key is n") {
-		t.Fatalf("r before n: ran %v, flash %q", fl.ran, m.flash)
+	if len(fl.ran) != 1 || !strings.Contains(m.status.text, "next key is n") {
+		t.Fatalf("r before n: ran %v, flash %q", fl.ran, m.status.text)
 	}
 	press(t, m, "n")
 	if m.lesson.phase != phaseActing || m.lesson.next != 1 {
@@ -277,8 +277,8 @@ func TestLessonModeNeedsLessons(t *testing.T) {
 	t.Parallel()
 	m := open(t, record(t, []string{"naive", "run"}), 160, 44)
 	press(t, m, "L")
-	if m.lesson.on || !strings.Contains(m.flash, "lesson mode is not available") {
-		t.Fatalf("without lessons L explains: on=%v flash=%q", m.lesson.on, m.flash)
+	if m.lesson.on || !strings.Contains(m.status.text, "lesson mode is not available") {
+		t.Fatalf("without lessons L explains: on=%v flash=%q", m.lesson.on, m.status.text)
 	}
 }
 

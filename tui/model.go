@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine"
@@ -79,16 +78,16 @@ const (
 
 var paneNames = [paneCount]string{"Executions", "Trace", "Outbox", "Detail"}
 
-// Model is the explorer's state. All of it changes only in Update.
+// Model is the explorer's state. All of it changes only in Update. It
+// holds the source and the components; each component owns its state,
+// and the Model reads and sets it through their methods.
 type Model struct {
-	// Context is the theme, keymap and size every component shares.
+	// Context is the theme, keymap, size, focus and the source's roles
+	// every component shares.
 	*Context
 	src   Source
 	now   func() time.Time
 	title string
-
-	// footer draws the short help: the keys of the pane and mode in front.
-	footer help.Model
 
 	// execs is the executions pane, filter its filter box.
 	execs  *execsPane
@@ -106,43 +105,41 @@ type Model struct {
 	// cmp is the comparison of two executions (m, =): tui/diff.go.
 	cmp *comparePane
 
-	// Policy overrides for runs started here, armed faults, world clock.
+	// picker is the scenario picker and the catalogue it picks from.
+	picker *scenarioPicker
+	help   *helpPage
+	lesson *lessonPane
+
+	// status is the footer: the status message, the source's state and
+	// the keys.
+	status *statusLine
+	// runs is the policy of the runs started here and the run followed.
+	runs runState
+	// feed is the source's notices, followed live.
+	feed noticeFeed
+	// modes is the overlay stack: help, filter, picker, confirm, compare,
+	// lesson; the top takes keys first.
+	modes modeStack
+}
+
+// runState is what the explorer keeps of the runs it starts: the policy
+// overrides (K, J), the run --run starts as it opens, and the run whose
+// execution the selection moves to once the list has it (follow);
+// started is the last one, which x kills when the selected execution has
+// no worker.
+type runState struct {
 	keysOn, journalOn *bool
-	armed             []fault.Point
-	worldOffset       time.Duration
+	startRun          string
+	follow, started   string
+}
 
-	scenarios []*scenario.Scenario
-	// scenariosRead is set once the catalogue's answer came; pickPending
-	// remembers an n pressed before it, so no key is dropped.
-	scenariosRead, pickPending bool
-	picker                     *scenarioPicker
-	help                       *helpPage
-	flash                      string
-	flashBad                   bool
-	flashSeq                   int // counts status messages, so only the newest expires
-	flashFor                   time.Duration
-
-	openLessons func() (*LessonRoom, error)
-	lesson      *lessonPane
-	startLsn    bool
-	presenter   bool
-
+// noticeFeed is the source's notices as the explorer follows them.
+type noticeFeed struct {
 	notices     <-chan notice.Notice
-	noticeWin   time.Duration
+	window      time.Duration
 	unsubscribe func()
-	startRun    string
-	quitting    bool
-
-	// follow is a run started here whose execution the selection moves to
-	// once the list has it; started is the last one, which x kills when
-	// the selected execution has no worker.
-	follow, started string
-	// srcGen counts source switches; results of an older source are dropped.
-	srcGen int
-	// confirm is a destructive key waiting for y; waitingQuit says q
-	// waits for the running workers to end.
-	confirm     *confirmation
-	waitingQuit bool
+	// gen counts source switches; results of an older source are dropped.
+	gen int
 }
 
 type execItem struct {
@@ -156,38 +153,35 @@ func New(o Options) *Model {
 		o.Now = time.Now
 	}
 	m := &Model{
-		src:         o.Source,
-		now:         o.Now,
-		Context:     newContext(o.HighContrast),
-		title:       o.Title,
-		startRun:    o.Run,
-		openLessons: o.OpenLessons,
-		startLsn:    o.Lesson,
-		presenter:   o.Presenter,
-		flashFor:    o.FlashFor,
-		noticeWin:   o.NoticeWindow,
+		src:     o.Source,
+		now:     o.Now,
+		Context: newContext(o.HighContrast),
+		title:   o.Title,
+		runs:    runState{startRun: o.Run},
+		feed:    noticeFeed{window: o.NoticeWindow},
 	}
-	if m.noticeWin == 0 {
-		m.noticeWin = DefaultNoticeWindow
+	if m.feed.window == 0 {
+		m.feed.window = DefaultNoticeWindow
 	}
-	m.footer = newFooterHelp(m.theme)
-	m.help = newHelpPage(m.Context)
+	m.status = newStatusLine(m.theme, o.FlashFor)
+	m.help = newHelpPage(m.Context, m.helpColumns)
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
-	m.lesson = newLessonPane(m.Context, o.Presenter)
+	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
-	m.execs = newExecsPane(m.Context, m.filter, m.now, func() string { return m.cmp.marked })
-	m.notices, m.unsubscribe = o.Source.Subscribe(4096)
+	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
+	m.showing(o.Source)
+	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)
 	return m
 }
 
 // Close stops following the source.
 func (m *Model) Close() {
-	if m.unsubscribe != nil {
-		m.unsubscribe()
+	if m.feed.unsubscribe != nil {
+		m.feed.unsubscribe()
 	}
 }
 
@@ -260,10 +254,10 @@ type actionMsg struct {
 // Init loads everything and starts following the source.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.loadExecs(), m.loadOutbox(), m.waitNotices(), m.loadScenarios()}
-	if m.startRun != "" {
-		cmds = append(cmds, m.start(m.startRun))
+	if m.runs.startRun != "" && m.can.run != nil {
+		cmds = append(cmds, m.start(m.runs.startRun))
 	}
-	if m.startLsn {
+	if m.lesson.StartsOn() {
 		cmds = append(cmds, m.startLesson())
 	}
 	return m.tag(tea.Batch(cmds...))
@@ -280,10 +274,9 @@ func (m *Model) loadExecs() tea.Cmd {
 	if x := m.execs.selected(); x != nil && x.x.ID == m.selID {
 		keep = m.selID
 	}
-	src, filter := m.src, m.filter.text
-	skip := m.execs.top
+	src, filter := m.src, m.filter.Text()
+	skip, sel, before := m.execs.Window()
 	limit := m.execs.pageSize()
-	sel, before := m.execs.sel, m.execs.total
 	read := func(skip, limit int) ([]history.Execution, int, error) {
 		if filter != "" {
 			// The host's index answers the filter: the page and the
@@ -326,28 +319,27 @@ func (m *Model) loadTrace(id string) tea.Cmd {
 		return nil
 	}
 	limit := tracePage
-	if m.trace.tr != nil && m.trace.tr.exec.ID == id {
-		limit = max(limit, m.trace.tr.events())
+	if m.trace.Shows(id) {
+		limit = max(limit, m.trace.Held())
 	}
 	return m.readTrace(id, 0, limit)
 }
 
 // loadMoreTrace reads the next page of the shown history, once at a time.
 func (m *Model) loadMoreTrace() tea.Cmd {
-	if m.trace.tr == nil || !m.trace.truncated || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
-		return nil
+	if id, from, limit, ok := m.trace.nextPage(true); ok {
+		return m.readTrace(id, from, limit)
 	}
-	return m.readOn()
+	return nil
 }
 
 // readOn reads the page after the last event the trace holds: the next
 // page of a long history, or the events a live trace missed (a gap).
 func (m *Model) readOn() tea.Cmd {
-	if m.trace.tr == nil || m.trace.paging || m.trace.tr.events() >= maxTraceEvents {
-		return nil
+	if id, from, limit, ok := m.trace.nextPage(false); ok {
+		return m.readTrace(id, from, limit)
 	}
-	m.trace.paging = true
-	return m.readTrace(m.trace.tr.exec.ID, m.trace.tr.lastSeq()+1, min(tracePage, maxTraceEvents-m.trace.tr.events()))
+	return nil
 }
 
 // readTrace reads at most limit events of id from seq from through the
@@ -394,13 +386,19 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm := m.src, m.outbox.crmTab
+	src, crm, faults, world := m.src, m.outbox.CRM(), m.can.faults, m.can.world
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
 			return outboxMsg{err: err}
 		}
-		msg := outboxMsg{recent: recent, total: total, armed: src.Armed(), offset: src.WorldOffset(), crm: crm}
+		msg := outboxMsg{recent: recent, total: total, crm: crm}
+		if faults != nil {
+			msg.armed = faults.Armed()
+		}
+		if world != nil {
+			msg.offset = world.WorldOffset()
+		}
 		if id != "" {
 			msg.forID = id
 			if msg.msgs, err = src.MessagesFor(id); err != nil {
@@ -415,7 +413,7 @@ func (m *Model) loadOutboxOf(id string) tea.Cmd {
 }
 
 // recordPager is a Source that reads the CRM a page at a time, as
-// *engine.Host does.
+// *engine.Local does.
 type recordPager interface {
 	RecordsPage(from string, limit int) ([]world.Record, error)
 }
@@ -436,8 +434,13 @@ func loadRecords(src Source) ([]world.Record, bool, error) {
 	return records, false, err
 }
 
+// loadScenarios reads the catalogue of a source that runs scenarios; one
+// that cannot has none.
 func (m *Model) loadScenarios() tea.Cmd {
-	src := m.src
+	src := m.can.run
+	if src == nil {
+		return func() tea.Msg { return scenariosMsg{} }
+	}
 	return func() tea.Msg {
 		list, err := src.Scenarios()
 		return scenariosMsg{list: list, err: err}
@@ -448,7 +451,7 @@ func (m *Model) loadScenarios() tea.Cmd {
 // gathers what arrives within the notice window (one frame by default), so
 // a burst costs one refresh; with a negative window, only what is waiting.
 func (m *Model) waitNotices() tea.Cmd {
-	ch, window := m.notices, m.noticeWin
+	ch, window := m.feed.notices, m.feed.window
 	return func() tea.Msg {
 		n, ok := <-ch
 		if !ok {
@@ -482,9 +485,13 @@ func (m *Model) waitNotices() tea.Cmd {
 	}
 }
 
+// start runs scenario name, with the policy overrides set here.
 func (m *Model) start(name string) tea.Cmd {
-	src := m.src
-	opts := engine.RunOptions{Keys: m.keysOn, Journal: m.journalOn}
+	src := m.can.run
+	if src == nil {
+		return nil
+	}
+	opts := engine.RunOptions{Keys: m.runs.keysOn, Journal: m.runs.journalOn}
 	return func() tea.Msg {
 		r, err := src.Start(name, opts)
 		if err != nil {
@@ -512,22 +519,21 @@ func (m *Model) selectedExec() *execItem { return m.execs.selected() }
 func (m *Model) selectedRow() *node { return m.trace.selected() }
 
 func (m *Model) setFlash(text string, bad bool) {
-	m.flash, m.flashBad = text, bad
-	m.flashSeq++
+	m.status.text, m.status.bad = text, bad
+	m.status.seq++
 }
 
 // showsImported reports whether the trace shown is of an imported
 // execution, whose effects the outbox pane infers.
 func (m *Model) showsImported() bool {
-	tv := m.trace.tr
-	return tv != nil && tv.exec.Imported != ""
+	return m.trace.Imported()
 }
 
 // inferredEffects is the outbox pane's content for an imported execution:
 // the effects inferred from its trace (tui/effects.go).
 func (m *Model) inferredEffects(width int) ([]string, bool) {
 	if m.showsImported() {
-		return m.trace.tr.effectLines(width), true
+		return m.trace.EffectLines(width), true
 	}
 	return nil, false
 }

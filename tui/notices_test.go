@@ -33,7 +33,7 @@ func TestNoticeWindowNegativeTakesWhatWaits(t *testing.T) {
 	if msg := m.waitNotices()().(noticesMsg); len(msg.batch) != 1 || !msg.closed {
 		t.Fatalf("last notice and close: %+v", msg)
 	}
-	if m.noticeWin >= 0 || New(Options{Source: src.snapshot, Now: fixedNow}).noticeWin != DefaultNoticeWindow {
-		t.Errorf("windows: %v", m.noticeWin)
+	if m.feed.window >= 0 || New(Options{Source: src.snapshot, Now: fixedNow}).feed.window != DefaultNoticeWindow {
+		t.Errorf("windows: %v", m.feed.window)
 	}
 }

@@ -71,6 +71,23 @@ func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// CRM says the pane shows the CRM's rows (o), not the outbox.
+func (o *outboxPane) CRM() bool { return o.crmTab }
+
+// ShowCRM puts the pane on the CRM's rows (or on the outbox), from its top.
+func (o *outboxPane) ShowCRM(on bool) {
+	if o.crmTab != on {
+		o.crmTab, o.sel, o.top = on, 0, 0
+	}
+}
+
+// SetDeliveries are the selected execution's deliveries, read with its
+// trace (nil: none selected).
+func (o *outboxPane) SetDeliveries(msgs []world.Message) { o.msgs = msgs }
+
+// clickDelta is how far a click on the pane's row moves the selection.
+func (o *outboxPane) clickDelta(row int) int { return o.top + row - o.sel }
+
 // move moves the selection by delta rows.
 func (o *outboxPane) move(delta int) {
 	o.sel = clamp(o.sel+delta, 0, max(0, o.count()-1))

@@ -119,6 +119,10 @@ type scenarioPicker struct {
 	width, height int
 	// keysOn and journalOn are the policy of the run it starts.
 	keysOn, journalOn *bool
+	// scenarios is the catalogue, once read (read); pending remembers an
+	// n pressed before it came, so no key is dropped.
+	scenarios     []*scenario.Scenario
+	read, pending bool
 }
 
 func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Context: ctx} }
@@ -126,17 +130,70 @@ func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Co
 // pickedMsg is the scenario the picker's enter chose, to start.
 type pickedMsg struct{ name string }
 
-var (
-	pickerRun    = hint("enter", "run")
-	pickerFilter = hint("/", "filter")
-	pickerClose  = hint("esc", "cancel")
-)
+// bindings are the picker's keys, declared once: enter runs the scenario
+// selected (not while a filter is typed: the list takes it), esc closes
+// (once the list's filter is cleared: the list clears it first); / is the
+// list's own, listed here. Every other key goes to the list.
+func (p *scenarioPicker) bindings() []binding {
+	return []binding{
+		{Binding: hint("enter", "run"), enabled: func() bool { return p.list.FilterState() != list.Filtering },
+			action: func(tea.KeyMsg) tea.Cmd {
+				it, ok := p.list.SelectedItem().(scenarioItem)
+				if !ok {
+					return nil
+				}
+				p.open = false
+				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
+			}},
+		{Binding: key.NewBinding(key.WithHelp("/", "filter"))},
+		{Binding: hint("esc", "cancel"), enabled: func() bool { return p.list.FilterState() == list.Unfiltered },
+			action: func(tea.KeyMsg) tea.Cmd {
+				p.open = false
+				return nil
+			}},
+	}
+}
 
-// Open shows the picker over scenarios, for a run with this policy.
-func (p *scenarioPicker) Open(scenarios []*scenario.Scenario, keysOn, journalOn *bool) {
-	p.list, p.open = newPicker(scenarios), true
+// Shown says the picker is open.
+func (p *scenarioPicker) Shown() bool { return p.open }
+
+// SetCatalogue takes the catalogue read; true when an n pressed before it
+// came waits to open the picker.
+func (p *scenarioPicker) SetCatalogue(list []*scenario.Scenario) (openNow bool) {
+	p.scenarios, p.read = list, true
+	openNow, p.pending = p.pending, false
+	return openNow
+}
+
+// Empty says the catalogue is read and has no scenario.
+func (p *scenarioPicker) Empty() bool { return p.read && len(p.scenarios) == 0 }
+
+// Scenario is the catalogue's scenario named name, if read.
+func (p *scenarioPicker) Scenario(name string) *scenario.Scenario {
+	for _, s := range p.scenarios {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Open shows the picker over the catalogue, for a run with this policy;
+// false when it does not open: before the catalogue is read (it opens
+// then: SetCatalogue), or over an empty one (the footer says so).
+func (p *scenarioPicker) Open(keysOn, journalOn *bool) bool {
+	if !p.read {
+		p.pending = true
+		return false
+	}
+	if len(p.scenarios) == 0 {
+		p.pending = false
+		return false
+	}
+	p.list, p.open = newPicker(p.scenarios), true
 	p.keysOn, p.journalOn = keysOn, journalOn
 	p.SetSize(p.width, p.height)
+	return true
 }
 
 // SetSize fits the picker, and its list when open, to the screen.
@@ -176,22 +233,8 @@ func (p *scenarioPicker) Update(msg tea.Msg) tea.Cmd {
 		p.list, cmd = p.list.Update(msg.msg)
 		return p.tag(cmd)
 	case tea.KeyMsg:
-		filtering := p.list.FilterState() == list.Filtering
-		switch {
-		case key.Matches(msg, pickerRun):
-			if !filtering {
-				it, ok := p.list.SelectedItem().(scenarioItem)
-				if !ok {
-					return nil
-				}
-				p.open = false
-				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
-			}
-		case key.Matches(msg, pickerClose):
-			if p.list.FilterState() == list.Unfiltered {
-				p.open = false
-				return nil
-			}
+		if cmd, ok := dispatch(p.bindings(), msg); ok {
+			return cmd
 		}
 		before := p.list.FilterValue()
 		var cmd tea.Cmd
@@ -240,26 +283,22 @@ func (p *scenarioPicker) View() string {
 }
 
 // ShortHelp is the picker's keys; the list moves on the explorer's.
-func (p *scenarioPicker) ShortHelp() []key.Binding {
-	return []key.Binding{pickerRun, pickerFilter, pickerClose}
-}
+func (p *scenarioPicker) ShortHelp() []key.Binding { return shortOf(p.bindings()) }
 
 // FullHelp is the picker's keys and the list's movement.
 func (p *scenarioPicker) FullHelp() [][]key.Binding {
 	return [][]key.Binding{p.ShortHelp(), {p.list.KeyMap.CursorUp, p.list.KeyMap.CursorDown, p.list.KeyMap.NextPage, p.list.KeyMap.PrevPage}}
 }
 
-// openPicker shows the picker over the scenario catalogue.
+// openPicker shows the picker over the scenario catalogue, or once the
+// catalogue is read (no key is dropped).
 func (m *Model) openPicker() tea.Cmd {
-	if !m.scenariosRead {
-		m.pickPending = true // opens when the catalogue's answer comes
-		return nil
-	}
-	if len(m.scenarios) == 0 {
+	switch {
+	case m.picker.Open(m.runs.keysOn, m.runs.journalOn):
+		m.modes.push(m.pickerMode())
+	case m.picker.Empty():
 		m.setFlash("no scenarios in the catalogue", true)
-		return nil
 	}
-	m.picker.Open(m.scenarios, m.keysOn, m.journalOn)
 	return nil
 }
 
@@ -290,13 +329,9 @@ func scenarioInfo(s *scenario.Scenario, width, room, teach int) []string {
 
 // scenarioOf is the catalogue's scenario of the execution in the trace.
 func (m *Model) scenarioOf() *scenario.Scenario {
-	if m.trace.tr == nil {
+	x, ok := m.trace.Exec()
+	if !ok {
 		return nil
 	}
-	for _, s := range m.scenarios {
-		if s.Name == m.trace.tr.exec.Scenario {
-			return s
-		}
-	}
-	return nil
+	return m.picker.Scenario(x.Scenario)
 }

@@ -2,10 +2,12 @@
 // execution's trace beside the provider's outbox, live, with hotkeys that
 // inject timeouts and crashes.
 //
-// The explorer never touches the database: it reads and acts through a
-// Source (the engine's Host, or a client attached to a host in another
-// process), always from tea.Cmds, so Update and View never block
-// (TestUpdateAndViewDoNoIO holds it to that).
+// The explorer never touches the database: it reads through a Source (an
+// engine.Reader: the engine's Host, a client attached to a host in another
+// process, a Temporal cluster) and acts through the roles the source also
+// has (engine.Runner, Faults, WorldControl), always from tea.Cmds, so
+// Update and View never block (TestUpdateAndViewDoNoIO holds it to that).
+// A key whose role the source lacks is neither offered nor run.
 //
 // The screen is made of components (context.go): the executions list
 // (execsPane), the trace (tracePane), the outbox and CRM (outboxPane), the
@@ -13,21 +15,64 @@
 // (filterBox), the scenario picker (scenarioPicker), the comparison
 // (comparePane) and the help page (helpPage). Each has Update, View,
 // SetSize and its own key bindings, and shares one Context (theme, keymap,
-// size, focus). The Model owns the source: it makes the reads and actions
-// and hands their results to the components; the footer's short help is
-// bubbles' help.Model over the keys of the component in front.
+// size, focus, the source's roles). Each owns its state; the Model owns the
+// source: it makes the reads and actions and hands their results to the
+// components through their methods (TestModelKeepsOutOfComponents).
+//
+// Keys: the explorer's keys are one list of bindings {keys and help,
+// group, enabled, action} (bindings.go) from which the dispatch, the
+// footer's short help and the help page are built. Help, filter, picker,
+// confirm, compare and lesson are modes on an overlay stack (modes.go):
+// the top one gets a key first and may pass it down; under the stack the
+// bindings answer.
 package tui
 
-import "github.com/retrylab/retrylab/engine"
+import (
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
+)
 
-// Source is everything the explorer reads and does, as the engine defines
-// it (engine.Source). *engine.Host and *engine.Client are ones.
-type Source = engine.Source
+// Source is what the explorer needs of a source at least: its reads
+// (engine.Reader). What else the source can do, the explorer asks it by
+// type assertion (rolesOf) and offers only that: a Temporal cluster or a
+// database of imported traces only (engine.ReadOnly) gets no run, resume,
+// fault or world key, in the footer, the help or the dispatch.
+// *engine.Local (a host in this process), *control.Server (one other
+// processes attach to) and *control.Client (one in another process) do
+// everything.
+type Source = engine.Reader
 
 var (
-	_ Source = (*engine.Host)(nil)
-	_ Source = (*engine.Client)(nil)
+	_ engine.Source = (*engine.Local)(nil)
+	_ engine.Source = (*control.Server)(nil)
+	_ engine.Source = (*control.Client)(nil)
 )
+
+// roles are what the source shown can do besides reading; each is nil
+// where it cannot.
+type roles struct {
+	run    engine.Runner
+	faults engine.FaultInjector
+	world  engine.WorldControl
+	// erase empties the whole database (E).
+	erase resetter
+}
+
+// resetter is a Source that can wipe its database (*engine.Local and
+// *control.Client): executions, histories, journals and the world.
+type resetter interface {
+	Reset() error
+}
+
+// rolesOf asks src for each role. It calls nothing: a type assertion only.
+func rolesOf(src Source) roles {
+	var r roles
+	r.run, _ = src.(engine.Runner)
+	r.faults, _ = src.(engine.FaultInjector)
+	r.world, _ = src.(engine.WorldControl)
+	r.erase, _ = src.(resetter)
+	return r
+}
 
 // GrowingImports is what a Source may add when an imported execution's
 // trace only ever grows while it is followed: each ImportedEvents of it

@@ -110,7 +110,7 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 			<-r.Done()
 		}
 	}
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	snap := &snapshot{events: map[string][]history.Event{}}
@@ -130,7 +130,7 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 		snap.execs = append(snap.execs, x)
 		snap.events[x.ID] = evs
 	}
-	msgs, err := h.Outbox()
+	msgs, err := h.Providers().Outbox()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 		msgs[i].Time = base.Add(time.Duration(msgs[i].Seq) * time.Second)
 	}
 	snap.msgs = msgs
-	if snap.records, err = h.Records(); err != nil {
+	if snap.records, err = h.Providers().Records(); err != nil {
 		t.Fatal(err)
 	}
-	if snap.scenarios, err = h.Scenarios(); err != nil {
+	if snap.scenarios, err = h.Catalog().All(); err != nil {
 		t.Fatal(err)
 	}
 	return snap

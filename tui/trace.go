@@ -544,6 +544,11 @@ func (t *tracePane) Select() {
 func (t *tracePane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case traceMsg:
+		if msg.from > 0 {
+			t.paging = false
+		} else {
+			t.unreadable = ""
+		}
 		// Follow a live run's tail, but not the end of a page still to come.
 		following := !t.truncated && t.sel >= len(t.rows)-1
 		if msg.from > 0 {
@@ -655,6 +660,131 @@ func (t *tracePane) View() string {
 	title, lines := t.lines(t.height-2, t.width-2)
 	return t.theme.pane(title, lines, t.width, t.height, t.focus == paneTrace)
 }
+
+// Shows says the trace shown is execution id's.
+func (t *tracePane) Shows(id string) bool { return t.tr != nil && t.tr.exec.ID == id }
+
+// Exec is the record of the execution shown; false when none shows.
+func (t *tracePane) Exec() (history.Execution, bool) {
+	if t.tr == nil {
+		return history.Execution{}, false
+	}
+	return t.tr.exec, true
+}
+
+// Refresh takes the record of x as the list read it, when its trace is
+// the one shown: no read of its own.
+func (t *tracePane) Refresh(x history.Execution) {
+	if t.Shows(x.ID) {
+		t.tr.exec = x
+	}
+}
+
+// Held is how many events the trace shown holds.
+func (t *tracePane) Held() int {
+	if t.tr == nil {
+		return 0
+	}
+	return t.tr.events()
+}
+
+// Forget shows no trace: no execution is selected.
+func (t *tracePane) Forget() { t.tr, t.rows, t.unreadable = nil, nil, "" }
+
+// Reset forgets the trace and how it was shown (another source shows).
+func (t *tracePane) Reset() {
+	t.tr, t.rows, t.sel, t.top = nil, nil, 0, 0
+	t.collapsed = map[string]bool{}
+}
+
+// ReadFailed takes a read of the selected history that failed: a further
+// page is no longer being read; when the first read failed (a damaged
+// record), the pane says execution id cannot be read, and why, rather
+// than keep the trace of the one selected before beside it.
+func (t *tracePane) ReadFailed(msg traceMsg) {
+	if msg.from > 0 {
+		t.paging = false
+		return
+	}
+	t.tr, t.rows = nil, nil
+	t.unreadable, t.unreadableErr = msg.id, oneLine(msg.err.Error())
+}
+
+// nextPage is the read of the events after those the trace holds, and
+// marks it being read: the execution, the first seq and how many. ok is
+// false when there is none to read now: no trace, a page being read, the
+// cap reached, or (more) a history read to its end.
+func (t *tracePane) nextPage(more bool) (id string, from uint64, limit int, ok bool) {
+	if t.tr == nil || t.paging || t.tr.events() >= maxTraceEvents || (more && !t.truncated) {
+		return "", 0, 0, false
+	}
+	t.paging = true
+	return t.tr.exec.ID, t.tr.lastSeq() + 1, min(tracePage, maxTraceEvents-t.tr.events()), true
+}
+
+// readOnDue says live events were dropped while a page was read and the
+// history is now read to its end: the trace is to read on from where it
+// stands. It is said once.
+func (t *tracePane) readOnDue() bool {
+	if t.stale && !t.truncated {
+		t.stale = false
+		return true
+	}
+	return false
+}
+
+// liveResult is what a live event did to the trace shown.
+type liveResult int
+
+const (
+	liveApplied liveResult = iota // applied to the trace kept
+	liveReload                    // the trace is not read yet: read it
+	liveHeld                      // a page is being read or the trace is cut: nothing now
+	liveGap                       // it does not follow what is held: read on
+)
+
+// Live applies a live event of execution id, the one selected; gap says
+// an event before it in the same batch did not follow already.
+func (t *tracePane) Live(id string, e history.Event, gap bool) liveResult {
+	switch {
+	case !t.Shows(id):
+		return liveReload // its first read is still to come
+	case t.truncated || t.paging:
+		t.stale = t.stale || t.paging // paging reads on to it
+		return liveHeld
+	case t.tr.events() >= maxTraceEvents:
+		t.truncated = true // the cap: the view says where it cut
+		return liveHeld
+	case !gap && t.tr.apply([]history.Event{e}):
+		return liveApplied
+	}
+	return liveGap
+}
+
+// SelectLast selects the last row: a run followed stays on its tail.
+func (t *tracePane) SelectLast() { t.sel = max(0, len(t.rows)-1) }
+
+// SelectAttempt selects the row of an attempt, if shown.
+func (t *tracePane) SelectAttempt(step string, attempt int) {
+	for i, r := range t.rows {
+		if k, ok := r.n.link(); ok && k.step == step && k.attempt == attempt {
+			t.sel = i
+			return
+		}
+	}
+}
+
+// Imported says the trace shown is of an imported execution.
+func (t *tracePane) Imported() bool { return t.tr != nil && t.tr.exec.Imported != "" }
+
+// EffectLines are the effects inferred from an imported trace, width wide.
+func (t *tracePane) EffectLines(width int) []string { return t.tr.effectLines(width) }
+
+// clickDelta is how far a click on the pane's row moves the selection.
+func (t *tracePane) clickDelta(row int) int { return t.top + row - t.sel }
+
+// FinalOnly says the pane shows each step's final attempt only (f).
+func (t *tracePane) FinalOnly() bool { return t.finalOnly }
 
 // ShortHelp is the pane's keys in the footer: the ones a presenter reaches for.
 func (t *tracePane) ShortHelp() []key.Binding { return t.keys.ShortHelp() }

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
-	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // retentionJump is how far A moves the world clock: past the default 24 h
@@ -20,22 +18,22 @@ const retentionJump = 25 * time.Hour
 // Update handles one message. It never blocks: reads and actions run as
 // commands and come back as messages.
 func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
-	flash := m.flashSeq
+	flash := m.status.seq
 	defer func() {
-		if m.flashSeq != flash {
+		if m.status.seq != flash {
 			cmd = tea.Batch(cmd, m.expireFlash())
 		}
 		cmd = m.tag(cmd)
 	}()
 	switch msg := msg.(type) {
 	case sourced:
-		if msg.gen != m.srcGen {
+		if msg.gen != m.feed.gen {
 			return m, nil // a result of the source shown before a switch
 		}
 		return m.Update(msg.msg)
 	case flashExpiredMsg:
-		if msg.seq == m.flashSeq {
-			m.flash, m.flashBad = "", false
+		if msg.seq == m.status.seq {
+			m.status.text, m.status.bad = "", false
 		}
 		return m, nil
 	case tea.WindowSizeMsg:
@@ -58,7 +56,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.armed, m.worldOffset = msg.armed, msg.offset
+		m.status.armed, m.status.worldOffset = msg.armed, msg.offset
 		if msg.forID != m.selID {
 			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
@@ -67,9 +65,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		if msg.err != nil {
 			m.setFlash(msg.err.Error(), true)
 		}
-		m.scenarios, m.scenariosRead = msg.list, true
-		if m.pickPending {
-			m.pickPending = false
+		if m.picker.SetCatalogue(msg.list) {
 			return m, m.openPicker()
 		}
 		return m, nil
@@ -92,7 +88,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
-			m.follow, m.started = msg.selectID, msg.selectID
+			m.runs.follow, m.runs.started = msg.selectID, msg.selectID
 			m.filter.Clear()
 			cmds = append(cmds, m.locate(msg.selectID))
 		}
@@ -103,7 +99,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.setFlash(msg.text, msg.bad)
 		return m, nil
 	case armedMsg:
-		m.armed = msg.armed
+		m.status.armed = msg.armed
 		m.setFlash(msg.text, false)
 		return m, nil
 	case pickerMsg:
@@ -123,37 +119,35 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 }
 
 func (m *Model) onExecs(msg execsMsg) tea.Cmd {
-	if msg.filter != m.filter.text {
+	if msg.filter != m.filter.Text() {
 		return nil // an answer to a filter typed over since
 	}
 	if msg.err != nil {
 		m.setFlash(msg.err.Error(), true)
-		m.execs.unreadableErr = oneLine(msg.err.Error())
+		m.execs.Update(msg)
 		return nil
 	}
-	m.execs.unreadableErr = ""
-	top, total := m.execs.top, m.execs.total
+	top, _, total := m.execs.Window()
 	m.execs.Update(msg)
 	if to := m.keptSelection(msg, total); to >= 0 {
 		// Executions arrived above the one selected: it stays selected
 		// (and on screen), and the window is read again if it scrolled.
 		m.execs.moveTo(to)
-		if m.execs.top != top || m.selectedExec() == nil {
+		if now, _, _ := m.execs.Window(); now != top || m.selectedExec() == nil {
 			return m.loadExecs()
 		}
 	}
 	if sel := m.selectedExec(); sel != nil {
-		if m.trace.tr != nil && m.trace.tr.exec.ID == sel.x.ID {
-			m.trace.tr.exec = sel.x // the record as the list read it: no read of its own
-		}
+		m.trace.Refresh(sel.x) // the record as the list read it: no read of its own
 		if sel.x.ID != m.selID {
 			m.selID = sel.x.ID
 			m.trace.Select()
 			return m.loadTrace(m.selID)
 		}
-	} else if m.execs.total == 0 {
-		m.selID, m.trace.tr, m.trace.rows, m.outbox.msgs = "", nil, nil, nil
-		m.trace.unreadable = ""
+	} else if _, _, total := m.execs.Window(); total == 0 {
+		m.selID = ""
+		m.trace.Forget()
+		m.outbox.SetDeliveries(nil)
 	}
 	return nil
 }
@@ -165,7 +159,8 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 // on the first row follows the newest execution, as a run started in
 // another terminal is watched; one moved down the list stays put.
 func (m *Model) keptSelection(msg execsMsg, total int) int {
-	if m.follow != "" || m.selID == "" || msg.total <= total || m.execs.sel == 0 {
+	_, sel, _ := m.execs.Window()
+	if m.runs.follow != "" || m.selID == "" || msg.total <= total || sel == 0 {
 		return -1 // a run followed moves it; no arrivals: nothing pushed it
 	}
 	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
@@ -176,7 +171,7 @@ func (m *Model) keptSelection(msg execsMsg, total int) int {
 			return msg.skip + i
 		}
 	}
-	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == m.execs.sel {
+	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
 		return msg.moved
 	}
 	return -1
@@ -189,29 +184,24 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 	if msg.id != m.selID {
 		return nil // an answer for an execution no longer selected
 	}
-	if msg.from > 0 {
-		m.trace.paging = false
-	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		if msg.from == 0 {
 			// The first read of the execution selected failed (a damaged
 			// record): the trace and outbox of the one selected before
 			// must not stay beside it as if they were its own.
-			m.trace.tr, m.trace.rows, m.outbox.msgs = nil, nil, nil
-			m.trace.unreadable, m.trace.unreadableErr = msg.id, oneLine(msg.err.Error())
+			m.outbox.SetDeliveries(nil)
 		}
+		m.trace.ReadFailed(msg)
 		return nil
 	}
 	if msg.from == 0 {
-		m.outbox.msgs = msg.msgs
-		m.trace.unreadable = ""
+		m.outbox.SetDeliveries(msg.msgs)
 	}
 	m.sizePanes()
 	m.trace.Update(msg)
 	m.clampScroll()
-	if m.trace.stale && !m.trace.truncated {
-		m.trace.stale = false
+	if m.trace.readOnDue() {
 		return m.readOn()
 	}
 	return nil
@@ -226,6 +216,8 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 	reload, outbox, mine, gap, changed := false, false, false, false, false
 	for _, n := range msg.batch {
 		switch {
+		case n.Host != "":
+			m.setFlash(n.Host, true) // the host's word: an import committed unseen
 		case n.Lagged:
 			reload, outbox, mine = true, true, true
 		case n.Activity != nil:
@@ -236,16 +228,12 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 		case n.Event == nil && n.Execution == m.selID:
 			reload = true // imported spans arrived: read the trace again
 		case n.Event != nil && n.Execution == m.selID:
-			switch {
-			case m.trace.tr == nil || m.trace.tr.exec.ID != m.selID:
-				reload = true // its first read is still to come
-			case m.trace.truncated || m.trace.paging:
-				m.trace.stale = m.trace.stale || m.trace.paging // paging reads on to it
-			case m.trace.tr.events() >= maxTraceEvents:
-				m.trace.truncated = true // the cap: the view says where it cut
-			case !gap && m.trace.tr.apply([]history.Event{*n.Event}):
+			switch m.trace.Live(m.selID, *n.Event, gap) {
+			case liveReload:
+				reload = true
+			case liveApplied:
 				changed = true
-			default:
+			case liveGap:
 				gap = true
 			}
 		}
@@ -273,152 +261,25 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
-	if burst := splitBurst(msg); burst != nil {
-		cmds := make([]tea.Cmd, 0, len(burst))
-		for _, one := range burst {
-			cmds = append(cmds, m.onKey(one))
-		}
-		return tea.Batch(cmds...)
-	}
-	k := m.keys
-	if m.confirm != nil {
-		return m.onConfirmKey(msg)
-	}
-	if m.waitingQuit && msg.String() == "esc" {
-		m.waitingQuit = false
-		m.setFlash("staying: the run goes on", false)
+// resume resumes the selected execution.
+func (m *Model) resume() tea.Cmd {
+	sel := m.selectedExec()
+	if sel == nil {
+		m.setFlash("select an execution to resume", true)
 		return nil
 	}
-	if m.filter.open {
-		if msg.String() == "ctrl+c" {
-			return m.quit() // as in every other box
+	id, src := sel.x.ID, m.can.run
+	return func() tea.Msg {
+		r, err := src.Resume(id)
+		if err != nil {
+			return actionMsg{err: err}
 		}
-		return m.updateFilter(msg)
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
 	}
-	if m.picker.open {
-		if msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.picker.Update(msg)
-	}
-	if m.lesson.on && m.lesson.takes(msg.String()) {
-		return m.onLessonKey(msg)
-	}
-	if cmd, ok := m.compareKey(msg); ok {
-		return cmd
-	}
-	if m.help.open {
-		if key.Matches(msg, k.Quit) && msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.help.Update(msg)
-	}
-	switch {
-	case key.Matches(msg, k.Quit):
-		if msg.String() == "ctrl+c" {
-			return m.quit()
-		}
-		return m.askRunning(false, 0)
-	case key.Matches(msg, k.Help):
-		m.help.Show()
-	case key.Matches(msg, k.NextPane):
-		m.focus = m.nextPane(1)
-	case key.Matches(msg, k.PrevPane):
-		m.focus = m.nextPane(-1)
-	case m.focus == paneOutbox && (key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom)):
-		m.sizePanes()
-		cmd := m.outbox.Update(msg)
-		m.revealLinkedAttempt()
-		m.clampScroll()
-		return cmd
-	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom):
-		d, _ := k.moveDelta(msg, m.pageRows())
-		return m.move(d)
-	case key.Matches(msg, k.Expand, k.Collapse, k.Toggle):
-		m.sizePanes()
-		m.trace.Update(msg)
-		m.clampScroll()
-	case key.Matches(msg, k.Filter):
-		return m.filter.Open()
-	case key.Matches(msg, k.Run):
-		return m.openPicker()
-	case key.Matches(msg, k.Resume):
-		sel := m.selectedExec()
-		if sel == nil {
-			m.setFlash("select an execution to resume", true)
-			return nil
-		}
-		id, src := sel.x.ID, m.src
-		return func() tea.Msg {
-			r, err := src.Resume(id)
-			if err != nil {
-				return actionMsg{err: err}
-			}
-			return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
-		}
-	case key.Matches(msg, k.KillNow):
-		return m.killNow()
-	case key.Matches(msg, k.TimeoutAfter):
-		return m.arm(fault.TimeoutAfterEffect)
-	case key.Matches(msg, k.TimeoutBefore):
-		return m.arm(fault.TimeoutBeforeEffect)
-	case key.Matches(msg, k.CrashAfterEffect):
-		return m.arm(fault.CrashAfterEffect)
-	case key.Matches(msg, k.CrashAfterRecord):
-		return m.arm(fault.CrashAfterRecord)
-	case key.Matches(msg, k.Disarm):
-		if m.filter.Clear() {
-			return m.loadExecs()
-		}
-		return m.disarm()
-	case key.Matches(msg, k.ToggleKeys):
-		m.keysOn = cycle(m.keysOn)
-		m.setFlash("next runs: idempotency keys "+tri(m.keysOn), false)
-	case key.Matches(msg, k.ToggleJournal):
-		m.journalOn = cycle(m.journalOn)
-		m.setFlash("next runs: journal "+tri(m.journalOn), false)
-	case key.Matches(msg, k.DeleteJournal):
-		return m.deleteJournal()
-	case key.Matches(msg, k.AdvanceClock):
-		src := m.src
-		return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
-			func() error { return src.AdvanceClock(retentionJump) })
-	case key.Matches(msg, k.ResetWorld):
-		src := m.src
-		return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
-			func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
-	case key.Matches(msg, k.StartClean):
-		return m.startClean()
-	case key.Matches(msg, k.FinalOnly):
-		m.sizePanes()
-		m.trace.Update(msg)
-		if m.trace.finalOnly {
-			m.setFlash("showing each step's final attempt only — what many engines record", false)
-		} else {
-			m.setFlash("showing every attempt", false)
-		}
-		m.clampScroll()
-	case key.Matches(msg, k.Lesson):
-		if m.lesson.on {
-			return m.leaveLesson()
-		}
-		return m.startLesson()
-	case key.Matches(msg, k.OutboxTab):
-		if m.showsImported() {
-			m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
-			return nil
-		}
-		m.outbox.Update(msg)
-		if m.outbox.crmTab {
-			return m.loadOutbox() // the CRM rows are read only while shown
-		}
-	}
-	return nil
 }
 
 func (m *Model) quit() tea.Cmd {
-	m.quitting = true
+	m.modes.quitting = true
 	return tea.Quit
 }
 
@@ -456,7 +317,10 @@ type armedMsg struct {
 // arm arms p for the next tool call. Its message names the fault first:
 // at 80 columns the footer has room for about 36 cells of it.
 func (m *Model) arm(p fault.Point) tea.Cmd {
-	src := m.src
+	src := m.can.faults
+	if src == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		src.Arm(p)
 		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
@@ -464,7 +328,10 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 }
 
 func (m *Model) disarm() tea.Cmd {
-	src := m.src
+	src := m.can.faults
+	if src == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		src.Disarm()
 		return armedMsg{armed: src.Armed(), text: "disarmed"}
@@ -475,7 +342,7 @@ func (m *Model) disarm() tea.Cmd {
 // here when the selection has none; which one is running is read in the
 // command, off the UI goroutine.
 func (m *Model) killNow() tea.Cmd {
-	src, sel, started := m.src, m.selID, m.started
+	src, sel, started := m.can.run, m.selID, m.runs.started
 	return func() tea.Msg {
 		id := killTarget(sel, started, src.Running())
 		if id == "" {
@@ -494,31 +361,26 @@ func (m *Model) deleteJournal() tea.Cmd {
 		m.setFlash("select a step (or its replay) in the trace to delete its journal record", true)
 		return nil
 	}
-	id, step, src := m.selID, n.step, m.src
+	id, step, src := m.selID, n.step, m.can.world
 	return m.ask(fmt.Sprintf("Delete the journal record of %s %s? y: delete · else: keep", id, step),
 		func() tea.Cmd {
 			return act(fmt.Sprintf("deleted the journal record of %s %s", id, step), func() error { return src.DeleteJournal(id, step) })
 		})
 }
 
-// resetter is a Source that can wipe its database (*engine.Host and
-// *engine.Client): executions, histories, journals and the world.
-type resetter interface {
-	Reset() error
-}
-
 // startClean empties the database shown, executions too, once y confirms:
 // R resets only the world and leaves the histories, which is what a demo
 // that starts over does not want.
 func (m *Model) startClean() tea.Cmd {
-	r, ok := m.src.(resetter)
-	if !ok {
+	r := m.can.erase
+	if r == nil {
 		m.setFlash("this source cannot be erased", true)
 		return nil
 	}
 	return m.ask("Erase all executions, histories, journals and the world? y: erase · else: keep",
 		func() tea.Cmd {
-			m.follow, m.started, m.execs.sel, m.execs.top = "", "", 0, 0
+			m.runs.follow, m.runs.started = "", ""
+			m.execs.Home()
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }
@@ -564,12 +426,7 @@ func (m *Model) revealLinkedAttempt() {
 		return
 	}
 	at := l.msg.Attribution
-	for i, r := range m.trace.rows {
-		if k, ok := r.n.link(); ok && k.step == at.Step && k.attempt == at.Attempt {
-			m.trace.sel = i
-			return
-		}
-	}
+	m.trace.SelectAttempt(at.Step, at.Attempt)
 }
 
 func (m *Model) nextPane(dir int) pane {

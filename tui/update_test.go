@@ -133,16 +133,16 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatalf("fault keys: %s", got)
 	}
 	m.setFlash("", false) // a status message may take the state's place while it shows
-	if len(m.armed) != 4 || !strings.Contains(m.statusBar(), "crash-after-effect") {
-		t.Fatalf("armed faults not shown: %v / %s", m.armed, m.statusBar())
+	if len(m.status.armed) != 4 || !strings.Contains(m.statusBar(), "crash-after-effect") {
+		t.Fatalf("armed faults not shown: %v / %s", m.status.armed, m.statusBar())
 	}
 	press(t, m, "esc")
-	if len(m.armed) != 0 || snap.Calls()[4] != "disarm" {
-		t.Fatalf("esc disarms: %v %v", m.armed, snap.Calls())
+	if len(m.status.armed) != 0 || snap.Calls()[4] != "disarm" {
+		t.Fatalf("esc disarms: %v %v", m.status.armed, snap.Calls())
 	}
 	press(t, m, "K", "J", "J")
-	if m.keysOn == nil || !*m.keysOn || m.journalOn == nil || *m.journalOn {
-		t.Fatalf("K once: keys on; J twice: journal off; got %s %s", tri(m.keysOn), tri(m.journalOn))
+	if m.runs.keysOn == nil || !*m.runs.keysOn || m.runs.journalOn == nil || *m.runs.journalOn {
+		t.Fatalf("K once: keys on; J twice: journal off; got %s %s", tri(m.runs.keysOn), tri(m.runs.journalOn))
 	}
 	press(t, m, "n", "down", "down", "enter") // the third scenario in lesson order: safe
 	calls := snap.Calls()
@@ -182,7 +182,7 @@ func TestHotkeysReachTheEngine(t *testing.T) {
 		t.Fatal("a key closes help and does nothing else")
 	}
 	press(t, m, "q") // nothing runs: it quits without asking
-	if !m.quitting {
+	if !m.modes.quitting {
 		t.Fatal("q quits")
 	}
 }
@@ -251,8 +251,8 @@ func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
 	press(t, m, "E")
 	mustShow(t, m.View(), "the question", "Erase all executions, histories, journals and the world? y: erase")
 	press(t, m, "j")
-	if calls := snap.Calls(); len(calls) != 0 || m.execs.total == 0 || !strings.Contains(m.flash, "cancelled") {
-		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execs.total, m.flash)
+	if calls := snap.Calls(); len(calls) != 0 || m.execs.total == 0 || !strings.Contains(m.status.text, "cancelled") {
+		t.Fatalf("another key keeps everything: calls %v, %d executions, flash %q", calls, m.execs.total, m.status.text)
 	}
 	press(t, m, "E", "y")
 	if calls := snap.Calls(); strings.Join(calls, "|") != "reset" {

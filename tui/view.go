@@ -44,9 +44,9 @@ func splitHeights(height int) (trace, outbox int) {
 func (m *Model) layout() map[pane]rect {
 	if m.wide() {
 		detailHeight := detailHeight
-		if m.lesson.on {
+		if m.lesson.On() {
 			detailHeight = lessonHeight
-			if m.presenter {
+			if m.lesson.Presenter() {
 				detailHeight += 4
 			}
 		}
@@ -92,7 +92,7 @@ func (m *Model) pane(p pane) component {
 	case paneOutbox:
 		return m.outbox
 	case paneDetail:
-		if m.lesson.on {
+		if m.lesson.On() {
 			return m.lesson
 		}
 		return m.detail
@@ -115,13 +115,13 @@ func (m *Model) View() string {
 	if m.width < MinWidth || m.height < MinHeight {
 		return m.tooSmall()
 	}
-	if m.help.open {
+	if m.help.Shown() {
 		return m.help.View()
 	}
-	if m.picker.open {
+	if m.picker.Shown() {
 		return m.picker.View()
 	}
-	if m.cmp.open {
+	if m.cmp.Shown() {
 		return m.cmp.View()
 	}
 	lay := m.layout()
@@ -156,7 +156,7 @@ func (m *Model) tabBar() string {
 	var parts []string
 	for p := pane(0); p < paneCount; p++ {
 		name := paneNames[p]
-		if p == paneDetail && m.lesson.on {
+		if p == paneDetail && m.lesson.On() {
 			name = "Lesson" // the lesson takes the Detail tab
 		}
 		label := fmt.Sprintf(" %s ", name)
@@ -291,7 +291,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.help.open || m.picker.open {
+	if m.help.Shown() || m.picker.Shown() {
 		return nil
 	}
 	for p, r := range m.layout() {
@@ -313,11 +313,11 @@ func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
 			}
 			switch p {
 			case paneExecs:
-				return m.move(m.execs.top + row/2 - m.execs.sel)
+				return m.move(m.execs.clickDelta(row))
 			case paneTrace:
-				return m.move(m.trace.top + row - m.trace.sel)
+				return m.move(m.trace.clickDelta(row))
 			case paneOutbox:
-				return m.move(m.outbox.top + row - m.outbox.sel)
+				return m.move(m.outbox.clickDelta(row))
 			}
 		}
 		return nil

@@ -157,7 +157,7 @@ func TestHelpShowsEveryLineAtEverySize(t *testing.T) {
 	t.Parallel()
 	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
 	var wants []string
-	for _, g := range m.keys.FullHelp() {
+	for _, g := range m.helpColumns() {
 		for _, b := range g {
 			wants = append(wants, b.Help().Desc)
 		}

@@ -66,8 +66,8 @@ func TestRerunFollowsTheRunItStarted(t *testing.T) {
 	if m.trace.sel != len(m.trace.rows)-1 {
 		t.Fatalf("the trace follows the run's tail: row %d of %d selected", m.trace.sel, len(m.trace.rows))
 	}
-	if !strings.Contains(m.flash, "run 2 of exec_7K2Q") {
-		t.Fatalf("flash: %q", m.flash)
+	if !strings.Contains(m.status.text, "run 2 of exec_7K2Q") {
+		t.Fatalf("flash: %q", m.status.text)
 	}
 	press(t, m, "x")
 	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" {
@@ -85,20 +85,20 @@ func TestStatusMessagesExpire(t *testing.T) {
 	_, cmd := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	drive(t, m, cmd)
 	press(t, m, "K")
-	if m.flash != "" || m.keysOn == nil {
-		t.Fatalf("the status message outlived FlashFor: %q", m.flash)
+	if m.status.text != "" || m.runs.keysOn == nil {
+		t.Fatalf("the status message outlived FlashFor: %q", m.status.text)
 	}
-	m.flashFor = 0 // messages stay: expire by hand
+	m.status.after = 0 // messages stay: expire by hand
 	press(t, m, "K")
-	old := m.flashSeq
+	old := m.status.seq
 	press(t, m, "J")
 	_, _ = m.Update(flashExpiredMsg{seq: old})
-	if !strings.Contains(m.flash, "journal") {
-		t.Fatalf("an older message's expiry cleared the newer one: %q", m.flash)
+	if !strings.Contains(m.status.text, "journal") {
+		t.Fatalf("an older message's expiry cleared the newer one: %q", m.status.text)
 	}
-	_, _ = m.Update(flashExpiredMsg{seq: m.flashSeq})
-	if m.flash != "" {
-		t.Fatalf("flash stayed: %q", m.flash)
+	_, _ = m.Update(flashExpiredMsg{seq: m.status.seq})
+	if m.status.text != "" {
+		t.Fatalf("flash stayed: %q", m.status.text)
 	}
 }
 
@@ -156,12 +156,12 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 		}
 	}
 	press(t, m, "D")
-	if len(snap.Calls()) != 0 || m.confirm == nil {
+	if len(snap.Calls()) != 0 || m.modes.confirm == nil {
 		t.Fatalf("D acted at once: %v", snap.Calls())
 	}
 	mustShow(t, m.statusBar(), "D's question", "Delete the journal record of exec_01H8 step-4? y: delete · else: keep")
 	press(t, m, "n")
-	if len(snap.Calls()) != 0 || m.confirm != nil || m.picker.open {
+	if len(snap.Calls()) != 0 || m.modes.confirm != nil || m.picker.open {
 		t.Fatalf("n answers no and does nothing else: calls %v picking %v", snap.Calls(), m.picker.open)
 	}
 	// Whole at 80 columns, the answer keys included ('y: eras…' was cut).
@@ -184,28 +184,28 @@ func TestQuitDuringARunAsks(t *testing.T) {
 	src := &restarting{snapshot: article(t), id: "exec_7K2Q", running: []string{"exec_7K2Q"}}
 	m := open(t, src, 80, 24)
 	press(t, m, "q")
-	if m.quitting || m.confirm == nil {
+	if m.modes.quitting || m.modes.confirm == nil {
 		t.Fatalf("q during a run quit at once")
 	}
 	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit, killing it · w: quit when it ends · else: stay")
 	press(t, m, "j")
-	if m.quitting || m.confirm != nil {
+	if m.modes.quitting || m.modes.confirm != nil {
 		t.Fatal("another key stays")
 	}
 	press(t, m, "q", "y")
-	if !m.quitting {
+	if !m.modes.quitting {
 		t.Fatal("q y quits")
 	}
 	m = open(t, src, 80, 24)
 	press(t, m, "q")
 	src.running = nil // the run ends while the question shows
 	press(t, m, "w")
-	if !m.quitting {
+	if !m.modes.quitting {
 		t.Fatal("q w quits once the run has ended")
 	}
 	m = open(t, article(t), 80, 24)
 	press(t, m, "q")
-	if !m.quitting {
+	if !m.modes.quitting {
 		t.Fatal("q with nothing running quits at once")
 	}
 }
@@ -239,7 +239,7 @@ func TestHelpFitsAt80x24(t *testing.T) {
 			press(t, m, "j")
 		}
 		all := seen.String()
-		for _, g := range m.keys.FullHelp() {
+		for _, g := range m.helpColumns() {
 			for _, b := range g {
 				mustShow(t, all, fmt.Sprintf("help at %v", size), b.Help().Desc)
 			}
@@ -419,12 +419,12 @@ func TestRunKeyBeforeTheCatalogueArrives(t *testing.T) {
 	t.Cleanup(m.Close)
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	m.Update(keyMsg("n"))
-	if m.picker.open || strings.Contains(m.flash, "no scenarios") {
-		t.Fatalf("before the catalogue: picker open %v, flash %q", m.picker.open, m.flash)
+	if m.picker.open || strings.Contains(m.status.text, "no scenarios") {
+		t.Fatalf("before the catalogue: picker open %v, flash %q", m.picker.open, m.status.text)
 	}
 	drive(t, m, m.loadScenarios())
 	if !m.picker.open {
-		t.Fatalf("the catalogue came, the n pressed before it did not open the picker (flash %q)", m.flash)
+		t.Fatalf("the catalogue came, the n pressed before it did not open the picker (flash %q)", m.status.text)
 	}
 }
 

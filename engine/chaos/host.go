@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/world"
 )
@@ -114,16 +115,18 @@ func ServeHost(in io.Reader, out io.Writer) error {
 	// run at once): most runs then start no process. A crash fault or a
 	// kill is still a SIGKILL of the worker's process, and a new process
 	// takes the next run.
-	h, err := engine.Open(engine.Config{DBPath: job.DB, Scenarios: FS{Seed: job.Seed, Policy: policy, Bug: job.Bug},
+	// Served as any host is, so a process can attach to the job's database.
+	srv, err := control.Open(engine.Config{DBPath: job.DB, Scenarios: FS{Seed: job.Seed, Policy: policy, Bug: job.Bug},
 		LockTimeout: 10 * time.Second, KeepWorkers: max(job.Concurrency, 1)})
 	if err != nil {
 		s.send(HostMessage{Type: "error", Error: err.Error()})
 		return err
 	}
-	defer h.Close()
+	defer srv.Close()
+	h := srv.Host
 	s.h = h
 	verdict := "ok"
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		verdict = err.Error()
 	}
 	unfinished := map[string]bool{}
@@ -295,7 +298,7 @@ func (s *hostSession) runOne(ctx context.Context, spec Spec) RunReport {
 			return fail("resume %s: %v", id, err)
 		}
 	}
-	res, err := s.live.Execution(h, id)
+	res, err := s.live.Execution(engine.NewLocal(h), id)
 	if err != nil {
 		return fail("check %s: %v", id, err)
 	}
@@ -412,7 +415,7 @@ func (s *hostSession) jumpAfterFirstEffect(id string) <-chan struct{} {
 				hit = s.hasEffect(id)
 			}
 			if hit {
-				_ = s.h.AdvanceClock(ExpireBy)
+				_ = s.h.Providers().AdvanceClock(ExpireBy)
 				close(done)
 				return
 			}
@@ -422,7 +425,7 @@ func (s *hostSession) jumpAfterFirstEffect(id string) <-chan struct{} {
 }
 
 func (s *hostSession) hasEffect(id string) bool {
-	msgs, err := s.h.Outbox()
+	msgs, err := s.h.Providers().Outbox()
 	if err != nil {
 		return false
 	}

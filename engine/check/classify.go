@@ -184,7 +184,7 @@ func (w *walk) predict() (Prediction, bool) {
 	if !ok {
 		return Prediction{}, false
 	}
-	pred, err := Predict(plan, w.policy, w.injections)
+	pred, err := Predict(w.judgedExpiry(plan), w.policy, w.injections)
 	if err != nil {
 		return Prediction{}, false
 	}

@@ -87,7 +87,7 @@ func TestGenerateReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	list, total, err := h.Executions(0, 0)
@@ -115,7 +115,7 @@ func TestGenerateReadsBack(t *testing.T) {
 				recorded++
 			}
 		}
-		msgs, err := h.MessagesFor(x.ID)
+		msgs, err := h.Providers().MessagesFor(x.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestGenerateReadsBack(t *testing.T) {
 	if dups == 0 {
 		t.Error("no naive execution shows the duplicate send")
 	}
-	recent, n, err := h.RecentMessages(10)
+	recent, n, err := h.Providers().RecentMessages(10)
 	if err != nil || int64(n) != st.Messages || len(recent) != 10 {
 		t.Fatalf("recent messages: %d of %d (generated %d), %v", len(recent), n, st.Messages, err)
 	}

@@ -349,7 +349,7 @@ func (s *Session) Run(ctx context.Context, step Step) (verify.Outcome, error) {
 // it resets the host as Run does.
 func (s *Session) Begin(step Step) error {
 	s.play, s.playing = nil, ""
-	if err := s.h.ResetKeeping(Bucket); err != nil {
+	if err := s.h.Reset(Bucket); err != nil {
 		return err
 	}
 	s.play, s.playing = verify.NewScript(s.h, step.Scenario, verify.Options{}), step.Name

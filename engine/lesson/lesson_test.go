@@ -309,13 +309,13 @@ func TestResetKeepingKeepsProgress(t *testing.T) {
 	if _, err := r.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ResetKeeping(lesson.Bucket); err != nil {
+	if err := h.Reset(lesson.Bucket); err != nil {
 		t.Fatal(err)
 	}
 	if xs, n, _ := h.Executions(0, 0); n != 0 || len(xs) != 0 {
 		t.Errorf("%d executions after ResetKeeping", n)
 	}
-	if msgs, _ := h.Outbox(); len(msgs) != 0 {
+	if msgs, _ := h.Providers().Outbox(); len(msgs) != 0 {
 		t.Errorf("%d messages after ResetKeeping", len(msgs))
 	}
 	got, err := lesson.LoadProgress(h)

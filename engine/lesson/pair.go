@@ -55,8 +55,9 @@ func DiffLine(mistake, fix *trace.Trace) string {
 // for executions with these ids.
 func Command(mistake, fix string) string { return fmt.Sprintf("retrylab diff %s %s", mistake, fix) }
 
-// FoldExecution reads and folds one execution of a host (imports.Fold).
-func FoldExecution(h engine.Source, id string) (*trace.Trace, error) {
+// FoldExecution reads and folds one execution of a host (imports.Fold):
+// an engine.Source, or the host itself.
+func FoldExecution(h imports.Reader, id string) (*trace.Trace, error) {
 	return imports.Fold(h, id, 0)
 }
 

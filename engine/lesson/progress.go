@@ -35,11 +35,11 @@ const Bucket store.Bucket = "lessons"
 // progressKey is where the state lives in Bucket.
 var progressKey = []byte("progress")
 
-// Keeper is what the progress needs of the host: its database's
-// transactions and its clock. *engine.Host is one.
+// Keeper is what the progress needs of the host: its database, in whose
+// transactions it reads and writes its bucket, and its clock.
+// *engine.Host is one.
 type Keeper interface {
-	View(fn func(*store.Tx) error) error
-	Update(fn func(*store.Tx) error) error
+	Store() *store.DB
 	Now() time.Time
 }
 
@@ -47,7 +47,7 @@ type Keeper interface {
 // zero state.
 func LoadProgress(k Keeper) (State, error) {
 	var st State
-	err := k.View(func(tx *store.Tx) error {
+	err := k.Store().View(func(tx *store.Tx) error {
 		data := tx.Get(Bucket, progressKey)
 		if data == nil {
 			return nil
@@ -63,7 +63,7 @@ func LoadProgress(k Keeper) (State, error) {
 // SaveProgress saves the progress durably, stamping Updated with the
 // keeper's clock. The zero state clears it.
 func SaveProgress(k Keeper, st State) error {
-	err := k.Update(func(tx *store.Tx) error {
+	err := k.Store().Update(func(tx *store.Tx) error {
 		if len(st.Done) == 0 {
 			return tx.Delete(Bucket, progressKey)
 		}

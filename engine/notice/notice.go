@@ -16,4 +16,8 @@ type Notice struct {
 	Event     *history.Event  `json:"event,omitempty"`
 	Activity  *world.Activity `json:"activity,omitempty"`
 	Lagged    bool            `json:"lagged,omitempty"`
+	// Host is a line the host says to whoever watches, about no execution
+	// in particular: an import committed after its client went away. The
+	// explorer shows it in its status line; serve prints it.
+	Host string `json:"host,omitempty"`
 }

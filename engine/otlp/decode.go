@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // Limits on what a file may hold. A JSON Lines file streams, so only one
@@ -91,7 +93,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		if jerr == nil {
 			return format, nil
 		}
-		if td, perr := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data); perr == nil && td.SpanCount() > 0 {
+		if td, perr := unmarshalProto(data); perr == nil && td.SpanCount() > 0 {
 			return FormatProto, deliver(td, 0, fn)
 		}
 		return format, jerr
@@ -101,7 +103,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		if err != nil {
 			return FormatProto, err
 		}
-		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
+		td, err := unmarshalProto(data)
 		if err != nil {
 			if enc := byteOrderMark(data); enc != "" {
 				return FormatProto, fmt.Errorf("it starts with a %s byte order mark, which retrylab does not read: save it as UTF-8 without one (Windows PowerShell 5's '>' writes UTF-16 with one)", enc)
@@ -284,7 +286,11 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 }
 
 func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
-	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc)
+	td, err := unmarshalJSON(doc)
+	var refused *refusal
+	if errors.As(err, &refused) {
+		return atLine(line, err)
+	}
 	if err != nil {
 		// json-iterator quotes the bytes around the fault, new lines and all.
 		msg := strings.Join(strings.Fields(err.Error()), " ")
@@ -316,6 +322,26 @@ func cutShort(doc []byte) bool {
 	err := json.Unmarshal(doc, &v)
 	var syn *json.SyntaxError
 	return err != nil && errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimRight(doc, " \t\r\n")))
+}
+
+// refusal is an input refused for a limit (jsonlimit), not for its syntax.
+type refusal struct{ error }
+
+func (r *refusal) Unwrap() error { return r.error }
+
+// unmarshalJSON decodes OTLP/JSON once the text is known to nest no deeper
+// than jsonlimit.MaxDepth: pdata's decoder recurses without a bound.
+func unmarshalJSON(doc []byte) (ptrace.Traces, error) {
+	if err := jsonlimit.Check(doc); err != nil {
+		return ptrace.Traces{}, &refusal{err}
+	}
+	return (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc)
+}
+
+// unmarshalProto decodes OTLP protobuf; pdata refuses values nested
+// deeper than 100 levels itself.
+func unmarshalProto(data []byte) (ptrace.Traces, error) {
+	return (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
 }
 
 func deliver(td ptrace.Traces, line int, fn func(Batch) error) error {

@@ -66,6 +66,22 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 
 // importFrom imports r, or the file at path when r is nil.
 func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileResult, error) {
+	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
+	if r != nil {
+		read = func(fn func(Batch) error) (Format, error) {
+			format, err := Read(r, fn)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", path, err)
+			}
+			return format, err
+		}
+	}
+	return importWith(db, path, read, chunkSpans)
+}
+
+// importWith imports what read decodes, path naming it: read calls fn
+// with each batch of spans, in order, and says what format it read.
+func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), chunkSpans int) (FileResult, error) {
 	res := FileResult{Path: path}
 	if err := CleanPending(db); err != nil {
 		return res, err
@@ -148,16 +164,6 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 	chunk := <-free
 	seen := 0
 	effect := effects{} // the decoding side's: a map is not for two goroutines
-	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
-	if r != nil {
-		read = func(fn func(Batch) error) (Format, error) {
-			format, err := Read(r, fn)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", path, err)
-			}
-			return format, err
-		}
-	}
 	format, err := read(func(b Batch) error {
 		seen += len(b.Spans)
 		for i := range b.Spans {

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -35,13 +36,17 @@ type Receiver struct {
 	MaxBody int64
 	// Stored, if set, is told which executions each request changed.
 	Stored func(executions []string)
+	// Token, if set, is asked of every request ("Authorization: Bearer
+	// <token>"): one without it is answered 401 (OTLP/HTTP) or
+	// Unauthenticated (OTLP/gRPC) and nothing of it is read.
+	Token string
 }
 
 // Handler serves /v1/traces.
 func (rc *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/traces", rc.serve)
-	return mux
+	return rc.requireToken(mux)
 }
 
 type encoding int
@@ -99,32 +104,30 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// ExportTraceServiceRequest has TracesData's fields and numbers, so
-	// ptrace's unmarshalers read it (without pulling gRPC into the binary).
+	// ptrace's unmarshalers read it.
 	var td ptrace.Traces
 	if enc == encJSON {
-		td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(data)
+		td, err = unmarshalJSON(data)
 	} else {
-		td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(data)
+		td, err = unmarshalProto(data)
+	}
+	var refused *refusal
+	if errors.As(err, &refused) {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return
 	}
 	if err != nil {
 		writeStatus(w, enc, http.StatusBadRequest, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
 		return
 	}
-	spans, rejected, why := SpansLenient(td)
-	stats, dropped, err := rc.store(spans)
+	if err := tooManySpans(td); err != nil {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return
+	}
+	rejected, msg, err := rc.accept(td)
 	if err != nil {
 		writeStatus(w, enc, http.StatusServiceUnavailable, "store: "+err.Error())
 		return
-	}
-	if rejected += dropped.n; why == nil {
-		why = dropped.first
-	}
-	if rc.Stored != nil && len(stats.Executions) > 0 {
-		rc.Stored(stats.Executions)
-	}
-	var msg string
-	if rejected > 0 {
-		msg = why.Error()
 	}
 	if enc == encJSON {
 		w.Header().Set("Content-Type", "application/json")
@@ -155,6 +158,38 @@ func exportResponse(enc encoding, rejected int, msg string) []byte {
 	out := []byte{0x0a}
 	out = appendVarint(out, uint64(len(inner)))
 	return append(out, inner...)
+}
+
+// accept is the durable commit path both receivers (OTLP/HTTP and
+// OTLP/gRPC) share: it stores the spans of td it can, and returns once
+// they are committed (fsynced), with how many it refused and why (the
+// partial success), or the store's error, in which case nothing the
+// request held may be taken as stored.
+func (rc *Receiver) accept(td ptrace.Traces) (rejected int, msg string, err error) {
+	spans, rejected, why := SpansLenient(td)
+	stats, dropped, err := rc.store(spans)
+	if err != nil {
+		return 0, "", err
+	}
+	if rejected += dropped.n; why == nil {
+		why = dropped.first
+	}
+	if rc.Stored != nil && len(stats.Executions) > 0 {
+		rc.Stored(stats.Executions)
+	}
+	if rejected > 0 {
+		msg = why.Error()
+	}
+	return rejected, msg, nil
+}
+
+// tooManySpans refuses a request of more spans than one request may hold
+// (jsonlimit.MaxRequestSpans), whichever receiver it came to.
+func tooManySpans(td ptrace.Traces) error {
+	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+		return fmt.Errorf("%d spans in one request, more than %d: send smaller batches", n, jsonlimit.MaxRequestSpans)
+	}
+	return nil
 }
 
 type refused struct {
@@ -218,6 +253,8 @@ func grpcCode(http int) int {
 	switch http {
 	case 400:
 		return 3 // INVALID_ARGUMENT
+	case 401:
+		return 16 // UNAUTHENTICATED
 	case 413:
 		return 8 // RESOURCE_EXHAUSTED
 	case 415, 405:

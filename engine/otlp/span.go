@@ -265,9 +265,9 @@ func flatten(m pcommon.Map) map[string]string {
 	}
 	out := make(map[string]string, m.Len())
 	m.Range(func(k string, v pcommon.Value) bool {
-		s := v.AsString()
+		s := attrString(v)
 		if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 && strings.HasPrefix(k, "http.request.header.") {
-			s = v.Slice().At(0).AsString() // header values are arrays of one
+			s = attrString(v.Slice().At(0)) // header values are arrays of one
 		}
 		if len(s) > maxAttr && !keepWhole[k] {
 			cut := maxAttr

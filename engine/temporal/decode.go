@@ -22,6 +22,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // Shape is the layout of a history JSON file.
@@ -85,6 +87,11 @@ var unmarshal = temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}
 // late, has holes or goes backwards is refused, with an error that says
 // which event and on which line of the file it starts.
 func Decode(data []byte) (*historypb.History, Shape, error) {
+	// The codec and encoding/json recurse through nested values (a
+	// payload's JSON shorthand nests as deep as its author likes).
+	if err := jsonlimit.Check(data); err != nil {
+		return nil, "", err
+	}
 	shape, body, err := split(data)
 	if err != nil {
 		return nil, shape, err

@@ -42,7 +42,7 @@ func TestFoldEveryFixture(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range out.Executions {
-				x, events := recorded(t, h, id)
+				x, events := recorded(t, engine.NewLocal(h), id)
 				holds(t, x, events, out)
 			}
 		})

@@ -38,7 +38,7 @@ func recordHistory(t *testing.T, scenario string, script ...string) (history.Exe
 		case "resume":
 			r, err = h.Resume(id)
 		case "reset-world":
-			if err := h.ResetWorld(); err != nil {
+			if err := h.Providers().ResetWorld(); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -51,7 +51,7 @@ func recordHistory(t *testing.T, scenario string, script ...string) (history.Exe
 		<-r.Done()
 		id = r.Execution
 	}
-	return recorded(t, h, id)
+	return recorded(t, engine.NewLocal(h), id)
 }
 
 // recorded is an execution's record and its whole history.

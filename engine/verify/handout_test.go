@@ -60,7 +60,7 @@ func TestHandoutGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := h.Records()
+			recs, err := h.Providers().Records()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -363,9 +363,9 @@ func (s *script) do(ctx context.Context, action string) error {
 		if err := d.UnmarshalText([]byte(arg)); err != nil {
 			return err
 		}
-		return s.h.AdvanceClock(d.D())
+		return s.h.Providers().AdvanceClock(d.D())
 	case "reset-world":
-		return s.h.ResetWorld()
+		return s.h.Providers().ResetWorld()
 	}
 	return scenario.ValidateAction(action)
 }
@@ -423,20 +423,20 @@ func (s *script) outcome() Outcome {
 	out := Outcome{Execution: s.cur, Executions: append([]string(nil), s.order...),
 		Outbox: map[string]int{}, Attempts: map[string]int{}}
 	var errs []error
-	msgs, err := s.h.Outbox()
+	msgs, err := s.h.Providers().Outbox()
 	errs = append(errs, err)
 	out.Messages = msgs
 	for _, m := range msgs {
 		out.Outbox[m.To]++
 	}
-	recs, err := s.h.Records()
+	recs, err := s.h.Providers().Records()
 	errs = append(errs, err)
 	out.CRMRows = len(recs)
-	writes, err := s.h.CRMWrites(0, 0)
+	writes, err := s.h.Providers().CRMWrites(0, 0)
 	errs = append(errs, err)
 	out.CRMWrites = len(writes)
 	for _, id := range s.order {
-		out.MailRequests += s.h.MailRequests(id)
+		out.MailRequests += s.h.Providers().MailRequests(id)
 	}
 	if s.cur != "" {
 		x, err := s.h.Execution(s.cur)

@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/attrib"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/idemkey"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -369,6 +370,9 @@ func parseObject(raw []byte) (map[string]json.RawMessage, error) {
 	}
 	if !utf8.Valid(raw) {
 		return nil, errors.New("body is not valid UTF-8")
+	}
+	if err := jsonlimit.Check(raw); err != nil {
+		return nil, err
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {

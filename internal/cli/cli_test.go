@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/narrate"
@@ -402,7 +403,7 @@ func checkAfterKill(t *testing.T, round int, db string, printed []string, runnin
 		t.Fatalf("round %d: host open after kill: %v", round, err)
 	}
 	defer func() {
-		if err := h.Check(); err != nil {
+		if err := h.Store().Check(); err != nil {
 			t.Errorf("round %d: check: %v", round, err)
 		}
 		if err := h.Close(); err != nil {
@@ -514,7 +515,7 @@ func TestCLISecondInstanceAndCorruptFile(t *testing.T) {
 
 	// A second retrylab finds the running host announced beside the
 	// database and works through it instead of fighting over the file.
-	if _, err := os.Stat(engine.HostFile(db)); err != nil {
+	if _, err := os.Stat(control.HostFile(db)); err != nil {
 		t.Errorf("serve did not announce itself: %v", err)
 	}
 	has(t, ok(t, db, "outbox"), "outbox is empty")
@@ -526,7 +527,7 @@ func TestCLISecondInstanceAndCorruptFile(t *testing.T) {
 	if code := serve.ProcessState.ExitCode(); code != 0 || printed[len(printed)-1] != "stopped" {
 		t.Errorf("serve after Ctrl-C: exit %d, last line %q, stderr %q", code, printed[len(printed)-1], serveErr.String())
 	}
-	if _, err := os.Stat(engine.HostFile(db)); !os.IsNotExist(err) {
+	if _, err := os.Stat(control.HostFile(db)); !os.IsNotExist(err) {
 		t.Errorf("serve left its announcement behind (%v)", err)
 	}
 

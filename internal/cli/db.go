@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -80,7 +80,7 @@ func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 	if _, err := os.Stat(a.dbPath); err != nil {
 		return nil, nil, nil, fmt.Errorf("read %s: %w", a.dbPath, err)
 	}
-	c, err := engine.Dial(a.dbPath)
+	c, err := control.Dial(a.dbPath)
 	if err != nil {
 		db, err := store.Open(a.dbPath, store.Options{ReadOnly: true})
 		if !errors.Is(err, store.ErrLocked) {
@@ -90,7 +90,7 @@ func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 			return db, same, func() { db.Close() }, nil
 		}
 		// A host may have come up while we waited for the lock.
-		if c, err = engine.Dial(a.dbPath); err != nil {
+		if c, err = control.Dial(a.dbPath); err != nil {
 			return nil, nil, nil, fmt.Errorf("read %s: %w, and it announces no retrylab to ask for a copy", a.dbPath, store.ErrLocked)
 		}
 	}
@@ -133,7 +133,7 @@ func (a *app) fixPorts(port int) error {
 	if port < 1 || port > 65535-2 {
 		return &exitError{code: 2, msg: fmt.Sprintf("--port %d: want a port from 1 to 65533 (the CRM takes N+1, the control API N+2)", port)}
 	}
-	if c, err := engine.Dial(a.dbPath); err == nil {
+	if c, err := control.Dial(a.dbPath); err == nil {
 		defer c.Close()
 		return &exitError{code: 1, msg: fmt.Sprintf("--port %d: another retrylab (pid %d) already hosts %s, its mail API on %s; close it, or leave out --port to use its addresses",
 			port, c.HostPID(), a.dbPath, c.MailURL())}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
@@ -75,13 +76,26 @@ func (a *app) explore(f *exploreFlags) (err error) {
 	// Bubble Tea's init has already asked the terminal for its background
 	// (once, before the program owns the terminal), so adaptive colours
 	// never query it again.
-	opts := tui.Options{Source: h, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,
+	// A database of imported traces only is shown read-only: no scenario
+	// of retrylab's ran there, so the explorer offers no run, resume, fault
+	// or world key (engine.ReadOnly).
+	var src engine.Reader = h
+	if f.run == "" {
+		only, err := engine.OnlyImported(h)
+		if err != nil {
+			return err
+		}
+		if only {
+			src = engine.ReadOnly(h)
+		}
+	}
+	opts := tui.Options{Source: src, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,
 		FlashFor: tui.DefaultFlashFor}
 	// Lessons wipe their database between steps, so they run in one of
 	// their own beside the user's, opened the first time L is pressed.
 	var (
 		lessonMu   sync.Mutex
-		lessonHost *engine.Host
+		lessonHost *control.Server
 	)
 	defer func() {
 		lessonMu.Lock()
@@ -100,14 +114,14 @@ func (a *app) explore(f *exploreFlags) (err error) {
 			}
 			lessonHost = lh
 		}
-		s, err := lesson.Open(lessonHost)
+		s, err := lesson.Open(lessonHost.Host)
 		if err != nil {
 			return nil, err
 		}
 		// A fix's step ends with its difference from its mistake, as the
 		// lesson command shows it (the mistake run on a scratch database
 		// when this walk did not run it).
-		pairs := lesson.NewPairs(lessonHost, scratchOpener())
+		pairs := lesson.NewPairs(lessonHost.Host, scratchOpener())
 		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath(), Diff: pairs.Line}, nil
 	}
 	m := tui.New(opts)

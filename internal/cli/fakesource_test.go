@@ -214,7 +214,7 @@ func TestFakeSourceIsReadEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	m := tui.New(tui.Options{Source: h, Now: func() time.Time { return fakeStart.Add(time.Hour) }})
+	m := tui.New(tui.Options{Source: engine.NewLocal(h), Now: func() time.Time { return fakeStart.Add(time.Hour) }})
 	defer m.Close()
 	view := runExplorer(t, m, 160, 40, "send_reminder")
 	t.Logf("explorer:\n%s", view)

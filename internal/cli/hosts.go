@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/lesson"
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/fixtures"
@@ -20,9 +21,9 @@ func scratchOpener() verify.Opener {
 }
 
 // openLessonHost opens the lessons' own database, beside --db.
-func (a *app) openLessonHost() (*engine.Host, error) {
+func (a *app) openLessonHost() (*control.Server, error) {
 	path := lesson.DBPath(a.dbPath)
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: a.imports})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: a.imports})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
 	}

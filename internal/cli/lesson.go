@@ -49,7 +49,7 @@ stop (q, or Ctrl-D) and resume later where it left off.
 			}
 			defer a.releaseInto(h, &err)
 			fmt.Fprintf(a.out, "Lessons run in %s (your %s is not touched).\n", h.DBPath(), a.dbPath)
-			s, err := lesson.Open(h)
+			s, err := lesson.Open(h.Host)
 			if err != nil {
 				return err
 			}

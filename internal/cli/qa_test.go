@@ -103,7 +103,7 @@ func TestCLIServeBadOTLPAddress(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	for addr, want := range map[string]string{
-		"0.0.0.0:4318": "retrylab: --otlp 0.0.0.0:4318: retrylab listens on loopback only (127.0.0.1)",
+		"0.0.0.0:4318": "retrylab: --otlp 0.0.0.0:4318 is off loopback: give --token (or $RETRYLAB_OTLP_TOKEN) so that only agents with it can send, or listen on 127.0.0.1",
 		"nope":         "retrylab: --otlp nope: address nope: missing port in address (want host:port, e.g. 127.0.0.1:4318)",
 	} {
 		if msg := fails(t, 2, db, "serve", "--otlp", addr); msg != want {
@@ -213,8 +213,8 @@ func TestCLIChaosBadFlags(t *testing.T) {
 
 // The control API as an exercise's script calls it (README): lists are
 // [] when empty, never null (Python's 'for x in r.json()["list"]' fails on
-// None), and the events of an execution that does not exist are a 422
-// error naming it, not an empty answer.
+// None), the events of an execution that does not exist are a 422 error
+// naming it, not an empty answer, and a body refused unread is a 400.
 func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -248,6 +248,17 @@ func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	}
 	if code, out := call("events", `{"id": "nope"}`); code != 422 || !strings.Contains(out, "no such execution: nope") {
 		t.Errorf("events of no execution: %d %s", code, out)
+	}
+	// A nesting bomb is a 400 of one line, to the control calls and to
+	// the traces endpoints alike, and the host goes on.
+	for _, name := range []string{"executions", "audit", "export_otlp"} {
+		bomb := `{"ids":` + strings.Repeat("[", 1_000_000)
+		if code, out := call(name, bomb); code != 400 || !strings.Contains(out, "JSON nested deeper than 100 levels") || strings.Contains(out, "\n") {
+			t.Errorf("%s with a nesting bomb: %d %s", name, code, out)
+		}
+	}
+	if code, out := call("executions", `{}`); code != 200 {
+		t.Errorf("executions after the bombs: %d %s", code, out)
 	}
 	serve.stop(t)
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 )
 
 // serveCmd hosts the world for agents of any language, until Ctrl-C.
 func (a *app) serveCmd() *cobra.Command {
 	var port int
-	var otlpAddr string
+	var otlpFl otlpFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Host the simulated world so any HTTP client can be the agent",
@@ -36,13 +37,13 @@ is how an HTTP client moves the world clock: see README.`,
 					return err
 				}
 			}
-			if err := checkOTLPAddr(otlpAddr); err != nil {
+			if err := otlpFl.check(os.Getenv); err != nil {
 				return err
 			}
 			return a.withService(func(h engine.Service) error {
 				// The receiver listens before the banner, so that a busy
 				// address is said before any address is announced.
-				otlpLine, stopOTLP, err := a.startOTLP(h, otlpAddr)
+				otlpLine, stopOTLP, err := a.startOTLP(h, otlpFl)
 				if err != nil {
 					return err
 				}
@@ -52,20 +53,35 @@ is how an HTTP client moves the world clock: see README.`,
 				fmt.Fprintf(a.out, "  CRM       PUT  %s/v1/records/{id}  POST %s/v1/records  GET %s/v1/records/{id}\n", h.CRMURL(), h.CRMURL(), h.CRMURL())
 				if c, ok := h.(interface{ ControlURL() string }); ok {
 					fmt.Fprintf(a.out, "  control   POST %s/v1/control/advance  {\"duration\": \"25h\"}  (bearer token: \"token\" in %s)\n",
-						c.ControlURL(), engine.HostFile(a.dbPath))
+						c.ControlURL(), control.HostFile(a.dbPath))
 				}
 				fmt.Fprint(a.out, otlpLine)
 				fmt.Fprintln(a.out, "press Ctrl-C to stop")
 				sigs := make(chan os.Signal, 1)
 				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 				defer signal.Stop(sigs)
-				<-sigs
+				// What the host has to say (an import committed after its
+				// client went away) is printed as it comes.
+				notices, stopNotices := h.Subscribe(256)
+				defer stopNotices()
+				for stopped := false; !stopped; {
+					select {
+					case n, ok := <-notices:
+						if !ok {
+							notices = nil
+						} else if n.Host != "" {
+							fmt.Fprintf(a.out, "[host]      %s\n", n.Host)
+						}
+					case <-sigs:
+						stopped = true
+					}
+				}
 				fmt.Fprintln(a.out, "stopped")
 				return nil
 			})
 		},
 	}
 	cmd.Flags().IntVar(&port, "port", 0, "fixed ports: the mail API on `N`, the CRM on N+1, the control API on N+2 (default: free ports)")
-	addOTLPFlag(cmd, &otlpAddr)
+	addOTLPFlag(cmd, &otlpFl)
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/store"
 )
@@ -31,9 +32,9 @@ func (a *app) service() (engine.Service, error) {
 
 // connect is service that also says whether this process became the host:
 // owned is the host it opened, nil when it attached to another process.
-func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
+func (a *app) connect() (s engine.Service, owned *control.Server, err error) {
 	for try := 0; ; try++ {
-		c, err := engine.Dial(a.dbPath)
+		c, err := control.Dial(a.dbPath)
 		if err == nil {
 			if err = c.Hold(); err == nil {
 				return c, nil, nil
@@ -48,7 +49,7 @@ func (a *app) connect() (s engine.Service, owned *engine.Host, err error) {
 		h, err := a.openHost()
 		if errors.Is(err, store.ErrLocked) {
 			// A host may have come up while we waited for the lock.
-			if c, derr := engine.Dial(a.dbPath); derr == nil {
+			if c, derr := control.Dial(a.dbPath); derr == nil {
 				if derr = c.Hold(); derr == nil {
 					return c, nil, nil
 				}
@@ -107,9 +108,10 @@ func (a *app) withService(fn func(engine.Service) error) (err error) {
 	return fn(s)
 }
 
-// openHost opens the database and starts the world and the runtime.
-func (a *app) openHost() (*engine.Host, error) {
-	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
+// openHost opens the database, starts the world and the runtime, and
+// serves the control API for other processes.
+func (a *app) openHost() (*control.Server, error) {
+	h, err := control.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
 		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",

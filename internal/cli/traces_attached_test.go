@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -162,7 +163,7 @@ func TestCLITracesCommandsAttach(t *testing.T) {
 
 	serve := background(t, hosted, "serve")
 	serve.banner(t)
-	c, err := engine.Dial(hosted)
+	c, err := control.Dial(hosted)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
 )
@@ -52,6 +53,11 @@ on the timeline. Refused, naming the event: a history that does not start at
 event 1 or has holes (cut short), events out of order, an event type this
 version does not know (a newer server). A running workflow's history is
 imported as running; importing a later download of it adds the new events.
+
+A file may also be a trace downloaded from Grafana Tempo (its API's
+{"batches": ...} or {"trace": ...}) or from Jaeger (the UI's download and API
+v1's {"data": [...]}, API v3's {"result": ...}), recognised by its content;
+its spans are imported as OTLP's, under the same rules.
 
 FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
 as they come: retrylab export --otlp - | retrylab --db other.db import -
@@ -96,7 +102,7 @@ func (a *app) readTraces() (engine.Traces, error) {
 // openTraces is traces, read-only when readOnly.
 func (a *app) openTraces(readOnly bool) (engine.Traces, error) {
 	for try := 0; ; try++ {
-		c, err := engine.Dial(a.dbPath)
+		c, err := control.Dial(a.dbPath)
 		if err == nil {
 			if err = c.Hold(); err == nil {
 				return c, nil
@@ -111,7 +117,7 @@ func (a *app) openTraces(readOnly bool) (engine.Traces, error) {
 		db, err := store.Open(a.dbPath, store.Options{ReadOnly: readOnly})
 		if errors.Is(err, store.ErrLocked) {
 			// A host may have come up while we waited for the lock.
-			if c, derr := engine.Dial(a.dbPath); derr == nil {
+			if c, derr := control.Dial(a.dbPath); derr == nil {
 				if derr = c.Hold(); derr == nil {
 					return c, nil
 				}

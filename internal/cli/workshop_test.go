@@ -20,7 +20,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
@@ -328,7 +328,7 @@ func TestCLITwoRunsOnOneDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := background(t, db, "run", "safe")
-	until(t, "the first run's host", func() bool { _, err := os.Stat(engine.HostFile(db)); return err == nil })
+	until(t, "the first run's host", func() bool { _, err := os.Stat(control.HostFile(db)); return err == nil })
 	second := must(t, 0, db, "run", slow)
 	has(t, second, "[agent]     execution completed", duplicateLine)
 	hasNot(t, second, "killed")
@@ -522,11 +522,11 @@ func TestCLIServeFixedPortsAndControl(t *testing.T) {
 	db := newDB(t)
 	serve, port := serveOnFixedPorts(t, db)
 	mail := fmt.Sprintf("http://127.0.0.1:%d", port)
-	control := fmt.Sprintf("http://127.0.0.1:%d", port+2)
+	controlURL := fmt.Sprintf("http://127.0.0.1:%d", port+2)
 	for _, want := range []string{
 		"  mail API  POST " + mail + "/v1/send",
 		fmt.Sprintf("  CRM       PUT  http://127.0.0.1:%d/v1/records/{id}", port+1),
-		"  control   POST " + control + `/v1/control/advance  {"duration": "25h"}  (bearer token: "token" in ` + engine.HostFile(db) + ")",
+		"  control   POST " + controlURL + `/v1/control/advance  {"duration": "25h"}  (bearer token: "token" in ` + control.HostFile(db) + ")",
 	} {
 		if !strings.Contains(serve.stdout.String(), want) {
 			t.Errorf("serve's banner lacks %q\n%s", want, serve.stdout)
@@ -545,11 +545,11 @@ func TestCLIServeFixedPortsAndControl(t *testing.T) {
 	var info struct {
 		Token string `json:"token"`
 	}
-	data, err := os.ReadFile(engine.HostFile(db))
+	data, err := os.ReadFile(control.HostFile(db))
 	if err != nil || json.Unmarshal(data, &info) != nil || info.Token == "" {
 		t.Fatalf("host file: %v %s", err, data)
 	}
-	req, _ := http.NewRequest(http.MethodPost, control+"/v1/control/advance", strings.NewReader(`{"duration": "25h"}`))
+	req, _ := http.NewRequest(http.MethodPost, controlURL+"/v1/control/advance", strings.NewReader(`{"duration": "25h"}`))
 	req.Header.Set("Authorization", "Bearer "+info.Token)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {

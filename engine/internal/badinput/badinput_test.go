@@ -556,7 +556,7 @@ func TestDiskFull(t *testing.T) {
 	// check.CheckDB report gaps and undecodable events).
 	h = mustOpen(t, path)
 	defer h.Close()
-	if err := h.Check(); err != nil {
+	if err := h.Store().Check(); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := h.Journal("")
@@ -615,9 +615,9 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	defer h.Close()
 	huge := func() io.Reader { return io.LimitReader(zeros{}, 8<<20) }
 	endpoints := []struct{ method, url string }{
-		{http.MethodPost, h.MailURL() + "/v1/send"},
-		{http.MethodPost, h.CRMURL() + "/v1/records"},
-		{http.MethodPut, h.CRMURL() + "/v1/records/inv_1"},
+		{http.MethodPost, h.Providers().MailURL() + "/v1/send"},
+		{http.MethodPost, h.Providers().CRMURL() + "/v1/records"},
+		{http.MethodPut, h.Providers().CRMURL() + "/v1/records/inv_1"},
 	}
 	bodies := []struct {
 		name string
@@ -628,6 +628,9 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 		{"not an object", func() io.Reader { return strings.NewReader(`["to", "a@b"]`) }, http.StatusBadRequest},
 		{"empty", func() io.Reader { return strings.NewReader(``) }, http.StatusBadRequest},
 		{"deeply nested", func() io.Reader { return strings.NewReader(strings.Repeat("[", 100000)) }, http.StatusBadRequest},
+		{"nested past the limit", func() io.Reader {
+			return strings.NewReader(`{"to":` + strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 101))
+		}, http.StatusBadRequest},
 		{"8 MiB", huge, http.StatusRequestEntityTooLarge},
 	}
 	for _, ep := range endpoints {
@@ -643,7 +646,7 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 			if resp.StatusCode != b.want || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 				t.Errorf("%s %s %s: %d %s; want %d problem+json", ep.method, ep.url, b.name, resp.StatusCode, text, b.want)
 			}
-			if b.name == "8 MiB" || b.name == "malformed JSON" {
+			if b.name == "8 MiB" || b.name == "malformed JSON" || b.name == "nested past the limit" {
 				t.Logf("%s %s: %d %s", ep.method, b.name, resp.StatusCode, bytes.TrimSpace(text))
 			}
 		}
@@ -652,12 +655,12 @@ func TestMalformedAndHugeBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, _ := h.CRMWrites(0, 0)
+	writes, _ := h.Providers().CRMWrites(0, 0)
 	if len(st.Outbox) != 0 || len(st.CRM) != 0 || len(writes) != 0 || len(st.Keys) != 0 {
 		t.Fatalf("bad requests had effects: %+v, %d writes", st, len(writes))
 	}
 	// Still serving.
-	resp, err := http.Post(h.MailURL()+"/v1/send", "application/json", strings.NewReader(`{"to":"a@b","subject":"still here"}`))
+	resp, err := http.Post(h.Providers().MailURL()+"/v1/send", "application/json", strings.NewReader(`{"to":"a@b","subject":"still here"}`))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the bad requests: %v %v", resp, err)
 	}
@@ -705,6 +708,8 @@ func TestRuntimeAPIBadRequests(t *testing.T) {
 		"attempt: batch with a forbidden type": 400, "journal: batch with a forbidden type": 400,
 		"journal: a forbidden type to follow the record": 400,
 		"event: compact, a type workers may not report":  400, "event: compact, cut short": 400,
+		"event: nested a million levels": 400, "event: an object nested past the limit": 400,
+		"attempt: nested a million levels": 400, "journal: nested past the limit": 400,
 	}
 	// The same requests through the runtime channel on the socket, as the
 	// host's workers send them, get the same answers; a frame over the
@@ -809,6 +814,17 @@ func probeMain(out string) int {
 	do("attempt: no step", "POST", base+"/attempts", s(`{"attempt":1}`), true)
 	do("journal: malformed JSON", "PUT", base+"/journal/step-4", s(`{"result":`), true)
 	do("journal: 6 MiB", "PUT", base+"/journal/step-4", big(), true)
+	// Nesting bombs: refused by a scan of the brackets before any decoder
+	// recurses through them.
+	bombs := []struct{ name, method, path, body string }{
+		{"event: nested a million levels", "POST", "/events", strings.Repeat("[", 1_000_000)},
+		{"event: an object nested past the limit", "POST", "/events", strings.Repeat(`{"type":`, 101)},
+		{"attempt: nested a million levels", "POST", "/attempts", `{"step":"step-4","attempt":1,"args":` + strings.Repeat("[", 1_000_000)},
+		{"journal: nested past the limit", "PUT", "/journal/step-4", `{"tool":"t","result":` + strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 101)},
+	}
+	for _, b := range bombs {
+		do(b.name, b.method, base+b.path, s(b.body), true)
+	}
 	do("another execution's plan", "GET", strings.TrimSuffix(base, os.Getenv(wire.EnvExecution))+"exec_NOPE/plan", nil, true)
 	// The same through the runtime channel, as the host's workers send
 	// them (what the client refuses to send, over 4 MiB, goes raw).
@@ -851,6 +867,9 @@ func probeMain(out string) int {
 		viaChannel("attempt: no step", "POST", path+"/attempts", `{"attempt":1}`, true)
 		viaChannel("journal: malformed JSON", "PUT", path+"/journal/step-4", `{"result":`, true)
 		viaChannel("another execution's plan", "GET", "/v1/executions/exec_NOPE/plan", "", true)
+		for _, b := range bombs {
+			viaChannel(b.name, b.method, path+b.path, b.body, true)
+		}
 		ch.Close()
 		raw := func(name string, frame []byte) {
 			res := probeResult{Body: "connection closed"}
@@ -887,7 +906,7 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 	t.Parallel()
 	h := mustOpen(t, filepath.Join(t.TempDir(), "keys.db"))
 	defer h.Close()
-	addr := strings.TrimPrefix(h.MailURL(), "http://")
+	addr := strings.TrimPrefix(h.Providers().MailURL(), "http://")
 	cases := []struct {
 		name string
 		key  string
@@ -907,7 +926,7 @@ func TestIdempotencyKeyBadValues(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, status, tc.want)
 		}
 	}
-	msgs, err := h.Outbox()
+	msgs, err := h.Providers().Outbox()
 	if n := len(msgs); err != nil || n != 1 {
 		t.Fatalf("outbox holds %d messages (%v); want only the valid key's", n, err)
 	}

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/otlp"
@@ -207,10 +208,11 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	// The host owns the database and the world, and announces itself for
 	// the database, so explorers and CLIs attach and arm faults.
 	faults := newServerFaults(scn)
-	w, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, Clock: wallClock{}, Faults: faults, Imports: all.Registry()})
+	srv, err := control.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, Clock: wallClock{}, Faults: faults, Imports: all.Registry()})
 	if err != nil {
 		return err
 	}
+	w := srv.Host
 	// As 'retrylab run' does, the host waits for the processes attached to
 	// it (an explorer) before it closes; Ctrl-C closes at once.
 	defer w.CloseWhenIdle(ctx, func(_ []string, holds int) {
@@ -250,7 +252,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 			}
 		}
 	}}).Handler())
-	mux.Handle("POST "+faultsPath, faults.handler(out, w))
+	mux.Handle("POST "+faultsPath, faults.handler(out, w.Faults()))
 	rc := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go rc.Serve(ln)
 	defer rc.Close()
@@ -277,11 +279,11 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	}
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, agentflow.WorkflowName,
-		agentflow.Input{Source: scn.Source, YAML: yml, MailURL: w.MailURL(), CRMURL: w.CRMURL()})
+		agentflow.Input{Source: scn.Source, YAML: yml, MailURL: w.Providers().MailURL(), CRMURL: w.Providers().CRMURL()})
 	if err != nil {
 		return fmt.Errorf("start workflow %s: %w", id, rootCause(err))
 	}
-	w.SetRetention(agentflow.AttributedExecution(run.GetRunID()), scn.Policy.Retention.D())
+	w.Providers().SetRetention(agentflow.AttributedExecution(run.GetRunID()), scn.Policy.Retention.D())
 	fmt.Fprintf(out, "%s: workflow %s, run %s, on %s (task queue %s, %d workers)\n", scn.Name, id, run.GetRunID(), cf.address, taskQueue, workers)
 	narr.started(run.GetRunID(), func() (*historypb.History, error) {
 		h := &historypb.History{}
@@ -332,7 +334,7 @@ func runAgent(ctx context.Context, out io.Writer, r agentRun) error {
 	}
 	fmt.Fprintf(out, "history: %d events -> %s in %s\n", len(h.Events), exec, dbPath)
 	printCalls(out, tr)
-	msgs, err := w.MessagesFor(exec)
+	msgs, err := w.Providers().MessagesFor(exec)
 	if err != nil {
 		return err
 	}

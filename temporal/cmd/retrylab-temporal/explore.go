@@ -19,10 +19,8 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/execindex"
-	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
-	"github.com/retrylab/retrylab/engine/scenario"
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
@@ -40,8 +38,8 @@ func exploreCmd() *cobra.Command {
 selected, its history folded as 'retrylab show' folds an imported one,
 followed live by long poll while it runs. Nothing is written to the cluster;
 the histories are kept in a temporary database that goes when the explorer
-closes. The explorer's actions (run, kill, faults) are refused: it is
-read-only. A lost connection shows in the status bar and is retried.`,
+closes. The explorer offers none of its actions (run, kill, faults): it
+is read-only. A lost connection shows in the status bar and is retried.`,
 		Example: "  retrylab-temporal explore\n  retrylab-temporal explore --address 127.0.0.1:7233 -n agents",
 		Args:    cobra.NoArgs,
 		RunE: cf.withClient(func(ctx context.Context, c client.Client) error {
@@ -68,9 +66,6 @@ read-only. A lost connection shows in the status bar and is retried.`,
 // explorerFPS is the explorer's frame rate, as retrylab's own explorer
 // has it: Bubble Tea's highest, so a frame waits at most ~8 ms.
 const explorerFPS = 120
-
-// errReadOnly answers the explorer's actions on a cluster.
-var errReadOnly = errors.New("read-only: attached to a Temporal cluster (run agents with 'retrylab-temporal run')")
 
 // clusterSource is the explorer's Source over a Temporal cluster: the
 // visibility list of a namespace, polled, and the histories of the
@@ -413,29 +408,17 @@ func (s *clusterSource) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 	}
 }
 
-// The rest of the Source: a cluster has no retrylab history, journal,
-// world or scenarios of its own, and the explorer may not change anything.
+// The rest of the Reader: a cluster has no retrylab history and no world
+// of its own. It is only a Reader: the explorer finds no engine.Runner,
+// Faults or WorldControl in it, so it offers no key that would change
+// anything.
 
 func (s *clusterSource) Events(string, uint64, int) ([]history.Event, error) { return nil, nil }
 func (s *clusterSource) MessagesFor(string) ([]world.Message, error)         { return nil, nil }
 func (s *clusterSource) RecentMessages(int) ([]world.Message, int, error)    { return nil, 0, nil }
 func (s *clusterSource) Records() ([]world.Record, error)                    { return nil, nil }
-func (s *clusterSource) Scenarios() ([]*scenario.Scenario, error)            { return nil, nil }
-func (s *clusterSource) Start(string, engine.RunOptions) (*engine.Run, error) {
-	return nil, errReadOnly
-}
-func (s *clusterSource) Resume(string) (*engine.Run, error) { return nil, errReadOnly }
-func (s *clusterSource) Kill(string) error                  { return errReadOnly }
-func (s *clusterSource) Arm(fault.Point)                    {}
-func (s *clusterSource) Disarm()                            {}
-func (s *clusterSource) Armed() []fault.Point               { return nil }
-func (s *clusterSource) DeleteJournal(string, string) error { return errReadOnly }
-func (s *clusterSource) AdvanceClock(time.Duration) error   { return errReadOnly }
-func (s *clusterSource) WorldOffset() time.Duration         { return 0 }
-func (s *clusterSource) ResetWorld() error                  { return errReadOnly }
-func (s *clusterSource) Running() []string                  { return nil }
 
 var (
-	_ engine.Source      = (*clusterSource)(nil)
+	_ engine.Reader      = (*clusterSource)(nil)
 	_ tui.GrowingImports = (*clusterSource)(nil)
 )

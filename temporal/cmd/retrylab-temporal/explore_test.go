@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -111,11 +110,16 @@ func TestExploreSource(t *testing.T) {
 	if err != nil || x.Status != history.StatusCompleted {
 		t.Errorf("record %+v %v", x, err)
 	}
-	if _, err := src.Start("naive", engine.RunOptions{}); !errors.Is(err, errReadOnly) {
-		t.Errorf("Start on a cluster: %v", err)
+	// Read-only: the cluster is a Reader and nothing more.
+	var reader engine.Reader = src
+	if _, ok := reader.(engine.Runner); ok {
+		t.Error("a cluster source can run scenarios")
 	}
-	if err := src.Kill(id); !errors.Is(err, errReadOnly) {
-		t.Errorf("Kill on a cluster: %v", err)
+	if _, ok := reader.(engine.FaultInjector); ok {
+		t.Error("a cluster source can arm faults")
+	}
+	if _, ok := reader.(engine.WorldControl); ok {
+		t.Error("a cluster source has world control")
 	}
 
 	// The explorer itself on this source: the workflow in the list, its

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/imports/all"
 	rltemporal "github.com/retrylab/retrylab/engine/temporal"
@@ -79,7 +80,7 @@ policy:
 			},
 			ready: func(otlpURL, faultsURL string) {
 				// From outside, as an attached explorer or CLI does.
-				ctl, err := engine.Dial(db)
+				ctl, err := control.Dial(db)
 				if err != nil {
 					t.Errorf("attach to run's database: %v", err)
 					return
@@ -140,7 +141,7 @@ policy:
 			t.Errorf("keys %s: the armed fault should apply to one attempt only:\n%s", tt.keys, got)
 		}
 	}
-	if _, err := engine.Dial(db); err == nil {
+	if _, err := control.Dial(db); err == nil {
 		t.Error("run's host should be gone once run ended")
 	}
 	// The explorer on the database marks the attempt that took the fault
@@ -161,7 +162,7 @@ policy:
 			break
 		}
 	}
-	m := tui.New(tui.Options{Source: h})
+	m := tui.New(tui.Options{Source: engine.NewLocal(h)})
 	defer m.Close()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
 	tm.Type("/" + last) // the workflow, not the spans' own OTLP execution
@@ -209,7 +210,7 @@ policy:
 		scenario: scn, dbPath: db, taskQueue: agentflow.TaskQueue, workers: 1,
 		ready: func(string, string) {
 			attached = true
-			ctl, err := engine.Dial(db)
+			ctl, err := control.Dial(db)
 			if err != nil {
 				t.Errorf("attach to run's database: %v", err)
 				close(released)

@@ -1,110 +1,42 @@
-package engine
+package control
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"time"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/errkind"
 )
 
 // Two processes on one database share one host: the second attaches to the
 // first. The first must then not close (and kill the second's worker) while
-// the second still works through it. An attached process holds the host
-// (Client.Hold) for as long as it works; the owner closes with CloseWhenIdle,
-// which waits until no run is live and nobody holds the host, then refuses
-// new runs and holds, so nothing can slip in between the wait and the close.
-
-// ErrHostClosing means the host is closing and takes no new runs or holds
-// (errkind.ErrHostClosing).
-var ErrHostClosing = errkind.ErrHostClosing
-
-// Holds counts the attached processes holding the host open.
-func (h *Host) Holds() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.holds
-}
-
-// idleLocked reports whether nothing keeps the host open: no live worker and
-// no hold. h.mu must be held.
-func (h *Host) idleLocked() bool {
-	if h.holds > 0 {
-		return false
-	}
-	for _, st := range h.execs {
-		if st.worker != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// CloseWhenIdle waits until no execution has a live worker and no attached
-// process holds the host, then closes it. While it waits, waiting is called
-// (once, when the wait starts) with the live executions and the number of
-// holds. If ctx ends first, it closes at once, killing live workers as
-// Close does, and returns ctx's error (joined with Close's): the caller can
-// tell a wait cut short from an idle close.
-func (h *Host) CloseWhenIdle(ctx context.Context, waiting func(running []string, holds int)) error {
-	told := false
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		h.mu.Lock()
-		if h.idleLocked() {
-			h.closing = true
-			h.mu.Unlock()
-			break
-		}
-		holds := h.holds
-		h.mu.Unlock()
-		if !told && waiting != nil {
-			running := h.Running()
-			slices.Sort(running)
-			waiting(running, holds)
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), h.Close())
-		case <-tick.C:
-		}
-	}
-	return h.Close()
-}
+// the second still works through it: an attached process holds the host
+// (Client.Hold, engine.Host.Hold) for as long as it works, and the owner
+// closes with CloseWhenIdle, which waits for the holds.
 
 // serveHold counts the caller as holding the host until it goes away (or
 // the host closes), so a process that dies releases its hold with its
 // connection. The first line of the answer says the hold is in place.
-func (h *Host) serveHold(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveHold(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
 	// Subscribed before the hold counts, so the host's close ends it.
-	closed, stop := h.Subscribe(1)
+	closed, stop := s.Subscribe(1)
 	defer stop()
-	h.mu.Lock()
-	if h.closing {
-		h.mu.Unlock()
-		writeJSON(w, http.StatusServiceUnavailable, rpcError{Error: ErrHostClosing.Error(), Kind: errkind.KindOf(ErrHostClosing)})
+	release, err := s.host.Hold()
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
 		return
 	}
-	h.holds++
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.holds--
-		h.mu.Unlock()
-	}()
+	defer release()
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintln(w, "held")
@@ -142,8 +74,8 @@ func (c *Client) Hold() error {
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
 		resp.Body.Close()
 		cancel()
-		if errors.Is(errkind.FromWire(e.Kind, e.Error), ErrHostClosing) {
-			return ErrHostClosing
+		if e.Kind == "closing" {
+			return engine.ErrHostClosing
 		}
 		return fmt.Errorf("hold host pid %d: %s", c.info.PID, resp.Status)
 	}
@@ -163,19 +95,13 @@ func (c *Client) Hold() error {
 	return nil
 }
 
-// CopyDB writes a consistent copy of the database to w (see store.CopyTo):
+// serveCopy streams a consistent copy of the database (see store.CopyTo):
 // what a reader in another process opens, since the host holds the file.
-func (h *Host) CopyDB(w io.Writer) error {
-	_, err := h.db.CopyTo(w)
-	return err
-}
-
-// serveCopy streams a copy of the database.
-func (h *Host) serveCopy(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveCopy(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	// An error after the first byte can only cut the stream short, which
 	// the client sees as a copy that does not open.
-	_ = h.CopyDB(w)
+	_, _ = s.host.Store().CopyTo(w)
 }
 
 // CopyDB writes a consistent copy of the host's database to w.
@@ -220,10 +146,6 @@ func (d *durationArg) UnmarshalJSON(b []byte) error {
 	*d = durationArg(n)
 	return nil
 }
-
-// ControlURL is the base of the control API (POST /v1/control/...), which
-// takes the token in the host file as a bearer token.
-func (h *Host) ControlURL() string { return h.runtimeURL }
 
 // ControlURL is the base of the attached host's control API.
 func (c *Client) ControlURL() string { return c.info.URL }

@@ -1,4 +1,4 @@
-package engine_test
+package control_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/fixtures"
 )
 
@@ -14,11 +15,11 @@ import (
 // was cut short (the CLI exits 130 then); an idle host closes without error.
 func TestCloseWhenIdleCutShort(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "retrylab.db")
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := engine.Dial(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestCloseWhenIdleCutShort(t *testing.T) {
 		t.Error("the host still answers after CloseWhenIdle was cut short")
 	}
 
-	h, err = engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
+	h, err = control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS})
 	if err != nil {
 		t.Fatal(err)
 	}

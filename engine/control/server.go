@@ -1,4 +1,4 @@
-package engine
+package control
 
 import (
 	"encoding/json"
@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
-
-// The control API lets a second retrylab process drive a running host: the
-// host writes its address and token to a file beside the database (mode
-// 0600, so only the same user can read it), and Dial uses it. It shares the
-// runtime API's loopback listener and token.
 
 // hostInfo is the content of the file beside the database.
 type hostInfo struct {
@@ -30,16 +27,17 @@ type hostInfo struct {
 // HostFile is where a running host announces itself for a database.
 func HostFile(dbPath string) string { return dbPath + ".host" }
 
-func (h *Host) writeHostFile() error {
-	abs, err := filepath.Abs(h.cfg.DBPath)
+func (s *Server) writeHostFile() error {
+	abs, err := filepath.Abs(s.dbPath)
 	if err != nil {
-		abs = h.cfg.DBPath
+		abs = s.dbPath
 	}
-	data, err := json.Marshal(hostInfo{PID: os.Getpid(), URL: h.runtimeURL, Token: h.token, DB: abs})
+	rt := s.host.Runtime()
+	data, err := json.Marshal(hostInfo{PID: os.Getpid(), URL: rt.URL(), Token: rt.Token(), DB: abs})
 	if err != nil {
 		return err
 	}
-	path := HostFile(h.cfg.DBPath)
+	path := HostFile(s.dbPath)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return fmt.Errorf("announce host: %w", err)
@@ -51,8 +49,8 @@ func (h *Host) writeHostFile() error {
 }
 
 // removeHostFile removes the announcement if it is still this host's.
-func (h *Host) removeHostFile() {
-	path := HostFile(h.cfg.DBPath)
+func (s *Server) removeHostFile() {
+	path := HostFile(s.dbPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return
@@ -79,30 +77,31 @@ type runInfo struct {
 	Error        string         `json:"error,omitempty"`
 }
 
-func (h *Host) controlHandlers(mux *http.ServeMux) {
+// handlers mounts the control API's routes on the runtime API.
+func (s *Server) handlers(mux engine.RuntimeAPI) {
 	call := func(name string, fn func(r *http.Request) (any, error)) {
-		mux.HandleFunc("POST /v1/control/"+name, func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle("POST /v1/control/"+name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			out, err := fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusUnprocessableEntity, rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
+				writeJSON(w, jsonlimit.Status(err, http.StatusUnprocessableEntity), rpcError{Error: err.Error(), Kind: errkind.KindOf(err)})
 				return
 			}
 			writeJSON(w, http.StatusOK, out)
-		})
+		}))
 	}
 	type args struct {
-		ID        string      `json:"id"`
-		Step      string      `json:"step"`
-		Name      string      `json:"name"`
-		Skip      int         `json:"skip"`
-		Limit     int         `json:"limit"`
-		From      uint64      `json:"from"`
-		Number    int         `json:"number"`
-		Point     fault.Point `json:"point"`
-		Duration  durationArg `json:"duration"`
-		Options   RunOptions  `json:"options"`
-		Execution string      `json:"execution"`
-		Query     string      `json:"query"`
+		ID        string            `json:"id"`
+		Step      string            `json:"step"`
+		Name      string            `json:"name"`
+		Skip      int               `json:"skip"`
+		Limit     int               `json:"limit"`
+		From      uint64            `json:"from"`
+		Number    int               `json:"number"`
+		Point     fault.Point       `json:"point"`
+		Duration  durationArg       `json:"duration"`
+		Options   engine.RunOptions `json:"options"`
+		Execution string            `json:"execution"`
+		Query     string            `json:"query"`
 	}
 	decode := func(r *http.Request) (args, error) {
 		var a args
@@ -132,70 +131,70 @@ func (h *Host) controlHandlers(mux *http.ServeMux) {
 		return list
 	}
 	call("info", with(func(args) (any, error) {
-		return map[string]string{"db": h.DBPath(), "mail_url": h.MailURL(), "crm_url": h.CRMURL()}, nil
+		return map[string]string{"db": s.DBPath(), "mail_url": s.MailURL(), "crm_url": s.CRMURL()}, nil
 	}))
-	call("execution", with(func(a args) (any, error) { return h.Execution(a.ID) }))
+	call("execution", with(func(a args) (any, error) { return s.Execution(a.ID) }))
 	call("executions", with(func(a args) (any, error) {
-		list, total, err := h.Executions(a.Skip, a.Limit)
+		list, total, err := s.Executions(a.Skip, a.Limit)
 		return page[history.Execution]{nonNil(list), total}, err
 	}))
 	call("find_executions", with(func(a args) (any, error) {
-		list, total, err := h.FindExecutions(a.Query, a.Skip, a.Limit)
+		list, total, err := s.FindExecutions(a.Query, a.Skip, a.Limit)
 		return page[history.Execution]{nonNil(list), total}, err
 	}))
 	call("events", with(func(a args) (any, error) {
-		evs, err := h.Events(a.ID, a.From, a.Limit)
+		evs, err := s.Events(a.ID, a.From, a.Limit)
 		if err == nil && len(evs) == 0 {
-			if _, xerr := h.Execution(a.ID); xerr != nil {
+			if _, xerr := s.Execution(a.ID); xerr != nil {
 				return nil, xerr
 			}
 			evs = []history.Event{}
 		}
 		return evs, err
 	}))
-	call("imported_events", with(func(a args) (any, error) { return h.ImportedEvents(a.ID) }))
-	call("journal", with(func(a args) (any, error) { return h.Journal(a.ID) }))
-	call("outbox", with(func(args) (any, error) { return h.Outbox() }))
-	call("messages_for", with(func(a args) (any, error) { return h.MessagesFor(a.Execution) }))
+	call("imported_events", with(func(a args) (any, error) { return s.ImportedEvents(a.ID) }))
+	call("journal", with(func(a args) (any, error) { return s.Journal(a.ID) }))
+	call("outbox", with(func(args) (any, error) { return s.Outbox() }))
+	call("messages_for", with(func(a args) (any, error) { return s.MessagesFor(a.Execution) }))
 	call("recent_messages", with(func(a args) (any, error) {
-		list, total, err := h.RecentMessages(a.Limit)
+		list, total, err := s.RecentMessages(a.Limit)
 		return page[any]{toAny(list), total}, err
 	}))
-	call("records", with(func(args) (any, error) { return h.Records() }))
-	call("state", with(func(args) (any, error) { return h.State() }))
-	call("scenarios", with(func(args) (any, error) { return h.Scenarios() }))
-	call("start", with(func(a args) (any, error) { return runOut(h.Start(a.Name, a.Options)) }))
-	call("resume", with(func(a args) (any, error) { return runOut(h.Resume(a.ID)) }))
+	call("records", with(func(args) (any, error) { return s.Records() }))
+	call("state", with(func(args) (any, error) { return s.State() }))
+	call("scenarios", with(func(args) (any, error) { return s.Scenarios() }))
+	call("start", with(func(a args) (any, error) { return runOut(s.Start(a.Name, a.Options)) }))
+	call("resume", with(func(a args) (any, error) { return runOut(s.Resume(a.ID)) }))
 	call("wait", func(r *http.Request) (any, error) {
 		a, err := decode(r)
 		if err != nil {
 			return nil, err
 		}
-		return h.waitRun(r, a.Execution, a.Number)
+		return s.waitRun(r, a.Execution, a.Number)
 	})
-	call("kill", with(func(a args) (any, error) { return struct{}{}, h.Kill(a.ID) }))
-	call("running", with(func(args) (any, error) { return h.Running(), nil }))
-	call("index_executions", with(func(args) (any, error) { h.IndexExecutions(); return struct{}{}, nil }))
+	call("kill", with(func(a args) (any, error) { return struct{}{}, s.Kill(a.ID) }))
+	call("running", with(func(args) (any, error) { return s.Running(), nil }))
+	call("index_executions", with(func(args) (any, error) { s.IndexExecutions(); return struct{}{}, nil }))
 	call("arm", with(func(a args) (any, error) {
 		p, err := fault.Parse(string(a.Point))
 		if err != nil {
 			return nil, err
 		}
-		h.Arm(p)
+		s.Arm(p)
 		return struct{}{}, nil
 	}))
-	call("disarm", with(func(args) (any, error) { h.Disarm(); return struct{}{}, nil }))
-	call("armed", with(func(args) (any, error) { return h.Armed(), nil }))
-	call("delete_journal", with(func(a args) (any, error) { return struct{}{}, h.DeleteJournal(a.ID, a.Step) }))
-	call("advance", with(func(a args) (any, error) { return struct{}{}, h.AdvanceClock(time.Duration(a.Duration)) }))
-	call("world_offset", with(func(args) (any, error) { return h.WorldOffset(), nil }))
-	call("reset_world", with(func(args) (any, error) { return struct{}{}, h.ResetWorld() }))
-	call("reset", with(func(args) (any, error) { return struct{}{}, h.Reset() }))
-	mux.HandleFunc("GET /v1/control/notices", h.streamNotices)
-	mux.HandleFunc("GET /v1/control/hold", h.serveHold)
-	mux.HandleFunc("GET /v1/control/copy", h.serveCopy)
-	mux.HandleFunc("GET /v1/control/state", h.handleState)
-	h.tracesHandlers(mux)
+	call("disarm", with(func(args) (any, error) { s.Disarm(); return struct{}{}, nil }))
+	call("armed", with(func(args) (any, error) { return s.Armed(), nil }))
+	call("delete_journal", with(func(a args) (any, error) { return struct{}{}, s.DeleteJournal(a.ID, a.Step) }))
+	call("advance", with(func(a args) (any, error) { return struct{}{}, s.AdvanceClock(time.Duration(a.Duration)) }))
+	call("world_offset", with(func(args) (any, error) { return s.WorldOffset(), nil }))
+	call("reset_world", with(func(args) (any, error) { return struct{}{}, s.ResetWorld() }))
+	call("reset", with(func(args) (any, error) { return struct{}{}, s.Reset() }))
+	mux.Handle("GET /v1/control/notices", http.HandlerFunc(s.streamNotices))
+	mux.Handle("GET /v1/control/hold", http.HandlerFunc(s.serveHold))
+	mux.Handle("GET /v1/control/copy", http.HandlerFunc(s.serveCopy))
+	mux.Handle("GET /v1/control/state", http.HandlerFunc(s.handleState))
+	s.tracesHandlers(mux)
 }
 
 func toAny[T any](list []T) []any {
@@ -206,7 +205,7 @@ func toAny[T any](list []T) []any {
 	return out
 }
 
-func runOut(r *Run, err error) (any, error) {
+func runOut(r *engine.Run, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +218,11 @@ func runOut(r *Run, err error) (any, error) {
 
 // waitRun answers when run number of an execution has ended (or the caller
 // goes away), with how it ended.
-func (h *Host) waitRun(r *http.Request, id string, number int) (any, error) {
-	notices, stop := h.Subscribe(64)
+func (s *Server) waitRun(r *http.Request, id string, number int) (any, error) {
+	notices, stop := s.Subscribe(64)
 	defer stop()
 	for {
-		x, err := h.Execution(id)
+		x, err := s.Execution(id)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +232,7 @@ func (h *Host) waitRun(r *http.Request, id string, number int) (any, error) {
 				info.Status = history.StatusKilled
 			}
 			if info.Status == history.StatusKilled {
-				info.ExitCode = ExitKilled
+				info.ExitCode = engine.ExitKilled
 			}
 			return info, nil
 		}
@@ -250,13 +249,13 @@ func (h *Host) waitRun(r *http.Request, id string, number int) (any, error) {
 }
 
 // streamNotices sends every notice as one JSON line until the client goes.
-func (h *Host) streamNotices(w http.ResponseWriter, r *http.Request) {
+func (s *Server) streamNotices(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	notices, stop := h.Subscribe(1 << 14)
+	notices, stop := s.Subscribe(1 << 14)
 	defer stop()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)

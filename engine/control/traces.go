@@ -1,4 +1,4 @@
-package engine
+package control
 
 import (
 	"bufio"
@@ -18,14 +18,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/errkind"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // Import, audit and export through the host that holds the database: the
-// host runs the code LocalTraces runs, on its own store, for a process
-// attached to it. Nothing crosses whole: an imported file goes to the host
-// as it is read, an export comes back as it is written.
+// host runs the code engine.LocalTraces runs, on its own store
+// (engine.HostTraces), for a process attached to it. Nothing crosses
+// whole: an imported file goes to the host as it is read, an export comes
+// back as it is written.
 //
 //	POST /v1/control/import?name=NAME[&format=otlp|temporal]  body: the file, framed (below)
 //	POST /v1/control/audit        {"ids": [...], "effects": [...], "window": ns}  answer: the report, gob
@@ -33,39 +37,6 @@ import (
 //	     header Retrylab-Executions before it, trailers Retrylab-Spans and Retrylab-Error after
 //
 // Errors before any work answer 422 with {"error", "kind", "execution"}.
-
-// ImportStream imports what r holds into the host's database, as
-// LocalTraces does (format empty: told from its first bytes), one import
-// at a time, and tells subscribers (a running explorer) of the executions
-// it created or extended.
-func (h *Host) ImportStream(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
-	// An import starts by cleaning up what unfinished imports left
-	// (otlp.CleanPending): two at once would take each other for one.
-	h.importMu.Lock()
-	defer h.importMu.Unlock()
-	res, err := h.stored().importStream(name, format, r)
-	if err == nil {
-		for _, x := range res.Executions {
-			h.Announce(x)
-		}
-	}
-	return res, err
-}
-
-// Audit audits the host's executions, as LocalTraces does.
-func (h *Host) Audit(ids []string, opts audit.Options) (audit.Report, error) {
-	return h.stored().audit(ids, opts)
-}
-
-// PlanOTLPExport plans an export of the host's executions, as LocalTraces
-// does.
-func (h *Host) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
-	e, err := h.stored().planOTLPExport(ids, version)
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
 
 // tracesError is an error of the traces endpoints as it crosses the
 // control API: a missing execution is named, so the client can name the
@@ -77,28 +48,37 @@ type tracesError struct {
 
 func writeTracesError(w http.ResponseWriter, err error) {
 	e := tracesError{rpcError: rpcError{Error: err.Error(), Kind: errkind.KindOf(err)}}
-	var me *missingExecution
+	var me *engine.MissingExecution
 	if errors.As(err, &me) {
-		e.Execution = me.id
+		e.Execution = me.ID
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, e)
+	writeJSON(w, jsonlimit.Status(err, http.StatusUnprocessableEntity), e)
 }
 
-func (h *Host) tracesHandlers(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/control/import", h.serveImport)
-	mux.HandleFunc("POST /v1/control/audit", h.serveAudit)
-	mux.HandleFunc("POST /v1/control/export_otlp", h.serveExport)
-	mux.HandleFunc("POST /v1/control/imported_events_gob", h.serveImportedEventsGob)
+func (s *Server) tracesHandlers(mux engine.RuntimeAPI) {
+	mux.Handle("POST /v1/control/import", http.HandlerFunc(s.serveImport))
+	mux.Handle("POST /v1/control/audit", http.HandlerFunc(s.serveAudit))
+	mux.Handle("POST /v1/control/export_otlp", http.HandlerFunc(s.serveExport))
+	mux.Handle("POST /v1/control/imported_events_gob", http.HandlerFunc(s.serveImportedEventsGob))
 }
 
-func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	format := ImportFormat(q.Get("format"))
-	if _, known := h.cfg.Imports.Lookup(string(format)); format != "" && !known {
+	format := engine.ImportFormat(q.Get("format"))
+	if format != "" && !s.host.Traces().Knows(format) {
 		writeTracesError(w, fmt.Errorf("bad control request: unknown import format %q", format))
 		return
 	}
-	res, err := h.ImportStream(q.Get("name"), format, newFrameReader(r.Body))
+	name := q.Get("name")
+	res, err := s.host.Traces().ImportStreamCommitted(name, format, newFrameReader(r.Body), func(res engine.ImportResult) {
+		if r.Context().Err() != nil {
+			// The client went away (killed, or its connection cut) after
+			// it sent the whole file, before the answer: the import is
+			// committed all the same, and nobody is there to be told.
+			// Say it to whoever watches the host.
+			s.host.Traces().Tell(orphanedImport(name, res))
+		}
+	})
 	// The client may still be sending what the import did not read (it
 	// stopped at an error): read it, so the client gets the answer rather
 	// than a broken pipe.
@@ -110,6 +90,13 @@ func (h *Host) serveImport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// orphanedImport is the host's line for an import committed after its
+// client went away.
+func orphanedImport(name string, res engine.ImportResult) string {
+	return fmt.Sprintf("the import of %s was committed (%s) after the retrylab that sent it went away: its command said nothing",
+		name, plural.Count(len(res.Executions), "execution"))
+}
+
 // auditArgs is an audit request.
 type auditArgs struct {
 	IDs     []string      `json:"ids"`
@@ -117,15 +104,13 @@ type auditArgs struct {
 	Window  time.Duration `json:"window"`
 }
 
-func (h *Host) serveAudit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveAudit(w http.ResponseWriter, r *http.Request) {
 	var a auditArgs
 	if err := readJSON(r, &a); err != nil {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
-	h.exporting.RLock() // an audit reads execution after execution, as an export does
-	rep, err := h.Audit(a.IDs, audit.Options{Effects: a.Effects, Window: a.Window})
-	h.exporting.RUnlock()
+	rep, err := s.host.Traces().Audit(a.IDs, audit.Options{Effects: a.Effects, Window: a.Window})
 	if err != nil {
 		writeTracesError(w, err)
 		return
@@ -163,15 +148,13 @@ type exportArgs struct {
 	Version string   `json:"version"`
 }
 
-func (h *Host) serveExport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	var a exportArgs
 	if err := readJSON(r, &a); err != nil {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
-	h.exporting.RLock()
-	defer h.exporting.RUnlock()
-	e, err := h.PlanOTLPExport(a.IDs, a.Version)
+	e, err := s.host.Traces().PlanOTLPExport(a.IDs, a.Version)
 	if err != nil {
 		writeTracesError(w, err)
 		return
@@ -235,8 +218,8 @@ func (c *Client) tracesCall(path string, contentType string, body io.Reader) (*h
 		return nil, fmt.Errorf("host pid %d: %s", c.info.PID, resp.Status)
 	}
 	err = errkind.FromWire(e.Kind, e.Error)
-	if e.Execution != "" && errors.Is(err, ErrNoExecution) {
-		return nil, &missingExecution{e.Execution, c.dbPath}
+	if e.Execution != "" && errors.Is(err, engine.ErrNoExecution) {
+		return nil, &engine.MissingExecution{ID: e.Execution, DB: c.dbPath}
 	}
 	return nil, err
 }
@@ -250,21 +233,21 @@ func (c *Client) tracesJSON(path string, args any) (*http.Response, error) {
 }
 
 // ImportFile sends the regular file at path to the host to import.
-func (c *Client) ImportFile(path string, format ImportFormat) (ImportResult, error) {
+func (c *Client) ImportFile(path string, format engine.ImportFormat) (engine.ImportResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ImportResult{}, err
+		return engine.ImportResult{}, err
 	}
 	defer f.Close()
 	return c.importFrom(path, format, f)
 }
 
 // ImportStream sends what r holds to the host to import, as it is read.
-func (c *Client) ImportStream(name string, r io.Reader) (ImportResult, error) {
+func (c *Client) ImportStream(name string, r io.Reader) (engine.ImportResult, error) {
 	return c.importFrom(name, "", r)
 }
 
-func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (ImportResult, error) {
+func (c *Client) importFrom(name string, format engine.ImportFormat, r io.Reader) (engine.ImportResult, error) {
 	q := url.Values{"name": {name}}
 	if format != "" {
 		q.Set("format", string(format))
@@ -290,10 +273,10 @@ func (c *Client) importFrom(name string, format ImportFormat, r io.Reader) (Impo
 		if errors.As(err, &he) {
 			err = fmt.Errorf("%s: %w", name, err) // the importer's errors name the file; these say which
 		}
-		return ImportResult{}, err
+		return engine.ImportResult{}, err
 	}
 	defer resp.Body.Close()
-	var res ImportResult
+	var res engine.ImportResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		return res, fmt.Errorf("host pid %d: %w", c.info.PID, err)
 	}
@@ -330,7 +313,7 @@ func (c *Client) Audit(ids []string, opts audit.Options) (*audit.Listing, error)
 
 // PlanOTLPExport has the host find the executions to export; the export
 // is written as the host sends it.
-func (c *Client) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
+func (c *Client) PlanOTLPExport(ids []string, version string) (engine.OTLPExport, error) {
 	resp, err := c.tracesJSON("export_otlp", exportArgs{IDs: ids, Version: version})
 	if err != nil {
 		return nil, err
@@ -448,6 +431,10 @@ func (f *frameReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if kind == frameEnd {
+			// Read on to the body's end, which follows at once: net/http
+			// watches the connection from there, so a sender killed while
+			// the import commits is known by the request's context.
+			_, _ = f.br.Peek(1)
 			f.err = io.EOF
 			continue
 		}
@@ -479,7 +466,7 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-var _ Traces = (*Client)(nil)
+var _ engine.Traces = (*Client)(nil)
 
 // errWriter is w, remembering the error a write to it gave.
 type errWriter struct {

@@ -1,9 +1,10 @@
-package engine
+package control
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,18 +14,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/scenario"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 )
 
 // ErrNoHost means no live host has announced itself for the database.
 var ErrNoHost = errors.New("no running retrylab host for this database")
 
-// Client is a Service attached to a host running in another process.
+// Client is an engine.Service attached to a host running in another process.
 type Client struct {
 	info   hostInfo
 	urls   map[string]string // db, mail_url, crm_url as the host reports them
@@ -84,12 +87,12 @@ func (c *Client) callWith(hc *http.Client, name string, in, out any) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+		return c.callError(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+		return c.callError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e rpcError
@@ -151,8 +154,8 @@ func (c *Client) Events(id string, from uint64, limit int) ([]history.Event, err
 }
 
 // Journal lists journal records.
-func (c *Client) Journal(id string) ([]JournalEntry, error) {
-	var out []JournalEntry
+func (c *Client) Journal(id string) ([]engine.JournalEntry, error) {
+	var out []engine.JournalEntry
 	return out, c.call("journal", idArgs{ID: id}, &out)
 }
 
@@ -185,8 +188,8 @@ func (c *Client) Records() ([]world.Record, error) {
 }
 
 // State reads the whole state.
-func (c *Client) State() (State, error) {
-	var s State
+func (c *Client) State() (engine.State, error) {
+	var s engine.State
 	return s, c.call("state", nil, &s)
 }
 
@@ -197,29 +200,27 @@ func (c *Client) Scenarios() ([]*scenario.Scenario, error) {
 }
 
 // Start asks the host to run a scenario.
-func (c *Client) Start(name string, opts RunOptions) (*Run, error) {
+func (c *Client) Start(name string, opts engine.RunOptions) (*engine.Run, error) {
 	return c.run("start", map[string]any{"name": name, "options": opts})
 }
 
 // Resume asks the host to resume an execution.
-func (c *Client) Resume(id string) (*Run, error) { return c.run("resume", idArgs{ID: id}) }
+func (c *Client) Resume(id string) (*engine.Run, error) { return c.run("resume", idArgs{ID: id}) }
 
-func (c *Client) run(method string, args any) (*Run, error) {
+func (c *Client) run(method string, args any) (*engine.Run, error) {
 	var info runInfo
 	if err := c.call(method, args, &info); err != nil {
 		return nil, err
 	}
-	r := &Run{Execution: info.Execution, Number: info.Number, Deduplicated: info.Deduplicated, done: make(chan struct{})}
+	r, ended := engine.NewRun(info.Execution, info.Number, info.Deduplicated)
 	if info.Deduplicated {
-		r.result = RunResult{Status: info.Status}
-		close(r.done)
+		ended(engine.RunResult{Status: info.Status})
 		return r, nil
 	}
 	go func() {
 		var end runInfo
 		err := c.callWith(c.stream, "wait", map[string]any{"execution": info.Execution, "number": info.Number}, &end)
-		r.result = RunResult{Status: end.Status, ExitCode: end.ExitCode, Err: err}
-		close(r.done)
+		ended(engine.RunResult{Status: end.Status, ExitCode: end.ExitCode, Err: err})
 	}()
 	return r, nil
 }
@@ -279,6 +280,8 @@ func (c *Client) MailURL() string { return c.urls["mail_url"] }
 // CRMURL is the host's CRM.
 func (c *Client) CRMURL() string { return c.urls["crm_url"] }
 
+var _ engine.Service = (*Client)(nil)
+
 // Close detaches (releasing a hold); the host goes on.
 func (c *Client) Close() error {
 	if c.release != nil {
@@ -337,3 +340,67 @@ func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 	}()
 	return ch, cancel
 }
+
+// ImportedEvents asks the host for an imported execution's trace, in gob:
+// a call's arguments and result are raw bytes as the source wrote them
+// (spaced JSON, or not JSON at all), which JSON would re-encode.
+func (c *Client) ImportedEvents(id string) ([]trace.Event, error) {
+	resp, err := c.tracesJSON("imported_events_gob", idArgs{ID: id})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []trace.Event
+	if err := gob.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("host pid %d: %w", c.info.PID, err)
+	}
+	return out, nil
+}
+
+// WriteState streams the host's State from its control API.
+func (c *Client) WriteState(w io.Writer) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.info.URL+"/v1/control/state", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.info.Token)
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("state: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if msg := resp.Trailer.Get("Retrylab-Error"); msg != "" {
+		return fmt.Errorf("state: %s", msg)
+	}
+	return nil
+}
+
+// callError is a control call's failure to reach the host: a host that
+// went away (quit, or killed) is said in words, the rest as they came.
+func (c *Client) callError(err error) error {
+	if hostGone(err) {
+		return &LostHostError{DB: c.dbPath, PID: c.info.PID, cause: err}
+	}
+	return fmt.Errorf("host pid %d: %w", c.info.PID, err)
+}
+
+// LostHostError is a host that went away (quit, or killed) while a
+// command was talking to it.
+type LostHostError struct {
+	DB    string // the database the host held
+	PID   int
+	cause error
+}
+
+func (e *LostHostError) Error() string {
+	return fmt.Sprintf("the host of %s (pid %d) is gone: run the command again", e.DB, e.PID)
+}
+
+func (e *LostHostError) Unwrap() error { return e.cause }

@@ -1,0 +1,146 @@
+package otlp
+
+import (
+	"context"
+
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // OTLP/gRPC exporters may gzip their requests
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// DefaultMaxInFlight bounds the OTLP/gRPC requests a receiver works on at
+// once; one over it is refused as overload, to be retried.
+const DefaultMaxInFlight = 64
+
+// retryAfterOverload is the delay an overloaded receiver asks a client
+// to wait before it sends again.
+const retryAfterOverload = time.Second
+
+// GRPCServer is the receiver as an OTLP/gRPC trace receiver (the
+// TraceService's Export, which the OpenTelemetry SDKs' gRPC exporters and
+// collectors call), with the OTLP/HTTP receiver's promise: an OK once
+// the spans are durably committed, through the same commit path, with a
+// partial success naming the refused spans. Data that does not decode is
+// InvalidArgument, a request over MaxBody (decompressed) or over
+// maxInFlight at once is ResourceExhausted (the latter with a RetryInfo,
+// which makes it retryable), a store that fails is Unavailable, and with
+// a Token a request without it is Unauthenticated. gzip is understood.
+// maxInFlight <= 0 means DefaultMaxInFlight. The caller serves it on a
+// listener and stops it (GracefulStop waits for requests under way).
+func (rc *Receiver) GRPCServer(maxInFlight int) *grpc.Server {
+	limit := rc.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(int(limit)), grpc.ForceServerCodecV2(rawCodec{}))
+	svc := &traceService{rc: rc, slots: make(chan struct{}, maxInFlight)}
+	srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
+		HandlerType: (*any)(nil),
+		Methods:     []grpc.MethodDesc{{MethodName: "Export", Handler: svc.handle}},
+		Metadata:    "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+	}, svc)
+	return srv
+}
+
+// traceService serves Export. It takes the request's bytes as they came
+// (rawCodec) and decodes them itself: gRPC would answer a message its
+// codec cannot decode with Internal, where OTLP asks for InvalidArgument.
+type traceService struct {
+	rc    *Receiver
+	slots chan struct{}
+}
+
+// handle is the method handler gRPC calls: it checks the token before
+// reading the request, and runs no interceptor (the server has none).
+func (svc *traceService) handle(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+	if tok := svc.rc.Token; tok != "" {
+		md, _ := metadata.FromIncomingContext(ctx)
+		var header string
+		if v := md.Get("authorization"); len(v) > 0 {
+			header = v[0]
+		}
+		if !authorized(tok, header) {
+			return nil, status.Error(codes.Unauthenticated, "send the receiver's token: authorization: Bearer <token>")
+		}
+	}
+	select {
+	case svc.slots <- struct{}{}:
+		defer func() { <-svc.slots }()
+	default:
+		return nil, overloaded()
+	}
+	var req rawMessage
+	if err := dec(&req); err != nil {
+		return nil, err
+	}
+	return svc.export(req)
+}
+
+// export stores what req holds and answers the ExportTraceServiceResponse.
+func (svc *traceService) export(req rawMessage) (*rawMessage, error) {
+	// ExportTraceServiceRequest has TracesData's fields and numbers.
+	td, err := unmarshalProto(req)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
+	}
+	if err := tooManySpans(td); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	rejected, msg, err := svc.rc.accept(td)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, "store: "+err.Error())
+	}
+	resp := rawMessage(exportResponse(encProto, rejected, msg))
+	return &resp, nil
+}
+
+// overloaded is ResourceExhausted with a RetryInfo: the OTLP
+// specification's answer for a server that cannot keep up, which a client
+// retries after the delay.
+func overloaded() error {
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("more than the receiver's requests at once: retry in %s", retryAfterOverload))
+	if withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfterOverload)}); err == nil {
+		st = withInfo
+	}
+	return st.Err()
+}
+
+// rawMessage is a protobuf message's bytes, undecoded.
+type rawMessage []byte
+
+// rawCodec hands the service its request's bytes and sends its response's
+// as they are.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(*rawMessage)
+	if !ok {
+		return nil, fmt.Errorf("otlp grpc: cannot marshal %T", v)
+	}
+	return mem.BufferSlice{mem.SliceBuffer(*m)}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*rawMessage)
+	if !ok {
+		return fmt.Errorf("otlp grpc: cannot unmarshal into %T", v)
+	}
+	*m = data.Materialize()
+	return nil
+}
+
+// Name is the content subtype OTLP/gRPC clients send.
+func (rawCodec) Name() string { return "proto" }

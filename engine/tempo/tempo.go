@@ -1,0 +1,103 @@
+// Package tempo imports traces downloaded from Grafana Tempo's API: the
+// trace-by-id JSON of API v1 ({"batches": [...]}, each batch a
+// ResourceSpans, with the scopes under their older name
+// instrumentationLibrarySpans or the current scopeSpans, ids in base64 or
+// hex) and of API v2 ({"trace": {...}, "status": ...}). Both are OTLP in
+// another envelope: this package unwraps them and hands the spans to the
+// OTLP importer (engine/otlp), so the executions are stored, read back
+// and audited as imported OTLP.
+package tempo
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/retrylab/retrylab/engine/imports"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Format names the source in the registry; the executions it imports are
+// otlp.ImportedFormat's.
+const Format = "tempo"
+
+// FileFormat is what the import's summary calls a Tempo file.
+const FileFormat otlp.Format = "Tempo JSON"
+
+// Source is Tempo's trace JSON as a source of imported executions.
+type Source struct{}
+
+var _ imports.Source = Source{}
+
+// Format is Format.
+func (Source) Format() string { return Format }
+
+// Sniff takes a JSON object with a top-level "batches" (API v1) or
+// "trace" (API v2) key.
+func (Source) Sniff(br *bufio.Reader) bool {
+	keys := otlp.PeekKeys(br)
+	return slices.Contains(keys, "batches") || slices.Contains(keys, "trace")
+}
+
+// ImportFile imports a Tempo download.
+func (s Source) ImportFile(db *store.DB, path string) (imports.Result, error) {
+	return s.Import(db, path, nil)
+}
+
+// Import imports a Tempo download read once from r (the file at name
+// when r is nil).
+func (Source) Import(db *store.DB, name string, r io.Reader) (imports.Result, error) {
+	res, err := otlp.ImportWith(db, name, r, FileFormat, Decode)
+	out := res.Result()
+	out.Format = Format
+	return out, err
+}
+
+// Events are never asked of this source: what it imports is recorded as
+// OTLP's. They are OTLP's all the same.
+func (Source) Events(tx *store.Tx, id string) ([]trace.Event, error) {
+	return otlp.Source{}.Events(tx, id)
+}
+
+// Duplicated is OTLP's, as Events.
+func (Source) Duplicated(tx *store.Tx, id string) (bool, error) {
+	return otlp.Source{}.Duplicated(tx, id)
+}
+
+// renames are Tempo's keys for OTLP's.
+var renames = map[string]string{"batches": "resourceSpans"}
+
+// Decode decodes a Tempo trace download and calls fn with its spans.
+// Errors name the line, and the span where there is one.
+func Decode(data []byte, fn func(otlp.Batch) error) error {
+	if err := otlp.SyntaxFault(data, FileFormat); err != nil {
+		return err
+	}
+	traces, err := otlp.Members(data, "trace")
+	if err != nil {
+		return fmt.Errorf("not %s: %w", FileFormat, err)
+	}
+	if len(traces) == 0 { // API v1: the document is the trace
+		batches, err := otlp.Members(data, "batches")
+		if err != nil {
+			return fmt.Errorf("not %s: %w", FileFormat, err)
+		}
+		if len(batches) == 0 {
+			return errors.New("no spans in this Tempo file (no \"batches\" or \"trace\")")
+		}
+		return otlp.DecodeEnvelope(data, 1, FileFormat, renames, fn)
+	}
+	for _, t := range traces {
+		if string(t.Value) == "null" {
+			continue // a trace Tempo did not find
+		}
+		if err := otlp.DecodeEnvelope(t.Value, t.Line, FileFormat, renames, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package tempo_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/imports"
+	"github.com/retrylab/retrylab/engine/imports/all"
+	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/tempo"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
+)
+
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// folded reads every execution back through the registry, as the
+// explorer and audit do.
+func folded(t *testing.T, db *store.DB) []*trace.Trace {
+	t.Helper()
+	reg := all.Registry()
+	var out []*trace.Trace
+	err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			evs, err := reg.Events(tx, x)
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			out = append(out, trace.Fold(id, evs))
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Tempo's downloads, API v1 (batches, instrumentationLibrarySpans, ids in
+// base64) and v2 ({"trace": ...}), are sniffed as Tempo's, imported, read
+// back as OTLP, and their retried send audits as a duplicate.
+func TestImportsTempoDownloads(t *testing.T) {
+	for file, conv := range map[string]string{"mailer-api-v1.json": "tempo-mail-1", "mailer-api-v2.json": "tempo-mail-2"} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("..", "..", "fixtures", "tempo", file)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, ok := all.Registry().Sniff(bufio.NewReaderSize(f, imports.SniffBuffer))
+			f.Close()
+			if !ok || src.Format() != tempo.Format {
+				t.Fatalf("sniffed as %v", src)
+			}
+			db := openDB(t)
+			res, err := src.ImportFile(db, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "Tempo JSON, 6 spans imported"
+			if res.Summary != want || res.Format != tempo.Format || len(res.Executions) != 1 || res.Executions[0] != "otlp-conv-"+conv {
+				t.Errorf("result %+v, want %q of otlp-conv-%s", res, want, conv)
+			}
+			traces := folded(t, db)
+			if len(traces) != 1 {
+				t.Fatalf("%d executions", len(traces))
+			}
+			p, _ := audit.ParseEffects(audit.DefaultEffects)
+			rep := audit.Run(traces, audit.Options{Effects: p})
+			if rep.Counts.Duplicate != 1 || len(rep.Findings[0].Attempts) != 3 {
+				t.Errorf("audit %+v", rep.Counts)
+			}
+			// The scope, the service and the error's status came through
+			// the older names and the enum names.
+			err = db.View(func(tx *store.Tx) error {
+				spans, err := otlp.Load(tx, "otlp-conv-"+conv)
+				if err != nil {
+					return err
+				}
+				failed := 0
+				for _, s := range spans {
+					if s.Scope != "opentelemetry.instrumentation.openai_agents" || s.Service != "mailer-agent" {
+						t.Errorf("span %s: scope %q service %q", s.SpanID, s.Scope, s.Service)
+					}
+					if s.Status == "error" {
+						failed++
+					}
+				}
+				if failed != 1 {
+					t.Errorf("%d spans failed, want the timed-out send", failed)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Each bad input is refused in one line that names the file, the line
+// and the span, and nothing of it is stored.
+func TestTempoBadInputs(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "tempo", "mailer-api-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineOf := func(s string) int {
+		i := strings.Index(string(doc), s)
+		return 1 + strings.Count(string(doc[:i]), "\n")
+	}
+	// The third span (b000000000000003, in base64 sAAAAAAAAAM=) is the
+	// timed-out send.
+	const span3 = `"spanId": "sAAAAAAAAAM="`
+	cases := []struct{ name, from, to, at, want string }{
+		{"a span id that is neither hex nor base64", span3, `"spanId": "nope"`, span3,
+			"line %d: not Tempo JSON: span nope (\"execute_tool send_email\"), field spanId: expected 16 hex digits"},
+		{"a time of the wrong type", `"startTimeUnixNano": "1790607001000000000"`, `"startTimeUnixNano": {}`,
+			`"startTimeUnixNano": "1790607001000000000"`, "line %d: not Tempo JSON: span b000000000000003"},
+		{"an end before its start", `"endTimeUnixNano": "1790607004000000000"`, `"endTimeUnixNano": "1790607000000000000"`,
+			span3, "line %d: span b000000000000003: ends 1s before it starts"},
+		{"cut short", `"name": "execute_tool send_email"`, "", "", "not Tempo JSON: the JSON ends early (cut short?)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var bad string
+			want := c.want
+			if c.to == "" {
+				bad = string(doc[:strings.Index(string(doc), c.from)])
+			} else {
+				bad = strings.Replace(string(doc), c.from, c.to, 1)
+				want = strings.Replace(want, "%d", strconv.Itoa(lineOf(c.at)), 1)
+			}
+			path := filepath.Join(t.TempDir(), "bad.json")
+			if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db := openDB(t)
+			_, err := tempo.Source{}.ImportFile(db, path)
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), path+": "+want) {
+				t.Errorf("error %v\nwant %s: %s...", err, path, want)
+			}
+			if n := len(folded(t, db)); n != 0 {
+				t.Errorf("%d executions stored from a refused file", n)
+			}
+		})
+	}
+}
+
+// A gzip-compressed download read once from a stream (standard input, a
+// pipe) is sniffed and imported as the file is.
+func TestImportsGzipStream(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "tempo", "mailer-api-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(doc)
+	zw.Close()
+	br := bufio.NewReaderSize(&gz, imports.SniffBuffer)
+	src, ok := all.Registry().Sniff(br)
+	if !ok || src.Format() != tempo.Format {
+		t.Fatalf("sniffed as %v", src)
+	}
+	db := openDB(t)
+	res, err := src.Import(db, "-", br)
+	if err != nil || res.Summary != "Tempo JSON, 6 spans imported" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -1,0 +1,235 @@
+package tui
+
+import (
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/internal/dur"
+)
+
+// binding is one key of the explorer, declared once: its keys and help
+// line (the key.Binding), the help page's column it is listed in, whether
+// it works now (enabled; nil: always) and what it does. The dispatch, the
+// footer's short help and the help page are all built from the one list
+// (Model.bindings), and each shows or runs only the enabled bindings: a
+// key the source cannot do is neither offered nor run.
+type binding struct {
+	key.Binding
+	group   string
+	enabled func() bool
+	action  func(msg tea.KeyMsg) tea.Cmd
+}
+
+// on says the binding works now.
+func (b binding) on() bool { return b.enabled == nil || b.enabled() }
+
+// The help page's columns, in order.
+const (
+	groupMove   = "Move"
+	groupRun    = "Run"
+	groupFaults = "Faults"
+)
+
+// helpGroups are the help page's columns, in order.
+var helpGroups = []string{groupMove, groupRun, groupFaults}
+
+// bindings is the explorer's own keys, under its overlays and beside its
+// panes' (the moves go to the focused pane), in the help page's order.
+func (m *Model) bindings() []binding {
+	k := m.keys
+	can := func(role func(roles) bool) func() bool { return func() bool { return role(m.can) } }
+	runs := can(func(r roles) bool { return r.run != nil })
+	faults := can(func(r roles) bool { return r.faults != nil })
+	world := can(func(r roles) bool { return r.world != nil })
+	erase := can(func(r roles) bool { return r.erase != nil })
+	move := func(msg tea.KeyMsg) tea.Cmd { return m.moveKey(msg) }
+	trace := func(msg tea.KeyMsg) tea.Cmd {
+		m.sizePanes()
+		m.trace.Update(msg)
+		m.clampScroll()
+		return nil
+	}
+	arm := func(p fault.Point) func(tea.KeyMsg) tea.Cmd {
+		return func(tea.KeyMsg) tea.Cmd { return m.arm(p) }
+	}
+	return []binding{
+		{Binding: k.Up, group: groupMove, action: move},
+		{Binding: k.Down, group: groupMove, action: move},
+		{Binding: k.PageUp, group: groupMove, action: move},
+		{Binding: k.PageDown, group: groupMove, action: move},
+		{Binding: k.Top, group: groupMove, action: move},
+		{Binding: k.Bottom, group: groupMove, action: move},
+		{Binding: k.Expand, group: groupMove, action: trace},
+		{Binding: k.Collapse, group: groupMove, action: trace},
+		{Binding: k.Toggle, group: groupMove, action: trace},
+		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
+		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
+		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
+
+		{Binding: k.Run, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.openPicker() }},
+		{Binding: k.Resume, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.resume() }},
+		{Binding: k.ToggleKeys, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd {
+			m.runs.keysOn = cycle(m.runs.keysOn)
+			m.setFlash("next runs: idempotency keys "+tri(m.runs.keysOn), false)
+			return nil
+		}},
+		{Binding: k.ToggleJournal, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd {
+			m.runs.journalOn = cycle(m.runs.journalOn)
+			m.setFlash("next runs: journal "+tri(m.runs.journalOn), false)
+			return nil
+		}},
+		{Binding: k.DeleteJournal, group: groupRun, enabled: world, action: func(tea.KeyMsg) tea.Cmd { return m.deleteJournal() }},
+		{Binding: k.FinalOnly, group: groupRun, action: func(msg tea.KeyMsg) tea.Cmd {
+			trace(msg)
+			if m.trace.FinalOnly() {
+				m.setFlash("showing each step's final attempt only — what many engines record", false)
+			} else {
+				m.setFlash("showing every attempt", false)
+			}
+			return nil
+		}},
+		{Binding: k.OutboxTab, group: groupRun, action: func(msg tea.KeyMsg) tea.Cmd {
+			if m.showsImported() {
+				m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
+				return nil
+			}
+			m.outbox.Update(msg)
+			if m.outbox.CRM() {
+				return m.loadOutbox() // the CRM rows are read only while shown
+			}
+			return nil
+		}},
+		{Binding: k.MarkExec, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.markExec() }},
+		{Binding: k.Compare, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.openCompare() }},
+		{Binding: k.Lesson, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+			if m.lesson.On() {
+				return m.leaveLesson()
+			}
+			return m.startLesson()
+		}},
+		{Binding: k.Help, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+			m.help.Show()
+			m.modes.push(m.helpMode())
+			return nil
+		}},
+		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askRunning(false, 0) }},
+
+		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},
+		{Binding: k.TimeoutBefore, group: groupFaults, enabled: faults, action: arm(fault.TimeoutBeforeEffect)},
+		{Binding: k.CrashAfterEffect, group: groupFaults, enabled: faults, action: arm(fault.CrashAfterEffect)},
+		{Binding: k.CrashAfterRecord, group: groupFaults, enabled: faults, action: arm(fault.CrashAfterRecord)},
+		{Binding: k.KillNow, group: groupFaults, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.killNow() }},
+		{Binding: k.Disarm, group: groupFaults, enabled: faults, action: func(tea.KeyMsg) tea.Cmd {
+			if m.filter.Clear() {
+				return m.loadExecs()
+			}
+			return m.disarm()
+		}},
+		{Binding: k.AdvanceClock, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
+			src := m.can.world
+			return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
+				func() error { return src.AdvanceClock(retentionJump) })
+		}},
+		{Binding: k.ResetWorld, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
+			src := m.can.world
+			return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
+				func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
+		}},
+		{Binding: k.StartClean, group: groupFaults, enabled: erase, action: func(tea.KeyMsg) tea.Cmd { return m.startClean() }},
+		// esc clears the filter where faults cannot be disarmed: listed
+		// nowhere, since Disarm's line says it.
+		{Binding: key.NewBinding(key.WithKeys("esc")), action: func(tea.KeyMsg) tea.Cmd {
+			if m.filter.Clear() {
+				return m.loadExecs()
+			}
+			return nil
+		}},
+	}
+}
+
+// dispatch runs the first enabled binding of bs that msg matches; ok is
+// false when none does.
+func dispatch(bs []binding, msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
+	for _, b := range bs {
+		if b.on() && key.Matches(msg, b.Binding) {
+			return b.action(msg), true
+		}
+	}
+	return nil, false
+}
+
+// shortOf is a component's footer: its enabled bindings that have a help
+// line, in the order declared.
+func shortOf(bs []binding) []key.Binding {
+	var out []key.Binding
+	for _, b := range bs {
+		if b.on() && b.Help().Key != "" {
+			out = append(out, b.Binding)
+		}
+	}
+	return out
+}
+
+// helpColumns are the help page's columns: the enabled bindings of each
+// group, built from the same list the dispatch runs.
+func (m *Model) helpColumns() [][]key.Binding {
+	all := m.bindings()
+	out := make([][]key.Binding, len(helpGroups))
+	for i, g := range helpGroups {
+		for _, b := range all {
+			if b.group == g && b.on() {
+				out[i] = append(out[i], b.Binding)
+			}
+		}
+	}
+	return out
+}
+
+// offers says a key the footer would show works now: a key of the
+// explorer's list only where it is enabled; any other (a component's own
+// hint) always.
+func (m *Model) offers(all []binding, b key.Binding) bool {
+	for _, own := range all {
+		if own.group != "" && own.Help().Key == b.Help().Key {
+			return own.on()
+		}
+	}
+	return true
+}
+
+// moveKey moves the focused pane's selection: the outbox moves its own.
+func (m *Model) moveKey(msg tea.KeyMsg) tea.Cmd {
+	if m.focus == paneOutbox {
+		m.sizePanes()
+		cmd := m.outbox.Update(msg)
+		m.revealLinkedAttempt()
+		m.clampScroll()
+		return cmd
+	}
+	d, _ := m.keys.moveDelta(msg, m.pageRows())
+	return m.move(d)
+}
+
+// onKey answers a key: the overlays first, top down (each mode's box or
+// question takes its keys before anything under it), then the explorer's
+// bindings. ctrl+c quits at once from anywhere.
+func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	if burst := splitBurst(msg); burst != nil {
+		cmds := make([]tea.Cmd, 0, len(burst))
+		for _, one := range burst {
+			cmds = append(cmds, m.onKey(one))
+		}
+		return tea.Batch(cmds...)
+	}
+	if msg.String() == "ctrl+c" {
+		return m.quit()
+	}
+	if cmd, ok := m.modes.key(msg); ok {
+		return cmd
+	}
+	cmd, _ := dispatch(m.bindings(), msg)
+	return cmd
+}
