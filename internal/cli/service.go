@@ -130,7 +130,7 @@ func (a *app) withReader(fn func(engine.Service) error) (err error) {
 		return err
 	}
 	for try := 0; ; try++ {
-		c, err := engine.Dial(a.dbPath)
+		c, err := control.Dial(a.dbPath)
 		if err == nil {
 			if err = c.Hold(); err == nil {
 				defer a.releaseInto(c, &err)
@@ -160,7 +160,7 @@ func (a *app) withReader(fn func(engine.Service) error) (err error) {
 		for _, n := range notes {
 			fmt.Fprintf(a.errOut, "retrylab: %s\n", n)
 		}
-		return fn(h)
+		return fn(engine.NewLocal(h))
 	}
 }
 
