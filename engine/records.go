@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
+	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
 )
@@ -77,6 +78,11 @@ func CheckRecords(db *store.DB, reg *imports.Registry, max int) (damaged []error
 			return nil
 		}
 		bad, err = world.CheckRecords(tx, max-len(damaged))
+		damaged = append(damaged, bad...)
+		if err != nil || full() {
+			return err
+		}
+		bad, err = otlp.CheckRecords(tx, max-len(damaged))
 		damaged = append(damaged, bad...)
 		return err
 	})

@@ -164,12 +164,22 @@ func (s stored) audit(ids []string, opts audit.Options) (audit.Report, error) {
 func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) bool) ([]string, error) {
 	var ids []string
 	err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+		var damaged error
+		err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if rec == nil {
+				// The creation order names it: its record is lost.
+				damaged = tx.ExecutionDamaged(id, errors.New("the creation order names it, but it has no record"))
+				return false
+			}
 			if keep(tx, id, rec) {
 				ids = append(ids, id)
 			}
 			return true
 		})
+		if err != nil {
+			return err
+		}
+		return damaged
 	})
 	return ids, err
 }

@@ -137,11 +137,7 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 			skip--
 			continue
 		}
-		rec := t.lookup(execs, v)
-		if rec == nil {
-			return t.Damaged(bucketExecOrder, nil, k, fmt.Errorf("it names execution %q, which has no record", v))
-		}
-		if !fn(string(v), clone(rec)) {
+		if !fn(string(v), clone(t.lookup(execs, v))) {
 			return nil
 		}
 	}

@@ -760,6 +760,9 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 			if err := decodeSpan(b, &s); err != nil {
 				return nil, spanDamaged(tx, k, seq+uint64(j), b, fmt.Errorf("a span of execution %s: %w", from, err))
 			}
+			if s.TraceID != trace {
+				return nil, tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(j), s.TraceID))
+			}
 			m.add(&s)
 			role, is := effect.roleOf(&s)
 			if is {
@@ -960,6 +963,10 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
 			if err := decodeSpan(b, &s); err != nil {
 				bad = spanDamaged(tx, k, seq+uint64(i), b, fmt.Errorf("a span of execution %s: %w", exec, err))
+				return false
+			}
+			if !bytes.HasPrefix(k[len(prefix):], []byte(s.TraceID)) {
+				bad = tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(i), s.TraceID))
 				return false
 			}
 			s.Import = imp

@@ -222,8 +222,8 @@ func (a *app) runCheck(externalOK bool) error {
 		if !strings.Contains(first, store.ErrCorrupt.Error()) {
 			first = fmt.Sprintf("%s: %v: %s", a.dbPath, store.ErrCorrupt, first)
 		}
-		return &exitError{code: 1, msg: fmt.Sprintf("check: %s (%s in all); `retrylab salvage %s OUT` copies what is readable",
-			first, n, a.dbPath)}
+		return &exitError{code: 1, msg: fmt.Sprintf("check: %s (%s in all); `retrylab salvage` copies what is readable into a new file",
+			first, n)}
 	}
 	rep, err := check.CheckDB(db, check.Options{Resolve: planResolver(scenario.NewCatalog(fixtures.FS)), ExternalOK: externalOK})
 	if err != nil {

@@ -129,28 +129,39 @@ func (a *app) withReader(fn func(engine.Service) error) (err error) {
 	if err := a.needDB(); err != nil {
 		return err
 	}
-	for try := 0; ; try++ {
+	// attach reads through the retrylab that has the file open, if one
+	// does and holds it for us.
+	attach := func() (*control.Client, error) {
 		c, err := control.Dial(a.dbPath)
-		if err == nil {
-			if err = c.Hold(); err == nil {
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Hold(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	for try := 0; ; try++ {
+		c, derr := attach()
+		if derr == nil {
+			defer a.releaseInto(c, &err)
+			return fn(c)
+		}
+		if !errors.Is(derr, control.ErrNoHost) && try < 40 {
+			time.Sleep(25 * time.Millisecond) // a host that is closing: until it has let go of the file
+			continue
+		}
+		h, oerr := engine.OpenReadOnly(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports})
+		if errors.Is(oerr, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := attach(); derr == nil {
 				defer a.releaseInto(c, &err)
 				return fn(c)
 			}
-			c.Close()
-			if try < 40 {
-				time.Sleep(25 * time.Millisecond) // until it has let go of the file
-				continue
-			}
-			return err
 		}
-		h, err := engine.OpenReadOnly(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports})
-		if errors.Is(err, store.ErrLocked) && try < 40 {
-			// A host may be coming up, or closing: ask again.
-			time.Sleep(25 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return err
+		if oerr != nil {
+			return oerr
 		}
 		defer h.Close()
 		notes, err := h.Notes()
