@@ -81,7 +81,7 @@ func (h *Host) Events(id string, from uint64, limit int) ([]history.Event, error
 	var out []history.Event
 	var decodeErr error
 	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, from, func(seq uint64, data []byte) bool {
+		err := tx.Events(id, from, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
 				decodeErr = tx.EventDamaged(id, seq, err)
@@ -90,6 +90,10 @@ func (h *Host) Events(id string, from uint64, limit int) ([]history.Event, error
 			out = append(out, ev)
 			return limit <= 0 || len(out) < limit
 		})
+		if err == nil && from <= 1 && len(out) == 0 {
+			err = lostHistory(tx, id)
+		}
+		return err
 	})
 	if err == nil {
 		err = decodeErr

@@ -302,6 +302,14 @@ func (e *otlpExport) one(jw imports.Writer, id string, imported bool) error {
 	})
 	switch {
 	case errors.Is(err, imports.ErrNoEvents):
+		// No history: an execution that ran lost it (damage).
+		var lost error
+		if verr := e.s.db.View(func(tx *store.Tx) error { lost = lostHistory(tx, id); return nil }); verr != nil {
+			return verr
+		}
+		if lost != nil {
+			return lost
+		}
 		return notOurs
 	case err != nil:
 		return fmt.Errorf("%s: %w", id, err)

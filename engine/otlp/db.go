@@ -980,6 +980,15 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 	if bad != nil {
 		return nil, bad
 	}
+	if len(spans) == 0 && own == 0 && len(pending) == 0 {
+		// Every imported execution was made from its spans: one with
+		// none lost its entries of the index.
+		if rec := tx.Execution(exec); rec != nil {
+			if x, err := history.DecodeExecution(rec); err == nil && x.Imported == ImportedFormat {
+				return nil, tx.Damaged(BucketIndex, nil, prefix, fmt.Errorf("imported execution %s has no span in the index", exec))
+			}
+		}
+	}
 	SortSpans(spans)
 	return spans, nil
 }
