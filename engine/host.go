@@ -84,6 +84,16 @@ type Config struct {
 	// imports (engine/imports/all). Nil: none, and an imported execution
 	// cannot be read.
 	Imports *imports.Registry
+	// Companion, when set, is started once the host is open (the room's
+	// mirror, engine/room): it runs beside the host on its own goroutines,
+	// must never block the host, and the stop it returns is called first
+	// thing in Close, while the database and the notices are still there
+	// for it to drain; stop waits for it to end.
+	Companion func(*Host) (stop func())
+	// KeepOnReset are collections every reset keeps, besides those the
+	// caller of Reset names: a room's participants and their
+	// mirrored runs (engine/room) outlive the resets of its world.
+	KeepOnReset []store.Bucket
 }
 
 // Host owns the database, the world and the workers.
@@ -107,6 +117,8 @@ type Host struct {
 	runtimeDone sync.WaitGroup // the runtime API's and the channel's Serve loops
 
 	bus *bus
+
+	stopCompanion func() // Config.Companion's stop; nil when none
 
 	find finder // the index FindExecutions answers from
 
@@ -233,6 +245,9 @@ func Open(cfg Config) (*Host, error) {
 	}()
 	if cfg.KeepWorkers > 0 {
 		go h.prestart()
+	}
+	if cfg.Companion != nil {
+		h.stopCompanion = cfg.Companion(h)
 	}
 	return h, nil
 }
@@ -378,6 +393,10 @@ func (h *Host) markOrphans() error {
 
 // Close kills live workers, stops the services and closes the database.
 func (h *Host) Close() error {
+	if h.stopCompanion != nil {
+		h.stopCompanion()
+		h.stopCompanion = nil
+	}
 	h.quitOnce.Do(func() { close(h.quit) }) // idle kept workers exit
 	h.mu.Lock()
 	var workers []*workerProc

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/retrylab/retrylab/store"
@@ -25,6 +26,7 @@ func (h *Host) Now() time.Time { return h.clock.Now() }
 // would commit executions without their spans) or an export or audit
 // reads through it (it would end short, or fail on an execution gone).
 func (h *Host) Reset(keep ...store.Bucket) error {
+	keep = append(slices.Clip(keep), h.cfg.KeepOnReset...)
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
 	}

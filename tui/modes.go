@@ -105,6 +105,20 @@ func (m *Model) pickerMode() *mode {
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.picker.Update(msg) }), short: m.picker.ShortHelp}
 }
 
+// pickerWaitMode is an n pressed before the catalogue came: the keys typed
+// after it are kept for the picker (its filter, enter), not taken by the
+// panes under it; ctrl+c still quits.
+func (m *Model) pickerWaitMode() *mode {
+	return &mode{name: "picker-wait", active: m.picker.Pending,
+		key: func(msg tea.KeyMsg) (tea.Cmd, bool) {
+			if msg.String() == "ctrl+c" {
+				return nil, false
+			}
+			m.picker.Queue(msg)
+			return nil, true
+		}}
+}
+
 // compareMode is the comparison (=): it draws its own footer.
 func (m *Model) compareMode() *mode {
 	return &mode{name: "compare", active: func() bool { return m.cmp.Shown() },

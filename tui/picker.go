@@ -120,9 +120,12 @@ type scenarioPicker struct {
 	// keysOn and journalOn are the policy of the run it starts.
 	keysOn, journalOn *bool
 	// scenarios is the catalogue, once read (read); pending remembers an
-	// n pressed before it came, so no key is dropped.
+	// n pressed before it came, and typeahead the keys typed after that n
+	// (the picker's filter, enter), replayed into the picker when it opens:
+	// no key is dropped.
 	scenarios     []*scenario.Scenario
 	read, pending bool
+	typeahead     []tea.KeyMsg
 }
 
 func newScenarioPicker(ctx *Context) *scenarioPicker { return &scenarioPicker{Context: ctx} }
@@ -163,6 +166,26 @@ func (p *scenarioPicker) SetCatalogue(list []*scenario.Scenario) (openNow bool) 
 	p.scenarios, p.read = list, true
 	openNow, p.pending = p.pending, false
 	return openNow
+}
+
+// Pending says an n waits for the catalogue to open the picker.
+func (p *scenarioPicker) Pending() bool { return p.pending }
+
+// Queue keeps a key typed while the picker waits to open (Pending); esc
+// gives the wait up, as it would close the picker.
+func (p *scenarioPicker) Queue(msg tea.KeyMsg) {
+	if msg.String() == "esc" {
+		p.pending, p.typeahead = false, nil
+		return
+	}
+	p.typeahead = append(p.typeahead, msg)
+}
+
+// TakeQueued hands over the keys typed while the picker waited to open.
+func (p *scenarioPicker) TakeQueued() []tea.KeyMsg {
+	q := p.typeahead
+	p.typeahead = nil
+	return q
 }
 
 // Empty says the catalogue is read and has no scenario.
@@ -296,6 +319,15 @@ func (m *Model) openPicker() tea.Cmd {
 	switch {
 	case m.picker.Open(m.runs.keysOn, m.runs.journalOn):
 		m.modes.push(m.pickerMode())
+		// Keys typed while it waited for the catalogue go to it now.
+		var cmds []tea.Cmd
+		for _, k := range m.picker.TakeQueued() {
+			cmd, _ := m.modes.key(k)
+			cmds = append(cmds, cmd)
+		}
+		return tea.Batch(cmds...)
+	case m.picker.Pending():
+		m.modes.push(m.pickerWaitMode())
 	case m.picker.Empty():
 		m.setFlash("no scenarios in the catalogue", true)
 	}

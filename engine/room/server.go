@@ -1,0 +1,630 @@
+package room
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/retrylab/retrylab/engine/attrib"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/internal/jsonlimit"
+	"github.com/retrylab/retrylab/store"
+)
+
+// Host is what the room needs of the host it runs on (*engine.Host is
+// one): its database, for the room's collections, and its clock.
+type Host interface {
+	Store() *store.DB
+	Now() time.Time
+}
+
+// Services are the world's services of the room's host, which
+// participants' own agents reach through the room (engine.Providers is
+// one).
+type Services interface {
+	MailURL() string
+	CRMURL() string
+	MessagesFor(execution string) ([]world.Message, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	Host     Host
+	Services Services
+	// Code is the join code; required.
+	Code string
+	// TeacherToken reads the status of the whole room; required.
+	TeacherToken string
+	// MaxBody bounds a request's body. Default: DefaultMaxBody.
+	MaxBody int64
+	// MaxFailures refusals from one address within FailureWindow make its
+	// requests refused (429) until the window passed. Defaults: 5, 1m.
+	MaxFailures   int
+	FailureWindow time.Duration
+}
+
+// DefaultMaxBody bounds a request's body unless Config.MaxBody says
+// otherwise: a push of a batch of events fits well below it.
+const DefaultMaxBody = 4 << 20
+
+// Limits of what a participant sends.
+const (
+	maxPushEvents   = 1000
+	maxIDLen        = 128
+	maxParticipants = 1000
+)
+
+// Server is the room: its HTTP API (Handler) and its read API (Status).
+type Server struct {
+	cfg     Config
+	limiter *failureLimiter
+	mail    *httputil.ReverseProxy
+	crm     *httputil.ReverseProxy
+	joinMu  sync.Mutex // one join at a time: names stay unique
+}
+
+// NewServer makes the room on a host.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Host == nil || cfg.Services == nil || cfg.Code == "" || cfg.TeacherToken == "" {
+		return nil, errors.New("room: a host, its services, a join code and a teacher token are required")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxFailures <= 0 {
+		cfg.MaxFailures = 5
+	}
+	if cfg.FailureWindow <= 0 {
+		cfg.FailureWindow = time.Minute
+	}
+	s := &Server{cfg: cfg, limiter: newFailureLimiter(cfg.MaxFailures, cfg.FailureWindow, cfg.Host.Now)}
+	var err error
+	if s.mail, err = s.proxy(cfg.Services.MailURL(), "/v1/room/mail"); err != nil {
+		return nil, err
+	}
+	if s.crm, err = s.proxy(cfg.Services.CRMURL(), "/v1/room/crm"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// caller is who a request comes from: a participant, or the teacher.
+type caller struct {
+	teacher     bool
+	participant participant
+}
+
+type ctxKey struct{}
+
+// AgentExecution is the execution a participant's own agent's effects are
+// attributed to in the room's world.
+func AgentExecution(participant string) string { return "room-agent:" + participant }
+
+// proxy forwards a participant's request to one of the world's services,
+// attributed to the participant whatever attribution it claims, with its
+// idempotency key kept apart from every other participant's.
+func (s *Server) proxy(target, prefix string) (*httputil.ReverseProxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("room: service address %q: %w", target, err)
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			c, _ := pr.In.Context().Value(ctxKey{}).(caller)
+			pr.SetURL(u)
+			pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, prefix)
+			if pr.Out.URL.Path == "" {
+				pr.Out.URL.Path = "/"
+			}
+			pr.Out.URL.RawPath = ""
+			pr.Out.Header.Del("Authorization")
+			at := attrib.FromHeader(pr.In.Header)
+			at.Execution = AgentExecution(c.participant.ID)
+			if k := pr.In.Header.Get(attrib.HeaderIdempotencyKey); k != "" {
+				at.Key = c.participant.ID + "/" + k
+			}
+			at.SetHeader(pr.Out.Header)
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			writeError(w, http.StatusBadGateway, "the room's service did not answer")
+		},
+	}, nil
+}
+
+// Handler serves the room's API under /v1/room/.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(s.serve)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/v1/room/") {
+		writeError(w, http.StatusNotFound, "not found: the room's API is under /v1/room/")
+		return
+	}
+	addr := remoteHost(r)
+	// An address that keeps failing is refused, the join code unchecked,
+	// until its window passed: guessing the code is slowed down. A valid
+	// token still passes (256 random bits are not guessed): participants
+	// behind one address, all of a loopback workshop, are not locked out
+	// by one of them mistyping.
+	blocked, wait := s.limiter.blocked(addr)
+	tooMany := func() {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+		writeError(w, http.StatusTooManyRequests, "too many refused requests from this address: wait and try again")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	path := strings.TrimPrefix(r.URL.Path, "/v1/room")
+	if path == "/join" {
+		switch {
+		case blocked:
+			tooMany()
+		case r.Method != http.MethodPost:
+			writeError(w, http.StatusMethodNotAllowed, "join is a POST")
+		default:
+			s.join(w, r, addr)
+		}
+		return
+	}
+	c, ok := s.authenticate(r)
+	if !ok && blocked {
+		tooMany()
+		return
+	}
+	if !ok {
+		s.limiter.fail(addr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="retrylab room"`)
+		writeError(w, http.StatusUnauthorized, "a participant token (from retrylab join) is required")
+		return
+	}
+	switch {
+	case path == "/status" && r.Method == http.MethodGet:
+		s.serveStatus(w, c)
+	case path == "/push" && r.Method == http.MethodPost:
+		s.push(w, r, c)
+	case path == "/executions" && r.Method == http.MethodGet:
+		s.serveExecutions(w, c)
+	case path == "/events" && r.Method == http.MethodGet:
+		s.serveEvents(w, r, c)
+	case path == "/mail" || strings.HasPrefix(path, "/mail/"), path == "/crm" || strings.HasPrefix(path, "/crm/"):
+		if c.teacher {
+			writeError(w, http.StatusForbidden, "the mail API and CRM take a participant's token: their effects are counted in a participant's outbox")
+			return
+		}
+		p := s.mail
+		if strings.HasPrefix(path, "/crm") {
+			p = s.crm
+		}
+		p.ServeHTTP(w, r.WithContext(contextWith(r, c)))
+	default:
+		writeError(w, http.StatusNotFound, "no such room request: "+r.Method+" "+r.URL.Path+" (the teacher's control API is on the host's loopback address only)")
+	}
+}
+
+// remoteHost is the address a request came from, without its port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// bearer is a request's bearer token, or "".
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	const p = "Bearer "
+	if len(h) > len(p) && strings.EqualFold(h[:len(p)], p) {
+		return strings.TrimSpace(h[len(p):])
+	}
+	return ""
+}
+
+// authenticate finds who a request's bearer token belongs to, comparing it
+// with every token in constant time.
+func (s *Server) authenticate(r *http.Request) (caller, bool) {
+	tok := bearer(r)
+	if tok == "" {
+		return caller{}, false
+	}
+	if sameSecret(tok, s.cfg.TeacherToken) {
+		return caller{teacher: true}, true
+	}
+	h := tokenHash(tok)
+	var found participant
+	var ok bool
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
+		ps, err := participants(tx)
+		for _, p := range ps {
+			if subtleEqual(h, p.TokenHash) {
+				found, ok = p, true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return caller{}, false
+	}
+	return caller{participant: found}, ok
+}
+
+func subtleEqual(a, b []byte) bool {
+	return len(a) == len(b) && sameSecret(string(a), string(b))
+}
+
+// JoinRequest is the body of POST /v1/room/join.
+type JoinRequest struct {
+	Code string `json:"code"`
+	Name string `json:"name"`
+}
+
+// JoinResponse is the room's answer to a join.
+type JoinResponse struct {
+	Participant string `json:"participant"`
+	Name        string `json:"name"`
+	Token       string `json:"token"`
+}
+
+func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
+	var req JoinRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if !sameSecret(normaliseCode(req.Code), normaliseCode(s.cfg.Code)) {
+		s.limiter.fail(addr)
+		writeError(w, http.StatusUnauthorized, "wrong join code")
+		return
+	}
+	name := SanitiseName(req.Name)
+	if name == "" {
+		writeError(w, http.StatusBadRequest, "a name is required (printable characters)")
+		return
+	}
+	tok, err := newToken("rlp_")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	idBytes, err := newToken("")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	p := participant{ID: "p_" + idBytes[:12], Name: name, TokenHash: tokenHash(tok), Joined: s.cfg.Host.Now()}
+	s.joinMu.Lock()
+	defer s.joinMu.Unlock()
+	var taken, full bool
+	err = s.cfg.Host.Store().Update(func(tx *store.Tx) error {
+		ps, err := participants(tx)
+		if err != nil {
+			return err
+		}
+		if len(ps) >= maxParticipants {
+			full = true
+			return nil
+		}
+		if slices.ContainsFunc(ps, func(q participant) bool { return strings.EqualFold(q.Name, name) }) {
+			taken = true
+			return nil
+		}
+		data, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return tx.Put(BucketParticipants, []byte(p.ID), data)
+	})
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "record the participant: "+err.Error())
+	case full:
+		writeError(w, http.StatusForbidden, "the room is full")
+	case taken:
+		writeError(w, http.StatusConflict, fmt.Sprintf("the name %q is taken in this room: pick another", name))
+	default:
+		writeJSON(w, http.StatusCreated, JoinResponse{Participant: p.ID, Name: p.Name, Token: tok})
+	}
+}
+
+// PushRequest is the body of POST /v1/room/push: one execution's record
+// and a batch of its events (each with its seq), and the participant's
+// predictions, each optional.
+type PushRequest struct {
+	Execution   *Execution        `json:"execution,omitempty"`
+	Events      []json.RawMessage `json:"events,omitempty"`
+	Predictions *Predictions      `json:"predictions,omitempty"`
+}
+
+// PushResponse acknowledges a push: everything in it is stored.
+type PushResponse struct {
+	Stored int `json:"stored"`
+}
+
+func validID(s string) bool {
+	return s != "" && len(s) <= maxIDLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
+	if c.teacher {
+		writeError(w, http.StatusForbidden, "only a participant pushes runs")
+		return
+	}
+	var req PushRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if len(req.Events) > maxPushEvents {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("at most %d events a push", maxPushEvents))
+		return
+	}
+	if len(req.Events) > 0 && req.Execution == nil {
+		writeError(w, http.StatusBadRequest, "events need their execution")
+		return
+	}
+	if req.Execution != nil && !validID(req.Execution.ID) {
+		writeError(w, http.StatusBadRequest, "bad execution id")
+		return
+	}
+	seqs := make([]uint64, len(req.Events))
+	for i, raw := range req.Events {
+		var ev struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil || ev.Seq == 0 {
+			writeError(w, http.StatusBadRequest, "every event needs its seq")
+			return
+		}
+		seqs[i] = ev.Seq
+	}
+	if p := req.Predictions; p != nil && (p.Right < 0 || p.Asked < 0 || p.Right > p.Asked) {
+		writeError(w, http.StatusBadRequest, "predictions: right must be between 0 and asked")
+		return
+	}
+	id := c.participant.ID
+	stored := 0
+	err := s.cfg.Host.Store().Update(func(tx *store.Tx) error {
+		if x := req.Execution; x != nil {
+			x.Scenario = clip(x.Scenario, maxIDLen)
+			x.Status = clip(x.Status, 32)
+			if data := tx.GetInPlace(BucketExecutions, execKey(id, x.ID)); data != nil {
+				var had Execution
+				if json.Unmarshal(data, &had) == nil && !had.Started.Equal(x.Started) {
+					// Another incarnation: the participant reset and ran again.
+					if err := dropEvents(tx, id, x.ID); err != nil {
+						return err
+					}
+				}
+			}
+			data, err := json.Marshal(x)
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(BucketExecutions, execKey(id, x.ID), data); err != nil {
+				return err
+			}
+			for i, raw := range req.Events {
+				k := eventKey(id, x.ID, seqs[i])
+				if tx.GetInPlace(BucketEvents, k) != nil {
+					continue // a resend: the room has it already
+				}
+				if err := tx.Put(BucketEvents, k, bytes.Clone(raw)); err != nil {
+					return err
+				}
+				stored++
+			}
+		}
+		if p := req.Predictions; p != nil {
+			data, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			return tx.Put(BucketPredictions, []byte(id), data)
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "store the push: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, PushResponse{Stored: stored})
+}
+
+// clip cuts s to at most n bytes on a rune boundary, printable runes only.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
+}
+
+func (s *Server) serveExecutions(w http.ResponseWriter, c caller) {
+	if c.teacher {
+		writeError(w, http.StatusForbidden, "a participant's token lists its own executions")
+		return
+	}
+	var xs []Execution
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) (err error) {
+		xs, err = executionsOf(tx, c.participant.ID)
+		return err
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"executions": xs})
+}
+
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, c caller) {
+	if c.teacher {
+		writeError(w, http.StatusForbidden, "a participant's token reads its own events")
+		return
+	}
+	exec := r.URL.Query().Get("execution")
+	if !validID(exec) {
+		writeError(w, http.StatusBadRequest, "execution=ID is required")
+		return
+	}
+	var evs []json.RawMessage
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) (err error) {
+		evs, err = eventsOf(tx, c.participant.ID, exec, 10000)
+		return err
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if evs == nil {
+		evs = []json.RawMessage{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"execution": exec, "events": evs})
+}
+
+// Status is the room at a glance: one entry per participant, by name.
+type Status struct {
+	Participants []ParticipantStatus `json:"participants"`
+}
+
+// ParticipantStatus is one participant's part of the room: how many
+// executions it mirrored, its latest one's scenario and outcome, how much
+// mail its runs and its own agent had delivered, how many of those were
+// duplicates, and how its predictions went.
+type ParticipantStatus struct {
+	Name        string      `json:"name"`
+	Executions  int         `json:"executions"`
+	Scenario    string      `json:"scenario"`
+	Outcome     string      `json:"outcome"`
+	Outbox      int         `json:"outbox"`
+	Duplicates  int         `json:"duplicates"`
+	Predictions Predictions `json:"predictions"`
+}
+
+// Status reads the room's status (the explorer's room view reads it too).
+func (s *Server) Status() (Status, error) {
+	type part struct {
+		p     participant
+		execs []Execution
+		pred  Predictions
+	}
+	var parts []part
+	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
+		ps, err := participants(tx)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			xs, err := executionsOf(tx, p.ID)
+			if err != nil {
+				return err
+			}
+			var pred Predictions
+			if data := tx.Get(BucketPredictions, []byte(p.ID)); data != nil {
+				if err := json.Unmarshal(data, &pred); err != nil {
+					return fmt.Errorf("read room predictions: %w", err)
+				}
+			}
+			parts = append(parts, part{p, xs, pred})
+		}
+		return nil
+	})
+	if err != nil {
+		return Status{}, fmt.Errorf("read the room: %w", err)
+	}
+	st := Status{Participants: []ParticipantStatus{}}
+	for _, pt := range parts {
+		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred}
+		var latest time.Time
+		for _, x := range pt.execs {
+			if ps.Scenario == "" || x.Updated.After(latest) {
+				latest, ps.Scenario, ps.Outcome = x.Updated, x.Scenario, x.Status
+			}
+			for _, n := range x.Sends {
+				ps.Outbox += n
+				ps.Duplicates += max(0, n-1)
+			}
+		}
+		msgs, err := s.cfg.Services.MessagesFor(AgentExecution(pt.p.ID))
+		if err != nil {
+			return Status{}, fmt.Errorf("read the room: %w", err)
+		}
+		sends := map[string]int{}
+		for _, m := range msgs {
+			k := history.SendIntent(m.To, m.Subject)
+			sends[k]++
+			ps.Outbox++
+			if sends[k] > 1 {
+				ps.Duplicates++
+			}
+		}
+		st.Participants = append(st.Participants, ps)
+	}
+	slices.SortFunc(st.Participants, func(a, b ParticipantStatus) int { return strings.Compare(a.Name, b.Name) })
+	return st, nil
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, _ caller) {
+	st, err := s.Status()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// decodeBody reads a JSON body into v, answering 413 (larger than the
+// room's bound) or 400 (not JSON, or nested deeper than jsonlimit allows)
+// itself.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return false
+	}
+	if err := jsonlimit.Check(data); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		writeError(w, http.StatusBadRequest, "the body is not the JSON expected: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// contextWith is r's context carrying who called, for the proxies.
+func contextWith(r *http.Request, c caller) context.Context {
+	return context.WithValue(r.Context(), ctxKey{}, c)
+}

@@ -1,0 +1,296 @@
+package cli
+
+// The workshop room: 'room' hosts one on --db, 'room status' reads it,
+// 'join' and 'leave' make --db a participant's database or not.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/control"
+	"github.com/retrylab/retrylab/engine/room"
+	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/store"
+)
+
+// roomCompanion mirrors a host on the database at dbPath to the room it
+// joined, if any (engine.Config.Companion).
+func roomCompanion(dbPath string) func(*engine.Host) func() {
+	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{})
+}
+
+// lessonRoomCompanion mirrors the lessons' host of the database at dbPath
+// to the room it joined, its executions under "lesson:".
+func lessonRoomCompanion(dbPath string) func(*engine.Host) func() {
+	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson"})
+}
+
+func (a *app) roomCommands() []*cobra.Command {
+	return []*cobra.Command{a.roomCmd(), a.joinCmd(), a.leaveCmd()}
+}
+
+func (a *app) roomCmd() *cobra.Command {
+	var listen, code string
+	cmd := &cobra.Command{
+		Use:   "room",
+		Short: "Host a workshop room: every participant's runs, live, on one screen",
+		Long: `Host a room on --db. Participants join it with 'retrylab join' and the code
+it prints; from then on their runs, resumes, lessons and predictions are
+mirrored to it as they happen ('retrylab room status' shows them).
+
+It listens on 127.0.0.1 unless --listen names another address, and always
+requires the join code (one is generated unless --code gives it). The
+room's API is under /v1/room/ on that address; participants' own agents use
+its mail API (POST /v1/room/mail/v1/send) and CRM (/v1/room/crm/v1/records)
+with the token 'join' prints. The teacher's control API stays on loopback.
+Stop with Ctrl-C.`,
+		Example: "  retrylab room\n  retrylab room --listen 0.0.0.0:7420 --code K7QX-3M9P",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.hostRoom(listen, code)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the room's `address` (loopback unless this names another)")
+	cmd.Flags().StringVar(&code, "code", "", "the join `code` (default: a new one, two groups of four letters and digits)")
+	cmd.AddCommand(a.roomStatusCmd())
+	return cmd
+}
+
+// minCode is the fewest letters and digits a --code may have.
+const minCode = 6
+
+func (a *app) hostRoom(listen, code string) error {
+	if code == "" {
+		var err error
+		if code, err = room.NewCode(); err != nil {
+			return err
+		}
+	} else if n := len(strings.Map(func(r rune) rune {
+		if r == '-' || r == ' ' {
+			return -1
+		}
+		return r
+	}, code)); n < minCode {
+		return &exitError{code: 2, msg: fmt.Sprintf("--code %q is too short to keep strangers out: give at least %d letters and digits, or none for a generated one", code, minCode)}
+	}
+	// The room's host: its collections outlive the resets of its world.
+	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports, KeepOnReset: room.Buckets})
+	if errors.Is(err, store.ErrLocked) {
+		return &exitError{code: 1, msg: "the database " + a.dbPath + " is open in another retrylab: close it first, the room needs it to itself"}
+	}
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	// The teacher's control API (reset, clock, faults from another
+	// terminal) is the host's, on loopback only, as for any command.
+	if _, err := control.Serve(h); err != nil {
+		return err
+	}
+	teacher, err := room.NewTeacherToken()
+	if err != nil {
+		return err
+	}
+	srv, err := room.NewServer(room.Config{Host: h, Services: h.Providers(), Code: code, TeacherToken: teacher})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return &exitError{code: 1, msg: fmt.Sprintf("room: listen on %s: %v", listen, err)}
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			_ = hs.Close()
+		}
+		<-done
+	}()
+	roomURL := "http://" + ln.Addr().String()
+	tf := room.TeacherFile(a.dbPath)
+	if err := room.SaveTeacher(tf, room.Teacher{URL: roomURL, Code: code, Token: teacher}); err != nil {
+		return err
+	}
+	defer os.Remove(tf)
+	fmt.Fprintf(a.out, "retrylab room on %s at %s (code %s)\n", h.Store().Path(), roomURL, code)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		fmt.Fprintf(a.out, "  listening beyond loopback, as --listen asked: anyone who reaches %s needs the code\n", ln.Addr())
+	}
+	fmt.Fprintln(a.out, "participants type:")
+	fmt.Fprintf(a.out, "  retrylab join %s --code %s --name YOUR-NAME\n", roomURL, code)
+	fmt.Fprintf(a.out, "see them with: retrylab room status --db %s\n", a.dbPath)
+	fmt.Fprintln(a.out, "press Ctrl-C to stop")
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	<-sigs
+	fmt.Fprintln(a.out, "room closed")
+	return nil
+}
+
+func (a *app) roomStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every participant of the room hosted on --db (or joined with it)",
+		Long: `Read the status of the room hosted on --db, from the room itself (its
+address and the teacher's token are in the file it writes beside the
+database); on a participant's database, of the room it joined. One entry
+per participant: its executions, its latest scenario and outcome, the mail
+its runs and its agent had delivered, the duplicates among them, and its
+predictions.`,
+		Example: "  retrylab room status --db room.db --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.roomClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			st, err := c.Status(ctx)
+			if err != nil {
+				return &exitError{code: 1, msg: "room status: " + err.Error()}
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return writeRoomStatus(a, c.URL, st)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+// roomClient reaches the room of --db: the one it hosts (teacher), else
+// the one it joined (participant).
+func (a *app) roomClient() (*room.Client, error) {
+	t, ok, err := room.LoadTeacher(room.TeacherFile(a.dbPath))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &room.Client{URL: t.URL, Token: t.Token}, nil
+	}
+	m, ok, err := room.LoadMembership(room.MembershipFile(a.dbPath))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &room.Client{URL: m.URL, Token: m.Token}, nil
+	}
+	return nil, &exitError{code: 1, msg: fmt.Sprintf("no room is hosted on %s, nor joined with it: start one with 'retrylab room --db %s', or join one with 'retrylab join URL --code CODE --name NAME'", a.dbPath, a.dbPath)}
+}
+
+func writeRoomStatus(a *app, roomURL string, st room.Status) error {
+	fmt.Fprintf(a.out, "room %s: %d participant(s)\n", roomURL, len(st.Participants))
+	if len(st.Participants) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tEXECUTIONS\tSCENARIO\tOUTCOME\tOUTBOX\tDUPLICATES\tPREDICTIONS")
+	for _, p := range st.Participants {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d/%d right\n", p.Name, p.Executions, dash(p.Scenario), dash(p.Outcome),
+			p.Outbox, p.Duplicates, p.Predictions.Right, p.Predictions.Asked)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (a *app) joinCmd() *cobra.Command {
+	var code, name string
+	cmd := &cobra.Command{
+		Use:   "join URL",
+		Short: "Join a workshop room: this database's runs are mirrored to it",
+		Long: `Join the room at URL with its code, under a name, and remember it beside
+--db: from then on this database's runs, resumes, lessons and predictions
+are mirrored to the room as they happen, while they still run and are
+recorded here (without the room, they are sent when it is back). It prints
+the participant token your own agent uses with the room's mail API and CRM.
+'retrylab leave' forgets the room.`,
+		Example: "  retrylab join http://127.0.0.1:7420 --code K7QX-3M9P --name ada",
+		Args:    exactArgs(1, "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := url.Parse(args[0])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usageError(fmt.Sprintf("join: %q is not a room's address (http://HOST:PORT)", args[0]))
+			}
+			if code == "" || strings.TrimSpace(name) == "" {
+				return usageError("join needs --code CODE and --name NAME")
+			}
+			roomURL := strings.TrimRight(u.String(), "/")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c := &room.Client{URL: roomURL}
+			resp, err := c.Join(ctx, code, name)
+			if errors.Is(err, room.ErrWrongCode) {
+				return &exitError{code: 1, msg: fmt.Sprintf("join: the room at %s refused the code %q: ask the teacher for it again", roomURL, code)}
+			}
+			if err != nil {
+				return &exitError{code: 1, msg: "join: " + err.Error()}
+			}
+			m := room.Membership{URL: roomURL, Name: resp.Name, Participant: resp.Participant, Token: resp.Token}
+			if err := room.SaveMembership(room.MembershipFile(a.dbPath), m); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "joined the room at %s as %s: the runs of %s are mirrored there from now on\n", roomURL, resp.Name, a.dbPath)
+			fmt.Fprintf(a.out, "your agent's token (bearer): %s\n", resp.Token)
+			fmt.Fprintf(a.out, "  mail API  POST %s/v1/room/mail/v1/send\n", roomURL)
+			fmt.Fprintf(a.out, "  CRM       %s/v1/room/crm/v1/records\n", roomURL)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&code, "code", "", "the room's join `code`")
+	cmd.Flags().StringVar(&name, "name", "", "your `name` in the room")
+	return cmd
+}
+
+func (a *app) leaveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "leave",
+		Short: "Forget the room this database joined: its runs stay here only",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			forgot, err := room.Forget(room.MembershipFile(a.dbPath))
+			if err != nil {
+				return err
+			}
+			if !forgot {
+				fmt.Fprintf(a.out, "%s has joined no room\n", a.dbPath)
+				return nil
+			}
+			fmt.Fprintf(a.out, "left the room: the runs of %s stay here only\n", a.dbPath)
+			return nil
+		},
+	}
+}
