@@ -63,9 +63,9 @@ func (t HostTraces) Audit(ids []string, opts audit.Options) (audit.Report, error
 
 // PlanOTLPExport plans an export of the host's executions, as LocalTraces
 // does. A reset waits until the export is written or closed.
-func (t HostTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
+func (t HostTraces) PlanOTLPExport(ids []string, o OTLPExportOptions) (OTLPExport, error) {
 	t.h.exporting.RLock()
-	e, err := t.h.stored().planOTLPExport(ids, version)
+	e, err := t.h.stored().planOTLPExport(ids, o)
 	if err != nil {
 		t.h.exporting.RUnlock()
 		return nil, err

@@ -32,16 +32,26 @@ type Traces interface {
 	Audit(ids []string, opts audit.Options) (*audit.Listing, error)
 	// PlanOTLPExport finds the executions to export (retrylab's own, when
 	// none are named) before anything is written.
-	PlanOTLPExport(ids []string, version string) (OTLPExport, error)
+	PlanOTLPExport(ids []string, o OTLPExportOptions) (OTLPExport, error)
 	Close() error
+}
+
+// OTLPExportOptions say how an export is written.
+type OTLPExportOptions struct {
+	// Version is the scope's version: the build's.
+	Version string
+	// Lines writes OTLP/JSON Lines (batches of spans, a document a line)
+	// instead of one document.
+	Lines bool
 }
 
 // OTLPExport is an export whose executions are found, ready to write.
 type OTLPExport interface {
 	// Executions is how many executions it writes.
 	Executions() int
-	// Write writes them to w as one OTLP/JSON document (and a newline),
-	// streamed, and says how many spans it wrote. Call it once.
+	// Write writes them to w as one OTLP/JSON document (and a newline), or
+	// as JSON Lines, streamed, and says how many spans it wrote. Call it
+	// once.
 	Write(w io.Writer) (spans int, err error)
 	// Close lets go of an export that is not written.
 	Close() error
@@ -92,8 +102,8 @@ func (l localTraces) Audit(ids []string, opts audit.Options) (*audit.Listing, er
 	return audit.ListingOf(rep), nil
 }
 
-func (l localTraces) PlanOTLPExport(ids []string, version string) (OTLPExport, error) {
-	e, err := l.s.planOTLPExport(ids, version)
+func (l localTraces) PlanOTLPExport(ids []string, o OTLPExportOptions) (OTLPExport, error) {
+	e, err := l.s.planOTLPExport(ids, o)
 	if err != nil {
 		return nil, err
 	}
@@ -192,16 +202,20 @@ type otlpExport struct {
 	s        stored
 	exporter imports.Exporter
 	version  string
+	lines    bool
 	ids      []string
 	imported []bool
 }
 
 // planOTLPExport finds the executions to export: those named (every one
 // must exist), or all that retrylab ran.
-func (s stored) planOTLPExport(ids []string, version string) (*otlpExport, error) {
+func (s stored) planOTLPExport(ids []string, o OTLPExportOptions) (*otlpExport, error) {
 	exporter, err := s.reg.Exporter("otlp")
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := exporter.(imports.LinesExporter); o.Lines && !ok {
+		return nil, errors.New("the otlp source does not write JSON Lines")
 	}
 	db := s.db
 	if len(ids) == 0 {
@@ -215,7 +229,7 @@ func (s stored) planOTLPExport(ids []string, version string) (*otlpExport, error
 			return nil, err
 		}
 	}
-	e := &otlpExport{s: s, exporter: exporter, version: version, ids: ids, imported: make([]bool, len(ids))}
+	e := &otlpExport{s: s, exporter: exporter, version: o.Version, lines: o.Lines, ids: ids, imported: make([]bool, len(ids))}
 	for i, id := range ids {
 		err := db.View(func(tx *store.Tx) error {
 			x, err := executionRecord(tx, db, id)
@@ -237,7 +251,12 @@ func (e *otlpExport) Executions() int { return len(e.ids) }
 func (e *otlpExport) Close() error { return nil }
 
 func (e *otlpExport) Write(w io.Writer) (int, error) {
-	jw := e.exporter.NewWriter(w, e.version)
+	var jw imports.Writer
+	if e.lines {
+		jw = e.exporter.(imports.LinesExporter).NewLinesWriter(w, e.version)
+	} else {
+		jw = e.exporter.NewWriter(w, e.version)
+	}
 	for i, id := range e.ids {
 		if err := e.one(jw, id, e.imported[i]); err != nil {
 			return jw.Spans(), err
@@ -245,6 +264,9 @@ func (e *otlpExport) Write(w io.Writer) (int, error) {
 	}
 	if err := jw.Close(); err != nil {
 		return jw.Spans(), err
+	}
+	if e.lines {
+		return jw.Spans(), nil // each line ends with its newline
 	}
 	_, err := io.WriteString(w, "\n")
 	return jw.Spans(), err

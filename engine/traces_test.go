@@ -126,7 +126,7 @@ func TestClientTracesSameAsLocal(t *testing.T) {
 	// An export of the imported execution, named, streams the same bytes.
 	export := func(tr engine.Traces) string {
 		t.Helper()
-		e, err := tr.PlanOTLPExport([]string{exec}, "test")
+		e, err := tr.PlanOTLPExport([]string{exec}, engine.OTLPExportOptions{Version: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestClientTracesSameAsLocal(t *testing.T) {
 	if g, w := export(c), export(local); g != w {
 		t.Fatalf("export through the host:\n%s\nalone:\n%s", g, w)
 	}
-	if _, err := c.PlanOTLPExport([]string{"nope"}, "test"); !errors.Is(err, engine.ErrNoExecution) || err.Error() != `no execution "nope" in `+path {
+	if _, err := c.PlanOTLPExport([]string{"nope"}, engine.OTLPExportOptions{Version: "test"}); !errors.Is(err, engine.ErrNoExecution) || err.Error() != `no execution "nope" in `+path {
 		t.Fatalf("export of a missing execution: %v", err)
 	}
 }

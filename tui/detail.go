@@ -21,12 +21,15 @@ type detailPane struct {
 	trace  *tracePane
 	outbox *outboxPane
 	// scenarioOf is the catalogue's scenario of the execution traced.
-	scenarioOf    func() *scenario.Scenario
+	scenarioOf func() *scenario.Scenario
+	// now is the clock: times of an execution not started today carry
+	// their date.
+	now           func() time.Time
 	width, height int
 }
 
-func newDetailPane(ctx *Context, tr *tracePane, out *outboxPane, scenarioOf func() *scenario.Scenario) *detailPane {
-	return &detailPane{Context: ctx, trace: tr, outbox: out, scenarioOf: scenarioOf}
+func newDetailPane(ctx *Context, tr *tracePane, out *outboxPane, scenarioOf func() *scenario.Scenario, now func() time.Time) *detailPane {
+	return &detailPane{Context: ctx, trace: tr, outbox: out, scenarioOf: scenarioOf, now: now}
 }
 
 // SetSize is the pane's box, borders included.
@@ -70,6 +73,11 @@ func (d *detailPane) lines(width int) []string {
 }
 
 func (d *detailPane) traceDetail(n *node, width int) []string {
+	if d.trace.Imported() {
+		if lines, ok := d.importedDetail(n); ok {
+			return lines
+		}
+	}
 	switch v := n.src.(type) {
 	case *trace.Attempt:
 		return attemptDetail(v)
@@ -105,4 +113,30 @@ func (d *detailPane) traceDetail(n *node, width int) []string {
 		return lines
 	}
 	return []string{n.plain()}
+}
+
+// importedDetail describes a row of an imported trace where the words of
+// a native one would claim what the source never recorded (an HTTP
+// exchange, a provider's deliveries, a tool kind) or drop its date; ok is
+// false for rows described alike for both.
+func (d *detailPane) importedDetail(n *node) (lines []string, ok bool) {
+	tv := d.trace.tr
+	today := d.now()
+	switch v := n.src.(type) {
+	case *trace.Attempt:
+		return tv.importedAttemptDetail(v, today), true
+	case *trace.Call:
+		return []string{fmt.Sprintf("%s %s  started %s", v.Tool, v.Call, stamp(v.Time, tv.exec.Started, today)),
+			"args " + recordedOr(v.Args)}, true
+	case *trace.Note:
+		if v.Kind == trace.StepRecorded {
+			return nil, false
+		}
+		line := fmt.Sprintf("%s at %s", eventName(v), stamp(v.Time, tv.exec.Started, today))
+		if v.Error != "" {
+			return []string{n.plain(), line, "error " + v.Error}, true
+		}
+		return []string{n.plain(), line}, true
+	}
+	return nil, false
 }

@@ -50,9 +50,9 @@ func TestImportedExecutionShowsItsTrace(t *testing.T) {
 	defer m.Close()
 	view := ansi.Strip(frame)
 	for _, want := range []string{"otlp-conv-conv-9", "policy unknown (imported)", "▾ run 2", `turn 2  "invoke_agent invoicer"`,
-		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ timeout",
+		"send_invoice  call_a", "#1 ✖ error 503", "send_invoice  call_b", "send_sms  call_s", "#1 ⏱ cancelled",
 		// No provider saw these effects: the pane infers them.
-		"Effects (inferred)", "DUPLICATE send_invoice", "two attempts succeeded", "✓ call_a #2  14:50:01.500", "span d000000000000004",
+		"Effects (inferred)", "DUPLICATE send_invoice", "two attempts succeeded", "times of 2026-09-28", "✓ call_a #2  14:50:01.500", "span d000000000000004",
 		"✓ call_b #1  14:51:00.600", "span e000000000000003", "5 side-effecting attempts", "1 duplicate", "0 possible", "0 absorbed"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the explorer lacks %q:\n%s", want, view)
@@ -148,7 +148,7 @@ func TestImportedRowsInventNoWorkerNorStatus(t *testing.T) {
 	m, _, frame := openExplorer(t, h, 160, 48)
 	defer m.Close()
 	view := ansi.Strip(frame)
-	for _, want := range []string{"▾ run 1 · policy unknown (imported) · ✓ completed", "#1 ✓ ok → result  40ms", "#2 ✓ ok → result  600ms"} {
+	for _, want := range []string{"▾ run 1 · policy unknown (imported) · ✓ completed", `#1 ✓ ok  40ms → {"card":"tok_visa"}`, `#2 ✓ ok  600ms → {"charge":"ch_2"}`} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the explorer lacks %q:\n%s", want, view)
 		}

@@ -171,7 +171,7 @@ func New(o Options) *Model {
 	m.trace = newTracePane(m.Context, m.linkedAttempt)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
 	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
-	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf)
+	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf, m.now)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
 	m.showing(o.Source)
 	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)
@@ -531,9 +531,9 @@ func (m *Model) showsImported() bool {
 
 // inferredEffects is the outbox pane's content for an imported execution:
 // the effects inferred from its trace (tui/effects.go).
-func (m *Model) inferredEffects(width int) ([]string, bool) {
+func (m *Model) inferredEffects(width int) ([]inferredLine, bool) {
 	if m.showsImported() {
-		return m.trace.EffectLines(width), true
+		return m.trace.EffectLines(width, m.now()), true
 	}
 	return nil, false
 }

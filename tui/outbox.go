@@ -31,11 +31,11 @@ type outboxPane struct {
 	// inferred is, for an imported execution (no simulated provider saw its
 	// effects), the effects inferred from its trace, width wide; ok is
 	// false for an execution retrylab ran.
-	inferred      func(width int) (lines []string, ok bool)
+	inferred      func(width int) (lines []inferredLine, ok bool)
 	width, height int
 }
 
-func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]string, bool)) *outboxPane {
+func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]inferredLine, bool)) *outboxPane {
 	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred, total: -1}
 }
 
@@ -116,11 +116,21 @@ func (o *outboxPane) count() int {
 }
 
 // inferredLines are the inferred effects of an imported execution.
-func (o *outboxPane) inferredLines(width int) ([]string, bool) {
+func (o *outboxPane) inferredLines(width int) ([]inferredLine, bool) {
 	if o.inferred == nil {
 		return nil, false
 	}
 	return o.inferred(width - 1)
+}
+
+// selectedInferred is the attempt of the inferred effect under the
+// selection, nil when there is none (or the pane shows the outbox).
+func (o *outboxPane) selectedInferred() *link {
+	lines, ok := o.inferredLines(o.width - 2)
+	if !ok || o.sel < 0 || o.sel >= len(lines) {
+		return nil
+	}
+	return lines[o.sel].at
 }
 
 // selected is the outbox message under the selection.
@@ -146,7 +156,7 @@ func (o *outboxPane) lines(height, width int) (string, []string) {
 	// An imported execution's effects were seen by no simulated provider:
 	// the pane infers them from its trace, whichever tab o last chose.
 	if lines, ok := o.inferredLines(width); ok {
-		return "Effects (inferred)", window(lines, o.top, height, o.sel, focused, o.theme)
+		return "Effects (inferred)", o.inferredWindow(lines, height, width, focused)
 	}
 	if o.crmTab {
 		title := "CRM (provider's truth) · o: outbox"
@@ -183,6 +193,28 @@ func (o *outboxPane) lines(height, width int) (string, []string) {
 		lines = append(lines, text)
 	}
 	return title, lines
+}
+
+// inferredWindow is the rows of the inferred effects in view: the
+// selected one marked ›, those of the trace's selected attempt •.
+func (o *outboxPane) inferredWindow(lines []inferredLine, height, width int, focused bool) []string {
+	var highlight *link
+	if o.attempt != nil {
+		highlight = o.attempt()
+	}
+	var out []string
+	for i := o.top; i < len(lines) && len(out) < height; i++ {
+		l := lines[i]
+		switch {
+		case focused && i == o.sel:
+			out = append(out, o.theme.Selected.Render(selMark(true)+l.text))
+		case l.at != nil && highlight != nil && *l.at == *highlight:
+			out = append(out, o.theme.Linked.Render(fit("•"+l.text, width)))
+		default:
+			out = append(out, " "+l.text)
+		}
+	}
+	return out
 }
 
 // ShortHelp is the pane's keys in the footer.

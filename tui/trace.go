@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -98,10 +99,15 @@ type traceView struct {
 	made map[trace.Node]*node
 	sigs map[*trace.Attempt]attemptSig
 	// effects are an imported trace's inferred effects (effects.go), as of
-	// effectsAt events, drawn effectsWidth wide.
-	effects      []string
+	// effectsAt events, drawn effectsWidth wide on effectsDay.
+	effects      []inferredLine
 	effectsAt    int
 	effectsWidth int
+	effectsDay   time.Time
+	// report is the audit of an imported trace as of auditAt events.
+	report  audit.Report
+	auditAt int
+	audited bool
 }
 
 // attemptSig is what an attempt's row says changes with.
@@ -212,7 +218,11 @@ func makeNode(tn trace.Node, t *trace.Trace, imported bool) *node {
 		n.kind, n.text, n.step = kindStep, v.Tool+"  "+v.Call, v.Call
 	case *trace.Attempt:
 		n.kind, n.step = kindAttempt, v.Call
-		n.mark, n.text = attemptLine(v)
+		if imported {
+			n.mark, n.text = importedAttemptLine(v)
+		} else {
+			n.mark, n.text = attemptLine(v)
+		}
 	case *trace.Replay:
 		n.kind, n.mark, n.step = kindReplay, markReplay, v.Call
 		n.text = fmt.Sprintf("%s  %s  replayed from journal (run %d) → %s", v.Tool, v.Call, v.ResultRun, resultRef(v.Result))
@@ -777,8 +787,11 @@ func (t *tracePane) SelectAttempt(step string, attempt int) {
 // Imported says the trace shown is of an imported execution.
 func (t *tracePane) Imported() bool { return t.tr != nil && t.tr.exec.Imported != "" }
 
-// EffectLines are the effects inferred from an imported trace, width wide.
-func (t *tracePane) EffectLines(width int) []string { return t.tr.effectLines(width) }
+// EffectLines are the effects inferred from an imported trace, width wide,
+// with dates when it did not start on today's.
+func (t *tracePane) EffectLines(width int, today time.Time) []inferredLine {
+	return t.tr.effectLines(width, today)
+}
 
 // clickDelta is how far a click on the pane's row moves the selection.
 func (t *tracePane) clickDelta(row int) int { return t.top + row - t.sel }

@@ -421,12 +421,12 @@ func (m *Model) selectedMessage() *outboxLine { return m.outbox.selected() }
 // revealLinkedAttempt moves the trace selection to the attempt that caused
 // the selected message, so the other half of the link is on screen.
 func (m *Model) revealLinkedAttempt() {
-	l := m.selectedMessage()
-	if l == nil {
-		return
+	if l := m.selectedMessage(); l != nil {
+		at := l.msg.Attribution
+		m.trace.SelectAttempt(at.Step, at.Attempt)
+	} else if at := m.outbox.selectedInferred(); at != nil {
+		m.trace.SelectAttempt(at.step, at.attempt)
 	}
-	at := l.msg.Attribution
-	m.trace.SelectAttempt(at.Step, at.Attempt)
 }
 
 func (m *Model) nextPane(dir int) pane {

@@ -159,6 +159,9 @@ func (m *Model) tabBar() string {
 		if p == paneDetail && m.lesson.On() {
 			name = "Lesson" // the lesson takes the Detail tab
 		}
+		if p == paneOutbox && m.showsImported() {
+			name = "Effects" // inferred: no provider was watched
+		}
 		label := fmt.Sprintf(" %s ", name)
 		if p == m.focus {
 			parts = append(parts, m.theme.TitleFocused.Render("["+label+"]"))
@@ -210,7 +213,7 @@ func (m *Model) linkedAttempt() *link {
 	if l := m.selectedMessage(); l != nil {
 		return &link{l.msg.Attribution.Step, l.msg.Attribution.Attempt}
 	}
-	return nil
+	return m.outbox.selectedInferred()
 }
 
 // plain is a row's text with its glyph, without colour.

@@ -146,6 +146,7 @@ type auditHead struct {
 type exportArgs struct {
 	IDs     []string `json:"ids"`
 	Version string   `json:"version"`
+	Lines   bool     `json:"lines,omitempty"`
 }
 
 func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +155,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeTracesError(w, fmt.Errorf("bad control request: %w", err))
 		return
 	}
-	e, err := s.host.Traces().PlanOTLPExport(a.IDs, a.Version)
+	e, err := s.host.Traces().PlanOTLPExport(a.IDs, engine.OTLPExportOptions{Version: a.Version, Lines: a.Lines})
 	if err != nil {
 		writeTracesError(w, err)
 		return
@@ -313,8 +314,8 @@ func (c *Client) Audit(ids []string, opts audit.Options) (*audit.Listing, error)
 
 // PlanOTLPExport has the host find the executions to export; the export
 // is written as the host sends it.
-func (c *Client) PlanOTLPExport(ids []string, version string) (engine.OTLPExport, error) {
-	resp, err := c.tracesJSON("export_otlp", exportArgs{IDs: ids, Version: version})
+func (c *Client) PlanOTLPExport(ids []string, o engine.OTLPExportOptions) (engine.OTLPExport, error) {
+	resp, err := c.tracesJSON("export_otlp", exportArgs{IDs: ids, Version: o.Version, Lines: o.Lines})
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,13 @@ type Exporter interface {
 	NewWriter(w io.Writer, version string) Writer
 }
 
+// LinesExporter is an Exporter that also writes its format's line-framed
+// variant (OTLP/JSON Lines: a document of a batch of spans a line).
+type LinesExporter interface {
+	Exporter
+	NewLinesWriter(w io.Writer, version string) Writer
+}
+
 // Writer writes executions into one document, streamed as they come.
 type Writer interface {
 	// Trace writes an imported execution from its fold.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -246,6 +247,35 @@ type writer struct {
 	// puts and keys are write's, kept for its next call.
 	puts []pendingPut
 	keys []byte
+	// written holds a hash of the trace and span id of each span stored by
+	// this writer, seeded by seed: a span of a trace that was new to the
+	// database (traceState.own) whose hash is not in it was not stored
+	// before, so write looks nothing up for it. A trace whose spans come
+	// in many chunks (a BatchSpanProcessor interleaves concurrent traces)
+	// is otherwise read back on each. A collision costs a look-up only.
+	written map[uint64]struct{}
+	seed    maphash.Seed
+}
+
+// spanHash is the hash of a span's trace and span ids in written.
+func (w *writer) spanHash(s *Span) uint64 {
+	var h maphash.Hash
+	h.SetSeed(w.seed)
+	h.WriteString(s.TraceID)
+	h.WriteByte(0)
+	h.WriteString(s.SpanID)
+	return h.Sum64()
+}
+
+// noneWritten says whether no span of the trace's spans (indexes in
+// spans) was stored by this writer before, as written tells.
+func (w *writer) noneWritten(spans []Span, of []int) bool {
+	for _, i := range of {
+		if _, ok := w.written[w.spanHash(&spans[i])]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // handExec is an execution whose spans a write stored are all it has so
@@ -296,7 +326,7 @@ func (e effects) factsOf(s *Span) spanFacts {
 }
 
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, effect: effects{}}
+	return &writer{importID: importID, source: source, effect: effects{}, written: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
 }
 
 type pendingPut struct {
@@ -306,8 +336,11 @@ type pendingPut struct {
 	tlen     int               // key[:tlen] is the execution, 0 and the trace id
 	stored   map[string][]byte // the trace's runs stored before (storedSpans); nil for a fresh trace
 	old      []byte            // the span's own index key under the execution its trace moves from
-	// fresh: the database holds nothing of the span's trace, and this
-	// writer has not seen it, so only this write can hold a copy of it.
+	// fresh: only this write can hold a copy of the span: the database
+	// holds nothing of its trace and this writer has not seen it, or the
+	// trace was new to the database and written holds none of its spans
+	// here. Nothing is looked up for it, and its trace's spans here are
+	// stored as a run (one index entry, as storedSpans and load read).
 	fresh bool
 	hand  *handExec
 	state *traceState // the span's trace's
@@ -397,6 +430,12 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		// instead of one look-up for each of its spans.
 		fresh := !known && committed == "" && !hasTraceSpans(tx, exec, t)
 		if !known {
+			st.own = fresh
+		}
+		// A trace that was new to the database, none of whose spans here
+		// this writer stored before: nothing of them to read back.
+		unseen := known && st.own && w.noneWritten(spans, byTrace[t])
+		if !known {
 			st.sum.chunk = w.writes
 		} else if st.sum.chunk != w.writes {
 			st.split = true
@@ -412,7 +451,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		h.traces = append(h.traces, st)
 		var before map[string][]byte
-		if !fresh {
+		if !fresh && !unseen {
 			// The runs stored when the database first saw the trace; spans
 			// added since have an entry each, looked up one by one.
 			before = map[string][]byte{}
@@ -437,7 +476,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 			n := len(keys)
 			keys = appendSpanKey(keys, exec, s.TraceID, s.SpanID)
-			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh, hand: h,
+			p := pendingPut{key: keys[n:len(keys):len(keys)], val: val, span: s, index: i, fresh: fresh || unseen, hand: h,
 				tlen: len(exec) + 1 + len(s.TraceID), stored: before, state: st}
 			if from != "" {
 				p.old = spanKey(from, s.TraceID, s.SpanID)
@@ -523,6 +562,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			runN++
 		}
 		stored, storedVal = p.key, p.val
+		w.written[w.spanHash(p.span)] = struct{}{}
 		w.stats.Spans++
 		sum := &p.state.sum
 		sum.add(p.span, &w.traces.names)

@@ -35,7 +35,14 @@ type JSONWriter struct {
 	prefix []byte
 	count  int
 	err    error
+	// batch > 0 writes JSON Lines: a document (an export request) of up
+	// to batch spans a line, as a BatchSpanProcessor sends them.
+	batch int
 }
+
+// LinesBatch is how many spans a line of NewJSONLinesWriter holds: the
+// OpenTelemetry SDKs' default largest export batch.
+const LinesBatch = 512
 
 // spansSuffix closes the spans, the scope's and the resource's lists, and
 // the document: what pdata writes after the last span.
@@ -46,6 +53,16 @@ var spansSuffix = []byte("]}]}]}")
 func NewJSONWriter(w io.Writer, version string) *JSONWriter {
 	td, spans := envelope(version)
 	return &JSONWriter{w: w, td: td, spans: spans, version: version}
+}
+
+// NewJSONLinesWriter starts OTLP/JSON Lines on w: the spans of
+// NewJSONWriter's document, LinesBatch to a line, each line a document of
+// its own with the same envelope, ended by a newline. Nothing is written
+// for no span.
+func NewJSONLinesWriter(w io.Writer, version string) *JSONWriter {
+	jw := NewJSONWriter(w, version)
+	jw.batch = LinesBatch
+	return jw
 }
 
 // Spans counts the spans written so far.
@@ -77,9 +94,16 @@ func (jw *JSONWriter) flush() {
 		return
 	}
 	span := data[len(jw.prefix) : len(data)-len(spansSuffix)]
-	if jw.count == 0 {
+	switch {
+	case jw.count == 0:
 		_, jw.err = jw.w.Write(jw.prefix)
-	} else {
+	case jw.batch > 0 && jw.count%jw.batch == 0: // the line is full: the next
+		if _, jw.err = jw.w.Write(spansSuffix); jw.err == nil {
+			if _, jw.err = jw.w.Write([]byte{'\n'}); jw.err == nil {
+				_, jw.err = jw.w.Write(jw.prefix)
+			}
+		}
+	default:
 		_, jw.err = jw.w.Write([]byte{','})
 	}
 	if jw.err == nil {
@@ -107,11 +131,22 @@ func (jw *JSONWriter) Trace(t *trace.Trace) error {
 	return jw.err
 }
 
-// Close ends the document. With no span written, it writes the envelope
-// alone, as pdata does.
+// Close ends the document (or the last line: JSON Lines end with a
+// newline, and a document does not). With no span written, a document is
+// the envelope alone, as pdata writes it, and JSON Lines are no line.
 func (jw *JSONWriter) Close() error {
 	if jw.err != nil {
 		return jw.err
+	}
+	if jw.batch > 0 {
+		if jw.count == 0 {
+			return nil
+		}
+		if _, err := jw.w.Write(spansSuffix); err != nil {
+			return err
+		}
+		_, err := jw.w.Write([]byte{'\n'})
+		return err
 	}
 	if jw.count == 0 {
 		data, err := jw.m.MarshalTraces(jw.td)

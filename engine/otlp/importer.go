@@ -168,12 +168,14 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		seen += len(b.Spans)
 		for i := range b.Spans {
 			chunk.add(&b.Spans[i], b.Line, effect)
-		}
-		if len(chunk.spans) >= chunkSpans {
-			full <- chunk
-			chunk = <-free
-			if failed.Load() {
-				return errStoreFailed
+			// A batch larger than a chunk (a line of many spans) is cut:
+			// a chunk is what memory holds twice and a commit writes.
+			if len(chunk.spans) >= chunkSpans {
+				full <- chunk
+				chunk = <-free
+				if failed.Load() {
+					return errStoreFailed
+				}
 			}
 		}
 		return nil

@@ -68,6 +68,11 @@ func (Source) Units() (unit, ref string) { return "spans", "span " }
 // NewWriter is NewJSONWriter.
 func (Source) NewWriter(w io.Writer, version string) imports.Writer { return NewJSONWriter(w, version) }
 
+// NewLinesWriter is NewJSONLinesWriter.
+func (Source) NewLinesWriter(w io.Writer, version string) imports.Writer {
+	return NewJSONLinesWriter(w, version)
+}
+
 // Result is what the import did, in words: "OTLP/JSON, 3 spans imported,
 // 1 already there", and the executions.
 func (r FileResult) Result() imports.Result {

@@ -78,6 +78,7 @@ type traceState struct {
 	exec  strRef // its execution, as decided here
 	from  strRef // the execution its earlier spans are under, to move at the end
 	split bool   // spans of it came in more than one write
+	own   bool   // the database held nothing of it when this writer first saw it
 	sum   traceSum
 }
 

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
@@ -35,6 +37,10 @@ into the same model. Imported executions are left out unless named (their
 source file is their export); a named one is written from the model it was
 imported into.
 
+A FILE whose name ends in .jsonl gets OTLP/JSON Lines instead: the same spans
+in batches of 512, each line a document of its own, as an OpenTelemetry SDK's
+batch span processor sends them (and as collectors' file exporters write).
+
 The file is written whole or not at all (a temporary file renamed into place);
 a device or a named pipe (/dev/null, a FIFO) is written into as it is. A
 retrylab database is refused as FILE: it would be replaced.
@@ -46,7 +52,7 @@ on spans): attempts as they settle, a turn once the next begins, each run's
 root span, which says how the run ended, last. While another retrylab holds
 the database (the explorer, serve), that retrylab reads the executions and
 streams the document here as it writes it: the same bytes.`,
-		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp naive.json exec_7K2Q",
+		Example: "  retrylab export --otlp traces.json\n  retrylab export --otlp traces.jsonl\n  retrylab export --otlp naive.json exec_7K2Q",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return &exitError{code: 2, msg: "export needs --otlp FILE (see --help)"}
@@ -54,7 +60,7 @@ streams the document here as it writes it: the same bytes.`,
 			return a.exportOTLP(file, args)
 		},
 	}
-	cmd.Flags().StringVar(&file, "otlp", "", "write OTLP/JSON to this file (- for standard output)")
+	cmd.Flags().StringVar(&file, "otlp", "", "write OTLP/JSON to this file (- for standard output; *.jsonl: JSON Lines)")
 	return cmd
 }
 
@@ -71,7 +77,12 @@ func (a *app) exportOTLP(file string, ids []string) error {
 	}
 	defer t.Close()
 	// Every execution named is found before anything is written.
-	e, err := t.PlanOTLPExport(ids, buildVersion())
+	lines := !toStdout && strings.HasSuffix(strings.ToLower(file), ".jsonl")
+	format := "OTLP/JSON"
+	if lines {
+		format = "OTLP/JSON Lines"
+	}
+	e, err := t.PlanOTLPExport(ids, engine.OTLPExportOptions{Version: buildVersion(), Lines: lines})
 	if err != nil {
 		return err
 	}
@@ -103,7 +114,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 	} else if err := writeFileAtomic(file, write); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.out, "wrote %s, %s to %s (OTLP/JSON)\n", plural.Count(e.Executions(), "execution"), plural.Count(spans, "span"), file)
+	fmt.Fprintf(a.out, "wrote %s, %s to %s (%s)\n", plural.Count(e.Executions(), "execution"), plural.Count(spans, "span"), file, format)
 	return nil
 }
 

@@ -1,0 +1,281 @@
+package otlp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/engine/gen"
+	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/cputime"
+	"github.com/retrylab/retrylab/store"
+)
+
+// shapeSpans is how many spans each file of BenchmarkImportShapes holds:
+// RETRYLAB_BENCH_SHAPE_SPANS, default 50 000.
+func shapeSpans() int {
+	if n, err := strconv.Atoi(os.Getenv("RETRYLAB_BENCH_SHAPE_SPANS")); err == nil && n > 0 {
+		return n
+	}
+	return 50_000
+}
+
+// padded is s grown to about size bytes of JSON: a "note" field of x's
+// added to the object s is.
+func padded(s string, size int) string {
+	if pad := size - len(s) - len(`, "note": ""`); pad > 0 {
+		return strings.TrimSuffix(s, "}") + `, "note": "` + strings.Repeat("x", pad) + `"}`
+	}
+	return s
+}
+
+// largeBatchOf is batchOf with the tool calls' arguments and results
+// grown to 1 KB each, as agents that pass documents around record them.
+func largeBatchOf(first, spans int) ptrace.Traces {
+	td := batchOf(first, spans)
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < ss.Len(); i++ {
+		a := ss.At(i).Attributes()
+		for _, k := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+			if v, ok := a.Get(k); ok {
+				a.PutStr(k, padded(v.Str(), 1024))
+			}
+		}
+	}
+	return td
+}
+
+// shapeFile writes (once, into $TMPDIR/retrylab-bench) the file named
+// name with write.
+func shapeFile(b *testing.B, name string, write func(w *bufio.Writer)) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), "retrylab-bench")
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.CreateTemp(dir, "shape-*.tmp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	write(w)
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(f.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// marshal is td as OTLP/JSON.
+func marshal(b *testing.B, td ptrace.Traces) []byte {
+	data, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// interleavedFile is JSON Lines of batchOf's n spans shuffled (seed 21)
+// into lines of 512, as a BatchSpanProcessor exports the spans of
+// concurrent traces: a trace's spans spread over many lines.
+func interleavedFile(b *testing.B, n int) string {
+	return shapeFile(b, fmt.Sprintf("otlp-interleaved-v1-%d.jsonl", n), func(w *bufio.Writer) {
+		all := batchOf(0, n)
+		spans := all.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		order := rand.New(rand.NewPCG(21, 21)).Perm(n)
+		for i := 0; i < n; i += 512 {
+			td := ptrace.NewTraces()
+			rs := td.ResourceSpans().AppendEmpty()
+			all.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName("bench")
+			for _, k := range order[i:min(i+512, n)] {
+				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
+			}
+			w.Write(marshal(b, td))
+			w.WriteByte('\n')
+		}
+	})
+}
+
+// documentFile is batchOf's n spans as one OTLP/JSON document.
+func documentFile(b *testing.B, n int) string {
+	return shapeFile(b, fmt.Sprintf("otlp-document-v1-%d.json", n), func(w *bufio.Writer) {
+		w.Write(marshal(b, batchOf(0, n)))
+		w.WriteByte('\n')
+	})
+}
+
+// largeFile is JSON Lines of largeBatchOf's n spans, 512 a line.
+func largeFile(b *testing.B, n int) string {
+	return shapeFile(b, fmt.Sprintf("otlp-large-v1-%d.jsonl", n), func(w *bufio.Writer) {
+		for i := 0; i < n; i += 512 {
+			w.Write(marshal(b, largeBatchOf(i, min(512, n-i))))
+			w.WriteByte('\n')
+		}
+	})
+}
+
+// ownExportFile is what `retrylab export --otlp` writes (one document) of
+// generated executions (gen, seed 21) until about n spans.
+func ownExportFile(b *testing.B, n int) string {
+	return shapeFile(b, fmt.Sprintf("otlp-own-export-v2-%d.json", n), func(w *bufio.Writer) {
+		db, err := store.Open(filepath.Join(b.TempDir(), "gen.db"), store.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		// About 7 spans an execution with 3 attempts a step.
+		if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: max(1, n/7), AttemptsPerStep: 3, Seed: 21}); err != nil {
+			b.Fatal(err)
+		}
+		var ids []string
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+		}); err != nil {
+			b.Fatal(err)
+		}
+		jw := NewJSONWriter(w, "bench")
+		for _, id := range ids {
+			err := jw.History(id, func(fn func(history.Event) error) error {
+				return db.View(func(tx *store.Tx) error {
+					var ferr error
+					err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+						ev, err := history.Decode(data)
+						if err == nil {
+							err = fn(ev)
+						}
+						ferr = err
+						return err == nil
+					})
+					if ferr != nil {
+						return ferr
+					}
+					return err
+				})
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := jw.Close(); err != nil {
+			b.Fatal(err)
+		}
+		w.WriteByte('\n')
+	})
+}
+
+// bareDecode is pdata's unmarshal of the file alone: each line of JSON
+// Lines, or the whole document. It returns the spans decoded.
+func bareDecode(b *testing.B, path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	var u ptrace.JSONUnmarshaler
+	if !strings.HasSuffix(path, ".jsonl") {
+		td, err := u.UnmarshalTraces(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return td.SpanCount()
+	}
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		td, err := u.UnmarshalTraces(line)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += td.SpanCount()
+	}
+	return n
+}
+
+// BenchmarkImportShapes imports each shape of issue 21's item 5 — JSON
+// Lines with traces interleaved across lines, one large document, spans
+// with 1 KB arguments and results, retrylab's own export — and, in the
+// same run, in alternating rounds, decodes the same file with pdata alone.
+// Per shape it reports both rates, their ratio (goal >= 0.5) and both
+// peak heaps (one document: the import's <= 1.5x the bare decode's).
+func BenchmarkImportShapes(b *testing.B) {
+	n := shapeSpans()
+	shapes := []struct {
+		name string
+		file func(*testing.B, int) string
+	}{
+		{"interleaved", interleavedFile},
+		{"document", documentFile},
+		{"large-attrs", largeFile},
+		{"own-export", ownExportFile},
+	}
+	for _, sh := range shapes {
+		b.Run(sh.name, func(b *testing.B) {
+			path := sh.file(b, n)
+			var bare, imp, bareCPU, impCPU time.Duration
+			var barePeak, impPeak uint64
+			spans := 0
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				stop := peakHeap()
+				c0, t0 := cputime.Process(), time.Now()
+				spans = bareDecode(b, path)
+				bare += time.Since(t0)
+				bareCPU += cputime.Process() - c0
+				barePeak = max(barePeak, stop())
+
+				db, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("import-%d.db", i)), store.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				stop = peakHeap()
+				old := debug.SetMemoryLimit(ImportMemoryLimit) // as the CLI runs it
+				c0, t0 = cputime.Process(), time.Now()
+				res, err := ImportFile(db, path)
+				imp += time.Since(t0)
+				impCPU += cputime.Process() - c0
+				debug.SetMemoryLimit(old)
+				impPeak = max(impPeak, stop())
+				if err != nil || res.Spans != spans {
+					b.Fatalf("imported %d of %d spans: %v", res.Spans, spans, err)
+				}
+				db.Close()
+			}
+			if fi, err := os.Stat(path); err == nil {
+				b.ReportMetric(float64(fi.Size())/float64(spans), "file-bytes/span")
+			}
+			b.ReportMetric(float64(spans), "spans")
+			b.ReportMetric(float64(spans*b.N)/bare.Seconds(), "bare-spans/s")
+			b.ReportMetric(float64(spans*b.N)/imp.Seconds(), "import-spans/s")
+			b.ReportMetric(bare.Seconds()/imp.Seconds(), "ratio")
+			b.ReportMetric(bareCPU.Seconds()/float64(b.N), "bare-cpu-s")
+			b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
+			b.ReportMetric(float64(barePeak)/(1<<20), "bare-peak-heap-MB")
+			b.ReportMetric(float64(impPeak)/(1<<20), "import-peak-heap-MB")
+		})
+	}
+}

@@ -1,0 +1,74 @@
+package otlp
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// A document of more spans than a chunk (delivered and stored in pieces)
+// and the same spans as JSON Lines with the traces interleaved across
+// lines (each trace's spans in many chunks, none read back unless it may
+// have been stored) import alike; a span sent again is found either way,
+// the same content counted as a repeat.
+func TestDocumentAndInterleavedLinesImportAlike(t *testing.T) {
+	const n = 3 * deliverSpans
+	all := batchOf(0, n)
+	src := all.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	// The first span sent again at the end.
+	src.At(0).CopyTo(src.AppendEmpty())
+	var m ptrace.JSONMarshaler
+	data, err := m.MarshalTraces(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	docPath := filepath.Join(dir, "doc.json")
+	if err := os.WriteFile(docPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var lines []byte
+	order := rand.New(rand.NewPCG(3, 3)).Perm(n)
+	order = append(order, n) // the repeat last
+	for i := 0; i < len(order); i += 100 {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		all.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
+		ss := rs.ScopeSpans().AppendEmpty()
+		for _, k := range order[i:min(i+100, len(order))] {
+			src.At(k).CopyTo(ss.Spans().AppendEmpty())
+		}
+		line, err := m.MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(append(lines, line...), '\n')
+	}
+	linesPath := filepath.Join(dir, "lines.jsonl")
+	if err := os.WriteFile(linesPath, lines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got [2][]string
+	for k, p := range []string{docPath, linesPath} {
+		for _, chunk := range []int{512, chunkSpans} {
+			db := openDB(t)
+			res, err := importFile(db, p, chunk)
+			if err != nil {
+				t.Fatalf("%s, chunks of %d: %v", p, chunk, err)
+			}
+			if res.Spans != n || res.Repeated != 1 {
+				t.Errorf("%s, chunks of %d: %d spans stored, %d repeated; want %d, 1", p, chunk, res.Spans, res.Repeated, n)
+			}
+			got[k] = nil
+			for _, x := range executions(t, db) {
+				got[k] = append(got[k], x.ID)
+			}
+		}
+	}
+	if len(got[0]) != n/8 || len(got[0]) != len(got[1]) {
+		t.Errorf("%d executions from the document, %d from the lines; want %d", len(got[0]), len(got[1]), n/8)
+	}
+}

@@ -1,0 +1,49 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+// An imported attempt's Detail says what its span recorded and what the
+// audit infers of it: no HTTP status 0, no provider that "delivered
+// nothing", no placeholders, and the date of a trace not started today.
+// The golden is call_a's second attempt, one of the audit's DUPLICATE.
+func TestGoldenImportedAttemptDetailAt80x24(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, importedDB(t, "../fixtures/otlp/genai-semconv.json"))
+	defer h.Close()
+	// From the last row up: send_sms's attempt, its call, call_b's
+	// attempt, its call, turn 2, run 2, create_refund's attempt, its call,
+	// call_a's #2.
+	// tab tab: the Detail tab of the narrow layout.
+	keys := append(strings.Split(strings.Repeat("up ", 9), " ")[:9], "tab", "tab")
+	v := view(t, h, 80, 24, "DUPLICATE send_invoice", keys...)
+	mustShow(t, v, "imported attempt's detail", "#2 send_invoice", "span d000000000000004", "started 2026-09-28 14:50:01.500", "[ Detail ]", " Effects ",
+		"→ ok in 400ms", `result {"sent":true}`, "effects inferred by the audit", "DUPLICATE send_invoice")
+	for _, wrong := range []string{"→ 0 ok", "provider delivered", "ok → result", "→ ?", "( tool)", "result —", "args —"} {
+		if strings.Contains(v, wrong) {
+			t.Errorf("the imported attempt's detail says %q:\n%s", wrong, v)
+		}
+	}
+	golden.RequireEqual(t, []byte(v))
+}
+
+// Orphan and cancelled spans read in the explorer as `retrylab show`
+// prints them, and the Effects rows of the selected attempt are marked •.
+func TestImportedRowsShowOrphansCancellationsAndLinks(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, importedDB(t, "../fixtures/otlp/genai-semconv.json"))
+	defer h.Close()
+	last := view(t, h, 160, 40, "DUPLICATE send_invoice")
+	mustShow(t, last, "imported trace", "#1 ⏱ cancelled  2.9s", "(orphan)", `#2 ✓ ok  400ms → {"sent":true}`,
+		"#1 ✓ ok  100ms → result not recorded")
+	// call_b's #1 (three rows up) is evidence of the DUPLICATE: its Effects rows are marked.
+	v := view(t, h, 160, 40, "DUPLICATE send_invoice", "up", "up", "up")
+	mustShow(t, v, "linked effects", "•  ✓ call_b #1  14:51:00.600", "•    span e000000000000003")
+	if strings.Contains(v, "•  ✓ call_a #2") {
+		t.Errorf("an attempt not selected is marked:\n%s", v)
+	}
+}
