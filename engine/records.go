@@ -6,7 +6,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
-	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/store"
 )
@@ -16,10 +15,11 @@ import (
 // ledgers, and the traces of imported executions through reg) and returns
 // an error for each one that does not decode, up to max (max <= 0: all):
 // a *store.DamagedRecord naming its collection, key and page, where the
-// store can tell them. err is for a read that failed as a whole (bbolt met
+// store can tell them. more are the checks of the collections of
+// importers (otlp.CheckRecords), which the engine does not know. err is for a read that failed as a whole (bbolt met
 // a damaged page). It is what `retrylab check` runs before its model, so
 // that damage is reported as damage, and none goes unread.
-func CheckRecords(db *store.DB, reg *imports.Registry, max int) (damaged []error, err error) {
+func CheckRecords(db *store.DB, reg *imports.Registry, max int, more ...func(tx *store.Tx, max int) ([]error, error)) (damaged []error, err error) {
 	full := func() bool { return max > 0 && len(damaged) >= max }
 	var imported []string
 	err = db.View(func(tx *store.Tx) error {
@@ -79,12 +79,20 @@ func CheckRecords(db *store.DB, reg *imports.Registry, max int) (damaged []error
 		}
 		bad, err = world.CheckRecords(tx, max-len(damaged))
 		damaged = append(damaged, bad...)
-		if err != nil || full() {
+		if err != nil {
 			return err
 		}
-		bad, err = otlp.CheckRecords(tx, max-len(damaged))
-		damaged = append(damaged, bad...)
-		return err
+		for _, check := range more {
+			if full() {
+				return nil
+			}
+			bad, err = check(tx, max-len(damaged))
+			damaged = append(damaged, bad...)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil || reg == nil {
 		return damaged, err

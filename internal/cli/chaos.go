@@ -17,6 +17,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/chaos"
 	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/dur"
@@ -202,7 +203,7 @@ func (a *app) runCheck(externalOK bool) error {
 	}
 	// Every record is read before the model, so that damage is told as
 	// damage, not as the violations it would cause.
-	damaged, err := engine.CheckRecords(db, a.imports, maxListedDamage+1)
+	damaged, err := engine.CheckRecords(db, a.imports, maxListedDamage+1, otlp.CheckRecords)
 	if err != nil {
 		return name(err)
 	}

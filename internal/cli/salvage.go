@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
@@ -46,7 +47,7 @@ func (a *app) salvage(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("salvage: open the copy %s: %w", dst, err)
 	}
-	damaged, err := engine.CheckRecords(ro, a.imports, 0)
+	damaged, err := engine.CheckRecords(ro, a.imports, 0, otlp.CheckRecords)
 	ro.Close()
 	if err != nil {
 		return fmt.Errorf("salvage: read the copy %s: %w", dst, err)
