@@ -145,6 +145,12 @@ func start(t *testing.T, h *engine.Host, name string) played {
 	return play(t, h, func() (*engine.Run, error) { return h.Start(name, engine.RunOptions{}) })
 }
 
+// restart runs a scenario's own execution again (run --restart).
+func restart(t *testing.T, h *engine.Host, name string) played {
+	t.Helper()
+	return play(t, h, func() (*engine.Run, error) { return h.Start(name, engine.RunOptions{Restart: true}) })
+}
+
 func resume(t *testing.T, h *engine.Host, id string) played {
 	t.Helper()
 	return play(t, h, func() (*engine.Run, error) { return h.Resume(id) })
@@ -425,7 +431,7 @@ func TestSafeKeyThenJournal(t *testing.T) {
 	h := openHost(t, nil)
 	msgID := safeFirstRun(t, h)
 
-	p := start(t, h, "safe")
+	p := restart(t, h, "safe")
 	wantStatus(t, p, history.StatusCompleted, 0)
 	if p.run.Number != 2 {
 		t.Fatalf("second start was run %d, want run 2 of the same execution", p.run.Number)
@@ -459,7 +465,7 @@ func TestSafeKeyAloneAfterJournalDelete(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, nil)
 	msgID := safeFirstRun(t, h)
-	wantStatus(t, start(t, h, "safe"), history.StatusCompleted, 0)
+	wantStatus(t, restart(t, h, "safe"), history.StatusCompleted, 0)
 
 	if err := h.DeleteJournal(safeExec, emailStep); err != nil {
 		t.Fatalf("delete journal: %v", err)
@@ -474,7 +480,7 @@ func TestSafeKeyAloneAfterJournalDelete(t *testing.T) {
 		t.Fatalf("journal after delete %+v (%v)", j, err)
 	}
 
-	p := start(t, h, "safe")
+	p := restart(t, h, "safe")
 	wantStatus(t, p, history.StatusCompleted, 0)
 	evs := events(t, h, safeExec)
 	if n := len(pick(evs, history.JournalDeleted, 0, emailStep)); n != 1 {
@@ -664,4 +670,53 @@ func TestServicesListenOnLoopback(t *testing.T) {
 	if mode := info.Mode().Perm(); mode != 0o600 {
 		t.Errorf("database mode %o, want 600", mode)
 	}
+}
+
+// Item 22.2: every start of a scenario is a new execution; its first is the
+// scenario's own id (the article's exec_M4TX), the next get new ids, and
+// Restart (run --restart) runs the scenario's own execution again.
+func TestStartIsAFreshExecution(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, nil)
+	ids := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		p := start(t, h, "one-send")
+		wantStatus(t, p, history.StatusCompleted, 0)
+		if i == 0 && p.run.Execution != "exec_M4TX" {
+			t.Fatalf("the first start is %s, want the scenario's exec_M4TX", p.run.Execution)
+		}
+		if ids[p.run.Execution] || p.run.Number != 1 {
+			t.Fatalf("start %d: run %d of %s, want run 1 of a new execution (had %v)", i+1, p.run.Number, p.run.Execution, ids)
+		}
+		ids[p.run.Execution] = true
+	}
+	p := restart(t, h, "one-send")
+	wantStatus(t, p, history.StatusCompleted, 0)
+	if p.run.Execution != "exec_M4TX" || p.run.Number != 2 {
+		t.Fatalf("restart: run %d of %s, want run 2 of exec_M4TX", p.run.Number, p.run.Execution)
+	}
+}
+
+// Item 22.3: faults armed in a burst leave the last one armed; an armed
+// fault that meets the scenario's plan on an attempt takes effect alone,
+// and its record says which planned fault it replaced.
+func TestArmedFaultTakesTheAttemptAlone(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, nil)
+	for _, p := range []fault.Point{fault.TimeoutAfterEffect, fault.CrashAfterRecord, fault.CrashAfterEffect} {
+		h.Faults().Arm(p)
+	}
+	if got := h.Faults().Armed(); len(got) != 1 || got[0] != fault.CrashAfterEffect {
+		t.Fatalf("armed after a burst: %v, want crash-after-effect alone", got)
+	}
+	p := start(t, h, "naive") // its plan: timeout-after-effect on attempt 1
+	wantStatus(t, p, history.StatusKilled, engine.ExitKilled)
+	inj := pick(events(t, h, "exec_7K2Q"), history.FaultInjected, 1, "step-4")
+	if len(inj) != 1 || inj[0].Fault != string(fault.CrashAfterEffect) || inj[0].Plan != 0 {
+		t.Fatalf("attempt 1 met %+v, want the armed crash-after-effect alone", inj)
+	}
+	if !strings.Contains(inj[0].Text, "instead of the scenario's planned timeout-after-effect") {
+		t.Errorf("the record does not say what the armed fault replaced: %q", inj[0].Text)
+	}
+	wantLine(t, p.lines, "instead of the scenario's planned timeout-after-effect")
 }

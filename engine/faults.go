@@ -12,16 +12,14 @@ type Faults struct{ h *Host }
 // Faults is the host's fault injection.
 func (h *Host) Faults() Faults { return Faults{h} }
 
-// Arm queues a fault for the next tool call of any execution.
+// Arm sets the fault for the next tool call of any execution. One attempt
+// meets at most one armed fault: the last armed replaces any armed before
+// it (t T c C in a burst arms C alone), so the trace never stacks faults
+// that did not all happen.
 func (f Faults) Arm(p fault.Point) {
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
-	for _, a := range f.h.armed {
-		if a == p {
-			return
-		}
-	}
-	f.h.armed = append(f.h.armed, p)
+	f.h.armed = []fault.Point{p}
 }
 
 // Disarm clears every armed fault.

@@ -37,6 +37,13 @@ type RunOptions struct {
 	// StartKey is a run-level idempotency key: starting twice with the same
 	// key gives one execution, unless the first one failed.
 	StartKey string
+	// Restart runs the scenario's own execution again when it exists
+	// already (a scenario's script, run --restart). Without it a scenario
+	// whose execution id is taken starts a new execution with a new id
+	// (the first run of naive is exec_7K2Q, the second another), unless
+	// the scenario's lesson reruns its execution (scenario.Reruns: safe's
+	// second run is answered by the journal, as in the article).
+	Restart bool
 }
 
 // Run is one worker run of an execution.
@@ -135,8 +142,8 @@ type process struct {
 	run *workerProc // the run it plays; nil while idle, and once exited
 }
 
-// Start runs a scenario. If its execution already exists, this is a restart
-// of that execution (a new run), as in the article.
+// Start runs a scenario: a new execution, with the scenario's own id the
+// first time (see RunOptions.Restart for when it runs that one again).
 func (h *Host) Start(name string, opts RunOptions) (*Run, error) {
 	scn, err := h.catalog.Get(name)
 	if err != nil {
@@ -168,10 +175,33 @@ func (h *Host) StartScenario(scn *scenario.Scenario, opts RunOptions) (*Run, err
 			return r, nil
 		}
 	}
-	if id == "" {
-		id = h.newExecutionID(scn.Name)
+	if id == "" || (opts.Execution == "" && opts.StartKey == "" && !opts.Restart && !scn.Reruns() && h.exists(id)) {
+		id = h.freshExecutionID(scn.Name)
 	}
 	return h.launch(id, scn, policy, opts.StartKey)
+}
+
+// exists reports whether execution id is recorded (or starting).
+func (h *Host) exists(id string) bool {
+	h.mu.Lock()
+	st := h.execs[id]
+	starting := st != nil && st.worker != nil
+	h.mu.Unlock()
+	if starting {
+		return true
+	}
+	_, err := h.Execution(id)
+	return !errors.Is(err, ErrNoExecution)
+}
+
+// freshExecutionID is a new execution id no execution has.
+func (h *Host) freshExecutionID(name string) string {
+	for i := 0; ; i++ {
+		id := h.newExecutionID(fmt.Sprintf("%s\x00%d", name, i))
+		if !h.exists(id) {
+			return id
+		}
+	}
 }
 
 func (h *Host) newExecutionID(name string) string {
@@ -205,7 +235,7 @@ func (h *Host) Resume(id string) (*Run, error) {
 		return nil, fmt.Errorf("execution %s was imported (%s), not run by retrylab: there is nothing to resume", id, x.Imported)
 	}
 	if x.Status.Finished() {
-		return nil, fmt.Errorf("execution %s has %s; nothing to resume (running its scenario again restarts it)", id, x.Status)
+		return nil, fmt.Errorf("execution %s has %s; nothing to resume (run its scenario again for a new execution)", id, x.Status)
 	}
 	name := x.Scenario
 	if x.Source != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -315,8 +316,14 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 		st.firedPlan[i] = true
 		inj = append(inj, injection{f.Point, i + 1})
 	}
-	for _, p := range h.armed {
-		inj = append(inj, injection{p, 0})
+	// An armed fault takes the attempt alone: the scenario's planned
+	// faults for it do not happen, and its record says which it replaced.
+	var replaced []fault.Point
+	if len(h.armed) > 0 {
+		for _, in := range inj {
+			replaced = append(replaced, in.point)
+		}
+		inj = []injection{{h.armed[len(h.armed)-1], 0}}
 	}
 	h.armed = nil
 	var grant wire.AttemptGrant
@@ -342,6 +349,8 @@ func (h *Host) handleAttempt(w http.ResponseWriter, r *http.Request) {
 		src := "armed from the explorer"
 		if in.plan > 0 {
 			src = "from the scenario's fault plan"
+		} else if len(replaced) > 0 {
+			src = armedOverPlan(replaced)
 		}
 		batch = append(batch, pendingEvent{ev: history.Event{Type: history.FaultInjected, Run: run, Step: req.Step,
 			Attempt: req.Attempt, Fault: string(in.point), Plan: in.plan, Text: src}})
@@ -463,4 +472,15 @@ func (h *Host) handleJournalPut(w http.ResponseWriter, r *http.Request) {
 		h.bus.publish(notice.Notice{Execution: id, Event: &after[i]})
 	}
 	writeJSON(w, http.StatusOK, map[string]uint64{"seq": ev.Seq})
+}
+
+// armedOverPlan is the record of an armed fault that met the scenario's
+// planned faults on one attempt: it took effect in their place.
+func armedOverPlan(planned []fault.Point) string {
+	names := make([]string, len(planned))
+	for i, p := range planned {
+		names[i] = string(p)
+	}
+	return "armed from the explorer; it took effect instead of the scenario's planned " +
+		strings.Join(names, ", ") + ": one fault per attempt, and the one armed by hand wins"
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -68,6 +69,15 @@ func (m *Model) bindings() []binding {
 		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
 		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
 		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
+		{Binding: k.ScrollDetail, group: groupMove, action: func(msg tea.KeyMsg) tea.Cmd {
+			m.sizePanes()
+			if msg.String() == "[" {
+				m.detail.Scroll(-max(1, m.paneHeight(paneDetail)-3))
+			} else {
+				m.detail.Scroll(max(1, m.paneHeight(paneDetail)-3))
+			}
+			return nil
+		}},
 
 		{Binding: k.Run, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.openPicker() }},
 		{Binding: k.Resume, group: groupRun, enabled: runs, action: func(tea.KeyMsg) tea.Cmd { return m.resume() }},
@@ -115,7 +125,12 @@ func (m *Model) bindings() []binding {
 			m.modes.push(m.helpMode())
 			return nil
 		}},
-		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askRunning(false, 0) }},
+		{Binding: k.Messages, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+			m.msgs.Show()
+			m.modes.push(m.messagesMode())
+			return nil
+		}},
+		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askQuit() }},
 
 		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},
 		{Binding: k.TimeoutBefore, group: groupFaults, enabled: faults, action: arm(fault.TimeoutBeforeEffect)},
@@ -130,8 +145,15 @@ func (m *Model) bindings() []binding {
 		}},
 		{Binding: k.AdvanceClock, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
 			src := m.can.world
-			return act(fmt.Sprintf("world clock advanced %s: keys older than their retention are forgotten", dur.Text(retentionJump)),
-				func() error { return src.AdvanceClock(retentionJump) })
+			// The message says the total too (a second A: now +50h), as
+			// the footer does under it.
+			return func() tea.Msg {
+				if err := src.AdvanceClock(retentionJump); err != nil {
+					return actionMsg{err: err}
+				}
+				return actionMsg{text: fmt.Sprintf("world clock advanced %s: now +%s; keys older than their retention are forgotten",
+					dur.Text(retentionJump), dur.Text(src.WorldOffset().Round(time.Minute)))}
+			}
 		}},
 		{Binding: k.ResetWorld, group: groupFaults, enabled: world, action: func(tea.KeyMsg) tea.Cmd {
 			src := m.can.world
@@ -215,7 +237,8 @@ func (m *Model) moveKey(msg tea.KeyMsg) tea.Cmd {
 
 // onKey answers a key: the overlays first, top down (each mode's box or
 // question takes its keys before anything under it), then the explorer's
-// bindings. ctrl+c quits at once from anywhere.
+// bindings. ctrl+c quits from anywhere (killing the runs started here
+// first, see interrupt).
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if burst := splitBurst(msg); burst != nil {
 		cmds := make([]tea.Cmd, 0, len(burst))
@@ -225,7 +248,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmds...)
 	}
 	if msg.String() == "ctrl+c" {
-		return m.quit()
+		return m.interrupt()
 	}
 	if cmd, ok := m.modes.key(msg); ok {
 		return cmd

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -14,6 +13,10 @@ type confirmation struct {
 	yes      func() tea.Cmd
 	// wait, when set, is what w does (q during a run: quit once it ends).
 	wait func() tea.Cmd
+	// quitFor is set on q's question: the runs started here it is about;
+	// ended says they have all ended since (see onQuitRefresh).
+	quitFor []string
+	ended   bool
 }
 
 // ask puts a destructive action behind a question.
@@ -36,7 +39,7 @@ func (m *Model) onConfirmKey(msg tea.KeyMsg) tea.Cmd {
 			return c.wait()
 		}
 	case "ctrl+c":
-		return m.quit()
+		return m.interrupt()
 	}
 	m.setFlash("cancelled: nothing changed", false)
 	return nil
@@ -45,8 +48,9 @@ func (m *Model) onConfirmKey(msg tea.KeyMsg) tea.Cmd {
 // runningMsg says which executions have a live worker, for q.
 type runningMsg struct {
 	running []string
-	// waiting is set while q waits for the runs to end.
-	waiting bool
+	// waiting is set while q waits for the runs to end; refresh when q's
+	// question reads them again.
+	waiting, refresh bool
 }
 
 // askRunning reads the running executions off the UI goroutine.
@@ -67,33 +71,38 @@ func (m *Model) askRunning(waiting bool, after time.Duration) tea.Cmd {
 // quitPoll is how often q's wait looks whether the runs have ended.
 const quitPoll = 250 * time.Millisecond
 
-// onRunning quits at once when nothing runs. During a run, q asks first:
-// quitting ends this process, which SIGKILLs the worker and records a kill
-// from outside; w waits for the run to end instead.
+// onRunning quits at once when none of the runs started here is running.
+// During one, q asks first: y kills its worker and quits (see
+// killAndQuit), w waits for the run to end instead. The keys typed while
+// the runs were read are replayed once the question is up.
 func (m *Model) onRunning(msg runningMsg) tea.Cmd {
+	if msg.refresh {
+		m.onQuitRefresh(msg.running)
+		return nil
+	}
 	if msg.waiting && !m.modes.waitingQuit {
 		return nil // the wait was called off
 	}
-	if len(msg.running) == 0 {
-		return m.quit()
-	}
+	own := m.runs.own(msg.running)
 	if msg.waiting {
+		if len(own) == 0 {
+			return m.quit()
+		}
 		return m.askRunning(true, quitPoll)
 	}
-	runs := msg.running[0]
-	if len(msg.running) > 1 {
-		runs = fmt.Sprintf("%s and %d more", runs, len(msg.running)-1)
+	if !m.modes.pendingQuit {
+		return nil // a ctrl+c quit meanwhile, or the read is stale
 	}
-	m.modes.confirm = &confirmation{
-		question: fmt.Sprintf("%s is running · y: quit, killing it · w: quit when it ends · else: stay", runs),
-		yes:      m.quit,
-		wait: func() tea.Cmd {
-			m.modes.waitingQuit = true
-			m.modes.push(m.quitWaitMode())
-			m.setFlash(fmt.Sprintf("quitting when %s ends · esc: stay", runs), false)
-			return m.askRunning(true, 0)
-		},
+	typed := m.modes.typed
+	m.modes.pendingQuit, m.modes.typed = false, nil
+	if len(own) == 0 {
+		return m.quit()
 	}
+	m.modes.confirm = m.quitQuestion(own)
 	m.modes.push(m.confirmMode())
-	return nil
+	cmds := make([]tea.Cmd, 0, len(typed))
+	for _, k := range typed {
+		cmds = append(cmds, m.onKey(k))
+	}
+	return tea.Batch(cmds...)
 }

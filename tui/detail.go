@@ -2,10 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -26,6 +28,10 @@ type detailPane struct {
 	// their date.
 	now           func() time.Time
 	width, height int
+	// top is the first line shown of the text about scrolledFor (] and
+	// [ scroll it); another selection shows its text from the start.
+	top         int
+	scrolledFor any
 }
 
 func newDetailPane(ctx *Context, tr *tracePane, out *outboxPane, scenarioOf func() *scenario.Scenario, now func() time.Time) *detailPane {
@@ -38,9 +44,59 @@ func (d *detailPane) SetSize(width, height int) { d.width, d.height = width, hei
 // Update does nothing: the pane shows the other panes' selection.
 func (d *detailPane) Update(tea.Msg) tea.Cmd { return nil }
 
-// View is the pane's box.
+// View is the pane's box: the text about the selection, wrapped to the
+// pane (a body or arguments are not cut), from the line scrolled to; the
+// title says which lines show when they do not all fit.
 func (d *detailPane) View() string {
-	return d.theme.pane("Detail", d.lines(d.width-2), d.width, d.height, d.focus == paneDetail)
+	all := d.wrapped(d.width - 2)
+	rows := max(1, d.height-2)
+	top := d.start(len(all))
+	title := "Detail"
+	if len(all) > rows {
+		title = fmt.Sprintf("Detail · lines %d-%d of %d · ]/[: scroll", top+1, min(len(all), top+rows), len(all))
+	}
+	return d.theme.pane(title, all[top:], d.width, d.height, d.focus == paneDetail)
+}
+
+// wrapped is the text about the selection, each line wrapped to width:
+// at spaces, and inside a word longer than the line (a JSON body).
+func (d *detailPane) wrapped(width int) []string {
+	var out []string
+	for _, l := range d.lines(width) {
+		if width < 10 || ansi.StringWidth(l) <= width {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, strings.Split(ansi.Wrap(l, width, " ,"), "\n")...)
+	}
+	return out
+}
+
+// selection is what the pane describes: the outbox's line or the trace's
+// row selected.
+func (d *detailPane) selection() any {
+	if d.focus == paneOutbox {
+		if l := d.outbox.selected(); l != nil {
+			return l.msg
+		}
+	}
+	return d.trace.selected()
+}
+
+// start is the first line shown of n: where the text was scrolled to, if
+// it is still the selection's, within the lines there are.
+func (d *detailPane) start(n int) int {
+	if d.scrolledFor != d.selection() {
+		return 0
+	}
+	return clamp(d.top, 0, max(0, n-max(1, d.height-2)))
+}
+
+// Scroll moves the text by delta lines, within what there is.
+func (d *detailPane) Scroll(delta int) {
+	n := len(d.wrapped(d.width - 2))
+	d.top = clamp(d.start(n)+delta, 0, max(0, n-max(1, d.height-2)))
+	d.scrolledFor = d.selection()
 }
 
 // ShortHelp is the trace's keys: the detail follows the trace's selection.

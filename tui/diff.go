@@ -146,6 +146,9 @@ func (m *Model) openCompare() tea.Cmd {
 	case sel == nil:
 		m.setFlash("select an execution to compare with "+m.cmp.Marked(), true)
 		return nil
+	case sel.x.ID == m.cmp.Marked():
+		m.setFlash(sel.x.ID+" is the marked execution: select another and press = to compare the two", true)
+		return nil
 	}
 	a, b, src := m.cmp.Marked(), sel.x.ID, m.src
 	m.cmp.Start(a, b)

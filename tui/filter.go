@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"fmt"
+
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -21,6 +23,16 @@ type filterBox struct {
 	// text is the filter applied; before, the one the box opened with.
 	text, before string
 	width        int
+	// hidden counts the executions that arrived since the filter applied
+	// and that it does not match; counted is the filter it counts for,
+	// all and matched the list's length and the filter's at the last read.
+	hidden, all, matched int
+	counted              string
+	// back is the tab the box was opened from where the panes are tabs
+	// (the box shows over the executions), to go back to on esc; -1 where
+	// they are not. undone says esc closed the box.
+	back   pane
+	undone bool
 }
 
 func newFilterBox(ctx *Context) *filterBox {
@@ -29,7 +41,7 @@ func newFilterBox(ctx *Context) *filterBox {
 	in.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
 	in.CharLimit = 64
 	in.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
-	return &filterBox{Context: ctx, input: in}
+	return &filterBox{Context: ctx, input: in, back: -1}
 }
 
 // bindings are the box's keys, declared once: enter keeps the text and
@@ -44,7 +56,7 @@ func (f *filterBox) bindings() []binding {
 			return nil
 		}},
 		{Binding: hint("esc", "undo"), action: func(tea.KeyMsg) tea.Cmd {
-			f.open = false
+			f.open, f.undone = false, true
 			f.input.Blur()
 			f.text = f.before
 			return nil
@@ -53,11 +65,24 @@ func (f *filterBox) bindings() []binding {
 	}
 }
 
-// Open shows the box with the filter applied, to edit.
-func (f *filterBox) Open() tea.Cmd {
+// Open shows the box with the filter applied, to edit; from is the tab
+// to go back to when esc closes it (-1: none).
+func (f *filterBox) Open(from pane) tea.Cmd {
 	f.open, f.before = true, f.text
+	f.back, f.undone = from, false
 	f.input.SetValue(f.text)
 	return f.input.Focus()
+}
+
+// BackTo is the tab to show again once the box closed: the one it was
+// opened from when esc closed it; ok false otherwise, or once asked.
+func (f *filterBox) BackTo() (p pane, ok bool) {
+	if f.open || f.back < 0 {
+		return 0, false
+	}
+	p, ok = f.back, f.undone
+	f.back = -1
+	return p, ok
 }
 
 // Text is the filter applied ("" for none).
@@ -70,7 +95,44 @@ func (f *filterBox) Editing() bool { return f.open }
 func (f *filterBox) Clear() bool {
 	had := f.text != ""
 	f.text = ""
+	f.hidden, f.counted = 0, ""
 	return had
+}
+
+// Observe takes a read of the list under filter: all executions, matched
+// by the filter. Executions that arrived since the last read and that the
+// filter does not match are counted (Hidden) while the filter stays.
+func (f *filterBox) Observe(filter string, all, matched int) {
+	if filter == "" || filter != f.text {
+		return
+	}
+	if filter != f.counted {
+		f.counted, f.hidden = filter, 0
+	} else if grew := (all - f.all) - (matched - f.matched); grew > 0 {
+		f.hidden += grew
+	}
+	f.all, f.matched = all, matched
+}
+
+// Hidden is how many executions arrived since the filter applied that it
+// does not match.
+func (f *filterBox) Hidden() int {
+	if f.counted != f.text {
+		return 0
+	}
+	return f.hidden
+}
+
+// State is the filter applied as the footer says it on every tab:
+// "/naive", and the executions it hides that arrived since; "" for none.
+func (f *filterBox) State() string {
+	if f.text == "" {
+		return ""
+	}
+	if n := f.Hidden(); n > 0 {
+		return fmt.Sprintf("/%s (%d new, hidden by the filter)", f.text, n)
+	}
+	return "/" + f.text
 }
 
 // SetSize is the width of the executions pane the box shows in.
@@ -100,11 +162,27 @@ func (f *filterBox) ShortHelp() []key.Binding { return shortOf(f.bindings()) }
 // FullHelp is the box's keys in one group.
 func (f *filterBox) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
 
-// openFilter opens the filter box over the executions pane.
+// openFilter opens the filter box over the executions pane. Where the
+// panes are tabs, it shows the Executions tab while the box is open, so
+// the list it filters is on screen; esc goes back to the tab it was
+// opened from, enter stays on the list filtered.
 func (m *Model) openFilter() tea.Cmd {
-	cmd := m.filter.Open()
+	from := pane(-1)
+	if m.width > 0 && !m.wide() && m.focus != paneExecs {
+		from, m.focus = m.focus, paneExecs
+		m.sizePanes()
+	}
+	cmd := m.filter.Open(from)
 	m.modes.push(m.filterMode())
 	return cmd
+}
+
+// forgetFilterAndMark drops the filter and the comparison's mark: after
+// an erase, a lesson's fresh database or another source, they would name
+// executions that are gone.
+func (m *Model) forgetFilterAndMark() {
+	m.filter.Clear()
+	m.cmp.Mark("")
 }
 
 // updateFilter hands msg to the filter box and reads the list again, from
@@ -112,6 +190,10 @@ func (m *Model) openFilter() tea.Cmd {
 func (m *Model) updateFilter(msg tea.Msg) tea.Cmd {
 	before := m.filter.Text()
 	cmd := m.filter.Update(msg)
+	if back, ok := m.filter.BackTo(); ok {
+		m.focus = back
+		m.sizePanes()
+	}
 	if m.filter.Text() == before {
 		return cmd
 	}

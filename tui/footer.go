@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
@@ -71,6 +73,11 @@ func (m *Model) statusBar() string {
 	// world clock where it has a world; a read-only source, nothing.
 	can := m.can
 	var full, compact, narrow []string
+	// The filter applied, on every tab: the list it hides from is not
+	// always on screen.
+	if f := m.filter.State(); f != "" {
+		full, compact, narrow = append(full, "filter "+f), append(compact, f), append(narrow, f)
+	}
 	if can.run != nil {
 		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.runs.keysOn), short(m.runs.journalOn)))
 		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.runs.keysOn), shorter(m.runs.journalOn)))
@@ -122,11 +129,11 @@ func (m *Model) statusBar() string {
 		return fit(" "+t.Warn.Render(m.modes.confirm.question), m.width)
 	}
 	flash := ""
+	style := t.Info
+	if m.status.bad {
+		style = t.Bad
+	}
 	if m.status.text != "" {
-		style := t.Info
-		if m.status.bad {
-			style = t.Bad
-		}
 		flash = style.Render(m.status.text)
 	}
 	// The full state with the message; the compact state with it; the
@@ -150,10 +157,35 @@ func (m *Model) statusBar() string {
 	if lipgloss.Width(flash)+1 <= room {
 		return fit(" "+flash, room) + right
 	}
-	if rest := room - lipgloss.Width(states[1]) - 2; states[1] != "" && rest >= 24 {
-		return fit(states[1]+"│ "+fit(flash, rest), room) + right
+	return wrappedFlash(m.status.text, style, m.width, room) + right
+}
+
+// wrappedFlash is a status message too long for the footer's line, on two
+// lines while it shows: the first the whole width, the second beside the
+// key hints (room cells). What still does not fit ends in "… M: whole",
+// the message log's key.
+func wrappedFlash(text string, style lipgloss.Style, width, room int) string {
+	first, rest := text, ""
+	if lines := strings.SplitN(ansi.Wordwrap(text, width-2, " "), "\n", 2); len(lines) == 2 {
+		first, rest = lines[0], strings.Join(strings.Fields(lines[1]), " ")
 	}
-	return fit(" "+flash, room) + right
+	if lipgloss.Width(first) > width-2 {
+		first, rest = ansi.Truncate(text, width-2, ""), ansi.Cut(text, width-2, lipgloss.Width(text))
+	}
+	const more = "… M: whole"
+	if lipgloss.Width(rest)+1 > room {
+		rest = strings.TrimRight(ansi.Truncate(rest, max(0, room-1-len([]rune(more))), ""), " ") + more
+	}
+	return fit(" "+style.Render(first), width) + "\n" + fit(" "+style.Render(rest), room)
+}
+
+// footerHeight is the footer's lines: two while a status message too long
+// for one shows (wrappedFlash), else one.
+func (m *Model) footerHeight() int {
+	if m.status.text == "" {
+		return 1
+	}
+	return strings.Count(m.statusBar(), "\n") + 1
 }
 
 // shorter is short for a narrow footer.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,100 @@ func TestTooSmallNeverBreaksAWord(t *testing.T) {
 				t.Errorf("at %d×30 a line is %d wide: %q", w, lipgloss.Width(line), line)
 			}
 		}
+	}
+}
+
+// layoutSizes are the sizes a new user tries: the tabs at 80×24, the
+// trace with the outbox under it at 120×35, three columns at 160×45.
+var layoutSizes = [][2]int{{80, 24}, {120, 35}, {160, 45}}
+
+// TestGoldenLayouts: the main view over the article's executions at each
+// width, and the filter box open on each tab (each focusable pane): the
+// list it filters is on screen, whichever tab it was opened from.
+func TestGoldenLayouts(t *testing.T) {
+	t.Parallel()
+	for _, size := range layoutSizes {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := open(t, article(t), size[0], size[1])
+			v := m.View()
+			if lines := strings.Split(v, "\n"); len(lines) != size[1] {
+				t.Fatalf("%d lines", len(lines))
+			}
+			mustShow(t, v, "main view", "Trace", "Outbox", "Executions")
+			golden.RequireEqual(t, []byte(v))
+		})
+		seen := map[pane]bool{}
+		for i := 0; i < 4; i++ {
+			m := open(t, article(t), size[0], size[1])
+			for j := 0; j < i; j++ {
+				press(t, m, "tab")
+			}
+			if seen[m.focus] { // wide: the Detail pane takes no focus
+				continue
+			}
+			seen[m.focus] = true
+			from := paneNames[m.focus]
+			t.Run(fmt.Sprintf("%dx%dFilterFrom%s", size[0], size[1], from), func(t *testing.T) {
+				press(t, m, "/", "saf")
+				v := m.View()
+				mustShow(t, v, "the filter from "+from, "/saf", "exec_01H8  safe", "enter keep")
+				golden.RequireEqual(t, []byte(v))
+			})
+		}
+	}
+}
+
+// TestDetailWrapsAndScrolls: at 80×24 the Detail tab wraps an attempt's
+// request body instead of cutting it (`body {"body":"…","subject":"Y…`),
+// and ] and [ scroll what does not fit.
+func TestDetailWrapsAndScrolls(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 80, 24)
+	press(t, m, "k", "k")
+	if n := m.trace.selected(); n == nil || n.kind != kindAttempt {
+		t.Fatalf("k k selects %v", n)
+	}
+	for m.focus != paneDetail {
+		press(t, m, "tab")
+	}
+	v := m.View()
+	flat := strings.Join(strings.Fields(strings.NewReplacer("│", "").Replace(v)), "")
+	if !strings.Contains(flat, `"subject":"YourJuneinvoice"`) {
+		t.Errorf("the body is cut:\n%s", v)
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if strings.HasSuffix(l, "…│") {
+			t.Errorf("a line is cut: %q", l)
+		}
+	}
+	// In a pane of 4 lines the text takes more: Scroll (] and [) moves it,
+	// and the title says which lines show.
+	d := m.detail
+	d.SetSize(40, 6)
+	first := d.View()
+	mustShow(t, first, "the Detail's title", "Detail · lines 1-4 of ")
+	d.Scroll(3)
+	if v := d.View(); v == first || !strings.Contains(v, "lines 4-7 of 7") {
+		t.Errorf("Scroll does not scroll:\n%s\n%s", first, v)
+	}
+	d.Scroll(-3)
+	if d.View() != first {
+		t.Errorf("Scroll does not scroll back:\n%s", d.View())
+	}
+}
+
+// TestRunRowKeepsItsOutcome: a run's row too wide for the pane cuts its
+// policy and faults, not how it ended.
+func TestRunRowKeepsItsOutcome(t *testing.T) {
+	t.Parallel()
+	row := "run 1 · pid 4001 · policy keys+journal · ⚡timeout-after-effect,crash-after-effect · ✓ completed"
+	for _, w := range []int{40, 60, 76} {
+		got := keepOutcome(row, w)
+		if lipgloss.Width(got) > w || !strings.HasSuffix(got, " · ✓ completed") || !strings.HasPrefix(got, "run 1") {
+			t.Errorf("%d cells: %q", w, got)
+		}
+	}
+	if got := keepOutcome("run 1 · ✓ completed", 76); got != "run 1 · ✓ completed" {
+		t.Errorf("a row that fits changed: %q", got)
 	}
 }

@@ -20,6 +20,7 @@ type KeyMap struct {
 	StartClean                               key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
+	Messages, ScrollDetail                   key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -40,6 +41,8 @@ func DefaultKeyMap() KeyMap {
 		NextPane: b("tab", "next pane", "tab"),
 		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
+		// One binding, two keys: ] scrolls down, [ up.
+		ScrollDetail: b("]/[", "scroll the detail", "]", "["),
 
 		Run:              b("n", "run a scenario (picker)", "n"),
 		Resume:           b("r", "resume selected execution", "r"),
@@ -65,6 +68,8 @@ func DefaultKeyMap() KeyMap {
 
 		MarkExec: b("m", "mark to compare", "m"),
 		Compare:  b("=", "compare with the marked one", "="),
+
+		Messages: b("M", "status messages in full", "M"),
 	}
 }
 

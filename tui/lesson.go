@@ -300,7 +300,7 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.execs.Reset()
 	m.selID = ""
 	m.trace.Reset()
-	m.filter.Clear()
+	m.forgetFilterAndMark()
 	m.runs.follow, m.runs.started = "", ""
 	m.outbox.Clear()
 	m.status.armed = nil
@@ -545,6 +545,7 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		m.execs.Home()
 		m.selID = ""
+		m.forgetFilterAndMark() // the lesson's database starts empty
 		// The pane beside the trace shows what the step counts: a
 		// CRM lesson's rows, not an empty outbox.
 		m.showCRM(msg.step.Measure == lesson.MeasureCRMRows)
@@ -556,12 +557,16 @@ func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 		}
 		if msg.exec != "" {
 			m.runs.follow, m.runs.started = msg.exec, msg.exec
+			m.runs.ownRun(msg.exec)
 			cmds = append(cmds, m.locate(msg.exec))
 		}
 		return tea.Batch(append(cmds, m.lesson.Update(msg))...)
 	case lessonRecorded, lessonReset:
 		if !m.lesson.On() {
 			return nil
+		}
+		if msg.kind == lessonReset && msg.err == nil {
+			m.forgetFilterAndMark() // the path starts over for the next group
 		}
 		return m.lesson.Update(msg)
 	case lessonRestored:

@@ -109,6 +109,8 @@ type Model struct {
 	picker *scenarioPicker
 	help   *helpPage
 	lesson *lessonPane
+	// msgs is every status message shown, whole (M).
+	msgs *messageLog
 
 	// status is the footer: the status message, the source's state and
 	// the keys.
@@ -131,6 +133,8 @@ type runState struct {
 	keysOn, journalOn *bool
 	startRun          string
 	follow, started   string
+	// mine is every execution run here, which quitting kills.
+	mine map[string]bool
 }
 
 // noticeFeed is the source's notices as the explorer follows them.
@@ -165,6 +169,7 @@ func New(o Options) *Model {
 	}
 	m.status = newStatusLine(m.theme, o.FlashFor)
 	m.help = newHelpPage(m.Context, m.helpColumns)
+	m.msgs = newMessageLog(m.Context)
 	m.filter = newFilterBox(m.Context)
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
@@ -192,7 +197,10 @@ type execsMsg struct {
 	skip   int
 	items  []execItem
 	total  int
-	err    error
+	// all is the length of the whole list when a filter applies (see
+	// filterBox.Observe).
+	all int
+	err error
 	// keep is the execution selected when a live read was asked for, sel
 	// the selection's index then, and moved keep's index now, when
 	// executions arriving above it moved it (else -1).
@@ -243,6 +251,8 @@ type actionMsg struct {
 	err  error
 	// selectID moves the selection to this execution.
 	selectID string
+	// ran is the execution of a run started or resumed here.
+	ran string
 	// watch: a run started or resumed here. Where the panes are tabs, its
 	// trace (with the outbox under it) comes to the front: pressing n on
 	// the Executions tab left the room looking at the list.
@@ -306,7 +316,14 @@ func (m *Model) loadExecs() tea.Cmd {
 		for i, x := range list {
 			items[i] = execItem{x: x, duplicates: x.Duplicates}
 		}
-		return execsMsg{filter: filter, skip: skip, items: items, total: total, err: err,
+		all := total
+		if err == nil && filter != "" {
+			// The whole list's length, to count what the filter hides.
+			if _, n, errAll := src.Executions(0, 1); errAll == nil {
+				all = n
+			}
+		}
+		return execsMsg{filter: filter, skip: skip, items: items, total: total, all: all, err: err,
 			keep: keep, sel: sel, moved: moved}
 	}
 }
@@ -498,9 +515,9 @@ func (m *Model) start(name string) tea.Cmd {
 			return actionMsg{err: err}
 		}
 		if r.Deduplicated {
-			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution, watch: true}
+			return actionMsg{text: fmt.Sprintf("start deduplicated: %s already exists", r.Execution), selectID: r.Execution, ran: r.Execution, watch: true}
 		}
-		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution, watch: true}
+		return actionMsg{text: fmt.Sprintf("started %s (run %d of %s)", name, r.Number, r.Execution), selectID: r.Execution, ran: r.Execution, watch: true}
 	}
 }
 
@@ -521,6 +538,7 @@ func (m *Model) selectedRow() *node { return m.trace.selected() }
 func (m *Model) setFlash(text string, bad bool) {
 	m.status.text, m.status.bad = text, bad
 	m.status.seq++
+	m.msgs.Add(m.now(), text, bad)
 }
 
 // showsImported reports whether the trace shown is of an imported

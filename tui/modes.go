@@ -30,6 +30,10 @@ type modeStack struct {
 	// ended the program.
 	confirm               *confirmation
 	waitingQuit, quitting bool
+	// pendingQuit: q reads the running runs; typed holds the keys
+	// typed meanwhile. killing: quitting waits for the kills it sent.
+	pendingQuit, killing bool
+	typed                []tea.KeyMsg
 }
 
 // push puts md on top (moving it there if it is on already).

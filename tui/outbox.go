@@ -151,6 +151,25 @@ func (o *outboxPane) View() string {
 	return o.theme.pane(title, lines, o.width, o.height, o.focus == paneOutbox)
 }
 
+// Name is what the pane shows, as its tab names it: the outbox, the CRM's
+// rows, or an imported execution's effects, inferred (the title says the
+// same, and more).
+func (o *outboxPane) Name() string {
+	switch {
+	case o.imported():
+		return "Effects"
+	case o.crmTab:
+		return "CRM"
+	}
+	return "Outbox"
+}
+
+// imported says the pane shows an imported execution's inferred effects.
+func (o *outboxPane) imported() bool {
+	_, ok := o.inferredLines(max(1, o.width-2))
+	return ok
+}
+
 func (o *outboxPane) lines(height, width int) (string, []string) {
 	focused := o.focus == paneOutbox
 	// An imported execution's effects were seen by no simulated provider:

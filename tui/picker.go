@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/list"
@@ -13,9 +15,14 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 )
 
-// pickerInfoLines is how many lines under the scenario list tell what the
-// selected scenario teaches and the keys it needs.
-const pickerInfoLines = 7
+// pickerInfoLines is the fewest lines under the scenario list that tell
+// what the selected scenario teaches and the keys it needs; it takes more,
+// up to the longest teaching, where the screen leaves the list
+// pickerListLines.
+const (
+	pickerInfoLines = 5
+	pickerListLines = 12 // its title, its status, four scenarios
+)
 
 // scenarioItem is a scenario in the picker.
 type scenarioItem struct{ s *scenario.Scenario }
@@ -48,13 +55,15 @@ func newPicker(scenarios []*scenario.Scenario) list.Model {
 	return l
 }
 
-// rankScenarios orders the scenarios a filter text matches, best first:
-// names that begin with it, names that hold it, titles that hold it, then
-// names and at last whole lines that hold its letters in order, best
-// scored first (bubbles' fuzzy filter). targets are FilterValues: a name,
-// a space, a title. The fuzzy filter alone ranked a long line below a
-// short one whatever matched, so "jour" put safe (whose title ends in "a
-// journal") above journal-deleted.
+// rankScenarios orders the scenarios a filter text matches, best first,
+// as a person reads the list: the name itself, names that begin with it,
+// names with a word (after a "-") that begins with it, names that hold it,
+// titles that begin with it, titles with a word that begins with it, and
+// titles that hold it; within a tier, the catalogue's order. Only when
+// nothing matches so do names that hold its letters in order (a typo:
+// "nave" finds naive). targets are FilterValues: a name, a space, a title.
+// bubbles' fuzzy filter alone matched scattered letters anywhere ("safe"
+// found reads-are-free) and ranked short lines first.
 func rankScenarios(term string, targets []string) []list.Rank {
 	t := strings.ToLower(strings.TrimSpace(term))
 	if t == "" {
@@ -64,46 +73,82 @@ func rankScenarios(term string, targets []string) []list.Rank {
 	for i, v := range targets {
 		names[i], _, _ = strings.Cut(v, " ")
 	}
-	var tiers [5][]list.Rank
-	seen := make([]bool, len(targets))
-	add := func(tier, i int, matched []int) {
-		if !seen[i] {
-			seen[i] = true
-			tiers[tier] = append(tiers[tier], list.Rank{Index: i, MatchedIndexes: matched})
-		}
-	}
-	runes := func(from, n int) []int {
-		out := make([]int, n)
-		for k := range out {
-			out[k] = from + k
-		}
-		return out
-	}
+	const tiers = 7
+	var ranked [tiers][]list.Rank
 	n := len([]rune(t))
 	for i, v := range targets {
 		lower := strings.ToLower(v)
 		name := strings.ToLower(names[i])
-		switch {
-		case strings.HasPrefix(name, t):
-			add(0, i, runes(0, n))
-		case strings.Contains(name, t):
-			add(1, i, runes(len([]rune(name[:strings.Index(name, t)])), n))
-		case strings.Contains(lower[len(name):], t):
-			at := len(name) + strings.Index(lower[len(name):], t)
-			add(2, i, runes(len([]rune(lower[:at])), n))
+		title := strings.TrimPrefix(lower[len(name):], " ")
+		tier, at := matchTier(t, name, title)
+		if tier < 0 {
+			continue
 		}
-	}
-	for _, r := range list.DefaultFilter(term, names) {
-		add(3, r.Index, r.MatchedIndexes)
-	}
-	for _, r := range list.DefaultFilter(term, targets) {
-		add(4, r.Index, r.MatchedIndexes)
+		if tier >= 4 { // in the title, after the name and its space
+			at += len(lower) - len(title)
+		}
+		from := len([]rune(lower[:at]))
+		matched := make([]int, n)
+		for k := range matched {
+			matched[k] = from + k
+		}
+		ranked[tier] = append(ranked[tier], list.Rank{Index: i, MatchedIndexes: matched})
 	}
 	var out []list.Rank
-	for _, tier := range tiers {
+	for _, tier := range ranked {
 		out = append(out, tier...)
 	}
+	if len(out) == 0 {
+		return list.DefaultFilter(term, names)
+	}
 	return out
+}
+
+// matchTier is how well t (lower case) matches a scenario's name and
+// title (lower case), 0 best, -1 not at all, and the byte where it
+// matched: in the name for tiers 0 to 3, in the title for 4 to 6.
+func matchTier(t, name, title string) (tier, at int) {
+	switch {
+	case name == t:
+		return 0, 0
+	case strings.HasPrefix(name, t):
+		return 1, 0
+	}
+	if at := wordPrefix(name, t); at >= 0 {
+		return 2, at
+	}
+	if at := strings.Index(name, t); at >= 0 {
+		return 3, at
+	}
+	if strings.HasPrefix(title, t) {
+		return 4, 0
+	}
+	if at := wordPrefix(title, t); at >= 0 {
+		return 5, at
+	}
+	if at := strings.Index(title, t); at >= 0 {
+		return 6, at
+	}
+	return -1, 0
+}
+
+// wordPrefix is the byte where a word of s begins with t, a word starting
+// after a character that is neither a letter nor a digit; -1 if none.
+func wordPrefix(s, t string) int {
+	for at := 0; at < len(s); {
+		i := strings.Index(s[at:], t)
+		if i < 0 {
+			return -1
+		}
+		i += at
+		if i > 0 {
+			if r, _ := utf8.DecodeLastRuneInString(s[:i]); !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				return i
+			}
+		}
+		at = i + 1
+	}
+	return -1
 }
 
 // scenarioPicker is the scenario picker (n): bubbles' list over the
@@ -117,6 +162,9 @@ type scenarioPicker struct {
 	// seq numbers the list's filter texts; see pickerMsg.
 	seq           int
 	width, height int
+	// info is how many lines tell of the selected scenario (see
+	// pickerInfoLines).
+	info int
 	// keysOn and journalOn are the policy of the run it starts.
 	keysOn, journalOn *bool
 	// scenarios is the catalogue, once read (read); pending remembers an
@@ -223,7 +271,13 @@ func (p *scenarioPicker) Open(keysOn, journalOn *bool) bool {
 func (p *scenarioPicker) SetSize(width, height int) {
 	p.width, p.height = width, height
 	if p.open {
-		p.list.SetSize(max(10, width-2), max(4, height-2-pickerInfoLines))
+		need := pickerInfoLines
+		for _, s := range p.scenarios {
+			need = max(need, len(scenarioInfo(s, width-2, height, height)))
+		}
+		// The box's borders, the page line and the policy line.
+		p.info = max(pickerInfoLines, min(need, height-4-pickerListLines))
+		p.list.SetSize(max(10, width-2), max(4, height-4-p.info))
 		// The list pads every line to its widest, the title: a title wider
 		// than the box cut every line of the list with "…" (below 64
 		// columns; the list keeps two more cells of its own). The footer
@@ -294,15 +348,26 @@ func (p *scenarioPicker) tag(cmd tea.Cmd) tea.Cmd {
 // it needs, then the run's policy.
 func (p *scenarioPicker) View() string {
 	lines := strings.Split(p.list.View(), "\n")
-	lines = append(lines, "")
+	lines = append(lines, p.pageLine())
 	if it, ok := p.list.SelectedItem().(scenarioItem); ok {
-		lines = append(lines, scenarioInfo(it.s, p.width-2, pickerInfoLines-2, 3)...)
+		lines = append(lines, scenarioInfo(it.s, p.width-2, p.info, p.info)...)
 	}
 	for len(lines) < p.height-3 {
 		lines = append(lines, "")
 	}
 	lines = append(lines[:p.height-3], fmt.Sprintf("this run: keys %s · journal %s (K, J before n)", short(p.keysOn), short(p.journalOn)))
 	return p.theme.box("Run a scenario", lines, p.width, p.height, true)
+}
+
+// pageLine says which page of the list shows, of how many (of the list as
+// filtered), when there is more than one; else it is empty.
+func (p *scenarioPicker) pageLine() string {
+	per := max(1, p.list.Paginator.PerPage)
+	pages := (len(p.list.VisibleItems()) + per - 1) / per
+	if pages < 2 {
+		return ""
+	}
+	return p.theme.Dim.Render(fmt.Sprintf("  page %d of %d · pgdown/pgup: next/previous page", p.list.Index()/per+1, pages))
 }
 
 // ShortHelp is the picker's keys; the list moves on the explorer's.
@@ -351,7 +416,12 @@ func scenarioInfo(s *scenario.Scenario, width, room, teach int) []string {
 	var out []string
 	for _, l := range strings.Split(wrapText("teaches: "+teaches, width), "\n") {
 		if len(out) == teach {
-			out[len(out)-1] = fit(out[len(out)-1]+" …", width)
+			// The words that fit before " …" (the detail pane has it whole).
+			last := out[len(out)-1]
+			for lipgloss.Width(last+" …") > width && strings.Contains(last, " ") {
+				last = last[:strings.LastIndex(last, " ")]
+			}
+			out[len(out)-1] = fit(last+" …", width)
 			break
 		}
 		out = append(out, l)

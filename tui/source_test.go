@@ -45,6 +45,7 @@ type snapshot struct {
 	records   []world.Record
 	scenarios []*scenario.Scenario
 	armed     []fault.Point
+	offset    time.Duration // the world clock's, as A moved it
 	calls     []string
 }
 
@@ -278,7 +279,7 @@ func (s *snapshot) Arm(p fault.Point) {
 	s.log("arm %s", p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.armed = append(s.armed, p)
+	s.armed = []fault.Point{p} // the last armed replaces the one before, as the host does
 }
 
 func (s *snapshot) Disarm() {
@@ -301,10 +302,21 @@ func (s *snapshot) DeleteJournal(id, step string) error {
 	return nil
 }
 
-func (s *snapshot) AdvanceClock(d time.Duration) error { s.log("advance %s", d); return nil }
-func (s *snapshot) WorldOffset() time.Duration         { return 0 }
-func (s *snapshot) ResetWorld() error                  { s.log("reset-world"); return nil }
-func (s *snapshot) Running() []string                  { return nil }
+func (s *snapshot) AdvanceClock(d time.Duration) error {
+	s.log("advance %s", d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offset += d
+	return nil
+}
+
+func (s *snapshot) WorldOffset() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offset
+}
+func (s *snapshot) ResetWorld() error { s.log("reset-world"); return nil }
+func (s *snapshot) Running() []string { return nil }
 
 // Reset wipes the snapshot as Host.Reset wipes a database. Tests call it
 // from the command loop only, never beside a read.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/fault"
@@ -236,6 +238,10 @@ func makeNode(tn trace.Node, t *trace.Trace, imported bool) *node {
 // faultNames lists faults once each, in order: a fault armed with t on the
 // attempt the scenario's plan also times out is injected twice, which the
 // detail says; the row read 'timeout-after-effect,timeout-after-effect'.
+// armedPrefix begins the record of a fault armed by hand; a longer record
+// says why it took effect (it replaced the scenario's planned fault).
+const armedPrefix = "armed from the explorer"
+
 func faultNames(faults []string) string {
 	seen := make(map[string]bool, len(faults))
 	names := make([]string, 0, len(faults))
@@ -478,6 +484,13 @@ func attemptDetail(a *trace.Attempt) []string {
 	}
 	if len(a.Faults) > 0 {
 		lines = append(lines, "faults injected: "+strings.Join(a.Faults, ", "))
+	}
+	for _, in := range a.Injections {
+		// An armed fault that took the attempt from the scenario's plan
+		// says so (engine: one fault per attempt, the armed one wins).
+		if in.Plan == 0 && strings.HasPrefix(in.Text, armedPrefix) && in.Text != armedPrefix {
+			lines = append(lines, in.Fault+": "+in.Text)
+		}
 	}
 	if len(a.Effects) > 0 {
 		lines = append(lines, "provider delivered: "+strings.ReplaceAll(effectIDs(a), ",", ", "))
@@ -855,9 +868,11 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 			exp = "▸ "
 		}
 	}
-	text := n.text
+	text, plain := n.text, n.plain()
 	switch n.kind {
 	case kindRun:
+		text = keepOutcome(text, width-lipgloss.Width(selMark(selected)+indent+exp))
+		plain = text
 		text = t.theme.Bold.Render(text)
 	case kindGap:
 		text = t.theme.Dim.Render(text)
@@ -871,10 +886,29 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 	}
 	line := selMark(selected) + indent + exp + text
 	if selected {
-		return t.theme.Selected.Render(fit(selMark(true)+indent+exp+n.plain(), width))
+		return t.theme.Selected.Render(fit(selMark(true)+indent+exp+plain, width))
 	}
 	if k, ok := n.link(); ok && linked != nil && k == *linked {
-		return t.theme.Linked.Render(fit("•"+indent+exp+n.plain(), width))
+		return t.theme.Linked.Render(fit("•"+indent+exp+plain, width))
 	}
 	return line
+}
+
+// keepOutcome fits a run's row to width, cutting its middle (the policy,
+// the faults) rather than its end: how the run ended stays readable at 80
+// columns ("✓ compl…" said nothing).
+func keepOutcome(row string, width int) string {
+	if lipgloss.Width(row) <= width {
+		return row
+	}
+	at := strings.LastIndex(row, " · ")
+	if at < 0 {
+		return row
+	}
+	head, tail := row[:at], row[at:]
+	room := width - lipgloss.Width(tail)
+	if room < 8 {
+		return row // too narrow to keep both: the box cuts it
+	}
+	return ansi.Truncate(head, room, "…") + tail
 }

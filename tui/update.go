@@ -43,6 +43,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.lesson.sized()
 		}
 		m.help.SetSize(msg.Width, msg.Height)
+		m.msgs.SetSize(msg.Width, msg.Height)
 		m.clampScroll()
 		m.picker.SetSize(msg.Width, msg.Height)
 		m.cmp.SetSize(msg.Width, msg.Height)
@@ -72,7 +73,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	case compareMsg:
 		return m, m.onCompare(msg)
 	case noticesMsg:
-		return m, m.onNotices(msg)
+		return m, tea.Batch(m.onNotices(msg), m.refreshQuit())
 	case lessonMsg:
 		return m, m.onLesson(msg)
 	case actionMsg:
@@ -85,6 +86,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.focus = paneTrace
 			m.sizePanes()
 		}
+		m.runs.ownRun(msg.ran)
 		cmds := []tea.Cmd{m.loadOutbox(), m.loadExecs()}
 		if msg.selectID != "" {
 			// Follow the run just started, wherever its execution is listed.
@@ -110,6 +112,8 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.onLocated(msg)
 	case runningMsg:
 		return m, m.onRunning(msg)
+	case killedMsg:
+		return m, m.quit()
 	case tea.MouseMsg:
 		return m, m.onMouse(msg)
 	case tea.KeyMsg:
@@ -127,6 +131,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 		m.execs.Update(msg)
 		return nil
 	}
+	m.filter.Observe(msg.filter, msg.all, msg.total)
 	top, _, total := m.execs.Window()
 	m.execs.Update(msg)
 	if to := m.keptSelection(msg, total); to >= 0 {
@@ -274,7 +279,7 @@ func (m *Model) resume() tea.Cmd {
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), watch: true}
+		return actionMsg{text: fmt.Sprintf("resumed %s: run %d", id, r.Number), ran: id, watch: true}
 	}
 }
 
@@ -322,8 +327,14 @@ func (m *Model) arm(p fault.Point) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
+		before := src.Armed()
 		src.Arm(p)
-		return armedMsg{armed: src.Armed(), text: p.Describe() + ": armed for the next tool call"}
+		text := p.Describe() + ": armed for the next tool call"
+		// One fault per attempt: the last armed replaces the one before.
+		if len(before) > 0 && before[len(before)-1] != p {
+			text += " (replaces " + string(before[len(before)-1]) + ")"
+		}
+		return armedMsg{armed: src.Armed(), text: text}
 	}
 }
 
@@ -381,6 +392,7 @@ func (m *Model) startClean() tea.Cmd {
 		func() tea.Cmd {
 			m.runs.follow, m.runs.started = "", ""
 			m.execs.Home()
+			m.forgetFilterAndMark()
 			return act("erased: no executions, an empty world; n runs a scenario", r.Reset)
 		})
 }

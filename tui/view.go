@@ -21,11 +21,21 @@ func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r
 
 func (m *Model) wide() bool { return m.width >= wideWidth }
 
+// threeColumnWidth is where the outbox gets a column of its own. Below
+// it (from wideWidth) the outbox sits under the trace, so the trace keeps
+// at least 70 columns: three columns gave it 52 of 120, and cut its
+// errors and arguments.
+const threeColumnWidth = 140
+
 // columnWidths shares a wide terminal's width in proportion: about a fifth
 // for the executions, a quarter for the outbox, the rest for the trace,
-// within bounds that keep each readable.
+// within bounds that keep each readable. Below threeColumnWidth the
+// outbox has no column (0): the trace's is shared with it.
 func columnWidths(width int) (execs, trace, outbox int) {
 	execs = clamp(width*21/100, 30, 48)
+	if width < threeColumnWidth {
+		return execs, width - execs, 0
+	}
 	outbox = clamp(width*26/100, 38, 64)
 	return execs, width - execs - outbox, outbox
 }
@@ -50,8 +60,17 @@ func (m *Model) layout() map[pane]rect {
 				detailHeight += 4
 			}
 		}
-		topH := m.height - 1 - detailHeight
+		topH := m.height - m.footerHeight() - detailHeight
 		execW, traceW, outW := columnWidths(m.width)
+		if outW == 0 {
+			traceH, outH := splitHeights(topH)
+			return map[pane]rect{
+				paneExecs:  {0, 0, execW, topH},
+				paneTrace:  {execW, 0, traceW, traceH},
+				paneOutbox: {execW, traceH, traceW, outH},
+				paneDetail: {0, topH, m.width, detailHeight},
+			}
+		}
 		return map[pane]rect{
 			paneExecs:  {0, 0, execW, topH},
 			paneTrace:  {execW, 0, traceW, topH},
@@ -60,13 +79,13 @@ func (m *Model) layout() map[pane]rect {
 		}
 	}
 	if m.focus == paneTrace || m.focus == paneOutbox {
-		traceH, outH := splitHeights(m.height - 2 - m.lesson.stripHeight())
+		traceH, outH := splitHeights(m.height - 1 - m.footerHeight() - m.lesson.stripHeight())
 		return map[pane]rect{
 			paneTrace:  {0, 1, m.width, traceH},
 			paneOutbox: {0, 1 + traceH, m.width, outH},
 		}
 	}
-	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 2}}
+	return map[pane]rect{m.focus: {0, 1, m.width, m.height - 1 - m.footerHeight()}}
 }
 
 // sizePanes tells the panes that are components their boxes for the
@@ -118,6 +137,9 @@ func (m *Model) View() string {
 	if m.help.Shown() {
 		return m.help.View()
 	}
+	if m.msgs.Shown() {
+		return m.msgs.View()
+	}
 	if m.picker.Shown() {
 		return m.picker.View()
 	}
@@ -127,6 +149,10 @@ func (m *Model) View() string {
 	lay := m.layout()
 	if m.wide() {
 		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
+		if lay[paneOutbox].x == lay[paneTrace].x { // the outbox under the trace
+			top = lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay),
+				lipgloss.JoinVertical(lipgloss.Left, m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)))
+		}
 		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
 	}
 	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
@@ -156,8 +182,11 @@ func (m *Model) tabBar() string {
 	var parts []string
 	for p := pane(0); p < paneCount; p++ {
 		name := paneNames[p]
-		if p == paneDetail && m.lesson.On() {
+		switch {
+		case p == paneDetail && m.lesson.On():
 			name = "Lesson" // the lesson takes the Detail tab
+		case p == paneOutbox:
+			name = m.outbox.Name() // Outbox, CRM or Effects
 		}
 		if p == paneOutbox && m.showsImported() {
 			name = "Effects" // inferred: no provider was watched
@@ -294,7 +323,7 @@ func short(v *bool) string {
 // onMouse selects with a click and scrolls with the wheel, in the pane
 // under the pointer.
 func (m *Model) onMouse(msg tea.MouseMsg) tea.Cmd {
-	if m.help.Shown() || m.picker.Shown() {
+	if m.help.Shown() || m.picker.Shown() || m.msgs.Shown() {
 		return nil
 	}
 	for p, r := range m.layout() {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,14 @@ func (r *restarting) Start(name string, o engine.RunOptions) (*engine.Run, error
 }
 
 func (r *restarting) Running() []string { return r.running }
+
+// Kill ends the worker at once, as the host does once it has recorded the
+// kill.
+func (r *restarting) Kill(id string) error {
+	r.snapshot.log("kill %s", id)
+	r.running = slices.DeleteFunc(r.running, func(s string) bool { return s == id })
+	return nil
+}
 
 // TestRerunFollowsTheRunItStarted: running the scenario of an older
 // execution restarts that execution; the explorer selects it (not the
@@ -176,13 +185,15 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 	}
 }
 
-// TestQuitDuringARunAsks: q with a worker running asks; y quits (the worker
-// is killed), w waits for the run to end, other keys stay. Without a run q
-// quits at once.
+// TestQuitDuringARunAsks: q with a run started here running asks; y kills
+// its worker and quits once the kill is recorded, w waits for the run to
+// end, other keys stay. Without a run of its own q quits at once: a run of
+// another process is not the explorer's to kill.
 func TestQuitDuringARunAsks(t *testing.T) {
 	t.Parallel()
-	src := &restarting{snapshot: article(t), id: "exec_7K2Q", running: []string{"exec_7K2Q"}}
+	src := &restarting{snapshot: article(t), id: "exec_7K2Q"}
 	m := open(t, src, 80, 24)
+	press(t, m, "n", "enter")
 	press(t, m, "q")
 	if m.modes.quitting || m.modes.confirm == nil {
 		t.Fatalf("q during a run quit at once")
@@ -196,8 +207,22 @@ func TestQuitDuringARunAsks(t *testing.T) {
 	if !m.modes.quitting {
 		t.Fatal("q y quits")
 	}
+	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" {
+		t.Fatalf("q y did not kill the run started here: %v", calls)
+	}
+
+	src.running = []string{"exec_7K2Q"}
 	m = open(t, src, 80, 24)
 	press(t, m, "q")
+	if !m.modes.quitting {
+		t.Fatal("q with only another process's run running quits at once")
+	}
+	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" || len(src.running) == 0 {
+		t.Fatalf("q killed another process's run: %v", calls)
+	}
+
+	m = open(t, src, 80, 24)
+	press(t, m, "n", "enter", "q")
 	src.running = nil // the run ends while the question shows
 	press(t, m, "w")
 	if !m.modes.quitting {
@@ -207,6 +232,48 @@ func TestQuitDuringARunAsks(t *testing.T) {
 	press(t, m, "q")
 	if !m.modes.quitting {
 		t.Fatal("q with nothing running quits at once")
+	}
+}
+
+// TestQuitTypedAhead: q y in one burst kills and quits (the y came before
+// the question and was lost), ctrl+c during a run started here kills it
+// too, and q's question follows the run: once it has ended, the footer
+// says so instead of offering to kill it.
+func TestQuitTypedAhead(t *testing.T) {
+	t.Parallel()
+	src := &restarting{snapshot: article(t), id: "exec_7K2Q"}
+	m := open(t, src, 80, 24)
+	press(t, m, "n", "enter", "qy")
+	if !m.modes.quitting {
+		t.Fatal("q y in one burst did not quit")
+	}
+	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" {
+		t.Fatalf("q y in one burst: %v", calls)
+	}
+
+	m = open(t, src, 80, 24)
+	press(t, m, "n", "enter", "ctrl+c")
+	if !m.modes.quitting {
+		t.Fatal("ctrl+c did not quit")
+	}
+	if calls := src.Calls(); calls[len(calls)-1] != "kill exec_7K2Q" || len(src.running) != 0 {
+		t.Fatalf("ctrl+c during a run started here: %v", calls)
+	}
+
+	m = open(t, src, 80, 24)
+	press(t, m, "n", "enter", "q")
+	mustShow(t, m.statusBar(), "q's question", "exec_7K2Q is running · y: quit, killing it")
+	src.running = nil
+	_, cmd := m.Update(noticesMsg{})
+	drive(t, m, cmd)
+	mustShow(t, m.statusBar(), "the question after the run ended", "exec_7K2Q has ended · y: quit · else: stay")
+	if strings.Contains(m.statusBar(), "killing") {
+		t.Fatalf("the footer still offers to kill an ended run: %q", m.statusBar())
+	}
+	before := len(src.Calls())
+	press(t, m, "y")
+	if !m.modes.quitting || len(src.Calls()) != before {
+		t.Fatalf("y after the run ended: quitting %v, calls %v", m.modes.quitting, src.Calls()[before:])
 	}
 }
 
@@ -278,9 +345,14 @@ func TestTraceAndOutboxTogetherWhenNarrow(t *testing.T) {
 func TestPanesShareWidthInProportion(t *testing.T) {
 	t.Parallel()
 	prev := [3]int{}
-	for _, w := range []int{110, 160, 200, 240} {
+	for w := wideWidth; w < threeColumnWidth; w++ {
+		if e, tr, o := columnWidths(w); o != 0 || e+tr != w || tr < 70 {
+			t.Errorf("%d columns, the outbox under the trace: executions %d, trace %d, outbox %d", w, e, tr, o)
+		}
+	}
+	for _, w := range []int{threeColumnWidth, 160, 200, 240} {
 		e, tr, o := columnWidths(w)
-		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o {
+		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o || tr < 70 {
 			t.Errorf("%d columns: executions %d, trace %d, outbox %d", w, e, tr, o)
 		}
 		if e < prev[0] || tr <= prev[1] || o < prev[2] {

@@ -87,13 +87,16 @@ func decodeUI(data []byte, fn func(otlp.Batch) error) error {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return atLine(dataLine, fmt.Errorf(`not %s: "data" is not a list of traces`, FormatUI))
 	}
+	counted, newlines := 0, 0
 	for dec.More() {
 		start := valueStart(doc.Data, dec.InputOffset())
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("not %s: %w", FormatUI, err)
 		}
-		line := dataLine + bytes.Count(doc.Data[:start], []byte{'\n'})
+		newlines += bytes.Count(doc.Data[counted:start], []byte{'\n'})
+		counted = start
+		line := dataLine + newlines
 		if err := decodeTrace(raw, line, fn); err != nil {
 			return err
 		}
@@ -121,10 +124,15 @@ func decodeTrace(raw []byte, line int, fn func(otlp.Batch) error) error {
 		arr = spansRaw[0].Value
 	}
 	offsets := elementStarts(arr)
+	// The lines before each span are counted on from the span before, so
+	// a trace of n spans costs one pass over its bytes, not n.
+	counted, newlines := 0, 0
 	for i, sr := range t.Spans {
 		at := spansAt
 		if i < len(offsets) {
-			at += bytes.Count(arr[:offsets[i]], []byte{'\n'})
+			newlines += bytes.Count(arr[counted:offsets[i]], []byte{'\n'})
+			counted = offsets[i]
+			at += newlines
 		}
 		var s uiSpan
 		if err := json.Unmarshal(sr, &s); err != nil {

@@ -328,3 +328,33 @@ func TestResetKeepingKeepsProgress(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestWalkPausesBetweenLessons: with Pause the walk waits for Enter after a
+// lesson's answer, so it stays on a projector; q there stops before the
+// next lesson starts, and the progress keeps the lesson done.
+func TestWalkPausesBetweenLessons(t *testing.T) {
+	t.Parallel()
+	h := openHostWith(t, filepath.Join(t.TempDir(), "workshop.db"), walkFS(t))
+	s, err := lesson.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := itoa(len(s.Path()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	in := strings.NewReader(itoa(s.Path()[0].Expected) + "\nq\n")
+	if err := lesson.Walk(ctx, s, lesson.WalkOptions{Out: &out, In: in, Pause: true}); err != nil {
+		t.Fatalf("walk: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"✓ Right", "Press Enter for lesson 2 of " + of + " (q to stop): ",
+		"Stopped at lesson 2 of " + of + "; progress saved (1 done)."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("walk output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "Lesson 2 of") {
+		t.Errorf("lesson 2 began before Enter:\n%s", text)
+	}
+}

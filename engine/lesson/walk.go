@@ -32,6 +32,9 @@ type WalkOptions struct {
 	// Scratch, when set, runs a fix's mistake on a scratch database when
 	// this walk did not run it, to show the fix as a difference.
 	Scratch verify.Opener
+	// Pause waits for Enter on In between lessons, so a lesson's answer
+	// stays on a projector until the room has read it ("q" stops).
+	Pause bool
 }
 
 // errStop means the learner (or the end of the input) stopped the walk.
@@ -59,6 +62,11 @@ func Walk(ctx context.Context, s *Session, o WalkOptions) error {
 			return nil
 		}
 		err := w.step(ctx, step)
+		if err == nil {
+			if err = w.pause(); errors.Is(err, errStop) {
+				step, _ = s.Next() // stopped before the next lesson began
+			}
+		}
 		if errors.Is(err, errStop) {
 			done, _ := s.Score()
 			w.gap()
@@ -252,4 +260,27 @@ func (w *walker) summary() {
 	done, right := w.s.Score()
 	w.line(fmt.Sprintf("You have finished the path: %d lessons, %d predicted right.", done, right))
 	w.line("Start over with `retrylab lesson --reset`.")
+}
+
+// pause waits for Enter before the next lesson, when asked to and one
+// follows: "q" (or the end of the input) stops the walk there.
+func (w *walker) pause() error {
+	next, ok := w.s.Next()
+	if !w.o.Pause || w.in == nil || !ok {
+		return nil
+	}
+	fmt.Fprintf(w.out, "Press Enter for lesson %d of %d (q to stop): ", next.Number, next.Of)
+	text, err := w.in.ReadString('\n')
+	text = strings.TrimSpace(text)
+	if err != nil && text == "" {
+		fmt.Fprintln(w.out)
+		if errors.Is(err, io.EOF) {
+			return errStop
+		}
+		return fmt.Errorf("read: %w", err)
+	}
+	if text == "q" {
+		return errStop
+	}
+	return nil
 }

@@ -23,6 +23,10 @@ type Narrator struct {
 	Execution string
 	// args remembers each step's arguments for the banner line.
 	args map[string]map[string]any
+	// tries counts each step's attempts in run, the run narrated last:
+	// a retry's budget is per run, so its count starts again in each.
+	run   int
+	tries map[string]int
 }
 
 // New narrates one execution.
@@ -64,6 +68,10 @@ func (n *Narrator) event(ev history.Event) []string {
 		n.args[ev.Step] = args
 		return []string{tag("agent") + fmt.Sprintf("%s: %s(%s)", ev.Step, ev.Tool, Args(args))}
 	case history.AttemptStarted:
+		if ev.Run != n.run || n.tries == nil {
+			n.run, n.tries = ev.Run, map[string]int{}
+		}
+		n.tries[ev.Step]++
 		line := tag("tool") + "attempt " + fmt.Sprint(ev.Attempt) + " of " + ev.Step
 		if ev.Request != nil {
 			line = tag("tool") + ev.Request.Method + " " + ev.Request.URL
@@ -81,7 +89,17 @@ func (n *Narrator) event(ev history.Event) []string {
 		if ev.MaxAttempts > 0 {
 			of = fmt.Sprintf("/%d", ev.MaxAttempts)
 		}
-		return []string{tag("agent") + fmt.Sprintf("tool call failed, retrying in %s (attempt %d%s)", dur.Text(ev.Delay), ev.Attempt+1, of)}
+		// The attempt about to start, counted in its run against the
+		// run's budget ("attempt 2/3 of run 2"), never the execution's
+		// count ("6/3" after restarts).
+		next := ev.Attempt + 1
+		if try := n.tries[ev.Step]; try > 0 && ev.Run == n.run {
+			next = try + 1
+		}
+		if ev.Run > 1 {
+			of += fmt.Sprintf(" of run %d", ev.Run)
+		}
+		return []string{tag("agent") + fmt.Sprintf("tool call failed, retrying in %s (attempt %d%s)", dur.Text(ev.Delay), next, of)}
 	case history.StepRecorded:
 		return []string{tag("journal") + fmt.Sprintf("recorded %s = %s", ev.Step, Summary(ev.Result))}
 	case history.StepReplayed:

@@ -226,3 +226,27 @@ func TestSummaryAndArgs(t *testing.T) {
 		t.Errorf("Args(nil) = %q", got)
 	}
 }
+
+// TestRetryBudgetPerRun: a retry counts attempts in its run against the
+// run's budget: run 2 of an execution whose run 1 made 3 attempts retries
+// "attempt 2/3 of run 2", not "5/3".
+func TestRetryBudgetPerRun(t *testing.T) {
+	n := narrate.New(exec)
+	line := func(ev history.Event) string {
+		return strings.Join(n.Lines(notice.Notice{Execution: exec, Event: &ev}), "\n")
+	}
+	for a := 1; a <= 3; a++ {
+		line(history.Event{Type: history.AttemptStarted, Run: 1, Step: "step-4", Attempt: a})
+		if a < 3 {
+			want := "[agent]     tool call failed, retrying in 50ms (attempt " + string(rune('0'+a+1)) + "/3)"
+			if got := line(history.Event{Type: history.RetryScheduled, Run: 1, Step: "step-4", Attempt: a, Delay: 50 * time.Millisecond, MaxAttempts: 3}); got != want {
+				t.Errorf("run 1: %q, want %q", got, want)
+			}
+		}
+	}
+	line(history.Event{Type: history.AttemptStarted, Run: 2, Step: "step-4", Attempt: 4})
+	got := line(history.Event{Type: history.RetryScheduled, Run: 2, Step: "step-4", Attempt: 4, Delay: 50 * time.Millisecond, MaxAttempts: 3})
+	if want := "[agent]     tool call failed, retrying in 50ms (attempt 2/3 of run 2)"; got != want {
+		t.Errorf("run 2: %q, want %q", got, want)
+	}
+}

@@ -153,6 +153,9 @@ func (c *Catalog) Get(name string) (*Scenario, error) {
 		names = append(names, s.Name)
 	}
 	sort.Strings(names)
+	if near := Nearest(name, names); len(near) > 0 {
+		return nil, fmt.Errorf("%w %q (did you mean %s? `retrylab scenarios` lists them all; or give a path to a .yaml file)", ErrUnknown, name, strings.Join(near, " or "))
+	}
 	return nil, fmt.Errorf("%w %q (known: %s; or give a path to a .yaml file)", ErrUnknown, name, strings.Join(names, ", "))
 }
 

@@ -271,3 +271,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // ToolFor returns the tool a call names.
 func (s *Scenario) ToolFor(c Call) Tool { return s.Tools[c.Tool] }
+
+// Reruns reports whether the scenario's lesson runs its execution again:
+// its script has more than one "run" (safe: the second run is answered by
+// the journal). Starting such a scenario again restarts its execution;
+// any other starts a new one each time.
+func (s *Scenario) Reruns() bool {
+	runs := 0
+	for _, a := range s.Expect.Script {
+		if a == "run" {
+			runs++
+		}
+	}
+	return runs > 1
+}

@@ -314,7 +314,9 @@ func (s *script) touch(id string) {
 }
 
 func (s *script) runOptions() engine.RunOptions {
-	return engine.RunOptions{Keys: s.opts.Keys, Journal: s.opts.Journal}
+	// A script's run is its scenario's execution again (safe's second
+	// run replays the first's journal), never a new one.
+	return engine.RunOptions{Keys: s.opts.Keys, Journal: s.opts.Journal, Restart: true}
 }
 
 func (s *script) startKey() string {

@@ -622,6 +622,10 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"show", "exec_NOPE"}, 1, "retrylab: no such execution: exec_NOPE"},
 		{[]string{"show"}, 1, "retrylab: no executions yet"},
 		{[]string{"no-such-command"}, 2, `unknown command "no-such-command"`},
+		// A typo gets cobra's suggestion, a mistyped scenario the nearest
+		// names instead of the whole catalogue.
+		{[]string{"rnu"}, 2, `unknown command "rnu" for "retrylab"; did you mean run? (see --help)`},
+		{[]string{"run", "nave"}, 2, `retrylab: unknown scenario "nave" (did you mean naive? ` + "`retrylab scenarios`" + ` lists them all; or give a path to a .yaml file)`},
 		{[]string{"outbox", "--frobnicate"}, 2, "unknown flag: --frobnicate"},
 	} {
 		if msg := fails(t, tt.code, db, tt.args...); !strings.Contains(msg, tt.want) {

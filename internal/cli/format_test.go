@@ -88,8 +88,9 @@ func opensOldDatabase(t *testing.T, dir string) {
 	golden := printedBy(t, dir)
 	printsAsBefore(t, db, dir, 16)
 
-	// New events join the old ones: naive restarts exec_7K2Q (run 2).
-	ok(t, db, "run", "naive")
+	// New events join the old ones: naive --restart runs exec_7K2Q again
+	// (run 2); without --restart a second run is a new execution.
+	ok(t, db, "run", "naive", "--restart")
 	var before, after struct {
 		Events []map[string]any `json:"events"`
 	}

@@ -39,22 +39,25 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 	if len(events) > 0 && events[0].Attrs["orphans"] != "" {
 		fmt.Fprintf(a.out, "orphans (parent never arrived, kept): %s\n", events[0].Attrs["orphans"])
 	}
-	rel := func(tm time.Time) string { return fmt.Sprintf("%+8.3fs", tm.Sub(x.Started).Seconds()) }
+	clock := &inOrder{start: x.Started}
 	var nodes func([]trace.Node, string)
 	nodes = func(ns []trace.Node, indent string) {
 		for _, n := range ns {
 			switch v := n.(type) {
 			case *trace.Turn:
-				fmt.Fprintf(a.out, "%s  %sturn %d  %s\n", rel(v.Time), indent, v.Number, v.Text)
+				at, stamp := clock.at(v.Time)
+				fmt.Fprintf(a.out, "%s  %sturn %d  %s%s\n", at, indent, v.Number, v.Text, stamp)
 				nodes(v.Nodes, indent+"  ")
 			case *trace.Call:
-				fmt.Fprintf(a.out, "%s  %s%s %s  call %s\n", rel(v.Time), indent, v.Tool, v.Args, v.Call)
+				at, stamp := clock.at(v.Time)
+				fmt.Fprintf(a.out, "%s  %s%s %s  call %s%s\n", at, indent, v.Tool, v.Args, v.Call, stamp)
 				for _, at := range v.Attempts {
 					which := fmt.Sprintf("attempt %d", at.N)
 					if at.NotKept > 1 {
 						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
 					}
-					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", rel(at.Started), indent+"  ", at.Mark(), which,
+					col, stamp := clock.at(at.Started)
+					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", col, indent+"  ", at.Mark(), which,
 						at.Mark().Word(), dur.Text(at.Duration.Round(time.Millisecond)), refWord+at.Ref)
 					if at.Key != "" {
 						line += "  key " + at.Key
@@ -68,16 +71,18 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 					if o := at.Attrs["orphan"]; o != "" {
 						line += "  (orphan: " + o + ")"
 					}
-					fmt.Fprintln(a.out, line)
+					fmt.Fprintln(a.out, line+stamp)
 				}
 			case *trace.Note:
-				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", rel(v.Time), indent, v.Mark,
-					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " "))
+				at, stamp := clock.at(v.Time)
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", at, indent, v.Mark,
+					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " ")+stamp)
 			}
 		}
 	}
 	for _, r := range t.Runs {
-		fmt.Fprintf(a.out, "%s  run %d\n", rel(r.Started), r.Number)
+		at, stamp := clock.at(r.Started)
+		fmt.Fprintf(a.out, "%s  run %d%s\n", at, r.Number, stamp)
 		nodes(r.Nodes, "  ")
 	}
 	return nil

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine/lesson"
 )
 
 func (a *app) lessonCmd() *cobra.Command {
-	var reset, presenter, quiet bool
+	var reset, presenter, quiet, noPause bool
 	var answers string
 	cmd := &cobra.Command{
 		Use:   "lesson",
@@ -32,6 +33,10 @@ database's executions, journals, outbox, keys and CRM like the article's
 reset between experiments, and never touches --db itself. The explorer's
 lesson mode (L) uses the same one, so progress is shared, and a workshop can
 stop (q, or Ctrl-D) and resume later where it left off.
+
+At a terminal it waits for Enter after each lesson's answer, so the answer
+stays on a projector until the room has read it; --no-pause goes straight
+on (piped input never waits).
 
 --answers gives the predictions up front (scripted use, no prompts).`,
 		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --reset --answers 2,2,1,1",
@@ -67,6 +72,11 @@ stop (q, or Ctrl-D) and resume later where it left off.
 			opts.Scratch = scratchOpener()
 			if scripted == nil {
 				opts.In = cmd.InOrStdin()
+				// A room at a terminal reads each answer before the next
+				// lesson starts; piped input (a script) runs on.
+				if f, ok := opts.In.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+					opts.Pause = !noPause
+				}
 			}
 			return lesson.Walk(ctx, s, opts)
 		},
@@ -75,6 +85,7 @@ stop (q, or Ctrl-D) and resume later where it left off.
 	cmd.Flags().StringVar(&answers, "answers", "", "predictions for the next lessons, comma-separated (e.g. 2,2,1)")
 	cmd.Flags().BoolVar(&presenter, "presenter", false, "more spacing, for a projector")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not narrate each run's attempts")
+	cmd.Flags().BoolVar(&noPause, "no-pause", false, "at a terminal, go on to the next lesson without waiting for Enter")
 	return cmd
 }
 

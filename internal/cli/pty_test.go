@@ -121,9 +121,9 @@ func (s *screen) press(keys string) {
 	}
 }
 
-// TestExplorerInPseudoTerminal runs naive, arms a crash, runs it again, resumes,
-// and reads the duplicate in the outbox and the killed worker in the trace
-// off the screen of the real binary.
+// TestExplorerInPseudoTerminal runs naive, arms a crash, runs it again (a new
+// execution), resumes, and reads the duplicate in the outbox and the killed
+// worker in the trace off the screen of the real binary.
 func TestExplorerInPseudoTerminal(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
@@ -139,11 +139,14 @@ func TestExplorerInPseudoTerminal(t *testing.T) {
 	s.waitFor("armed", "armed: crash-after-effect")
 	s.press("n")
 	s.waitFor("picker", "Run which scenario?")
-	s.press("\r") // naive again: a restart of exec_7K2Q, which the crash kills
-	s.waitFor("killed worker", "☠ worker killed (exit 137)", "◆ worker died · ambiguous: provider delivered")
+	s.press("\r") // naive again: a new execution (not exec_7K2Q), which the crash kills
+	s.waitFor("killed worker", "Executions 2", "☠ worker killed (exit 137)", "◆ worker died · ambiguous: provider delivered")
+	if text := s.text(); strings.Contains(text, "Trace  exec_7K2Q") {
+		t.Fatalf("the second run of naive restarted exec_7K2Q:\n%s", text)
+	}
 
 	s.press("r")
-	s.waitFor("resumed", "run 3", "4 messages ← duplicate send")
+	s.waitFor("resumed", "run 2", "2 messages ← duplicate send", "execution completed")
 	if text := s.text(); !strings.Contains(text, "☠ worker killed") {
 		t.Fatalf("the killed worker left the trace:\n%s", text)
 	}
@@ -190,4 +193,41 @@ func TestExplorerTooSmallTerminal(t *testing.T) {
 	s.waitFor("too small", "at least 60×16", "50×12")
 	s.press("q")
 	<-s.done
+}
+
+// TestExplorerAt120x35GivesTheTraceRoom: at 120×35 three columns gave the
+// trace 52 columns and cut its errors; now the trace pane is at least 70
+// columns wide and the outbox is on screen with it (under it).
+func TestExplorerAt120x35GivesTheTraceRoom(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "retrylab.db")
+	ok(t, db, "run", "naive")
+	s := startScreen(t, bin, db, 120, 35)
+	s.waitFor("naive at 120×35", "Trace  exec_7K2Q", "Outbox (provider's truth)", "2 messages ← duplicate send")
+	var width int
+	for _, line := range strings.Split(s.text(), "\n") {
+		runes := []rune(line)
+		at := strings.Index(line, "Trace  exec_7K2Q")
+		if at < 0 {
+			continue
+		}
+		start := len([]rune(line[:at]))
+		for start > 0 && runes[start] != '╭' {
+			start--
+		}
+		end := start + 1
+		for end < len(runes) && runes[end] != '╮' {
+			end++
+		}
+		width = end - start + 1
+	}
+	if width < 70 {
+		t.Fatalf("the trace pane is %d columns wide at 120×35, want ≥ 70:\n%s", width, s.text())
+	}
+	s.press("q")
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("q did not end the explorer:\n%s", s.text())
+	}
 }

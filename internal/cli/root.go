@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +54,8 @@ Without a subcommand it opens the explorer on the database.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,
+		// cobra's default, which SuggestionsFor (noArgs) does not apply.
+		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.explore(&explore)
 		},
@@ -99,10 +102,16 @@ func usageArgs(cmd *cobra.Command) {
 }
 
 // noArgs is cobra.NoArgs as a usage error: an argument where a command
-// takes none names a command that is not there.
+// takes none names a command that is not there, and cobra's suggestions
+// say which were meant ("rnu": run). cobra makes them only for a root
+// without Args and RunE; the root here has both (it opens the explorer).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if err := cobra.NoArgs(cmd, args); err != nil {
-		return usageError(err.Error())
+		msg := err.Error()
+		if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, " or ") + "?"
+		}
+		return usageError(msg)
 	}
 	return nil
 }

@@ -56,15 +56,20 @@ func (o *onOff) Set(s string) error {
 func (o *onOff) Type() string { return "on|off" }
 
 func (a *app) runCmd() *cobra.Command {
-	var keys, journal bool
+	var keys, journal, restart bool
 	var eng, temporalAddr string
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Run a scenario and narrate every attempt",
 		Long: `Run a scenario (a name from 'retrylab scenarios', or a path to a .yaml file),
 narrating each attempt as it happens, and end with the provider's outbox.
-If the scenario's execution already exists, this is a restart of it, as in the
-article: a new run of the same execution.
+Every run is a new execution: the first run of a scenario on a database has
+the scenario's own id (naive's exec_7K2Q, as in the article), later ones a
+new id, so each group sees the lesson from the start. A scenario whose lesson
+is running its execution again (safe, journal-deleted: the journal answers
+the second run, as in the article) restarts it instead, and --restart does so
+for any scenario: a new run of the same execution. 'retrylab resume'
+continues a killed one.
 
 With --engine temporal the agent runs as a Temporal workflow on the cluster
 at --temporal, its tool calls as activities: that engine needs the Temporal
@@ -75,7 +80,7 @@ Exit status: 0 when the execution completed, 137 when its worker was killed
 (resume it with 'retrylab resume'), 1 when it failed or the scenario file is
 invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 (an unknown scenario name, a scenario path with no file there, a bad flag).`,
-		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml\n  retrylab run agent-retry-same-step --engine temporal --temporal 127.0.0.1:7233",
+		Example: "  retrylab run naive\n  retrylab run safe --keys off\n  retrylab run ./my-scenario.yaml\n  retrylab run safe --restart\n  retrylab run agent-retry-same-step --engine temporal --temporal 127.0.0.1:7233",
 		Args:    exactArgs(1, "SCENARIO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch eng {
@@ -89,7 +94,7 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 			if err != nil {
 				return err
 			}
-			var opts engine.RunOptions
+			opts := engine.RunOptions{Restart: restart}
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
 			}
@@ -101,6 +106,7 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 	}
 	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
 	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
+	cmd.Flags().BoolVar(&restart, "restart", false, "run the scenario's own execution again when it exists, instead of a new execution")
 	cmd.Flags().StringVar(&eng, "engine", "local", "local (retrylab's own workers) or temporal (a Temporal workflow, by retrylab-temporal)")
 	cmd.Flags().StringVar(&temporalAddr, "temporal", "127.0.0.1:7233", "the Temporal cluster's frontend, with --engine temporal")
 	return cmd

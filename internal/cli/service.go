@@ -72,6 +72,12 @@ func (a *app) release(s engine.Service) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := s.CloseWhenIdle(ctx, func(running []string, holds int) {
+		if holds == 0 {
+			// Nothing attached: the runs are this process's own.
+			fmt.Fprintf(a.errOut, "retrylab: this process's runs on %s are not over (running %s); waiting for them before closing (Ctrl-C closes now and kills them)\n",
+				s.DBPath(), strings.Join(running, ", "))
+			return
+		}
 		what := fmt.Sprintf("%d attached", holds)
 		if len(running) > 0 {
 			what = "running " + strings.Join(running, ", ")

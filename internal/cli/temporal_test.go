@@ -139,3 +139,41 @@ func TestCLIRunEngineTemporal(t *testing.T) {
 		t.Errorf("missing retrylab-temporal: %q", msg)
 	}
 }
+
+// show of Temporal's smorgasbord history, whose clocks disagree (a signal
+// stamped before the workflow task that saw it): the times shown never go
+// backwards, the lines keep the source's order, and a line stamped earlier
+// than the one above says its own stamp.
+func TestCLIShowTemporalTimesInOrder(t *testing.T) {
+	t.Parallel()
+	var file string
+	for _, d := range []string{"../../../shared/real-traces", "../../../../shared/real-traces", os.Getenv("RETRYLAB_REAL_TRACES")} {
+		if p, err := filepath.Abs(filepath.Join(d, "temporal-smorgasbord.json")); d != "" && err == nil && fileExists(p) {
+			file = p
+		}
+	}
+	if file == "" {
+		t.Skip("temporal-smorgasbord.json is not here (RETRYLAB_REAL_TRACES)")
+	}
+	db := newDB(t)
+	ok(t, db, "import", file)
+	r := ok(t, db, "show")
+	has(t, r, "+0.029s       noted signal activityStarted received  (stamped +0.023s)",
+		"+0.035s       noted signal delivered to 4951fb36-36e1-414c-a359-ae6f70541afe  (stamped +0.030s)")
+	last := -1.0
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n")[1:] {
+		var at float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "+%fs", &at); err != nil {
+			t.Fatalf("no time on %q: %v", l, err)
+		}
+		if at < last {
+			t.Errorf("the time goes backwards at %q (after +%.3fs)", l, last)
+		}
+		last = at
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

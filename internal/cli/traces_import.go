@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,13 +13,15 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/control"
+	"github.com/retrylab/retrylab/engine/fetch"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
 )
 
 func (a *app) importCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "import FILE...",
+	var ff fetchFlags
+	cmd := &cobra.Command{
+		Use:   "import FILE|URL...",
 		Short: "Load OpenTelemetry traces and Temporal histories of real agents into the database",
 		Long: `Import OpenTelemetry traces into the database, beside retrylab's own
 executions, marked as imported with the file they came from. Each file may be
@@ -62,13 +65,37 @@ its spans are imported as OTLP's, under the same rules.
 FILE - is standard input; it and a pipe (/dev/stdin, <(...)) are read once,
 as they come: retrylab export --otlp - | retrylab --db other.db import -
 
+A URL (http:// or https://) is fetched and read as a file is: a trace
+from Tempo's API (http://tempo:3200/api/traces/ID, /api/v2/traces/ID),
+from Jaeger's (http://jaeger:16686/api/traces/ID, /api/v3/traces/ID), or
+any URL that answers a file of the formats above. A request may take
+--timeout, its answer read whole, and answer --max-mib at most; a status
+other than 2xx is one line naming the URL ("HTTP 404 from URL: not
+found"), and nothing is stored. --header 'Authorization: Bearer TOKEN'
+(repeatable, any header) is sent with every request; $RETRYLAB_FETCH_AUTHORIZATION,
+when set, is the Authorization header's value unless --header gives one.
+
+--tempo URL searches Tempo (GET /api/search) with --query's TraceQL,
+--jaeger URL searches Jaeger (GET /api/traces) for --service's traces,
+both over the last --since, --limit traces at most; each trace found is
+fetched by its id and imported on its own, whole or not at all, a line
+each (on a terminal, standard error shows which is being fetched). With
+--follow the search runs again every --every and imports each new trace
+until interrupted.
+
 While another retrylab holds the database (the explorer, serve), the files
 are sent to it as they are read and it imports them, under the same rules,
 with the same output; a running explorer shows the new executions arrive.
 
-Exit status: 0 when every file was imported, 1 when any failed.`,
-		Example: "  retrylab import traces.json\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
-		Args:    cobra.MinimumNArgs(1),
+Exit status: 0 when every file, URL and trace found was imported, 1 when
+any failed.`,
+		Example: "  retrylab import traces.json\n  retrylab import http://tempo:3200/api/traces/4bf92f3577b34da6a3ce929d0e0e4736\n  retrylab import --tempo http://tempo:3200 --query '{ span.gen_ai.operation.name = \"execute_tool\" }' --since 1h\n  retrylab import --jaeger http://jaeger:16686 --service mailer-agent --limit 50\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if ff.searching() {
+				return cobra.ArbitraryArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
 				// The import streams, but Go's collector lets the heap grow
@@ -77,9 +104,11 @@ Exit status: 0 when every file was imported, 1 when any failed.`,
 				debug.SetMemoryLimit(otlp.ImportMemoryLimit)
 			}
 			a.in = cmd.InOrStdin()
-			return a.importFiles(args)
+			return a.importFiles(args, &ff)
 		},
 	}
+	ff.add(cmd)
+	return cmd
 }
 
 // traces opens the database's traces for import, audit and export: through
@@ -132,15 +161,43 @@ func (a *app) openTraces(readOnly bool) (engine.Traces, error) {
 	}
 }
 
-func (a *app) importFiles(paths []string) error {
+func (a *app) importFiles(paths []string, ff *fetchFlags) error {
+	c, err := ff.client()
+	if err != nil {
+		return err
+	}
+	if ff.searching() {
+		if _, err := ff.searcher(c); err != nil {
+			return err // refused before the database is opened
+		}
+	}
+	for _, p := range paths {
+		if fetch.IsURL(p) {
+			if _, err := fetch.CheckURL(p); err != nil {
+				return err
+			}
+		}
+	}
 	t, err := a.traces()
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 	failed := 0
+	if ff.searching() {
+		n, err := a.importSearch(t, c, ff)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
 	for _, p := range paths {
-		if err := a.importOne(t, p); err != nil {
+		if fetch.IsURL(p) {
+			err = a.importURL(context.Background(), t, c, p)
+		} else {
+			err = a.importOne(t, p)
+		}
+		if err != nil {
 			failed++
 			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
 		}

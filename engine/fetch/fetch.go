@@ -1,0 +1,236 @@
+// Package fetch reads traces from where they live: an http(s) URL fetched
+// with a timeout and a size limit, its failures said in one line that
+// names the URL and the HTTP status, and the search APIs of Grafana Tempo
+// and Jaeger, which answer with the ids of the traces that match. What a
+// URL answers is not read here: the importer registry sniffs it as it
+// sniffs a file (engine/imports).
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultTimeout is how long a request may take, its body read whole,
+// unless the client says otherwise.
+const DefaultTimeout = time.Minute
+
+// DefaultMaxBytes is the largest answer read unless the client says
+// otherwise: the importer's limit on a whole JSON document.
+const DefaultMaxBytes int64 = 512 << 20
+
+// ErrTooLarge is the error of a body that goes past the client's
+// MaxBytes.
+var ErrTooLarge = errors.New("answer too large")
+
+// ErrTimeout is the error of a request, or a body's reading, that takes
+// longer than the client's Timeout.
+var ErrTimeout = errors.New("no complete answer in time")
+
+// Client fetches URLs. Its zero value uses http.DefaultTransport,
+// DefaultTimeout and DefaultMaxBytes and sends no extra header.
+type Client struct {
+	// Transport makes the requests; nil is http.DefaultTransport.
+	Transport http.RoundTripper
+	// Timeout bounds a request from its start to its body's last byte.
+	Timeout time.Duration
+	// MaxBytes bounds a body's size.
+	MaxBytes int64
+	// Header is sent with every request (Authorization, say).
+	Header http.Header
+}
+
+// StatusError is an answer whose status is not 2xx.
+type StatusError struct {
+	// URL is the URL that answered; From, when it differs, the one asked,
+	// which redirected to it.
+	URL, From string
+	Code      int
+	// Detail is the start of the body, one line, or empty.
+	Detail string
+}
+
+func (e *StatusError) Error() string {
+	what := http.StatusText(e.Code)
+	switch {
+	case e.Code == http.StatusNotFound:
+		what = "not found (no trace with that id, or no such API there)"
+	case e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden:
+		what = strings.ToLower(http.StatusText(e.Code)) + ": the server wants credentials"
+	case e.Code >= 500:
+		what = "server error"
+	}
+	from := e.URL
+	if e.From != "" && e.From != e.URL {
+		from += " (redirected from " + e.From + ")"
+	}
+	msg := fmt.Sprintf("HTTP %d from %s: %s", e.Code, from, what)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Unauthorized reports whether the server asked for credentials (401,
+// 403).
+func (e *StatusError) Unauthorized() bool {
+	return e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden
+}
+
+// CheckURL refuses what is not an absolute http or https URL with a host.
+func CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a URL: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: not an http or https URL", raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: a URL without a host", raw)
+	}
+	return u, nil
+}
+
+// IsURL reports whether s is meant as a URL rather than a file's name.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+func (c Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c Client) maxBytes() int64 {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+// Get fetches rawURL and hands back its body, bounded by the client's
+// Timeout and MaxBytes: reading past either is an error (ErrTimeout,
+// ErrTooLarge), which the importer reading it reports as a failed read,
+// so nothing is stored. An answer that is not 2xx is a *StatusError.
+// Close the body.
+func (c Client) Get(ctx context.Context, rawURL string) (io.ReadCloser, error) {
+	if _, err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%s: %w", rawURL, err)
+	}
+	for k, vs := range c.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Accept", "application/json, application/x-protobuf;q=0.9, */*;q=0.1")
+	hc := http.Client{Transport: c.Transport}
+	resp, err := hc.Do(req)
+	if err != nil {
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("GET %s: %w (%v)", rawURL, ErrTimeout, c.timeout())
+		}
+		return nil, fmt.Errorf("GET %s: %w", rawURL, unwrapURLError(err))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer cancel()
+		defer resp.Body.Close()
+		return nil, &StatusError{URL: resp.Request.URL.String(), From: rawURL, Code: resp.StatusCode, Detail: detail(resp.Body)}
+	}
+	return &body{rc: resp.Body, left: c.maxBytes(), max: c.maxBytes(), ctx: ctx, cancel: cancel, timeout: c.timeout()}, nil
+}
+
+// unwrapURLError drops the *url.Error's repetition of the method and URL,
+// which the caller's words already name.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// detail is the start of an error answer's body, on one line.
+func detail(r io.Reader) string {
+	const most = 200
+	buf, _ := io.ReadAll(io.LimitReader(r, most))
+	s := strings.Join(strings.Fields(string(buf)), " ")
+	if !utf8.ValidString(s) {
+		return ""
+	}
+	if len(buf) == most {
+		s += "…"
+	}
+	return s
+}
+
+// body is an answer's body, bounded in size and time.
+type body struct {
+	rc      io.ReadCloser
+	left    int64 // bytes that may still be read before the limit
+	max     int64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timeout time.Duration
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more than the limit says whether the body goes past it.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: larger than %s", ErrTooLarge, sizeWords(b.max))
+		}
+		return 0, b.readErr(err)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, b.readErr(err)
+}
+
+// readErr says a read that the deadline cut short as such.
+func (b *body) readErr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the answer took longer than %v", ErrTimeout, b.timeout)
+	}
+	return err
+}
+
+func (b *body) Close() error {
+	defer b.cancel()
+	return b.rc.Close()
+}
+
+// sizeWords is a byte count as a person reads a limit: "512 MiB".
+func sizeWords(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
