@@ -107,7 +107,7 @@ func (h *Host) FindExecutions(query string, skip, limit int) ([]history.Executio
 			}
 			x, err := history.DecodeExecution(data)
 			if err != nil {
-				return err
+				return tx.ExecutionDamaged(id, err)
 			}
 			out = append(out, x)
 		}
@@ -122,9 +122,14 @@ func (h *Host) scanExecutions(q execindex.Query, skip, limit int) ([]history.Exe
 	var out []history.Execution
 	total := 0
 	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Executions(true, 0, func(_ string, rec []byte) bool {
+		var damaged error
+		err := tx.Executions(true, 0, func(id string, rec []byte) bool {
 			x, err := history.DecodeExecution(rec)
-			if err != nil || !q.Match(x) {
+			if err != nil {
+				damaged = tx.ExecutionDamaged(id, err)
+				return false
+			}
+			if !q.Match(x) {
 				return true
 			}
 			if total >= skip && (limit <= 0 || len(out) < limit) {
@@ -133,6 +138,10 @@ func (h *Host) scanExecutions(q execindex.Query, skip, limit int) ([]history.Exe
 			total++
 			return true
 		})
+		if err != nil {
+			return err
+		}
+		return damaged
 	})
 	return out, total, err
 }

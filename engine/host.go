@@ -150,6 +150,8 @@ type Host struct {
 	closing bool
 	// counters for the status bar and checks
 	mailRequests map[string]int
+	// readOnly says the host only reads its file (OpenReadOnly).
+	readOnly bool
 }
 
 // execState is what the host keeps in memory about an execution while it
@@ -430,8 +432,10 @@ func (h *Host) Close() error {
 	h.bus.close() // ends attached clients' notice streams and waits
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := h.runtime.Shutdown(ctx); err != nil {
-		_ = h.runtime.Close() // connections that never sent a request
+	if h.runtime != nil {
+		if err := h.runtime.Shutdown(ctx); err != nil {
+			_ = h.runtime.Close() // connections that never sent a request
+		}
 	}
 	if h.channel != nil {
 		_ = h.channel.Close() // its workers are gone: it waits for no one

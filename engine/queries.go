@@ -11,14 +11,27 @@ import (
 
 // Execution reads one execution's record.
 func (h *Host) Execution(id string) (history.Execution, error) {
-	var data []byte
-	if err := h.db.View(func(tx *store.Tx) error { data = tx.Execution(id); return nil }); err != nil {
+	var x history.Execution
+	found := false
+	err := h.db.View(func(tx *store.Tx) error {
+		data := tx.Execution(id)
+		if data == nil {
+			return nil
+		}
+		found = true
+		var err error
+		if x, err = history.DecodeExecution(data); err != nil {
+			return tx.ExecutionDamaged(id, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return history.Execution{}, err
 	}
-	if data == nil {
+	if !found {
 		return history.Execution{}, fmt.Errorf("%w: %s", ErrNoExecution, id)
 	}
-	return history.DecodeExecution(data)
+	return x, nil
 }
 
 // Executions lists executions newest first, skipping skip, at most limit, and
@@ -28,12 +41,20 @@ func (h *Host) Executions(skip, limit int) ([]history.Execution, int, error) {
 	var total int
 	err := h.db.View(func(tx *store.Tx) error {
 		total = tx.ExecutionCount()
-		return tx.Executions(true, skip, func(_ string, rec []byte) bool {
-			if x, err := history.DecodeExecution(rec); err == nil {
-				out = append(out, x)
+		var damaged error
+		err := tx.Executions(true, skip, func(id string, rec []byte) bool {
+			x, err := history.DecodeExecution(rec)
+			if err != nil {
+				damaged = tx.ExecutionDamaged(id, err)
+				return false
 			}
+			out = append(out, x)
 			return limit <= 0 || len(out) < limit
 		})
+		if err != nil {
+			return err
+		}
+		return damaged
 	})
 	return out, total, err
 }
@@ -60,15 +81,19 @@ func (h *Host) Events(id string, from uint64, limit int) ([]history.Event, error
 	var out []history.Event
 	var decodeErr error
 	err := h.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, from, func(seq uint64, data []byte) bool {
+		err := tx.Events(id, from, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
-				decodeErr = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				decodeErr = tx.EventDamaged(id, seq, err)
 				return false
 			}
 			out = append(out, ev)
 			return limit <= 0 || len(out) < limit
 		})
+		if err == nil && from <= 1 && len(out) == 0 {
+			err = lostHistory(tx, id)
+		}
+		return err
 	})
 	if err == nil {
 		err = decodeErr
@@ -86,15 +111,23 @@ type JournalEntry struct {
 func (h *Host) Journal(id string) ([]JournalEntry, error) {
 	var out []JournalEntry
 	err := h.db.View(func(tx *store.Tx) error {
-		return tx.JournalEntries(func(exec, step string, data []byte) bool {
+		var damaged error
+		err := tx.JournalEntries(func(exec, step string, data []byte) bool {
 			if id != "" && exec != id {
 				return true
 			}
-			if rec, err := history.DecodeJournal(exec, step, data); err == nil {
-				out = append(out, JournalEntry{Execution: exec, JournalRecord: rec})
+			rec, err := history.DecodeJournal(exec, step, data)
+			if err != nil {
+				damaged = tx.JournalDamaged(exec, step, err)
+				return false
 			}
+			out = append(out, JournalEntry{Execution: exec, JournalRecord: rec})
 			return true
 		})
+		if err != nil {
+			return err
+		}
+		return damaged
 	})
 	return out, err
 }

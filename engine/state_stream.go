@@ -56,13 +56,21 @@ func (h *Host) WriteState(w io.Writer) error {
 	for exec, step := "", ""; ; {
 		var page []JournalEntry
 		err := h.db.View(func(tx *store.Tx) error {
-			return tx.JournalEntriesAfter(exec, step, func(e, s string, data []byte) bool {
+			var damaged error
+			err := tx.JournalEntriesAfter(exec, step, func(e, s string, data []byte) bool {
 				exec, step = e, s
-				if rec, err := history.DecodeJournal(e, s, data); err == nil {
-					page = append(page, JournalEntry{Execution: e, JournalRecord: rec})
+				rec, err := history.DecodeJournal(e, s, data)
+				if err != nil {
+					damaged = tx.JournalDamaged(e, s, err)
+					return false
 				}
+				page = append(page, JournalEntry{Execution: e, JournalRecord: rec})
 				return len(page) < statePage
 			})
+			if err != nil {
+				return err
+			}
+			return damaged
 		})
 		if err != nil {
 			return fmt.Errorf("read journals: %w", err)

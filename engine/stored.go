@@ -43,7 +43,7 @@ func (s stored) Events(id string, from uint64, limit int) ([]history.Event, erro
 		return tx.Events(id, from, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				bad = tx.EventDamaged(id, seq, err)
 				return false
 			}
 			out = append(out, ev)
@@ -61,15 +61,21 @@ func (s stored) Events(id string, from uint64, limit int) ([]history.Event, erro
 func (s stored) EachEvent(id string, fn func(history.Event)) error {
 	var bad error
 	err := s.db.View(func(tx *store.Tx) error {
-		return tx.Events(id, 0, func(seq uint64, data []byte) bool {
+		n := 0
+		err := tx.Events(id, 0, func(seq uint64, data []byte) bool {
 			ev, err := history.Decode(data)
 			if err != nil {
-				bad = fmt.Errorf("execution %s event %d: %w", id, seq, err)
+				bad = tx.EventDamaged(id, seq, err)
 				return false
 			}
+			n++
 			fn(ev)
 			return true
 		})
+		if err == nil && n == 0 {
+			err = lostHistory(tx, id)
+		}
+		return err
 	})
 	if err == nil {
 		err = bad
@@ -124,3 +130,22 @@ func (s stored) eachFolded(ids []string, fn func(*trace.Trace)) error {
 // scratch database of imported files, say), imported ones through the
 // sources in reg: the Reader imports.Fold folds with.
 func ReadStore(db *store.DB, reg *imports.Registry) imports.Reader { return stored{db, reg} }
+
+// lostHistory is the error for execution id, whose history reads empty:
+// nil when that is what it holds (imported, or never run), damage when
+// its record says it ran: its history number, or the chunks it names,
+// are lost.
+func lostHistory(tx *store.Tx, id string) error {
+	rec := tx.Execution(id)
+	if rec == nil {
+		return nil
+	}
+	x, err := history.DecodeExecution(rec)
+	if err != nil {
+		return tx.ExecutionDamaged(id, err)
+	}
+	if x.Imported != "" || x.Runs == 0 {
+		return nil
+	}
+	return tx.EventDamaged(id, 1, fmt.Errorf("the execution ran %d times, but its history is empty", x.Runs))
+}

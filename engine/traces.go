@@ -155,7 +155,7 @@ func executionRecord(tx *store.Tx, db *store.DB, id string) (history.Execution, 
 	}
 	x, err := history.DecodeExecution(rec)
 	if err != nil {
-		return history.Execution{}, fmt.Errorf("execution %s: %w", id, err)
+		return history.Execution{}, tx.ExecutionDamaged(id, err)
 	}
 	return x, nil
 }
@@ -174,12 +174,22 @@ func (s stored) audit(ids []string, opts audit.Options) (audit.Report, error) {
 func executionIDs(db *store.DB, keep func(tx *store.Tx, id string, rec []byte) bool) ([]string, error) {
 	var ids []string
 	err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, rec []byte) bool {
+		var damaged error
+		err := tx.Executions(false, 0, func(id string, rec []byte) bool {
+			if rec == nil {
+				// The creation order names it: its record is lost.
+				damaged = tx.ExecutionDamaged(id, errors.New("the creation order names it, but it has no record"))
+				return false
+			}
 			if keep(tx, id, rec) {
 				ids = append(ids, id)
 			}
 			return true
 		})
+		if err != nil {
+			return err
+		}
+		return damaged
 	})
 	return ids, err
 }
@@ -211,8 +221,9 @@ func (s stored) planOTLPExport(ids []string, o OTLPExportOptions) (*otlpExport, 
 	if len(ids) == 0 {
 		var err error
 		ids, err = executionIDs(db, func(_ *store.Tx, _ string, rec []byte) bool {
+			// An undecodable record is kept: reading it reports the damage.
 			x, err := history.DecodeExecution(rec)
-			return err == nil && x.Imported == ""
+			return err != nil || x.Imported == ""
 		})
 		if err != nil {
 			return nil, err
@@ -291,7 +302,7 @@ func (e *otlpExport) one(jw imports.Writer, id string, imported bool) error {
 				return tx.Events(id, from, func(seq uint64, data []byte) bool {
 					ev, err := history.Decode(data)
 					if err != nil {
-						bad = fmt.Errorf("execution %s: %w", id, err)
+						bad = tx.EventDamaged(id, seq, err)
 						return false
 					}
 					page = append(page, ev)
@@ -313,6 +324,14 @@ func (e *otlpExport) one(jw imports.Writer, id string, imported bool) error {
 	})
 	switch {
 	case errors.Is(err, imports.ErrNoEvents):
+		// No history: an execution that ran lost it (damage).
+		var lost error
+		if verr := e.s.db.View(func(tx *store.Tx) error { lost = lostHistory(tx, id); return nil }); verr != nil {
+			return verr
+		}
+		if lost != nil {
+			return lost
+		}
 		return notOurs
 	case err != nil:
 		return fmt.Errorf("%s: %w", id, err)

@@ -20,6 +20,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -287,8 +288,17 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// walked first, under the shared lock bbolt now holds (no writer
 		// can change the file while it is held), so that no read follows a
 		// damaged page out of the map or round a loop.
+		// A file small enough is checked in full, as a read-write Open
+		// checks it, so that a reader reports the damage bbolt's check
+		// finds (keys out of order, say) instead of reading round it.
 		if info, statErr := file.Stat(); statErr == nil && info.Size() <= opts.WalkUpTo {
-			if werr := walkFile(path, b.Info().PageSize); werr != nil {
+			var werr error
+			if opts.CheckUpTo >= 0 && info.Size() <= opts.CheckUpTo {
+				werr = b.View(func(tx *bolt.Tx) error { return checkFile(path, tx) })
+			} else {
+				werr = walkFile(path, b.Info().PageSize)
+			}
+			if werr != nil {
 				_ = b.Close()
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}
@@ -314,9 +324,24 @@ func classifyOpenError(path string, err error) error {
 		strings.Contains(err.Error(), "file size too small"):
 		return fmt.Errorf("open %s: %w: %v", path, ErrCorrupt, err)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("open %s: permission denied (is the directory writable?): %w", path, err)
+		return fmt.Errorf("open %s: %s: %w", path, permissionCause(path), err)
 	}
 	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// permissionCause says why opening path was denied: the file cannot be
+// read, or cannot be written (a read-write open needs both), or the
+// directory cannot be written (a missing file cannot be created in it).
+func permissionCause(path string) string {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("permission denied: the file does not exist and directory %s is not writable to create it", filepath.Dir(path))
+	}
+	if f, err := os.Open(path); err != nil {
+		return "permission denied: the file is not readable by this user"
+	} else {
+		f.Close()
+	}
+	return "permission denied: the file is not writable by this user (commands that only read open it read-only)"
 }
 
 // precheck looks at an existing, non-empty file through a read-only bbolt

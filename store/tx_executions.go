@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -377,4 +379,56 @@ func (t *Tx) DeleteExecution(exec string) error {
 		t.tx.OnCommit(func() { w.ExecutionDeleted(exec) })
 	}
 	return nil
+}
+
+// CheckExecutionIndex checks what the store keeps about the executions
+// beside their records: each entry of the creation order names an
+// execution that has a record, each record is in the order once, and the
+// count of executions is theirs. It returns a *DamagedRecord for each
+// entry that is not so, at most max (max <= 0: all).
+func (t *Tx) CheckExecutionIndex(max int) ([]error, error) {
+	order, execs, err := t.executionBuckets()
+	if err != nil {
+		return nil, err
+	}
+	var damaged []error
+	n := 0
+	c := order.Cursor()
+	for k, v := c.First(); k != nil && (max <= 0 || len(damaged) < max); k, v = c.Next() {
+		n++
+		if execs.Get(v) == nil {
+			damaged = append(damaged, t.Damaged(bucketExecOrder, nil, k, fmt.Errorf("it names execution %q, which has no record", v)))
+		}
+	}
+	if hids := t.root(bucketHistoryIDs); hids != nil {
+		seen := map[string]bool{}
+		last := hids.Sequence()
+		hc := hids.Cursor()
+		for k, v := hc.First(); k != nil && (max <= 0 || len(damaged) < max); k, v = hc.Next() {
+			var why error
+			switch {
+			case v == nil:
+				why = errors.New("a bucket where a history number belongs")
+			case len(v) != historyKeyLen:
+				why = fmt.Errorf("a history number of %d bytes", len(v))
+			case binary.BigEndian.Uint32(v) == 0 || uint64(binary.BigEndian.Uint32(v)) > last:
+				why = fmt.Errorf("history number %d, never given (the last given is %d)", binary.BigEndian.Uint32(v), last)
+			case seen[string(v)]:
+				why = fmt.Errorf("history number %d, given to another execution too", binary.BigEndian.Uint32(v))
+			case execs.Get(k) == nil:
+				why = errors.New("the history of an execution that has no record")
+			}
+			if why != nil {
+				damaged = append(damaged, t.Damaged(bucketHistoryIDs, nil, k, why))
+			}
+			seen[string(v)] = true
+		}
+	}
+	records := execs.Stats().KeyN
+	counted := t.root(bucketMeta) != nil && t.root(bucketMeta).Get([]byte("exec_count")) != nil
+	if len(damaged) == 0 && (n != records || counted && n != t.ExecutionCount()) {
+		damaged = append(damaged, t.Damaged(bucketMeta, nil, []byte("exec_count"),
+			fmt.Errorf("the file holds %d execution records, %d in creation order, and counts %d", records, n, t.ExecutionCount())))
+	}
+	return damaged, nil
 }

@@ -131,7 +131,10 @@ func (t *Tx) historyPrefix(exec string, create bool) (*bolt.Bucket, []byte, erro
 	}
 	if v != nil {
 		if len(v) != historyKeyLen {
-			return nil, nil, fmt.Errorf("history number of %s: %w", exec, ErrCorrupt)
+			return nil, nil, t.Damaged(bucketHistoryIDs, nil, []byte(exec), fmt.Errorf("a history number of %d bytes", len(v)))
+		}
+		if n := binary.BigEndian.Uint32(v); n == 0 || uint64(n) > ids.Sequence() {
+			return nil, nil, t.Damaged(bucketHistoryIDs, nil, []byte(exec), fmt.Errorf("history number %d, never given (the last given is %d)", n, ids.Sequence()))
 		}
 		return events, clone(v), nil
 	}
@@ -374,7 +377,7 @@ func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, 
 			chunk, err = decodeChunk(v, true)
 		}
 		if err != nil {
-			return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
+			return false, t.chunkDamaged(exec, k, fmt.Errorf("a history chunk of %s: %w", exec, err))
 		}
 		stopped := false
 		ok = chunkEvents(chunk, func(data []byte) bool {
@@ -423,4 +426,29 @@ func (t *Tx) deleteHistory(exec string) error {
 		return err
 	}
 	return ids.Delete([]byte(exec))
+}
+
+// chunkDamaged is Damaged for the history chunk at key k: a sealed chunk
+// of history_events, or a growing tail of history_tails.
+func (t *Tx) chunkDamaged(exec string, k []byte, err error) error {
+	b := bucketHistoryTails
+	if events := t.root(bucketHistoryEvents); events != nil && events.Get(k) != nil {
+		b = bucketHistoryEvents
+	}
+	d := t.Damaged(b, nil, k, err)
+	d.(*DamagedRecord).Execution = exec
+	return d
+}
+
+// EventDamaged is Damaged for event seq of exec's history, which does not
+// decode: its chunk decompressed, so the damage is inside an event. The
+// record named is the execution's history (the page is not told).
+func (t *Tx) EventDamaged(exec string, seq uint64, err error) error {
+	d := &DamagedRecord{Bucket: bucketHistoryEvents, Key: []byte(exec), Execution: exec,
+		Err: fmt.Errorf("event %d of the history: %w", seq, err)}
+	if t.db != nil {
+		d.Path = t.db.path
+		t.db.markDamaged(fmt.Sprintf("a damaged event %d in the history of %s", seq, exec))
+	}
+	return d
 }

@@ -199,3 +199,19 @@ func (t *Tx) JournalEntriesAfter(exec, step string, fn func(exec, step string, r
 	}
 	return nil
 }
+
+// JournalDamaged is Damaged for the journal record of exec's step, in
+// whichever layout the file keeps it.
+func (t *Tx) JournalDamaged(exec, step string, err error) error {
+	if p, perr := t.bucket(bucketJournals); perr == nil && flatJournals(exec) && p.Get(journalKey(exec, step)) != nil {
+		return t.Damaged(bucketJournals, nil, journalKey(exec, step), err)
+	}
+	return t.Damaged(bucketJournals, [][]byte{[]byte(exec)}, []byte(step), err)
+}
+
+// ExecutionDamaged is Damaged for the record of execution id.
+func (t *Tx) ExecutionDamaged(id string, err error) error {
+	d := t.Damaged(bucketExecutions, nil, []byte(id), err)
+	d.(*DamagedRecord).Execution = id
+	return d
+}

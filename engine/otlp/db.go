@@ -100,7 +100,7 @@ func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
 			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
 			id, err := storedSpanID(b)
 			if err != nil {
-				return fmt.Errorf("stored span %d does not decode: %w", seq+uint64(i), err)
+				return spanDamaged(tx, k, seq+uint64(i), b, err)
 			}
 			if _, ok := into[id]; !ok {
 				into[id] = b
@@ -796,8 +796,12 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 				break
 			}
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(j))), &s); err != nil {
-				return nil, fmt.Errorf("execution %s: stored span %x does not decode: %w", from, k[len(prefix):], err)
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(j)))
+			if err := decodeSpan(b, &s); err != nil {
+				return nil, spanDamaged(tx, k, seq+uint64(j), b, fmt.Errorf("a span of execution %s: %w", from, err))
+			}
+			if s.TraceID != trace {
+				return nil, tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(j), s.TraceID))
 			}
 			m.add(&s)
 			role, is := effect.roleOf(&s)
@@ -996,8 +1000,13 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 		}
 		for i := range n {
 			var s Span
-			if err := decodeSpan(tx.Get(BucketSpans, store.U64(seq+uint64(i))), &s); err != nil {
-				bad = fmt.Errorf("execution %s: stored span %x does not decode: %w", exec, k[len(prefix):], err)
+			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+			if err := decodeSpan(b, &s); err != nil {
+				bad = spanDamaged(tx, k, seq+uint64(i), b, fmt.Errorf("a span of execution %s: %w", exec, err))
+				return false
+			}
+			if !bytes.HasPrefix(k[len(prefix):], []byte(s.TraceID)) {
+				bad = tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(i), s.TraceID))
 				return false
 			}
 			s.Import = imp
@@ -1010,6 +1019,15 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 	}
 	if bad != nil {
 		return nil, bad
+	}
+	if len(spans) == 0 && own == 0 && len(pending) == 0 {
+		// Every imported execution was made from its spans: one with
+		// none lost its entries of the index.
+		if rec := tx.Execution(exec); rec != nil {
+			if x, err := history.DecodeExecution(rec); err == nil && x.Imported == ImportedFormat {
+				return nil, tx.Damaged(BucketIndex, nil, prefix, fmt.Errorf("imported execution %s has no span in the index", exec))
+			}
+		}
 	}
 	SortSpans(spans)
 	return spans, nil
@@ -1027,4 +1045,14 @@ func SortSpans(spans []Span) {
 		}
 		return a.SpanID < b.SpanID
 	})
+}
+
+// spanDamaged is the error for span seq, named by the index entry at key
+// index, which does not decode (err): the span's record when it is
+// stored (span holds it), else the index entry that names it.
+func spanDamaged(tx *store.Tx, index []byte, seq uint64, span []byte, err error) error {
+	if span == nil {
+		return tx.Damaged(BucketIndex, nil, index, fmt.Errorf("it names span %d, which is not stored", seq))
+	}
+	return tx.Damaged(BucketSpans, nil, store.U64(seq), err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // How a span is stored in BucketSpans.
@@ -203,7 +204,20 @@ func (r *spanReader) bytes(n uint64) []byte {
 	return out
 }
 
-func (r *spanReader) string() string { return string(r.bytes(r.uvarint())) }
+// string reads a string. Every string Save stores is valid UTF-8 (OTLP's
+// JSON and protobuf both hold text so): one that is not was damaged after
+// it was stored, and the span does not decode.
+func (r *spanReader) string() string {
+	b := r.bytes(r.uvarint())
+	if r.err == nil && !utf8.Valid(b) {
+		r.err = errNotText
+		return ""
+	}
+	return string(b)
+}
+
+// errNotText is a stored string that is not UTF-8 text.
+var errNotText = errors.New("a string that is not UTF-8 text")
 
 func (r *spanReader) id(raw bool, n uint64) string {
 	if raw {

@@ -59,7 +59,7 @@ func (w *World) MessagesFor(execution string) ([]Message, error) {
 			}
 			m, err := DecodeMessage(store.U64(seq), v)
 			if err != nil {
-				return fmt.Errorf("decode outbox entry %d: %w", seq, err)
+				return tx.Damaged(BucketOutbox, nil, store.U64(seq), err)
 			}
 			out = append(out, m)
 		}
@@ -86,7 +86,7 @@ func (w *World) Recent(limit int) ([]Message, int, error) {
 		if err := tx.Scan(BucketOutbox, nil, true, func(k, v []byte) bool {
 			var m Message
 			if m, derr = DecodeMessage(k, v); derr != nil {
-				derr = fmt.Errorf("decode outbox entry %d: %w", store.DecodeU64(k), derr)
+				derr = tx.Damaged(BucketOutbox, nil, k, derr)
 				return false
 			}
 			out = append(out, m)
@@ -146,7 +146,7 @@ func readLog[T any](db *store.DB, b store.Bucket, fromSeq uint64, limit int, wha
 			}
 			var e T
 			if e, derr = decode(k, v); derr != nil {
-				derr = fmt.Errorf("decode %s entry %d: %w", b, store.DecodeU64(k), derr)
+				derr = tx.Damaged(b, nil, k, derr)
 				return false
 			}
 			out = append(out, e)
@@ -187,7 +187,7 @@ func (w *World) KeysPage(from string, limit int) ([]StoredKey, error) {
 			}
 			rec, ok := decodeKeyRecord(string(k), v)
 			if !ok {
-				derr = fmt.Errorf("decode key record %q", k)
+				derr = tx.Damaged(BucketKeys, nil, k, errors.New("undecodable key record"))
 				return false
 			}
 			out = append(out, w.storedKey(string(k), rec, now))
@@ -240,7 +240,7 @@ func (w *World) RecordsPage(from string, limit int) ([]Record, error) {
 			}
 			var r Record
 			if r, derr = decodeRecord(string(k), v); derr != nil {
-				derr = fmt.Errorf("decode record %q: %w", k, derr)
+				derr = tx.Damaged(BucketCRM, nil, k, derr)
 				return false
 			}
 			out = append(out, r)

@@ -159,6 +159,10 @@ type Config struct {
 	// MailPort and CRMPort are the ports the services listen on, on
 	// 127.0.0.1. Zero means any free port.
 	MailPort, CRMPort int
+	// ReadOnly makes a world that only reads DB (opened read-only): New
+	// leaves the in-flight keys a previous process left where they are,
+	// and the world is never started.
+	ReadOnly bool
 }
 
 // World is the simulated outside world. Its methods are safe for concurrent use.
@@ -260,6 +264,9 @@ func New(cfg Config) (*World, error) {
 	if err != nil {
 		w.cancelBase()
 		return nil, fmt.Errorf("new world: load clock offset: %w", err)
+	}
+	if cfg.ReadOnly {
+		return w, nil
 	}
 	if err := w.dropInFlight(); err != nil {
 		w.cancelBase()

@@ -14,12 +14,15 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/chaos"
 	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/fixtures"
 	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/internal/plural"
+	"github.com/retrylab/retrylab/store"
 )
 
 // maxListedViolations bounds the violations a table lists.
@@ -198,6 +201,31 @@ func (a *app) runCheck(externalOK bool) error {
 	if err := db.Check(); err != nil {
 		return name(err)
 	}
+	// Every record is read before the model, so that damage is told as
+	// damage, not as the violations it would cause.
+	damaged, err := engine.CheckRecords(db, a.imports, maxListedDamage+1, otlp.CheckRecords)
+	if err != nil {
+		return name(err)
+	}
+	if len(damaged) > 0 {
+		for i, d := range damaged {
+			if i == maxListedDamage {
+				fmt.Fprintf(a.out, "damaged: ... (more not listed)\n")
+				break
+			}
+			fmt.Fprintf(a.out, "damaged: %s\n", name(d))
+		}
+		n := plural.Count(len(damaged), "damaged record")
+		if len(damaged) > maxListedDamage {
+			n = fmt.Sprintf("more than %d damaged records", maxListedDamage)
+		}
+		first := oneLine(name(damaged[0]).Error())
+		if !strings.Contains(first, store.ErrCorrupt.Error()) {
+			first = fmt.Sprintf("%s: %v: %s", a.dbPath, store.ErrCorrupt, first)
+		}
+		return &exitError{code: 1, msg: fmt.Sprintf("check: %s (%s in all); `retrylab salvage` copies what is readable into a new file",
+			first, n)}
+	}
 	rep, err := check.CheckDB(db, check.Options{Resolve: planResolver(scenario.NewCatalog(fixtures.FS)), ExternalOK: externalOK})
 	if err != nil {
 		return name(err)
@@ -219,6 +247,9 @@ func (a *app) runCheck(externalOK bool) error {
 // regenerated from its name, anything else is looked up in cat, which
 // parses its files once. The checker asks up to three times per execution,
 // one execution after another, so the last answer is kept.
+// maxListedDamage bounds the damaged records check lists.
+const maxListedDamage = 20
+
 func planResolver(cat *scenario.Catalog) func(name string) (check.Plan, bool) {
 	var (
 		mu       sync.Mutex

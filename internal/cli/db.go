@@ -17,7 +17,7 @@ import (
 
 // noDB names the commands that never open --db (chaos checks it itself,
 // since it only uses --db when given).
-var noDB = map[string]bool{"scenarios": true, "verify": true, "chaos": true, "chaos-host": true,
+var noDB = map[string]bool{"scenarios": true, "verify": true, "chaos": true, "chaos-host": true, "salvage": true,
 	"help": true, "completion": true, "__complete": true}
 
 // checkDBFlag checks --db before a command that opens it runs.
@@ -74,6 +74,9 @@ func checkDBPath(path string) error {
 // the database and removes any copy.
 func (a *app) readDB() (*store.DB, func(error) error, func(), error) {
 	same := func(err error) error { return err }
+	if err := a.needDB(); err != nil {
+		return nil, nil, nil, err
+	}
 	if _, err := os.Stat(a.dbPath); err != nil {
 		return nil, nil, nil, fmt.Errorf("read %s: %w", a.dbPath, err)
 	}

@@ -91,7 +91,7 @@ for a handout.`,
 			if traces[0] != nil && traces[1] != nil {
 				return show()
 			}
-			return a.withService(func(s engine.Service) error {
+			return a.withReader(func(s engine.Service) error {
 				var errs [2]error
 				var wg sync.WaitGroup
 				for i, d := range sides {

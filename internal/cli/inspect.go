@@ -30,7 +30,7 @@ database, or run on a scratch database when this one has none).`,
 			if asJSON && asMarkdown {
 				return &exitError{code: 2, msg: "show: --json and --markdown exclude each other"}
 			}
-			return a.withService(func(h engine.Service) error {
+			return a.withReader(func(h engine.Service) error {
 				id, err := pickExecution(h, args)
 				if err != nil {
 					return err
@@ -132,7 +132,7 @@ func (a *app) outboxCmd() *cobra.Command {
 		Short: "Print the mail provider's outbox: the ground truth the trace cannot show",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withService(func(h engine.Service) error {
+			return a.withReader(func(h engine.Service) error {
 				msgs, err := h.Outbox()
 				if err != nil {
 					return err
@@ -188,7 +188,7 @@ func (a *app) stateCmd() *cobra.Command {
 		Long:  "Print the outbox, the key store, every journal record and the CRM as one JSON object, like the article's state.json.",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withService(func(h engine.Service) error {
+			return a.withReader(func(h engine.Service) error {
 				// Streamed a page at a time: the same JSON as State,
 				// whatever the size of the world.
 				return h.WriteState(a.out)
@@ -209,7 +209,7 @@ func (a *app) journalCmd() *cobra.Command {
 		Short: "List journal records",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withService(func(h engine.Service) error {
+			return a.withReader(func(h engine.Service) error {
 				id := ""
 				if len(args) == 1 {
 					id = args[0]

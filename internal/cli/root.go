@@ -76,6 +76,7 @@ Without a subcommand it opens the explorer on the database.`,
 		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd(), a.clockCmd(), a.diffCmd())
 	root.AddCommand(otlpCommands(a)...)
 	root.AddCommand(a.roomCommands()...)
+	root.AddCommand(a.salvageCmd())
 	for _, c := range root.Commands() {
 		usageArgs(c)
 	}

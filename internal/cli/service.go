@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -123,4 +124,68 @@ func (a *app) openHost() (*control.Server, error) {
 			a.mailPort, a.controlPort, err)}
 	}
 	return h, err
+}
+
+// withReader runs fn on the database for a command that only reads it
+// (show, state, outbox, journal list, diff): through the retrylab that has
+// it open, if one does, and otherwise on a host opened read-only
+// (engine.OpenReadOnly), which writes no byte of the file and reads a file
+// this user may not write. A missing file is not created.
+func (a *app) withReader(fn func(engine.Service) error) (err error) {
+	if err := a.needDB(); err != nil {
+		return err
+	}
+	// attach reads through the retrylab that has the file open, if one
+	// does and holds it for us.
+	attach := func() (*control.Client, error) {
+		c, err := control.Dial(a.dbPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Hold(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	for try := 0; ; try++ {
+		c, derr := attach()
+		if derr == nil {
+			defer a.releaseInto(c, &err)
+			return fn(c)
+		}
+		if !errors.Is(derr, control.ErrNoHost) && try < 40 {
+			time.Sleep(25 * time.Millisecond) // a host that is closing: until it has let go of the file
+			continue
+		}
+		h, oerr := engine.OpenReadOnly(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports})
+		if errors.Is(oerr, store.ErrLocked) {
+			// A host may have come up while we waited for the lock.
+			if c, derr := attach(); derr == nil {
+				defer a.releaseInto(c, &err)
+				return fn(c)
+			}
+		}
+		if oerr != nil {
+			return oerr
+		}
+		defer h.Close()
+		notes, err := h.Notes()
+		if err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintf(a.errOut, "retrylab: %s\n", n)
+		}
+		return fn(engine.NewLocal(h))
+	}
+}
+
+// needDB fails, in one line, when --db names no file: a command that only
+// reads never creates a database.
+func (a *app) needDB() error {
+	if _, err := os.Stat(a.dbPath); errors.Is(err, fs.ErrNotExist) {
+		return &exitError{code: 1, msg: fmt.Sprintf("no database at %s: `retrylab run naive` makes one", a.dbPath)}
+	}
+	return nil
 }

@@ -69,7 +69,7 @@ audit cannot be made (an unknown execution, a damaged database), 0 otherwise,
 			if window <= 0 {
 				return &exitError{code: 2, msg: "audit: --window must be positive"}
 			}
-			t, err := a.traces()
+			t, err := a.readTraces()
 			if err != nil {
 				return err
 			}

@@ -71,7 +71,7 @@ func (a *app) exportOTLP(file string, ids []string) error {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	t, err := a.traces()
+	t, err := a.readTraces()
 	if err != nil {
 		return err
 	}

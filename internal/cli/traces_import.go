@@ -116,7 +116,20 @@ any failed.`,
 // attached to it and holding it open as service does, so the host runs the
 // work on its own store; or else on the file, opened by this process alone
 // (no world, no workers). Either way the output is the same.
-func (a *app) traces() (engine.Traces, error) {
+func (a *app) traces() (engine.Traces, error) { return a.openTraces(false) }
+
+// readTraces is traces for a command that only reads (audit, export): with
+// no retrylab to read through, the file is opened read-only, and a missing
+// one is not created.
+func (a *app) readTraces() (engine.Traces, error) {
+	if err := a.needDB(); err != nil {
+		return nil, err
+	}
+	return a.openTraces(true)
+}
+
+// openTraces is traces, read-only when readOnly.
+func (a *app) openTraces(readOnly bool) (engine.Traces, error) {
 	for try := 0; ; try++ {
 		c, err := control.Dial(a.dbPath)
 		if err == nil {
@@ -130,7 +143,7 @@ func (a *app) traces() (engine.Traces, error) {
 			}
 			return nil, err
 		}
-		db, err := store.Open(a.dbPath, store.Options{})
+		db, err := store.Open(a.dbPath, store.Options{ReadOnly: readOnly})
 		if errors.Is(err, store.ErrLocked) {
 			// A host may have come up while we waited for the lock.
 			if c, derr := control.Dial(a.dbPath); derr == nil {
