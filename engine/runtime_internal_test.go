@@ -81,7 +81,7 @@ func TestJournalPutThenEnds(t *testing.T) {
 	for _, ev := range evs {
 		types = append(types, ev.Type)
 	}
-	want := []history.Type{history.TurnStarted, history.StepRecorded, history.ExecutionCompleted}
+	want := []history.Type{history.ExecutionStarted, history.TurnStarted, history.StepRecorded, history.ExecutionCompleted}
 	if !slices.Equal(types, want) {
 		t.Errorf("events %v, want %v", types, want)
 	}
