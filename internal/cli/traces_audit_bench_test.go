@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
 )
@@ -34,7 +35,7 @@ func BenchmarkAuditImported(b *testing.B) {
 	execs := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		a := &app{dbPath: db}
+		a := &app{dbPath: db, imports: all.Registry()}
 		t, err := a.traces()
 		if err != nil {
 			b.Fatal(err)
