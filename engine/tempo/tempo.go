@@ -17,7 +17,6 @@ import (
 
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -29,7 +28,10 @@ const Format = "tempo"
 const FileFormat otlp.Format = "Tempo JSON"
 
 // Source is Tempo's trace JSON as a source of imported executions.
-type Source struct{}
+type Source struct {
+	// What it imports is stored as OTLP's, and read back as OTLP's.
+	otlp.StoredAsOTLP
+}
 
 var _ imports.Source = Source{}
 
@@ -55,17 +57,6 @@ func (Source) Import(db *store.DB, name string, r io.Reader) (imports.Result, er
 	out := res.Result()
 	out.Format = Format
 	return out, err
-}
-
-// Events are never asked of this source: what it imports is recorded as
-// OTLP's. They are OTLP's all the same.
-func (Source) Events(tx *store.Tx, id string) ([]trace.Event, error) {
-	return otlp.Source{}.Events(tx, id)
-}
-
-// Duplicated is OTLP's, as Events.
-func (Source) Duplicated(tx *store.Tx, id string) (bool, error) {
-	return otlp.Source{}.Duplicated(tx, id)
 }
 
 // renames are Tempo's keys for OTLP's.
