@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/imports/all"
+	"github.com/retrylab/retrylab/engine/notice"
 )
 
 // An import whose client went away after sending the whole file (killed
@@ -20,26 +21,12 @@ import (
 // watches: a notice the explorer shows and serve prints.
 func TestOrphanedImportIsSaid(t *testing.T) {
 	t.Parallel()
-	s, err := Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}, Imports: all.Registry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	doc, err := os.ReadFile("../../fixtures/otlp/genai-semconv.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body bytes.Buffer
-	if err := writeFrames(&body, bytes.NewReader(doc)); err != nil {
-		t.Fatal(err)
-	}
-	notices, stop := s.Subscribe(64)
-	defer stop()
+	s, body, notices := framedImport(t)
 
 	// The client's connection closed: the request's context is done.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/control/import?name=genai.json", &body)
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/control/import?name=genai.json", body)
 	s.serveImport(httptest.NewRecorder(), req)
 
 	xs, _, err := s.Executions(0, 0)
@@ -68,6 +55,28 @@ func TestOrphanedImportIsSaid(t *testing.T) {
 // nothing more.
 func TestAnsweredImportIsNotSaid(t *testing.T) {
 	t.Parallel()
+	s, body, notices := framedImport(t)
+	rec := httptest.NewRecorder()
+	s.serveImport(rec, httptest.NewRequest("POST", "/v1/control/import?name=genai.json", body))
+	if rec.Code != 200 {
+		t.Fatalf("import: %d %s", rec.Code, rec.Body)
+	}
+	for {
+		select {
+		case n := <-notices:
+			if n.Host != "" {
+				t.Fatalf("host notice %q for an import whose client had its answer", n.Host)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// framedImport is a host serving the control API, a fixture's import
+// request body as the client frames it, and the host's notices from now on.
+func framedImport(t *testing.T) (*Server, *bytes.Buffer, <-chan notice.Notice) {
+	t.Helper()
 	s, err := Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fstest.MapFS{}, Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
@@ -82,20 +91,6 @@ func TestAnsweredImportIsNotSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	notices, stop := s.Subscribe(64)
-	defer stop()
-	rec := httptest.NewRecorder()
-	s.serveImport(rec, httptest.NewRequest("POST", "/v1/control/import?name=genai.json", &body))
-	if rec.Code != 200 {
-		t.Fatalf("import: %d %s", rec.Code, rec.Body)
-	}
-	for {
-		select {
-		case n := <-notices:
-			if n.Host != "" {
-				t.Fatalf("host notice %q for an import whose client had its answer", n.Host)
-			}
-		default:
-			return
-		}
-	}
+	t.Cleanup(stop)
+	return s, &body, notices
 }
