@@ -12,6 +12,7 @@ import (
 // keeps the duplicate flag; resetting the world empties the outbox but
 // leaves both as they were.
 func TestEffectsAreRecordedInTheHistory(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, nil)
 	play(t, h, func() (*engine.Run, error) { return h.Start("naive", engine.RunOptions{}) })
 	msgs, err := h.Providers().MessagesFor(naiveExec)

@@ -48,6 +48,7 @@ func findIDs(t *testing.T, h *engine.Host, query string, skip, limit int) ([]str
 // the rule does over the records, on a generated database and after runs
 // and a reset change the records.
 func TestFindExecutionsFollowsTheStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "retrylab.db")
 	db, err := store.Open(path, store.Options{})
 	if err != nil {

@@ -260,6 +260,7 @@ func TestHelperCompactor(t *testing.T) {
 // random moments: the file under the name always opens, passes the check
 // and holds everything it held.
 func TestKillDuringCompaction(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

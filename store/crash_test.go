@@ -64,6 +64,7 @@ func TestHelperWriter(t *testing.T) {
 // moment, five times over one file, and checks that the file is consistent
 // and holds every event the writer had seen acknowledged.
 func TestKillDuringWrites(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

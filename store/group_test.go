@@ -14,6 +14,7 @@ import (
 // Many goroutines appending at once: every event lands exactly once and each
 // execution's sequence is contiguous, whatever the grouping.
 func TestGroupCommitConcurrentAppends(t *testing.T) {
+	t.Parallel()
 	for _, maxBatch := range []int{0, 4} {
 		t.Run(fmt.Sprintf("MaxBatch=%d", maxBatch), func(t *testing.T) {
 			db := openDB(t, filepath.Join(t.TempDir(), "group.db"), Options{MaxBatch: maxBatch})

@@ -291,6 +291,7 @@ func readEveryBucket(db *DB) error {
 // test binary). Whatever is refused wraps ErrCorrupt and is one line; a
 // damaged file that a read found damaged is not written to.
 func TestSeededDamageIsAnErrorNeverACrash(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(damagedFixture)
 	if err != nil {
 		t.Fatal(err)

@@ -244,6 +244,7 @@ func TestResizeAtAnyTime(t *testing.T) {
 // TestStartCleanAsksThenErasesExecutions: E erases the executions as well
 // as the world (R keeps the histories), only once y confirms.
 func TestStartCleanAsksThenErasesExecutions(t *testing.T) {
+	t.Parallel()
 	snap := article(t)
 	m := open(t, snap, 160, 44)
 	if m.execs.total == 0 {

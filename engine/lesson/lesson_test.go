@@ -252,7 +252,7 @@ func TestEveryLessonHasItsOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const groups = 4
+	const groups = 8
 	for g := range groups {
 		t.Run(strconv.Itoa(g), func(t *testing.T) {
 			t.Parallel()

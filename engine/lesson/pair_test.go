@@ -56,6 +56,7 @@ func TestPairsOfTheCatalogue(t *testing.T) {
 // A workshop resumed at a fix: the session never ran the mistake, so it
 // runs it on a scratch database to show the difference.
 func TestDiffOfAFixRunsTheMistakeOnScratch(t *testing.T) {
+	t.Parallel()
 	h := openHost(t, filepath.Join(t.TempDir(), "workshop.db"))
 	defer h.Close()
 	s, err := lesson.Open(h)

@@ -14,6 +14,7 @@ import (
 // A participant's runs read from the room are what its own database holds:
 // the same events, the same mail per attempt, the list and its filter.
 func TestParticipantReaderIsTheParticipantsOwnHistory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
 	aliceDB := filepath.Join(dir, "alice.db")
@@ -88,6 +89,7 @@ func TestParticipantReaderIsTheParticipantsOwnHistory(t *testing.T) {
 // A subscription to a participant's runs says when the room received more
 // of them: the explorer then reads them again.
 func TestParticipantReaderFollowsTheRoom(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
 	aliceDB := filepath.Join(dir, "alice.db")

@@ -195,6 +195,7 @@ func request(t *testing.T, method, url, token string, body io.Reader) (int, stri
 // agent, with its token, sends through the room's mail API and the send
 // counts in its outbox; a wrong code is refused.
 func TestTwoParticipantsAndAnAgent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
 
@@ -246,6 +247,7 @@ func TestTwoParticipantsAndAnAgent(t *testing.T) {
 // escape sequences, a participant calling the teacher's reset, and
 // repeated failures from one address.
 func TestAttacker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{MaxBody: 4096, MaxFailures: 5})
 	mallory := join(t, r, filepath.Join(dir, "mallory.db"), "\x1b[2J\x1b]0;pwned\x07mal\tlory\u200b"+strings.Repeat("y", 100))
@@ -296,6 +298,7 @@ func TestAttacker(t *testing.T) {
 // has (the participant killed between the room's acknowledgement and its
 // cursor's commit) changes nothing there.
 func TestRoomDownThenBack(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	roomDB := filepath.Join(dir, "room.db")
 	r := openRoom(t, roomDB, "127.0.0.1:0", room.Config{})
@@ -361,6 +364,7 @@ func TestRoomDownThenBack(t *testing.T) {
 // under "lesson:"; after the participant's reset the scenario run again
 // replaces its old run in the room; the room's own reset keeps the room.
 func TestLessonsResetsAndTheRoomsReset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{})
 	aliceDB := filepath.Join(dir, "alice.db")

@@ -13,10 +13,12 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 func TestMain(m *testing.M) {
 	agent.MainForTests() // the hosts below start this binary as their workers
+	testrun.WaitBound(8)
 	os.Exit(m.Run())
 }
 

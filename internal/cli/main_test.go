@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	// Tests that open a host in-process (to inspect a database) might start
 	// workers: this binary must then be one.
 	agent.MainForTests()
-	testrun.WaitBound(8)
+	testrun.WaitBound(16)
 	os.Exit(buildAndRun(m))
 }
 

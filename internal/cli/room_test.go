@@ -117,6 +117,7 @@ func tokenOf(t *testing.T, r ran) string {
 // participant's runs reach it when it is back; a participant killed mid-run
 // loses nothing the room acknowledged and the rest follows.
 func TestCLIRoom(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	roomDB := filepath.Join(dir, "room.db")
 	aliceDB, bobDB := filepath.Join(dir, "alice.db"), filepath.Join(dir, "bob.db")
