@@ -20,9 +20,38 @@ import (
 // a damaged page). It is what `retrylab check` runs before its model, so
 // that damage is reported as damage, and none goes unread.
 func CheckRecords(db *store.DB, reg *imports.Registry, max int, more ...func(tx *store.Tx, max int) ([]error, error)) (damaged []error, err error) {
-	full := func() bool { return max > 0 && len(damaged) >= max }
 	var imported []string
 	err = db.View(func(tx *store.Tx) error {
+		var err error
+		damaged, imported, err = checkRecords(tx, max, more)
+		// The records whose checksums do not match, which the readers
+		// were not given (store.Tx.TakeDamage), are damage too.
+		damaged = append(damaged, tx.TakeDamage()...)
+		return err
+	})
+	if err != nil || reg == nil {
+		return damaged, err
+	}
+	r := ReadStore(db, reg)
+	for _, id := range imported {
+		if max > 0 && len(damaged) >= max {
+			break
+		}
+		if _, err := imports.Fold(r, id, 0); err != nil {
+			if !errors.Is(err, store.ErrCorrupt) {
+				err = fmt.Errorf("%s: %w: imported execution %s does not read: %w", db.Path(), store.ErrCorrupt, id, err)
+			}
+			damaged = append(damaged, err)
+		}
+	}
+	return damaged, nil
+}
+
+// checkRecords is CheckRecords' reading of tx: the records that do not
+// decode, and the imported executions, whose traces are read after.
+func checkRecords(tx *store.Tx, max int, more []func(tx *store.Tx, max int) ([]error, error)) (damaged []error, imported []string, err error) {
+	full := func() bool { return max > 0 && len(damaged) >= max }
+	err = func() error {
 		var ids []string
 		if err := tx.ExecutionRecords(func(id, rec []byte) bool {
 			x, err := history.DecodeExecution(rec)
@@ -93,21 +122,6 @@ func CheckRecords(db *store.DB, reg *imports.Registry, max int, more ...func(tx 
 			}
 		}
 		return nil
-	})
-	if err != nil || reg == nil {
-		return damaged, err
-	}
-	r := ReadStore(db, reg)
-	for _, id := range imported {
-		if full() {
-			break
-		}
-		if _, err := imports.Fold(r, id, 0); err != nil {
-			if !errors.Is(err, store.ErrCorrupt) {
-				err = fmt.Errorf("%s: %w: imported execution %s does not read: %w", db.Path(), store.ErrCorrupt, id, err)
-			}
-			damaged = append(damaged, err)
-		}
-	}
-	return damaged, nil
+	}()
+	return damaged, imported, err
 }

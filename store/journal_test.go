@@ -7,13 +7,14 @@ import (
 )
 
 // putOldJournal writes a record as builds before the flat layout did: in
-// the execution's own bucket under journals.
+// the execution's own bucket under journals (sealed, as a writer's open
+// of such a file leaves it).
 func putOldJournal(tx *Tx, exec, step, record string) error {
 	b, err := tx.nested(bucketJournals, exec, true)
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(step), []byte(record))
+	return b.Put([]byte(step), tx.seal(bucketJournals, []byte(step), []byte(record)))
 }
 
 // TestJournalReadsBothLayouts: records of the per-execution layout (older

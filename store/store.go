@@ -35,6 +35,14 @@ import (
 
 // SchemaVersion is the layout version this build writes and understands.
 //
+// v7: the values of every collection but the schema metadata, the
+// executions' creation order and the histories (execution records,
+// journal records, and every owner's collection) are stored sealed,
+// followed by the CRC-32C of their key and bytes (see seal), so that
+// damage that leaves a record decodable is found, not read as data. A
+// writer that opens an older file seals its values in the transaction
+// that raises its schema (an interrupted one is redone at the next open);
+// a read-only open reads them as they are.
 // v6: a history's growing last chunk (its tail) is kept in a bucket of
 // tails, history_tails, apart from its sealed chunks in history_events,
 // and moves there sealed when it is full or its execution finishes (see
@@ -58,9 +66,9 @@ import (
 // its own, and files that have them keep them and go on appending to them.
 // v2: history events are stored in engine/history's compact encoding; v1
 // stored them as JSON. This build reads all of these; a writer raises an
-// older file to v6 when it opens it, so a build that knows only an older
+// older file to v7 when it opens it, so a build that knows only an older
 // layout refuses the file instead of misreading or missing what it holds.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Sentinel errors, checked with errors.Is.
 var (
@@ -162,6 +170,9 @@ type DB struct {
 	// can change the file while its shared lock is held, so Check need
 	// not walk them again.
 	walked bool
+	// sums says the file stores its summed collections' values sealed
+	// with their checksums (schema v7 on; see seal).
+	sums bool
 
 	// Group commit (see Update): queue holds the requests that wait for
 	// the commit in progress; committing says one is in progress.
@@ -472,6 +483,8 @@ func checkHighWater(path string, tx *bolt.Tx) error {
 
 // prepare checks the schema version and creates every bucket in one transaction.
 func (db *DB) prepare() error {
+	// schema is the file's version, 0 for a new file.
+	var schema uint64
 	check := func(tx *bolt.Tx) error {
 		if err := checkHighWater(db.path, tx); err != nil {
 			return err
@@ -487,15 +500,19 @@ func (db *DB) prepare() error {
 		if len(v) != 8 {
 			return fmt.Errorf("open %s: %w: bad schema record", db.path, ErrCorrupt)
 		}
-		if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
-			return fmt.Errorf("open %s: %w (schema v%d; this build understands up to v%d)", db.path, ErrNewerSchema, got, SchemaVersion)
+		if schema = binary.BigEndian.Uint64(v); schema > SchemaVersion {
+			return fmt.Errorf("open %s: %w (schema v%d; this build understands up to v%d)", db.path, ErrNewerSchema, schema, SchemaVersion)
 		}
 		return nil
 	}
 	if db.readOnly {
-		return db.bolt.View(check)
+		if err := db.bolt.View(check); err != nil {
+			return err
+		}
+		db.sums = schema >= sumsSince
+		return nil
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		if err := check(tx); err != nil {
 			return err
 		}
@@ -504,12 +521,26 @@ func (db *DB) prepare() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		meta := tx.Bucket([]byte(bucketMeta))
-		if v := meta.Get([]byte("schema")); v == nil || binary.BigEndian.Uint64(v) < SchemaVersion {
-			return meta.Put([]byte("schema"), U64(SchemaVersion))
+		if schema != 0 && schema < sumsSince {
+			// Sealing reads every record: a damaged page is refused
+			// before it is followed, whatever Options.CheckUpTo says.
+			if err := checkFile(db.path, tx); err != nil {
+				return fmt.Errorf("open %s: %w: %s", db.path, ErrCorrupt, err)
+			}
+			if err := addSums(tx); err != nil {
+				return fmt.Errorf("open %s: seal its records with checksums (schema v%d to v%d): %w", db.path, schema, SchemaVersion, err)
+			}
+		}
+		if schema < SchemaVersion {
+			return tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(SchemaVersion))
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	db.sums = true
+	return nil
 }
 
 // Path is the file the database lives in.
@@ -604,7 +635,10 @@ func (db *DB) View(fn func(*Tx) error) (err error) {
 	}
 	defer db.recoverCorrupt(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		t := &Tx{tx: tx, db: db}
+		return t.failWithDamage(fn(t))
+	})
 }
 
 // Update runs fn in a read-write transaction and returns once it is durably
@@ -772,7 +806,7 @@ func (db *DB) runUpdate(fn func(*Tx) error) (err error) {
 	var t *Tx
 	if err := db.bolt.Update(func(tx *bolt.Tx) error {
 		t = &Tx{tx: tx, db: db}
-		if err := fn(t); err != nil {
+		if err := t.failWithDamage(fn(t)); err != nil {
 			return err
 		}
 		return t.flushChunks()

@@ -868,7 +868,7 @@ func TestPanicInFnIsNotCorruption(t *testing.T) {
 // the older layout refuses the file once the new one is in it; a reader
 // leaves the file as it is.
 func TestWriterRaisesOlderFilesToCurrentSchema(t *testing.T) {
-	for _, old := range []uint64{1, 2, 3, 4, 5} {
+	for _, old := range []uint64{1, 2, 3, 4, 5, 6} {
 		db, path := newDB(t)
 		if err := db.Update(func(tx *Tx) error {
 			return tx.tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(old))
@@ -886,7 +886,7 @@ func TestWriterRaisesOlderFilesToCurrentSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		db = openDB(t, path, Options{})
-		if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 6 {
+		if got := schemaOf(t, db); got != SchemaVersion || SchemaVersion != 7 {
 			t.Fatalf("schema after a writer opened a v%d file: %d, want %d", old, got, SchemaVersion)
 		}
 	}

@@ -46,6 +46,9 @@ type Tx struct {
 	// unknown): the next history's first chunk, when they are read in
 	// the order of their numbers.
 	next chunkCursor
+	// damage are the damaged records reads met without returning them as
+	// errors (see Tx.open).
+	damage []error
 }
 
 // watcher is the store's execution watcher, or nil (none, or a read-only

@@ -15,7 +15,8 @@ func (t *Tx) Get(name Bucket, key []byte) []byte {
 	if err != nil || b == nil {
 		return nil
 	}
-	return clone(t.lookup(b, key))
+	v, _ := t.open(name, nil, key, t.lookup(b, key))
+	return clone(v)
 }
 
 // GetInPlace is Get without the copy: the value is valid only until the
@@ -25,7 +26,8 @@ func (t *Tx) GetInPlace(name Bucket, key []byte) []byte {
 	if err != nil || b == nil {
 		return nil
 	}
-	return t.lookup(b, key)
+	v, _ := t.open(name, nil, key, t.lookup(b, key))
+	return v
 }
 
 // Put stores value under key in a collection.
@@ -37,7 +39,7 @@ func (t *Tx) Put(name Bucket, key, value []byte) error {
 	if b == nil {
 		return bolt.ErrTxNotWritable
 	}
-	return b.Put(key, value)
+	return b.Put(key, t.seal(name, key, value))
 }
 
 // Delete removes key from a collection.
@@ -67,7 +69,8 @@ func (t *Tx) Append(name Bucket, encode func(seq uint64) ([]byte, error)) (uint6
 	if err != nil {
 		return 0, err
 	}
-	return seq, b.Put(U64(seq), data)
+	key := U64(seq)
+	return seq, b.Put(key, t.seal(name, key, data))
 }
 
 // Scan calls fn for a collection's entries with key >= from (all when from is
@@ -91,6 +94,13 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 		k, v = c.Seek(from)
 	}
 	for ; k != nil; k, v = next() {
+		// A damaged record is skipped here and fails the transaction
+		// (see Tx.open); a nested collection (v nil) is passed on as
+		// it always was.
+		v, ok := t.open(name, nil, k, v)
+		if !ok {
+			continue
+		}
 		if !fn(clone(k), clone(v)) {
 			return nil
 		}
@@ -109,7 +119,10 @@ func (t *Tx) ScanInPlace(name Bucket, fn func(key, value []byte) bool) error {
 		return err
 	}
 	c := b.Cursor()
-	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v, ok := t.open(name, nil, k, v); ok && !fn(k, v) {
+			break
+		}
 	}
 	return nil
 }

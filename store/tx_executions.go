@@ -40,7 +40,7 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 			return err
 		}
 	}
-	if err := execs.Put([]byte(exec), record); err != nil {
+	if err := execs.Put([]byte(exec), t.seal(bucketExecutions, []byte(exec), record)); err != nil {
 		return err
 	}
 	if w := t.watcher(); w != nil {
@@ -56,7 +56,8 @@ func (t *Tx) Execution(exec string) []byte {
 	if err != nil {
 		return nil
 	}
-	return clone(b.Get([]byte(exec)))
+	v, _ := t.open(bucketExecutions, nil, []byte(exec), b.Get([]byte(exec)))
+	return clone(v)
 }
 
 // ExecutionCount is the number of executions, read from a counter rather
@@ -137,7 +138,8 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 			skip--
 			continue
 		}
-		if !fn(string(v), clone(t.lookup(execs, v))) {
+		rec, _ := t.open(bucketExecutions, nil, v, t.lookup(execs, v))
+		if !fn(string(v), clone(rec)) {
 			return nil
 		}
 	}
@@ -185,7 +187,7 @@ func (t *Tx) ExecutionsInOrder(fn func(id string, record []byte) bool) error {
 		for ; k != nil && len(w.ids) < size; k, v = oc.Next() {
 			w.ids = append(w.ids, string(v))
 		}
-		w.lookUp(&rc, &hc)
+		w.lookUp(t, &rc, &hc)
 		for i, id := range w.ids {
 			t.cur = current{id: id, hid: w.value(w.hid[i]), set: hids != nil}
 			if !fn(id, w.value(w.rec[i])) {
@@ -231,8 +233,9 @@ func (w *execWindow) reset() {
 	w.ids, w.byKey, w.vals, w.rec, w.hid = w.ids[:0], w.byKey[:0], w.vals[:0], w.rec[:0], w.hid[:0]
 }
 
-// lookUp looks the window's records and history numbers up in key order.
-func (w *execWindow) lookUp(rc, hc *steppingCursor) {
+// lookUp looks the window's records and history numbers up in key order,
+// opening each record (see Tx.open) in t.
+func (w *execWindow) lookUp(t *Tx, rc, hc *steppingCursor) {
 	for i := range w.ids {
 		w.byKey = append(w.byKey, int32(i))
 	}
@@ -241,7 +244,8 @@ func (w *execWindow) lookUp(rc, hc *steppingCursor) {
 	w.hid = slices.Grow(w.hid, len(w.ids))[:len(w.ids)]
 	for _, i := range w.byKey {
 		key := []byte(w.ids[i])
-		w.rec[i], w.hid[i] = w.keep(rc.lookup(key)), span{-1, -1}
+		rec, _ := t.open(bucketExecutions, nil, key, rc.lookup(key))
+		w.rec[i], w.hid[i] = w.keep(rec), span{-1, -1}
 		if hc.c != nil {
 			w.hid[i] = w.keep(hc.lookup(key))
 		}
@@ -322,7 +326,12 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 		return err
 	}
 	c := execs.Cursor()
-	for k, v := c.First(); k != nil && fn(k, v); k, v = c.Next() {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		// A damaged record is left out and fails the transaction (see
+		// Tx.open).
+		if v, ok := t.open(bucketExecutions, nil, k, v); ok && !fn(k, v) {
+			break
+		}
 	}
 	return nil
 }

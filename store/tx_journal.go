@@ -38,7 +38,7 @@ func (t *Tx) PutJournal(exec, step string, record []byte) error {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(step), record)
+		return b.Put([]byte(step), t.seal(bucketJournals, []byte(step), record))
 	}
 	p, err := t.bucket(bucketJournals)
 	if err != nil {
@@ -47,7 +47,8 @@ func (t *Tx) PutJournal(exec, step string, record []byte) error {
 	if _, err := deleteOldJournal(p, exec, step); err != nil {
 		return err
 	}
-	return p.Put(journalKey(exec, step), record)
+	k := journalKey(exec, step)
+	return p.Put(k, t.seal(bucketJournals, k, record))
 }
 
 // deleteOldJournal deletes a record of the per-execution layout, and the
@@ -73,12 +74,15 @@ func (t *Tx) Journal(exec, step string) []byte {
 		return nil
 	}
 	if flatJournals(exec) {
-		if v := p.Get(journalKey(exec, step)); v != nil {
+		k := journalKey(exec, step)
+		if v := p.Get(k); v != nil {
+			v, _ = t.open(bucketJournals, nil, k, v)
 			return clone(v)
 		}
 	}
 	if b := p.Bucket([]byte(exec)); b != nil {
-		return clone(b.Get([]byte(step)))
+		v, _ := t.open(bucketJournals, [][]byte{[]byte(exec)}, []byte(step), b.Get([]byte(step)))
+		return clone(v)
 	}
 	return nil
 }
@@ -173,12 +177,19 @@ func (t *Tx) JournalEntriesAfter(exec, step string, fn func(exec, step string, r
 		var entries []journalEntry
 		if i := bytes.IndexByte(k, 0); i >= 0 && v != nil {
 			e = string(k[:i])
-			entries = []journalEntry{{step: string(k[i+1:]), record: clone(v)}}
+			// A damaged record is left out and fails the transaction
+			// (see Tx.open).
+			if v, ok := t.open(bucketJournals, nil, k, v); ok {
+				entries = []journalEntry{{step: string(k[i+1:]), record: clone(v)}}
+			}
 		} else if b := p.Bucket(k); b != nil {
 			e = string(k)
 			c := b.Cursor()
+			names := [][]byte{clone(k)}
 			for sk, sv := c.First(); sk != nil; sk, sv = c.Next() {
-				entries = append(entries, journalEntry{step: string(sk), record: clone(sv)})
+				if sv, ok := t.open(bucketJournals, names, sk, sv); ok {
+					entries = append(entries, journalEntry{step: string(sk), record: clone(sv)})
+				}
 			}
 		} else {
 			continue
