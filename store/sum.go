@@ -79,8 +79,10 @@ func (t *Tx) sums() bool { return t.db != nil && t.db.sums }
 
 // seal is the stored form of value under key in the collection bucket:
 // sealed when the file keeps sums and bucket is summed, else value itself.
+// An empty value (nil too, which bbolt stores empty) is sealed as well: it
+// is stored as its sum alone.
 func (t *Tx) seal(bucket Bucket, key, value []byte) []byte {
-	if value == nil || !t.sums() || !summed(bucket) {
+	if !t.sums() || !summed(bucket) {
 		return value
 	}
 	return seal(key, value)
