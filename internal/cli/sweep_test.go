@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrylab/retrylab/store"
 )
 
 // The corruption sweep (RELIABILITY.md, "Damage is never silent"): N random
@@ -149,7 +151,7 @@ type sweepSource struct {
 }
 
 // sweepSources makes the sweep's databases: the damaged-file fixture (gen,
-// runs and imports, schema v5), a chaos run's, a gen's and an import's,
+// runs and imports, schema v5, sealed: see sealedFixture), a chaos run's, a gen's and an import's,
 // each small, so that a read takes milliseconds.
 func sweepSources(t *testing.T) []sweepSource {
 	t.Helper()
@@ -158,10 +160,7 @@ func sweepSources(t *testing.T) []sweepSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixture, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "damaged", "retrylab.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := sealedFixture(t, dir)
 	made := map[string][][]string{
 		"chaos":   {{"chaos", "--runs", "6", "--seed", "3"}},
 		"gen":     {{"gen", "--executions", "30", "--seed", "5"}},
@@ -209,6 +208,34 @@ func sweepSources(t *testing.T) []sweepSource {
 		}
 	}
 	return out
+}
+
+// sealedFixture is testdata/damaged's database (gen, runs and imports,
+// schema v5) as a writer's open leaves it: raised to this build's schema,
+// its records sealed with their checksums. Damage to the free-form bytes
+// of a file still of an older schema, read read-only, reads as data (no
+// sums to check it by): the sweep damages files as this build keeps them.
+func sealedFixture(t *testing.T, dir string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "damaged", "retrylab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "fixture-sealed.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // sweepRun runs one command on db, bounded: a read that hangs on a damaged
