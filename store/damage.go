@@ -23,15 +23,20 @@ type DamagedRecord struct {
 	// history's chunk or event: its history is whole or not at all.
 	Execution string
 	// Page is the leaf page that holds the record (an inline bucket's
-	// record: the page that holds the bucket); 0 when it cannot be told.
-	Page uint64
-	Err  error
+	// record: the page that holds the bucket); 0 when it cannot be told,
+	// and then NoPage says why.
+	Page   uint64
+	NoPage string
+	Err    error
 }
 
 func (e *DamagedRecord) Error() string {
 	page := "page unknown"
-	if e.Page != 0 {
+	switch {
+	case e.Page != 0:
 		page = fmt.Sprintf("page %d", e.Page)
+	case e.NoPage != "":
+		page = "page unknown: " + e.NoPage
 	}
 	return fmt.Sprintf("%s: %s: damaged record in %s, key %s, %s: %v", e.Path, ErrCorrupt, e.Bucket, QuoteKey(e.Key), page, e.Err)
 }
@@ -69,53 +74,65 @@ func (t *Tx) Damaged(bucket Bucket, names [][]byte, key []byte, err error) error
 	if t.db != nil {
 		d.Path = t.db.path
 		path := append([][]byte{[]byte(bucket)}, names...)
-		d.Page = t.db.pageOf(path, key)
+		d.Page, d.NoPage = t.pageOf(path, key)
 		t.db.markDamaged(fmt.Sprintf("a damaged record in %s, key %s", bucket, QuoteKey(key)))
 	}
 	return d
 }
 
 // pageOf finds, in the file's bytes, the leaf page that holds key inside
-// the nested buckets path (0 when it cannot: the file changed, or its
-// pages do not lead there).
-func (db *DB) pageOf(path [][]byte, key []byte) (page uint64) {
-	f, err := os.Open(db.path)
+// the nested buckets path, as t's snapshot of the file has it: the pages
+// its meta page leads to, which no commit reuses while t is open. When it
+// cannot, it returns 0 and says why: the record was put in t, a writable
+// transaction, and is on no page yet; no record is under key (damage that
+// is a record missing, or one that names another); the pages that lead
+// there are damaged; the file cannot be read.
+func (t *Tx) pageOf(path [][]byte, key []byte) (page uint64, why string) {
+	f, err := os.Open(t.db.path)
 	if err != nil {
-		return 0
+		return 0, fmt.Sprintf("the file cannot be read again to find it (%v)", err)
 	}
 	defer f.Close()
 	data, unmap, err := mapFile(f)
 	if err != nil {
-		return 0
+		return 0, fmt.Sprintf("the file cannot be mapped to find it (%v)", err)
 	}
 	defer unmap()
 	defer func() {
-		if recover() != nil { // a damaged page: no page to tell
-			page = 0
+		if recover() != nil {
+			page, why = 0, "the pages that lead to it are damaged"
 		}
 	}()
-	m, err := readMeta(data, db.bolt.Info().PageSize)
-	if err != nil {
-		return 0
-	}
-	ps := uint64(m.pageSize)
-	root, inline, at := m.root, []byte(nil), uint64(0)
-	for i, name := range append(path, key) {
+	// The snapshot's root page, which no commit reuses while t is open
+	// (the file's meta page may name a later one by now): the root
+	// collection's, whose cursor t gives.
+	ps := uint64(t.db.bolt.Info().PageSize)
+	root, inline, at := uint64(t.tx.Cursor().Bucket().Root()), []byte(nil), uint64(0)
+	names := append(path, key)
+	for i, name := range names {
 		var value []byte
-		var ok bool
+		var ok, reached bool
 		if inline != nil {
 			value, ok = findInLeaf(inline, name)
+			reached = true
 		} else {
-			at, value, ok = findInTree(data, ps, root, name)
+			at, value, ok, reached = findInTree(data, ps, root, name)
 		}
-		if !ok {
-			return 0
+		switch {
+		case !reached:
+			return 0, "the pages that lead to it are damaged"
+		case !ok && t.tx.Writable():
+			return 0, "it is not on the file's pages: this transaction put it, or there is no such record"
+		case !ok && i == len(names)-1:
+			return 0, "there is no such record (what is damaged is a record missing, or one that names it)"
+		case !ok:
+			return 0, fmt.Sprintf("there is no collection %s", QuoteKey(name))
 		}
-		if i == len(path) {
-			return at
+		if i == len(names)-1 {
+			return at, ""
 		}
 		if len(value) < bucketHeaderSize {
-			return 0
+			return 0, fmt.Sprintf("%s is a record, not a collection", QuoteKey(name))
 		}
 		if root = native.Uint64(value); root == 0 {
 			inline = value[bucketHeaderSize:]
@@ -123,31 +140,35 @@ func (db *DB) pageOf(path [][]byte, key []byte) (page uint64) {
 			inline = nil
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // findInTree descends the B+tree rooted at page root to the leaf that holds
-// key, and returns that page and key's value.
-func findInTree(data []byte, ps, root uint64, key []byte) (uint64, []byte, bool) {
+// key, and returns that page, key's value and whether it is there; reached
+// is false when the descent met a page it could not read.
+func findInTree(data []byte, ps, root uint64, key []byte) (leaf uint64, value []byte, ok, reached bool) {
 	id := root
 	for depth := 0; depth <= maxNesting; depth++ {
 		if (id+1)*ps > uint64(len(data)) {
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 		h := data[id*ps:]
 		end := (id + 1 + uint64(native.Uint32(h[12:]))) * ps
 		if end > uint64(len(data)) {
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 		b := data[id*ps : end]
 		switch native.Uint16(b[8:]) {
 		case leafPage:
+			if _, ok := elements(b); !ok {
+				return 0, nil, false, false
+			}
 			v, ok := findInLeaf(b, key)
-			return id, v, ok
+			return id, v, ok, true
 		case branchPage:
 			n, ok := elements(b)
 			if !ok || n == 0 {
-				return 0, nil, false
+				return 0, nil, false, false
 			}
 			next := native.Uint64(b[pageHeaderSize+8:])
 			for i := 0; i < n; i++ {
@@ -161,10 +182,10 @@ func findInTree(data []byte, ps, root uint64, key []byte) (uint64, []byte, bool)
 			}
 			id = next
 		default:
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 	}
-	return 0, nil, false
+	return 0, nil, false, false
 }
 
 // findInLeaf finds key among a leaf page's elements and returns its value.

@@ -75,9 +75,15 @@ func TestSalvageRecoversEveryUndamagedRecord(t *testing.T) {
 		for j, n := range r.path {
 			names[j] = []byte(n)
 		}
-		pages[i] = db.pageOf(names, []byte(r.key))
+		var why string
+		if err := db.View(func(tx *Tx) error {
+			pages[i], why = tx.pageOf(names, []byte(r.key))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if pages[i] == 0 {
-			t.Fatalf("no page found for %v %q", r.path, r.key)
+			t.Fatalf("no page found for %v %q: %s", r.path, r.key, why)
 		}
 		perPage[pages[i]]++
 	}
