@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 )
 
 // walkPages checks, from the file's bytes and before bbolt follows them,
@@ -93,15 +94,10 @@ type boltMeta struct {
 func readMeta(data []byte, ps int) (boltMeta, error) {
 	var metas []boltMeta
 	for _, off := range []int{0, ps} {
-		if len(data) < off+pageHeaderSize+64 {
+		if !validMeta(data, off) {
 			continue
 		}
 		body := data[off+pageHeaderSize:]
-		h := fnv.New64a()
-		h.Write(body[:56])
-		if native.Uint32(body) != boltMagic || native.Uint32(body[4:]) != boltVersion || native.Uint64(body[56:]) != h.Sum64() {
-			continue
-		}
 		metas = append(metas, boltMeta{pageSize: uint32(ps), root: native.Uint64(body[16:]),
 			freelist: native.Uint64(body[32:]), pgid: native.Uint64(body[40:]), txid: native.Uint64(body[48:])})
 	}
@@ -112,6 +108,38 @@ func readMeta(data []byte, ps int) (boltMeta, error) {
 		return metas[1], nil
 	}
 	return metas[0], nil
+}
+
+// validMeta reports whether the meta page at byte off of data is whole:
+// its magic, version and checksum right.
+func validMeta(data []byte, off int) bool {
+	if len(data) < off+pageHeaderSize+64 {
+		return false
+	}
+	body := data[off+pageHeaderSize:]
+	h := fnv.New64a()
+	h.Write(body[:56])
+	return native.Uint32(body) == boltMagic && native.Uint32(body[4:]) == boltVersion && native.Uint64(body[56:]) == h.Sum64()
+}
+
+// checkMetaPages reports a damaged meta page of the file f, whose pages
+// are ps bytes. bbolt opens a file with one damaged meta page at the
+// other, which names the commit before the last: the file would read as
+// of that commit, its last commit lost without a word. A reader refuses
+// it instead; a writer's open goes on, as bbolt does after a write of the
+// meta page torn by a power cut, and its first commit rewrites the page.
+func checkMetaPages(f *os.File, ps int) error {
+	head := make([]byte, 2*ps)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return fmt.Errorf("its meta pages do not read: %w", err)
+	}
+	for i, off := range []int{0, ps} {
+		if !validMeta(head, off) {
+			return fmt.Errorf("meta page %d is damaged (its checksum does not match): the file would read as of the commit before its last, "+
+				"which is lost (a command that writes opens it so, and rewrites the page)", i)
+		}
+	}
+	return nil
 }
 
 // from says which page (or the meta page, page 0 here) points to a page,

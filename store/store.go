@@ -294,6 +294,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 	}
 	walked := false
 	if opts.ReadOnly {
+		if err := checkMetaPages(file, b.Info().PageSize); err != nil {
+			_ = b.Close()
+			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, err)
+		}
 		// A read-only open reads only the meta pages; the first read
 		// follows the root page. A file small enough has its pages' bounds
 		// walked first, under the shared lock bbolt now holds (no writer

@@ -3,7 +3,10 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -215,5 +218,37 @@ func TestWriterSealsOlderRecords(t *testing.T) {
 	}
 	if got := rawGet(t, db, bucketExecOrder, U64(1)); string(got) != "exec_old" {
 		t.Errorf("the creation order, not summed, was changed: %q", got)
+	}
+}
+
+// TestReaderRefusesADamagedMetaPage: with one meta page damaged, bbolt
+// reads the file as of the other, the commit before the last: a reader
+// says the file is damaged instead of reading that quietly.
+func TestReaderRefusesADamagedMetaPage(t *testing.T) {
+	t.Parallel()
+	db, path := newDB(t)
+	if err := db.Update(func(tx *Tx) error { return tx.Put("meta_test", []byte("k"), []byte("last")) }); err != nil {
+		t.Fatal(err)
+	}
+	var txid int
+	if err := db.bolt.View(func(tx *bolt.Tx) error { txid = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ps := db.bolt.Info().PageSize
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := (txid % 2) * ps // bbolt writes transaction n's meta to page n%2
+	data[newest+pageHeaderSize+20] ^= 0xff
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{ReadOnly: true})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("meta page %d is damaged", txid%2)) {
+		t.Fatalf("a reader's open: %v, want the damaged meta page", err)
 	}
 }
