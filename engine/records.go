@@ -53,8 +53,12 @@ func checkRecords(tx *store.Tx, max int, more []func(tx *store.Tx, max int) ([]e
 	full := func() bool { return max > 0 && len(damaged) >= max }
 	err = func() error {
 		var ids []string
+		status := map[string]history.Status{}
 		if err := tx.ExecutionRecords(func(id, rec []byte) bool {
 			x, err := history.DecodeExecution(rec)
+			if err == nil {
+				status[string(id)] = x.Status
+			}
 			switch {
 			case err != nil:
 				damaged = append(damaged, tx.ExecutionDamaged(string(id), err))
@@ -72,6 +76,20 @@ func checkRecords(tx *store.Tx, max int, more []func(tx *store.Tx, max int) ([]e
 			return err
 		}
 		damaged = append(damaged, bad...)
+		// The index of unfinished executions names each with the status
+		// its record has (history.Put keeps them in step).
+		if err := tx.Scan(store.Active, nil, false, func(id, st []byte) bool {
+			got, ok := status[string(id)]
+			switch {
+			case !ok && tx.Execution(string(id)) == nil:
+				damaged = append(damaged, tx.Damaged(store.Active, nil, id, errors.New("it names an execution that has no record")))
+			case ok && string(got) != string(st):
+				damaged = append(damaged, tx.Damaged(store.Active, nil, id, fmt.Errorf("it says %q, the execution's record %q", st, got)))
+			}
+			return !full()
+		}); err != nil {
+			return err
+		}
 		for _, id := range ids {
 			if full() {
 				return nil

@@ -294,10 +294,6 @@ func Open(path string, opts Options) (db *DB, err error) {
 	}
 	walked := false
 	if opts.ReadOnly {
-		if err := checkMetaPages(file, b.Info().PageSize); err != nil {
-			_ = b.Close()
-			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, err)
-		}
 		// A read-only open reads only the meta pages; the first read
 		// follows the root page. A file small enough has its pages' bounds
 		// walked first, under the shared lock bbolt now holds (no writer
@@ -318,6 +314,12 @@ func Open(path string, opts Options) (db *DB, err error) {
 				return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, werr)
 			}
 			walked = true
+		}
+		// After the walk, whose words for a meta page it finds damaged
+		// are a writer's too.
+		if err := checkMetaPages(file, b.Info().PageSize); err != nil {
+			_ = b.Close()
+			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, err)
 		}
 	}
 	b.AllocSize = growStep
