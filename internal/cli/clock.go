@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +34,20 @@ It works through the explorer when that has the database open, as its A key
 does.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withService(func(h engine.Service) error {
+			// Printing the offset only reads: it neither writes to the
+			// file nor creates one (withReader). Where there is no file
+			// the clock has not been moved: its offset is 0, as it
+			// always printed.
+			show := func(offset time.Duration) {
 				fmt.Fprintf(a.out, "world clock %s: the providers' clock runs %s ahead of real time\n",
-					offsetLabel(h.WorldOffset()), offsetText(h.WorldOffset()))
+					offsetLabel(offset), offsetText(offset))
+			}
+			if _, err := os.Stat(a.dbPath); errors.Is(err, fs.ErrNotExist) {
+				show(0)
+				return nil
+			}
+			return a.withReader(func(h engine.Service) error {
+				show(h.WorldOffset())
 				return nil
 			})
 		},

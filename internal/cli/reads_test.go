@@ -17,7 +17,8 @@ import (
 var readCommands = [][]string{
 	{"show"}, {"show", "--json"}, {"state", "--json"}, {"outbox"}, {"journal", "list"},
 	{"audit", "--fail-on", "never"}, {"export", "--otlp", "-"}, {"check"},
-	{"diff", "exec_TDTTNTKC", "exec_XEF16WG0"},
+	{"diff", "exec_TDTTNTKC", "exec_XEF16WG0"}, {"show", "--timeline"}, {"show", "--timeline", "exec_TDTTNTKC"},
+	{"show", "--markdown", "exec_TDTTNTKC"}, {"clock"},
 }
 
 // Every read command leaves a clean file's bytes as they were, and reads a
@@ -65,13 +66,18 @@ func TestReadCommandsNeverWrite(t *testing.T) {
 	}
 }
 
-// No read command creates a database where there is none.
+// No read command creates a database where there is none. clock says
+// the offset of a clock never moved, as it always did.
 func TestReadCommandsCreateNoDatabase(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retrylab.db")
 	for _, args := range readCommands {
 		r := rl(t, db, args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "no database at "+db+": `retrylab run naive` makes one") {
+		if args[0] == "clock" {
+			if r.code != 0 || !strings.Contains(r.stdout, "world clock +0h") {
+				t.Errorf("clock: want exit 0 and the offset +0h; got\n%s", r)
+			}
+		} else if r.code != 1 || !strings.Contains(r.stderr, "no database at "+db+": `retrylab run naive` makes one") {
 			t.Errorf("want exit 1 and \"no database at %s\"; got\n%s", db, r)
 		}
 		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {

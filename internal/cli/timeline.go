@@ -29,7 +29,9 @@ func (a *app) withTimeline(cmd *cobra.Command) *cobra.Command {
 		if c.Flags().Changed("json") || c.Flags().Changed("markdown") {
 			return &exitError{code: 2, msg: "show: --timeline excludes --json and --markdown"}
 		}
-		return a.withService(func(h engine.Service) error {
+		// A read, as show is: it neither writes to the file nor creates
+		// one (withReader).
+		return a.withReader(func(h engine.Service) error {
 			id, err := pickExecution(h, args)
 			if err != nil {
 				return err
