@@ -12,7 +12,7 @@ import (
 
 // FormatVersion changes whenever Generate's output changes, so cached
 // databases from an older generator are not reused.
-const FormatVersion = 8 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed; 6: compressed history chunks (store schema v5); 7: the chunks compressed by S2 (a cached v6 file holds chunks this build cannot read); 8: store schema v6 (growing tails in a bucket of their own: a cached v8 file is refused by a build of schema v5, so the two do not share files)
+const FormatVersion = 9 // 3: the compact event encoding; 4: and effects recorded in the histories; 5: the world and journals packed; 6: compressed history chunks (store schema v5); 7: the chunks compressed by S2 (a cached v6 file holds chunks this build cannot read); 8: store schema v6 (growing tails in a bucket of their own: a cached v8 file is refused by a build of schema v5, so the two do not share files); 9: store schema v7 (records sealed with checksums: a cached v8 file would be sealed by the first writer to open it, and not measured as this build writes)
 
 // Cached returns the path of a database under dir holding what Generate
 // writes with opts into an empty database, and what it wrote. Only the

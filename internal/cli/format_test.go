@@ -79,6 +79,28 @@ func TestOpensADatabaseOfTheFifthLayout(t *testing.T) {
 	has(t, ok(t, db, "check"), "16 executions", "verdict: PASS")
 }
 
+// TestOpensADatabaseOfTheSixthLayout opens testdata/v6/retrylab.db,
+// written by retrylab as of a00ffdb (schema v6: growing tails in
+// history_tails; records stored without checksums): naive, safe,
+// invoice-crm with its resume, gen --executions 12 --seed 3, then crash,
+// left killed. It must read and print as that build did, read-only
+// (records read as they are) and after a writer's open has sealed every
+// record with its checksum (schema v7), and a new run must append to an
+// old history.
+func TestOpensADatabaseOfTheSixthLayout(t *testing.T) {
+	t.Parallel()
+	opensOldDatabase(t, "v6")
+	db := copyOldDatabase(t, "v6")
+	s, err := store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	printsAsBefore(t, db, "v6", 16)
+}
+
 // opensOldDatabase checks a copy of testdata/<dir>/retrylab.db against what
 // the build that wrote it printed, then appends a run to one of its
 // executions and checks the whole file again.
