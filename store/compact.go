@@ -76,7 +76,7 @@ func (db *DB) CompactAndClose() (err error) {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", db.path, err)
 	}
-	if err := sealChunks(db.bolt); err != nil {
+	if err := sealChunks(db.bolt, db.sums); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", db.path, err)
 	}
@@ -97,21 +97,21 @@ func (db *DB) CompactAndClose() (err error) {
 // every growing tail of history_tails, sealed, among its history's chunks.
 // The chunks read the same before and after; a kill between transactions
 // leaves some sealed and some not, which reads the same too.
-func sealChunks(db *bolt.DB) error {
-	if err := sealPlainChunks(db); err != nil {
+func sealChunks(db *bolt.DB, sums bool) error {
+	if err := sealPlainChunks(db, sums); err != nil {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		if err := sealActiveChunks(tx); err != nil {
+		if err := sealActiveChunks(tx, sums); err != nil {
 			return err
 		}
-		return sealTails(tx)
+		return sealTails(tx, sums)
 	})
 }
 
 // sealTails moves every growing tail of history_tails, sealed, into
 // history_events under its key.
-func sealTails(tx *bolt.Tx) error {
+func sealTails(tx *bolt.Tx, sums bool) error {
 	tails, events := tx.Bucket([]byte(bucketHistoryTails)), tx.Bucket([]byte(bucketHistoryEvents))
 	if tails == nil || events == nil {
 		return nil
@@ -131,7 +131,7 @@ func sealTails(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		sealed, err := sealChunk(&scratch, stored)
+		sealed, err := sealChunk(&scratch, stored, sums)
 		if err != nil {
 			return fmt.Errorf("seal history chunk %x: %w", key, err)
 		}
@@ -147,7 +147,7 @@ func sealTails(tx *bolt.Tx) error {
 
 // sealActiveChunks seals the last chunk in history_events of every
 // execution in Active: a v5 file's growing tails.
-func sealActiveChunks(tx *bolt.Tx) error {
+func sealActiveChunks(tx *bolt.Tx, sums bool) error {
 	active, ids, events := tx.Bucket([]byte(Active)), tx.Bucket([]byte(bucketHistoryIDs)), tx.Bucket([]byte(bucketHistoryEvents))
 	if active == nil || ids == nil || events == nil {
 		return nil
@@ -163,7 +163,7 @@ func sealActiveChunks(tx *bolt.Tx) error {
 		if k == nil {
 			return nil
 		}
-		stored, err := sealChunk(&scratch, v)
+		stored, err := sealChunk(&scratch, v, sums)
 		if err != nil {
 			return fmt.Errorf("seal history chunk %x: %w", k, err)
 		}
@@ -179,7 +179,7 @@ func sealActiveChunks(tx *bolt.Tx) error {
 }
 
 // sealPlainChunks is sealChunks' walk of the chunks stored plain.
-func sealPlainChunks(db *bolt.DB) error {
+func sealPlainChunks(db *bolt.DB, sums bool) error {
 	var after []byte // the last key looked at, nil before the first
 	for done := false; !done; {
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -203,7 +203,14 @@ func sealPlainChunks(db *bolt.DB) error {
 				if v == nil || len(v) == 0 || v[0] == compressedChunk {
 					continue // a nested bucket, or compressed already
 				}
-				stored, err := encodeChunk(&scratch, v)
+				plain := v
+				if sums {
+					var err error
+					if plain, err = openChunk(v); err != nil {
+						return fmt.Errorf("seal history chunk %x: %w", k, err)
+					}
+				}
+				stored, err := encodeChunk(&scratch, plain, sums)
 				if err != nil {
 					return fmt.Errorf("seal history chunk %x: %w", k, err)
 				}

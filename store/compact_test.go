@@ -160,7 +160,9 @@ func unfinishedAndOld(t *testing.T, path string) {
 			plain = binary.AppendUvarint(plain, uint64(len(eventLike(seq))))
 			plain = append(plain, eventLike(seq)...)
 		}
-		return events.Put(appendSeqKey(prefix, 1), plain)
+		// Followed by its sum, as a writer's open of the older file
+		// leaves it.
+		return events.Put(appendSeqKey(prefix, 1), appendChunkSum(clone(plain), 0))
 	})
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestChunkDictionaryIsFrozen(t *testing.T) {
 func encode(t testing.TB, plain []byte) []byte {
 	t.Helper()
 	var scratch []byte
-	stored, err := encodeChunk(&scratch, plain)
+	stored, err := encodeChunk(&scratch, plain, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestIncompressibleChunks(t *testing.T) {
 	if stored[0] != compressedChunk {
 		t.Fatalf("a chunk starting with an empty event is stored plain")
 	}
-	if got, err := decodeChunk(stored, true); err != nil || !bytes.Equal(got, plain) {
+	if got, err := decodeChunk(stored, true, false); err != nil || !bytes.Equal(got, plain) {
 		t.Fatalf("round trip: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestDecodeChunkRefusesDamage(t *testing.T) {
 		"a copy before the dictionary": {compressedChunk, 8, 0x03, 0xff, 0xff, 0xff, 0x0f},
 	}
 	for name, b := range bad {
-		if _, err := decodeChunk(b, true); !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeChunk(b, true, false); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}
@@ -162,16 +162,16 @@ func readAll(t *testing.T, db *DB, exec string, from uint64) (seqs []uint64, dat
 // two are the same bytes, or "other".
 func form(t *testing.T, stored []byte) string {
 	t.Helper()
-	plain, err := decodeChunk(stored, true)
+	plain, err := decodeChunk(stored, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var scratch []byte
-	sealed, err := encodeChunk(&scratch, plain)
+	sealed, err := encodeChunk(&scratch, plain, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tail, err := encodeTail(&scratch, plain)
+	tail, err := encodeTail(&scratch, plain, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,9 @@ func TestPlainChunksOfOlderFiles(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return events.Put(appendSeqKey(prefix, 1), plain)
+		// Followed by its sum, as a writer's open of the older file
+		// leaves it.
+		return events.Put(appendSeqKey(prefix, 1), appendChunkSum(clone(plain), 0))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -516,7 +518,7 @@ func BenchmarkEncodeChunk(b *testing.B) {
 	var out, scratch []byte
 	for b.Loop() {
 		var err error
-		if out, err = encodeChunk(&scratch, plain); err != nil {
+		if out, err = encodeChunk(&scratch, plain, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -528,7 +530,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	stored := encode(b, plain)
 	b.SetBytes(int64(len(plain)))
 	for b.Loop() {
-		if _, err := decodeChunk(stored, true); err != nil {
+		if _, err := decodeChunk(stored, true, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -544,15 +546,15 @@ func FuzzChunkRoundTrip(f *testing.F) {
 	f.Add(chunkDictText[100:900])
 	f.Fuzz(func(t *testing.T, plain []byte) {
 		stored := encode(t, plain)
-		got, err := decodeChunk(stored, true)
+		got, err := decodeChunk(stored, true, false)
 		if err != nil || !bytes.Equal(got, plain) {
 			t.Fatalf("round trip of %q: %q, %v", plain, got, err)
 		}
 		var scratch []byte
-		if stored, err = encodeTail(&scratch, plain); err != nil {
+		if stored, err = encodeTail(&scratch, plain, false); err != nil {
 			t.Fatal(err)
 		}
-		got, err = decodeChunk(stored, true)
+		got, err = decodeChunk(stored, true, false)
 		if err != nil || !bytes.Equal(got, plain) {
 			t.Fatalf("round trip of %q as a tail: %q, %v", plain, got, err)
 		}
@@ -565,7 +567,7 @@ func FuzzDecodeChunk(f *testing.F) {
 	f.Add(encode(f, benchChunk()))
 	f.Add([]byte{compressedChunk, 10, 0x03, 0x05})
 	f.Fuzz(func(t *testing.T, stored []byte) {
-		got, err := decodeChunk(stored, true)
+		got, err := decodeChunk(stored, true, false)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode %x: %v", stored, err)
@@ -603,7 +605,7 @@ func TestTailsOfV5FilesMove(t *testing.T) {
 				return err
 			}
 			var scratch []byte
-			stored, err := encodeTail(&scratch, plain)
+			stored, err := encodeTail(&scratch, plain, true) // sealed with its sum by a writer's open
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,11 @@ import (
 // version to refuse a newer file), nor are the executions' creation order
 // (its values are the keys of execution records, a damaged one names no
 // record, or one listed twice, which check finds) and the histories, whose
-// chunks have a codec of their own.
+// chunks carry a checksum of their own, in their codec (appendChunkSum,
+// openChunk): a chunk of history_events, and a growing tail of
+// history_tails after its first sequence number, is followed by the
+// CRC-32C of its stored bytes. A v2 file's per-execution history buckets
+// keep their events without sums.
 
 // sumSize is the length of a sealed value's checksum.
 const sumSize = 4
@@ -171,7 +175,7 @@ func addSums(tx *bolt.Tx) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return nil
+	return sumChunks(tx)
 }
 
 // sealAll seals every value of b and of the collections nested in it, b
@@ -215,6 +219,74 @@ func sealAll(b *bolt.Bucket, depth int) error {
 	for _, name := range nested {
 		if err := sealAll(b.Bucket(name), depth+1); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// appendChunkSum appends the checksum of out[from:], a stored chunk, to
+// out.
+func appendChunkSum(out []byte, from int) []byte {
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out[from:], castagnoli))
+}
+
+// openChunk is a stored chunk without its checksum (a slice of stored,
+// whose capacity ends where the chunk does), or an error wrapping
+// ErrCorrupt when the sum does not match.
+func openChunk(stored []byte) ([]byte, error) {
+	if len(stored) < sumSize {
+		return nil, fmt.Errorf("%w: a history chunk of %d bytes, too short to hold its checksum", ErrCorrupt, len(stored))
+	}
+	n := len(stored) - sumSize
+	if binary.BigEndian.Uint32(stored[n:]) != crc32.Checksum(stored[:n], castagnoli) {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, errSum)
+	}
+	return stored[:n:n], nil
+}
+
+// sumChunks appends its checksum to every chunk of history_events and
+// every growing tail of history_tails (after its first sequence number),
+// in tx: a file older than v7 raised to it.
+func sumChunks(tx *bolt.Tx) error {
+	for _, name := range []Bucket{bucketHistoryEvents, bucketHistoryTails} {
+		b := tx.Bucket([]byte(name))
+		if b == nil {
+			continue
+		}
+		b.FillPercent = appendFill
+		var after []byte
+		for {
+			var keys, values [][]byte
+			c := b.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(keys) < sealBatch; k, v = c.Next() {
+				if v == nil {
+					continue
+				}
+				head := 0
+				if name == bucketHistoryTails {
+					if len(v) < 2 || len(v) < 2+int(v[0]) {
+						continue // damaged: read as such, with or without a sum
+					}
+					head = 1 + int(v[0])
+				}
+				keys = append(keys, clone(k))
+				values = append(values, appendChunkSum(append(make([]byte, 0, len(v)+sumSize), v...), head))
+			}
+			for i, k := range keys {
+				if err := b.Put(k, values[i]); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			if k == nil {
+				break
+			}
+			after = keys[len(keys)-1]
 		}
 	}
 	return nil

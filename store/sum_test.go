@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -251,4 +252,94 @@ func TestReaderRefusesADamagedMetaPage(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("meta page %d is damaged", txid%2)) {
 		t.Fatalf("a reader's open: %v, want the damaged meta page", err)
 	}
+}
+
+// TestSealedChunksFindDamageThatStillDecodes: a history chunk stored plain
+// (events that do not compress) whose event bytes changed still splits
+// into events; its checksum finds it, whether it is a growing tail or
+// sealed, and after a v6 file's chunk is given its sum by a writer's open.
+func TestSealedChunksFindDamageThatStillDecodes(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "retrylab.db")
+	db := openDB(t, path, Options{})
+	// A v6 file's sealed chunk, without its sum.
+	var v6Key []byte
+	if err := db.Update(func(tx *Tx) error {
+		events, prefix, err := tx.historyPrefix("v6", true)
+		if err != nil {
+			return err
+		}
+		v6Key = appendSeqKey(prefix, 1)
+		var plain []byte
+		for seq := uint64(1); seq <= 3; seq++ {
+			plain = binary.AppendUvarint(plain, uint64(len(noiseEvent(seq))))
+			plain = append(plain, noiseEvent(seq)...)
+		}
+		return events.Put(v6Key, plain)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketMeta)).Put([]byte("schema"), U64(6))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{}) // seals the v6 chunk
+	for _, exec := range []string{"tail", "sealed"} {
+		if err := db.Update(func(tx *Tx) error {
+			for range 3 {
+				if _, err := tx.AppendEvent(exec, func(seq uint64) ([]byte, error) { return noiseEvent(seq), nil }); err != nil {
+					return err
+				}
+			}
+			if exec == "sealed" {
+				return tx.SealHistory(exec)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(exec string) error {
+		return db.View(func(tx *Tx) error {
+			return tx.Events(exec, 1, func(uint64, []byte) bool { return true })
+		})
+	}
+	for _, exec := range []string{"tail", "sealed", "v6"} {
+		if err := read(exec); err != nil {
+			t.Fatalf("%s before any damage: %v", exec, err)
+		}
+	}
+	damage := func(name Bucket, key []byte) {
+		t.Helper()
+		v := rawGet(t, db, name, key)
+		v[len(v)-sumSize-5] ^= 0x55 // inside the last event
+		rawPut(t, db, name, key, v)
+	}
+	tailPrefix, sealedPrefix := historyPrefixOf(t, db, "tail"), historyPrefixOf(t, db, "sealed")
+	damage(bucketHistoryTails, tailPrefix)
+	damage(bucketHistoryEvents, appendSeqKey(sealedPrefix, 1))
+	damage(bucketHistoryEvents, v6Key)
+	for _, exec := range []string{"tail", "sealed", "v6"} {
+		if err := read(exec); !errors.Is(err, ErrCorrupt) || !errors.Is(err, errSum) {
+			t.Errorf("%s damaged: %v, want its checksum not to match", exec, err)
+		}
+	}
+}
+
+// historyPrefixOf is exec's history prefix.
+func historyPrefixOf(t *testing.T, db *DB, exec string) []byte {
+	t.Helper()
+	var prefix []byte
+	if err := db.View(func(tx *Tx) error {
+		_, p, err := tx.historyPrefix(exec, false)
+		prefix = clone(p)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return prefix
 }

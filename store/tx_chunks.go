@@ -51,8 +51,11 @@ const compressedChunk = 0
 // 29.6% of their plain size instead of 35%, in about the time the
 // hand-written codec S2 replaced took (BENCHMARKS.md, "14.3: S2 instead of
 // our own codec").
-func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
-	return encodeWith(scratch, nil, plain, chunkDict.EncodeBetter)
+//
+// With sums (a file of schema v7 on) the stored chunk is followed by its
+// checksum (sumChunk).
+func encodeChunk(scratch *[]byte, plain []byte, sums bool) ([]byte, error) {
+	return encodeWith(scratch, nil, plain, chunkDict.EncodeBetter, sums)
 }
 
 // encodeTail is the stored form of a growing tail: compressed by S2's
@@ -61,21 +64,22 @@ func encodeChunk(scratch *[]byte, plain []byte) ([]byte, error) {
 // larger), unless that would not make it shorter (then plain itself, but
 // for a chunk whose first event is empty, which is always compressed).
 // scratch is as encodeChunk's.
-func encodeTail(scratch *[]byte, plain []byte) ([]byte, error) {
-	return encodeWith(scratch, nil, plain, chunkDict.Encode)
+func encodeTail(scratch *[]byte, plain []byte, sums bool) ([]byte, error) {
+	return encodeWith(scratch, nil, plain, chunkDict.Encode, sums)
 }
 
 // encodeTailValue is encodeTail's stored form after head, in a new slice:
 // history_tails' value, head being the tail's first sequence number.
-func encodeTailValue(scratch *[]byte, head, plain []byte) ([]byte, error) {
-	return encodeWith(scratch, head, plain, chunkDict.Encode)
+func encodeTailValue(scratch *[]byte, head, plain []byte, sums bool) ([]byte, error) {
+	return encodeWith(scratch, head, plain, chunkDict.Encode, sums)
 }
 
 // encodeWith is a chunk compressed by encode (one of chunkDict's S2
 // encoders, writing into dst), or plain when that is not shorter and the
 // chunk does not start with an empty event, after head: plain itself
-// when head is nil and the chunk is stored plain, else a new slice.
-func encodeWith(scratch *[]byte, head, plain []byte, encode func(dst, src []byte) []byte) ([]byte, error) {
+// when head is nil and the chunk is stored plain without sums, else a new
+// slice. With sums the chunk (not head) is followed by its checksum.
+func encodeWith(scratch *[]byte, head, plain []byte, encode func(dst, src []byte) []byte, sums bool) ([]byte, error) {
 	need := s2.MaxEncodedLen(len(plain))
 	if need < 0 || len(plain) > maxChunkLen {
 		return nil, fmt.Errorf("history chunk of %d bytes: too large", len(plain))
@@ -84,39 +88,58 @@ func encodeWith(scratch *[]byte, head, plain []byte, encode func(dst, src []byte
 		*scratch = make([]byte, need)
 	}
 	enc := encode((*scratch)[:need], plain)
+	extra := 0
+	if sums {
+		extra = sumSize
+	}
 	if 1+len(enc) >= len(plain) && len(plain) > 0 && plain[0] != compressedChunk {
-		if head == nil {
+		if head == nil && !sums {
 			return plain, nil
 		}
-		return append(append(make([]byte, 0, len(head)+len(plain)), head...), plain...), nil
+		out := append(append(make([]byte, 0, len(head)+len(plain)+extra), head...), plain...)
+		if sums {
+			out = appendChunkSum(out, len(head))
+		}
+		return out, nil
 	}
-	out := make([]byte, len(head)+1+len(enc))
+	out := make([]byte, len(head)+1+len(enc), len(head)+1+len(enc)+extra)
 	n := copy(out, head)
 	out[n] = compressedChunk
 	copy(out[n+1:], enc)
+	if sums {
+		out = appendChunkSum(out, n)
+	}
 	return out, nil
 }
 
 // sealChunk is a stored chunk (plain, a growing tail or sealed) as it
-// is stored sealed; *scratch is as encodeChunk's.
-func sealChunk(scratch *[]byte, stored []byte) ([]byte, error) {
-	plain, err := decodeChunk(stored, true)
+// is stored sealed; *scratch is as encodeChunk's, sums as decodeChunk's.
+func sealChunk(scratch *[]byte, stored []byte, sums bool) ([]byte, error) {
+	plain, err := decodeChunk(stored, true, sums)
 	if err != nil {
 		return nil, err
 	}
-	return encodeChunk(scratch, plain)
+	return encodeChunk(scratch, plain, sums)
 }
 
 // decodeChunk returns a stored chunk's plain events: a new slice, or, for
-// a plain chunk when copyPlain is not set, stored itself.
-func decodeChunk(stored []byte, copyPlain bool) ([]byte, error) {
-	return decodeChunkInto(nil, stored, copyPlain)
+// a plain chunk when copyPlain is not set, a slice of stored. sums says
+// the chunk is followed by its checksum (a file of schema v7 on), which
+// must match.
+func decodeChunk(stored []byte, copyPlain, sums bool) ([]byte, error) {
+	return decodeChunkInto(nil, stored, copyPlain, sums)
 }
 
 // decodeChunkInto is decodeChunk writing a compressed chunk's events (or
 // a plain chunk's, with copyPlain) into dst's space when it is large
 // enough.
-func decodeChunkInto(dst, stored []byte, copyPlain bool) ([]byte, error) {
+func decodeChunkInto(dst, stored []byte, copyPlain, sums bool) ([]byte, error) {
+	if sums {
+		var err error
+		if stored, err = openChunk(stored); err != nil {
+			return nil, err
+		}
+	}
 	if len(stored) == 0 || stored[0] != compressedChunk {
 		if copyPlain {
 			return append(dst[:0], stored...), nil

@@ -369,12 +369,12 @@ func (t *Tx) events(exec string, from uint64, inPlace bool, fn func(seq uint64, 
 		}
 		var chunk []byte
 		if inPlace {
-			chunk, err = decodeChunkInto(t.plain, v, false)
+			chunk, err = decodeChunkInto(t.plain, v, false, t.sums())
 			if err == nil && len(v) > 0 && v[0] == compressedChunk {
 				t.plain = chunk[:0] // the space, grown, for the next chunk
 			}
 		} else {
-			chunk, err = decodeChunk(v, true)
+			chunk, err = decodeChunk(v, true, t.sums())
 		}
 		if err != nil {
 			return false, t.chunkDamaged(exec, k, fmt.Errorf("a history chunk of %s: %w", exec, err))

@@ -71,7 +71,7 @@ func (t *Tx) putChunk(tl *tail, seal bool) error {
 	}
 	events.FillPercent = appendFill
 	if !seal {
-		stored, err := encodeTailValue(&t.encoded, tl.key[len(tl.prefix):], tl.value)
+		stored, err := encodeTailValue(&t.encoded, tl.key[len(tl.prefix):], tl.value, t.sums())
 		if err != nil {
 			return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 		}
@@ -88,7 +88,7 @@ func (t *Tx) putChunk(tl *tail, seal bool) error {
 	}
 	// bbolt keeps the value it is given until the commit; tl.value, when it
 	// is stored plain, is only ever appended to past that length.
-	stored, err := encodeChunk(&t.encoded, tl.value)
+	stored, err := encodeChunk(&t.encoded, tl.value, t.sums())
 	if err != nil {
 		return fmt.Errorf("write history chunk %x: %w", tl.key, err)
 	}
@@ -125,7 +125,7 @@ func (t *Tx) lastChunk(events *bolt.Bucket, prefix, buf []byte) (key, value []by
 		return nil, nil, 0, storedNowhere, err
 	}
 	first, ok := decodeSeqKey(k[len(prefix):])
-	v, err = decodeChunkInto(buf, v, buf != nil)
+	v, err = decodeChunkInto(buf, v, buf != nil, t.sums())
 	if err != nil {
 		return nil, nil, 0, storedNowhere, fmt.Errorf("history chunk %x: %w", k, err)
 	}
@@ -304,7 +304,7 @@ func (t *Tx) HistorySealed(exec string) (bool, error) {
 	if place == storedInTails {
 		return false, nil // a growing tail
 	}
-	sealed, err := sealChunk(&t.encoded, v)
+	sealed, err := sealChunk(&t.encoded, v, t.sums())
 	if err != nil {
 		return false, fmt.Errorf("history chunk %x of %s: %w", k, exec, err)
 	}
