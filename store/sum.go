@@ -111,6 +111,22 @@ func (t *Tx) open(bucket Bucket, names [][]byte, key, stored []byte) ([]byte, bo
 	return nil, false
 }
 
+// errNested is why a record is damaged when a collection stands where it
+// belongs: an element's flags changed, which no checksum covers.
+var errNested = errors.New("a nested collection stands where a record belongs")
+
+// openScanned is open for a record a cursor met in the top-level
+// collection bucket, which holds records only: v nil there (a nested
+// collection) is damage too, kept as open keeps it, in a file with sums
+// (an older file's collections are read as they always were).
+func (t *Tx) openScanned(bucket Bucket, key, v []byte) ([]byte, bool) {
+	if v == nil && t.sums() && summed(bucket) {
+		t.noteDamage(t.Damaged(bucket, nil, key, errNested))
+		return nil, false
+	}
+	return t.open(bucket, nil, key, v)
+}
+
 // noteDamage keeps a damaged record a read met and did not return as an
 // error, the first of each record: the transaction that met it fails with
 // the first (View, Update), unless its function failed with damage of its

@@ -95,9 +95,8 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 	}
 	for ; k != nil; k, v = next() {
 		// A damaged record is skipped here and fails the transaction
-		// (see Tx.open); a nested collection (v nil) is passed on as
-		// it always was.
-		v, ok := t.open(name, nil, k, v)
+		// (see Tx.open, Tx.openScanned).
+		v, ok := t.openScanned(name, k, v)
 		if !ok {
 			continue
 		}
@@ -120,7 +119,7 @@ func (t *Tx) ScanInPlace(name Bucket, fn func(key, value []byte) bool) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if v, ok := t.open(name, nil, k, v); ok && !fn(k, v) {
+		if v, ok := t.openScanned(name, k, v); ok && !fn(k, v) {
 			break
 		}
 	}

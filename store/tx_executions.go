@@ -329,7 +329,7 @@ func (t *Tx) ExecutionRecords(fn func(id, record []byte) bool) error {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		// A damaged record is left out and fails the transaction (see
 		// Tx.open).
-		if v, ok := t.open(bucketExecutions, nil, k, v); ok && !fn(k, v) {
+		if v, ok := t.openScanned(bucketExecutions, k, v); ok && !fn(k, v) {
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 
@@ -175,13 +176,23 @@ func (t *Tx) JournalEntriesAfter(exec, step string, fn func(exec, step string, r
 	for k, v := pc.Seek([]byte(exec)); k != nil; k, v = pc.Next() {
 		var e string
 		var entries []journalEntry
-		if i := bytes.IndexByte(k, 0); i >= 0 && v != nil {
+		if i := bytes.IndexByte(k, 0); i >= 0 && v == nil && t.sums() {
+			// A flat record's key holds a NUL, a collection's never.
+			t.noteDamage(t.Damaged(bucketJournals, nil, k, errNested))
+			continue
+		} else if i >= 0 && v != nil {
 			e = string(k[:i])
 			// A damaged record is left out and fails the transaction
 			// (see Tx.open).
 			if v, ok := t.open(bucketJournals, nil, k, v); ok {
 				entries = []journalEntry{{step: string(k[i+1:]), record: clone(v)}}
 			}
+		} else if i < 0 && v != nil {
+			// A record whose key holds no NUL: no build writes one (an
+			// execution's own collection is named by its id alone), so
+			// its key was damaged.
+			t.noteDamage(t.Damaged(bucketJournals, nil, k, errors.New("a record whose key names no step")))
+			continue
 		} else if b := p.Bucket(k); b != nil {
 			e = string(k)
 			c := b.Cursor()
