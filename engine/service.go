@@ -64,6 +64,13 @@ type WorldControl interface {
 	ResetWorld() error
 }
 
+// Pacer sets slow motion for the runs to come, so a room can follow
+// them (Host.SetPace); a face offers its key where the source has it.
+type Pacer interface {
+	SetPace(d time.Duration)
+	Pace() time.Duration
+}
+
 // Source is every role together: what the explorer (package tui) reads
 // and does on a database retrylab runs in, which Service extends for the
 // CLI.

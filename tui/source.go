@@ -57,6 +57,8 @@ type roles struct {
 	world  engine.WorldControl
 	// erase empties the whole database (E).
 	erase resetter
+	// pace sets slow motion for the runs to come (S).
+	pace engine.Pacer
 }
 
 // resetter is a Source that can wipe its database (*engine.Local and
@@ -72,6 +74,7 @@ func rolesOf(src Source) roles {
 	r.faults, _ = src.(engine.FaultInjector)
 	r.world, _ = src.(engine.WorldControl)
 	r.erase, _ = src.(resetter)
+	r.pace, _ = src.(engine.Pacer)
 	return r
 }
 

@@ -309,6 +309,8 @@ func noteLine(v *trace.Note) string {
 		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
+	case trace.Paced:
+		return narrate.Paced(v.Duration, v.Attempt)
 	case trace.ClockMoved:
 		return narrate.ClockMoved(v.Duration, v.Offset)
 	case trace.KeyExpired:
@@ -517,6 +519,8 @@ func eventName(v *trace.Note) string {
 		return string(history.JournalDeleted)
 	case trace.StepRecorded:
 		return string(history.StepRecorded)
+	case trace.Paced:
+		return string(history.Paced)
 	case trace.ClockMoved:
 		return string(history.ClockMoved)
 	case trace.KeyExpired:

@@ -317,3 +317,46 @@ func TestTraceShowsClockMoveAndExpiredKey(t *testing.T) {
 	}
 	mustShow(t, strings.Join(m.detail.lines(156), "\n"), "the expired key's detail", "KeyExpired at", "a retry with one executes again")
 }
+
+// pacedSource is a recorded source that takes slow motion, as a host does.
+type pacedSource struct {
+	*snapshot
+	pace time.Duration
+}
+
+func (p *pacedSource) SetPace(d time.Duration) {
+	p.log("pace %s", d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pace = d
+}
+
+func (p *pacedSource) Pace() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pace
+}
+
+// S turns slow motion on for the runs to come and off again; the footer
+// says it while it is on.
+func TestSlowMotionKeyToggles(t *testing.T) {
+	t.Parallel()
+	src := &pacedSource{snapshot: record(t, []string{"naive", "run"})}
+	m := open(t, src, 200, 36)
+	press(t, m, "S")
+	if src.Pace() != 2*time.Second {
+		t.Fatalf("S: the source's pace is %s, want 2s", src.Pace())
+	}
+	mustShow(t, m.View(), "the footer after S", "slow motion: each attempt of the next runs waits 2s first")
+	m.status.text = ""
+	if bar := m.statusBar(); !strings.Contains(bar, "slow motion 2s") {
+		t.Fatalf("the footer's state lacks slow motion:\n%s", bar)
+	}
+	press(t, m, "S")
+	if src.Pace() != 0 || strings.Contains(m.statusBar(), "slow motion 2s") {
+		t.Fatalf("a second S: pace %s, footer %q", src.Pace(), m.statusBar())
+	}
+	if calls := strings.Join(src.Calls(), "|"); calls != "pace 2s|pace 0s" {
+		t.Errorf("calls %q", calls)
+	}
+}

@@ -57,6 +57,10 @@ const (
 	// stored it; Duration: the key's retention): the provider has
 	// forgotten it, and a retry with it executes again.
 	KeyExpired Type = "KeyExpired"
+	// Paced is slow motion's wait (Delay) before attempt Attempt of Step,
+	// which the worker makes so a room can follow the run: time spent on
+	// purpose, not by the tool or the policy.
+	Paced Type = "Paced"
 )
 
 // Effect is what a provider did, as an EffectObserved event records it.

@@ -30,6 +30,7 @@ var kindOf = map[Type]trace.Kind{
 	EffectObserved:     trace.EffectObserved,
 	ClockMoved:         trace.ClockMoved,
 	KeyExpired:         trace.KeyExpired,
+	Paced:              trace.Paced,
 }
 
 // seqRefs are the Refs of the first events of every history, made once:

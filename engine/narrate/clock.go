@@ -43,6 +43,12 @@ func ClockNote(n *trace.Note) string {
 	return ""
 }
 
+// Paced says slow motion's wait before an attempt: "slow motion: 2s
+// before attempt 2".
+func Paced(wait time.Duration, attempt int) string {
+	return fmt.Sprintf("slow motion: %s before attempt %d", dur.Text(wait), attempt)
+}
+
 // ClockLesson is what a clock move means for a late retry, as the detail
 // and show say under it.
 const ClockLesson = "keys stored longer ago than their retention (by the providers' clock) are forgotten: a retry with one executes again"

@@ -290,6 +290,8 @@ func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
 		m.f("%s- %s %s recorded `%s` = %s\n", indent, at, trace.MarkRecorded.Glyph(), n.Call, mdEscape(Summary(n.Result)))
 	case trace.JournalDeleted:
 		m.f("%s- %s %s journal record of `%s` deleted by hand\n", indent, at, trace.MarkDeleted.Glyph(), n.Call)
+	case trace.Paced:
+		m.f("%s- %s %s\n", indent, at, Paced(n.Duration, n.Attempt))
 	case trace.ClockMoved, trace.KeyExpired:
 		m.f("%s- %s %s\n", indent, at, mdEscape(ClockNote(n)))
 	case trace.RunCrashed:

@@ -121,6 +121,8 @@ func (n *Narrator) event(ev history.Event) []string {
 		return []string{tag("agent") + "execution completed"}
 	case history.ExecutionFailed:
 		return []string{tag("agent") + "✖ execution failed: " + ev.Error}
+	case history.Paced:
+		return []string{tag("runtime") + Paced(ev.Delay, ev.Attempt) + " of " + ev.Step + " (so the room can follow; the deadlines are unchanged)"}
 	case history.ClockMoved:
 		return []string{tag("clock") + trace.MarkClock.Glyph() + " " + ClockMoved(ev.Duration, ev.Offset)}
 	case history.KeyExpired:

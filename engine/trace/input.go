@@ -83,6 +83,9 @@ const (
 	// (Call, Attempt) of Run, when the clock moved past its retention
 	// (Duration): a retry with it executes again.
 	KeyExpired Kind = "key.expired"
+	// Paced: the worker waited Delay on purpose before attempt (Call,
+	// Attempt), in slow motion, so a room can follow the run.
+	Paced Kind = "paced"
 )
 
 // Outcome is how an attempt (or an execution) ended.

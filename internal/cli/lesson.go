@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 func (a *app) lessonCmd() *cobra.Command {
 	var reset, presenter, quiet, noPause bool
 	var answers, from string
+	var pace time.Duration
 	cmd := &cobra.Command{
 		Use:   "lesson",
 		Short: "Walk the lesson path: predict the outbox, run, see why",
@@ -41,6 +43,9 @@ on (piped input never waits).
 --from starts at a lesson, by name or number, and goes on from there, running
 again the lessons it passes that are done.
 
+--slow runs each lesson's scenario in slow motion (2s before each attempt,
+or --slow=5s), so a room can follow the trace; the deadlines stay real.
+
 --answers gives the predictions up front (scripted use, no prompts).`,
 		Example: "  retrylab lesson\n  retrylab lesson --presenter\n  retrylab lesson --from key-retention\n  retrylab lesson --reset --answers 2,2,1,1",
 		Args:    noArgs,
@@ -51,10 +56,14 @@ again the lessons it passes that are done.
 					return &exitError{code: 2, msg: "--answers: " + err.Error()}
 				}
 			}
+			if pace < 0 {
+				return &exitError{code: 2, msg: "lesson: --slow wants a positive duration (e.g. --slow=3s)"}
+			}
 			h, err := a.openLessonHost()
 			if err != nil {
 				return err
 			}
+			h.SetPace(pace)
 			defer a.releaseInto(h, &err)
 			s, err := lesson.Open(h.Host)
 			if err != nil {
@@ -97,6 +106,7 @@ again the lessons it passes that are done.
 	cmd.Flags().StringVar(&from, "from", "", "start at this lesson (a name or a number) and go on from there")
 	cmd.Flags().BoolVar(&presenter, "presenter", false, "more spacing, for a projector")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not narrate each run's attempts")
+	slowFlag(cmd, &pace)
 	cmd.Flags().BoolVar(&noPause, "no-pause", false, "at a terminal, go on to the next lesson without waiting for Enter")
 	return cmd
 }
