@@ -666,6 +666,7 @@ func (l *lessonPane) finish(out verify.Outcome) tea.Cmd {
 				line = "diff: cannot compare with its mistake: " + oneLine(err.Error())
 			}
 		}
+		fb.Diff = line
 		return lessonMsg{kind: lessonRecorded, step: step, diff: line, err: room.Lessons.Record(step, fb)}
 	}
 }

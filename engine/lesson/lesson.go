@@ -208,6 +208,9 @@ type Feedback struct {
 	Expected  int
 	// Text confirms or explains, in a few lines.
 	Text string
+	// Diff is a fix's difference from its mistake in one line, once read
+	// (Pairs.Line); "" for a step that fixes nothing.
+	Diff string
 }
 
 // Check compares a prediction (-1 for none) with what the step's run
@@ -420,7 +423,7 @@ func (s *Session) Record(step Step, fb Feedback) error {
 	}
 	s.mu.Unlock()
 	next.Done = append(next.Done, Answer{Scenario: step.Name, Predicted: fb.Predicted,
-		Actual: fb.Actual, Correct: fb.Correct})
+		Actual: fb.Actual, Correct: fb.Correct, Diff: fb.Diff})
 	if err := SaveProgress(s.h, next); err != nil {
 		return err
 	}

@@ -183,6 +183,7 @@ func (w *walker) step(ctx context.Context, step Step) error {
 		w.gap()
 		w.line(line)
 	}
+	fb.Diff = line
 	if err := w.s.Record(step, fb); err != nil {
 		return err
 	}

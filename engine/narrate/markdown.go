@@ -472,6 +472,14 @@ func mdDur(d time.Duration) string {
 	return dur.Text(d)
 }
 
+// Escape is s as Markdown text: what would break a table or start
+// emphasis is escaped, a line break is a space. Other handouts (the
+// session's, engine/lesson) write their text through it.
+func Escape(s string) string { return mdEscape(s) }
+
+// Paragraphs unwraps a YAML block (a scenario's teaches) into paragraphs.
+func Paragraphs(s string) string { return paragraphs(s) }
+
 // mdEscape keeps text from breaking tables and emphasis.
 func mdEscape(s string) string {
 	r := strings.NewReplacer("|", "\\|", "\n", " ", "*", "\\*", "`", "'")
