@@ -110,8 +110,8 @@ func TestPaceWaitsBeforeEachAttemptAndSaysSo(t *testing.T) {
 		}
 	}
 	// The host's own pace applies to runs that start after it is set.
-	h.SetPace(pace)
-	if got := h.Pace(); got != pace {
+	h.Runtime().SetPace(pace)
+	if got := h.Runtime().Pace(); got != pace {
 		t.Fatalf("Pace after SetPace: %s", got)
 	}
 	p = play(t, h, func() (*engine.Run, error) { return h.Start("safe", engine.RunOptions{}) })

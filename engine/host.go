@@ -144,7 +144,7 @@ type Host struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	armed    []fault.Point
-	// pace is the slow motion every run's worker keeps (SetPace): 0 for none.
+	// pace is the slow motion every run's worker keeps (RuntimeAPI.SetPace): 0 for none.
 	pace time.Duration
 	// holds counts attached processes holding the host open; closing is set
 	// once CloseWhenIdle found it idle, and refuses new runs and holds.

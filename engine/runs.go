@@ -47,7 +47,7 @@ type RunOptions struct {
 	// Pace is slow motion for this run: its worker waits this long before
 	// each attempt, so a room can follow, and records the wait (a Paced
 	// event). The scenario's deadlines stay as they are. The host's own
-	// pace (Host.SetPace) applies when it is longer.
+	// pace (RuntimeAPI.SetPace) applies when it is longer.
 	Pace time.Duration `json:"pace,omitempty"`
 }
 
@@ -723,21 +723,4 @@ func (h *Host) handleNext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// SetPace sets the slow motion of the runs that start from now on (the
-// explorer's S, lesson --slow): each worker waits d before each attempt
-// and records the wait; 0 turns it off. A run's own RunOptions.Pace
-// applies when longer. The scenario's deadlines are never changed.
-func (h *Host) SetPace(d time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pace = max(d, 0)
-}
-
-// Pace is the slow motion SetPace set.
-func (h *Host) Pace() time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.pace
 }

@@ -47,6 +47,9 @@ var (
 	_ engine.Source = (*engine.Local)(nil)
 	_ engine.Source = (*control.Server)(nil)
 	_ engine.Source = (*control.Client)(nil)
+	// S (slow motion) works on a host in this process, served or not.
+	_ engine.Pacer = (*engine.Local)(nil)
+	_ engine.Pacer = (*control.Server)(nil)
 )
 
 // roles are what the source shown can do besides reading; each is nil

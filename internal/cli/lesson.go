@@ -63,7 +63,7 @@ or --slow=5s), so a room can follow the trace; the deadlines stay real.
 			if err != nil {
 				return err
 			}
-			h.SetPace(pace)
+			h.Runtime().SetPace(pace)
 			defer a.releaseInto(h, &err)
 			s, err := lesson.Open(h.Host)
 			if err != nil {
