@@ -118,7 +118,8 @@ type Host struct {
 
 	bus *bus
 
-	stopCompanion func() // Config.Companion's stop; nil when none
+	stopCompanion func()   // Config.Companion's stop; nil when none
+	beforeReset   []func() // BeforeReset's hooks; guarded by mu
 
 	find finder // the index FindExecutions answers from
 

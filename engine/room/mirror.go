@@ -68,6 +68,9 @@ type Mirror struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	// passing holds a token while a pass runs: one at a time, the
+	// mirror's own and a Flush's from the host's goroutine before a reset.
+	passing chan struct{}
 }
 
 // Companion is the engine.Config.Companion that mirrors a host's database
@@ -81,6 +84,9 @@ func Companion(file string, opts MirrorOptions) func(*engine.Host) func() {
 			return func() {}
 		}
 		mi := StartMirror(h, m, opts)
+		// A reset (each lesson starts with one) would take the runs
+		// before the room had all of them: they are sent first.
+		h.BeforeReset(mi.Flush)
 		return func() { mi.Close() }
 	}
 }
@@ -100,10 +106,24 @@ func StartMirror(src Source, m Membership, opts MirrorOptions) *Mirror {
 		opts.Drain = 2 * time.Second
 	}
 	mi := &Mirror{src: src, m: m, opts: opts, client: Client{URL: m.URL, Token: m.Token, HTTP: opts.Client},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), passing: make(chan struct{}, 1)}
 	notices, unsubscribe := src.Subscribe(256)
 	go mi.run(notices, unsubscribe)
 	return mi
+}
+
+// Flush sends what the room has not acknowledged yet, now, and returns
+// when the room acknowledged it, or it could not be sent within
+// MirrorOptions.Drain (the room down or slow: it is sent later, as any
+// push that failed). The host calls it before a reset, which would wipe
+// what was not sent. After Close it does nothing.
+func (mi *Mirror) Flush() {
+	select {
+	case <-mi.done:
+		return
+	default:
+	}
+	mi.drain()
 }
 
 // Close stops the mirror after a last push of what is left, bounded by
@@ -131,7 +151,9 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 	rescan := time.NewTicker(mi.opts.Rescan)
 	defer rescan.Stop()
 	for {
+		mi.passing <- struct{}{}
 		err := mi.pass(ctx, all, dirty)
+		<-mi.passing
 		if err == nil {
 			all, wait = false, mi.opts.Retry
 			clear(dirty)
@@ -184,10 +206,17 @@ func (mi *Mirror) note(n notice.Notice, all *bool, dirty map[string]bool) {
 	}
 }
 
-// drain pushes what is left, for at most the drain bound.
+// drain pushes what is left, for at most the drain bound (the wait for
+// another pass under way included).
 func (mi *Mirror) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), mi.opts.Drain)
 	defer cancel()
+	select {
+	case mi.passing <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-mi.passing }()
 	_ = mi.pass(ctx, true, nil)
 }
 

@@ -45,6 +45,13 @@ type aRoom struct {
 // openRoom hosts a room on dbPath at addr ("127.0.0.1:0": any port).
 func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	t.Helper()
+	return openRoomWrapped(t, dbPath, addr, cfg, nil)
+}
+
+// openRoomWrapped is openRoom with the room's handler inside wrap (a slow
+// network, say), unless wrap is nil.
+func openRoomWrapped(t *testing.T, dbPath, addr string, cfg room.Config, wrap func(http.Handler) http.Handler) *aRoom {
+	t.Helper()
 	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, KeepOnReset: room.Buckets})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,11 @@ func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &aRoom{host: h, srv: srv, http: &http.Server{Handler: srv.Handler()}, addr: ln.Addr().String(), code: cfg.Code}
+	handler := srv.Handler()
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	r := &aRoom{host: h, srv: srv, http: &http.Server{Handler: handler}, addr: ln.Addr().String(), code: cfg.Code}
 	r.url = "http://" + r.addr
 	go func() { _ = r.http.Serve(ln) }()
 	t.Cleanup(r.close)
