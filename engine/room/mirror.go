@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -324,21 +325,30 @@ func sameRecord(a, b Execution) bool {
 		a.Duplicates == b.Duplicates && a.Started.Equal(b.Started) && a.Updated.Equal(b.Updated) && maps.Equal(a.Sends, b.Sends)
 }
 
-// pushPredictions pushes the lesson predictions when the database holds
-// lesson progress (the lessons' own database does) that the room has not
-// acknowledged.
+// predictionsCursor is what the room acknowledged of the lesson
+// progress: the totals and the answers, lesson by lesson. (A cursor saved
+// before the answers were mirrored has none: they are sent once.)
+type predictionsCursor struct {
+	Predictions
+	Answers []Answer `json:"answers,omitempty"`
+}
+
+// pushPredictions pushes the lesson predictions, totals and answers, when
+// the database holds lesson progress (the lessons' own database does)
+// that the room has not acknowledged.
 func (mi *Mirror) pushPredictions(ctx context.Context) error {
 	st, err := lesson.LoadProgress(mi.src)
 	if err != nil || len(st.Done) == 0 {
 		return nil // no lessons here; a damaged progress is the lesson's to report
 	}
-	p := Predictions{Asked: len(st.Done)}
+	p := predictionsCursor{Predictions: Predictions{Asked: len(st.Done)}, Answers: make([]Answer, 0, len(st.Done))}
 	for _, a := range st.Done {
 		if a.Correct {
 			p.Right++
 		}
+		p.Answers = append(p.Answers, Answer{Lesson: a.Scenario, Predicted: max(a.Predicted, -1), Actual: a.Actual, Correct: a.Correct})
 	}
-	var acked Predictions
+	var acked predictionsCursor
 	var have bool
 	err = mi.src.Store().View(func(tx *store.Tx) error {
 		if data := tx.Get(BucketMirror, mi.predictionsKey()); data != nil {
@@ -350,12 +360,15 @@ func (mi *Mirror) pushPredictions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror: read predictions cursor: %w", err)
 	}
-	if have && acked == p {
+	if have && acked.Predictions == p.Predictions && slices.Equal(acked.Answers, p.Answers) {
 		return nil
 	}
-	if _, err := mi.client.Push(ctx, PushRequest{Predictions: &p}); err != nil {
+	if _, err := mi.client.Push(ctx, PushRequest{Predictions: &p.Predictions, Answers: p.Answers}); err != nil {
 		return fmt.Errorf("mirror: push predictions: %w", err)
 	}
-	data, _ := json.Marshal(p)
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("mirror: save predictions cursor: %w", err)
+	}
 	return mi.src.Store().Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.predictionsKey(), data) })
 }
