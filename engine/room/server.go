@@ -100,6 +100,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if s.crm, err = s.proxy(cfg.Services.CRMURL(), "/v1/room/crm"); err != nil {
 		return nil, err
 	}
+	s.crm.ModifyResponse = crmResponse
 	return s, nil
 }
 
@@ -205,11 +206,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, "the mail API and CRM take a participant's token: their effects are counted in a participant's outbox")
 			return
 		}
-		p := s.mail
-		if strings.HasPrefix(path, "/crm") {
-			p = s.crm
+		if strings.HasPrefix(path, "/mail") {
+			s.mail.ServeHTTP(w, r.WithContext(contextWith(r, c)))
+			return
 		}
-		p.ServeHTTP(w, r.WithContext(contextWith(r, c)))
+		// The CRM: each participant's records apart from everyone else's.
+		out, ok := crmRequest(w, r, c, "/v1/room/crm")
+		if !ok {
+			return
+		}
+		s.crm.ServeHTTP(w, out.WithContext(contextWith(out, c)))
 	default:
 		writeError(w, http.StatusNotFound, "no such room request: "+r.Method+" "+r.URL.Path+" (the teacher's control API is on the host's loopback address only)")
 	}
