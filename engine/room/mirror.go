@@ -47,8 +47,13 @@ type MirrorOptions struct {
 	// when the mirror starts, after a lag of its notices, and after a
 	// failed push.
 	Rescan time.Duration
-	// Drain bounds what Close waits for the last pushes. Default: 2s.
+	// Drain bounds what Close, and a Flush before a reset, wait for the
+	// last pushes. Default: 2s.
 	Drain time.Duration
+	// Coalesce is how long the mirror gathers what a run records before
+	// it pushes it: the events of one burst go in one push. Default:
+	// 100ms.
+	Coalesce time.Duration
 	// Namespace, when set, prefixes the ids of the executions mirrored
 	// ("lesson" gives "lesson:exec_7K2Q"): a participant's lessons run in
 	// a database of their own, under the same ids as its own runs.
@@ -105,6 +110,9 @@ func StartMirror(src Source, m Membership, opts MirrorOptions) *Mirror {
 	}
 	if opts.Drain <= 0 {
 		opts.Drain = 2 * time.Second
+	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = 100 * time.Millisecond
 	}
 	mi := &Mirror{src: src, m: m, opts: opts, client: Client{URL: m.URL, Token: m.Token, HTTP: opts.Client},
 		stop: make(chan struct{}), done: make(chan struct{}), passing: make(chan struct{}, 1)}
@@ -181,17 +189,25 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 				return
 			}
 			mi.note(n, &all, dirty)
-			// Take what else is queued: a run records in bursts.
-			for more := true; more; {
+			// A run records in bursts: what else comes within the
+			// window goes in the same push (a room under a workshop's
+			// load commits one push for many events, not one each).
+			window := time.NewTimer(mi.opts.Coalesce)
+			for gathering := true; gathering; {
 				select {
 				case n, ok := <-notices:
 					if !ok {
-						more = false
-						break
+						window.Stop()
+						mi.drain()
+						return
 					}
 					mi.note(n, &all, dirty)
-				default:
-					more = false
+				case <-window.C:
+					gathering = false
+				case <-mi.stop:
+					window.Stop()
+					mi.drain()
+					return
 				}
 			}
 		}

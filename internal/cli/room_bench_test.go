@@ -28,12 +28,14 @@ import (
 // ('lesson --answers 2,2 --quiet'). While they run, j and k go to the room
 // view: it reports the key→screen p50 and p99 (first output after a key;
 // the view's own redraws between keys are drained before each), and a
-// participant's run time (median, max) over the same run alone, without a
-// room. It fails unless, as soon as the last participant exited, the room
-// holds every participant's two executions and every outbox right (4
-// messages, 2 of them duplicates: naive and crash each deliver the invoice
-// twice) and both predictions, and every event of each participant's
-// lessons' database as the participant recorded it (lost-events, 0).
+// participant's run time (median, max) over the same run alone, and over
+// the same n runs at once without a room (room-median-x, room-max-x: what
+// the room costs a participant, the machine's load aside). It fails
+// unless, as soon as the last participant exited, the room holds every
+// participant's two executions and every outbox right (4 messages, 2 of
+// them duplicates: naive and crash each deliver the invoice twice) and
+// both predictions, and every event of each participant's lessons'
+// database as the participant recorded it (lost-events, 0).
 func BenchmarkRoomLoad(b *testing.B) {
 	n := 2
 	if v, err := strconv.Atoi(os.Getenv("RETRYLAB_ROOM_BENCH_N")); err == nil && v > 0 {
@@ -49,6 +51,36 @@ func BenchmarkRoomLoad(b *testing.B) {
 		return time.Since(start), nil
 	}
 	alone, err := lessonRun(filepath.Join(dir, "alone.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The same n runs at once without a room: the machine's share of a
+	// participant's time, which the room's is measured against.
+	together := func(dbs []string) ([]time.Duration, error) {
+		times := make([]time.Duration, len(dbs))
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		for i := range dbs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				times[i], errs[i] = lessonRun(dbs[i])
+			}()
+		}
+		wg.Wait()
+		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		for i, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("participant %d: %w", i, err)
+			}
+		}
+		return times, nil
+	}
+	roomless := make([]string, n)
+	for i := range roomless {
+		roomless[i] = filepath.Join(dir, fmt.Sprintf("roomless%02d.db", i))
+	}
+	noRoom, err := together(roomless)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,6 +182,9 @@ func BenchmarkRoomLoad(b *testing.B) {
 	b.ReportMetric(ms(alone), "alone-ms")
 	b.ReportMetric(float64(times[n/2])/float64(alone), "run-median-x")
 	b.ReportMetric(float64(times[n-1])/float64(alone), "run-max-x")
+	b.ReportMetric(ms(noRoom[n/2]), "no-room-median-ms")
+	b.ReportMetric(float64(times[n/2])/float64(noRoom[n/2]), "room-median-x")
+	b.ReportMetric(float64(times[n-1])/float64(noRoom[n-1]), "room-max-x")
 }
 
 // allIn says the room holds n participants, each with the first two
