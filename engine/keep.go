@@ -18,18 +18,6 @@ import (
 // Now is the host's clock.
 func (h *Host) Now() time.Time { return h.clock.Now() }
 
-// BeforeReset registers f to run at the start of every Reset, once no
-// worker runs and before the wipe: a companion that copies the host's runs
-// elsewhere (the room's mirror, engine/room) sends what it has not sent
-// yet, so a reset between two lessons does not take a run before it
-// reached the room. f must return within a bound of its own: the reset
-// waits for it.
-func (h *Host) BeforeReset(f func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.beforeReset = append(h.beforeReset, f)
-}
-
 // Reset wipes everything: executions, histories, journals and the world,
 // like the article's `reset` between experiments, but keeps the given
 // collections: the wipe and their survival are one commit. It refuses while a worker
@@ -42,10 +30,7 @@ func (h *Host) Reset(keep ...store.Bucket) error {
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
 	}
-	h.mu.Lock()
-	hooks := slices.Clone(h.beforeReset)
-	h.mu.Unlock()
-	for _, f := range hooks {
+	if f := h.companion.BeforeReset; f != nil {
 		f()
 	}
 	if !h.importMu.TryLock() {

@@ -83,17 +83,16 @@ type Mirror struct {
 // to the room remembered in file (MembershipFile beside the participant's
 // database), tuned by opts: none when no room is remembered (or the file
 // cannot be read: the participant keeps working locally).
-func Companion(file string, opts MirrorOptions) func(*engine.Host) func() {
-	return func(h *engine.Host) func() {
+func Companion(file string, opts MirrorOptions) func(*engine.Host) engine.CompanionHooks {
+	return func(h *engine.Host) engine.CompanionHooks {
 		m, ok, err := LoadMembership(file)
 		if err != nil || !ok {
-			return func() {}
+			return engine.CompanionHooks{}
 		}
 		mi := StartMirror(h, m, opts)
 		// A reset (each lesson starts with one) would take the runs
 		// before the room had all of them: they are sent first.
-		h.BeforeReset(mi.Flush)
-		return func() { mi.Close() }
+		return engine.CompanionHooks{Stop: mi.Close, BeforeReset: mi.Flush}
 	}
 }
 

@@ -29,13 +29,13 @@ import (
 
 // roomCompanion mirrors a host on the database at dbPath to the room it
 // joined, if any (engine.Config.Companion).
-func roomCompanion(dbPath string) func(*engine.Host) func() {
+func roomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
 	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{})
 }
 
 // lessonRoomCompanion mirrors the lessons' host of the database at dbPath
 // to the room it joined, its executions under "lesson:".
-func lessonRoomCompanion(dbPath string) func(*engine.Host) func() {
+func lessonRoomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
 	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson"})
 }
 
