@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,7 +181,7 @@ func TestCLIRoom(t *testing.T) {
 	}
 
 	// kill -9 of bob mid-run, then his next command: the room has all he has.
-	if _, killed := runAndKillHost(t, bobDB, 400*time.Millisecond, "run", "naive"); !killed {
+	if !runAndKillMidRun(t, bobDB, 400*time.Millisecond, "run", "naive") {
 		t.Fatal("bob's run ended before the kill: naive's lost response alone takes its 1s timeout")
 	}
 	must(t, 0, bobDB, "run", "one-send")
@@ -216,4 +217,41 @@ func TestCLIRoom(t *testing.T) {
 			t.Errorf("%s (%s): the room has %d events, bob's database %d", x.ID, x.Status, len(got.Events), len(local))
 		}
 	}
+}
+
+// runAndKillMidRun runs retrylab on db and kills it (-9) d after it said
+// its execution started (however long a loaded machine took to get
+// there); it says whether the kill found it still running.
+func runAndKillMidRun(t *testing.T, db string, d time.Duration, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
+	cmd.Dir = filepath.Dir(db)
+	cmd.Env = cliEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		said := false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "started: scenario") {
+				said = true
+				close(started)
+			}
+		}
+		if !said {
+			close(started)
+		}
+	}()
+	<-started
+	time.Sleep(d)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
