@@ -29,13 +29,15 @@ import (
 // view: it reports the key→screen p50 and p99 (first output after a key;
 // the view's own redraws between keys are drained before each), and a
 // participant's run time (median, max) over the same run alone, and over
-// the same n runs at once without a room (room-median-x, room-max-x: what
-// the room costs a participant, the machine's load aside). It fails
-// unless, as soon as the last participant exited, the room holds every
-// participant's two executions and every outbox right (4 messages, 2 of
-// them duplicates: naive and crash each deliver the invoice twice) and
-// both predictions, and every event of each participant's lessons'
-// database as the participant recorded it (lost-events, 0).
+// the same n lessons run at once on databases that joined no room, the
+// projector open (room-median-x, room-max-x: what the room costs a
+// participant, the machine's load aside; no-room-key-p99-ms: the
+// projector's p99 under that load alone). It fails unless, as soon as the
+// last participant exited, the room holds every participant's two
+// executions and every outbox right (4 messages, 2 of them duplicates:
+// naive and crash each deliver the invoice twice) and both predictions,
+// and every event of each participant's lessons' database as the
+// participant recorded it (lost-events, 0).
 func BenchmarkRoomLoad(b *testing.B) {
 	n := 2
 	if v, err := strconv.Atoi(os.Getenv("RETRYLAB_ROOM_BENCH_N")); err == nil && v > 0 {
@@ -54,36 +56,6 @@ func BenchmarkRoomLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The same n runs at once without a room: the machine's share of a
-	// participant's time, which the room's is measured against.
-	together := func(dbs []string) ([]time.Duration, error) {
-		times := make([]time.Duration, len(dbs))
-		errs := make([]error, len(dbs))
-		var wg sync.WaitGroup
-		for i := range dbs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				times[i], errs[i] = lessonRun(dbs[i])
-			}()
-		}
-		wg.Wait()
-		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-		for i, err := range errs {
-			if err != nil {
-				return nil, fmt.Errorf("participant %d: %w", i, err)
-			}
-		}
-		return times, nil
-	}
-	roomless := make([]string, n)
-	for i := range roomless {
-		roomless[i] = filepath.Join(dir, fmt.Sprintf("roomless%02d.db", i))
-	}
-	noRoom, err := together(roomless)
-	if err != nil {
-		b.Fatal(err)
-	}
 
 	roomDB := filepath.Join(dir, "room.db")
 	reads := make(chan time.Time, 4096)
@@ -92,13 +64,6 @@ func BenchmarkRoomLoad(b *testing.B) {
 	m := regexp.MustCompile(`retrylab join (http://127\.0\.0\.1:\d+) --code`).FindStringSubmatch(s.text())
 	if m == nil {
 		b.Fatalf("no join line:\n%s", s.text())
-	}
-	dbs := make([]string, n)
-	for i := range dbs {
-		dbs[i] = filepath.Join(dir, fmt.Sprintf("p%02d.db", i))
-		if out, err := exec.Command(bin, "--db", dbs[i], "join", m[1], "--code", "K7QX-3M9P", "--name", fmt.Sprintf("p%02d", i)).CombinedOutput(); err != nil {
-			b.Fatalf("join: %v\n%s", err, out)
-		}
 	}
 	drain := func(d time.Duration) {
 		for {
@@ -109,44 +74,71 @@ func BenchmarkRoomLoad(b *testing.B) {
 			}
 		}
 	}
-	drain(300 * time.Millisecond)
-
-	b.ResetTimer()
-	times := make([]time.Duration, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range dbs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			times[i], errs[i] = lessonRun(dbs[i])
-		}()
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	var lat []time.Duration
-	for k := 0; ; k++ {
-		select {
-		case <-finished:
-		default:
-			drain(5 * time.Millisecond)
-			start := time.Now()
-			s.press([]string{"j", "k"}[k%2])
+	// together runs a lesson on each of dbs at once, pressing j and k in
+	// the room view until they are done: the run times, sorted, and the
+	// key→screen latencies, sorted.
+	together := func(dbs []string) (times, lat []time.Duration) {
+		times = make([]time.Duration, len(dbs))
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		for i := range dbs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				times[i], errs[i] = lessonRun(dbs[i])
+			}()
+		}
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+		for k := 0; ; k++ {
 			select {
-			case at := <-reads:
-				lat = append(lat, at.Sub(start))
-			case <-time.After(500 * time.Millisecond):
+			case <-finished:
+			default:
+				drain(5 * time.Millisecond)
+				start := time.Now()
+				s.press([]string{"j", "k"}[k%2])
+				select {
+				case at := <-reads:
+					lat = append(lat, at.Sub(start))
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
 			}
-			continue
+			break
 		}
-		break
+		for i, err := range errs {
+			if err != nil {
+				b.Fatalf("participant %d: %v", i, err)
+			}
+		}
+		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return times, lat
 	}
+	names := func(prefix string) []string {
+		dbs := make([]string, n)
+		for i := range dbs {
+			dbs[i] = filepath.Join(dir, fmt.Sprintf("%s%02d.db", prefix, i))
+		}
+		return dbs
+	}
+	dbs := names("p")
+	for i := range dbs {
+		if out, err := exec.Command(bin, "--db", dbs[i], "join", m[1], "--code", "K7QX-3M9P", "--name", fmt.Sprintf("p%02d", i)).CombinedOutput(); err != nil {
+			b.Fatalf("join: %v\n%s", err, out)
+		}
+	}
+	s.waitFor("the participants", fmt.Sprintf("Room · %d participants", n))
+	// First the same n lessons on databases that joined no room, the
+	// projector open on the participants not yet running: the machine's
+	// share of a participant's time and of the projector's, which the
+	// room's are measured against.
+	drain(300 * time.Millisecond)
+	noRoom, baseLat := together(names("roomless"))
+	drain(300 * time.Millisecond)
+	b.ResetTimer()
+	times, lat := together(dbs)
 	b.StopTimer()
-	for i, err := range errs {
-		if err != nil {
-			b.Fatalf("participant %d: %v", i, err)
-		}
-	}
 
 	// Every participant's runs are in the room once the last lesson has
 	// exited: each mirror sends what is left before its process exits (no
@@ -170,12 +162,13 @@ func BenchmarkRoomLoad(b *testing.B) {
 	s.press("q")
 	<-s.done
 
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	if len(lat) > 0 {
 		b.ReportMetric(ms(lat[len(lat)/2]), "key-p50-ms")
 		b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "key-p99-ms")
+	}
+	if len(baseLat) > 0 {
+		b.ReportMetric(ms(baseLat[min(len(baseLat)-1, len(baseLat)*99/100)]), "no-room-key-p99-ms")
 	}
 	b.ReportMetric(float64(len(lat)), "keys")
 	b.ReportMetric(float64(lost), "lost-events")
