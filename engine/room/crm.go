@@ -77,6 +77,7 @@ func crmRequest(w http.ResponseWriter, r *http.Request, c caller, prefix string)
 	// Not a JSON object: the CRM answers it as it answers anyone.
 	out.Body = io.NopCloser(bytes.NewReader(data))
 	out.ContentLength = int64(len(data))
+	out.TransferEncoding = nil
 	out.Header.Set("Content-Length", strconv.Itoa(len(data)))
 	return out, true
 }
