@@ -159,6 +159,9 @@ func BenchmarkRoomLoad(b *testing.B) {
 	if lost > 0 {
 		b.Fatalf("%d events in the participants' databases are not in the room", lost)
 	}
+	// The projector's tally of the lesson at hand (the selected
+	// participant's last: crash, where every one said 2).
+	s.waitFor("the lesson's tally", fmt.Sprintf("lesson crash: %d of %d right; %d said 2; it was 2", n, n, n))
 	s.press("q")
 	<-s.done
 
