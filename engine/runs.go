@@ -307,7 +307,15 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		x.Ended = time.Time{}
 		x.Error = ""
 		run = x.Runs
-		return history.Put(tx, x)
+		if err := history.Put(tx, x); err != nil {
+			return err
+		}
+		if started == nil {
+			// Run again: the lists (newest first) show it first, by last
+			// activity, not where it was first started.
+			return tx.MoveExecutionToNewest(id)
+		}
+		return nil
 	})
 	if err != nil {
 		return release(err)

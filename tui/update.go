@@ -165,15 +165,23 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 }
 
 // keptSelection is where the execution selected now stands, when the list
-// read (msg) grew from total executions and no longer has it at the
-// selection's index: found in the window read, or where the read found it
-// (msg.moved); -1 when the selection is to stay where it is. A selection
-// on the first row follows the newest execution, as a run started in
-// another terminal is watched; one moved down the list stays put.
+// read (msg) no longer has it at the selection's index: executions arrived
+// above it (the list grew from total), or it or others were run again
+// (the list is by last activity: one run again goes first). It is found
+// in the window read, or where the read found it (msg.moved); -1 when the
+// selection is to stay where it is. A selection on the first row follows
+// the newest execution as new ones arrive, as a run started in another
+// terminal is watched; one moved down the list stays put.
 func (m *Model) keptSelection(msg execsMsg, total int) int {
 	_, sel, _ := m.execs.Window()
-	if m.runs.follow != "" || m.selID == "" || msg.total <= total || sel == 0 {
-		return -1 // a run followed moves it; no arrivals: nothing pushed it
+	grew := msg.total > total
+	if m.runs.follow != "" || m.selID == "" || (grew && sel == 0) {
+		return -1 // a run followed moves it; the first row follows the newest
+	}
+	if !grew && (msg.keep != m.selID || msg.sel != sel) {
+		// A reorder moves only the selection the read was made for (not
+		// one the reader moved since, whose execution is not known yet).
+		return -1
 	}
 	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
 		return -1
@@ -183,7 +191,7 @@ func (m *Model) keptSelection(msg execsMsg, total int) int {
 			return msg.skip + i
 		}
 	}
-	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
+	if grew && msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
 		return msg.moved
 	}
 	return -1
