@@ -85,7 +85,8 @@ func (f *otlpFlags) check(getenv func(string) string) error {
 	if f.grpcMaxInFlight <= 0 {
 		return &exitError{code: 2, msg: fmt.Sprintf("--otlp-grpc-max-in-flight %d: give a number above zero", f.grpcMaxInFlight)}
 	}
-	if f.http != "" && f.http == f.grpc {
+	// Port 0 asks for a free port: two of them are two ports.
+	if _, port, _ := net.SplitHostPort(f.http); f.http != "" && f.http == f.grpc && port != "0" {
 		return &exitError{code: 2, msg: fmt.Sprintf("--otlp and --otlp-grpc both on %s: give each its own port (4318 and 4317)", f.http)}
 	}
 	return nil
