@@ -20,7 +20,11 @@ func TestCLIServeOTLPOffLoopbackAsksToken(t *testing.T) {
 	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "0.0.0.0:4317"); msg != want {
 		t.Errorf("serve --otlp-grpc 0.0.0.0:4317: %q, want %q", msg, want)
 	}
-	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--token", "t0ken-for-test")
+	want = "retrylab: --otlp-grpc-max-in-flight 0: give a number above zero"
+	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "0"); msg != want {
+		t.Errorf("serve --otlp-grpc-max-in-flight 0: %q, want %q", msg, want)
+	}
+	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "8", "--token", "t0ken-for-test")
 	serve.banner(t)
 	out := serve.stdout.String()
 	m := regexp.MustCompile(`(?m)^  OTLP      POST http://(?:0\.0\.0\.0|\[::\]):(\d+)/v1/traces .*\n  OTLP      gRPC 127\.0\.0\.1:\d+ .*\n  OTLP      every request must carry "Authorization: Bearer <token>" .*\npress Ctrl-C to stop$`).FindStringSubmatch(out)
