@@ -115,7 +115,7 @@ func (d *detailPane) lines(width int) []string {
 			msg := l.msg
 			at := msg.Attribution
 			return []string{
-				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
+				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, stamp(msg.Time, msg.Time, d.now())),
 				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
 				"body: " + msg.Body,
 			}
@@ -151,7 +151,7 @@ func (d *detailPane) traceDetail(n *node, width int) []string {
 				d.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
 			}
 		}
-		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
+		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), stamp(v.Time, d.trace.tr.exec.Started, d.now()))}
 	case *trace.Call:
 		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
 	case *trace.Turn:

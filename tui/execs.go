@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/history"
 )
@@ -158,13 +159,39 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		sel := idx == e.sel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), markStyle(e.theme, mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := e.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", markedTag(it.x.ID, marked), it.x.PolicyWords(), it.x.Started.Format("15:04:05"), e.duration(it.x)))
+		l2 := e.theme.Dim.Render(whenLine(markedTag(it.x.ID, marked), it.x.PolicyWords(), listTime(it.x.Started, e.now()), e.duration(it.x), width))
 		if sel {
 			l1 = e.theme.Selected.Render(fit(plain, width))
 		}
 		lines = append(lines, l1, l2)
 	}
 	return title, lines
+}
+
+// whenLine is an execution's second line in the list, at most width wide:
+// the comparison's mark, the policy, when it started and how long it took,
+// cut at the end where it does not fit. Where that cut would reach the
+// start (a date makes it longer), the start comes before the policy, so it
+// shows whole and the policy is what is cut.
+func whenLine(tag, policy, when, took string, width int) string {
+	line := tag + policy + "  " + when
+	switch w := ansi.StringWidth(line); {
+	case w < width:
+		return ansi.Truncate(line+"  "+took, width, "…")
+	case w == width:
+		return line
+	}
+	return ansi.Truncate(tag+when+"  "+policy, width, "…")
+}
+
+// listTime is when an execution started, as the list says it: the time of
+// day when it started today by the explorer's clock (today), else its date
+// and minute, "2025-03-14 09:02" (imported traces span years).
+func listTime(started, today time.Time) string {
+	if today.IsZero() || dayOf(started) == dayOf(today) {
+		return started.Format("15:04:05")
+	}
+	return started.Format("2006-01-02 15:04")
 }
 
 func (e *execsPane) duration(x history.Execution) string {

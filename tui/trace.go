@@ -328,10 +328,7 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 	if len(a.Faults) > 0 {
 		faults = "  " + trace.MarkFault.Glyph() + faultNames(a.Faults)
 	}
-	retry := ""
-	if a.Retry > 0 {
-		retry = fmt.Sprintf("  ↻ retry in %s", dur.Text(a.Retry))
-	}
+	retry := retryTail(a)
 	head := fmt.Sprintf("#%d ", a.N)
 	m := a.Mark()
 	g := m.Glyph()
@@ -361,6 +358,16 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 		outcome += fmt.Sprintf(" %d", a.Status)
 	}
 	return m, fmt.Sprintf("%s%s %s  %s%s%s%s", head, g, outcome, roundDur(a.Duration), key, faults, retry)
+}
+
+// retryTail ends the row of an attempt the policy retries: "  ↻ retry in
+// 50ms". A pane too narrow for the row drops it first (the next attempt's
+// row follows it), so the faults before it show whole.
+func retryTail(a *trace.Attempt) string {
+	if a.Retry <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  ↻ retry in %s", dur.Text(a.Retry))
 }
 
 // effectIDs lists what the providers did for an attempt, by id.
@@ -869,6 +876,13 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 		}
 	}
 	text, plain := n.text, n.plain()
+	if a, ok := n.src.(*trace.Attempt); ok && n.kind == kindAttempt {
+		if tail := retryTail(a); tail != "" && strings.HasSuffix(text, tail) &&
+			lipgloss.Width(selMark(selected)+indent+exp+text) > width {
+			text = strings.TrimSuffix(text, tail)
+			plain = text
+		}
+	}
 	switch n.kind {
 	case kindRun:
 		text = keepOutcome(text, width-lipgloss.Width(selMark(selected)+indent+exp))
