@@ -25,11 +25,18 @@ func (tv *traceView) audit() audit.Report {
 	if tv.audited && tv.auditAt == tv.t.Events {
 		return tv.report
 	}
+	tv.report, tv.auditAt, tv.audited = auditImported(tv.t), tv.t.Events, true
+	return tv.report
+}
+
+// auditImported is the audit of an imported trace alone with the default
+// effects, as `retrylab audit` grades it: the Effects pane's findings and
+// the list's ◇ both come from it.
+func auditImported(t *trace.Trace) audit.Report {
 	pats, _ := audit.ParseEffects(audit.DefaultEffects)
 	au := audit.NewAuditor(audit.Options{Effects: pats})
-	au.Add(tv.t)
-	tv.report, tv.auditAt, tv.audited = au.Report(), tv.t.Events, true
-	return tv.report
+	au.Add(t)
+	return au.Report()
 }
 
 // effectLines is the outbox pane of an imported execution: no simulated

@@ -51,7 +51,10 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.slide.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
-		return m, m.onExecs(msg)
+		return m, tea.Batch(m.onExecs(msg), m.gradeImports())
+	case gradesMsg:
+		m.execs.Graded(msg.grades)
+		return m, nil
 	case traceMsg:
 		return m, m.onTrace(msg)
 	case outboxMsg:
@@ -482,10 +485,18 @@ func oneLine(s string) string {
 	return s
 }
 
-// statusBadge is an execution's badge: duplicates detected outranks the rest.
+// possibleGlyph marks in the list an imported execution whose audit grades
+// a repeated effect POSSIBLE: a hollow ⚠, of lesser rank.
+const possibleGlyph = "◇"
+
+// statusBadge is an execution's badge: duplicates detected outranks the
+// rest, then a possible duplicate.
 func statusBadge(it execItem) (string, marker) {
 	if it.duplicates {
 		return "⚠", markAmbiguous
+	}
+	if it.possible {
+		return possibleGlyph, markTimeout
 	}
 	switch it.x.Status {
 	case history.StatusCompleted:
