@@ -710,6 +710,10 @@ func (t *tracePane) Refresh(x history.Execution) {
 	}
 }
 
+// Partial says the trace shown holds only the first pages of its history
+// (or is cut at maxTraceEvents): more of it is in the source.
+func (t *tracePane) Partial() bool { return t.tr != nil && t.tr.exec.Imported == "" && t.truncated }
+
 // Held is how many events the trace shown holds.
 func (t *tracePane) Held() int {
 	if t.tr == nil {

@@ -52,6 +52,12 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m, m.loadExecs()
 	case execsMsg:
 		return m, tea.Batch(m.onExecs(msg), m.gradeImports())
+	case wholeTimelineMsg:
+		if msg.err != nil {
+			m.setFlash("timeline: "+oneLine(msg.err.Error()), true)
+		}
+		m.timeline.Whole(msg)
+		return m, nil
 	case gradesMsg:
 		m.execs.Graded(msg.grades)
 		return m, nil
