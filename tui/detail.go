@@ -103,9 +103,13 @@ func (d *detailPane) Scroll(delta int) {
 func (d *detailPane) ShortHelp() []key.Binding { return d.keys.ShortHelp() }
 
 // FullHelp is the moves of the selection it describes.
-func (d *detailPane) FullHelp() [][]key.Binding {
-	k := d.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+func (d *detailPane) FullHelp() [][]key.Binding { return [][]key.Binding{keysOf(d.bindings())} }
+
+// bindings are the pane's keys, declared once: they move the trace's
+// selection, which the pane describes, a page its own rows.
+func (d *detailPane) bindings() []binding {
+	page := func() int { return max(1, d.height-3) }
+	return moveBindings(d.keys, page, func(delta int) tea.Cmd { return d.trace.moveBy(delta, page()) })
 }
 
 // lines describe the selected attempt, step, replay or message.

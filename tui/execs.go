@@ -32,6 +32,9 @@ type execsPane struct {
 	unreadableErr string
 	// graded is the audit of the imported executions read, by id.
 	graded map[string]grading
+	// moved is told a move's outcome: whether the window is to be read
+	// again; the Model reads it, or the trace of the new selection.
+	moved func(reread bool) tea.Cmd
 }
 
 // grading is an imported execution's audit as the list marks it: possible
@@ -43,9 +46,18 @@ type grading struct {
 	pending  bool
 }
 
-func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string) *execsPane {
-	return &execsPane{Context: ctx, filter: filter, now: now, marked: marked}
+func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string, moved func(reread bool) tea.Cmd) *execsPane {
+	return &execsPane{Context: ctx, filter: filter, now: now, marked: marked, moved: moved}
 }
+
+// bindings are the list's keys, declared once: the moves, a page the
+// pane's rows.
+func (e *execsPane) bindings() []binding {
+	return moveBindings(e.keys, e.pageRows, func(delta int) tea.Cmd { return e.moved(e.move(delta)) })
+}
+
+// pageRows is how far a page key moves.
+func (e *execsPane) pageRows() int { return max(1, e.height-3) }
 
 // SetSize is the pane's box, borders included.
 func (e *execsPane) SetSize(width, height int) { e.width, e.height = width, height }
@@ -262,5 +274,5 @@ func (e *execsPane) ShortHelp() []key.Binding {
 // FullHelp is the pane's keys: the moves, the filter, marking.
 func (e *execsPane) FullHelp() [][]key.Binding {
 	k := e.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Filter, k.Resume, k.MarkExec, k.Compare}}
+	return [][]key.Binding{append(keysOf(e.bindings()), k.Filter, k.Resume, k.MarkExec, k.Compare)}
 }

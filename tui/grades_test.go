@@ -14,7 +14,7 @@ func TestListGradesImportedOnce(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 3, 14, 9, 2, 0, 0, time.UTC)
 	imp := history.Execution{ID: "otlp-a", Imported: "otlp", Updated: at}
-	e := newExecsPane(newContext(false), newFilterBox(newContext(false)), fixedNow, nil)
+	e := newExecsPane(newContext(false), newFilterBox(newContext(false)), fixedNow, nil, nil)
 	e.Update(execsMsg{items: []execItem{
 		{x: imp},
 		{x: history.Execution{ID: "otlp-dup", Imported: "otlp", Duplicates: true}, duplicates: true},

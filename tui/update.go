@@ -419,19 +419,12 @@ func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
 		m.sizePanes()
-		if m.execs.move(delta) {
-			return m.loadExecs()
-		}
-		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
-			m.selID = sel.x.ID
-			m.trace.Select()
-			return m.loadTrace(m.selID)
-		}
+		return m.execsMoved(m.execs.move(delta))
 	case paneTrace, paneDetail:
 		m.sizePanes()
-		if m.trace.move(delta, m.pageRows()) {
+		if cmd := m.trace.moveBy(delta, m.pageRows()); cmd != nil {
 			m.clampScroll()
-			return m.loadMoreTrace() // near the end of what is loaded
+			return cmd // near the end of what is loaded: the next page
 		}
 	case paneOutbox:
 		m.sizePanes()
@@ -439,6 +432,20 @@ func (m *Model) move(delta int) tea.Cmd {
 		m.revealLinkedAttempt()
 	}
 	m.clampScroll()
+	return nil
+}
+
+// execsMoved follows a move in the list: the window read again when the
+// move left it (reread), else the trace of the execution now selected.
+func (m *Model) execsMoved(reread bool) tea.Cmd {
+	if reread {
+		return m.loadExecs()
+	}
+	if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
+		m.selID = sel.x.ID
+		m.trace.Select()
+		return m.loadTrace(m.selID)
+	}
 	return nil
 }
 

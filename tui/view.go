@@ -129,6 +129,9 @@ func (m *Model) sizePanes() {
 			r = rect{w: m.width, h: m.height - 2}
 		}
 		m.pane(p).SetSize(r.w, r.h)
+		if p == paneDetail {
+			m.detail.SetSize(r.w, r.h) // its keys' page, while the lesson takes its place
+		}
 	}
 }
 
