@@ -80,7 +80,8 @@ func (f *otlpFlags) check(getenv func(string) string) error {
 			return &exitError{code: 2, msg: fmt.Sprintf("%s %s is off loopback: give --token (or $%s) so that only agents with it can send, or listen on 127.0.0.1", a.flag, a.addr, otlpTokenEnv)}
 		}
 	}
-	if f.http != "" && f.http == f.grpc {
+	// Port 0 asks for a free port: two of them are two ports.
+	if _, port, _ := net.SplitHostPort(f.http); f.http != "" && f.http == f.grpc && port != "0" {
 		return &exitError{code: 2, msg: fmt.Sprintf("--otlp and --otlp-grpc both on %s: give each its own port (4318 and 4317)", f.http)}
 	}
 	return nil
