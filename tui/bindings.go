@@ -273,8 +273,8 @@ func (m *Model) offers(all []binding, b key.Binding) bool {
 
 // onKey answers a key: the overlays first, top down (each mode's box or
 // question takes its keys before anything under it), then the focused
-// pane's bindings, then the explorer's. ctrl+c quits from anywhere (killing the runs started here
-// first, see interrupt).
+// pane's bindings, then the explorer's. ctrl+c quits from anywhere
+// (killing the runs started here first, see interrupt).
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if burst := splitBurst(msg); burst != nil {
 		cmds := make([]tea.Cmd, 0, len(burst))

@@ -419,7 +419,9 @@ func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
 		m.sizePanes()
-		return m.execsMoved(m.execs.move(delta))
+		if cmd := m.execsMoved(m.execs.move(delta)); cmd != nil {
+			return cmd
+		}
 	case paneTrace, paneDetail:
 		m.sizePanes()
 		if cmd := m.trace.moveBy(delta, m.pageRows()); cmd != nil {
