@@ -51,6 +51,12 @@ func TestListTime(t *testing.T) {
 			t.Errorf("listTime(%s) = %q, want %q", c.started, got, c.want)
 		}
 	}
+	// Started 23:30 UTC on the 29th is the 30th at 01:30 where the clock
+	// is two hours ahead: today, there.
+	east := time.FixedZone("UTC+2", 2*60*60)
+	if got := listTime(time.Date(2026, 6, 29, 23, 30, 0, 0, time.UTC), time.Date(2026, 6, 30, 9, 0, 0, 0, east)); got != "23:30:00" {
+		t.Errorf("an execution of today in the clock's zone is dated: %q", got)
+	}
 	if got := listTime(time.Date(2025, 3, 14, 9, 2, 11, 0, time.UTC), time.Time{}); got != "09:02:11" {
 		t.Errorf("with no clock: %q", got)
 	}

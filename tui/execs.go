@@ -251,7 +251,7 @@ func whenLine(tag, policy, when, took string, width int) string {
 // day when it started today by the explorer's clock (today), else its date
 // and minute, "2025-03-14 09:02" (imported traces span years).
 func listTime(started, today time.Time) string {
-	if today.IsZero() || dayOf(started) == dayOf(today) {
+	if today.IsZero() || sameDay(started, today) {
 		return started.Format("15:04:05")
 	}
 	return started.Format("2006-01-02 15:04")
