@@ -46,9 +46,16 @@ type timelinePane struct {
 	pick   func(call string, n int)
 	footer help.Model
 	// reading says tv is the trace pane's loaded pages of a longer
-	// history, whose whole the Model is reading (wholeTimelineMsg).
-	reading bool
+	// history, whose whole the Model is reading (wholeTimelineMsg); cut
+	// that the history read was longer than timelineMaxEvents.
+	reading, cut bool
 }
+
+// timelineMaxEvents bounds the history the timeline reads of one
+// execution: 50 000 attempts or so, four times what the trace holds
+// (maxTraceEvents). A longer one is laid out to there, and the title says
+// so.
+const timelineMaxEvents = 4 * maxTraceEvents
 
 // wholeTimelineMsg is the whole history of an execution whose trace pane
 // holds only its first pages, folded and laid out off the UI goroutine.
@@ -56,6 +63,7 @@ type wholeTimelineMsg struct {
 	id  string
 	tv  *traceView
 	tl  *timeline.Timeline
+	cut bool // the history goes on past timelineMaxEvents
 	err error
 }
 
@@ -79,7 +87,7 @@ func (p *timelinePane) Shown() bool { return p.open }
 // being read (Whole takes it).
 func (p *timelinePane) Open(tv *traceView, partial bool) {
 	p.open, p.tv, p.tl, p.builtAt, p.sel, p.top, p.fitted = true, tv, nil, -1, 0, 0, true
-	p.reading = partial
+	p.reading, p.cut = partial, false
 	p.layout()
 }
 
@@ -94,7 +102,7 @@ func (p *timelinePane) Whole(msg wholeTimelineMsg) {
 	if msg.err != nil || msg.tv == nil {
 		return // the pages loaded stay, and the title no longer says more comes
 	}
-	p.tv, p.tl, p.builtAt = msg.tv, msg.tl, msg.tv.t.Events
+	p.tv, p.tl, p.builtAt, p.cut = msg.tv, msg.tl, msg.tv.t.Events, msg.cut
 	p.moments = p.tl.Moments()
 	if p.fitted {
 		p.win = p.tl.Fit()
@@ -250,8 +258,11 @@ func (p *timelinePane) View() string {
 	}
 	title := fmt.Sprintf("Timeline  %s · %s–%s of %s", what,
 		timeline.Offset(from, step), timeline.Offset(to, step), timeline.Offset(tl.End.Sub(tl.Start), step)[1:])
-	if p.reading {
+	switch {
+	case p.reading:
 		title += fmt.Sprintf(" · first %d events: reading the rest", p.tv.t.Events)
+	case p.cut:
+		title += fmt.Sprintf(" · first %d events of more", p.tv.t.Events)
 	}
 	return p.theme.box(title, lines, p.width, p.height-1, true) + "\n" + p.status(tl)
 }
@@ -302,18 +313,22 @@ func (m *Model) openTimeline() tea.Cmd {
 }
 
 // readWholeTimeline reads the whole history of x, whose trace pane holds
-// only its first pages (up to maxTraceEvents: the pages read so far), and folds
-// and lays it out, all in the command: the timeline of a 10 000-attempt
-// execution covers it to its end, not to the pages scrolled through.
+// only its first pages, up to timelineMaxEvents, and folds and lays it
+// out, all in the command: the timeline of a 10 000-attempt execution
+// covers it to its end, not to the pages scrolled through.
 func (m *Model) readWholeTimeline(x history.Execution) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {
-		events, err := src.Events(x.ID, 0, 0)
+		events, err := src.Events(x.ID, 0, timelineMaxEvents+1)
 		if err != nil {
 			return wholeTimelineMsg{id: x.ID, err: err}
 		}
+		cut := len(events) > timelineMaxEvents
+		if cut {
+			events = events[:timelineMaxEvents]
+		}
 		tv := newTraceView(x, events)
-		return wholeTimelineMsg{id: x.ID, tv: tv, tl: buildTimeline(tv)}
+		return wholeTimelineMsg{id: x.ID, tv: tv, tl: buildTimeline(tv), cut: cut}
 	}
 }
 

@@ -66,3 +66,23 @@ func TestTimelineCoversTheWholeLongHistory(t *testing.T) {
 		t.Errorf("opening the timeline changed the trace pane's pages: it holds %d events", m.trace.Held())
 	}
 }
+
+// A history longer than the timeline reads (timelineMaxEvents) is laid
+// out to there, and the title says more follows; a read for another
+// execution, or once the whole came, changes nothing.
+func TestTimelineSaysWhereItsReadStopped(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 160, 45)
+	tv := m.trace.shown()
+	p := m.timeline
+	p.Open(tv, true)
+	mustShow(t, p.View(), "the first pages' timeline", "reading the rest")
+	p.Whole(wholeTimelineMsg{id: "exec_other", tv: tv, tl: buildTimeline(tv)})
+	mustShow(t, p.View(), "after another execution's read", "reading the rest")
+	p.Whole(wholeTimelineMsg{id: tv.exec.ID, tv: tv, tl: buildTimeline(tv), cut: true})
+	v := p.View()
+	mustShow(t, v, "a timeline cut", fmt.Sprintf("first %d events of more", tv.t.Events))
+	if strings.Contains(v, "reading the rest") {
+		t.Errorf("the cut timeline still says it reads:\n%s", v)
+	}
+}
