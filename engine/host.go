@@ -144,6 +144,8 @@ type Host struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	armed    []fault.Point
+	// pace is the slow motion every run's worker keeps (RuntimeAPI.SetPace): 0 for none.
+	pace time.Duration
 	// holds counts attached processes holding the host open; closing is set
 	// once CloseWhenIdle found it idle, and refuses new runs and holds.
 	holds   int
@@ -165,6 +167,8 @@ type execState struct {
 	server     map[attemptKey][]fault.Point
 	crashPoint fault.Point // crash fault handed to the current attempt
 	worker     *workerProc
+	// pace is the run's own slow motion (RunOptions.Pace).
+	pace time.Duration
 
 	// rec serialises what the run's worker reports with the recording of
 	// the run's end, so nothing a dead worker sent lands after its end.

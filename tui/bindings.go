@@ -46,6 +46,7 @@ func (m *Model) bindings() []binding {
 	faults := can(func(r roles) bool { return r.faults != nil })
 	world := can(func(r roles) bool { return r.world != nil })
 	erase := can(func(r roles) bool { return r.erase != nil })
+	pacer := can(func(r roles) bool { return r.pace != nil })
 	arm := func(p fault.Point) func(tea.KeyMsg) tea.Cmd {
 		return func(tea.KeyMsg) tea.Cmd { return m.arm(p) }
 	}
@@ -149,6 +150,7 @@ func (m *Model) bindings() []binding {
 			return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
 				func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 		}},
+		{Binding: k.Slow, group: groupFaults, enabled: pacer, action: func(tea.KeyMsg) tea.Cmd { return m.toggleSlow() }},
 		{Binding: k.StartClean, group: groupFaults, enabled: erase, action: func(tea.KeyMsg) tea.Cmd { return m.startClean() }},
 		// esc clears the filter where faults cannot be disarmed: listed
 		// nowhere, since Disarm's line says it.

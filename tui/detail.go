@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 )
@@ -155,7 +156,11 @@ func (d *detailPane) traceDetail(n *node, width int) []string {
 				d.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
 			}
 		}
-		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), stamp(v.Time, d.trace.tr.exec.Started, d.now()))}
+		lines := []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), stamp(v.Time, d.trace.tr.exec.Started, d.now()))}
+		if v.Kind == trace.ClockMoved || v.Kind == trace.KeyExpired {
+			lines = append(lines, d.theme.Dim.Render(narrate.ClockLesson))
+		}
+		return lines
 	case *trace.Call:
 		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
 	case *trace.Turn:

@@ -83,7 +83,12 @@ type lessonPane struct {
 	after    string // what the last action left: "worker killed · 1 message in the outbox"
 	feedback lesson.Feedback
 	// diff is a fix's difference from its mistake, once read.
-	diff          string
+	diff string
+	// jumping is set while the learner types the lesson to go to (#),
+	// in jumpIn; jumpErr says why the last one typed was refused.
+	jumping       bool
+	jumpIn        textinput.Model
+	jumpErr       error
 	err           error
 	width, height int
 
@@ -353,6 +358,55 @@ func (l *lessonPane) ask() tea.Cmd {
 		l.phase = phaseFinished
 		return nil
 	}
+	return l.askStep(step)
+}
+
+// jumpKey opens the box that takes the lesson to go to, by number or
+// name, whenever no step is playing.
+const jumpKey = "#"
+
+// Jumping says the box for the lesson to go to is open: esc closes it,
+// not the lesson.
+func (l *lessonPane) Jumping() bool { return l.jumping }
+
+// startJump opens the box for the lesson to go to.
+func (l *lessonPane) startJump() tea.Cmd {
+	l.jumping, l.jumpErr = true, nil
+	l.jumpIn = textinput.New()
+	l.jumpIn.Prompt = "go to lesson > "
+	l.jumpIn.CharLimit = 40
+	l.jumpIn.Placeholder = fmt.Sprintf("1 to %d, or a name", len(l.room.Lessons.Path()))
+	l.jumpIn.Cursor.SetMode(cursor.CursorStatic)
+	return l.jumpIn.Focus()
+}
+
+// onJumpKey types the lesson to go to; enter goes there (asking for its
+// prediction, whether it is done or not), esc goes back to the step.
+func (l *lessonPane) onJumpKey(msg tea.KeyMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		l.jumping, l.jumpErr = false, nil
+		if l.phase == phasePredict {
+			return l.input.Focus()
+		}
+		return nil
+	case "enter":
+		step, err := lesson.FindStep(l.room.Lessons.Path(), l.jumpIn.Value())
+		if err != nil {
+			l.jumpErr = err
+			return nil
+		}
+		l.jumping, l.jumpErr = false, nil
+		return l.askStep(step)
+	}
+	var cmd tea.Cmd
+	l.jumpIn, cmd = l.jumpIn.Update(msg)
+	l.jumpErr = nil
+	return cmd
+}
+
+// askStep asks for the prediction of step.
+func (l *lessonPane) askStep(step lesson.Step) tea.Cmd {
 	l.step, l.phase, l.err, l.after, l.diff = step, phasePredict, nil, "", ""
 	l.input = newLessonInput()
 	if l.narrow() {
@@ -383,6 +437,9 @@ func lessonKeyFor(verb string) string {
 // other action keys (which would run something the lesson did not ask
 // for); while a step plays, the action keys too.
 func (l *lessonPane) takes(s string) bool {
+	if l.jumping || (s == jumpKey && l.phase != phaseRunning) {
+		return true
+	}
 	switch l.phase {
 	case phasePredict:
 		return true
@@ -405,6 +462,8 @@ func (l *lessonPane) takes(s string) bool {
 // database back; the pane takes the rest.
 func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
+	case m.lesson.Jumping() && msg.String() != "ctrl+c":
+		return m.lesson.Update(msg) // esc closes the box, not the lesson
 	case msg.String() == "esc":
 		return m.leaveLesson()
 	case msg.String() == "ctrl+c":
@@ -430,6 +489,13 @@ func (l *lessonPane) Update(msg tea.Msg) tea.Cmd {
 
 func (l *lessonPane) onKey(msg tea.KeyMsg) tea.Cmd {
 	lessons := l.room.Lessons
+	if l.jumping {
+		return l.onJumpKey(msg)
+	}
+	if msg.String() == jumpKey && l.phase != phaseRunning {
+		l.input.Blur()
+		return l.startJump()
+	}
 	switch l.phase {
 	case phasePredict:
 		if msg.String() != "enter" {
@@ -600,6 +666,7 @@ func (l *lessonPane) finish(out verify.Outcome) tea.Cmd {
 				line = "diff: cannot compare with its mistake: " + oneLine(err.Error())
 			}
 		}
+		fb.Diff = line
 		return lessonMsg{kind: lessonRecorded, step: step, diff: line, err: room.Lessons.Record(step, fb)}
 	}
 }
@@ -736,6 +803,12 @@ func (l *lessonPane) lines(width int) (string, []string) {
 		}
 		add(l.theme.Dim.Render("enter: next lesson · esc: back to your database"))
 	}
+	if l.jumping {
+		add(l.jumpIn.View())
+		if l.jumpErr != nil {
+			add(styled(l.theme.Bad, oneLine(l.jumpErr.Error()))...)
+		}
+	}
 	var lines []string
 	for i, p := range paras {
 		if i > 0 && l.presenter {
@@ -821,19 +894,23 @@ func (l *lessonPane) strip(height int) string {
 // for a key, that key; nil when the explorer's keys work (the verdict).
 func (l *lessonPane) ShortHelp() []key.Binding {
 	leave := hint("esc", "leave lesson")
+	jump := hint(jumpKey, "go to lesson")
+	if l.jumping {
+		return []key.Binding{hint("enter", "go"), hint("esc", "back"), hint("ctrl+c", "quit")}
+	}
 	switch l.phase {
 	case phasePredict:
-		return []key.Binding{hint("enter", "start"), leave, hint("ctrl+c", "quit")}
+		return []key.Binding{hint("enter", "start"), leave, jump, hint("ctrl+c", "quit")}
 	case phaseActing:
 		a := l.step.Actions[l.next]
 		k := lessonKeyFor(a.Verb)
-		return []key.Binding{hint(k, strings.ToLower(a.Verb)), leave, word(l.keys.Help), word(l.keys.Quit)}
+		return []key.Binding{hint(k, strings.ToLower(a.Verb)), leave, jump, word(l.keys.Help), word(l.keys.Quit)}
 	case phaseRunning:
 		return []key.Binding{leave, word(l.keys.Quit)}
 	case phaseFeedback:
-		return []key.Binding{hint("enter", "next lesson"), leave, word(l.keys.Help), word(l.keys.Quit)}
+		return []key.Binding{hint("enter", "next lesson"), leave, jump, word(l.keys.Help), word(l.keys.Quit)}
 	case phaseFinished:
-		return []key.Binding{hint("r", "start over"), hint("enter", "back to your database"), word(l.keys.Quit)}
+		return []key.Binding{hint("r", "start over"), hint("enter", "back to your database"), jump, word(l.keys.Quit)}
 	}
 	return nil
 }

@@ -519,3 +519,58 @@ func TestLessonStartsOverFromTheEnd(t *testing.T) {
 	}
 	mustShow(t, m.View(), "the path from its start", "Lesson 1/22", "Predict:")
 }
+
+// TestLessonJumpsToLessonN: # opens a box for the lesson to go to, by
+// number or name, in the footer too; enter asks that lesson's prediction
+// (done or not), a lesson the path lacks is refused in the pane, and esc
+// closes the box without leaving the lesson.
+func TestLessonJumpsToLessonN(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	press(t, m, "L")
+	if m.lesson.step.Name != "naive" {
+		t.Fatalf("L starts at %s, want naive", m.lesson.step.Name)
+	}
+	mustShow(t, m.View(), "the footer while predicting", "# go to lesson")
+	press(t, m, "#")
+	if !m.lesson.jumping {
+		t.Fatal("# did not open the box")
+	}
+	mustShow(t, m.View(), "the box", "go to lesson >", "enter go")
+	press(t, m, "9", "9", "enter")
+	if !m.lesson.jumping || m.lesson.step.Name != "naive" {
+		t.Fatalf("lesson 99: jumping=%v, at %s", m.lesson.jumping, m.lesson.step.Name)
+	}
+	mustShow(t, m.View(), "the refusal", "no lesson 99: the lessons are numbered 1 to")
+	press(t, m, "esc")
+	if m.lesson.jumping || !m.lesson.on || m.lesson.phase != phasePredict {
+		t.Fatalf("esc in the box: jumping=%v, lesson on=%v, phase %d", m.lesson.jumping, m.lesson.on, m.lesson.phase)
+	}
+
+	n := 0
+	for _, s := range fl.path {
+		if s.Name == "key-retention" {
+			n = s.Number
+		}
+	}
+	press(t, m, "#")
+	for _, r := range fmt.Sprint(n) {
+		press(t, m, string(r))
+	}
+	press(t, m, "enter")
+	if m.lesson.jumping || m.lesson.step.Name != "key-retention" || m.lesson.phase != phasePredict {
+		t.Fatalf("# %d enter: jumping=%v, at %s, phase %d", n, m.lesson.jumping, m.lesson.step.Name, m.lesson.phase)
+	}
+	mustShow(t, m.View(), "the lesson jumped to", fmt.Sprintf("Lesson %d/%d · key-retention", n, len(fl.path)))
+
+	// By name, from a verdict: a done lesson is asked again.
+	press(t, m, "2", "enter", "n", "A", "r")
+	if m.lesson.phase != phaseFeedback {
+		t.Fatalf("key-retention played: phase %d, ran %v", m.lesson.phase, fl.ran)
+	}
+	press(t, m, "#", "n", "a", "i", "v", "e", "enter")
+	if m.lesson.step.Name != "naive" || m.lesson.phase != phasePredict {
+		t.Fatalf("# naive: at %s, phase %d", m.lesson.step.Name, m.lesson.phase)
+	}
+}

@@ -248,6 +248,7 @@ type outboxMsg struct {
 	cut     bool
 	armed   []fault.Point
 	offset  time.Duration
+	pace    time.Duration
 	// msgs are the messages of execution forID, when it is set.
 	forID string
 	msgs  []world.Message
@@ -459,7 +460,7 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm, faults, world := m.src, m.outbox.CRM(), m.can.faults, m.can.world
+	src, crm, faults, world, pacer := m.src, m.outbox.CRM(), m.can.faults, m.can.world, m.can.pace
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
@@ -471,6 +472,9 @@ func (m *Model) loadOutboxOf(id string) tea.Cmd {
 		}
 		if world != nil {
 			msg.offset = world.WorldOffset()
+		}
+		if pacer != nil {
+			msg.pace = pacer.Pace()
 		}
 		if id != "" {
 			msg.forID = id

@@ -49,6 +49,9 @@ var (
 	_ engine.Source = (*engine.Local)(nil)
 	_ engine.Source = (*control.Server)(nil)
 	_ engine.Source = (*control.Client)(nil)
+	// S (slow motion) works on a host in this process, served or not.
+	_ engine.Pacer = (*engine.Local)(nil)
+	_ engine.Pacer = (*control.Server)(nil)
 )
 
 // roles are what the source shown can do besides reading; each is nil
@@ -59,6 +62,8 @@ type roles struct {
 	world  engine.WorldControl
 	// erase empties the whole database (E).
 	erase resetter
+	// pace sets slow motion for the runs to come (S).
+	pace engine.Pacer
 }
 
 // resetter is a Source that can wipe its database (*engine.Local and
@@ -74,6 +79,7 @@ func rolesOf(src Source) roles {
 	r.faults, _ = src.(engine.FaultInjector)
 	r.world, _ = src.(engine.WorldControl)
 	r.erase, _ = src.(resetter)
+	r.pace, _ = src.(engine.Pacer)
 	return r
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/internal/plural"
@@ -308,6 +309,12 @@ func noteLine(v *trace.Note) string {
 		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
+	case trace.Paced:
+		return narrate.Paced(v.Duration, v.Attempt)
+	case trace.ClockMoved:
+		return narrate.ClockMoved(v.Duration, v.Offset)
+	case trace.KeyExpired:
+		return narrate.KeyExpired(v.Key, v.Call, v.Duration)
 	}
 	return string(v.Kind)
 }
@@ -519,6 +526,12 @@ func eventName(v *trace.Note) string {
 		return string(history.JournalDeleted)
 	case trace.StepRecorded:
 		return string(history.StepRecorded)
+	case trace.Paced:
+		return string(history.Paced)
+	case trace.ClockMoved:
+		return string(history.ClockMoved)
+	case trace.KeyExpired:
+		return string(history.KeyExpired)
 	case trace.ExecutionEnded:
 		if v.Mark == trace.MarkOK {
 			return string(history.ExecutionCompleted)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // retentionJump is how far A moves the world clock: past the default 24 h
@@ -68,7 +69,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.status.armed, m.status.worldOffset = msg.armed, msg.offset
+		m.status.armed, m.status.worldOffset, m.status.pace = msg.armed, msg.offset, msg.pace
 		if msg.forID != m.selID {
 			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
@@ -530,4 +531,23 @@ func statusBadge(it execItem) (string, marker) {
 		return "↻", markRetry
 	}
 	return "?", markNone
+}
+
+// slowPace is the slow motion S turns on: each attempt of the runs to
+// come waits this long first, so a room can follow the trace.
+const slowPace = 2 * time.Second
+
+// toggleSlow turns slow motion on or off for the runs to come (S); the
+// footer says it at once, the source is told in a command.
+func (m *Model) toggleSlow() tea.Cmd {
+	src, next := m.can.pace, slowPace
+	if m.status.pace > 0 {
+		next = 0
+	}
+	m.status.pace = next
+	text := "slow motion off: runs go at full speed"
+	if next > 0 {
+		text = fmt.Sprintf("slow motion: each attempt of the next runs waits %s first (the timeouts stay real); S: off", dur.Text(next))
+	}
+	return act(text, func() error { src.SetPace(next); return nil })
 }
