@@ -164,10 +164,11 @@ func (m *Model) bindings() []binding {
 }
 
 // dispatch runs the first enabled binding of bs that msg matches; ok is
-// false when none does.
+// false when none does. A binding with no action is a hint (a key shown
+// in a footer that is left to what is under it): it matches nothing.
 func dispatch(bs []binding, msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	for _, b := range bs {
-		if b.on() && key.Matches(msg, b.Binding) {
+		if b.on() && b.action != nil && key.Matches(msg, b.Binding) {
 			return b.action(msg), true
 		}
 	}

@@ -191,7 +191,7 @@ func New(o Options) *Model {
 	m.timeline = newTimelinePane(m.Context, m.pickAttempt)
 	m.trace = newTracePane(m.Context, m.linkedAttempt, m.loadMoreTrace)
 	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects, m.revealLinkedAttempt)
-	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
+	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson, m.leaveLesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf, m.now)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked, m.execsMoved)
 	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, o.RoomJoin)
