@@ -574,3 +574,45 @@ func TestLessonJumpsToLessonN(t *testing.T) {
 		t.Fatalf("# naive: at %s, phase %d", m.lesson.step.Name, m.lesson.phase)
 	}
 }
+
+// TestLessonKeysAreItsBindings: the lesson's footer and what it takes are
+// one list: the key it waits for, esc and # are taken; ? and q are shown
+// but left to the explorer (? opens the help); a prediction types every
+// key its list does not name.
+func TestLessonKeysAreItsBindings(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	footer := func() string {
+		var keys []string
+		for _, b := range m.shortHelp() {
+			keys = append(keys, b.Help().Key)
+		}
+		return strings.Join(keys, " ")
+	}
+	press(t, m, "L", "1", "q")
+	if got := m.lesson.input.Value(); got != "1q" || m.modes.quitting {
+		t.Fatalf("the prediction box typed %q (quitting %v), want 1q", got, m.modes.quitting)
+	}
+	if got := footer(); got != "enter esc # ctrl+c" {
+		t.Errorf("predicting, the footer's keys are %q", got)
+	}
+	m.lesson.input.SetValue("1")
+	press(t, m, "enter")
+	if got := footer(); m.lesson.phase != phaseActing || got != "n esc # ? q" {
+		t.Fatalf("acting (phase %d), the footer's keys are %q", m.lesson.phase, got)
+	}
+	press(t, m, "?")
+	if !m.help.Shown() || m.lesson.phase != phaseActing {
+		t.Fatalf("? while the lesson waits for n: help %v, phase %d", m.help.Shown(), m.lesson.phase)
+	}
+	press(t, m, "esc", "#")
+	if got := footer(); !m.lesson.Jumping() || got != "enter esc ctrl+c" {
+		t.Fatalf("# opens the box for the lesson to go to (%v), footer %q", m.lesson.Jumping(), got)
+	}
+	press(t, m, "esc")
+	if m.lesson.Jumping() || !m.lesson.On() || m.lesson.phase != phaseActing {
+		t.Errorf("esc in the box closes it only: jumping %v, on %v, phase %d", m.lesson.Jumping(), m.lesson.On(), m.lesson.phase)
+	}
+}

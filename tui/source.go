@@ -20,12 +20,14 @@
 // source: it makes the reads and actions and hands their results to the
 // components through their methods (TestModelKeepsOutOfComponents).
 //
-// Keys: the explorer's keys are one list of bindings {keys and help,
-// group, enabled, action} (bindings.go) from which the dispatch, the
-// footer's short help and the help page are built. Help, filter, picker,
-// confirm, compare and lesson are modes on an overlay stack (modes.go):
-// the top one gets a key first and may pass it down; under the stack the
-// bindings answer. The room view and the slide view are modes too.
+// Keys: the explorer's keys are lists of bindings {keys and help, group,
+// enabled, action} (bindings.go): each pane declares its own (the moves,
+// the trace's folds) and the explorer its own, and the dispatch, the
+// footer's short help and the help page are built from them. Help,
+// filter, picker, confirm, compare and lesson are modes on an overlay
+// stack (modes.go): the top one gets a key first and may pass it down;
+// under the stack the focused pane's bindings answer, then the
+// explorer's. The room view and the slide view are modes too.
 package tui
 
 import (

@@ -52,7 +52,16 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.slide.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
-		return m, m.onExecs(msg)
+		return m, tea.Batch(m.onExecs(msg), m.gradeImports())
+	case wholeTimelineMsg:
+		if msg.err != nil {
+			m.setFlash("timeline: "+oneLine(msg.err.Error()), true)
+		}
+		m.timeline.Whole(msg)
+		return m, nil
+	case gradesMsg:
+		m.execs.Graded(msg.grades)
+		return m, nil
 	case traceMsg:
 		return m, m.onTrace(msg)
 	case outboxMsg:
@@ -419,19 +428,14 @@ func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
 		m.sizePanes()
-		if m.execs.move(delta) {
-			return m.loadExecs()
-		}
-		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
-			m.selID = sel.x.ID
-			m.trace.Select()
-			return m.loadTrace(m.selID)
+		if cmd := m.execsMoved(m.execs.move(delta)); cmd != nil {
+			return cmd
 		}
 	case paneTrace, paneDetail:
 		m.sizePanes()
-		if m.trace.move(delta, m.pageRows()) {
+		if cmd := m.trace.moveBy(delta, m.pageRows()); cmd != nil {
 			m.clampScroll()
-			return m.loadMoreTrace() // near the end of what is loaded
+			return cmd // near the end of what is loaded: the next page
 		}
 	case paneOutbox:
 		m.sizePanes()
@@ -439,6 +443,20 @@ func (m *Model) move(delta int) tea.Cmd {
 		m.revealLinkedAttempt()
 	}
 	m.clampScroll()
+	return nil
+}
+
+// execsMoved follows a move in the list: the window read again when the
+// move left it (reread), else the trace of the execution now selected.
+func (m *Model) execsMoved(reread bool) tea.Cmd {
+	if reread {
+		return m.loadExecs()
+	}
+	if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
+		m.selID = sel.x.ID
+		m.trace.Select()
+		return m.loadTrace(m.selID)
+	}
 	return nil
 }
 
@@ -491,10 +509,18 @@ func oneLine(s string) string {
 	return s
 }
 
-// statusBadge is an execution's badge: duplicates detected outranks the rest.
+// possibleGlyph marks in the list an imported execution whose audit grades
+// a repeated effect POSSIBLE: a hollow ⚠, of lesser rank.
+const possibleGlyph = "◇"
+
+// statusBadge is an execution's badge: duplicates detected outranks the
+// rest, then a possible duplicate.
 func statusBadge(it execItem) (string, marker) {
 	if it.duplicates {
 		return "⚠", markAmbiguous
+	}
+	if it.possible {
+		return possibleGlyph, markTimeout
 	}
 	switch it.x.Status {
 	case history.StatusCompleted:
