@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,7 +30,7 @@ const receiverBatch, receiverExporters = 512, 8
 // BenchmarkServeReceivers measures the durable receivers as a user runs
 // them: the real binary's `serve --otlp --otlp-grpc` on a fresh database,
 // 8 exporters in this process sending agent-shaped batches of 512 spans
-// (protobuf; each batch new traces of 8 spans), one sub-benchmark per
+// (protobuf; each batch 64 new traces of 8 spans, agentTraces), one sub-benchmark per
 // protocol, side by side in one run. An answer means the spans are on disk
 // (fsynced). It reports durable spans/s, the serve process's peak RSS
 // (VmHWM), and, with an explorer attached to the same database in a
@@ -44,7 +42,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 		b.Run(proto, func(b *testing.B) {
 			bodies := make([][]byte, b.N)
 			for i := range bodies {
-				req := ptraceotlp.NewExportRequestFromTraces(agentBatch(i*receiverBatch, receiverBatch))
+				req := ptraceotlp.NewExportRequestFromTraces(agentTraces(i*receiverBatch/8, receiverBatch/8))
 				var err error
 				if bodies[i], err = req.MarshalProto(); err != nil {
 					b.Fatal(err)
@@ -265,57 +263,4 @@ func (k *keyLatencies) report(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(k.lat)), "keys")
 	b.ReportMetric(float64(k.unchanged), "unchanged-keys")
-}
-
-// agentBatch is spans first.. first+n-1 of agent-shaped traces of 8 spans
-// (an agent invocation, two model calls, a lookup, a send with a timeout,
-// its retry, a CRM write, a final model call), each trace its own
-// conversation.
-func agentBatch(first, n int) ptrace.Traces {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "bench-agent")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("bench")
-	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
-	for i := first; i < first+n; i++ {
-		tr, k := i/8, i%8
-		var tid pcommon.TraceID
-		copy(tid[:], fmt.Sprintf("r%015d", tr))
-		var sid, root pcommon.SpanID
-		copy(sid[:], fmt.Sprintf("%07d%d", tr%10_000_000, k))
-		copy(root[:], fmt.Sprintf("%07d0", tr%10_000_000))
-		s := ss.Spans().AppendEmpty()
-		s.SetTraceID(tid)
-		s.SetSpanID(sid)
-		at := base.Add(time.Duration(tr) * time.Second).Add(time.Duration(k) * 10 * time.Millisecond)
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(8 * time.Millisecond)))
-		a := s.Attributes()
-		a.PutStr("gen_ai.conversation.id", "conv-"+strconv.Itoa(tr))
-		if k == 0 {
-			s.SetName("invoke_agent bench")
-			a.PutStr("gen_ai.operation.name", "invoke_agent")
-			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(90 * time.Millisecond)))
-			continue
-		}
-		s.SetParentSpanID(root)
-		tool := map[int]string{2: "lookup_customer", 3: "send_invoice_email", 4: "send_invoice_email", 5: "save_customer"}[k]
-		if tool == "" {
-			s.SetName("chat gpt-4o")
-			a.PutStr("gen_ai.operation.name", "chat")
-			continue
-		}
-		s.SetName("execute_tool " + tool)
-		a.PutStr("gen_ai.operation.name", "execute_tool")
-		a.PutStr("gen_ai.tool.name", tool)
-		a.PutStr("gen_ai.tool.call.id", fmt.Sprintf("call-%d-%d", tr, k))
-		a.PutStr("gen_ai.tool.call.arguments", fmt.Sprintf(`{"to":"customer-%d@example.com","subject":"Invoice %d"}`, tr, tr))
-		if k == 3 {
-			s.Status().SetCode(ptrace.StatusCodeError)
-			s.Status().SetMessage("TimeoutError: response lost")
-			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Second)))
-		}
-	}
-	return td
 }
