@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/store"
@@ -48,3 +49,20 @@ func (h *Host) Store() *store.DB { return h.db }
 
 // Catalog is the scenario catalogue the host runs from.
 func (h *Host) Catalog() *scenario.Catalog { return h.catalog }
+
+// SetPace sets the slow motion the runtime hands, in their plan, the runs
+// that start from now on (the explorer's S, lesson --slow): each worker
+// waits d before each attempt and records the wait; 0 turns it off. A run's own RunOptions.Pace
+// applies when longer. The scenario's deadlines are never changed.
+func (r RuntimeAPI) SetPace(d time.Duration) {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	r.h.pace = max(d, 0)
+}
+
+// Pace is the slow motion SetPace set.
+func (r RuntimeAPI) Pace() time.Duration {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	return r.h.pace
+}

@@ -120,6 +120,17 @@ func TestFindExecutionsFollowsTheStore(t *testing.T) {
 		t.Fatalf("naive ends %s", x.Status)
 	}
 
+	// Newer runs, then naive's execution run again: it is listed first,
+	// by the index as by the store (the list is by last activity).
+	start(t, h, "safe")
+	if again := restart(t, h, "naive").run.Execution; again != id {
+		t.Fatalf("naive ran again as %s, not %s", again, id)
+	}
+	agree("after naive ran again")
+	if got, _ := findIDs(t, h, "", 0, 1); len(got) != 1 || got[0] != id {
+		t.Fatalf("the list's first after naive ran again: %v, want %s", got, id)
+	}
+
 	if err := h.Reset(); err != nil {
 		t.Fatal(err)
 	}

@@ -86,14 +86,25 @@ type Config struct {
 	Imports *imports.Registry
 	// Companion, when set, is started once the host is open (the room's
 	// mirror, engine/room): it runs beside the host on its own goroutines,
-	// must never block the host, and the stop it returns is called first
-	// thing in Close, while the database and the notices are still there
-	// for it to drain; stop waits for it to end.
-	Companion func(*Host) (stop func())
+	// must never block the host, and answers with its hooks.
+	Companion func(*Host) CompanionHooks
 	// KeepOnReset are collections every reset keeps, besides those the
 	// caller of Reset names: a room's participants and their
 	// mirrored runs (engine/room) outlive the resets of its world.
 	KeepOnReset []store.Bucket
+}
+
+// CompanionHooks are what a Config.Companion gives the host once started.
+// Stop is called first thing in Close, while the database and the notices
+// are still there for the companion to drain, and waits for it to end.
+// BeforeReset, when set, runs at the start of every Reset, once no worker
+// runs and before the wipe: a companion that copies the host's runs
+// elsewhere (the room's mirror) sends what it has not sent yet, so a reset
+// between two lessons does not take a run before it reached the room. It
+// must return within a bound of its own: the reset waits for it.
+type CompanionHooks struct {
+	Stop        func()
+	BeforeReset func()
 }
 
 // Host owns the database, the world and the workers.
@@ -118,7 +129,7 @@ type Host struct {
 
 	bus *bus
 
-	stopCompanion func() // Config.Companion's stop; nil when none
+	companion CompanionHooks // Config.Companion's hooks; zero when none
 
 	find finder // the index FindExecutions answers from
 
@@ -144,6 +155,8 @@ type Host struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	armed    []fault.Point
+	// pace is the slow motion every run's worker keeps (RuntimeAPI.SetPace): 0 for none.
+	pace time.Duration
 	// holds counts attached processes holding the host open; closing is set
 	// once CloseWhenIdle found it idle, and refuses new runs and holds.
 	holds   int
@@ -165,6 +178,8 @@ type execState struct {
 	server     map[attemptKey][]fault.Point
 	crashPoint fault.Point // crash fault handed to the current attempt
 	worker     *workerProc
+	// pace is the run's own slow motion (RunOptions.Pace).
+	pace time.Duration
 
 	// rec serialises what the run's worker reports with the recording of
 	// the run's end, so nothing a dead worker sent lands after its end.
@@ -247,7 +262,7 @@ func Open(cfg Config) (*Host, error) {
 		go h.prestart()
 	}
 	if cfg.Companion != nil {
-		h.stopCompanion = cfg.Companion(h)
+		h.companion = cfg.Companion(h)
 	}
 	return h, nil
 }
@@ -393,9 +408,9 @@ func (h *Host) markOrphans() error {
 
 // Close kills live workers, stops the services and closes the database.
 func (h *Host) Close() error {
-	if h.stopCompanion != nil {
-		h.stopCompanion()
-		h.stopCompanion = nil
+	if stop := h.companion.Stop; stop != nil {
+		h.companion.Stop = nil
+		stop()
 	}
 	h.quitOnce.Do(func() { close(h.quit) }) // idle kept workers exit
 	h.mu.Lock()

@@ -30,6 +30,9 @@ func (h *Host) Reset(keep ...store.Bucket) error {
 	if running := h.Running(); len(running) > 0 {
 		return fmt.Errorf("cannot reset while %s is running", running[0])
 	}
+	if f := h.companion.BeforeReset; f != nil {
+		f()
+	}
 	if !h.importMu.TryLock() {
 		return fmt.Errorf("cannot reset while a file is being imported (retrylab import): try again when it has finished")
 	}

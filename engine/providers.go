@@ -5,6 +5,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/engine/world"
+	"github.com/retrylab/retrylab/store"
 )
 
 // Providers is the simulated world as the host runs it: the mail API and
@@ -65,8 +66,25 @@ func (p Providers) MailRequests(exec string) int {
 	return p.h.mailRequests[exec]
 }
 
-// AdvanceClock moves the world clock forward (to teach key retention).
-func (p Providers) AdvanceClock(d time.Duration) error { return p.h.world.Advance(d) }
+// AdvanceClock moves the world clock forward (to teach key retention) and
+// records the move in the histories it concerns (Host.recordClock), in the
+// transaction that moves the clock, so a user sees the cause of a late
+// duplicate on the timeline, and it survives a kill as the move does.
+func (p Providers) AdvanceClock(d time.Duration) error {
+	var recorded []notice.Notice
+	err := p.h.world.AdvanceRecorded(d, func(tx *store.Tx, m world.ClockMove) error {
+		var err error
+		recorded, err = p.h.recordClock(tx, m)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range recorded {
+		p.h.bus.publish(n)
+	}
+	return nil
+}
 
 // WorldOffset is how far the world clock runs ahead of the wall clock.
 func (p Providers) WorldOffset() time.Duration { return p.h.world.Now().Sub(p.h.clock.Now()) }

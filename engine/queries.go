@@ -34,7 +34,8 @@ func (h *Host) Execution(id string) (history.Execution, error) {
 	return x, nil
 }
 
-// Executions lists executions newest first, skipping skip, at most limit, and
+// Executions lists executions newest first (one run again counts as new:
+// the list is by last activity), skipping skip, at most limit, and
 // returns the total count. The cost does not grow with the total.
 func (h *Host) Executions(skip, limit int) ([]history.Execution, int, error) {
 	var out []history.Execution

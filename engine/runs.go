@@ -44,6 +44,11 @@ type RunOptions struct {
 	// the scenario's lesson reruns its execution (scenario.Reruns: safe's
 	// second run is answered by the journal, as in the article).
 	Restart bool
+	// Pace is slow motion for this run: its worker waits this long before
+	// each attempt, so a room can follow, and records the wait (a Paced
+	// event). The scenario's deadlines stay as they are. The host's own
+	// pace (RuntimeAPI.SetPace) applies when it is longer.
+	Pace time.Duration `json:"pace,omitempty"`
 }
 
 // Run is one worker run of an execution.
@@ -178,7 +183,7 @@ func (h *Host) StartScenario(scn *scenario.Scenario, opts RunOptions) (*Run, err
 	if id == "" || (opts.Execution == "" && opts.StartKey == "" && !opts.Restart && !scn.Reruns() && h.exists(id)) {
 		id = h.freshExecutionID(scn.Name)
 	}
-	return h.launch(id, scn, policy, opts.StartKey)
+	return h.launch(id, scn, policy, opts.StartKey, opts.Pace)
 }
 
 // exists reports whether execution id is recorded (or starting).
@@ -245,11 +250,11 @@ func (h *Host) Resume(id string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
-	return h.launch(id, scn, x.Policy, x.StartKey)
+	return h.launch(id, scn, x.Policy, x.StartKey, 0)
 }
 
 // launch creates or restarts the execution record and starts a worker.
-func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, startKey string) (*Run, error) {
+func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, startKey string, pace time.Duration) (*Run, error) {
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -260,7 +265,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, st.worker.pid)
 	}
 	// Reserve the execution while the worker starts.
-	st := &execState{scn: scn, policy: policy, worker: &workerProc{end: make(chan int, 1), done: make(chan struct{})}}
+	st := &execState{scn: scn, policy: policy, pace: pace, worker: &workerProc{end: make(chan int, 1), done: make(chan struct{})}}
 	h.execs[id] = st
 	h.mu.Unlock()
 
@@ -302,7 +307,15 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		x.Ended = time.Time{}
 		x.Error = ""
 		run = x.Runs
-		return history.Put(tx, x)
+		if err := history.Put(tx, x); err != nil {
+			return err
+		}
+		if started == nil {
+			// Run again: the lists (newest first) show it first, by last
+			// activity, not where it was first started.
+			return tx.MoveExecutionToNewest(id)
+		}
+		return nil
 	})
 	if err != nil {
 		return release(err)

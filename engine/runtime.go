@@ -33,6 +33,7 @@ var workerEvents = map[history.Type]bool{
 	history.TurnStarted: true, history.ToolCallScheduled: true, history.AttemptFinished: true,
 	history.RetryScheduled: true, history.StepReplayed: true, history.StepCompleted: true,
 	history.Escalated: true, history.ExecutionCompleted: true, history.ExecutionFailed: true,
+	history.Paced: true,
 }
 
 func (h *Host) runtimeHandler() http.Handler {
@@ -135,7 +136,7 @@ func (h *Host) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
-	plan := wire.Plan{Execution: id, Run: st.run, Scenario: st.scn, Policy: st.policy,
+	plan := wire.Plan{Execution: id, Run: st.run, Scenario: st.scn, Policy: st.policy, Pace: max(st.pace, h.pace),
 		MailURL: h.world.MailURL(), CRMURL: h.world.CRMURL(),
 		Args: map[string]json.RawMessage{}, Attempts: map[string]int{}}
 	for k, v := range st.attempts {

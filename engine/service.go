@@ -64,6 +64,13 @@ type WorldControl interface {
 	ResetWorld() error
 }
 
+// Pacer sets slow motion for the runs to come, so a room can follow
+// them (RuntimeAPI.SetPace); a face offers its key where the source has it.
+type Pacer interface {
+	SetPace(d time.Duration)
+	Pace() time.Duration
+}
+
 // Source is every role together: what the explorer (package tui) reads
 // and does on a database retrylab runs in, which Service extends for the
 // CLI.
@@ -142,6 +149,12 @@ type Local struct{ *Host }
 
 // NewLocal is h as the faces use it.
 func NewLocal(h *Host) *Local { return &Local{h} }
+
+// SetPace is RuntimeAPI.SetPace: slow motion for the runs to come.
+func (l *Local) SetPace(d time.Duration) { l.Runtime().SetPace(d) }
+
+// Pace is RuntimeAPI.Pace.
+func (l *Local) Pace() time.Duration { return l.Runtime().Pace() }
 
 // Outbox lists every message the mail API delivered, in order.
 func (l *Local) Outbox() ([]world.Message, error) { return l.Providers().Outbox() }

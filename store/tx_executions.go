@@ -94,9 +94,12 @@ func (t *Tx) executionBuckets() (order, execs *bolt.Bucket, err error) {
 }
 
 // Executions calls fn for executions in creation order, newest first when
-// newestFirst is set, skipping the first skip. It stops when fn returns false.
-// The cost is proportional to the number visited, not to the total (nor
-// to skip, unless executions were deleted since the last ClearAll).
+// newestFirst is set, skipping the first skip; an execution moved to the
+// newest place (MoveExecutionToNewest) counts as created then. It stops
+// when fn returns false. The cost is proportional to the number visited,
+// not to the total (nor to skip, unless more than maxOrderHoles
+// executions were moved or deleted since the last ClearAll, or deleted by
+// a build that kept no holes).
 func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []byte) bool) error {
 	order, execs, err := t.executionBuckets()
 	if err != nil {
@@ -110,20 +113,18 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 		step = c.Prev
 	}
 	if skip > 0 && k != nil {
-		// Positions are numbered 1, 2, ... in creation order; while none
-		// is missing (no execution deleted since the last clear), the
-		// position skip away is found by a seek, not by stepping to it.
+		// Positions are numbered 1, 2, ... in creation order; while every
+		// one missing is a known hole (a place an execution left when it
+		// moved to the newest, or was deleted), the position skip away is
+		// found by a seek, not by stepping to it.
 		first, _ := c.First()
 		last, _ := c.Last()
 		lo, hi := DecodeU64(first), DecodeU64(last)
-		if hi-lo+1 == uint64(t.ExecutionCount()) {
-			if uint64(skip) > hi-lo {
+		if holes, ok := t.orderHoles(lo, hi); ok && hi-lo+1 == uint64(t.ExecutionCount())+uint64(len(holes)) {
+			if uint64(skip) >= uint64(t.ExecutionCount()) {
 				return nil
 			}
-			target := lo + uint64(skip)
-			if newestFirst {
-				target = hi - uint64(skip)
-			}
+			target := seekPosition(lo, hi, uint64(skip), holes, newestFirst)
 			k, v = c.Seek(U64(target))
 			skip = 0
 		} else {
@@ -142,6 +143,113 @@ func (t *Tx) Executions(newestFirst bool, skip int, fn func(id string, record []
 		if !fn(string(v), clone(rec)) {
 			return nil
 		}
+	}
+	return nil
+}
+
+// bucketExecOrderHoles holds the places in the creation order that no
+// execution holds any more (8-byte position -> nothing): one left by an
+// execution moved to the newest place (MoveExecutionToNewest) or deleted.
+// The store creates it on its first write; ClearAll empties it with the
+// order itself.
+const bucketExecOrderHoles Bucket = "exec_order_holes"
+
+// maxOrderHoles is how many holes Executions reads to seek past them;
+// with more, it steps.
+const maxOrderHoles = 4096
+
+// orderHoles are the known holes between lo and hi, in order; ok is false
+// when there are more than maxOrderHoles.
+func (t *Tx) orderHoles(lo, hi uint64) (holes []uint64, ok bool) {
+	b := t.root(bucketExecOrderHoles)
+	if b == nil {
+		return nil, true
+	}
+	c := b.Cursor()
+	for k, _ := c.Seek(U64(lo)); k != nil && DecodeU64(k) <= hi; k, _ = c.Next() {
+		if len(holes) == maxOrderHoles {
+			return nil, false
+		}
+		holes = append(holes, DecodeU64(k))
+	}
+	return holes, true
+}
+
+// seekPosition is the position of the execution skip places from the
+// newest (hi) or the oldest (lo), the holes (sorted) between them
+// stepped over: the fixed point nearest the end it starts from of
+// "skip places plus the holes crossed".
+func seekPosition(lo, hi, skip uint64, holes []uint64, newestFirst bool) uint64 {
+	crossed := func(from, to uint64) uint64 { // holes in [from, to]
+		i, _ := slices.BinarySearch(holes, from)
+		j, _ := slices.BinarySearch(holes, to+1)
+		return uint64(j - i)
+	}
+	if newestFirst {
+		k := hi - skip
+		for {
+			next := hi - skip - crossed(k, hi)
+			if next == k {
+				return k
+			}
+			k = next
+		}
+	}
+	k := lo + skip
+	for {
+		next := lo + skip + crossed(lo, k)
+		if next == k {
+			return k
+		}
+		k = next
+	}
+}
+
+// MoveExecutionToNewest gives exec the newest place in the order
+// executions are listed (Executions), as if it were created now: an
+// execution run again is listed first. Its old place becomes a hole the
+// listing's seek steps over. It costs the steps from the newest place back
+// to the old one; it does nothing when exec has no place or has the newest
+// already. The watcher hears of it as a deletion and a put.
+func (t *Tx) MoveExecutionToNewest(exec string) error {
+	order, execs, err := t.executionBuckets()
+	if err != nil {
+		return err
+	}
+	id := []byte(exec)
+	c := order.Cursor()
+	k, v := c.Last()
+	if k == nil || bytes.Equal(v, id) {
+		return nil
+	}
+	for ; k != nil && !bytes.Equal(v, id); k, v = c.Prev() {
+	}
+	if k == nil {
+		return nil
+	}
+	old := clone(k)
+	if err := c.Delete(); err != nil {
+		return err
+	}
+	order.FillPercent = appendFill
+	n, err := order.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := order.Put(U64(n), id); err != nil {
+		return err
+	}
+	if err := t.Put(bucketExecOrderHoles, old, []byte{1}); err != nil {
+		return err
+	}
+	if w := t.watcher(); w != nil {
+		rec := clone(execs.Get(id))
+		t.tx.OnCommit(func() {
+			w.ExecutionDeleted(exec)
+			if rec != nil {
+				w.ExecutionPut(exec, rec)
+			}
+		})
 	}
 	return nil
 }
@@ -362,7 +470,11 @@ func (t *Tx) DeleteExecution(exec string) error {
 	c := order.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if bytes.Equal(v, []byte(exec)) {
+			hole := clone(k)
 			if err := c.Delete(); err != nil {
+				return err
+			}
+			if err := t.Put(bucketExecOrderHoles, hole, []byte{1}); err != nil {
 				return err
 			}
 			break

@@ -697,3 +697,91 @@ func TestExecutionsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An execution moved to the newest place is listed first, and paging
+// still finds every page by a seek past the holes moves and deletions
+// left: each page is the slice of the whole list it should be, newest
+// first and oldest first, and the watcher hears of the move as a deletion
+// and a put.
+func TestMoveExecutionToNewest(t *testing.T) {
+	db, _ := newDB(t)
+	w := &recordingWatcher{}
+	db.WatchExecutions(w)
+	var want []string // oldest first
+	for i := range 40 {
+		id := fmt.Sprintf("e%02d", i)
+		want = append(want, id)
+		if err := db.Update(func(tx *Tx) error { return tx.PutExecution(id, []byte("rec-"+id)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move := func(id string) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error { return tx.MoveExecutionToNewest(id) }); err != nil {
+			t.Fatal(err)
+		}
+		want = append(slices.DeleteFunc(want, func(x string) bool { return x == id }), id)
+	}
+	for _, id := range []string{"e03", "e17", "e39", "e00", "e03", "e25"} {
+		move(id)
+	}
+	if err := db.Update(func(tx *Tx) error { return tx.DeleteExecution("e10") }); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.DeleteFunc(want, func(x string) bool { return x == "e10" })
+	if err := db.Update(func(tx *Tx) error { return tx.MoveExecutionToNewest("nope") }); err != nil {
+		t.Errorf("moving an execution that is not there: %v", err)
+	}
+
+	newest := slices.Clone(want)
+	slices.Reverse(newest)
+	if got := listExecutions(t, db, true, 0, 100); !slices.Equal(got, newest) {
+		t.Fatalf("newest first:\n got %v\nwant %v", got, newest)
+	}
+	for skip := 0; skip <= len(want); skip++ {
+		for _, c := range []struct {
+			newest bool
+			all    []string
+		}{{true, newest}, {false, want}} {
+			end := min(skip+3, len(c.all))
+			if got := listExecutions(t, db, c.newest, skip, 3); !slices.Equal(got, c.all[skip:end]) {
+				t.Errorf("Executions(newest=%v, skip=%d, 3) = %v, want %v", c.newest, skip, got, c.all[skip:end])
+			}
+		}
+	}
+	if got := strings.Join(w.log, " "); !strings.Contains(got, "del e25 put e25") {
+		t.Errorf("the watcher heard: %s", got)
+	}
+}
+
+// recordingWatcher logs what an ExecutionWatcher hears.
+type recordingWatcher struct{ log []string }
+
+func (w *recordingWatcher) ExecutionPut(id string, _ []byte) { w.log = append(w.log, "put "+id) }
+func (w *recordingWatcher) ExecutionDeleted(id string)       { w.log = append(w.log, "del "+id) }
+func (w *recordingWatcher) ExecutionsCleared()               { w.log = append(w.log, "clear") }
+
+// seekPosition lands where stepping over the holes would, from either end.
+func TestSeekPositionStepsOverHoles(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 22))
+	for range 200 {
+		lo := uint64(1 + r.IntN(5))
+		hi := lo + uint64(r.IntN(60))
+		var holes, live []uint64
+		for p := lo; p <= hi; p++ {
+			if p != lo && p != hi && r.IntN(3) == 0 {
+				holes = append(holes, p)
+			} else {
+				live = append(live, p)
+			}
+		}
+		for skip := range live {
+			if got := seekPosition(lo, hi, uint64(skip), holes, false); got != live[skip] {
+				t.Fatalf("oldest first, lo %d hi %d holes %v skip %d: %d, want %d", lo, hi, holes, skip, got, live[skip])
+			}
+			if got := seekPosition(lo, hi, uint64(skip), holes, true); got != live[len(live)-1-skip] {
+				t.Fatalf("newest first, lo %d hi %d holes %v skip %d: %d, want %d", lo, hi, holes, skip, got, live[len(live)-1-skip])
+			}
+		}
+	}
+}

@@ -37,8 +37,8 @@ const (
 // helpGroups are the help page's columns, in order.
 var helpGroups = []string{groupMove, groupRun, groupFaults}
 
-// bindings is the explorer's own keys, under its overlays and beside its
-// panes' (the moves go to the focused pane), in the help page's order.
+// bindings is the explorer's own keys, under its overlays and under the
+// focused pane's (paneBindings: the moves), in the help page's order.
 func (m *Model) bindings() []binding {
 	k := m.keys
 	can := func(role func(roles) bool) func() bool { return func() bool { return role(m.can) } }
@@ -46,26 +46,11 @@ func (m *Model) bindings() []binding {
 	faults := can(func(r roles) bool { return r.faults != nil })
 	world := can(func(r roles) bool { return r.world != nil })
 	erase := can(func(r roles) bool { return r.erase != nil })
-	move := func(msg tea.KeyMsg) tea.Cmd { return m.moveKey(msg) }
-	trace := func(msg tea.KeyMsg) tea.Cmd {
-		m.sizePanes()
-		m.trace.Update(msg)
-		m.clampScroll()
-		return nil
-	}
+	pacer := can(func(r roles) bool { return r.pace != nil })
 	arm := func(p fault.Point) func(tea.KeyMsg) tea.Cmd {
 		return func(tea.KeyMsg) tea.Cmd { return m.arm(p) }
 	}
 	return []binding{
-		{Binding: k.Up, group: groupMove, action: move},
-		{Binding: k.Down, group: groupMove, action: move},
-		{Binding: k.PageUp, group: groupMove, action: move},
-		{Binding: k.PageDown, group: groupMove, action: move},
-		{Binding: k.Top, group: groupMove, action: move},
-		{Binding: k.Bottom, group: groupMove, action: move},
-		{Binding: k.Expand, group: groupMove, action: trace},
-		{Binding: k.Collapse, group: groupMove, action: trace},
-		{Binding: k.Toggle, group: groupMove, action: trace},
 		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
 		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
 		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
@@ -92,8 +77,10 @@ func (m *Model) bindings() []binding {
 			return nil
 		}},
 		{Binding: k.DeleteJournal, group: groupRun, enabled: world, action: func(tea.KeyMsg) tea.Cmd { return m.deleteJournal() }},
-		{Binding: k.FinalOnly, group: groupRun, action: func(msg tea.KeyMsg) tea.Cmd {
-			trace(msg)
+		{Binding: k.FinalOnly, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+			m.sizePanes()
+			m.trace.ToggleFinalOnly()
+			m.clampScroll()
 			if m.trace.FinalOnly() {
 				m.setFlash("showing each step's final attempt only — what many engines record", false)
 			} else {
@@ -101,12 +88,12 @@ func (m *Model) bindings() []binding {
 			}
 			return nil
 		}},
-		{Binding: k.OutboxTab, group: groupRun, action: func(msg tea.KeyMsg) tea.Cmd {
+		{Binding: k.OutboxTab, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
 			if m.showsImported() {
 				m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
 				return nil
 			}
-			m.outbox.Update(msg)
+			m.outbox.ToggleCRM()
 			if m.outbox.CRM() {
 				return m.loadOutbox() // the CRM rows are read only while shown
 			}
@@ -163,6 +150,7 @@ func (m *Model) bindings() []binding {
 			return m.ask("Reset the world (outbox, keys, CRM; histories stay)? y: reset · else: keep",
 				func() tea.Cmd { return act("world reset: outbox, keys and CRM are empty", src.ResetWorld) })
 		}},
+		{Binding: k.Slow, group: groupFaults, enabled: pacer, action: func(tea.KeyMsg) tea.Cmd { return m.toggleSlow() }},
 		{Binding: k.StartClean, group: groupFaults, enabled: erase, action: func(tea.KeyMsg) tea.Cmd { return m.startClean() }},
 		// esc clears the filter where faults cannot be disarmed: listed
 		// nowhere, since Disarm's line says it.
@@ -176,10 +164,11 @@ func (m *Model) bindings() []binding {
 }
 
 // dispatch runs the first enabled binding of bs that msg matches; ok is
-// false when none does.
+// false when none does. A binding with no action is a hint (a key shown
+// in a footer that is left to what is under it): it matches nothing.
 func dispatch(bs []binding, msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	for _, b := range bs {
-		if b.on() && key.Matches(msg, b.Binding) {
+		if b.on() && b.action != nil && key.Matches(msg, b.Binding) {
 			return b.action(msg), true
 		}
 	}
@@ -199,18 +188,78 @@ func shortOf(bs []binding) []key.Binding {
 }
 
 // helpColumns are the help page's columns: the enabled bindings of each
-// group, built from the same list the dispatch runs.
+// group, built from the same lists the dispatch runs: the panes' (each
+// key once, the trace's first: it has the most) and the explorer's.
 func (m *Model) helpColumns() [][]key.Binding {
-	all := m.bindings()
+	var all []binding
+	for _, p := range []pane{paneTrace, paneExecs, paneOutbox, paneDetail} {
+		all = append(all, m.paneBindings(p)...)
+	}
+	all = append(all, m.bindings()...)
 	out := make([][]key.Binding, len(helpGroups))
 	for i, g := range helpGroups {
+		listed := map[string]bool{}
 		for _, b := range all {
-			if b.group == g && b.on() {
+			if b.group == g && b.on() && !listed[b.Help().Key] {
+				listed[b.Help().Key] = true
 				out[i] = append(out[i], b.Binding)
 			}
 		}
 	}
 	return out
+}
+
+// moveBindings are the moves of a pane with a selection, declared once
+// for all of them: a row up or down, a page (page rows), to either end.
+// move moves the selection by delta rows (the pane clamps).
+func moveBindings(k KeyMap, page func() int, move func(delta int) tea.Cmd) []binding {
+	by := func(delta func() int) func(tea.KeyMsg) tea.Cmd {
+		return func(tea.KeyMsg) tea.Cmd { return move(delta()) }
+	}
+	return []binding{
+		{Binding: k.Up, group: groupMove, action: by(func() int { return -1 })},
+		{Binding: k.Down, group: groupMove, action: by(func() int { return 1 })},
+		{Binding: k.PageUp, group: groupMove, action: by(func() int { return -page() })},
+		{Binding: k.PageDown, group: groupMove, action: by(page)},
+		{Binding: k.Top, group: groupMove, action: by(func() int { return -1 << 30 })},
+		{Binding: k.Bottom, group: groupMove, action: by(func() int { return 1 << 30 })},
+	}
+}
+
+// keysOf are the bindings' keys with a help line, for a pane's FullHelp.
+func keysOf(bs []binding) []key.Binding {
+	var out []key.Binding
+	for _, b := range bs {
+		if b.Help().Key != "" {
+			out = append(out, b.Binding)
+		}
+	}
+	return out
+}
+
+// paneBindings are the keys pane p declares: the Detail's move the
+// trace's selection (also while the lesson takes its place).
+func (m *Model) paneBindings(p pane) []binding {
+	switch p {
+	case paneExecs:
+		return m.execs.bindings()
+	case paneOutbox:
+		return m.outbox.bindings()
+	case paneDetail:
+		return m.detail.bindings()
+	}
+	return m.trace.bindings()
+}
+
+// paneKey runs the focused pane's binding msg matches, its boxes sized
+// first (a page is the rows shown) and its selection kept in view after.
+func (m *Model) paneKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	m.sizePanes()
+	cmd, ok := dispatch(m.paneBindings(m.focus), msg)
+	if ok {
+		m.clampScroll()
+	}
+	return cmd, ok
 }
 
 // offers says a key the footer would show works now: a key of the
@@ -225,23 +274,10 @@ func (m *Model) offers(all []binding, b key.Binding) bool {
 	return true
 }
 
-// moveKey moves the focused pane's selection: the outbox moves its own.
-func (m *Model) moveKey(msg tea.KeyMsg) tea.Cmd {
-	if m.focus == paneOutbox {
-		m.sizePanes()
-		cmd := m.outbox.Update(msg)
-		m.revealLinkedAttempt()
-		m.clampScroll()
-		return cmd
-	}
-	d, _ := m.keys.moveDelta(msg, m.pageRows())
-	return m.move(d)
-}
-
 // onKey answers a key: the overlays first, top down (each mode's box or
-// question takes its keys before anything under it), then the explorer's
-// bindings. ctrl+c quits from anywhere (killing the runs started here
-// first, see interrupt).
+// question takes its keys before anything under it), then the focused
+// pane's bindings, then the explorer's. ctrl+c quits from anywhere
+// (killing the runs started here first, see interrupt).
 func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if burst := splitBurst(msg); burst != nil {
 		cmds := make([]tea.Cmd, 0, len(burst))
@@ -254,6 +290,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.interrupt()
 	}
 	if cmd, ok := m.modes.key(msg); ok {
+		return cmd
+	}
+	if cmd, ok := m.paneKey(msg); ok {
 		return cmd
 	}
 	cmd, _ := dispatch(m.bindings(), msg)

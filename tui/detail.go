@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/trace"
 )
@@ -103,9 +104,13 @@ func (d *detailPane) Scroll(delta int) {
 func (d *detailPane) ShortHelp() []key.Binding { return d.keys.ShortHelp() }
 
 // FullHelp is the moves of the selection it describes.
-func (d *detailPane) FullHelp() [][]key.Binding {
-	k := d.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+func (d *detailPane) FullHelp() [][]key.Binding { return [][]key.Binding{keysOf(d.bindings())} }
+
+// bindings are the pane's keys, declared once: they move the trace's
+// selection, which the pane describes, a page its own rows.
+func (d *detailPane) bindings() []binding {
+	page := func() int { return max(1, d.height-3) }
+	return moveBindings(d.keys, page, func(delta int) tea.Cmd { return d.trace.moveBy(delta, page()) })
 }
 
 // lines describe the selected attempt, step, replay or message.
@@ -115,7 +120,7 @@ func (d *detailPane) lines(width int) []string {
 			msg := l.msg
 			at := msg.Attribution
 			return []string{
-				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, msg.Time.Format("15:04:05.000")),
+				fmt.Sprintf("%s → %s  %q  delivered %s (world clock)", msg.ID, msg.To, msg.Subject, stamp(msg.Time, msg.Time, d.now())),
 				fmt.Sprintf("caused by %s %s attempt %d (run %d)  key %s", orDash(at.Execution), orDash(at.Step), at.Attempt, at.Run, orDash(at.Key)),
 				"body: " + msg.Body,
 			}
@@ -151,7 +156,11 @@ func (d *detailPane) traceDetail(n *node, width int) []string {
 				d.theme.Dim.Render("a replay answers from the journal: no request reaches the provider"),
 			}
 		}
-		return []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), v.Time.Format("15:04:05.000"))}
+		lines := []string{n.plain(), fmt.Sprintf("%s at %s", eventName(v), stamp(v.Time, d.trace.tr.exec.Started, d.now()))}
+		if v.Kind == trace.ClockMoved || v.Kind == trace.KeyExpired {
+			lines = append(lines, d.theme.Dim.Render(narrate.ClockLesson))
+		}
+		return lines
 	case *trace.Call:
 		return []string{fmt.Sprintf("%s %s  (%s tool)", v.Tool, v.Call, v.Kind), "args: " + compact(v.Args)}
 	case *trace.Turn:

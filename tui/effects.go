@@ -25,11 +25,18 @@ func (tv *traceView) audit() audit.Report {
 	if tv.audited && tv.auditAt == tv.t.Events {
 		return tv.report
 	}
+	tv.report, tv.auditAt, tv.audited = auditImported(tv.t), tv.t.Events, true
+	return tv.report
+}
+
+// auditImported is the audit of an imported trace alone with the default
+// effects, as `retrylab audit` grades it: the Effects pane's findings and
+// the list's ◇ both come from it.
+func auditImported(t *trace.Trace) audit.Report {
 	pats, _ := audit.ParseEffects(audit.DefaultEffects)
 	au := audit.NewAuditor(audit.Options{Effects: pats})
-	au.Add(tv.t)
-	tv.report, tv.auditAt, tv.audited = au.Report(), tv.t.Events, true
-	return tv.report
+	au.Add(t)
+	return au.Report()
 }
 
 // effectLines is the outbox pane of an imported execution: no simulated
@@ -46,7 +53,7 @@ func (tv *traceView) effectLines(width int, today time.Time) []inferredLine {
 	var out []inferredLine
 	add := func(s string) { out = append(out, inferredLine{text: fit(s, width)}) }
 	started := tv.exec.Started
-	if !started.IsZero() && !today.IsZero() && dayOf(started) != dayOf(today) {
+	if !started.IsZero() && !today.IsZero() && !sameDay(started, today) {
 		// The rows' times are of that day (a row of another day says its own).
 		add("times of " + started.Format("2006-01-02"))
 		add("")
@@ -161,11 +168,17 @@ func dayOf(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
+// sameDay says t falls on today's date where today is (its location):
+// a time stored in another zone is not "another day" for its offset.
+func sameDay(t, today time.Time) bool {
+	return dayOf(t.In(today.Location())) == dayOf(today)
+}
+
 // stamp is a time of an execution that started at started: its time of day
 // when the execution started today and t is of that day too, else with its
 // date (imported traces span years).
 func stamp(t, started, today time.Time) string {
-	if today.IsZero() || (dayOf(started) == dayOf(today) && dayOf(t) == dayOf(started)) {
+	if today.IsZero() || (sameDay(started, today) && sameDay(t, today)) {
 		return t.Format("15:04:05.000")
 	}
 	return t.Format("2006-01-02 15:04:05.000")

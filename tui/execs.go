@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/retrylab/retrylab/engine/history"
 )
@@ -29,11 +30,34 @@ type execsPane struct {
 	// unreadableErr says why the list could not be read (a damaged
 	// database), shown in the pane while it holds no executions.
 	unreadableErr string
+	// graded is the audit of the imported executions read, by id.
+	graded map[string]grading
+	// moved is told a move's outcome: whether the window is to be read
+	// again; the Model reads it, or the trace of the new selection.
+	moved func(reread bool) tea.Cmd
 }
 
-func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string) *execsPane {
-	return &execsPane{Context: ctx, filter: filter, now: now, marked: marked}
+// grading is an imported execution's audit as the list marks it: possible
+// says it grades a repeated effect POSSIBLE; at is the record's Updated
+// when it was asked for, pending that the answer is still to come.
+type grading struct {
+	at       time.Time
+	possible bool
+	pending  bool
 }
+
+func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string, moved func(reread bool) tea.Cmd) *execsPane {
+	return &execsPane{Context: ctx, filter: filter, now: now, marked: marked, moved: moved}
+}
+
+// bindings are the list's keys, declared once: the moves, a page the
+// pane's rows.
+func (e *execsPane) bindings() []binding {
+	return moveBindings(e.keys, e.pageRows, func(delta int) tea.Cmd { return e.moved(e.move(delta)) })
+}
+
+// pageRows is how far a page key moves.
+func (e *execsPane) pageRows() int { return max(1, e.height-3) }
 
 // SetSize is the pane's box, borders included.
 func (e *execsPane) SetSize(width, height int) { e.width, e.height = width, height }
@@ -58,6 +82,45 @@ func (e *execsPane) Update(msg tea.Msg) tea.Cmd {
 // Reset forgets the list (another source, or a clean start).
 func (e *execsPane) Reset() {
 	e.items, e.skip, e.total, e.sel, e.top = nil, 0, 0, 0, 0
+	e.graded = nil
+}
+
+// toGrade is the imported executions of the window read whose audit the
+// list lacks, or has of an older record, and not asked for yet; they are
+// marked asked for. A duplicate needs none: its record says it.
+func (e *execsPane) toGrade() []history.Execution {
+	var out []history.Execution
+	for _, it := range e.items {
+		if it.x.Imported == "" || it.duplicates {
+			continue
+		}
+		if g, ok := e.graded[it.x.ID]; ok && g.at.Equal(it.x.Updated) {
+			continue
+		}
+		if e.graded == nil {
+			e.graded = map[string]grading{}
+		}
+		e.graded[it.x.ID] = grading{at: it.x.Updated, pending: true}
+		out = append(out, it.x)
+	}
+	return out
+}
+
+// Graded takes the audits toGrade asked for; one of a record that has
+// changed since is dropped, and asked for again with the next read.
+func (e *execsPane) Graded(grades map[string]grading) {
+	for id, g := range grades {
+		if old, ok := e.graded[id]; ok && old.pending && old.at.Equal(g.at) {
+			e.graded[id] = g
+		}
+	}
+}
+
+// possible says the list marks x ◇: its audit, for the record as read,
+// grades a repeat POSSIBLE.
+func (e *execsPane) possible(x history.Execution) bool {
+	g, ok := e.graded[x.ID]
+	return ok && !g.pending && g.possible && g.at.Equal(x.Updated)
 }
 
 // Home selects the first execution, at the top.
@@ -154,17 +217,44 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 			continue
 		}
 		it := e.items[j]
+		it.possible = e.possible(it.x)
 		badge, mk := statusBadge(it)
 		sel := idx == e.sel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)
 		l1 := fmt.Sprintf("%s%s %s  %s", selMark(sel), markStyle(e.theme, mk).Render(badge), it.x.ID, it.x.Scenario)
-		l2 := e.theme.Dim.Render(fmt.Sprintf("%s%s  %s  %s", markedTag(it.x.ID, marked), it.x.PolicyWords(), it.x.Started.Format("15:04:05"), e.duration(it.x)))
+		l2 := e.theme.Dim.Render(whenLine(markedTag(it.x.ID, marked), it.x.PolicyWords(), listTime(it.x.Started, e.now()), e.duration(it.x), width))
 		if sel {
 			l1 = e.theme.Selected.Render(fit(plain, width))
 		}
 		lines = append(lines, l1, l2)
 	}
 	return title, lines
+}
+
+// whenLine is an execution's second line in the list, at most width wide:
+// the comparison's mark, the policy, when it started and how long it took,
+// cut at the end where it does not fit. Where that cut would reach the
+// start (a date makes it longer), the start comes before the policy, so it
+// shows whole and the policy is what is cut.
+func whenLine(tag, policy, when, took string, width int) string {
+	line := tag + policy + "  " + when
+	switch w := ansi.StringWidth(line); {
+	case w < width:
+		return ansi.Truncate(line+"  "+took, width, "…")
+	case w == width:
+		return line
+	}
+	return ansi.Truncate(tag+when+"  "+policy, width, "…")
+}
+
+// listTime is when an execution started, as the list says it: the time of
+// day when it started today by the explorer's clock (today), else its date
+// and minute, "2025-03-14 09:02" (imported traces span years).
+func listTime(started, today time.Time) string {
+	if today.IsZero() || sameDay(started, today) {
+		return started.Format("15:04:05")
+	}
+	return started.Format("2006-01-02 15:04")
 }
 
 func (e *execsPane) duration(x history.Execution) string {
@@ -184,5 +274,5 @@ func (e *execsPane) ShortHelp() []key.Binding {
 // FullHelp is the pane's keys: the moves, the filter, marking.
 func (e *execsPane) FullHelp() [][]key.Binding {
 	k := e.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Filter, k.Resume, k.MarkExec, k.Compare}}
+	return [][]key.Binding{append(keysOf(e.bindings()), k.Filter, k.Resume, k.MarkExec, k.Compare)}
 }

@@ -12,9 +12,10 @@ type locatedMsg struct {
 	err   error
 }
 
-// locate finds id's place in the executions list. A run started here may
-// restart an execution far down the list (the list is in order of first
-// start), so the explorer cannot assume the run it started is the newest.
+// locate finds id's place in the executions list. A run started here
+// goes first (the list is by last activity), unless another started since
+// went above it, so the explorer looks rather than assume it is the
+// newest.
 func (m *Model) locate(id string) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/retrylab/retrylab/engine/fault"
+	"github.com/retrylab/retrylab/internal/dur"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -33,7 +34,9 @@ type statusLine struct {
 	// armed and worldOffset are the source's, as last read.
 	armed       []fault.Point
 	worldOffset time.Duration
-	footer      help.Model
+	// pace is the source's slow motion for the runs to come (0: off).
+	pace   time.Duration
+	footer help.Model
 }
 
 func newStatusLine(t Theme, after time.Duration) *statusLine {
@@ -86,6 +89,10 @@ func (m *Model) statusBar() string {
 		full = append(full, "armed: "+armed)
 		compact = append(compact, "armed "+armed)
 		narrow = append(narrow, "armed "+armed)
+	}
+	if can.pace != nil && m.status.pace > 0 {
+		slow := "slow " + dur.Text(m.status.pace)
+		full, compact, narrow = append(full, "slow motion "+dur.Text(m.status.pace)), append(compact, slow), append(narrow, slow)
 	}
 	if can.world != nil {
 		full = append(full, "world clock "+clock)

@@ -267,3 +267,19 @@ func TestRunRowKeepsItsOutcome(t *testing.T) {
 		t.Errorf("a row that fits changed: %q", got)
 	}
 }
+
+// TestGoldenNaiveFaultAt160x45: at 160 columns the naive run's first
+// attempt shows its fault whole, "⚡timeout-after-effect" (it was cut by
+// its last characters): the trace takes the columns it needs from the
+// list and the outbox, and the retry after the fault goes first.
+func TestGoldenNaiveFaultAt160x45(t *testing.T) {
+	t.Parallel()
+	m := open(t, article(t), 160, 45)
+	press(t, m, "shift+tab", "G")
+	if m.selID != "exec_7K2Q" {
+		t.Fatalf("selected %s, want the naive run", m.selID)
+	}
+	v := m.View()
+	mustShow(t, v, "the naive run at 160×45", "provider delivered msg_3def2b  ⚡timeout-after-effect│", "2 messages ← duplicate send")
+	golden.RequireEqual(t, []byte(v))
+}

@@ -168,12 +168,13 @@ func (h *helpPage) onKey(k tea.KeyMsg) bool {
 // legendEntries is the help's marker legend: the trace's marks from the one
 // glyph table, then those the trace shows beside them in every workshop
 // (⚡ on each fault, ↻ on each retry, ✂ in the journal exercise, ┆ before
-// a resumed run), then the executions list's ● for a running execution.
+// a resumed run), then the executions list's ● for a running execution
+// and ◇ for an imported one whose audit finds a possible duplicate.
 func legendEntries() [][2]string {
 	ms := append(append([]trace.Mark(nil), trace.LegendMarks...), trace.MarkFault, trace.MarkRetry, trace.MarkDeleted, trace.MarkGap)
 	out := make([][2]string, 0, len(ms)+1)
 	for _, mk := range ms {
 		out = append(out, [2]string{mk.Glyph(), mk.Word()})
 	}
-	return append(out, [2]string{"●", "running"})
+	return append(out, [2]string{"●", "running"}, [2]string{possibleGlyph, "possible duplicate (audit)"})
 }

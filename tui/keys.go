@@ -22,6 +22,7 @@ type KeyMap struct {
 	MarkExec, Compare                        key.Binding
 	Slide, Room                              key.Binding
 	Messages, ScrollDetail                   key.Binding
+	Slow                                     key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -73,6 +74,7 @@ func DefaultKeyMap() KeyMap {
 		Slide:    b("s", "slide: the selection, large", "s"),
 		Room:     b("P", "the room: every participant", "P"),
 		Messages: b("M", "status messages in full", "M"),
+		Slow:     b("S", "slow motion on/off: runs wait 2s per attempt", "S"),
 	}
 }
 

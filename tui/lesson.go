@@ -69,8 +69,11 @@ type lessonPane struct {
 	presenter bool
 	// opener opens the lessons' room (nil: no lesson mode here); startOn
 	// says the explorer opens in lesson mode.
-	opener   func() (*LessonRoom, error)
-	startOn  bool
+	opener  func() (*LessonRoom, error)
+	startOn bool
+	// leave leaves lesson mode, the user's database back (esc; enter after
+	// the last step).
+	leave    func() tea.Cmd
 	on       bool
 	opening  bool
 	room     *LessonRoom
@@ -83,7 +86,12 @@ type lessonPane struct {
 	after    string // what the last action left: "worker killed · 1 message in the outbox"
 	feedback lesson.Feedback
 	// diff is a fix's difference from its mistake, once read.
-	diff          string
+	diff string
+	// jumping is set while the learner types the lesson to go to (#),
+	// in jumpIn; jumpErr says why the last one typed was refused.
+	jumping       bool
+	jumpIn        textinput.Model
+	jumpErr       error
 	err           error
 	width, height int
 
@@ -97,8 +105,8 @@ type lessonPane struct {
 	userCRM bool
 }
 
-func newLessonPane(ctx *Context, presenter bool, opener func() (*LessonRoom, error), startOn bool) *lessonPane {
-	return &lessonPane{Context: ctx, presenter: presenter, opener: opener, startOn: startOn}
+func newLessonPane(ctx *Context, presenter bool, opener func() (*LessonRoom, error), startOn bool, leave func() tea.Cmd) *lessonPane {
+	return &lessonPane{Context: ctx, presenter: presenter, opener: opener, startOn: startOn, leave: leave}
 }
 
 // flashMsg puts a status message in the footer for a component.
@@ -353,6 +361,52 @@ func (l *lessonPane) ask() tea.Cmd {
 		l.phase = phaseFinished
 		return nil
 	}
+	return l.askStep(step)
+}
+
+// jumpKey opens the box that takes the lesson to go to, by number or
+// name, whenever no step is playing.
+const jumpKey = "#"
+
+// Jumping says the box for the lesson to go to is open: esc closes it,
+// not the lesson.
+func (l *lessonPane) Jumping() bool { return l.jumping }
+
+// startJump opens the box for the lesson to go to.
+func (l *lessonPane) startJump() tea.Cmd {
+	l.jumping, l.jumpErr = true, nil
+	l.jumpIn = textinput.New()
+	l.jumpIn.Prompt = "go to lesson > "
+	l.jumpIn.CharLimit = 40
+	l.jumpIn.Placeholder = fmt.Sprintf("1 to %d, or a name", len(l.room.Lessons.Path()))
+	l.jumpIn.Cursor.SetMode(cursor.CursorStatic)
+	return l.jumpIn.Focus()
+}
+
+// closeJump closes the box for the lesson to go to (esc), back to the
+// step.
+func (l *lessonPane) closeJump() tea.Cmd {
+	l.jumping, l.jumpErr = false, nil
+	if l.phase == phasePredict {
+		return l.input.Focus()
+	}
+	return nil
+}
+
+// goJump goes to the lesson typed (enter), asking for its prediction
+// whether it is done or not.
+func (l *lessonPane) goJump() tea.Cmd {
+	step, err := lesson.FindStep(l.room.Lessons.Path(), l.jumpIn.Value())
+	if err != nil {
+		l.jumpErr = err
+		return nil
+	}
+	l.jumping, l.jumpErr = false, nil
+	return l.askStep(step)
+}
+
+// askStep asks for the prediction of step.
+func (l *lessonPane) askStep(step lesson.Step) tea.Cmd {
 	l.step, l.phase, l.err, l.after, l.diff = step, phasePredict, nil, "", ""
 	l.input = newLessonInput()
 	if l.narrow() {
@@ -378,104 +432,116 @@ func lessonKeyFor(verb string) string {
 	return "enter"
 }
 
-// lessonTakes says whether the lesson answers key s now, rather than the
-// explorer: while it waits for an action, the key of that action and the
-// other action keys (which would run something the lesson did not ask
-// for); while a step plays, the action keys too.
-func (l *lessonPane) takes(s string) bool {
-	switch l.phase {
-	case phasePredict:
-		return true
-	case phaseActing, phaseRunning:
-		switch s {
-		case "n", "r", "D", "A", "R", "E", "esc", "ctrl+c":
-			return true
-		}
-		return l.phase == phaseActing && s == lessonKeyFor(l.step.Actions[l.next].Verb)
-	case phaseFeedback:
-		return s == "enter" || s == "esc" || s == "ctrl+c"
-	case phaseFinished:
-		return s == "enter" || s == "esc" || s == "ctrl+c" || s == "r" // r: start over
-	}
-	return false
-}
-
-// onLessonKey handles keys while the lesson pane has the keyboard: esc
-// leaves, ctrl+c quits, enter after the last step brings the user's
-// database back; the pane takes the rest.
-func (m *Model) onLessonKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case msg.String() == "esc":
-		return m.leaveLesson()
-	case msg.String() == "ctrl+c":
-		return m.quit()
-	case msg.String() == "enter" && m.lesson.Finished():
-		return m.leaveLesson()
-	}
-	return m.lesson.Update(msg)
-}
-
-// Update plays the step on its keys (the prediction typed, then each
-// action's key) and takes the results of its commands (lessonMsg: begun,
-// acted, recorded).
+// Update takes the results of the lesson's commands (lessonMsg: begun,
+// acted, recorded). Its keys are its bindings, which lesson mode runs.
 func (l *lessonPane) Update(msg tea.Msg) tea.Cmd {
-	switch msg := msg.(type) {
-	case tea.KeyMsg:
-		return l.onKey(msg)
-	case lessonMsg:
+	if msg, ok := msg.(lessonMsg); ok {
 		return l.onResult(msg)
 	}
 	return nil
 }
 
-func (l *lessonPane) onKey(msg tea.KeyMsg) tea.Cmd {
-	lessons := l.room.Lessons
+// bindings are the lesson's keys while it has the keyboard, declared once:
+// lesson mode runs those with an action and the footer shows those with a
+// help line, in order. Which there are follows the step in front (the
+// phase) and the box for the lesson to go to (#). A binding with no action
+// is a hint of a key the lesson leaves to the explorer: ? and q while a
+// step waits, ctrl+c (which quits from anywhere). While a text has the
+// keyboard (Typing), every other key types.
+func (l *lessonPane) bindings() []binding {
+	do := func(k, desc string, action func() tea.Cmd) binding {
+		return binding{Binding: hint(k, desc), action: func(tea.KeyMsg) tea.Cmd { return action() }}
+	}
+	quitNow := binding{Binding: hint("ctrl+c", "quit")}
+	if l.jumping {
+		return []binding{do("enter", "go", l.goJump), do("esc", "back", l.closeJump), quitNow}
+	}
+	leave := do("esc", "leave lesson", l.leave)
+	jump := do(jumpKey, "go to lesson", func() tea.Cmd {
+		l.input.Blur()
+		return l.startJump()
+	})
+	help, quit := binding{Binding: word(l.keys.Help)}, binding{Binding: word(l.keys.Quit)}
 	switch l.phase {
 	case phasePredict:
-		if msg.String() != "enter" {
-			var cmd tea.Cmd
-			l.input, cmd = l.input.Update(msg)
-			l.err = nil
-			return cmd
-		}
-		guess, err := lesson.ParsePrediction(l.input.Value(), l.step.Measure)
-		if err != nil {
-			l.err = err
-			return nil
-		}
-		l.guess, l.err = guess, nil
-		l.phase = phaseRunning
-		step := l.step
-		return func() tea.Msg {
-			return lessonMsg{kind: lessonBegun, step: step, err: lessons.Begin(step)}
-		}
+		return []binding{do("enter", "start", l.begin), leave, jump, quitNow}
 	case phaseActing:
-		step, i := l.step, l.next
-		want := lessonKeyFor(step.Actions[i].Verb)
-		if msg.String() != want {
-			return flash(fmt.Sprintf("the lesson's next key is %s: %s", want, strings.ToLower(step.Actions[i].Say)), true)
-		}
-		l.phase = phaseRunning
-		return func() tea.Msg {
-			exec, err := lessons.Act(context.Background(), step, i)
-			out, oerr := lessons.Outcome()
-			if err == nil {
-				err = oerr
-			}
-			return lessonMsg{kind: lessonActed, step: step, action: i, exec: exec, outcome: out, err: err}
-		}
+		a := l.step.Actions[l.next]
+		return []binding{do(lessonKeyFor(a.Verb), strings.ToLower(a.Verb), l.act), leave, jump, help, quit, l.notNow()}
 	case phaseRunning:
-		return flash("the lesson is running: watch the trace and the outbox", false)
+		return []binding{leave, quit, l.notNow()}
 	case phaseFeedback:
-		if msg.String() == "enter" {
-			return l.ask()
-		}
+		return []binding{do("enter", "next lesson", l.ask), leave, jump, help, quit}
 	case phaseFinished:
-		if msg.String() == "r" {
-			return func() tea.Msg { return lessonMsg{kind: lessonReset, err: lessons.Reset()} }
-		}
+		return []binding{do("r", "start over", l.startOver), do("enter", "back to your database", l.leave), jump, quit,
+			{Binding: key.NewBinding(key.WithKeys("esc")), action: func(tea.KeyMsg) tea.Cmd { return l.leave() }}}
 	}
 	return nil
+}
+
+// notNow takes the explorer's action keys while a step waits for its own
+// key or plays (they would run what the lesson did not ask for), and says
+// what the lesson waits for.
+func (l *lessonPane) notNow() binding {
+	return binding{Binding: key.NewBinding(key.WithKeys("n", "r", "D", "A", "R", "E")), action: func(tea.KeyMsg) tea.Cmd {
+		if l.phase == phaseRunning {
+			return flash("the lesson is running: watch the trace and the outbox", false)
+		}
+		a := l.step.Actions[l.next]
+		return flash(fmt.Sprintf("the lesson's next key is %s: %s", lessonKeyFor(a.Verb), strings.ToLower(a.Say)), true)
+	}}
+}
+
+// Typing says a text has the keyboard: the prediction, or the lesson to
+// go to (#).
+func (l *lessonPane) Typing() bool { return l.jumping || l.phase == phasePredict }
+
+// Type types a key into the text that has the keyboard.
+func (l *lessonPane) Type(msg tea.KeyMsg) tea.Cmd {
+	var cmd tea.Cmd
+	if l.jumping {
+		l.jumpIn, cmd = l.jumpIn.Update(msg)
+		l.jumpErr = nil
+		return cmd
+	}
+	l.input, cmd = l.input.Update(msg)
+	l.err = nil
+	return cmd
+}
+
+// begin starts the step once its prediction reads (enter).
+func (l *lessonPane) begin() tea.Cmd {
+	guess, err := lesson.ParsePrediction(l.input.Value(), l.step.Measure)
+	if err != nil {
+		l.err = err
+		return nil
+	}
+	l.guess, l.err = guess, nil
+	l.phase = phaseRunning
+	lessons, step := l.room.Lessons, l.step
+	return func() tea.Msg {
+		return lessonMsg{kind: lessonBegun, step: step, err: lessons.Begin(step)}
+	}
+}
+
+// act plays the step's next action (its key).
+func (l *lessonPane) act() tea.Cmd {
+	lessons, step, i := l.room.Lessons, l.step, l.next
+	l.phase = phaseRunning
+	return func() tea.Msg {
+		exec, err := lessons.Act(context.Background(), step, i)
+		out, oerr := lessons.Outcome()
+		if err == nil {
+			err = oerr
+		}
+		return lessonMsg{kind: lessonActed, step: step, action: i, exec: exec, outcome: out, err: err}
+	}
+}
+
+// startOver empties the lessons' database, to take the path again (r).
+func (l *lessonPane) startOver() tea.Cmd {
+	lessons := l.room.Lessons
+	return func() tea.Msg { return lessonMsg{kind: lessonReset, err: lessons.Reset()} }
 }
 
 // onResult takes a step's progress: begun (its keys are next), an action
@@ -600,6 +666,7 @@ func (l *lessonPane) finish(out verify.Outcome) tea.Cmd {
 				line = "diff: cannot compare with its mistake: " + oneLine(err.Error())
 			}
 		}
+		fb.Diff = line
 		return lessonMsg{kind: lessonRecorded, step: step, diff: line, err: room.Lessons.Record(step, fb)}
 	}
 }
@@ -736,6 +803,12 @@ func (l *lessonPane) lines(width int) (string, []string) {
 		}
 		add(l.theme.Dim.Render("enter: next lesson · esc: back to your database"))
 	}
+	if l.jumping {
+		add(l.jumpIn.View())
+		if l.jumpErr != nil {
+			add(styled(l.theme.Bad, oneLine(l.jumpErr.Error()))...)
+		}
+	}
 	var lines []string
 	for i, p := range paras {
 		if i > 0 && l.presenter {
@@ -816,24 +889,7 @@ func (l *lessonPane) strip(height int) string {
 	return l.theme.box(title, lines, l.Context.width, height, false)
 }
 
-// ShortHelp is the footer's keys while the lesson has the keyboard:
-// while a prediction is typed, enter and esc (q types a q); while it waits
-// for a key, that key; nil when the explorer's keys work (the verdict).
-func (l *lessonPane) ShortHelp() []key.Binding {
-	leave := hint("esc", "leave lesson")
-	switch l.phase {
-	case phasePredict:
-		return []key.Binding{hint("enter", "start"), leave, hint("ctrl+c", "quit")}
-	case phaseActing:
-		a := l.step.Actions[l.next]
-		k := lessonKeyFor(a.Verb)
-		return []key.Binding{hint(k, strings.ToLower(a.Verb)), leave, word(l.keys.Help), word(l.keys.Quit)}
-	case phaseRunning:
-		return []key.Binding{leave, word(l.keys.Quit)}
-	case phaseFeedback:
-		return []key.Binding{hint("enter", "next lesson"), leave, word(l.keys.Help), word(l.keys.Quit)}
-	case phaseFinished:
-		return []key.Binding{hint("r", "start over"), hint("enter", "back to your database"), word(l.keys.Quit)}
-	}
-	return nil
-}
+// ShortHelp is the footer's keys while the lesson has the keyboard, from
+// its bindings: while a prediction is typed, enter and esc (q types a q);
+// while it waits for a key, that key; nil when the explorer's keys work.
+func (l *lessonPane) ShortHelp() []key.Binding { return shortOf(l.bindings()) }

@@ -519,3 +519,100 @@ func TestLessonStartsOverFromTheEnd(t *testing.T) {
 	}
 	mustShow(t, m.View(), "the path from its start", "Lesson 1/22", "Predict:")
 }
+
+// TestLessonJumpsToLessonN: # opens a box for the lesson to go to, by
+// number or name, in the footer too; enter asks that lesson's prediction
+// (done or not), a lesson the path lacks is refused in the pane, and esc
+// closes the box without leaving the lesson.
+func TestLessonJumpsToLessonN(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	press(t, m, "L")
+	if m.lesson.step.Name != "naive" {
+		t.Fatalf("L starts at %s, want naive", m.lesson.step.Name)
+	}
+	mustShow(t, m.View(), "the footer while predicting", "# go to lesson")
+	press(t, m, "#")
+	if !m.lesson.jumping {
+		t.Fatal("# did not open the box")
+	}
+	mustShow(t, m.View(), "the box", "go to lesson >", "enter go")
+	press(t, m, "9", "9", "enter")
+	if !m.lesson.jumping || m.lesson.step.Name != "naive" {
+		t.Fatalf("lesson 99: jumping=%v, at %s", m.lesson.jumping, m.lesson.step.Name)
+	}
+	mustShow(t, m.View(), "the refusal", "no lesson 99: the lessons are numbered 1 to")
+	press(t, m, "esc")
+	if m.lesson.jumping || !m.lesson.on || m.lesson.phase != phasePredict {
+		t.Fatalf("esc in the box: jumping=%v, lesson on=%v, phase %d", m.lesson.jumping, m.lesson.on, m.lesson.phase)
+	}
+
+	n := 0
+	for _, s := range fl.path {
+		if s.Name == "key-retention" {
+			n = s.Number
+		}
+	}
+	press(t, m, "#")
+	for _, r := range fmt.Sprint(n) {
+		press(t, m, string(r))
+	}
+	press(t, m, "enter")
+	if m.lesson.jumping || m.lesson.step.Name != "key-retention" || m.lesson.phase != phasePredict {
+		t.Fatalf("# %d enter: jumping=%v, at %s, phase %d", n, m.lesson.jumping, m.lesson.step.Name, m.lesson.phase)
+	}
+	mustShow(t, m.View(), "the lesson jumped to", fmt.Sprintf("Lesson %d/%d · key-retention", n, len(fl.path)))
+
+	// By name, from a verdict: a done lesson is asked again.
+	press(t, m, "2", "enter", "n", "A", "r")
+	if m.lesson.phase != phaseFeedback {
+		t.Fatalf("key-retention played: phase %d, ran %v", m.lesson.phase, fl.ran)
+	}
+	press(t, m, "#", "n", "a", "i", "v", "e", "enter")
+	if m.lesson.step.Name != "naive" || m.lesson.phase != phasePredict {
+		t.Fatalf("# naive: at %s, phase %d", m.lesson.step.Name, m.lesson.phase)
+	}
+}
+
+// TestLessonKeysAreItsBindings: the lesson's footer and what it takes are
+// one list: the key it waits for, esc and # are taken; ? and q are shown
+// but left to the explorer (? opens the help); a prediction types every
+// key its list does not name.
+func TestLessonKeysAreItsBindings(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	m := openWithLessons(t, article(t), fl, 160, 44)
+	footer := func() string {
+		var keys []string
+		for _, b := range m.shortHelp() {
+			keys = append(keys, b.Help().Key)
+		}
+		return strings.Join(keys, " ")
+	}
+	press(t, m, "L", "1", "q")
+	if got := m.lesson.input.Value(); got != "1q" || m.modes.quitting {
+		t.Fatalf("the prediction box typed %q (quitting %v), want 1q", got, m.modes.quitting)
+	}
+	if got := footer(); got != "enter esc # ctrl+c" {
+		t.Errorf("predicting, the footer's keys are %q", got)
+	}
+	m.lesson.input.SetValue("1")
+	press(t, m, "enter")
+	if got := footer(); m.lesson.phase != phaseActing || got != "n esc # ? q" {
+		t.Fatalf("acting (phase %d), the footer's keys are %q", m.lesson.phase, got)
+	}
+	press(t, m, "?")
+	if !m.help.Shown() || m.lesson.phase != phaseActing {
+		t.Fatalf("? while the lesson waits for n: help %v, phase %d", m.help.Shown(), m.lesson.phase)
+	}
+	press(t, m, "esc", "#")
+	if got := footer(); !m.lesson.Jumping() || got != "enter esc ctrl+c" {
+		t.Fatalf("# opens the box for the lesson to go to (%v), footer %q", m.lesson.Jumping(), got)
+	}
+	press(t, m, "esc")
+	if m.lesson.Jumping() || !m.lesson.On() || m.lesson.phase != phaseActing {
+		t.Errorf("esc in the box closes it only: jumping %v, on %v, phase %d", m.lesson.Jumping(), m.lesson.On(), m.lesson.phase)
+	}
+}

@@ -161,6 +161,10 @@ type noticeFeed struct {
 type execItem struct {
 	x          history.Execution
 	duplicates bool
+	// possible: the audit of an imported execution grades a repeated
+	// effect POSSIBLE (its outcome unknown), with no DUPLICATE; the list
+	// learns it after the window is read (gradesMsg).
+	possible bool
 }
 
 // New builds the explorer. Call Close after the program ends.
@@ -185,11 +189,11 @@ func New(o Options) *Model {
 	m.picker = newScenarioPicker(m.Context)
 	m.cmp = newComparePane(m.Context)
 	m.timeline = newTimelinePane(m.Context, m.pickAttempt)
-	m.trace = newTracePane(m.Context, m.linkedAttempt)
-	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects)
-	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson)
+	m.trace = newTracePane(m.Context, m.linkedAttempt, m.loadMoreTrace)
+	m.outbox = newOutboxPane(m.Context, m.selectedAttemptLink, m.inferredEffects, m.revealLinkedAttempt)
+	m.lesson = newLessonPane(m.Context, o.Presenter, o.OpenLessons, o.Lesson, m.leaveLesson)
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf, m.now)
-	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked)
+	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked, m.execsMoved)
 	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, o.RoomJoin)
 	m.slide = newSlideView(m.Context)
 	m.showing(o.Source)
@@ -244,10 +248,17 @@ type outboxMsg struct {
 	cut     bool
 	armed   []fault.Point
 	offset  time.Duration
+	pace    time.Duration
 	// msgs are the messages of execution forID, when it is set.
 	forID string
 	msgs  []world.Message
 	err   error
+}
+
+// gradesMsg is the audit of the imported executions of the list's window
+// (gradeImports), by id.
+type gradesMsg struct {
+	grades map[string]grading
 }
 
 type noticesMsg struct {
@@ -348,6 +359,32 @@ func (m *Model) loadExecs() tea.Cmd {
 	}
 }
 
+// gradeImports audits the imported executions of the list's window not
+// graded yet (or graded before their record changed), off the UI
+// goroutine: the list marks ◇ those the audit says POSSIBLE, as it marks ⚠
+// a duplicate. The record's flag says DUPLICATE without a read; POSSIBLE
+// takes the execution's trace, so only the rows read are graded, once.
+// retrylab's own executions are not audited: the simulated provider's
+// deliveries say what happened.
+func (m *Model) gradeImports() tea.Cmd {
+	todo := m.execs.toGrade()
+	if len(todo) == 0 {
+		return nil
+	}
+	src := m.src
+	return func() tea.Msg {
+		out := make(map[string]grading, len(todo))
+		for _, x := range todo {
+			g := grading{at: x.Updated}
+			if evs, err := src.ImportedEvents(x.ID); err == nil {
+				g.possible = auditImported(trace.Fold(x.ID, evs)).Counts.Possible > 0
+			} // unread: no mark, and no read again until the record changes
+			out[x.ID] = g
+		}
+		return gradesMsg{grades: out}
+	}
+}
+
 // loadTrace reads an execution's history from its start: the first page,
 // or as much as the trace already holds when it is the one shown (a live
 // update must not drop what the reader paged in).
@@ -423,7 +460,7 @@ func (m *Model) loadOutbox() tea.Cmd { return m.loadOutboxOf("") }
 // loadOutboxOf is loadOutbox that also reads the messages of execution id
 // (the one selected), when id is not empty.
 func (m *Model) loadOutboxOf(id string) tea.Cmd {
-	src, crm, faults, world := m.src, m.outbox.CRM(), m.can.faults, m.can.world
+	src, crm, faults, world, pacer := m.src, m.outbox.CRM(), m.can.faults, m.can.world, m.can.pace
 	return func() tea.Msg {
 		recent, total, err := src.RecentMessages(outboxWindow)
 		if err != nil {
@@ -435,6 +472,9 @@ func (m *Model) loadOutboxOf(id string) tea.Cmd {
 		}
 		if world != nil {
 			msg.offset = world.WorldOffset()
+		}
+		if pacer != nil {
+			msg.pace = pacer.Pace()
 		}
 		if id != "" {
 			msg.forID = id

@@ -149,15 +149,19 @@ func (m *Model) quitWaitMode() *mode {
 		short: func() []key.Binding { return []key.Binding{hint("esc", "stay"), hint("ctrl+c", "quit now")} }}
 }
 
-// lessonMode is lesson mode (L): it takes the keys of the step in front
-// (lessonPane.takes) and leaves the rest to the explorer.
+// lessonMode is lesson mode (L): the lesson's bindings for the step in
+// front, and every other key while a text has the keyboard (the
+// prediction, the lesson to go to); the rest is the explorer's.
 func (m *Model) lessonMode() *mode {
 	return &mode{name: "lesson", active: func() bool { return m.lesson.On() },
 		key: func(msg tea.KeyMsg) (tea.Cmd, bool) {
-			if !m.lesson.takes(msg.String()) {
-				return nil, false
+			if cmd, ok := dispatch(m.lesson.bindings(), msg); ok {
+				return cmd, true
 			}
-			return m.onLessonKey(msg), true
+			if m.lesson.Typing() && msg.String() != "ctrl+c" {
+				return m.lesson.Type(msg), true
+			}
+			return nil, false
 		},
 		short: m.lesson.ShortHelp}
 }

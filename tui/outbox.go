@@ -31,20 +31,39 @@ type outboxPane struct {
 	// inferred is, for an imported execution (no simulated provider saw its
 	// effects), the effects inferred from its trace, width wide; ok is
 	// false for an execution retrylab ran.
-	inferred      func(width int) (lines []inferredLine, ok bool)
+	inferred func(width int) (lines []inferredLine, ok bool)
+	// moved is told the selection moved: the trace shows the attempt
+	// behind the row selected.
+	moved         func()
 	width, height int
 }
 
-func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]inferredLine, bool)) *outboxPane {
-	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred, total: -1}
+func newOutboxPane(ctx *Context, attempt func() *link, inferred func(int) ([]inferredLine, bool), moved func()) *outboxPane {
+	return &outboxPane{Context: ctx, attempt: attempt, inferred: inferred, moved: moved, total: -1}
+}
+
+// bindings are the pane's keys, declared once: the moves, each followed
+// by moved (the trace shows the attempt behind the row).
+func (o *outboxPane) bindings() []binding {
+	return moveBindings(o.keys, o.pageRows, func(delta int) tea.Cmd {
+		o.move(delta)
+		o.moved()
+		return nil
+	})
+}
+
+// ToggleCRM switches between the outbox and the CRM's rows (o), from the
+// top.
+func (o *outboxPane) ToggleCRM() {
+	o.crmTab = !o.crmTab
+	o.sel, o.top = 0, 0
 }
 
 // SetSize is the pane's box, borders included.
 func (o *outboxPane) SetSize(width, height int) { o.width, o.height = width, height }
 
 // Update takes what the outbox read brought (outboxMsg without an error,
-// for the execution selected), o (the CRM tab, from its top) and, when the
-// pane has the focus, the moves.
+// for the execution selected); its keys are its bindings.
 func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case outboxMsg:
@@ -54,18 +73,6 @@ func (o *outboxPane) Update(msg tea.Msg) tea.Cmd {
 		}
 		if msg.crm {
 			o.records, o.recordsCut = msg.records, msg.cut
-		}
-	case tea.KeyMsg:
-		k := o.keys
-		switch {
-		case key.Matches(msg, k.OutboxTab):
-			o.crmTab = !o.crmTab
-			o.sel, o.top = 0, 0
-		case o.focus != paneOutbox:
-		default:
-			if d, ok := k.moveDelta(msg, o.pageRows()); ok {
-				o.move(d)
-			}
 		}
 	}
 	return nil
@@ -244,8 +251,7 @@ func (o *outboxPane) ShortHelp() []key.Binding {
 
 // FullHelp is the pane's keys: o and the moves.
 func (o *outboxPane) FullHelp() [][]key.Binding {
-	k := o.keys
-	return [][]key.Binding{{k.OutboxTab, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+	return [][]key.Binding{append([]key.Binding{o.keys.OutboxTab}, keysOf(o.bindings())...)}
 }
 
 // outboxLine is one row of the outbox pane; msg is nil for headers and totals.

@@ -119,7 +119,15 @@ func (r *roomPane) Update(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			r.err = oneLine(msg.err.Error())
 		} else {
-			r.st, r.err = msg.st, ""
+			var was string
+			if p := r.selected(); p != nil {
+				was = p.Name
+			}
+			r.st, r.err = byActivity(msg.st), ""
+			// The selection stays on its participant as the list reorders.
+			if i := slices.IndexFunc(r.st.Participants, func(p room.ParticipantStatus) bool { return p.Name == was }); i >= 0 {
+				r.sel = i
+			}
 		}
 		r.sel = clamp(r.sel, 0, max(0, len(r.st.Participants)-1))
 		r.top = scrollTo(r.sel, r.top, r.rows(), len(r.st.Participants))
@@ -136,6 +144,31 @@ func (r *roomPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// byActivity is st with its participants in the order of their last
+// activity, the latest first (the room's status lists them by name); the
+// room's order among those equally recent.
+func byActivity(st room.Status) room.Status {
+	ps := slices.Clone(st.Participants)
+	slices.SortStableFunc(ps, func(a, b room.ParticipantStatus) int { return b.Active.Compare(a.Active) })
+	st.Participants = ps
+	return st
+}
+
+// lesson is the class's tally of the lesson at hand: the selected
+// participant's last, else the last the class reached; nil before any.
+func (r *roomPane) lesson() *room.LessonTally {
+	ls := r.st.Lessons
+	if len(ls) == 0 {
+		return nil
+	}
+	if p := r.selected(); p != nil && p.Lesson != "" {
+		if i := slices.IndexFunc(ls, func(l room.LessonTally) bool { return l.Lesson == p.Lesson }); i >= 0 {
+			return &ls[i]
+		}
+	}
+	return &ls[len(ls)-1]
+}
+
 // selected is the participant under the selection, if any.
 func (r *roomPane) selected() *room.ParticipantStatus {
 	if r.sel < 0 || r.sel >= len(r.st.Participants) {
@@ -144,9 +177,14 @@ func (r *roomPane) selected() *room.ParticipantStatus {
 	return &r.st.Participants[r.sel]
 }
 
-// tally is the class's lines under the rows: per scenario, how many
+// tally is the class's lines under the rows: the lesson at hand's
+// predictions (who said what, what it was); per scenario, how many
 // participants' latest run duplicated a send; then the predictions.
 func (r *roomPane) tally() []string {
+	var out []string
+	if l := r.lesson(); l != nil {
+		out = append(out, "lesson "+l.Summary())
+	}
 	type count struct{ runs, dup int }
 	by := map[string]*count{}
 	var right, asked, predicting int
@@ -173,7 +211,6 @@ func (r *roomPane) tally() []string {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []string
 	for _, n := range names {
 		c := by[n]
 		out = append(out, fmt.Sprintf("%s: %d of %d sent a duplicate", n, c.dup, c.runs))

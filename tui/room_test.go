@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,53 @@ func TestEnterOpensAParticipantsRuns(t *testing.T) {
 	press(t, m, "P", "j", "enter")
 	if !m.room.Shown() || !strings.Contains(m.status.text, "no participant") {
 		t.Errorf("grace's runs cannot be opened here: shown %v, flash %q", m.room.Shown(), m.status.text)
+	}
+}
+
+// The room lists its participants by their last activity, the latest
+// first, the selection staying on its participant as they reorder; under
+// them, the class's tally of the lesson at hand: the selected
+// participant's last, else the last the class reached.
+func TestRoomOrdersByActivityAndTalliesTheLesson(t *testing.T) {
+	t.Parallel()
+	at := func(min int) time.Time { return fixedNow().Add(time.Duration(min) * time.Minute) }
+	naive := room.LessonTally{Lesson: "naive", Asked: 3, Right: 2, Answers: map[string]int{"1": 1, "2": 2}, Actual: 2}
+	crash := room.LessonTally{Lesson: "crash", Asked: 1, Right: 0, Answers: map[string]int{"1": 1}, Actual: 2}
+	r := &fakeRoom{st: room.Status{Participants: []room.ParticipantStatus{
+		{Name: "ada", Lesson: "crash", Active: at(3)},
+		{Name: "grace", Lesson: "naive", Active: at(5)},
+		{Name: "ken", Lesson: "naive", Active: at(1)},
+	}, Lessons: []room.LessonTally{naive, crash}}}
+	m := New(Options{Source: &snapshot{}, Now: fixedNow, Room: r, RoomEvery: -1})
+	t.Cleanup(m.Close)
+	drive(t, m, m.Init())
+	_, cmd := m.Update(tea.WindowSizeMsg{Width: 100, Height: 24})
+	drive(t, m, cmd)
+	order := func() string {
+		var names []string
+		for _, p := range m.room.st.Participants {
+			names = append(names, p.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	if got := order(); got != "grace ada ken" {
+		t.Fatalf("the room's order: %s, want grace ada ken (the latest active first)", got)
+	}
+	mustShow(t, m.View(), "grace's lesson", "lesson naive: 2 of 3 right; 1 said 1, 2 said 2; it was 2")
+	press(t, m, "j") // ada, at crash
+	mustShow(t, m.View(), "ada's lesson", "lesson crash: 0 of 1 right; 1 said 1; it was 2")
+
+	// ken runs again: he goes to the top, the selection stays on ada.
+	st := r.st
+	st.Participants = slices.Clone(st.Participants)
+	st.Participants[2].Active = at(9)
+	r.set(st)
+	_, cmd = m.Update(roomTickMsg{})
+	drive(t, m, cmd)
+	if got := order(); got != "ken grace ada" {
+		t.Errorf("after ken's run: %s, want ken grace ada", got)
+	}
+	if p := m.room.selected(); p == nil || p.Name != "ada" {
+		t.Errorf("the selection moved off ada: %+v", p)
 	}
 }

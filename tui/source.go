@@ -20,12 +20,14 @@
 // source: it makes the reads and actions and hands their results to the
 // components through their methods (TestModelKeepsOutOfComponents).
 //
-// Keys: the explorer's keys are one list of bindings {keys and help,
-// group, enabled, action} (bindings.go) from which the dispatch, the
-// footer's short help and the help page are built. Help, filter, picker,
-// confirm, compare and lesson are modes on an overlay stack (modes.go):
-// the top one gets a key first and may pass it down; under the stack the
-// bindings answer. The room view and the slide view are modes too.
+// Keys: the explorer's keys are lists of bindings {keys and help, group,
+// enabled, action} (bindings.go): each pane declares its own (the moves,
+// the trace's folds) and the explorer its own, and the dispatch, the
+// footer's short help and the help page are built from them. Help,
+// filter, picker, confirm, compare and lesson are modes on an overlay
+// stack (modes.go): the top one gets a key first and may pass it down;
+// under the stack the focused pane's bindings answer, then the
+// explorer's. The room view and the slide view are modes too.
 package tui
 
 import (
@@ -47,6 +49,9 @@ var (
 	_ engine.Source = (*engine.Local)(nil)
 	_ engine.Source = (*control.Server)(nil)
 	_ engine.Source = (*control.Client)(nil)
+	// S (slow motion) works on a host in this process, served or not.
+	_ engine.Pacer = (*engine.Local)(nil)
+	_ engine.Pacer = (*control.Server)(nil)
 )
 
 // roles are what the source shown can do besides reading; each is nil
@@ -57,6 +62,8 @@ type roles struct {
 	world  engine.WorldControl
 	// erase empties the whole database (E).
 	erase resetter
+	// pace sets slow motion for the runs to come (S).
+	pace engine.Pacer
 }
 
 // resetter is a Source that can wipe its database (*engine.Local and
@@ -72,6 +79,7 @@ func rolesOf(src Source) roles {
 	r.faults, _ = src.(engine.FaultInjector)
 	r.world, _ = src.(engine.WorldControl)
 	r.erase, _ = src.(resetter)
+	r.pace, _ = src.(engine.Pacer)
 	return r
 }
 

@@ -100,6 +100,12 @@ func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 	for _, s := range scripts {
 		for _, action := range s[1:] {
 			var r *engine.Run
+			if action == "advance" { // the A key: the world clock +25h
+				if err := h.Providers().AdvanceClock(retentionJump); err != nil {
+					t.Fatalf("%s %s: %v", s[0], action, err)
+				}
+				continue
+			}
 			if action == "resume" {
 				r, err = h.Resume("")
 			} else {

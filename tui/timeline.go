@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/timeline"
 )
 
@@ -44,6 +45,26 @@ type timelinePane struct {
 	// pick selects an attempt in the trace pane (enter).
 	pick   func(call string, n int)
 	footer help.Model
+	// reading says tv is the trace pane's loaded pages of a longer
+	// history, whose whole the Model is reading (wholeTimelineMsg); cut
+	// that the history read was longer than timelineMaxEvents.
+	reading, cut bool
+}
+
+// timelineMaxEvents bounds the history the timeline reads of one
+// execution: 50 000 attempts or so, four times what the trace holds
+// (maxTraceEvents). A longer one is laid out to there, and the title says
+// so.
+const timelineMaxEvents = 4 * maxTraceEvents
+
+// wholeTimelineMsg is the whole history of an execution whose trace pane
+// holds only its first pages, folded and laid out off the UI goroutine.
+type wholeTimelineMsg struct {
+	id  string
+	tv  *traceView
+	tl  *timeline.Timeline
+	cut bool // the history goes on past timelineMaxEvents
+	err error
 }
 
 // timelineFrame is what the drawn rows depend on.
@@ -61,10 +82,42 @@ func newTimelinePane(ctx *Context, pick func(call string, n int)) *timelinePane 
 // Shown says the timeline is open.
 func (p *timelinePane) Shown() bool { return p.open }
 
-// Open shows tv's timeline, whole, the cursor on its first attempt.
-func (p *timelinePane) Open(tv *traceView) {
+// Open shows tv's timeline, whole, the cursor on its first attempt;
+// partial says tv is only the first pages of the history, whose whole is
+// being read (Whole takes it).
+func (p *timelinePane) Open(tv *traceView, partial bool) {
 	p.open, p.tv, p.tl, p.builtAt, p.sel, p.top, p.fitted = true, tv, nil, -1, 0, 0, true
+	p.reading, p.cut = partial, false
 	p.layout()
+}
+
+// Whole takes the whole history the Model read for the timeline open: it
+// replaces the loaded pages, the cursor kept on its attempt. A read for
+// another execution, or after the timeline closed, is dropped.
+func (p *timelinePane) Whole(msg wholeTimelineMsg) {
+	if !p.open || !p.reading || p.tv == nil || p.tv.exec.ID != msg.id {
+		return
+	}
+	p.reading = false
+	if msg.err != nil || msg.tv == nil {
+		return // the pages loaded stay, and the title no longer says more comes
+	}
+	p.tv, p.tl, p.builtAt, p.cut = msg.tv, msg.tl, msg.tv.t.Events, msg.cut
+	p.moments = p.tl.Moments()
+	if p.fitted {
+		p.win = p.tl.Fit()
+	}
+	p.sel = max(0, min(p.sel, len(p.tl.Attempts)-1))
+	p.drawnFor = timelineFrame{}
+}
+
+// buildTimeline lays out tv's trace, with the imported sources' options.
+func buildTimeline(tv *traceView) *timeline.Timeline {
+	opt := timeline.Options{}
+	if tv.exec.Imported != "" {
+		opt = timeline.ForImported(tv.t)
+	}
+	return timeline.Build(tv.t, opt)
 }
 
 // rebuildEvery is the share of a long trace's events that must be new
@@ -79,11 +132,7 @@ func (p *timelinePane) layout() *timeline.Timeline {
 	if p.tl != nil && (p.builtAt == p.tv.t.Events || (p.tv.t.Events-p.builtAt)*rebuildEvery < p.builtAt) {
 		return p.tl
 	}
-	opt := timeline.Options{}
-	if p.tv.exec.Imported != "" {
-		opt = timeline.ForImported(p.tv.t)
-	}
-	p.tl, p.builtAt = timeline.Build(p.tv.t, opt), p.tv.t.Events
+	p.tl, p.builtAt = buildTimeline(p.tv), p.tv.t.Events
 	p.moments = p.tl.Moments()
 	if p.fitted {
 		p.win = p.tl.Fit()
@@ -209,6 +258,12 @@ func (p *timelinePane) View() string {
 	}
 	title := fmt.Sprintf("Timeline  %s · %s–%s of %s", what,
 		timeline.Offset(from, step), timeline.Offset(to, step), timeline.Offset(tl.End.Sub(tl.Start), step)[1:])
+	switch {
+	case p.reading:
+		title += fmt.Sprintf(" · first %d events: reading the rest", p.tv.t.Events)
+	case p.cut:
+		title += fmt.Sprintf(" · first %d events of more", p.tv.t.Events)
+	}
 	return p.theme.box(title, lines, p.width, p.height-1, true) + "\n" + p.status(tl)
 }
 
@@ -247,10 +302,34 @@ func (m *Model) openTimeline() tea.Cmd {
 		m.setFlash("select an execution first: the timeline draws its trace", true)
 		return nil
 	}
-	m.timeline.Open(tv)
+	partial := m.trace.Partial()
+	m.timeline.Open(tv, partial)
 	m.modes.push(&mode{name: "timeline", active: m.timeline.Shown,
 		key: takesAll(func(msg tea.KeyMsg) tea.Cmd { return m.timeline.Update(msg) }), short: m.timeline.ShortHelp})
+	if partial {
+		return m.readWholeTimeline(tv.exec)
+	}
 	return nil
+}
+
+// readWholeTimeline reads the whole history of x, whose trace pane holds
+// only its first pages, up to timelineMaxEvents, and folds and lays it
+// out, all in the command: the timeline of a 10 000-attempt execution
+// covers it to its end, not to the pages scrolled through.
+func (m *Model) readWholeTimeline(x history.Execution) tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		events, err := src.Events(x.ID, 0, timelineMaxEvents+1)
+		if err != nil {
+			return wholeTimelineMsg{id: x.ID, err: err}
+		}
+		cut := len(events) > timelineMaxEvents
+		if cut {
+			events = events[:timelineMaxEvents]
+		}
+		tv := newTraceView(x, events)
+		return wholeTimelineMsg{id: x.ID, tv: tv, tl: buildTimeline(tv), cut: cut}
+	}
 }
 
 // shown is the trace the pane shows, nil while none is read.

@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/internal/plural"
@@ -308,6 +309,12 @@ func noteLine(v *trace.Note) string {
 		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
+	case trace.Paced:
+		return narrate.Paced(v.Duration, v.Attempt)
+	case trace.ClockMoved:
+		return narrate.ClockMoved(v.Duration, v.Offset)
+	case trace.KeyExpired:
+		return narrate.KeyExpired(v.Key, v.Call, v.Duration)
 	}
 	return string(v.Kind)
 }
@@ -328,10 +335,7 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 	if len(a.Faults) > 0 {
 		faults = "  " + trace.MarkFault.Glyph() + faultNames(a.Faults)
 	}
-	retry := ""
-	if a.Retry > 0 {
-		retry = fmt.Sprintf("  ↻ retry in %s", dur.Text(a.Retry))
-	}
+	retry := retryTail(a)
 	head := fmt.Sprintf("#%d ", a.N)
 	m := a.Mark()
 	g := m.Glyph()
@@ -361,6 +365,16 @@ func attemptLine(a *trace.Attempt) (marker, string) {
 		outcome += fmt.Sprintf(" %d", a.Status)
 	}
 	return m, fmt.Sprintf("%s%s %s  %s%s%s%s", head, g, outcome, roundDur(a.Duration), key, faults, retry)
+}
+
+// retryTail ends the row of an attempt the policy retries: "  ↻ retry in
+// 50ms". A pane too narrow for the row drops it first (the next attempt's
+// row follows it), so the faults before it show whole.
+func retryTail(a *trace.Attempt) string {
+	if a.Retry <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  ↻ retry in %s", dur.Text(a.Retry))
 }
 
 // effectIDs lists what the providers did for an attempt, by id.
@@ -512,6 +526,12 @@ func eventName(v *trace.Note) string {
 		return string(history.JournalDeleted)
 	case trace.StepRecorded:
 		return string(history.StepRecorded)
+	case trace.Paced:
+		return string(history.Paced)
+	case trace.ClockMoved:
+		return string(history.ClockMoved)
+	case trace.KeyExpired:
+		return string(history.KeyExpired)
 	case trace.ExecutionEnded:
 		if v.Mark == trace.MarkOK {
 			return string(history.ExecutionCompleted)
@@ -542,12 +562,52 @@ type tracePane struct {
 	// read (a damaged record), while tr is nil.
 	unreadable, unreadableErr string
 	// linked is the attempt that caused the selected outbox message.
-	linked        func() *link
+	linked func() *link
+	// more reads the next page, when a move comes near the end of those
+	// loaded.
+	more          func() tea.Cmd
 	width, height int
 }
 
-func newTracePane(ctx *Context, linked func() *link) *tracePane {
-	return &tracePane{Context: ctx, collapsed: map[string]bool{}, linked: linked}
+func newTracePane(ctx *Context, linked func() *link, more func() tea.Cmd) *tracePane {
+	return &tracePane{Context: ctx, collapsed: map[string]bool{}, linked: linked, more: more}
+}
+
+// bindings are the trace's keys, declared once: the moves (a page its
+// rows) and folding the selected row.
+func (t *tracePane) bindings() []binding {
+	k := t.keys
+	page := func() int { return max(1, t.height-3) }
+	fold := func(collapsed func(n *node) bool) func(tea.KeyMsg) tea.Cmd {
+		return func(tea.KeyMsg) tea.Cmd {
+			if n := t.selected(); n != nil {
+				t.setCollapsed(collapsed(n))
+			}
+			return nil
+		}
+	}
+	return append(moveBindings(k, page, func(delta int) tea.Cmd { return t.moveBy(delta, page()) }),
+		binding{Binding: k.Expand, group: groupMove, action: fold(func(*node) bool { return false })},
+		binding{Binding: k.Collapse, group: groupMove, action: fold(func(*node) bool { return true })},
+		binding{Binding: k.Toggle, group: groupMove, action: fold(func(n *node) bool { return !t.collapsed[n.id] })})
+}
+
+// moveBy moves the selection by delta rows; within page rows of the end of
+// the pages loaded, it reads the next (more).
+func (t *tracePane) moveBy(delta, page int) tea.Cmd {
+	if t.move(delta, page) {
+		t.clampScroll()
+		return t.more()
+	}
+	return nil
+}
+
+// ToggleFinalOnly shows each step's final attempt only, or every attempt
+// again (f).
+func (t *tracePane) ToggleFinalOnly() {
+	t.finalOnly = !t.finalOnly
+	t.reflow()
+	t.clampScroll()
 }
 
 // SetSize is the pane's box, borders included.
@@ -592,22 +652,6 @@ func (t *tracePane) Update(msg tea.Msg) tea.Cmd {
 			t.sel = len(t.rows) - 1
 		}
 		t.clampScroll()
-	case tea.KeyMsg:
-		k := t.keys
-		switch {
-		case key.Matches(msg, k.Expand):
-			t.setCollapsed(false)
-		case key.Matches(msg, k.Collapse):
-			t.setCollapsed(true)
-		case key.Matches(msg, k.Toggle):
-			if n := t.selected(); n != nil && t.focus == paneTrace {
-				t.setCollapsed(!t.collapsed[n.id])
-			}
-		case key.Matches(msg, k.FinalOnly):
-			t.finalOnly = !t.finalOnly
-			t.reflow()
-			t.clampScroll()
-		}
 	}
 	return nil
 }
@@ -702,6 +746,10 @@ func (t *tracePane) Refresh(x history.Execution) {
 		t.tr.exec = x
 	}
 }
+
+// Partial says the trace shown holds only the first pages of its history
+// (or is cut at maxTraceEvents): more of it is in the source.
+func (t *tracePane) Partial() bool { return t.tr != nil && t.tr.exec.Imported == "" && t.truncated }
 
 // Held is how many events the trace shown holds.
 func (t *tracePane) Held() int {
@@ -817,8 +865,7 @@ func (t *tracePane) ShortHelp() []key.Binding { return t.keys.ShortHelp() }
 
 // FullHelp is the pane's keys: the moves, folding, final attempts only.
 func (t *tracePane) FullHelp() [][]key.Binding {
-	k := t.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.Toggle, k.FinalOnly}}
+	return [][]key.Binding{append(keysOf(t.bindings()), t.keys.FinalOnly)}
 }
 
 func (t *tracePane) lines(height, width int) (string, []string) {
@@ -869,6 +916,13 @@ func (t *tracePane) renderRow(r row, selected bool, linked *link, width int) str
 		}
 	}
 	text, plain := n.text, n.plain()
+	if a, ok := n.src.(*trace.Attempt); ok && n.kind == kindAttempt {
+		if tail := retryTail(a); tail != "" && strings.HasSuffix(text, tail) &&
+			lipgloss.Width(selMark(selected)+indent+exp+text) > width {
+			text = strings.TrimSuffix(text, tail)
+			plain = text
+		}
+	}
 	switch n.kind {
 	case kindRun:
 		text = keepOutcome(text, width-lipgloss.Width(selMark(selected)+indent+exp))

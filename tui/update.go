@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/dur"
 )
 
 // retentionJump is how far A moves the world clock: past the default 24 h
@@ -51,7 +52,16 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.slide.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
-		return m, m.onExecs(msg)
+		return m, tea.Batch(m.onExecs(msg), m.gradeImports())
+	case wholeTimelineMsg:
+		if msg.err != nil {
+			m.setFlash("timeline: "+oneLine(msg.err.Error()), true)
+		}
+		m.timeline.Whole(msg)
+		return m, nil
+	case gradesMsg:
+		m.execs.Graded(msg.grades)
+		return m, nil
 	case traceMsg:
 		return m, m.onTrace(msg)
 	case outboxMsg:
@@ -59,7 +69,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 			m.setFlash(msg.err.Error(), true)
 			return m, nil
 		}
-		m.status.armed, m.status.worldOffset = msg.armed, msg.offset
+		m.status.armed, m.status.worldOffset, m.status.pace = msg.armed, msg.offset, msg.pace
 		if msg.forID != m.selID {
 			msg.forID, msg.msgs = "", nil // an execution no longer selected
 		}
@@ -164,15 +174,23 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 }
 
 // keptSelection is where the execution selected now stands, when the list
-// read (msg) grew from total executions and no longer has it at the
-// selection's index: found in the window read, or where the read found it
-// (msg.moved); -1 when the selection is to stay where it is. A selection
-// on the first row follows the newest execution, as a run started in
-// another terminal is watched; one moved down the list stays put.
+// read (msg) no longer has it at the selection's index: executions arrived
+// above it (the list grew from total), or it or others were run again
+// (the list is by last activity: one run again goes first). It is found
+// in the window read, or where the read found it (msg.moved); -1 when the
+// selection is to stay where it is. A selection on the first row follows
+// the newest execution as new ones arrive, as a run started in another
+// terminal is watched; one moved down the list stays put.
 func (m *Model) keptSelection(msg execsMsg, total int) int {
 	_, sel, _ := m.execs.Window()
-	if m.runs.follow != "" || m.selID == "" || msg.total <= total || sel == 0 {
-		return -1 // a run followed moves it; no arrivals: nothing pushed it
+	grew := msg.total > total
+	if m.runs.follow != "" || m.selID == "" || (grew && sel == 0) {
+		return -1 // a run followed moves it; the first row follows the newest
+	}
+	if !grew && (msg.keep != m.selID || msg.sel != sel) {
+		// A reorder moves only the selection the read was made for (not
+		// one the reader moved since, whose execution is not known yet).
+		return -1
 	}
 	if x := m.selectedExec(); x != nil && x.x.ID == m.selID {
 		return -1
@@ -182,7 +200,7 @@ func (m *Model) keptSelection(msg execsMsg, total int) int {
 			return msg.skip + i
 		}
 	}
-	if msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
+	if grew && msg.moved >= 0 && msg.keep == m.selID && msg.sel == sel {
 		return msg.moved
 	}
 	return -1
@@ -410,19 +428,14 @@ func (m *Model) move(delta int) tea.Cmd {
 	switch m.focus {
 	case paneExecs:
 		m.sizePanes()
-		if m.execs.move(delta) {
-			return m.loadExecs()
-		}
-		if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
-			m.selID = sel.x.ID
-			m.trace.Select()
-			return m.loadTrace(m.selID)
+		if cmd := m.execsMoved(m.execs.move(delta)); cmd != nil {
+			return cmd
 		}
 	case paneTrace, paneDetail:
 		m.sizePanes()
-		if m.trace.move(delta, m.pageRows()) {
+		if cmd := m.trace.moveBy(delta, m.pageRows()); cmd != nil {
 			m.clampScroll()
-			return m.loadMoreTrace() // near the end of what is loaded
+			return cmd // near the end of what is loaded: the next page
 		}
 	case paneOutbox:
 		m.sizePanes()
@@ -430,6 +443,20 @@ func (m *Model) move(delta int) tea.Cmd {
 		m.revealLinkedAttempt()
 	}
 	m.clampScroll()
+	return nil
+}
+
+// execsMoved follows a move in the list: the window read again when the
+// move left it (reread), else the trace of the execution now selected.
+func (m *Model) execsMoved(reread bool) tea.Cmd {
+	if reread {
+		return m.loadExecs()
+	}
+	if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
+		m.selID = sel.x.ID
+		m.trace.Select()
+		return m.loadTrace(m.selID)
+	}
 	return nil
 }
 
@@ -482,10 +509,18 @@ func oneLine(s string) string {
 	return s
 }
 
-// statusBadge is an execution's badge: duplicates detected outranks the rest.
+// possibleGlyph marks in the list an imported execution whose audit grades
+// a repeated effect POSSIBLE: a hollow ⚠, of lesser rank.
+const possibleGlyph = "◇"
+
+// statusBadge is an execution's badge: duplicates detected outranks the
+// rest, then a possible duplicate.
 func statusBadge(it execItem) (string, marker) {
 	if it.duplicates {
 		return "⚠", markAmbiguous
+	}
+	if it.possible {
+		return possibleGlyph, markTimeout
 	}
 	switch it.x.Status {
 	case history.StatusCompleted:
@@ -504,4 +539,23 @@ func statusBadge(it execItem) (string, marker) {
 		return "↻", markRetry
 	}
 	return "?", markNone
+}
+
+// slowPace is the slow motion S turns on: each attempt of the runs to
+// come waits this long first, so a room can follow the trace.
+const slowPace = 2 * time.Second
+
+// toggleSlow turns slow motion on or off for the runs to come (S); the
+// footer says it at once, the source is told in a command.
+func (m *Model) toggleSlow() tea.Cmd {
+	src, next := m.can.pace, slowPace
+	if m.status.pace > 0 {
+		next = 0
+	}
+	m.status.pace = next
+	text := "slow motion off: runs go at full speed"
+	if next > 0 {
+		text = fmt.Sprintf("slow motion: each attempt of the next runs waits %s first (the timeouts stay real); S: off", dur.Text(next))
+	}
+	return act(text, func() error { src.SetPace(next); return nil })
 }

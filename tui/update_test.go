@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -281,5 +282,81 @@ func TestAdvanceClockSaysHours(t *testing.T) {
 	press(t, m, "A")
 	if v := m.View(); !strings.Contains(v, "world clock advanced 25h: now +50h") {
 		t.Fatalf("after a second A the footer does not say the total:\n%s", v)
+	}
+	// The footer's state says the total too, once the message is gone.
+	if m.status.worldOffset != 50*time.Hour {
+		t.Fatalf("after two A the footer read the offset %s, want 50h", m.status.worldOffset)
+	}
+	m.status.text = ""
+	if bar := m.statusBar(); !strings.Contains(bar, "world clock +50h") {
+		t.Fatalf("after two A the footer's state lacks the total:\n%s", bar)
+	}
+}
+
+// A move of the world clock is on the trace where it happened, with the
+// key it expired: the cause of key-retention's second invoice. Its detail
+// says which event it is and what it means for a late retry.
+func TestTraceShowsClockMoveAndExpiredKey(t *testing.T) {
+	t.Parallel()
+	snap := record(t, []string{"key-retention", "run", "advance", "advance", "resume"})
+	m := open(t, snap, 160, 44)
+	v := m.View()
+	mustShow(t, v, "the trace of key-retention", "⏰ world clock +25h · now +25h", "⏰ world clock +25h · now +50h",
+		"expired (step-4, kept 24h)")
+	if strings.Index(v, "now +25h") > strings.Index(v, "expired (step-4") || strings.Index(v, "expired (step-4") > strings.Index(v, "now +50h") {
+		t.Errorf("the key expires with the first move, not the second:\n%s", v)
+	}
+	found := false
+	for i, r := range m.trace.rows {
+		if strings.Contains(r.n.text, "expired (step-4") {
+			m.trace.sel, found = i, true
+		}
+	}
+	if !found {
+		t.Fatal("no row of the expired key")
+	}
+	mustShow(t, strings.Join(m.detail.lines(156), "\n"), "the expired key's detail", "KeyExpired at", "a retry with one executes again")
+}
+
+// pacedSource is a recorded source that takes slow motion, as a host does.
+type pacedSource struct {
+	*snapshot
+	pace time.Duration
+}
+
+func (p *pacedSource) SetPace(d time.Duration) {
+	p.log("pace %s", d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pace = d
+}
+
+func (p *pacedSource) Pace() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pace
+}
+
+// S turns slow motion on for the runs to come and off again; the footer
+// says it while it is on.
+func TestSlowMotionKeyToggles(t *testing.T) {
+	t.Parallel()
+	src := &pacedSource{snapshot: record(t, []string{"naive", "run"})}
+	m := open(t, src, 200, 36)
+	press(t, m, "S")
+	if src.Pace() != 2*time.Second {
+		t.Fatalf("S: the source's pace is %s, want 2s", src.Pace())
+	}
+	mustShow(t, m.View(), "the footer after S", "slow motion: each attempt of the next runs waits 2s first")
+	m.status.text = ""
+	if bar := m.statusBar(); !strings.Contains(bar, "slow motion 2s") {
+		t.Fatalf("the footer's state lacks slow motion:\n%s", bar)
+	}
+	press(t, m, "S")
+	if src.Pace() != 0 || strings.Contains(m.statusBar(), "slow motion 2s") {
+		t.Fatalf("a second S: pace %s, footer %q", src.Pace(), m.statusBar())
+	}
+	if calls := strings.Join(src.Calls(), "|"); calls != "pace 2s|pace 0s" {
+		t.Errorf("calls %q", calls)
 	}
 }

@@ -27,16 +27,46 @@ func (m *Model) wide() bool { return m.width >= wideWidth }
 // errors and arguments.
 const threeColumnWidth = 140
 
+// Where three columns cannot give every pane all it needs, the trace
+// keeps traceRoom columns: the outbox gives what it has above its least
+// width, then the executions down to execsRoom.
+const (
+	// traceRoom is the widest row of the article's traces: the naive
+	// run's first attempt and its fault, "#1 ◆ timeout 1s · ambiguous:
+	// provider delivered msg_3def2b  ⚡timeout-after-effect" (⚡ takes two
+	// cells), indented under its call, with the borders.
+	traceRoom = 93
+	// outboxLeast is the outbox column's least width.
+	outboxLeast = 38
+	// execsRoom still shows an execution's first line whole, its badge,
+	// id and scenario ("›✓ exec_3C5R  invoice-crm"), and 23 characters
+	// of an imported one's id; the second line, the policy and times, is
+	// cut first.
+	execsRoom = 29
+)
+
 // columnWidths shares a wide terminal's width in proportion: about a fifth
 // for the executions, a quarter for the outbox, the rest for the trace,
-// within bounds that keep each readable. Below threeColumnWidth the
-// outbox has no column (0): the trace's is shared with it.
+// within bounds that keep each readable; then the trace takes from the
+// others what it lacks of traceRoom, down to their rooms (at 160 columns
+// the fault of the naive run's first attempt was cut). Below
+// threeColumnWidth the outbox has no column (0): the trace's is shared
+// with it.
 func columnWidths(width int) (execs, trace, outbox int) {
 	execs = clamp(width*21/100, 30, 48)
 	if width < threeColumnWidth {
 		return execs, width - execs, 0
 	}
-	outbox = clamp(width*26/100, 38, 64)
+	outbox = clamp(width*26/100, outboxLeast, 64)
+	lack := traceRoom - (width - execs - outbox)
+	give := func(col *int, room int) {
+		if d := min(lack, *col-room); d > 0 {
+			*col -= d
+			lack -= d
+		}
+	}
+	give(&outbox, outboxLeast)
+	give(&execs, execsRoom)
 	return execs, width - execs - outbox, outbox
 }
 
@@ -99,6 +129,9 @@ func (m *Model) sizePanes() {
 			r = rect{w: m.width, h: m.height - 2}
 		}
 		m.pane(p).SetSize(r.w, r.h)
+		if p == paneDetail {
+			m.detail.SetSize(r.w, r.h) // its keys' page, while the lesson takes its place
+		}
 	}
 }
 

@@ -352,13 +352,16 @@ func TestPanesShareWidthInProportion(t *testing.T) {
 	}
 	for _, w := range []int{threeColumnWidth, 160, 200, 240} {
 		e, tr, o := columnWidths(w)
-		if e+tr+o != w || e < 30 || o < 38 || tr < e || tr < o || tr < 70 {
+		if e+tr+o != w || e < execsRoom || o < outboxLeast || tr < e || tr < o || tr < 70 {
 			t.Errorf("%d columns: executions %d, trace %d, outbox %d", w, e, tr, o)
 		}
 		if e < prev[0] || tr <= prev[1] || o < prev[2] {
 			t.Errorf("%d columns: a pane shrank: %v -> %v", w, prev, [3]int{e, tr, o})
 		}
 		prev = [3]int{e, tr, o}
+	}
+	if _, tr, _ := columnWidths(160); tr < traceRoom {
+		t.Errorf("the trace is %d wide at 160 columns: its widest rows need %d", tr, traceRoom)
 	}
 	if _, _, o := columnWidths(240); o <= 40 {
 		t.Errorf("the outbox stays %d wide at 240 columns", o)

@@ -402,6 +402,9 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 	w.mu.Unlock()
 	retry := w.scn.Policy.Retry
 	for n := 1; ; n++ {
+		if err := w.pace(ctx, step); err != nil {
+			return false, err
+		}
 		attempt, key, req, grant, err := w.begin(ctx, c, tool, step, activity, rendered, order)
 		if err != nil {
 			return false, err
@@ -462,6 +465,27 @@ func (w *worker) step(ctx context.Context, c scenario.Call, tool scenario.Tool, 
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
+	}
+}
+
+// pace is slow motion's wait before a step's next attempt: recorded first
+// (so a live view says why nothing happens), then waited. The attempt's
+// own deadline starts after it.
+func (w *worker) pace(ctx context.Context, step string) error {
+	if w.plan.Pace <= 0 {
+		return nil
+	}
+	w.mu.Lock()
+	next := w.plan.Attempts[step] + 1
+	w.mu.Unlock()
+	if err := w.rt.event(ctx, history.Event{Type: history.Paced, Step: step, Attempt: next, Delay: w.plan.Pace}); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(w.plan.Pace):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -68,6 +68,7 @@ const (
 	fZone     // Time's zone offset in seconds, when not 0
 	fWideTime // Time outside what int64 nanoseconds hold
 	fEffect   // EffectObserved's Effect
+	fOffset   // ClockMoved's Offset
 	fLast     // the first bit not in use
 )
 
@@ -169,6 +170,7 @@ func encodeCompact(e Event) ([]byte, error) {
 	set(fPID, e.PID != 0)
 	set(fScenario, e.Scenario != "")
 	set(fEffect, e.Effect != nil)
+	set(fOffset, e.Offset != 0)
 	b = binary.AppendUvarint(b, uint64(bits))
 
 	var err error
@@ -235,6 +237,8 @@ func encodeCompact(e Event) ([]byte, error) {
 			b = w.str(b, fx.Target, false)
 			b = w.str(b, fx.Summary, false)
 			b = binary.AppendVarint(b, int64(fx.Version))
+		case fOffset:
+			b = binary.AppendVarint(b, int64(e.Offset))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
@@ -810,6 +814,8 @@ func decodeCompact(data []byte) (Event, error) {
 		case fEffect:
 			e.Effect = &Effect{Service: r.str(), ID: r.str(), Target: r.str(), Summary: r.str()}
 			e.Effect.Version = r.Int()
+		case fOffset:
+			e.Offset = time.Duration(r.Varint())
 		}
 	}
 	if e.Type == "" {

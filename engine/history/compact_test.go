@@ -101,7 +101,8 @@ func TestCompactEdges(t *testing.T) {
 		Response: &Exchange{Status: 200, Headers: map[string]string{"Idempotent-Replayed": "true"}, Body: json.RawMessage(`"msg_1a2b3c"`)},
 		Result:   json.RawMessage(`null`), ResultRun: 2, Plan: 1, Fault: "timeout-after-effect", ExitCode: -1, PID: 1 << 30,
 		Error: "ik_00ff00ff00ff00ff00ff00ff00ff00ff", Scenario: "gen-safe",
-		Effect: &Effect{Service: "mail", ID: "msg_3def2b", Target: "jordan@acme.dev", Summary: "Your June invoice", Version: 2}}
+		Effect: &Effect{Service: "mail", ID: "msg_3def2b", Target: "jordan@acme.dev", Summary: "Your June invoice", Version: 2},
+		Offset: 50 * time.Hour}
 	// Every field of Event is set in full: a field the encoding forgets
 	// would be lost from every history without a word.
 	v := reflect.ValueOf(full)
@@ -112,6 +113,8 @@ func TestCompactEdges(t *testing.T) {
 	}
 	cases := []Event{
 		full,
+		{Type: ClockMoved, Time: at, Duration: 25 * time.Hour, Offset: 50 * time.Hour},
+		{Type: KeyExpired, Time: at, Run: 1, Step: "step-4", Attempt: 1, Key: "ik_a94a0b1d", Duration: 24 * time.Hour},
 		{Type: EffectObserved, Step: "step-4", Attempt: 1, Run: 1, Key: "ik_a94a0b1d",
 			Effect: &Effect{Service: "mail", ID: "msg_3def2b", Target: "jordan@acme.dev", Summary: "Your June invoice"}},
 		{Type: EffectObserved, Effect: &Effect{Service: "crm", ID: "inv_0611", Version: 3}},

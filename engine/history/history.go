@@ -44,6 +44,23 @@ const (
 	// history keeps what the attempt caused whatever the world is later
 	// (reset, expired keys).
 	EffectObserved Type = "EffectObserved"
+	// ClockMoved is recorded by the host when the world clock is moved
+	// forward (the explorer's A, 'retrylab clock advance', a scenario's
+	// 'advance'): Duration is the move, Offset how far the world clock runs
+	// ahead of real time after it. It is recorded in the history of every
+	// execution the move concerns: each one whose idempotency keys it
+	// expires, and each one not finished (a resume runs on the moved
+	// clock), in the transaction that moves the clock.
+	ClockMoved Type = "ClockMoved"
+	// KeyExpired follows ClockMoved once for each of the execution's keys
+	// the move expired (Key; Step, Run and Attempt of the request that
+	// stored it; Duration: the key's retention): the provider has
+	// forgotten it, and a retry with it executes again.
+	KeyExpired Type = "KeyExpired"
+	// Paced is slow motion's wait (Delay) before attempt Attempt of Step,
+	// which the worker makes so a room can follow the run: time spent on
+	// purpose, not by the tool or the policy.
+	Paced Type = "Paced"
 )
 
 // Effect is what a provider did, as an EffectObserved event records it.
@@ -117,6 +134,9 @@ type Event struct {
 	Scenario string `json:"scenario,omitempty"`
 	// Effect is set on EffectObserved.
 	Effect *Effect `json:"effect,omitempty"`
+	// Offset is, on ClockMoved, how far the world clock runs ahead of
+	// real time after the move.
+	Offset time.Duration `json:"offset,omitempty"`
 }
 
 // Encode is the stored form of an event: the compact encoding (compact.go).

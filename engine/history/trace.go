@@ -28,6 +28,9 @@ var kindOf = map[Type]trace.Kind{
 	ExecutionCompleted: trace.ExecutionEnded,
 	ExecutionFailed:    trace.ExecutionEnded,
 	EffectObserved:     trace.EffectObserved,
+	ClockMoved:         trace.ClockMoved,
+	KeyExpired:         trace.KeyExpired,
+	Paced:              trace.Paced,
 }
 
 // seqRefs are the Refs of the first events of every history, made once:
@@ -60,7 +63,7 @@ func TraceEvent(ev Event) (trace.Event, bool) {
 		Text: ev.Text, Scenario: ev.Scenario, Call: ev.Step, Tool: ev.Tool, Args: ev.Args, Key: ev.Key, Attempt: ev.Attempt,
 		MaxAttempts: ev.MaxAttempts, Outcome: trace.Outcome(ev.Outcome), Deduplicated: ev.Deduplicated, Duration: ev.Duration,
 		Delay: ev.Delay, Request: exchange(ev.Request), Response: exchange(ev.Response), Result: ev.Result,
-		ResultRun: ev.ResultRun, Fault: ev.Fault, PlanIndex: ev.Plan, ExitCode: ev.ExitCode, PID: ev.PID, Error: ev.Error}
+		ResultRun: ev.ResultRun, Fault: ev.Fault, PlanIndex: ev.Plan, ExitCode: ev.ExitCode, PID: ev.PID, Error: ev.Error, Offset: ev.Offset}
 	switch ev.Type {
 	case ExecutionCompleted:
 		e.Outcome = trace.OutcomeOK

@@ -124,6 +124,34 @@ func Path(cat *scenario.Catalog) ([]Step, error) {
 	return path, nil
 }
 
+// ErrNoStep means a lesson named (or numbered) that the path does not have.
+var ErrNoStep = errors.New("no lesson")
+
+// FindStep finds a lesson on the path by its scenario's name or its
+// 1-based number, as a teacher names where to start ("key-retention",
+// "16"). An unknown one is an error wrapping ErrNoStep that names the
+// nearest lessons, or says the numbers there are.
+func FindStep(path []Step, ref string) (Step, error) {
+	ref = strings.TrimSpace(ref)
+	if n, err := strconv.Atoi(ref); err == nil {
+		if n < 1 || n > len(path) {
+			return Step{}, fmt.Errorf("%w %d: the lessons are numbered 1 to %d", ErrNoStep, n, len(path))
+		}
+		return path[n-1], nil
+	}
+	names := make([]string, len(path))
+	for i, st := range path {
+		if st.Name == ref {
+			return st, nil
+		}
+		names[i] = st.Name
+	}
+	if near := scenario.Nearest(ref, names); len(near) > 0 {
+		return Step{}, fmt.Errorf("%w %q (did you mean %s?)", ErrNoStep, ref, strings.Join(near, " or "))
+	}
+	return Step{}, fmt.Errorf("%w %q: give a lesson's name or its number, 1 to %d", ErrNoStep, ref, len(path))
+}
+
 // NewStep makes the lesson step of one scenario (Number and Of unset).
 func NewStep(s *scenario.Scenario) Step {
 	st := Step{Scenario: s, Name: s.Name, Title: s.Title, Intro: strings.TrimSpace(s.Narration.Intro),
@@ -180,6 +208,9 @@ type Feedback struct {
 	Expected  int
 	// Text confirms or explains, in a few lines.
 	Text string
+	// Diff is a fix's difference from its mistake in one line, once read
+	// (Pairs.Line); "" for a step that fixes nothing.
+	Diff string
 }
 
 // Check compares a prediction (-1 for none) with what the step's run
@@ -392,7 +423,7 @@ func (s *Session) Record(step Step, fb Feedback) error {
 	}
 	s.mu.Unlock()
 	next.Done = append(next.Done, Answer{Scenario: step.Name, Predicted: fb.Predicted,
-		Actual: fb.Actual, Correct: fb.Correct})
+		Actual: fb.Actual, Correct: fb.Correct, Diff: fb.Diff})
 	if err := SaveProgress(s.h, next); err != nil {
 		return err
 	}

@@ -25,6 +25,10 @@ type Answer struct {
 	Predicted int  `json:"predicted"`
 	Actual    int  `json:"actual"`
 	Correct   bool `json:"correct"`
+	// Diff is, for a fix, the line that showed it beside its mistake when
+	// it ran ("diff: …", Pairs.Line), kept for the session's handout:
+	// the executions are gone by the next lesson.
+	Diff string `json:"diff,omitempty"`
 }
 
 // Bucket is the collection the progress lives in. The lesson package owns

@@ -35,6 +35,11 @@ type WalkOptions struct {
 	// Pause waits for Enter on In between lessons, so a lesson's answer
 	// stays on a projector until the room has read it ("q" stops).
 	Pause bool
+	// From is the number of the lesson to start at (FindStep finds it);
+	// the walk goes on along the path from there, running each lesson
+	// again even when the progress has it done. 0 starts where the
+	// progress left off.
+	From int
 }
 
 // errStop means the learner (or the end of the input) stopped the walk.
@@ -45,38 +50,61 @@ var errStop = errors.New("stopped")
 // after each. It returns nil when the input ends or the learner stops: the
 // next walk resumes there.
 func Walk(ctx context.Context, s *Session, o WalkOptions) error {
-	w := &walker{s: s, o: o, out: o.Out, pairs: NewPairs(s.h, o.Scratch)}
+	w := &walker{s: s, o: o, out: o.Out, pairs: NewPairs(s.h, o.Scratch), at: o.From - 1}
 	if o.In != nil {
 		w.in = bufio.NewReader(o.In)
 	}
-	if done, _ := s.Score(); done > 0 {
-		if step, ok := s.Next(); ok {
-			w.line(fmt.Sprintf("Resuming at lesson %d of %d (%d done).", step.Number, step.Of, done))
-			w.gap()
-		}
+	if o.From > len(s.path) {
+		return fmt.Errorf("%w %d: the lessons are numbered 1 to %d", ErrNoStep, o.From, len(s.path))
+	}
+	if step, ok := w.next(); ok && o.From > 0 {
+		w.line(fmt.Sprintf("Starting at lesson %d of %d (%s).", step.Number, step.Of, step.Name))
+		w.gap()
+	} else if done, _ := s.Score(); done > 0 && ok {
+		w.line(fmt.Sprintf("Resuming at lesson %d of %d (%d done).", step.Number, step.Of, done))
+		w.gap()
 	}
 	for {
-		step, ok := s.Next()
+		step, ok := w.next()
 		if !ok {
 			w.summary()
 			return nil
 		}
 		err := w.step(ctx, step)
 		if err == nil {
+			if w.at >= 0 {
+				w.at++
+			}
 			if err = w.pause(); errors.Is(err, errStop) {
-				step, _ = s.Next() // stopped before the next lesson began
+				step, _ = w.next() // stopped before the next lesson began
 			}
 		}
 		if errors.Is(err, errStop) {
 			done, _ := s.Score()
 			w.gap()
-			w.line(fmt.Sprintf("Stopped at lesson %d of %d; progress saved (%d done). Run `retrylab lesson` to continue.", step.Number, step.Of, done))
+			again := "retrylab lesson"
+			if w.at >= 0 && step.Name != "" {
+				again += " --from " + step.Name
+			}
+			w.line(fmt.Sprintf("Stopped at lesson %d of %d; progress saved (%d done). Run `%s` to continue.", step.Number, step.Of, done, again))
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// next is the lesson the walk takes next: the one after the last it took
+// when it started at a lesson (From), else the first not done.
+func (w *walker) next() (Step, bool) {
+	if w.at < 0 {
+		return w.s.Next()
+	}
+	if w.at >= len(w.s.path) {
+		return Step{}, false
+	}
+	return w.s.path[w.at], true
 }
 
 type walker struct {
@@ -87,6 +115,9 @@ type walker struct {
 	n   int // answers used
 	// pairs shows each fix beside its mistake.
 	pairs *Pairs
+	// at is the index on the path of the next lesson of a walk started at
+	// a lesson (From); -1 for a walk that follows the progress.
+	at int
 }
 
 func (w *walker) line(s string) {
@@ -152,6 +183,7 @@ func (w *walker) step(ctx context.Context, step Step) error {
 		w.gap()
 		w.line(line)
 	}
+	fb.Diff = line
 	if err := w.s.Record(step, fb); err != nil {
 		return err
 	}
@@ -265,7 +297,7 @@ func (w *walker) summary() {
 // pause waits for Enter before the next lesson, when asked to and one
 // follows: "q" (or the end of the input) stops the walk there.
 func (w *walker) pause() error {
-	next, ok := w.s.Next()
+	next, ok := w.next()
 	if !w.o.Pause || w.in == nil || !ok {
 		return nil
 	}

@@ -290,6 +290,10 @@ func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
 		m.f("%s- %s %s recorded `%s` = %s\n", indent, at, trace.MarkRecorded.Glyph(), n.Call, mdEscape(Summary(n.Result)))
 	case trace.JournalDeleted:
 		m.f("%s- %s %s journal record of `%s` deleted by hand\n", indent, at, trace.MarkDeleted.Glyph(), n.Call)
+	case trace.Paced:
+		m.f("%s- %s %s\n", indent, at, Paced(n.Duration, n.Attempt))
+	case trace.ClockMoved, trace.KeyExpired:
+		m.f("%s- %s %s\n", indent, at, mdEscape(ClockNote(n)))
 	case trace.RunCrashed:
 		why := n.Error
 		if n.Fault != "" {
@@ -467,6 +471,14 @@ func mdDur(d time.Duration) string {
 	}
 	return dur.Text(d)
 }
+
+// Escape is s as Markdown text: what would break a table or start
+// emphasis is escaped, a line break is a space. Other handouts (the
+// session's, engine/lesson) write their text through it.
+func Escape(s string) string { return mdEscape(s) }
+
+// Paragraphs unwraps a YAML block (a scenario's teaches) into paragraphs.
+func Paragraphs(s string) string { return paragraphs(s) }
 
 // mdEscape keeps text from breaking tables and emphasis.
 func mdEscape(s string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/notice"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/internal/dur"
 	"github.com/retrylab/retrylab/internal/plural"
@@ -120,6 +121,12 @@ func (n *Narrator) event(ev history.Event) []string {
 		return []string{tag("agent") + "execution completed"}
 	case history.ExecutionFailed:
 		return []string{tag("agent") + "✖ execution failed: " + ev.Error}
+	case history.Paced:
+		return []string{tag("runtime") + Paced(ev.Delay, ev.Attempt) + " of " + ev.Step + " (so the room can follow; the deadlines are unchanged)"}
+	case history.ClockMoved:
+		return []string{tag("clock") + trace.MarkClock.Glyph() + " " + ClockMoved(ev.Duration, ev.Offset)}
+	case history.KeyExpired:
+		return []string{tag("clock") + trace.MarkClock.Glyph() + " " + KeyExpired(ev.Key, ev.Step, ev.Duration) + ": a retry with it executes again"}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,8 +47,13 @@ type MirrorOptions struct {
 	// when the mirror starts, after a lag of its notices, and after a
 	// failed push.
 	Rescan time.Duration
-	// Drain bounds what Close waits for the last pushes. Default: 2s.
+	// Drain bounds what Close, and a Flush before a reset, wait for the
+	// last pushes. Default: 2s.
 	Drain time.Duration
+	// Coalesce is how long the mirror gathers what a run records before
+	// it pushes it: the events of one burst go in one push. Default:
+	// 100ms.
+	Coalesce time.Duration
 	// Namespace, when set, prefixes the ids of the executions mirrored
 	// ("lesson" gives "lesson:exec_7K2Q"): a participant's lessons run in
 	// a database of their own, under the same ids as its own runs.
@@ -68,20 +74,25 @@ type Mirror struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	// passing holds a token while a pass runs: one at a time, the
+	// mirror's own and a Flush's from the host's goroutine before a reset.
+	passing chan struct{}
 }
 
 // Companion is the engine.Config.Companion that mirrors a host's database
 // to the room remembered in file (MembershipFile beside the participant's
 // database), tuned by opts: none when no room is remembered (or the file
 // cannot be read: the participant keeps working locally).
-func Companion(file string, opts MirrorOptions) func(*engine.Host) func() {
-	return func(h *engine.Host) func() {
+func Companion(file string, opts MirrorOptions) func(*engine.Host) engine.CompanionHooks {
+	return func(h *engine.Host) engine.CompanionHooks {
 		m, ok, err := LoadMembership(file)
 		if err != nil || !ok {
-			return func() {}
+			return engine.CompanionHooks{}
 		}
 		mi := StartMirror(h, m, opts)
-		return func() { mi.Close() }
+		// A reset (each lesson starts with one) would take the runs
+		// before the room had all of them: they are sent first.
+		return engine.CompanionHooks{Stop: mi.Close, BeforeReset: mi.Flush}
 	}
 }
 
@@ -99,11 +110,28 @@ func StartMirror(src Source, m Membership, opts MirrorOptions) *Mirror {
 	if opts.Drain <= 0 {
 		opts.Drain = 2 * time.Second
 	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = 100 * time.Millisecond
+	}
 	mi := &Mirror{src: src, m: m, opts: opts, client: Client{URL: m.URL, Token: m.Token, HTTP: opts.Client},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), passing: make(chan struct{}, 1)}
 	notices, unsubscribe := src.Subscribe(256)
 	go mi.run(notices, unsubscribe)
 	return mi
+}
+
+// Flush sends what the room has not acknowledged yet, now, and returns
+// when the room acknowledged it, or it could not be sent within
+// MirrorOptions.Drain (the room down or slow: it is sent later, as any
+// push that failed). The host calls it before a reset, which would wipe
+// what was not sent. After Close it does nothing.
+func (mi *Mirror) Flush() {
+	select {
+	case <-mi.done:
+		return
+	default:
+	}
+	mi.drain()
 }
 
 // Close stops the mirror after a last push of what is left, bounded by
@@ -131,7 +159,9 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 	rescan := time.NewTicker(mi.opts.Rescan)
 	defer rescan.Stop()
 	for {
+		mi.passing <- struct{}{}
 		err := mi.pass(ctx, all, dirty)
+		<-mi.passing
 		if err == nil {
 			all, wait = false, mi.opts.Retry
 			clear(dirty)
@@ -158,17 +188,25 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 				return
 			}
 			mi.note(n, &all, dirty)
-			// Take what else is queued: a run records in bursts.
-			for more := true; more; {
+			// A run records in bursts: what else comes within the
+			// window goes in the same push (a room under a workshop's
+			// load commits one push for many events, not one each).
+			window := time.NewTimer(mi.opts.Coalesce)
+			for gathering := true; gathering; {
 				select {
 				case n, ok := <-notices:
 					if !ok {
-						more = false
-						break
+						window.Stop()
+						mi.drain()
+						return
 					}
 					mi.note(n, &all, dirty)
-				default:
-					more = false
+				case <-window.C:
+					gathering = false
+				case <-mi.stop:
+					window.Stop()
+					mi.drain()
+					return
 				}
 			}
 		}
@@ -184,10 +222,17 @@ func (mi *Mirror) note(n notice.Notice, all *bool, dirty map[string]bool) {
 	}
 }
 
-// drain pushes what is left, for at most the drain bound.
+// drain pushes what is left, for at most the drain bound (the wait for
+// another pass under way included).
 func (mi *Mirror) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), mi.opts.Drain)
 	defer cancel()
+	select {
+	case mi.passing <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-mi.passing }()
 	_ = mi.pass(ctx, true, nil)
 }
 
@@ -295,21 +340,30 @@ func sameRecord(a, b Execution) bool {
 		a.Duplicates == b.Duplicates && a.Started.Equal(b.Started) && a.Updated.Equal(b.Updated) && maps.Equal(a.Sends, b.Sends)
 }
 
-// pushPredictions pushes the lesson predictions when the database holds
-// lesson progress (the lessons' own database does) that the room has not
-// acknowledged.
+// predictionsCursor is what the room acknowledged of the lesson
+// progress: the totals and the answers, lesson by lesson. (A cursor saved
+// before the answers were mirrored has none: they are sent once.)
+type predictionsCursor struct {
+	Predictions
+	Answers []Answer `json:"answers,omitempty"`
+}
+
+// pushPredictions pushes the lesson predictions, totals and answers, when
+// the database holds lesson progress (the lessons' own database does)
+// that the room has not acknowledged.
 func (mi *Mirror) pushPredictions(ctx context.Context) error {
 	st, err := lesson.LoadProgress(mi.src)
 	if err != nil || len(st.Done) == 0 {
 		return nil // no lessons here; a damaged progress is the lesson's to report
 	}
-	p := Predictions{Asked: len(st.Done)}
+	p := predictionsCursor{Predictions: Predictions{Asked: len(st.Done)}, Answers: make([]Answer, 0, len(st.Done))}
 	for _, a := range st.Done {
 		if a.Correct {
 			p.Right++
 		}
+		p.Answers = append(p.Answers, Answer{Lesson: a.Scenario, Predicted: max(a.Predicted, -1), Actual: a.Actual, Correct: a.Correct})
 	}
-	var acked Predictions
+	var acked predictionsCursor
 	var have bool
 	err = mi.src.Store().View(func(tx *store.Tx) error {
 		if data := tx.Get(BucketMirror, mi.predictionsKey()); data != nil {
@@ -321,12 +375,15 @@ func (mi *Mirror) pushPredictions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror: read predictions cursor: %w", err)
 	}
-	if have && acked == p {
+	if have && acked.Predictions == p.Predictions && slices.Equal(acked.Answers, p.Answers) {
 		return nil
 	}
-	if _, err := mi.client.Push(ctx, PushRequest{Predictions: &p}); err != nil {
+	if _, err := mi.client.Push(ctx, PushRequest{Predictions: &p.Predictions, Answers: p.Answers}); err != nil {
 		return fmt.Errorf("mirror: push predictions: %w", err)
 	}
-	data, _ := json.Marshal(p)
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("mirror: save predictions cursor: %w", err)
+	}
 	return mi.src.Store().Update(func(tx *store.Tx) error { return tx.Put(BucketMirror, mi.predictionsKey(), data) })
 }

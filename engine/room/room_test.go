@@ -45,6 +45,13 @@ type aRoom struct {
 // openRoom hosts a room on dbPath at addr ("127.0.0.1:0": any port).
 func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	t.Helper()
+	return openRoomWrapped(t, dbPath, addr, cfg, nil)
+}
+
+// openRoomWrapped is openRoom with the room's handler inside wrap (a slow
+// network, say), unless wrap is nil.
+func openRoomWrapped(t *testing.T, dbPath, addr string, cfg room.Config, wrap func(http.Handler) http.Handler) *aRoom {
+	t.Helper()
 	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, KeepOnReset: room.Buckets})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,11 @@ func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &aRoom{host: h, srv: srv, http: &http.Server{Handler: srv.Handler()}, addr: ln.Addr().String(), code: cfg.Code}
+	handler := srv.Handler()
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	r := &aRoom{host: h, srv: srv, http: &http.Server{Handler: handler}, addr: ln.Addr().String(), code: cfg.Code}
 	r.url = "http://" + r.addr
 	go func() { _ = r.http.Serve(ln) }()
 	t.Cleanup(r.close)
@@ -382,9 +393,24 @@ func TestLessonsResetsAndTheRoomsReset(t *testing.T) {
 	if err := lesson.SaveProgress(ha, st); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, r, func(got map[string]room.ParticipantStatus) bool {
+	seen := waitStatus(t, r, func(got map[string]room.ParticipantStatus) bool {
 		return got["alice"].Predictions == room.Predictions{Right: 1, Asked: 2}
 	})
+	if seen["alice"].Lesson != "safe" {
+		t.Errorf("alice's lesson: %q, want safe (her last answer)", seen["alice"].Lesson)
+	}
+	// Each answer reaches the room: the class tally is made of them.
+	full, err := (&room.Client{URL: r.url, Token: teacherToken}).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLessons := []room.LessonTally{
+		{Lesson: "naive", Asked: 1, Right: 0, Answers: map[string]int{"1": 1}, Actual: 2},
+		{Lesson: "safe", Asked: 1, Right: 1, Answers: map[string]int{"1": 1}, Actual: 1},
+	}
+	if gj, wj := mustJSON(t, full.Lessons), mustJSON(t, wantLessons); gj != wj {
+		t.Errorf("the room's lessons:\ngot  %s\nwant %s", gj, wj)
+	}
 
 	// Reset and run naive again: the room holds the new run's events only.
 	if err := ha.Reset(lesson.Bucket); err != nil {
@@ -426,4 +452,13 @@ func TestLessonsResetsAndTheRoomsReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, r, outboxes(map[string]int{"alice": 2}))
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

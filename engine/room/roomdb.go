@@ -21,6 +21,12 @@ const (
 	BucketEvents store.Bucket = "room_events"
 	// BucketPredictions: participant id -> Predictions.
 	BucketPredictions store.Bucket = "room_predictions"
+	// BucketAnswers: participant id -> []Answer, in the order the
+	// participant finished the lessons.
+	BucketAnswers store.Bucket = "room_answers"
+	// BucketActivity: participant id -> the room's clock at its last push
+	// (8-byte Unix nanoseconds), which orders the room's list.
+	BucketActivity store.Bucket = "room_activity"
 )
 
 // participant is one participant of the room.
@@ -49,7 +55,7 @@ type Execution struct {
 
 // Buckets are the room's collections: the room's host keeps them across
 // resets of its world (engine.Config.KeepOnReset).
-var Buckets = []store.Bucket{BucketParticipants, BucketExecutions, BucketEvents, BucketPredictions}
+var Buckets = []store.Bucket{BucketParticipants, BucketExecutions, BucketEvents, BucketPredictions, BucketAnswers, BucketActivity}
 
 // Predictions is how a participant's predictions in the lessons went.
 type Predictions struct {

@@ -66,6 +66,7 @@ const (
 	maxPushEvents   = 1000
 	maxIDLen        = 128
 	maxParticipants = 1000
+	maxAnswers      = 200
 )
 
 // Server is the room: its HTTP API (Handler) and its read API (Status).
@@ -99,6 +100,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if s.crm, err = s.proxy(cfg.Services.CRMURL(), "/v1/room/crm"); err != nil {
 		return nil, err
 	}
+	s.crm.ModifyResponse = crmResponse
 	return s, nil
 }
 
@@ -204,11 +206,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, "the mail API and CRM take a participant's token: their effects are counted in a participant's outbox")
 			return
 		}
-		p := s.mail
-		if strings.HasPrefix(path, "/crm") {
-			p = s.crm
+		if strings.HasPrefix(path, "/mail") {
+			s.mail.ServeHTTP(w, r.WithContext(contextWith(r, c)))
+			return
 		}
-		p.ServeHTTP(w, r.WithContext(contextWith(r, c)))
+		// The CRM: each participant's records apart from everyone else's.
+		out, ok := crmRequest(w, r, c, "/v1/room/crm")
+		if !ok {
+			return
+		}
+		s.crm.ServeHTTP(w, out.WithContext(contextWith(out, c)))
 	default:
 		writeError(w, http.StatusNotFound, "no such room request: "+r.Method+" "+r.URL.Path+" (the teacher's control API is on the host's loopback address only)")
 	}
@@ -340,11 +347,14 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
 
 // PushRequest is the body of POST /v1/room/push: one execution's record
 // and a batch of its events (each with its seq), and the participant's
-// predictions, each optional.
+// predictions, each optional. Answers, when given, replace the
+// participant's answers lesson by lesson (the class tally is made of
+// them); a room that predates them ignores them.
 type PushRequest struct {
 	Execution   *Execution        `json:"execution,omitempty"`
 	Events      []json.RawMessage `json:"events,omitempty"`
 	Predictions *Predictions      `json:"predictions,omitempty"`
+	Answers     []Answer          `json:"answers,omitempty"`
 }
 
 // PushResponse acknowledges a push: everything in it is stored.
@@ -392,9 +402,35 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "predictions: right must be between 0 and asked")
 		return
 	}
+	if len(req.Answers) > maxAnswers {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("at most %d answers", maxAnswers))
+		return
+	}
+	for i := range req.Answers {
+		a := &req.Answers[i]
+		a.Lesson = clip(a.Lesson, maxIDLen)
+		if a.Lesson == "" || a.Predicted < -1 || a.Actual < 0 {
+			writeError(w, http.StatusBadRequest, "answers: each needs its lesson, a prediction of -1 (none) or more, an actual of 0 or more")
+			return
+		}
+		a.Correct = a.Predicted == a.Actual
+	}
 	id := c.participant.ID
 	stored := 0
+	now := s.cfg.Host.Now()
 	err := s.cfg.Host.Store().Update(func(tx *store.Tx) error {
+		changed := false // anything new: the participant's activity
+		put := func(b store.Bucket, k []byte, v any) error {
+			data, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if old := tx.GetInPlace(b, k); old != nil && bytes.Equal(old, data) {
+				return nil
+			}
+			changed = true
+			return tx.Put(b, k, data)
+		}
 		if x := req.Execution; x != nil {
 			x.Scenario = clip(x.Scenario, maxIDLen)
 			x.Status = clip(x.Status, 32)
@@ -407,11 +443,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
 					}
 				}
 			}
-			data, err := json.Marshal(x)
-			if err != nil {
-				return err
-			}
-			if err := tx.Put(BucketExecutions, execKey(id, x.ID), data); err != nil {
+			if err := put(BucketExecutions, execKey(id, x.ID), x); err != nil {
 				return err
 			}
 			for i, raw := range req.Events {
@@ -426,13 +458,19 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, c caller) {
 			}
 		}
 		if p := req.Predictions; p != nil {
-			data, err := json.Marshal(p)
-			if err != nil {
+			if err := put(BucketPredictions, []byte(id), p); err != nil {
 				return err
 			}
-			return tx.Put(BucketPredictions, []byte(id), data)
 		}
-		return nil
+		if req.Answers != nil {
+			if err := put(BucketAnswers, []byte(id), req.Answers); err != nil {
+				return err
+			}
+		}
+		if !changed && stored == 0 {
+			return nil
+		}
+		return tx.Put(BucketActivity, []byte(id), store.U64(uint64(now.UnixNano())))
 	})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "store the push: "+err.Error())
@@ -498,9 +536,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, map[string]any{"execution": exec, "events": evs})
 }
 
-// Status is the room at a glance: one entry per participant, by name.
+// Status is the room at a glance: one entry per participant, by name, and
+// the class's tally of each lesson (Tally).
 type Status struct {
 	Participants []ParticipantStatus `json:"participants"`
+	Lessons      []LessonTally       `json:"lessons"`
 }
 
 // ParticipantStatus is one participant's part of the room: how many
@@ -515,14 +555,22 @@ type ParticipantStatus struct {
 	Outbox      int         `json:"outbox"`
 	Duplicates  int         `json:"duplicates"`
 	Predictions Predictions `json:"predictions"`
+	// Lesson is the lesson the participant answered last, if any.
+	Lesson string `json:"lesson,omitempty"`
+	// Active is when the participant last pushed anything to the room (a
+	// run's events, its record, its predictions), else when it joined: by
+	// the room's clock.
+	Active time.Time `json:"active"`
 }
 
 // Status reads the room's status (the explorer's room view reads it too).
 func (s *Server) Status() (Status, error) {
 	type part struct {
-		p     participant
-		execs []Execution
-		pred  Predictions
+		p       participant
+		execs   []Execution
+		pred    Predictions
+		answers []Answer
+		active  time.Time
 	}
 	var parts []part
 	err := s.cfg.Host.Store().View(func(tx *store.Tx) error {
@@ -541,7 +589,17 @@ func (s *Server) Status() (Status, error) {
 					return fmt.Errorf("read room predictions: %w", err)
 				}
 			}
-			parts = append(parts, part{p, xs, pred})
+			var answers []Answer
+			if data := tx.Get(BucketAnswers, []byte(p.ID)); data != nil {
+				if err := json.Unmarshal(data, &answers); err != nil {
+					return fmt.Errorf("read room answers: %w", err)
+				}
+			}
+			active := p.Joined
+			if data := tx.Get(BucketActivity, []byte(p.ID)); len(data) == 8 {
+				active = time.Unix(0, int64(store.DecodeU64(data))).UTC()
+			}
+			parts = append(parts, part{p, xs, pred, answers, active})
 		}
 		return nil
 	})
@@ -549,8 +607,13 @@ func (s *Server) Status() (Status, error) {
 		return Status{}, fmt.Errorf("read the room: %w", err)
 	}
 	st := Status{Participants: []ParticipantStatus{}}
+	answers := make([][]Answer, 0, len(parts))
 	for _, pt := range parts {
-		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred}
+		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred, Active: pt.active}
+		if n := len(pt.answers); n > 0 {
+			ps.Lesson = pt.answers[n-1].Lesson
+			answers = append(answers, pt.answers)
+		}
 		var latest time.Time
 		for _, x := range pt.execs {
 			if ps.Scenario == "" || x.Updated.After(latest) {
@@ -577,6 +640,7 @@ func (s *Server) Status() (Status, error) {
 		st.Participants = append(st.Participants, ps)
 	}
 	slices.SortFunc(st.Participants, func(a, b ParticipantStatus) int { return strings.Compare(a.Name, b.Name) })
+	st.Lessons = Tally(answers...)
 	return st, nil
 }
 

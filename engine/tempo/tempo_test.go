@@ -191,3 +191,38 @@ func TestImportsGzipStream(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// Tempo's API v2 marks a trace it cut short (larger than the querier's
+// limit) "status": "PARTIAL" with a message, and leaves the status out
+// when the trace is complete (jsonpb omits the enum's zero, COMPLETE).
+// A partial trace imports as far as it goes and its summary says so; a
+// COMPLETE written out, or the status as a number, reads as Tempo means it.
+func TestImportsPartialTraceV2(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "tempo", "mailer-api-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := `"metrics": {`
+	if !bytes.Contains(doc, []byte(metrics)) {
+		t.Fatal("the v2 fixture has no metrics")
+	}
+	const cut = "Trace exceeds maximum size of 5000 bytes, a partial trace is returned"
+	for _, c := range []struct{ status, want string }{
+		{`"status": "PARTIAL", "message": "` + cut + `",`, "Tempo JSON, 6 spans imported; Tempo says the trace is partial: " + cut},
+		{`"status": 1,`, "Tempo JSON, 6 spans imported; Tempo says the trace is partial"},
+		{`"status": "COMPLETE",`, "Tempo JSON, 6 spans imported"},
+		{`"status": 0, "message": "",`, "Tempo JSON, 6 spans imported"},
+	} {
+		t.Run(c.status, func(t *testing.T) {
+			db := openDB(t)
+			v2 := bytes.Replace(doc, []byte(metrics), []byte(c.status+"\n  "+metrics), 1)
+			res, err := tempo.Source{}.Import(db, "v2.json", bytes.NewReader(v2))
+			if err != nil || res.Summary != c.want {
+				t.Fatalf("%q %v, want %q", res.Summary, err, c.want)
+			}
+			if n := len(folded(t, db)); n != 1 {
+				t.Errorf("%d executions", n)
+			}
+		})
+	}
+}

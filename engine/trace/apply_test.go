@@ -263,3 +263,47 @@ func TestApplyUnknownOutcomeLeavesTheCallUnfinished(t *testing.T) {
 		t.Errorf("unfinished after the escalation %v, want none", got)
 	}
 }
+
+// A move of the world clock and the key it expired are notes where they
+// happened: between runs at the top level (no worker ran them), during a
+// run in its open turn. They open no run and leave the gap before the next
+// run as long as it was.
+func TestApplyClockNotes(t *testing.T) {
+	events := []trace.Event{
+		{Kind: trace.ExecutionStarted, Time: t0, Text: "keys+journal"},
+		{Kind: trace.RunStarted, Run: 1, Time: t0},
+		{Kind: trace.TurnStarted, Run: 1, Turn: 1, Time: t0},
+		{Kind: trace.CallScheduled, Run: 1, Call: "step-4", Tool: "send", Key: "ik_1", Time: t0},
+		{Kind: trace.ClockMoved, Time: t0, Duration: time.Hour, Offset: time.Hour},
+		{Kind: trace.AttemptStarted, Run: 1, Call: "step-4", Attempt: 1, Key: "ik_1", Time: t0},
+		{Kind: trace.RunCrashed, Run: 1, Time: t0.Add(time.Second), ExitCode: 137},
+		{Kind: trace.ClockMoved, Time: t0.Add(5 * time.Second), Duration: 25 * time.Hour, Offset: 26 * time.Hour},
+		{Kind: trace.KeyExpired, Run: 1, Call: "step-4", Attempt: 1, Key: "ik_1", Time: t0.Add(5 * time.Second), Duration: 24 * time.Hour},
+		{Kind: trace.RunStarted, Run: 2, Time: t0.Add(11 * time.Second)},
+	}
+	tr := trace.Fold("x", events)
+	want := `run 1 policy=keys+journal faults=[] end=☠
+  turn 1
+    call send step-4
+      ☠ #1  keyed
+    ⏰ clock.moved
+  ☠ run.crashed
+⏰ clock.moved
+⏰ key.expired step-4
+gap before run 2 afterCrash=true
+run 2 policy=keys+journal faults=[] end=…
+`
+	if got := dump(tr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if r := tr.Runs[1]; r.Idle != 10*time.Second {
+		t.Errorf("idle before run 2: %s, want 10s (from the crash, not from the clock move)", r.Idle)
+	}
+	n := tr.Nodes[1].(*trace.Note)
+	if n.Duration != 25*time.Hour || n.Offset != 26*time.Hour || n.Run != 1 {
+		t.Errorf("the move's note: %+v", n)
+	}
+	if k := tr.Nodes[2].(*trace.Note); k.Key != "ik_1" || k.Duration != 24*time.Hour {
+		t.Errorf("the expired key's note: %+v", k)
+	}
+}

@@ -75,6 +75,17 @@ const (
 	// RunEnded: the run ended and the execution goes on in another
 	// (Temporal's continue-as-new, a workflow retry): Outcome, Text, Error.
 	RunEnded Kind = "run.ended"
+	// ClockMoved: the clock the providers keep (retrylab's world clock)
+	// was moved forward by Duration; Offset is how far it runs ahead of
+	// real time after the move. Keys expire on that clock.
+	ClockMoved Kind = "clock.moved"
+	// KeyExpired: the provider forgot idempotency key Key, stored by
+	// (Call, Attempt) of Run, when the clock moved past its retention
+	// (Duration): a retry with it executes again.
+	KeyExpired Kind = "key.expired"
+	// Paced: the worker waited Delay on purpose before attempt (Call,
+	// Attempt), in slow motion, so a room can follow the run.
+	Paced Kind = "paced"
 )
 
 // Outcome is how an attempt (or an execution) ended.
@@ -153,6 +164,8 @@ type Event struct {
 	Error     string `json:"error,omitempty"`
 
 	Effect *Effect `json:"effect,omitempty"`
+	// Offset is ClockMoved's: the clock's lead on real time after the move.
+	Offset time.Duration `json:"offset,omitempty"`
 	// Attrs carries what a source knows that the model has no field for
 	// (span attributes, Temporal task queue): shown in the detail pane.
 	Attrs map[string]string `json:"attrs,omitempty"`

@@ -25,6 +25,7 @@ const (
 	MarkDuplicates      // ⚠ the provider holds duplicates
 	MarkNotKept         // ⋯ attempts the source did not keep
 	MarkGap             // ┆ time with no worker running
+	MarkClock           // ⏰ the world clock moved; a key expired
 	markCount
 )
 
@@ -51,6 +52,7 @@ var marks = [markCount]markInfo{
 	MarkDuplicates: {"⚠", "duplicates"},
 	MarkNotKept:    {"⋯", "attempts the source did not keep"},
 	MarkGap:        {"┆", "no worker running"},
+	MarkClock:      {"⏰", "world clock moved, key expired"},
 }
 
 // Glyph is the mark's one-character sign; "" for MarkNone.

@@ -497,6 +497,9 @@ type Note struct {
 	Error    string
 	// Text is what a Noted or RunEnded event says.
 	Text string
+	// Duration is a ClockMoved's move, a KeyExpired's retention, a Paced
+	// wait; Offset a ClockMoved's lead on real time after the move.
+	Duration, Offset time.Duration
 }
 
 // ID is "note<seq>".
@@ -521,6 +524,10 @@ func (t *Trace) Apply(e Event) {
 			t.Last = e.Time
 			return
 		}
+	}
+	if e.Kind == ClockMoved || e.Kind == KeyExpired {
+		t.clockNote(e)
+		return
 	}
 	r := t.runOf(e)
 	if e.Time.After(r.Last) {
@@ -655,6 +662,17 @@ func (t *Trace) Apply(e Event) {
 		r.End = n
 		t.End = n
 		r.Nodes = append(r.Nodes, n)
+	case Paced:
+		// In the call it delays, where the call is known: the wait is
+		// between its attempts.
+		n := t.note(e, MarkNone)
+		if c := t.lookupCall(r, e.Call); c != nil && c.Run == r.Number {
+			c.Nodes = append(c.Nodes, n)
+		} else if r.turn != nil {
+			r.turn.Nodes = append(r.turn.Nodes, n)
+		} else {
+			r.Nodes = append(r.Nodes, n)
+		}
 	case Noted:
 		n := t.note(e, MarkNone)
 		if r.turn != nil {
@@ -687,6 +705,25 @@ func (t *Trace) Apply(e Event) {
 			}
 			t.pending[k] = append(t.pending[k], fx)
 		}
+	}
+}
+
+// clockNote places a ClockMoved or KeyExpired note where it happened: in
+// the running run (its open turn), or at the top level between runs when
+// no worker runs. A clock move is no worker's doing: it opens no run and
+// leaves the runs' times, and so the gaps between them, as they were.
+func (t *Trace) clockNote(e Event) {
+	n := t.note(e, MarkClock)
+	if n.Run == 0 && t.cur != nil {
+		n.Run = t.cur.Number
+	}
+	switch r := t.cur; {
+	case r == nil || r.End != nil:
+		t.Nodes = append(t.Nodes, n)
+	case r.turn != nil:
+		r.turn.Nodes = append(r.turn.Nodes, n)
+	default:
+		r.Nodes = append(r.Nodes, n)
 	}
 }
 
@@ -935,8 +972,13 @@ func (t *Trace) runOf(e Event) *Run {
 }
 
 func (t *Trace) note(e Event, m Mark) *Note {
-	return &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
-		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text}
+	n := &Note{Kind: e.Kind, Mark: m, Seq: e.Seq, Time: e.Time, Run: e.Run, Call: e.Call, Tool: e.Tool, Attempt: e.Attempt,
+		Key: e.Key, Result: e.Result, Fault: e.Fault, ExitCode: e.ExitCode, Error: e.Error, Text: e.Text,
+		Duration: e.Duration, Offset: e.Offset}
+	if e.Kind == Paced {
+		n.Duration = e.Delay
+	}
+	return n
 }
 
 // Skip notes an event of a source that the fold has no use for (an

@@ -9,6 +9,7 @@ package wire
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
@@ -68,6 +69,9 @@ type Plan struct {
 	// removes), so a step this run has not written has no record: the
 	// worker need not ask.
 	NoJournal bool `json:"no_journal,omitempty"`
+	// Pace is slow motion: the worker waits this long before each attempt
+	// and records the wait (history.Paced); 0 for none.
+	Pace time.Duration `json:"pace,omitempty"`
 }
 
 // AttemptRequest asks for permission to make an attempt.

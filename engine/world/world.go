@@ -16,6 +16,7 @@
 package world
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -293,7 +294,25 @@ func (w *World) Offset() time.Duration {
 
 // Advance moves the world clock forward by d and persists the new offset,
 // so it survives restarts. d must not be negative.
-func (w *World) Advance(d time.Duration) error {
+func (w *World) Advance(d time.Duration) error { return w.AdvanceRecorded(d, nil) }
+
+// ClockMove is a move of the world clock, as AdvanceRecorded tells its
+// record function: By is the move, Offset the clock's lead on the
+// injected clock after it, At the world time after it, and Expired the
+// keys the move expired (stored, not yet expired before it, expired
+// after), in key order.
+type ClockMove struct {
+	By, Offset time.Duration
+	At         time.Time
+	Expired    []StoredKey
+}
+
+// AdvanceRecorded is Advance that calls record (when not nil) inside the
+// transaction that moves the clock, with the move and the keys it
+// expires, so the move and what records it commit together. Finding the
+// keys reads the whole key store: a move costs time in the number of keys
+// stored.
+func (w *World) AdvanceRecorded(d time.Duration, record func(tx *store.Tx, m ClockMove) error) error {
 	if d < 0 {
 		return fmt.Errorf("advance world clock by %v: negative duration", d)
 	}
@@ -306,7 +325,19 @@ func (w *World) Advance(d time.Duration) error {
 		if next < cur {
 			return fmt.Errorf("clock offset overflows")
 		}
-		return tx.Put(BucketMeta, []byte(keyClockOffset), store.U64(uint64(int64(next))))
+		if err := tx.Put(BucketMeta, []byte(keyClockOffset), store.U64(uint64(int64(next)))); err != nil {
+			return err
+		}
+		if record == nil {
+			return nil
+		}
+		base := w.clock.Now()
+		m := ClockMove{By: d, Offset: next, At: base.Add(next)}
+		var err error
+		if m.Expired, err = w.expiring(tx, base.Add(cur), m.At); err != nil {
+			return err
+		}
+		return record(tx, m)
 	})
 	if err != nil {
 		return fmt.Errorf("advance world clock by %v: %w", d, err)
@@ -315,6 +346,27 @@ func (w *World) Advance(d time.Duration) error {
 	w.offset = next
 	w.mu.Unlock()
 	return nil
+}
+
+// expiring lists the completed keys in tx that were remembered at world
+// time before and are forgotten at after. A record that does not decode
+// is passed over: the move is not the place to report it (the key store's
+// readers do), and it must not keep the clock from moving.
+func (w *World) expiring(tx *store.Tx, before, after time.Time) ([]StoredKey, error) {
+	var out []StoredKey
+	err := tx.ScanInPlace(BucketKeys, func(k, v []byte) bool {
+		rec, ok := decodeKeyRecord(string(k), v)
+		if ok && !rec.InFlight && !w.expired(rec, before) && w.expired(rec, after) {
+			// The record's slices are the store's, valid only now: keep a copy.
+			rec, _ = decodeKeyRecord(string(k), bytes.Clone(v))
+			out = append(out, w.storedKey(string(k), rec, after))
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the keys the move expires: %w", err)
+	}
+	return out, nil
 }
 
 // SetDedupe switches the key handling of the world's keyed endpoints on or

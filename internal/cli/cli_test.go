@@ -352,6 +352,27 @@ func TestCLIHostKilledAtRandomMoments(t *testing.T) {
 // still running.
 func runAndKillHost(t *testing.T, db string, d time.Duration, args ...string) ([]string, bool) {
 	t.Helper()
+	return runAndKill(t, db, func(<-chan string) { time.Sleep(d) }, args...)
+}
+
+// runAndKillAfter runs a command and kills it (SIGKILL) once it printed a
+// line containing marker: a kill at a known point of the run, whatever the
+// machine's load.
+func runAndKillAfter(t *testing.T, db, marker string, args ...string) ([]string, bool) {
+	t.Helper()
+	return runAndKill(t, db, func(lines <-chan string) {
+		for line := range lines {
+			if strings.Contains(line, marker) {
+				return
+			}
+		}
+	}, args...)
+}
+
+// runAndKill runs a command, waits for until to return (it reads the
+// command's lines as they come) and kills it.
+func runAndKill(t *testing.T, db string, until func(lines <-chan string), args ...string) ([]string, bool) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
 	cmd.Dir = filepath.Dir(db)
 	cmd.Env = cliEnv()
@@ -366,8 +387,10 @@ func runAndKillHost(t *testing.T, db string, d time.Duration, args ...string) ([
 	}
 	var lines []string
 	done := make(chan struct{})
+	seen := make(chan string, 1024)
 	go func() {
 		defer close(done)
+		defer close(seen)
 		br := bufio.NewReader(out)
 		for {
 			line, err := br.ReadString('\n')
@@ -375,9 +398,13 @@ func runAndKillHost(t *testing.T, db string, d time.Duration, args ...string) ([
 				return // EOF; a partial last line is not acknowledged
 			}
 			lines = append(lines, strings.TrimSuffix(line, "\n"))
+			select {
+			case seen <- line:
+			default: // until stopped reading: the kill is under way
+			}
 		}
 	}()
-	time.Sleep(d) // the random moment of the kill
+	until(seen) // the moment of the kill
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
 	_ = cmd.Wait()

@@ -29,13 +29,13 @@ import (
 
 // roomCompanion mirrors a host on the database at dbPath to the room it
 // joined, if any (engine.Config.Companion).
-func roomCompanion(dbPath string) func(*engine.Host) func() {
+func roomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
 	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{})
 }
 
 // lessonRoomCompanion mirrors the lessons' host of the database at dbPath
 // to the room it joined, its executions under "lesson:".
-func lessonRoomCompanion(dbPath string) func(*engine.Host) func() {
+func lessonRoomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
 	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson"})
 }
 
@@ -177,7 +177,9 @@ address and the teacher's token are in the file it writes beside the
 database); on a participant's database, of the room it joined. One entry
 per participant: its executions, its latest scenario and outcome, the mail
 its runs and its agent had delivered, the duplicates among them, and its
-predictions.`,
+predictions; then the class's tally of each lesson (who said what, and
+what the run produced). --json gives the same: "participants" and
+"lessons".`,
 		Example: "  retrylab room status --db room.db --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -234,7 +236,13 @@ func writeRoomStatus(a *app, roomURL string, st room.Status) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d/%d right\n", p.Name, p.Executions, dash(p.Scenario), dash(p.Outcome),
 			p.Outbox, p.Duplicates, p.Predictions.Right, p.Predictions.Asked)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range st.Lessons {
+		fmt.Fprintln(a.out, "lesson "+l.Summary())
+	}
+	return nil
 }
 
 func dash(s string) string {

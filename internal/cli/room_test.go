@@ -180,7 +180,7 @@ func TestCLIRoom(t *testing.T) {
 	}
 
 	// kill -9 of bob mid-run, then his next command: the room has all he has.
-	if _, killed := runAndKillHost(t, bobDB, 400*time.Millisecond, "run", "naive"); !killed {
+	if _, killed := runAndKillAfter(t, bobDB, "[fault]", "run", "naive"); !killed {
 		t.Fatal("bob's run ended before the kill: naive's lost response alone takes its 1s timeout")
 	}
 	must(t, 0, bobDB, "run", "one-send")

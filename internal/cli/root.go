@@ -74,6 +74,7 @@ Without a subcommand it opens the explorer on the database.`,
 	a.out, a.errOut = root.OutOrStdout(), root.ErrOrStderr()
 	root.AddCommand(a.chaosCmd(), a.chaosHostCmd(), a.checkCmd(), a.runCmd(), a.resumeCmd(), a.resetCmd(), a.scenariosCmd(), a.showCmd(),
 		a.outboxCmd(), a.stateCmd(), a.journalCmd(), a.serveCmd(), a.verifyCmd(), a.lessonCmd(), a.genCmd(), a.clockCmd(), a.diffCmd())
+	root.AddCommand(a.handoutCmd())
 	root.AddCommand(otlpCommands(a)...)
 	root.AddCommand(a.roomCommands()...)
 	root.AddCommand(a.salvageCmd())

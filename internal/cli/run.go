@@ -58,6 +58,7 @@ func (o *onOff) Type() string { return "on|off" }
 func (a *app) runCmd() *cobra.Command {
 	var keys, journal, restart bool
 	var eng, temporalAddr string
+	var pace time.Duration
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Run a scenario and narrate every attempt",
@@ -70,6 +71,10 @@ is running its execution again (safe, journal-deleted: the journal answers
 the second run, as in the article) restarts it instead, and --restart does so
 for any scenario: a new run of the same execution. 'retrylab resume'
 continues a killed one.
+
+--slow runs in slow motion for a room to follow: the worker waits (2s, or
+--slow=5s) before each attempt and the history records each wait; the
+scenario's timeouts and retry delays stay what they are.
 
 With --engine temporal the agent runs as a Temporal workflow on the cluster
 at --temporal, its tool calls as activities: that engine needs the Temporal
@@ -94,7 +99,10 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 			if err != nil {
 				return err
 			}
-			opts := engine.RunOptions{Restart: restart}
+			if pace < 0 {
+				return &exitError{code: 2, msg: "run: --slow wants a positive duration (e.g. --slow=3s)"}
+			}
+			opts := engine.RunOptions{Restart: restart, Pace: pace}
 			if cmd.Flags().Changed("keys") {
 				opts.Keys = &keys
 			}
@@ -107,6 +115,7 @@ invalid (its file:line says where), 3 when it escalated, 2 for a usage error
 	cmd.Flags().Var(&onOff{v: &keys}, "keys", "send idempotency keys: on|off (default: the scenario's policy)")
 	cmd.Flags().Var(&onOff{v: &journal}, "journal", "journal step results: on|off (default: the scenario's policy)")
 	cmd.Flags().BoolVar(&restart, "restart", false, "run the scenario's own execution again when it exists, instead of a new execution")
+	slowFlag(cmd, &pace)
 	cmd.Flags().StringVar(&eng, "engine", "local", "local (retrylab's own workers) or temporal (a Temporal workflow, by retrylab-temporal)")
 	cmd.Flags().StringVar(&temporalAddr, "temporal", "127.0.0.1:7233", "the Temporal cluster's frontend, with --engine temporal")
 	return cmd

@@ -20,7 +20,11 @@ func TestCLIServeOTLPOffLoopbackAsksToken(t *testing.T) {
 	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "0.0.0.0:4317"); msg != want {
 		t.Errorf("serve --otlp-grpc 0.0.0.0:4317: %q, want %q", msg, want)
 	}
-	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--token", "t0ken-for-test")
+	want = "retrylab: --otlp-grpc-max-in-flight 0: give a number above zero"
+	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "0"); msg != want {
+		t.Errorf("serve --otlp-grpc-max-in-flight 0: %q, want %q", msg, want)
+	}
+	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "8", "--token", "t0ken-for-test")
 	serve.banner(t)
 	out := serve.stdout.String()
 	m := regexp.MustCompile(`(?m)^  OTLP      POST http://(?:0\.0\.0\.0|\[::\]):(\d+)/v1/traces .*\n  OTLP      gRPC 127\.0\.0\.1:\d+ .*\n  OTLP      every request must carry "Authorization: Bearer <token>" .*\npress Ctrl-C to stop$`).FindStringSubmatch(out)
@@ -58,6 +62,26 @@ func TestCLIServeOTLPOffLoopbackAsksToken(t *testing.T) {
 		t.Fatalf("POST with the token: %d", code)
 	}
 	has(t, ok(t, db, "show", "otlp-conv-sess-adk-mail-1"), "send_email")
+	if s := serve.stop(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
+	}
+}
+
+// The two receivers on one address are refused before anything starts,
+// but port 0 twice asks for two free ports, and the banner names both.
+func TestCLIServeOTLPPorts(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	want := "retrylab: --otlp and --otlp-grpc both on 127.0.0.1:4318: give each its own port (4318 and 4317)"
+	if msg := fails(t, 2, db, "serve", "--otlp", "127.0.0.1:4318", "--otlp-grpc", "127.0.0.1:4318"); msg != want {
+		t.Errorf("both on 4318: %q, want %q", msg, want)
+	}
+	serve := background(t, db, "serve", "--otlp", "127.0.0.1:0", "--otlp-grpc", "127.0.0.1:0")
+	serve.banner(t)
+	m := regexp.MustCompile(`(?m)^  OTLP      POST http://127\.0\.0\.1:(\d+)/v1/traces .*\n  OTLP      gRPC 127\.0\.0\.1:(\d+) `).FindStringSubmatch(serve.stdout.String())
+	if m == nil || m[1] == m[2] {
+		t.Errorf("serve's banner names two ports:\n%s", serve.stdout.String())
+	}
 	if s := serve.stop(t); s.code != 0 {
 		t.Errorf("serve\n%s", s)
 	}

@@ -22,10 +22,11 @@ func otlpCommands(a *app) []*cobra.Command {
 }
 
 // otlpFlags are 'serve”s receiver flags: --otlp (OTLP/HTTP),
-// --otlp-grpc (OTLP/gRPC) and --token, which RETRYLAB_OTLP_TOKEN stands
-// for when the flag is not given.
+// --otlp-grpc (OTLP/gRPC) with --otlp-grpc-max-in-flight, and --token,
+// which RETRYLAB_OTLP_TOKEN stands for when the flag is not given.
 type otlpFlags struct {
 	http, grpc, token string
+	grpcMaxInFlight   int
 }
 
 // otlpTokenEnv is the environment variable a receiver's token may come
@@ -36,6 +37,7 @@ const otlpTokenEnv = "RETRYLAB_OTLP_TOKEN"
 func addOTLPFlag(cmd *cobra.Command, f *otlpFlags) {
 	cmd.Flags().StringVar(&f.http, "otlp", "", "also receive OpenTelemetry traces (OTLP/HTTP POST /v1/traces) on this address, e.g. 127.0.0.1:4318")
 	cmd.Flags().StringVar(&f.grpc, "otlp-grpc", "", "also receive OpenTelemetry traces (OTLP/gRPC) on this address, e.g. 127.0.0.1:4317")
+	cmd.Flags().IntVar(&f.grpcMaxInFlight, "otlp-grpc-max-in-flight", otlp.DefaultMaxInFlight, "the most OTLP/gRPC exports worked on at once; one more is refused as overload (ResourceExhausted, retried by exporters)")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer `token` the OTLP receivers ask of every request; needed off loopback (default: $"+otlpTokenEnv+")")
 	cmd.Long += `
 
@@ -50,8 +52,8 @@ a body and an unknown content type or encoding.
 With --otlp-grpc 127.0.0.1:4317 it is an OTLP/gRPC trace receiver too (the
 SDKs' gRPC exporters, collectors), with the same promise: OK once on disk,
 partial success for refused spans, InvalidArgument for bad data,
-ResourceExhausted for too large a message or too many at once (retryable),
-gzip understood.
+ResourceExhausted for too large a message or too many at once (retryable:
+more than --otlp-grpc-max-in-flight, 64 unless given), gzip understood.
 
 Either may listen off loopback (0.0.0.0:4318, for agents in a container or a
 cluster) only with a token: --token or $` + otlpTokenEnv + `. Every request
@@ -80,7 +82,11 @@ func (f *otlpFlags) check(getenv func(string) string) error {
 			return &exitError{code: 2, msg: fmt.Sprintf("%s %s is off loopback: give --token (or $%s) so that only agents with it can send, or listen on 127.0.0.1", a.flag, a.addr, otlpTokenEnv)}
 		}
 	}
-	if f.http != "" && f.http == f.grpc {
+	if f.grpcMaxInFlight <= 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("--otlp-grpc-max-in-flight %d: give a number above zero", f.grpcMaxInFlight)}
+	}
+	// Port 0 asks for a free port: two of them are two ports.
+	if _, port, _ := net.SplitHostPort(f.http); f.http != "" && f.http == f.grpc && port != "0" {
 		return &exitError{code: 2, msg: fmt.Sprintf("--otlp and --otlp-grpc both on %s: give each its own port (4318 and 4317)", f.http)}
 	}
 	return nil
@@ -138,7 +144,7 @@ func (a *app) startOTLP(s engine.Service, f otlpFlags) (string, func(), error) {
 			stop()
 			return "", nil, fmt.Errorf("--otlp-grpc: %w", err)
 		}
-		srv := receiver(ln.Addr().String()).GRPCServer(0)
+		srv := receiver(ln.Addr().String()).GRPCServer(f.grpcMaxInFlight)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -68,44 +68,8 @@ func smallImportedDB(b *testing.B, traces int) string {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriter(f)
-	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
 	for first := 0; first < traces; first += 64 {
-		td := ptrace.NewTraces()
-		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", "bench-agent")
-		ss := rs.ScopeSpans().AppendEmpty()
-		for tr := first; tr < min(first+64, traces); tr++ {
-			var tid pcommon.TraceID
-			copy(tid[:], fmt.Sprintf("t%015d", tr))
-			var root pcommon.SpanID
-			copy(root[:], fmt.Sprintf("%07d0", tr))
-			for k := 0; k < 8; k++ {
-				s := ss.Spans().AppendEmpty()
-				s.SetTraceID(tid)
-				var sid pcommon.SpanID
-				copy(sid[:], fmt.Sprintf("%07d%d", tr, k))
-				s.SetSpanID(sid)
-				at := base.Add(time.Duration(tr)*time.Second + time.Duration(k)*10*time.Millisecond)
-				s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-				s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(8 * time.Millisecond)))
-				a := s.Attributes()
-				a.PutStr("gen_ai.conversation.id", "conv-"+strconv.Itoa(tr))
-				if k == 0 {
-					s.SetName("invoke_agent bench")
-					a.PutStr("gen_ai.operation.name", "invoke_agent")
-					s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(90 * time.Millisecond)))
-					continue
-				}
-				s.SetParentSpanID(root)
-				tool := []string{"get_contact", "send_email", "create_ticket"}[k%3]
-				s.SetName("execute_tool " + tool)
-				a.PutStr("gen_ai.operation.name", "execute_tool")
-				a.PutStr("gen_ai.tool.name", tool)
-				a.PutStr("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", tr, k))
-				a.PutStr("gen_ai.tool.call.arguments", fmt.Sprintf(`{"to": "user%d@example.com"}`, tr))
-				a.PutStr("gen_ai.tool.call.result", `{"ok": true}`)
-			}
-		}
+		td := agentTraces(first, min(64, traces-first))
 		line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 		if err != nil {
 			b.Fatal(err)
@@ -127,4 +91,49 @@ func smallImportedDB(b *testing.B, traces int) string {
 		b.Fatal(err)
 	}
 	return dbPath
+}
+
+// agentTraces is count agent-shaped traces of 8 spans, numbered from first,
+// each its own conversation: an agent invocation and seven tool calls
+// (get_contact, send_email, create_ticket in turn, with arguments and a
+// result), send_email twice with the same arguments.
+func agentTraces(first, count int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "bench-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	base := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	for tr := first; tr < first+count; tr++ {
+		var tid pcommon.TraceID
+		copy(tid[:], fmt.Sprintf("t%015d", tr))
+		var root pcommon.SpanID
+		copy(root[:], fmt.Sprintf("%07d0", tr))
+		for k := 0; k < 8; k++ {
+			s := ss.Spans().AppendEmpty()
+			s.SetTraceID(tid)
+			var sid pcommon.SpanID
+			copy(sid[:], fmt.Sprintf("%07d%d", tr, k))
+			s.SetSpanID(sid)
+			at := base.Add(time.Duration(tr)*time.Second + time.Duration(k)*10*time.Millisecond)
+			s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(8 * time.Millisecond)))
+			a := s.Attributes()
+			a.PutStr("gen_ai.conversation.id", "conv-"+strconv.Itoa(tr))
+			if k == 0 {
+				s.SetName("invoke_agent bench")
+				a.PutStr("gen_ai.operation.name", "invoke_agent")
+				s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(90 * time.Millisecond)))
+				continue
+			}
+			s.SetParentSpanID(root)
+			tool := []string{"get_contact", "send_email", "create_ticket"}[k%3]
+			s.SetName("execute_tool " + tool)
+			a.PutStr("gen_ai.operation.name", "execute_tool")
+			a.PutStr("gen_ai.tool.name", tool)
+			a.PutStr("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", tr, k))
+			a.PutStr("gen_ai.tool.call.arguments", fmt.Sprintf(`{"to": "user%d@example.com"}`, tr))
+			a.PutStr("gen_ai.tool.call.result", `{"ok": true}`)
+		}
+	}
+	return td
 }

@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// receiverBatch and receiverExporters are the issue's load: batches of 512
+// spans from 8 exporters at once, as BatchSpanProcessors send them.
+const receiverBatch, receiverExporters = 512, 8
+
+// BenchmarkServeReceivers measures the durable receivers as a user runs
+// them: the real binary's `serve --otlp --otlp-grpc` on a fresh database,
+// 8 exporters in this process sending agent-shaped batches of 512 spans
+// (protobuf; each batch 64 new traces of 8 spans, agentTraces), one sub-benchmark per
+// protocol, side by side in one run. An answer means the spans are on disk
+// (fsynced). It reports durable spans/s, the serve process's peak RSS
+// (VmHWM), and, with an explorer attached to the same database in a
+// pseudo-terminal, the key→screen latency of keys pressed every 50 ms
+// while the spans arrive (p50, p99; keys that changed nothing in 300 ms
+// are counted apart). b.N is batches: -benchtime 200x is 102 400 spans.
+func BenchmarkServeReceivers(b *testing.B) {
+	for _, proto := range []string{"http", "grpc"} {
+		b.Run(proto, func(b *testing.B) {
+			bodies := make([][]byte, b.N)
+			for i := range bodies {
+				req := ptraceotlp.NewExportRequestFromTraces(agentTraces(i*receiverBatch/8, receiverBatch/8))
+				var err error
+				if bodies[i], err = req.MarshalProto(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			db := filepath.Join(b.TempDir(), "recv.db")
+			srv := startServe(b, db)
+			reads := make(chan time.Time, 4096)
+			s := startScreenTimed(b, reads, bin, db, 160, 48)
+			s.waitFor("the explorer", "Executions")
+			send := srv.httpSender(b)
+			if proto == "grpc" {
+				send = srv.grpcSender(b)
+			}
+
+			var keys keyLatencies
+			stopKeys := make(chan struct{})
+			keysDone := make(chan struct{})
+			go func() {
+				defer close(keysDone)
+				keys.pressWhile(s, reads, stopKeys)
+			}()
+			var next atomic.Int64
+			var failed atomic.Value
+			b.ResetTimer()
+			t0 := time.Now()
+			var wg sync.WaitGroup
+			for range receiverExporters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(len(bodies)) {
+							return
+						}
+						if err := send(bodies[i]); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(t0)
+			b.StopTimer()
+			close(stopKeys)
+			<-keysDone
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			rss := peakRSS(b, srv.cmd.Process.Pid)
+			s.press("q")
+			<-s.done
+			srv.stop(b)
+
+			b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "durable-spans/s")
+			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
+			keys.report(b)
+		})
+	}
+}
+
+// served is a `retrylab serve` with both OTLP receivers on free ports.
+type served struct {
+	cmd      *exec.Cmd
+	httpURL  string
+	grpcAddr string
+	done     chan struct{}
+}
+
+var otlpBanner = regexp.MustCompile(`(?m)^  OTLP      POST (http://127\.0\.0\.1:\d+/v1/traces) .*\n  OTLP      gRPC (127\.0\.0\.1:\d+) `)
+
+func startServe(tb testing.TB, db string) *served {
+	tb.Helper()
+	cmd := exec.Command(bin, "--db", db, "serve", "--otlp", "127.0.0.1:0", "--otlp-grpc", "127.0.0.1:0")
+	cmd.Dir, cmd.Env, cmd.Stderr = filepath.Dir(db), cliEnv(), os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	s := &served{cmd: cmd, done: make(chan struct{})}
+	banner := make(chan []string, 1)
+	go func() {
+		var text strings.Builder
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			text.WriteString(sc.Text() + "\n")
+			if m := otlpBanner.FindStringSubmatch(text.String()); m != nil {
+				banner <- m
+				break
+			}
+		}
+		for sc.Scan() { // what the host says later: read, so it never blocks
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-s.done })
+	select {
+	case m := <-banner:
+		s.httpURL, s.grpcAddr = m[1], m[2]
+	case <-s.done:
+		tb.Fatal("serve ended before its banner")
+	case <-time.After(30 * time.Second):
+		tb.Fatal("serve printed no banner in 30 s")
+	}
+	return s
+}
+
+// httpSender posts a protobuf ExportTraceServiceRequest and wants a 200.
+func (s *served) httpSender(tb testing.TB) func([]byte) error {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: receiverExporters}}
+	tb.Cleanup(client.CloseIdleConnections)
+	return func(body []byte) error {
+		resp, err := client.Post(s.httpURL, "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("OTLP/HTTP answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// grpcSender calls TraceService/Export, as the SDKs' gRPC exporters do,
+// on one connection shared by the exporters (HTTP/2 streams).
+func (s *served) grpcSender(tb testing.TB) func([]byte) error {
+	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	client := ptraceotlp.NewGRPCClient(conn)
+	return func(body []byte) error {
+		req := ptraceotlp.NewExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			return err
+		}
+		_, err := client.Export(context.Background(), req)
+		return err
+	}
+}
+
+// stop interrupts serve and waits for it.
+func (s *served) stop(tb testing.TB) {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		tb.Fatal("serve did not stop in 30 s")
+	}
+}
+
+// peakRSS is a process's peak resident set (VmHWM), in KiB.
+func peakRSS(tb testing.TB, pid int) int {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb
+		}
+	}
+	tb.Fatal("no VmHWM in /proc/PID/status")
+	return 0
+}
+
+// keyLatencies are key→screen times measured while something else runs.
+type keyLatencies struct {
+	lat       []time.Duration
+	unchanged int
+}
+
+// pressWhile presses j and k in turn every 50 ms until stop, timing each
+// key from its write to the first output after it. Output that comes
+// without a key (the list growing as spans arrive) is drained first.
+func (k *keyLatencies) pressWhile(s *screen, reads chan time.Time, stop chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		for drained := false; !drained; {
+			select {
+			case <-reads:
+			default:
+				drained = true
+			}
+		}
+		start := time.Now()
+		s.press([]string{"j", "k"}[i%2])
+		select {
+		case at := <-reads:
+			k.lat = append(k.lat, at.Sub(start))
+		case <-time.After(300 * time.Millisecond):
+			k.unchanged++
+		}
+	}
+}
+
+func (k *keyLatencies) report(b *testing.B) {
+	if len(k.lat) > 0 {
+		sort.Slice(k.lat, func(i, j int) bool { return k.lat[i] < k.lat[j] })
+		at := func(q float64) float64 {
+			return float64(k.lat[min(len(k.lat)-1, int(q*float64(len(k.lat))))].Microseconds()) / 1000
+		}
+		b.ReportMetric(at(0.50), "key-p50-ms")
+		b.ReportMetric(at(0.99), "key-p99-ms")
+	}
+	b.ReportMetric(float64(len(k.lat)), "keys")
+	b.ReportMetric(float64(k.unchanged), "unchanged-keys")
+}
