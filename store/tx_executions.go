@@ -243,7 +243,8 @@ func (t *Tx) MoveExecutionToNewest(exec string) error {
 		return err
 	}
 	if w := t.watcher(); w != nil {
-		rec := clone(execs.Get(id))
+		rec, _ := t.open(bucketExecutions, nil, id, execs.Get(id))
+		rec = clone(rec)
 		t.tx.OnCommit(func() {
 			w.ExecutionDeleted(exec)
 			if rec != nil {
