@@ -152,6 +152,7 @@ func (m *Model) bindings() []binding {
 		}},
 		{Binding: k.Slow, group: groupFaults, enabled: pacer, action: func(tea.KeyMsg) tea.Cmd { return m.toggleSlow() }},
 		{Binding: k.StartClean, group: groupFaults, enabled: erase, action: func(tea.KeyMsg) tea.Cmd { return m.startClean() }},
+		{Binding: k.NextGroup, group: groupFaults, enabled: func() bool { return erase() && !m.lesson.On() }, action: func(tea.KeyMsg) tea.Cmd { return m.nextGroup() }},
 		// esc clears the filter where faults cannot be disarmed: listed
 		// nowhere, since Disarm's line says it.
 		{Binding: key.NewBinding(key.WithKeys("esc")), action: func(tea.KeyMsg) tea.Cmd {

@@ -17,7 +17,7 @@ type KeyMap struct {
 
 	ToggleKeys, ToggleJournal, DeleteJournal key.Binding
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
-	StartClean                               key.Binding
+	StartClean, NextGroup                    key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
 	MarkExec, Compare                        key.Binding
 	Slide, Room                              key.Binding
@@ -61,6 +61,7 @@ func DefaultKeyMap() KeyMap {
 		AdvanceClock:  b("A", "clock +25 h: keys expire", "A"),
 		ResetWorld:    b("R", "reset the world (asks)", "R"),
 		StartClean:    b("E", "erase all: start clean (asks)", "E"),
+		NextGroup:     b("N", "next group: E, lessons over", "N"),
 		FinalOnly:     b("f", "final attempt only / all", "f"),
 
 		OutboxTab: b("o", "outbox / CRM", "o"),

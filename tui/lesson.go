@@ -164,12 +164,13 @@ type lessonMsg struct {
 type lessonMsgKind int
 
 const (
-	lessonOpened   lessonMsgKind = iota // the room is open
-	lessonBegun                         // the lessons' database is reset for step
-	lessonActed                         // action ran; outcome is the state after it
-	lessonRecorded                      // the finished step is saved; diff is its diff line
-	lessonRestored                      // the user's selection before the lesson is found again
-	lessonReset                         // the path's progress is forgotten: it starts over
+	lessonOpened    lessonMsgKind = iota // the room is open
+	lessonBegun                          // the lessons' database is reset for step
+	lessonActed                          // action ran; outcome is the state after it
+	lessonRecorded                       // the finished step is saved; diff is its diff line
+	lessonRestored                       // the user's selection before the lesson is found again
+	lessonReset                          // the path's progress is forgotten: it starts over
+	lessonNextGroup                      // the next group's reset is done (nextgroup.go)
 )
 
 func newLessonInput() textinput.Model {
@@ -593,6 +594,8 @@ func (l *lessonPane) onResult(msg lessonMsg) tea.Cmd {
 // onLesson takes lesson work's results.
 func (m *Model) onLesson(msg lessonMsg) tea.Cmd {
 	switch msg.kind {
+	case lessonNextGroup:
+		return m.onNextGroup(msg)
 	case lessonOpened:
 		m.lesson.opened(msg.room, msg.err)
 		if msg.err != nil {
