@@ -92,14 +92,8 @@ func BenchmarkFilterInTerminal(b *testing.B) {
 	}
 	b.StopTimer()
 	cpu := processCPU(b, s.cmd.Process.Pid) - cpu0
-	slices.Sort(lat)
-	at := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / float64(time.Millisecond)
-	}
 	b.ReportMetric(float64(counts[""]), "executions")
-	b.ReportMetric(at(0.5), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
-	b.ReportMetric(at(1), "max-ms")
+	reportLatencies(b, "", lat)
 	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/key")
 }
 

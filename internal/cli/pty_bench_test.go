@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,15 +96,7 @@ func BenchmarkKeyToScreen(b *testing.B) {
 	s.press("q")
 	<-s.done
 
-	if len(lat) > 0 {
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		at := func(q float64) float64 {
-			return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-		}
-		b.ReportMetric(at(0.50), "p50-ms")
-		b.ReportMetric(at(0.99), "p99-ms")
-		b.ReportMetric(at(1), "max-ms")
-	}
+	reportLatencies(b, "", lat)
 	b.ReportMetric(float64(unchanged), "unchanged-keys")
 	// Clock ticks are 1/100 s on Linux: over 3 s, one tick is 0.33%.
 	b.ReportMetric(float64(idle)/3, "idle-CPU-%")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -100,15 +99,7 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 	case <-s.done:
 	case <-time.After(10 * time.Second): // the cleanup kills it
 	}
-	if len(lat) > 0 {
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		at := func(q float64) float64 {
-			return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-		}
-		b.ReportMetric(at(0.50), "p50-ms")
-		b.ReportMetric(at(0.99), "p99-ms")
-		b.ReportMetric(at(1), "max-ms")
-	}
+	reportLatencies(b, "", lat)
 	b.ReportMetric(float64(st.Attempts), "attempts")
 	b.ReportMetric(float64(unchanged), "unchanged-keys")
 }

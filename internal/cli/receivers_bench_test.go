@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,14 +265,7 @@ func (k *keyLatencies) pressWhile(s *screen, reads chan time.Time, stop chan str
 }
 
 func (k *keyLatencies) report(b *testing.B) {
-	if len(k.lat) > 0 {
-		sort.Slice(k.lat, func(i, j int) bool { return k.lat[i] < k.lat[j] })
-		at := func(q float64) float64 {
-			return float64(k.lat[min(len(k.lat)-1, int(q*float64(len(k.lat))))].Microseconds()) / 1000
-		}
-		b.ReportMetric(at(0.50), "key-p50-ms")
-		b.ReportMetric(at(0.99), "key-p99-ms")
-	}
+	reportLatencies(b, "key-", k.lat)
 	b.ReportMetric(float64(len(k.lat)), "keys")
 	b.ReportMetric(float64(k.unchanged), "unchanged-keys")
 }

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// quantileMS is the q-quantile (0..1) of latencies sorted in increasing
+// order, in milliseconds; 0 when there are none.
+func quantileMS(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))].Microseconds()) / 1000
+}
+
+// reportLatencies sorts lat and reports its median, 99th percentile and
+// maximum as the metrics prefix+"p50-ms", prefix+"p99-ms" and
+// prefix+"max-ms" (none when lat is empty).
+func reportLatencies(b *testing.B, prefix string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(quantileMS(lat, 0.50), prefix+"p50-ms")
+	b.ReportMetric(quantileMS(lat, 0.99), prefix+"p99-ms")
+	b.ReportMetric(quantileMS(lat, 1), prefix+"max-ms")
+}
