@@ -18,7 +18,7 @@ func (m *Model) nextGroup() tea.Cmd {
 		m.setFlash("this source cannot be erased", true)
 		return nil
 	}
-	return m.ask("Next group: erase all executions, histories, journals and the world, and start the lessons over? y: erase · else: keep",
+	return m.ask("Next group: erase everything and start the lessons over? y: erase · else: keep",
 		func() tea.Cmd {
 			m.runs.follow, m.runs.started = "", ""
 			m.execs.Home()

@@ -20,7 +20,7 @@ func TestNextGroupErasesAndStartsTheLessonsOver(t *testing.T) {
 		t.Fatal("m marks nothing")
 	}
 	press(t, m, "N")
-	mustShow(t, m.View(), "the question", "Next group: erase all executions, histories, journals and the world, and start the lessons over? y: erase")
+	mustShow(t, m.View(), "the question", "Next group: erase everything and start the lessons over? y: erase · else: keep")
 	press(t, m, "j")
 	if calls := user.Calls(); len(calls) != 0 || len(fl.ran) != 0 {
 		t.Fatalf("another key keeps everything: calls %v, lessons %v", calls, fl.ran)
@@ -40,4 +40,12 @@ func TestNextGroupErasesAndStartsTheLessonsOver(t *testing.T) {
 	if !m.lesson.On() || m.lesson.step.Name != fl.path[0].Name {
 		t.Errorf("L after the next group: on %v at %q, want the first lesson %q", m.lesson.On(), m.lesson.step.Name, fl.path[0].Name)
 	}
+}
+
+// At 80 columns the question fits whole, its answer keys included.
+func TestNextGroupAsksWholeAt80x24(t *testing.T) {
+	t.Parallel()
+	m := openWithLessons(t, article(t), newFakeLessons(t), 80, 24)
+	press(t, m, "N")
+	mustShow(t, m.View(), "the question", "Next group: erase everything and start the lessons over? y: erase · else: keep")
 }
