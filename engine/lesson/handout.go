@@ -25,10 +25,16 @@ type SessionHandout struct {
 	TallyErr error
 }
 
-// Tally is a room's predictions, per participant.
+// Tally is a room's predictions, per participant and per lesson.
 type Tally struct {
 	Room         string
 	Participants []TallyRow
+	// Lessons is the class's tally of each lesson, by its name, in a line
+	// ("naive: 14 of 22 right; 8 said 1, 14 said 2; it was 2": the
+	// room's LessonTally.Summary); Order is the lessons in the order the
+	// class walked them.
+	Lessons map[string]string
+	Order   []string
 }
 
 // TallyRow is one participant's part of the tally.
@@ -99,6 +105,9 @@ func WriteHandout(w io.Writer, h SessionHandout) error {
 			verdict = "✗ not quite"
 		}
 		f("- outcome: %s · %s\n", st.Measure.Count(a.Actual), verdict)
+		if line, ok := h.Tally.lesson(st.Name); ok {
+			f("- the class: %s\n", narrate.Escape(line))
+		}
 		if a.Diff != "" {
 			f("- %s\n", narrate.Escape(a.Diff))
 		}
@@ -128,11 +137,26 @@ func WriteHandout(w io.Writer, h SessionHandout) error {
 			}
 			f("| **the class** | %d of %d | | | | |\n", r, asked)
 		}
+		if len(t.Order) > 0 {
+			f("\nEach lesson, as the class predicted it:\n\n")
+			for _, name := range t.Order {
+				f("- %s\n", narrate.Escape(t.Lessons[name]))
+			}
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write the session's handout: %w", err)
 	}
 	return nil
+}
+
+// lesson is the class's line for a lesson; none without a room's tally.
+func (t *Tally) lesson(name string) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	line, ok := t.Lessons[name]
+	return line, ok
 }
 
 // prediction is a prediction without its measure.

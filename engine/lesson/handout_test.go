@@ -21,7 +21,9 @@ func TestWriteHandoutTally(t *testing.T) {
 		Tally: &Tally{Room: "http://127.0.0.1:7420", Participants: []TallyRow{
 			{Name: "ada", Right: 3, Asked: 4, Executions: 5, DeliveredMail: 6, Duplicates: 1, LastScenario: "safe", LastOutcome: "completed"},
 			{Name: "b|ob", Right: 1, Asked: 2},
-		}}}
+		},
+			Lessons: map[string]string{"naive": "naive: 1 of 2 right; 1 said 1, 1 said 2; it was 2"}, Order: []string{"naive"},
+		}}
 	var b strings.Builder
 	if err := WriteHandout(&b, h); err != nil {
 		t.Fatal(err)
@@ -34,6 +36,8 @@ func TestWriteHandoutTally(t *testing.T) {
 		"| ada | 3 of 4 | 5 | 6 | 1 | safe (completed) |",
 		"| b\\|ob | 1 of 2 | 0 | 0 | 0 |  |",
 		"| **the class** | 4 of 6 |",
+		"- outcome: 2 messages in the outbox · no prediction\n- the class: naive: 1 of 2 right; 1 said 1, 1 said 2; it was 2\n",
+		"Each lesson, as the class predicted it:\n\n- naive: 1 of 2 right; 1 said 1, 1 said 2; it was 2\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the handout lacks %q:\n%s", want, md)

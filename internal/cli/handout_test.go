@@ -39,3 +39,25 @@ func TestCLIHandout(t *testing.T) {
 	}
 	fails(t, 2, db, "handout", "-o", t.TempDir())
 }
+
+// The teacher's handout beside a room has the class's tally of each
+// lesson: two participants walk the first lesson, one predicting 2 (right:
+// naive delivers twice), the other 1.
+func TestCLIHandoutHasTheClassTally(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	roomDB := filepath.Join(dir, "room.db")
+	rm := startRoom(t, roomDB)
+	for name, answer := range map[string]string{"ada": "2", "bo": "1"} {
+		db := filepath.Join(dir, name+".db")
+		ok(t, db, "join", rm.url, "--code", rm.code, "--name", name)
+		ok(t, db, "lesson", "--answers", answer, "--quiet", "--no-pause")
+	}
+	out := ok(t, roomDB, "handout").stdout
+	for _, want := range []string{"Room " + rm.url + ": 2 participant(s).",
+		"Each lesson, as the class predicted it:\n\n- naive: 1 of 2 right; 1 said 1, 1 said 2; it was 2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the handout lacks %q:\n%s", want, out)
+		}
+	}
+}
