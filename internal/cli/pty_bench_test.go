@@ -74,21 +74,7 @@ func BenchmarkKeyToScreen(b *testing.B) {
 	}
 	quiet(200 * time.Millisecond)
 
-	lat := make([]time.Duration, 0, b.N)
-	unchanged := 0
-	b.ResetTimer()
-	for i := range b.N {
-		start := time.Now()
-		s.press(ptyKeys[i%len(ptyKeys)])
-		select {
-		case at := <-reads:
-			lat = append(lat, at.Sub(start))
-		case <-time.After(300 * time.Millisecond):
-			unchanged++
-		}
-		quiet(30 * time.Millisecond)
-	}
-	b.StopTimer()
+	lat, unchanged := timeKeys(b, s, reads, ptyKeys, quiet)
 
 	before := cpuTicks(b, s.cmd.Process.Pid)
 	time.Sleep(3 * time.Second)

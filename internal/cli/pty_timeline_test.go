@@ -77,21 +77,7 @@ func BenchmarkKeyToScreenTimeline(b *testing.B) {
 	}
 	quiet(200 * time.Millisecond)
 	keys := []string{"j", "j", "+", "+", "+", "l", "l", "j", "k", "h", "-", "+", "+", "j", "l", "0"}
-	lat := make([]time.Duration, 0, b.N)
-	unchanged := 0
-	b.ResetTimer()
-	for i := range b.N {
-		start := time.Now()
-		s.press(keys[i%len(keys)])
-		select {
-		case at := <-reads:
-			lat = append(lat, at.Sub(start))
-		case <-time.After(300 * time.Millisecond):
-			unchanged++
-		}
-		quiet(30 * time.Millisecond)
-	}
-	b.StopTimer()
+	lat, unchanged := timeKeys(b, s, reads, keys, quiet)
 	s.press("w") // closes the timeline (an esc followed at once by q reads as alt+q)
 	time.Sleep(100 * time.Millisecond)
 	s.press("q")
