@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // DefaultMaxInFlight bounds the OTLP/gRPC requests a receiver works on at
@@ -91,15 +93,14 @@ func (svc *traceService) handle(_ any, ctx context.Context, dec func(any) error,
 
 // export stores what req holds and answers the ExportTraceServiceResponse.
 func (svc *traceService) export(req rawMessage) (*rawMessage, error) {
-	// ExportTraceServiceRequest has TracesData's fields and numbers.
-	td, err := unmarshalProto(req)
+	spans, err := decodeProtoSpans(req, jsonlimit.MaxRequestSpans)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
 	}
-	if err := tooManySpans(td); err != nil {
+	if err := tooManySpans(spans.count); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	rejected, msg, err := svc.rc.accept(td)
+	rejected, msg, err := svc.rc.accept(spans)
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, "store: "+err.Error())
 	}

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
 )
@@ -103,13 +101,11 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	// ExportTraceServiceRequest has TracesData's fields and numbers, so
-	// ptrace's unmarshalers read it.
-	var td ptrace.Traces
+	var req protoRequest
 	if enc == encJSON {
-		td, err = unmarshalJSON(data)
+		req, err = jsonRequest(data)
 	} else {
-		td, err = unmarshalProto(data)
+		req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans)
 	}
 	var refused *refusal
 	if errors.As(err, &refused) {
@@ -120,11 +116,11 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
 		return
 	}
-	if err := tooManySpans(td); err != nil {
+	if err := tooManySpans(req.count); err != nil {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
 		return
 	}
-	rejected, msg, err := rc.accept(td)
+	rejected, msg, err := rc.accept(req)
 	if err != nil {
 		writeStatus(w, enc, http.StatusServiceUnavailable, "store: "+err.Error())
 		return
@@ -160,18 +156,35 @@ func exportResponse(enc encoding, rejected int, msg string) []byte {
 	return append(out, inner...)
 }
 
+// jsonRequest decodes an OTLP/JSON ExportTraceServiceRequest (it has
+// TracesData's fields, so ptrace's unmarshaler reads it) into the spans
+// SpansLenient makes of it.
+func jsonRequest(data []byte) (protoRequest, error) {
+	td, err := unmarshalJSON(data)
+	if err != nil {
+		return protoRequest{}, err
+	}
+	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+		return protoRequest{count: n}, nil
+	}
+	var req protoRequest
+	req.spans, req.rejected, req.first = SpansLenient(td)
+	req.count = td.SpanCount()
+	return req, nil
+}
+
 // accept is the durable commit path both receivers (OTLP/HTTP and
-// OTLP/gRPC) share: it stores the spans of td it can, and returns once
+// OTLP/gRPC) share: it stores the spans of req it can, and returns once
 // they are committed (fsynced), with how many it refused and why (the
 // partial success), or the store's error, in which case nothing the
 // request held may be taken as stored.
-func (rc *Receiver) accept(td ptrace.Traces) (rejected int, msg string, err error) {
-	spans, rejected, why := SpansLenient(td)
-	stats, dropped, err := rc.store(spans)
+func (rc *Receiver) accept(req protoRequest) (rejected int, msg string, err error) {
+	stats, dropped, err := rc.store(req.spans)
 	if err != nil {
 		return 0, "", err
 	}
-	if rejected += dropped.n; why == nil {
+	why := req.first
+	if rejected = req.rejected + dropped.n; why == nil {
 		why = dropped.first
 	}
 	if rc.Stored != nil && len(stats.Executions) > 0 {
@@ -183,10 +196,10 @@ func (rc *Receiver) accept(td ptrace.Traces) (rejected int, msg string, err erro
 	return rejected, msg, nil
 }
 
-// tooManySpans refuses a request of more spans than one request may hold
-// (jsonlimit.MaxRequestSpans), whichever receiver it came to.
-func tooManySpans(td ptrace.Traces) error {
-	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+// tooManySpans refuses a request of n spans, more than one request may
+// hold (jsonlimit.MaxRequestSpans), whichever receiver it came to.
+func tooManySpans(n int) error {
+	if n > jsonlimit.MaxRequestSpans {
 		return fmt.Errorf("%d spans in one request, more than %d: send smaller batches", n, jsonlimit.MaxRequestSpans)
 	}
 	return nil
@@ -199,34 +212,57 @@ type refused struct {
 
 // store commits spans, dropping one that conflicts with a stored span of
 // the same id (and trying again) rather than refusing the whole batch.
+// Each span's stored form and facts are made here, on the request's
+// goroutine, so that the group commit's transaction, which runs its
+// requests' writes one after the other, does not (BENCHMARKS.md, 24a).
 func (rc *Receiver) store(spans []Span) (Stats, refused, error) {
 	var dropped refused
+	encoded, facts := prepare(spans)
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = Save(tx, spans, rc.Source)
+			st, err = save(tx, spans, encoded, facts, rc.Source)
 			return err
 		})
 		var se *SpanError
 		if err == nil || !errors.As(err, &se) || len(spans) == 0 {
 			return st, dropped, err
 		}
-		kept := spans[:0:0]
-		for _, s := range spans {
-			if s.SpanID != se.SpanID {
-				kept = append(kept, s)
+		kept := 0
+		for i := range spans {
+			if spans[i].SpanID != se.SpanID {
+				spans[kept], encoded[kept], facts[kept] = spans[i], encoded[i], facts[i]
+				kept++
 			}
 		}
-		if len(kept) == len(spans) {
+		if kept == len(spans) {
 			return st, dropped, err
 		}
-		dropped.n += len(spans) - len(kept)
+		dropped.n += len(spans) - kept
 		if dropped.first == nil {
 			dropped.first = se
 		}
-		spans = kept
+		clear(spans[kept:])
+		spans, encoded, facts = spans[:kept], encoded[:kept], facts[:kept]
 	}
+}
+
+// prepare makes each span's stored form (encodeSpan), in one arena, and
+// its facts, as a file import's decoding side does (fileChunk.add).
+func prepare(spans []Span) ([][]byte, []spanFacts) {
+	encoded := make([][]byte, len(spans))
+	facts := make([]spanFacts, len(spans))
+	arena := make([]byte, 0, 256*len(spans))
+	effect := effects{}
+	for i := range spans {
+		s := &spans[i]
+		facts[i] = effect.factsOf(s)
+		n := len(arena)
+		arena = encodeSpan(arena, s)
+		encoded[i] = arena[n:len(arena):len(arena)]
+	}
+	return encoded, facts
 }
 
 // writeStatus answers an error with a google.rpc.Status, in the request's
