@@ -228,9 +228,11 @@ type keyMemo struct{ key, last string }
 const internLimit = 4096
 
 // decodeProtoSpans decodes an OTLP protobuf ExportTraceServiceRequest into
-// Spans, converting no more than limit (it counts all).
-func decodeProtoSpans(data []byte, limit int) (protoRequest, error) {
+// Spans, appended to into[:0], converting no more than limit (it counts
+// all). The spans keep nothing of data.
+func decodeProtoSpans(data []byte, limit int, into []Span) (protoRequest, error) {
 	d := &protoDecoder{keys: map[string]*keyMemo{}, names: map[string]string{}, limit: limit}
+	d.req.spans = into[:0]
 	r := protoReader{buf: data}
 	for r.more() {
 		field, wire, err := r.tag()
@@ -450,6 +452,9 @@ func (d *protoDecoder) scopeSpans(buf []byte, service string, keep bool) error {
 		clear(spans)
 		d.spans = d.spans[:start]
 	}()
+	if keep && d.req.count < d.limit {
+		d.req.spans = slices.Grow(d.req.spans, min(len(spans), d.limit-d.req.count))
+	}
 	scopeName := ""
 	if len(scope) > 0 {
 		scopeName = d.str(scope)

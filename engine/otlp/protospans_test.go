@@ -23,7 +23,7 @@ import (
 // same spans with the same refusals.
 func sameAsPdata(data []byte) string {
 	td, perr := unmarshalProto(data)
-	got, err := decodeProtoSpans(data, math.MaxInt)
+	got, err := decodeProtoSpans(data, math.MaxInt, nil)
 	if (perr == nil) != (err == nil) {
 		return fmt.Sprintf("pdata's error %v, the decoder's %v", perr, err)
 	}
@@ -243,7 +243,7 @@ func TestProtoSpansCountsPastTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := decodeProtoSpans(body, 16)
+	req, err := decodeProtoSpans(body, 16, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
@@ -38,6 +41,38 @@ type Receiver struct {
 	// <token>"): one without it is answered 401 (OTLP/HTTP) or
 	// Unauthenticated (OTLP/gRPC) and nothing of it is read.
 	Token string
+
+	// bodies holds request bodies' buffers (*bytes.Buffer) to read the
+	// next ones into: a body is done with once decoded (the spans copy
+	// what they keep), and reading each into a new buffer grown by
+	// doubling was the receiver's largest allocation.
+	bodies sync.Pool
+	// memories holds the *requestMemory of requests answered.
+	memories sync.Pool
+}
+
+// pooledBody is the largest buffer kept for the next body.
+const pooledBody = 4 << 20
+
+// readBody reads body, of size bytes when size > 0, into a buffer of
+// rc.bodies, up to limit+1 bytes; done gives the buffer back once the
+// bytes are no longer read.
+func (rc *Receiver) readBody(body io.Reader, size, limit int64) (data []byte, done func(), err error) {
+	buf, _ := rc.bodies.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead) // room to read the end of it too
+	}
+	done = func() {
+		if buf.Cap() <= pooledBody {
+			rc.bodies.Put(buf)
+		}
+	}
+	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
+	return buf.Bytes(), done, err
 }
 
 // Handler serves /v1/traces.
@@ -76,8 +111,10 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		limit = DefaultMaxBody
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	size := int64(0) // the decompressed size, when known
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity":
+		size = r.ContentLength
 	case "gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
@@ -91,7 +128,8 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("content encoding %q: send gzip or none", r.Header.Get("Content-Encoding")))
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	data, done, err := rc.readBody(body, size, limit)
+	defer done()
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig) || int64(len(data)) > limit:
@@ -101,11 +139,14 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
+	mem := rc.memory()
+	defer rc.release(mem)
 	var req protoRequest
 	if enc == encJSON {
 		req, err = jsonRequest(data)
 	} else {
-		req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans)
+		req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans, mem.spans)
+		mem.spans = req.spans
 	}
 	var refused *refusal
 	if errors.As(err, &refused) {
@@ -120,7 +161,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
 		return
 	}
-	rejected, msg, err := rc.accept(req)
+	rejected, msg, err := rc.accept(req, mem)
 	if err != nil {
 		writeStatus(w, enc, http.StatusServiceUnavailable, "store: "+err.Error())
 		return
@@ -178,8 +219,8 @@ func jsonRequest(data []byte) (protoRequest, error) {
 // they are committed (fsynced), with how many it refused and why (the
 // partial success), or the store's error, in which case nothing the
 // request held may be taken as stored.
-func (rc *Receiver) accept(req protoRequest) (rejected int, msg string, err error) {
-	stats, dropped, err := rc.store(req.spans)
+func (rc *Receiver) accept(req protoRequest, mem *requestMemory) (rejected int, msg string, err error) {
+	stats, dropped, err := rc.store(req.spans, mem)
 	if err != nil {
 		return 0, "", err
 	}
@@ -215,9 +256,9 @@ type refused struct {
 // Each span's stored form and facts are made here, on the request's
 // goroutine, so that the group commit's transaction, which runs its
 // requests' writes one after the other, does not (BENCHMARKS.md, 24a).
-func (rc *Receiver) store(spans []Span) (Stats, refused, error) {
+func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
-	encoded, facts := prepare(spans)
+	encoded, facts := mem.prepare(spans)
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
@@ -249,11 +290,12 @@ func (rc *Receiver) store(spans []Span) (Stats, refused, error) {
 }
 
 // prepare makes each span's stored form (encodeSpan), in one arena, and
-// its facts, as a file import's decoding side does (fileChunk.add).
-func prepare(spans []Span) ([][]byte, []spanFacts) {
-	encoded := make([][]byte, len(spans))
-	facts := make([]spanFacts, len(spans))
-	arena := make([]byte, 0, 256*len(spans))
+// its facts, as a file import's decoding side does (fileChunk.add), in
+// mem's memory.
+func (mem *requestMemory) prepare(spans []Span) ([][]byte, []spanFacts) {
+	encoded := slices.Grow(mem.encoded[:0], len(spans))[:len(spans)]
+	facts := slices.Grow(mem.facts[:0], len(spans))[:len(spans)]
+	arena := slices.Grow(mem.arena[:0], 256*len(spans))
 	effect := effects{}
 	for i := range spans {
 		s := &spans[i]
@@ -262,7 +304,46 @@ func prepare(spans []Span) ([][]byte, []spanFacts) {
 		arena = encodeSpan(arena, s)
 		encoded[i] = arena[n:len(arena):len(arena)]
 	}
+	mem.encoded, mem.facts, mem.arena = encoded, facts, arena
 	return encoded, facts
+}
+
+// requestMemory is what a request's spans are decoded and encoded into:
+// a receiver keeps it (Receiver.memories) for a later request once the
+// request is answered and the transaction that stored its spans is over.
+type requestMemory struct {
+	spans   []Span
+	encoded [][]byte
+	arena   []byte
+	facts   []spanFacts
+}
+
+// The most a requestMemory kept holds: a request of many spans or large
+// ones gets its own.
+const (
+	pooledSpans = 4096
+	pooledArena = 4 << 20
+)
+
+func (rc *Receiver) memory() *requestMemory {
+	if mem, ok := rc.memories.Get().(*requestMemory); ok {
+		return mem
+	}
+	return &requestMemory{}
+}
+
+// release keeps mem for a later request, holding nothing of this one.
+func (rc *Receiver) release(mem *requestMemory) {
+	if mem == nil {
+		return
+	}
+	if cap(mem.spans) > pooledSpans || cap(mem.arena) > pooledArena {
+		return
+	}
+	clear(mem.spans[:cap(mem.spans)])
+	clear(mem.encoded[:cap(mem.encoded)])
+	mem.spans, mem.encoded, mem.facts, mem.arena = mem.spans[:0], mem.encoded[:0], mem.facts[:0], mem.arena[:0]
+	rc.memories.Put(mem)
 }
 
 // writeStatus answers an error with a google.rpc.Status, in the request's
