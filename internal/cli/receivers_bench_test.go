@@ -67,6 +67,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			}()
 			var next atomic.Int64
 			var failed atomic.Value
+			cpu0 := processCPU(b, srv.cmd.Process.Pid)
 			b.ResetTimer()
 			t0 := time.Now()
 			var wg sync.WaitGroup
@@ -88,6 +89,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(t0)
+			cpu := processCPU(b, srv.cmd.Process.Pid) - cpu0
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
@@ -101,6 +103,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 
 			b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "durable-spans/s")
 			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
 			keys.report(b)
 		})
 	}
