@@ -152,14 +152,19 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return fmt.Errorf("otlp grpc: cannot unmarshal into %T", v)
 	}
 	// The spans copy what they keep: the received buffers are read in
-	// place, or once joined into a pooled one, and not kept.
+	// place, or once joined into one of the receiver's body buffers (of
+	// the request's size: gRPC's pool would give one of 1 MiB), and not
+	// kept.
 	var b []byte
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
 	} else {
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		defer buf.Free()
-		b = buf.ReadOnlyData()
+		buf, done := c.rc.bodyBuffer(data.Len())
+		defer done()
+		for _, d := range data {
+			buf.Write(d.ReadOnlyData())
+		}
+		b = buf.Bytes()
 	}
 	m.mem = c.rc.memory()
 	m.spans, m.err = decodeProtoSpans(b, jsonlimit.MaxRequestSpans, m.mem.spans)

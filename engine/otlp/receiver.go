@@ -58,21 +58,29 @@ const pooledBody = 4 << 20
 // rc.bodies, up to limit+1 bytes; done gives the buffer back once the
 // bytes are no longer read.
 func (rc *Receiver) readBody(body io.Reader, size, limit int64) (data []byte, done func(), err error) {
+	var grow int
+	if size > 0 && size <= limit {
+		grow = int(size) + bytes.MinRead // room to read the end of it too
+	}
+	buf, done := rc.bodyBuffer(grow)
+	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
+	return buf.Bytes(), done, err
+}
+
+// bodyBuffer is an empty buffer of rc.bodies with room for n bytes, and
+// the func that gives it back.
+func (rc *Receiver) bodyBuffer(n int) (*bytes.Buffer, func()) {
 	buf, _ := rc.bodies.Get().(*bytes.Buffer)
 	if buf == nil {
 		buf = new(bytes.Buffer)
 	}
 	buf.Reset()
-	if size > 0 && size <= limit {
-		buf.Grow(int(size) + bytes.MinRead) // room to read the end of it too
-	}
-	done = func() {
+	buf.Grow(n)
+	return buf, func() {
 		if buf.Cap() <= pooledBody {
 			rc.bodies.Put(buf)
 		}
 	}
-	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
-	return buf.Bytes(), done, err
 }
 
 // Handler serves /v1/traces.
