@@ -26,14 +26,15 @@ import (
 // its own, a truncated field, values nested 100 levels deep), ignores what
 // it ignores (unknown fields, the deprecated field 1000 of ResourceSpans,
 // once checked), and makes the Spans SpansLenient makes of its traces, the
-// same refusals in the same order. FuzzProtoSpans holds it to that.
+// same refusals in the same order. TestProtoSpansAsPdata and
+// TestProtoSpansMutated hold it to that (FuzzProtoSpans, for longer).
 
 // protoRequest is what decodeProtoSpans made of an ExportTraceServiceRequest
 // (or a TracesData: the same fields).
 type protoRequest struct {
 	spans []Span
 	// count is how many spans the request holds, refused ones included;
-	// once over jsonlimit.MaxRequestSpans none more is converted.
+	// once over the decoder's limit none more is converted.
 	count    int
 	rejected int   // spans refused
 	first    error // the first refusal's reason
@@ -547,7 +548,6 @@ func (d *protoDecoder) span(buf []byte, service, scope string, convert bool) err
 		start, end    uint64
 		attrs         = d.attrs[:0]
 		events        [][]byte
-		hasMessage    bool
 	)
 	for r.more() {
 		field, wire, err := r.tag()
@@ -614,7 +614,7 @@ func (d *protoDecoder) span(buf []byte, service, scope string, convert bool) err
 			if err = want(wire, wireLen, "Status"); err == nil {
 				var b []byte
 				if b, err = r.bytes(); err == nil {
-					err = spanStatus(b, &message, &hasMessage, &code)
+					err = spanStatus(b, &message, &code)
 				}
 			}
 		default:
@@ -657,7 +657,7 @@ func (d *protoDecoder) span(buf []byte, service, scope string, convert bool) err
 		return nil
 	}
 	sp.Status = statusName(ptrace.StatusCode(code))
-	if hasMessage && len(message) > 0 {
+	if len(message) > 0 {
 		sp.Message = d.str(message)
 	}
 	sp.Kind = spanKind(ptrace.SpanKind(kind))
@@ -667,7 +667,7 @@ func (d *protoDecoder) span(buf []byte, service, scope string, convert bool) err
 
 // spanStatus reads a span's Status: later fields overwrite earlier ones, in
 // one Status field or across several.
-func spanStatus(buf []byte, message *[]byte, has *bool, code *int32) error {
+func spanStatus(buf []byte, message *[]byte, code *int32) error {
 	r := protoReader{buf: buf}
 	for r.more() {
 		field, wire, err := r.tag()
@@ -678,7 +678,6 @@ func spanStatus(buf []byte, message *[]byte, has *bool, code *int32) error {
 		case 2:
 			if err = want(wire, wireLen, "Message"); err == nil {
 				*message, err = r.bytes()
-				*has = true
 			}
 		case 3:
 			if err = want(wire, wireVarint, "Code"); err == nil {
