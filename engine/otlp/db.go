@@ -136,20 +136,17 @@ func ExecutionID(trace, conversation string) string {
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
-	return save(tx, spans, nil, nil, nil, source)
+	return save(tx, spans, nil, nil, source)
 }
 
 // save is Save with each span's stored form and facts, when not nil,
-// made ahead (as writer.write takes them), and the audits of its
-// executions on spans in hand, when not nil, too (auditInHand): the
-// receiver makes them on the request's goroutine, before the group
-// commit's one.
-func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, audits handAudits, source string) (Stats, error) {
+// made ahead (as writer.write takes them): the receiver makes them on the
+// request's goroutine, before the group commit's one.
+func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, source string) (Stats, error) {
 	w := newWriter(source, 0)
 	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}
-	w.useAudits(audits)
 	w.handJob(nil).run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err

@@ -261,19 +261,17 @@ type refused struct {
 
 // store commits spans, dropping one that conflicts with a stored span of
 // the same id (and trying again) rather than refusing the whole batch.
-// Each span's stored form and facts, and the audits of the executions on
-// the spans in hand, are made here, on the request's goroutine, so that
-// the group commit's transaction, which runs its requests' writes one
-// after the other, does not (BENCHMARKS.md, 24a).
+// Each span's stored form and facts are made here, on the request's
+// goroutine, so that the group commit's transaction, which runs its
+// requests' writes one after the other, does not (BENCHMARKS.md, 24a).
 func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
 	encoded, facts := mem.prepare(spans)
-	audits := auditInHand(spans, facts, mem.scratch())
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = save(tx, spans, encoded, facts, audits, rc.Source)
+			st, err = save(tx, spans, encoded, facts, rc.Source)
 			return err
 		})
 		var se *SpanError
@@ -296,7 +294,6 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 		}
 		clear(spans[kept:])
 		spans, encoded, facts = spans[:kept], encoded[:kept], facts[:kept]
-		audits = auditInHand(spans, facts, mem.scratch())
 	}
 }
 
@@ -327,14 +324,6 @@ type requestMemory struct {
 	encoded [][]byte
 	arena   []byte
 	facts   []spanFacts
-	audit   *flagScratch
-}
-
-func (mem *requestMemory) scratch() *flagScratch {
-	if mem.audit == nil {
-		mem.audit = newFlagScratch()
-	}
-	return mem.audit
 }
 
 // The most a requestMemory kept holds: a request of many spans or large
