@@ -51,16 +51,23 @@ type Receiver struct {
 	memories sync.Pool
 }
 
-// pooledBody is the largest buffer kept for the next body.
-const pooledBody = 4 << 20
+// pooledBody is the largest buffer kept for the next body; preGrow the
+// most of a body's announced length a buffer is grown to before it comes.
+const (
+	pooledBody = 4 << 20
+	preGrow    = 1 << 20
+)
 
 // readBody reads body, of size bytes when size > 0, into a buffer of
 // rc.bodies, up to limit+1 bytes; done gives the buffer back once the
 // bytes are no longer read.
 func (rc *Receiver) readBody(body io.Reader, size, limit int64) (data []byte, done func(), err error) {
+	// Room for the whole body and the read that finds its end, but no
+	// more than preGrow ahead of what has come: a Content-Length is only
+	// a claim.
 	var grow int
 	if size > 0 && size <= limit {
-		grow = int(size) + bytes.MinRead // room to read the end of it too
+		grow = int(min(size, preGrow)) + bytes.MinRead
 	}
 	buf, done := rc.bodyBuffer(grow)
 	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
