@@ -255,6 +255,14 @@ type writer struct {
 	// is otherwise read back on each. A collision costs a look-up only.
 	written map[uint64]struct{}
 	seed    maphash.Seed
+	// kept holds, for a file import, the spans the audit at the end reads
+	// of executions whose spans came in several writes (nil: none kept).
+	kept *keptSpans
+	// keptAudits counts the executions auditAhead audited on kept spans.
+	keptAudits int
+	// wholeLast are the executions the last write held whole: all their
+	// traces were new to it (handExec not dead).
+	wholeLast []string
 }
 
 // spanHash is the hash of a span's trace and span ids in written.
@@ -285,11 +293,20 @@ func (w *writer) noneWritten(spans []Span, of []int) bool {
 type handExec struct {
 	exec   string
 	traces []*traceState
-	kept   []*Span // the spans the audit reads (flagReads)
+	// kept is what the fast path reads of the spans it groups into calls
+	// (flagSpanOf), of an execution not foreign; unsure says a span it
+	// reads (flagReads) leaves the answer to the fold.
+	kept   []flagSpan
+	unsure bool
 	// effects and weighing count its side-effecting and weighing spans
-	// (summary's).
+	// (summary's), of an execution not dead.
 	effects, weighing int
 	dead              bool // a trace of it was seen before: read it back instead
+	// foreign says the execution has, or may have, spans that are not
+	// this writer's: a record, or a trace the database held when the
+	// writer first saw it (keptSpans lets go of it).
+	foreign bool
+	stored  int // spans of it this write stored
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -314,15 +331,28 @@ func (e effects) roleOf(s *Span) (Role, bool) {
 // decoding side (fileChunk.add), while the span's attributes are fresh in
 // the cache and off the committing goroutine, which is the import's
 // longest (BENCHMARKS.md, 8a).
+//
+// For a span the duplicate flag's fast path reads (flagReads), they hold
+// what it reads of it (flagSpanOf): flagUse says flag is a tool span it
+// groups into calls, flagUnsure that the span leaves the answer to the
+// fold.
 type spanFacts struct {
-	role           Role
-	effect, weighs bool
+	role                       Role
+	effect, weighs             bool
+	flagUse, flagUnsure, reads bool
+	flag                       flagSpan
 }
 
 // factsOf works out s's facts.
 func (e effects) factsOf(s *Span) spanFacts {
 	role, effect := e.roleOf(s)
-	return spanFacts{role: role, effect: effect, weighs: weighs(s, role)}
+	f := spanFacts{role: role, effect: effect, weighs: weighs(s, role), reads: flagReads(s, role)}
+	if f.reads {
+		var sure bool
+		f.flag, f.flagUse, sure = flagSpanOf(s, role)
+		f.flagUnsure = !sure
+	}
+	return f
 }
 
 func newWriter(source string, importID uint64) *writer {
@@ -442,12 +472,16 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		h := hand[exec]
 		if h == nil {
-			h = &handExec{exec: exec, dead: tx.Execution(exec) != nil}
+			rec := tx.Execution(exec) != nil
+			h = &handExec{exec: exec, dead: rec, foreign: rec}
 			hand[exec] = h
 			handOrder = append(handOrder, h)
 		}
 		if !fresh {
 			h.dead = true
+		}
+		if !st.own || from != "" {
+			h.foreign = true
 		}
 		h.traces = append(h.traces, st)
 		var before map[string][]byte
@@ -578,25 +612,49 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		if f.weighs {
 			sum.weighing++
 		}
-		if h := p.hand; !h.dead && flagReads(p.span, f.role) {
-			h.kept = append(h.kept, p.span)
-			if f.effect {
-				h.effects++
+		h := p.hand
+		h.stored++
+		if !h.foreign && f.reads {
+			if f.flagUse {
+				h.kept = append(h.kept, f.flag)
 			}
-			if f.weighs {
-				h.weighing++
+			h.unsure = h.unsure || f.flagUnsure
+			if !h.dead {
+				if f.effect {
+					h.effects++
+				}
+				if f.weighs {
+					h.weighing++
+				}
 			}
 		}
 	}
 	if err := flush(); err != nil {
 		return err
 	}
+	var whole []string
 	for _, h := range handOrder {
+		if w.kept != nil {
+			w.kept.add(h, w.writes)
+			if !h.dead {
+				whole = append(whole, h.exec)
+			}
+		}
 		// Without a side-effecting tool span and two attempts there is
 		// no duplicate: the execution is not audited at all (needsAudit).
 		if !h.dead && needsAudit(&summary{effects: h.effects, weighing: h.weighing}, false) {
 			w.hand = append(w.hand, h)
 		}
+	}
+	if w.kept != nil {
+		// The executions the last write held whole that this one did not
+		// add to are likely done with (their audit in hand stands).
+		for _, exec := range w.wholeLast {
+			if _, again := hand[exec]; !again {
+				w.kept.markDone(exec, w.writes-1)
+			}
+		}
+		w.wholeLast = whole
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
@@ -624,10 +682,8 @@ func (w *writer) handJob(reuse *handJob) *handJob {
 	j.execs, j.spans = slices.Grow(j.execs[:0], len(w.hand)), slices.Grow(j.spans[:0], n)
 	for _, h := range w.hand {
 		from := len(j.spans)
-		for _, s := range h.kept {
-			j.spans = append(j.spans, *s)
-		}
-		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans)})
+		j.spans = append(j.spans, h.kept...)
+		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans), unsure: h.unsure})
 	}
 	w.hand = nil
 	return j
@@ -656,7 +712,7 @@ func (w *writer) stillWhole(j *handJob) *handJob {
 // handJob is the audits of executions whose spans are all in hand.
 type handJob struct {
 	execs []handAudit
-	spans []Span
+	spans []flagSpan
 }
 
 // done lets go of what j refers to, keeping its memory for the next job.
@@ -670,7 +726,8 @@ func (j *handJob) done() *handJob {
 type handAudit struct {
 	exec     string
 	traces   []*traceState
-	from, to int // its spans in handJob.spans
+	from, to int  // its spans in handJob.spans
+	unsure   bool // a span of it leaves the answer to the fold
 }
 
 // run audits each execution and notes the answer on its traces (their
@@ -686,7 +743,10 @@ func (j *handJob) run(scratch *flagScratch) int {
 	}
 	n := 0
 	for _, x := range j.execs {
-		dup, sure := scratch.duplicate(j.spans[x.from:x.to])
+		if x.unsure {
+			continue
+		}
+		dup, sure := scratch.duplicateOf(j.spans[x.from:x.to])
 		if !sure {
 			continue
 		}

@@ -57,15 +57,24 @@ func ImportFile(db *store.DB, path string) (FileResult, error) {
 // ImportReader is ImportFile on a stream (standard input, a pipe) that
 // can be read once; name stands for it in the result and in errors.
 func ImportReader(db *store.DB, name string, r io.Reader) (FileResult, error) {
-	return importFrom(db, name, r, chunkSpans)
+	return importFrom(db, name, r, defaultLimits)
 }
 
 func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
-	return importFrom(db, path, nil, chunkSpans)
+	return importFrom(db, path, nil, limits{chunkSpans: chunkSpans, keptBytes: keptBudget})
 }
 
+// limits are a file import's bounds on memory: how many spans it commits
+// at once, and how many bytes of spans it keeps for the audit (keptSpans).
+type limits struct {
+	chunkSpans, keptBytes int
+}
+
+// defaultLimits are an import's.
+var defaultLimits = limits{chunkSpans: chunkSpans, keptBytes: keptBudget}
+
 // importFrom imports r, or the file at path when r is nil.
-func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileResult, error) {
+func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult, error) {
 	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
 	if r != nil {
 		read = func(fn func(Batch) error) (Format, error) {
@@ -76,12 +85,13 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 			return format, err
 		}
 	}
-	return importWith(db, path, read, chunkSpans)
+	return importWith(db, path, read, lim)
 }
 
 // importWith imports what read decodes, path naming it: read calls fn
 // with each batch of spans, in order, and says what format it read.
-func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), chunkSpans int) (FileResult, error) {
+func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), lim limits) (FileResult, error) {
+	chunkSpans := lim.chunkSpans
 	res := FileResult{Path: path}
 	if err := CleanPending(db); err != nil {
 		return res, err
@@ -97,6 +107,9 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	w := newWriter(path, id)
+	if lim.keptBytes > 0 {
+		w.kept = newKeptSpans(lim.keptBytes)
+	}
 	// Decoding and storing overlap: a goroutine commits each chunk while
 	// the next one is decoded. Two chunks go round between them, so memory
 	// holds at most two.
@@ -218,7 +231,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		}
 	}
 	res.Stats = w.stats
-	res.audits, res.readBacks = handAudits+w.readBacks, w.readBacks
+	res.audits, res.readBacks = handAudits+w.keptAudits+w.readBacks, w.readBacks
 	if err != nil {
 		if cerr := discard(db, id); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove what the failed import wrote: %w", cerr))
@@ -245,7 +258,8 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 			todo = append(todo, exec)
 		}
 	}
-	audited, dup := make([]bool, len(todo)), make([]bool, len(todo))
+	// How each was audited: not (0), on its kept spans (1), read back (2).
+	audited, dup := make([]int8, len(todo)), make([]bool, len(todo))
 	workers := min(runtime.GOMAXPROCS(0), 2)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -256,23 +270,40 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 			scratch := newFlagScratch() // one each: its maps are not for two goroutines
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
-					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
+					m := w.perExec[todo[i]]
+					earlier := tx.Execution(todo[i]) != nil
+					if !needsAudit(m, earlier) {
 						continue
+					}
+					// Without a record, the execution's spans are this
+					// import's (or a pending import's, which load skips
+					// too): the kept ones are all the fast path reads
+					// when they came from every write that stored some.
+					if spans, ok := w.kept.whole(todo[i], m.n); ok && !earlier {
+						if d, sure := scratch.duplicateOf(spans); sure {
+							dup[i], audited[i] = d, 1
+							continue
+						}
 					}
 					var err error
 					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
 						return err
 					}
-					audited[i] = true
+					audited[i] = 2
 				}
 				return nil
 			})
 		}()
 	}
 	wg.Wait()
+	w.kept = nil // let the spans go before the records are written
 	w.ahead = map[string]bool{}
 	for i, exec := range todo {
-		if audited[i] {
+		switch audited[i] {
+		case 1:
+			w.ahead[exec] = dup[i]
+			w.keptAudits++
+		case 2:
 			w.ahead[exec] = dup[i]
 			w.readBacks++
 		}
