@@ -402,7 +402,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	puts := slices.Grow(w.puts[:0], len(spans))
 	defer func() {
 		clear(puts) // let the spans and the stored runs go
-		if cap(puts) <= 2*chunkSpans {
+		if cap(puts) <= 2*mergeChunks*chunkSpans {
 			w.puts = puts[:0]
 		}
 	}()
@@ -415,7 +415,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	// key, and keeps an entry until the commit, which the slab outlives.
 	keys := slices.Grow(w.keys[:0], 128*len(spans))
 	defer func() {
-		if cap(keys) <= 256*chunkSpans {
+		if cap(keys) <= 256*mergeChunks*chunkSpans {
 			w.keys = keys[:0]
 		}
 	}()

@@ -236,12 +236,14 @@ func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
 	}
 	// Executions cut across chunks are audited on the spans kept across
 	// them, or read back when the import keeps none.
-	for _, c := range []struct{ chunk, kept int }{{1, keptBudget}, {2, keptBudget}, {3, keptBudget}, {5, keptBudget},
-		{8, keptBudget}, {chunkSpans, keptBudget}, {1, 0}, {3, 0}, {8, 0}} {
+	// Several chunks may go in one commit (merge), as decoding runs ahead.
+	for _, c := range []struct{ chunk, merge, kept int }{{1, 1, keptBudget}, {2, 1, keptBudget}, {3, 1, keptBudget},
+		{5, 1, keptBudget}, {8, 1, keptBudget}, {chunkSpans, 1, keptBudget}, {1, 1, 0}, {3, 1, 0}, {8, 1, 0},
+		{1, 4, keptBudget}, {3, 4, 0}} {
 		chunk := c.chunk
 		db := openDB(t)
 		for round := range 2 {
-			res, err := importFrom(db, p, nil, limits{chunkSpans: chunk, keptBytes: c.kept})
+			res, err := importFrom(db, p, nil, limits{chunkSpans: chunk, mergeChunks: c.merge, keptBytes: c.kept})
 			if err != nil {
 				t.Fatalf("chunks of %d, import %d: %v", chunk, round+1, err)
 			}

@@ -35,6 +35,12 @@ type FileResult struct {
 // fsyncs make it slower (BENCHMARKS.md, 8a).
 const chunkSpans = 2048
 
+// chunkBytes bounds a chunk's spans in their stored form: 2048 of the
+// usual agent's spans take some 800 KB, of spans that carry 1 KB
+// arguments and results (8i) 4 MB, and what memory holds of them (their
+// attributes decoded) several times that.
+const chunkBytes = 1 << 20
+
 // ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
 // (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
 // overrides it). The import streams, but what it keeps per trace grows
@@ -51,7 +57,7 @@ const ImportMemoryLimit = 100 << 20
 // by a crash, cleaned up on the next import) leaves nothing behind. The
 // error names the file, the line (JSON Lines) and the span where it can.
 func ImportFile(db *store.DB, path string) (FileResult, error) {
-	return importFile(db, path, chunkSpans)
+	return importFrom(db, path, nil, defaultLimits)
 }
 
 // ImportReader is ImportFile on a stream (standard input, a pipe) that
@@ -60,18 +66,29 @@ func ImportReader(db *store.DB, name string, r io.Reader) (FileResult, error) {
 	return importFrom(db, name, r, defaultLimits)
 }
 
+// importFile is ImportFile in chunks of chunkSpans, each committed alone.
 func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
-	return importFrom(db, path, nil, limits{chunkSpans: chunkSpans, keptBytes: keptBudget})
+	return importFrom(db, path, nil, limits{chunkSpans: chunkSpans, mergeChunks: 1, keptBytes: keptBudget})
 }
 
-// limits are a file import's bounds on memory: how many spans it commits
-// at once, and how many bytes of spans it keeps for the audit (keptSpans).
+// limits are a file import's bounds on memory: how many spans a chunk
+// holds, how many chunks a commit may take at most (mergeChunks), and how
+// many bytes of spans it keeps for the audit (keptSpans).
 type limits struct {
-	chunkSpans, keptBytes int
+	chunkSpans, mergeChunks, keptBytes int
 }
 
 // defaultLimits are an import's.
-var defaultLimits = limits{chunkSpans: chunkSpans, keptBytes: keptBudget}
+var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, keptBytes: keptBudget}
+
+// mergeChunks is how many chunks a commit takes at most: those decoded
+// while the last commit ran. A commit's cost is much in what it shares
+// among its spans (the pages of the index it rewrites, its fsync), and an
+// execution a commit holds whole is audited in hand: when storing is what
+// the import waits for (traces interleaved across lines), larger commits
+// make it go faster; when decoding is, commits take one chunk each, as
+// before.
+const mergeChunks = 4
 
 // importFrom imports r, or the file at path when r is nil.
 func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult, error) {
@@ -110,12 +127,13 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 	if lim.keptBytes > 0 {
 		w.kept = newKeptSpans(lim.keptBytes)
 	}
-	// Decoding and storing overlap: a goroutine commits each chunk while
-	// the next one is decoded. Two chunks go round between them, so memory
-	// holds at most two.
-	full := make(chan *fileChunk, 1)
-	free := make(chan *fileChunk, 2)
-	for range 2 {
+	// Decoding and storing overlap: a goroutine commits chunks while the
+	// next ones are decoded. One chunk more than a commit takes goes
+	// round between them, so memory holds at most that many.
+	merge := max(lim.mergeChunks, 1)
+	full := make(chan *fileChunk, merge)
+	free := make(chan *fileChunk, merge+1)
+	for range merge + 1 {
 		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
 			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans),
 			facts: make([]spanFacts, 0, chunkSpans)}
@@ -149,7 +167,31 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		// long trace over many chunks) is audited once, read back at the
 		// end, instead of once on its first chunk's spans for nothing.
 		var waiting *handJob
-		for c := range full {
+		var batch []*fileChunk
+		var merged fileChunk // the batch's chunks one after the other
+		for more := true; more; {
+			c, ok := <-full
+			if !ok {
+				break
+			}
+			// The chunks decoded while the last commit ran go in this one.
+			batch = append(batch[:0], c)
+		gather:
+			for len(batch) < merge {
+				select {
+				case c, ok := <-full:
+					if !ok {
+						more = false
+						break gather
+					}
+					batch = append(batch, c)
+				default:
+					break gather
+				}
+			}
+			if len(batch) > 1 {
+				c = merged.join(batch)
+			}
 			if err == nil {
 				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded, c.facts) }); err != nil {
 					err = c.atLine(err)
@@ -166,8 +208,12 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 					waiting = w.handJob(reuse)
 				}
 			}
-			c.reset()
-			free <- c
+			merged.let()
+			for _, c := range batch {
+				c.reset()
+				free <- c
+			}
+			clear(batch)
 		}
 		if err == nil && waiting != nil {
 			jobs <- waiting
@@ -182,8 +228,9 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		for i := range b.Spans {
 			chunk.add(&b.Spans[i], b.Line, effect)
 			// A batch larger than a chunk (a line of many spans) is cut:
-			// a chunk is what memory holds twice and a commit writes.
-			if len(chunk.spans) >= chunkSpans {
+			// a chunk is what memory holds a few times over and a commit
+			// writes. Large spans make smaller chunks.
+			if len(chunk.spans) >= chunkSpans || len(chunk.arena) >= chunkBytes {
 				full <- chunk
 				chunk = <-free
 				if failed.Load() {
@@ -350,9 +397,30 @@ func (c *fileChunk) atLine(err error) error {
 	return err
 }
 
+// join makes c the chunks of batch one after the other, their spans
+// copied (their stored forms stay in the chunks' arenas), and returns it.
+func (c *fileChunk) join(batch []*fileChunk) *fileChunk {
+	for _, b := range batch {
+		c.spans = append(c.spans, b.spans...)
+		c.lines = append(c.lines, b.lines...)
+		c.encoded = append(c.encoded, b.encoded...)
+		c.facts = append(c.facts, b.facts...)
+	}
+	return c
+}
+
+// let lets go of what join put in c, keeping its memory.
+func (c *fileChunk) let() {
+	clear(c.spans)
+	clear(c.encoded)
+	clear(c.facts)
+	c.spans, c.lines, c.encoded, c.facts = c.spans[:0], c.lines[:0], c.encoded[:0], c.facts[:0]
+}
+
 func (c *fileChunk) reset() {
 	clear(c.spans) // let the spans go while the chunk waits
 	clear(c.encoded)
+	clear(c.facts)
 	c.spans, c.lines, c.encoded, c.facts = c.spans[:0], c.lines[:0], c.encoded[:0], c.facts[:0]
 	if cap(c.arena) > 512*chunkSpans {
 		c.arena = nil // a chunk of unusually large spans: do not keep its buffer
