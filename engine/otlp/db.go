@@ -239,6 +239,10 @@ type writer struct {
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
 	writes   int32           // calls of write so far
+	// spread says many traces the last write stored spans of (an eighth:
+	// the traces a chunk cuts are a few) had spans in an earlier write:
+	// the file interleaves its traces across lines.
+	spread bool
 	// readBacks counts the executions audited from their stored spans.
 	readBacks int
 	hand      []*handExec // what the last write leaves handJob to audit
@@ -260,9 +264,6 @@ type writer struct {
 	kept *keptSpans
 	// keptAudits counts the executions auditAhead audited on kept spans.
 	keptAudits int
-	// wholeLast are the executions the last write held whole: all their
-	// traces were new to it (handExec not dead).
-	wholeLast []string
 }
 
 // spanHash is the hash of a span's trace and span ids in written.
@@ -298,6 +299,9 @@ type handExec struct {
 	// reads (flagReads) leaves the answer to the fold.
 	kept   []flagSpan
 	unsure bool
+	// keptFrom and keptN are kept's place in its write's slab until the
+	// write is done.
+	keptFrom, keptN int
 	// effects and weighing count its side-effecting and weighing spans
 	// (summary's), of an execution not dead.
 	effects, weighing int
@@ -336,17 +340,21 @@ func (e effects) roleOf(s *Span) (Role, bool) {
 // what it reads of it (flagSpanOf): flagUse says flag is a tool span it
 // groups into calls, flagUnsure that the span leaves the answer to the
 // fold.
+//
+// conv is its conversation (Span.Conversation): a file import's chunks
+// hold their spans without their attributes (fileChunk.add).
 type spanFacts struct {
 	role                       Role
 	effect, weighs             bool
 	flagUse, flagUnsure, reads bool
 	flag                       flagSpan
+	conv                       string
 }
 
 // factsOf works out s's facts.
 func (e effects) factsOf(s *Span) spanFacts {
 	role, effect := e.roleOf(s)
-	f := spanFacts{role: role, effect: effect, weighs: weighs(s, role), reads: flagReads(s, role)}
+	f := spanFacts{role: role, effect: effect, weighs: weighs(s, role), reads: flagReads(s, role), conv: s.Conversation()}
 	if f.reads {
 		var sure bool
 		f.flag, f.flagUse, sure = flagSpanOf(s, role)
@@ -419,15 +427,26 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			w.keys = keys[:0]
 		}
 	}()
+	seenBefore := 0
+	defer func() { w.spread = 8*seenBefore > len(order) }()
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
-			if c := spans[i].Conversation(); c != "" {
+			c := ""
+			if facts != nil {
+				c = facts[i].conv
+			} else {
+				c = spans[i].Conversation()
+			}
+			if c != "" {
 				conv = c
 				break
 			}
 		}
 		st, known := w.traces.get(t)
+		if known {
+			seenBefore++
+		}
 		committed, cur, from := "", "", ""
 		if known {
 			cur, from = w.traces.str(st.exec), w.traces.str(st.from)
@@ -519,6 +538,20 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	slices.SortFunc(puts, func(a, b pendingPut) int { return bytes.Compare(a.key, b.key) })
+	// What the audit reads of the spans stored (handExec.kept), an
+	// execution's side by side (puts are in key order, the execution's
+	// id first): one slab for the write instead of a slice that grows for
+	// each execution.
+	nFlag := len(spans)
+	if facts != nil {
+		nFlag = 0
+		for i := range facts {
+			if facts[i].flagUse {
+				nFlag++
+			}
+		}
+	}
+	slab := make([]flagSpan, 0, nFlag)
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	// A trace's spans stored here get consecutive sequences (puts are in
@@ -616,7 +649,17 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h.stored++
 		if !h.foreign && f.reads {
 			if f.flagUse {
-				h.kept = append(h.kept, f.flag)
+				if h.keptN > 0 && h.keptFrom+h.keptN != len(slab) {
+					// Not next to the execution's others (the keys put it
+					// there but for an execution id with a NUL): move them.
+					slab = append(slab, slab[h.keptFrom:h.keptFrom+h.keptN]...)
+					h.keptFrom = len(slab) - h.keptN
+				}
+				if h.keptN == 0 {
+					h.keptFrom = len(slab)
+				}
+				slab = append(slab, f.flag)
+				h.keptN++
 			}
 			h.unsure = h.unsure || f.flagUnsure
 			if !h.dead {
@@ -632,29 +675,23 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	if err := flush(); err != nil {
 		return err
 	}
-	var whole []string
 	for _, h := range handOrder {
-		if w.kept != nil {
+		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
+	}
+	if w.kept != nil {
+		w.kept.wrote(hand)
+	}
+	for _, h := range handOrder {
+		// An execution this write holds whole is kept (for the audit at
+		// the end) only once a later write adds to it (keptSpans.wrote).
+		if w.kept != nil && h.dead {
 			w.kept.add(h, w.writes)
-			if !h.dead {
-				whole = append(whole, h.exec)
-			}
 		}
 		// Without a side-effecting tool span and two attempts there is
 		// no duplicate: the execution is not audited at all (needsAudit).
 		if !h.dead && needsAudit(&summary{effects: h.effects, weighing: h.weighing}, false) {
 			w.hand = append(w.hand, h)
 		}
-	}
-	if w.kept != nil {
-		// The executions the last write held whole that this one did not
-		// add to are likely done with (their audit in hand stands).
-		for _, exec := range w.wholeLast {
-			if _, again := hand[exec]; !again {
-				w.kept.markDone(exec, w.writes-1)
-			}
-		}
-		w.wholeLast = whole
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {

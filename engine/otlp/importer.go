@@ -81,13 +81,12 @@ type limits struct {
 // defaultLimits are an import's.
 var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, keptBytes: keptBudget}
 
-// mergeChunks is how many chunks a commit takes at most: those decoded
-// while the last commit ran. A commit's cost is much in what it shares
-// among its spans (the pages of the index it rewrites, its fsync), and an
-// execution a commit holds whole is audited in hand: when storing is what
-// the import waits for (traces interleaved across lines), larger commits
-// make it go faster; when decoding is, commits take one chunk each, as
-// before.
+// mergeChunks is how many chunks a commit takes at most, of a file whose
+// traces interleave across lines (writer.spread): those decoded while the
+// last commit ran. Each span's index entry then lands anywhere in the
+// index, whose pages a commit rewrites; a commit of more spans shares
+// them among more, and holds more of each trace. When decoding is the
+// slower side, commits take one chunk each, as before.
 const mergeChunks = 4
 
 // importFrom imports r, or the file at path when r is nil.
@@ -128,16 +127,27 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		w.kept = newKeptSpans(lim.keptBytes)
 	}
 	// Decoding and storing overlap: a goroutine commits chunks while the
-	// next ones are decoded. One chunk more than a commit takes goes
-	// round between them, so memory holds at most that many.
+	// next ones are decoded. Two chunks go round between them, and more,
+	// up to one more than a commit takes, while the decoding side is ahead
+	// (made as it finds none free), so memory holds at most that many.
 	merge := max(lim.mergeChunks, 1)
 	full := make(chan *fileChunk, merge)
 	free := make(chan *fileChunk, merge+1)
-	for range merge + 1 {
-		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
+	newChunk := func() *fileChunk {
+		return &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
 			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans),
 			facts: make([]spanFacts, 0, chunkSpans)}
 	}
+	made := 2
+	for range made {
+		free <- newChunk()
+	}
+	// spread is writer.spread, for the decoding side: only then do commits
+	// take several chunks. In a file whose traces come together the
+	// chunks' spans are mostly whole traces already, and more chunks in
+	// memory only make the collector work harder under the import's soft
+	// limit (BENCHMARKS.md, 8a).
+	var spread atomic.Bool
 	var failed atomic.Bool
 	stored := make(chan error, 1)
 	// A third goroutine audits, from the spans in hand, the executions a
@@ -177,7 +187,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 			// The chunks decoded while the last commit ran go in this one.
 			batch = append(batch[:0], c)
 		gather:
-			for len(batch) < merge {
+			for len(batch) < merge && spread.Load() {
 				select {
 				case c, ok := <-full:
 					if !ok {
@@ -197,6 +207,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 					err = c.atLine(err)
 					failed.Store(true)
 				} else {
+					spread.Store(w.spread)
 					if waiting != nil {
 						jobs <- w.stillWhole(waiting)
 					}
@@ -232,7 +243,16 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 			// writes. Large spans make smaller chunks.
 			if len(chunk.spans) >= chunkSpans || len(chunk.arena) >= chunkBytes {
 				full <- chunk
-				chunk = <-free
+				select {
+				case chunk = <-free:
+				default:
+					if made < merge+1 && spread.Load() {
+						made++
+						chunk = newChunk()
+					} else {
+						chunk = <-free
+					}
+				}
 				if failed.Load() {
 					return errStoreFailed
 				}
@@ -374,13 +394,23 @@ type fileChunk struct {
 	facts   []spanFacts
 }
 
+// add puts s in the chunk, with its line, facts and stored form. The chunk
+// holds s without its attributes and events, which are most of its
+// memory: the writer reads them only through the facts and the stored form
+// made here, and a root span's error text (summary), kept in Message. Up to
+// five chunks go round (mergeChunks), under the import's soft memory limit.
 func (c *fileChunk) add(s *Span, line int, effect effects) {
-	c.spans = append(c.spans, *s)
 	c.lines = append(c.lines, line)
 	c.facts = append(c.facts, effect.factsOf(s))
 	n := len(c.arena)
 	c.arena = encodeSpan(c.arena, s)
 	c.encoded = append(c.encoded, c.arena[n:len(c.arena):len(c.arena)])
+	slim := *s
+	slim.Attrs, slim.Events = nil, nil
+	if s.ParentID == "" && s.Status == "error" {
+		slim.Message = s.ErrorText()
+	}
+	c.spans = append(c.spans, slim)
 }
 
 // atLine names the line of the span an error is about, when it is known.

@@ -10,16 +10,27 @@ import "unsafe"
 // used to be read back from the database at the end, every span of it
 // fetched and decoded again. A file import keeps instead, for each
 // execution that is its own (no record, its traces new to the database),
-// what the duplicate flag's fast path reads of its spans (flagSpan), within
-// a budget of bytes: the audit at the end runs on that. Over the budget,
-// the executions a chunk held whole (audited in hand, or with nothing to
-// audit) and no later chunk added to are let go first, then those touched
-// longest ago; one let go whose spans go on later is read back, as before.
+// what the duplicate flag's fast path reads of its spans (flagSpan), from
+// the write that first held some to the last, within a budget of bytes:
+// the audit at the end runs on that. An execution a write holds whole
+// (audited in hand, or with nothing to audit) is kept only if one of the
+// next few writes adds to it, and over the budget those touched longest
+// ago are let go; one whose spans go on later than that is read back, as
+// before.
 
 // keptBudget is how many bytes of memory a file import keeps for the audit
 // (flagSpans and the strings they hold): the tool spans of a 50 000-span
-// file of the usual agent's traces interleaved take some 14 MB.
-const keptBudget = 24 << 20
+// file of the usual agent's traces interleaved take some 12 MB.
+const keptBudget = 16 << 20
+
+// keptWrites is how many writes back an execution that a write held whole
+// is found again when a later write adds to it: in a file whose traces are
+// interleaved across lines, a trace's spans come a write or two apart; in
+// one whose traces come together, most executions a write holds are whole
+// and done with, and keeping each would fill the budget for nothing,
+// holding that much more memory under the import's soft limit
+// (BENCHMARKS.md, 8a, 8b).
+const keptWrites = 8
 
 // flagSpanSize is a flagSpan's size, beside its strings'.
 const flagSpanSize = int(unsafe.Sizeof(flagSpan{}))
@@ -34,11 +45,13 @@ func keptCost(f *flagSpan) int {
 type keptSpans struct {
 	budget, bytes int
 	byExec        map[string]*keptExec
+	// recent are the executions the last keptWrites writes stored spans
+	// of, the last write's last, with what each stored (handExec).
+	recent []map[string]*handExec
 	// touched lists the executions in the order writes added to them, the
 	// write with each: the front is let go first. An entry whose execution
-	// was added to again later is stale, and skipped. done lists likewise
-	// those found done with (markDone), let go before any in touched.
-	touched, done []keptTouch
+	// was added to again later, or let go, is stale, and skipped.
+	touched []keptTouch
 }
 
 // keptExec is what is kept of one execution.
@@ -57,8 +70,6 @@ type keptExec struct {
 	// foreign says the execution held, or may hold, spans that are not
 	// this import's (a record, a trace the database held): read it back.
 	foreign bool
-	// done says the write after the last that added to it did not.
-	done bool
 }
 
 type keptTouch struct {
@@ -70,65 +81,70 @@ func newKeptSpans(budget int) *keptSpans {
 	return &keptSpans{budget: budget, byExec: map[string]*keptExec{}}
 }
 
+// wrote notes what a write stored, by execution, before add is called for
+// the executions it added to: the last keptWrites writes' are kept.
+func (k *keptSpans) wrote(hand map[string]*handExec) {
+	if len(k.recent) == keptWrites {
+		copy(k.recent, k.recent[1:])
+		k.recent = k.recent[:keptWrites-1]
+	}
+	k.recent = append(k.recent, hand)
+}
+
 // add keeps what write number write stored of h's execution (h.kept, of
-// h.stored spans stored), then lets go of executions while the budget is
-// exceeded.
+// h.stored spans stored), which an earlier write stored some of: with what
+// is kept of it, or else with what one of the last keptWrites writes
+// stored of it, if that write held all of it. Then it lets go of the
+// executions touched longest ago while the budget is exceeded.
 func (k *keptSpans) add(h *handExec, write int32) {
 	e := k.byExec[h.exec]
 	if e == nil {
+		var first *handExec
+		for i := len(k.recent) - 2; i >= 0 && first == nil; i-- { // the last is this write's
+			first = k.recent[i][h.exec]
+		}
+		if first == nil || first.dead {
+			return // what was stored of it before is not kept: read it back
+		}
 		e = &keptExec{exec: h.exec}
 		k.byExec[e.exec] = e
+		k.keep(e, first)
 	}
-	e.last, e.done = write, false
-	e.n += h.stored
+	e.last = write
 	k.touched = append(k.touched, keptTouch{e.exec, write})
+	k.keep(e, h)
+	for k.bytes > k.budget && len(k.touched) > 0 {
+		t := k.touched[0]
+		k.touched[0] = keptTouch{}
+		k.touched = k.touched[1:]
+		if e := k.byExec[t.exec]; e != nil && e.last == t.write {
+			k.bytes -= e.bytes
+			delete(k.byExec, t.exec)
+		}
+	}
+}
+
+// keep adds to e what a write stored of its execution (h).
+func (k *keptSpans) keep(e *keptExec, h *handExec) {
+	e.n += h.stored
 	if h.foreign || e.foreign {
 		k.bytes -= e.bytes
 		e.foreign, e.spans, e.bytes = true, nil, 0
-	} else {
-		if e.spans == nil {
-			// An execution cut across chunks comes a few spans a chunk:
-			// room for the usual trace's tool spans at once.
-			e.spans = make([]flagSpan, 0, max(len(h.kept), 8))
-		}
-		e.spans = append(e.spans, h.kept...)
-		e.unsure = e.unsure || h.unsure
-		add := 0
-		for i := range h.kept {
-			add += keptCost(&h.kept[i])
-		}
-		e.bytes += add
-		k.bytes += add
+		return
 	}
-	for k.bytes > k.budget && len(k.done) > 0 {
-		k.done = k.letGo(k.done, true)
+	if e.spans == nil {
+		// An execution cut across chunks comes a few spans a chunk:
+		// room for the usual trace's tool spans at once.
+		e.spans = make([]flagSpan, 0, max(2*len(h.kept), 8))
 	}
-	for k.bytes > k.budget && len(k.touched) > 0 {
-		k.touched = k.letGo(k.touched, false)
+	e.spans = append(e.spans, h.kept...)
+	e.unsure = e.unsure || h.unsure
+	add := 0
+	for i := range h.kept {
+		add += keptCost(&h.kept[i])
 	}
-}
-
-// markDone notes that exec, which write number write added to last, got
-// nothing from the next write: a file whose traces come together is done
-// with it.
-func (k *keptSpans) markDone(exec string, write int32) {
-	if e := k.byExec[exec]; e != nil && e.last == write && !e.done {
-		e.done = true
-		k.done = append(k.done, keptTouch{e.exec, write})
-	}
-}
-
-// letGo lets go of the execution at the front of q, unless the entry is
-// stale (the execution was added to since, or, from done, is not done),
-// and returns the rest of q.
-func (k *keptSpans) letGo(q []keptTouch, done bool) []keptTouch {
-	t := q[0]
-	q[0] = keptTouch{}
-	if e := k.byExec[t.exec]; e != nil && e.last == t.write && (e.done || !done) {
-		k.bytes -= e.bytes
-		delete(k.byExec, t.exec)
-	}
-	return q[1:]
+	e.bytes += add
+	k.bytes += add
 }
 
 // whole returns exec's kept spans when they are all the flag's fast path

@@ -113,7 +113,7 @@ func SpansLenient(td ptrace.Traces) (spans []Span, rejected int, first error) {
 }
 
 // eachDropping is each, which also drops from td the spans it converted,
-// every n of them, and those of a scope once done with it.
+// n at a time.
 func eachDropping(td ptrace.Traces, n int, fn func(Span, error) error) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
