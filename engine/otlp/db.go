@@ -679,7 +679,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
 	}
 	if w.kept != nil {
-		w.kept.wrote(hand)
+		w.kept.wrote(hand, w.spread)
 	}
 	for _, h := range handOrder {
 		// An execution this write holds whole is kept (for the audit at

@@ -82,11 +82,18 @@ func newKeptSpans(budget int) *keptSpans {
 }
 
 // wrote notes what a write stored, by execution, before add is called for
-// the executions it added to: the last keptWrites writes' are kept.
-func (k *keptSpans) wrote(hand map[string]*handExec) {
-	if len(k.recent) == keptWrites {
-		copy(k.recent, k.recent[1:])
-		k.recent = k.recent[:keptWrites-1]
+// the executions it added to: the last keptWrites writes' are kept, or
+// with spread false (a file whose traces come together: the executions a
+// write cuts go on in the next) only the last one's.
+func (k *keptSpans) wrote(hand map[string]*handExec, spread bool) {
+	keep := keptWrites
+	if !spread {
+		keep = 2
+	}
+	if n := len(k.recent); n >= keep {
+		copy(k.recent, k.recent[n-keep+1:])
+		clear(k.recent[keep-1:])
+		k.recent = k.recent[:keep-1]
 	}
 	k.recent = append(k.recent, hand)
 }
