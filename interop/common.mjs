@@ -35,6 +35,30 @@ export function script(scenario) {
 
 // TimeoutError is what the caller sees when the email went out but the
 // response was lost.
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 5, text: 5, reasoning: 0 },
+};
+
+// mockResults is what an AI SDK mock model (MockLanguageModelV3, V4)
+// answers a script's steps with, one doGenerate result a step: one tool
+// call each, then the text "Invoice sent.".
+export function mockResults(steps) {
+  const results = steps.map((s) => ({
+    content: [{ type: "tool-call", toolCallId: s.id, toolName: s.name, input: JSON.stringify(s.args) }],
+    finishReason: { unified: "tool-calls", raw: "tool_calls" },
+    usage,
+    warnings: [],
+  }));
+  results.push({
+    content: [{ type: "text", text: "Invoice sent." }],
+    finishReason: { unified: "stop", raw: "stop" },
+    usage,
+    warnings: [],
+  });
+  return results;
+}
+
 export class TimeoutError extends Error {
   constructor(message) {
     super(message);

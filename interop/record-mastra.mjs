@@ -9,29 +9,12 @@ import { Observability } from "@mastra/observability";
 import { OtelExporter } from "@mastra/otel-exporter";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
-import { Recorder, prompt, scenarios, script, tools } from "./common.mjs";
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 5, text: 5, reasoning: 0 },
-};
+import { Recorder, mockResults, prompt, scenarios, script, tools } from "./common.mjs";
 
 // model answers each step of the script with one tool call, then text
 // (Mastra's generate calls doGenerate).
 function model(steps) {
-  const results = steps.map((s) => ({
-    content: [{ type: "tool-call", toolCallId: s.id, toolName: s.name, input: JSON.stringify(s.args) }],
-    finishReason: { unified: "tool-calls", raw: "tool_calls" },
-    usage,
-    warnings: [],
-  }));
-  results.push({
-    content: [{ type: "text", text: "Invoice sent." }],
-    finishReason: { unified: "stop", raw: "stop" },
-    usage,
-    warnings: [],
-  });
-  return new MockLanguageModelV3({ provider: "mock", modelId: "mock-model", doGenerate: results });
+  return new MockLanguageModelV3({ provider: "mock", modelId: "mock-model", doGenerate: mockResults(steps) });
 }
 
 const rec = new Recorder("mastra");

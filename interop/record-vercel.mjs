@@ -6,28 +6,11 @@ import { generateText, tool, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { OpenTelemetry, LegacyOpenTelemetry } from "@ai-sdk/otel";
 import { z } from "zod";
-import { Recorder, prompt, scenarios, script, tools } from "./common.mjs";
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 5, text: 5, reasoning: 0 },
-};
+import { Recorder, mockResults, prompt, scenarios, script, tools } from "./common.mjs";
 
 // model answers each step of the script with one tool call, then text.
 function model(steps) {
-  const results = steps.map((s) => ({
-    content: [{ type: "tool-call", toolCallId: s.id, toolName: s.name, input: JSON.stringify(s.args) }],
-    finishReason: { unified: "tool-calls", raw: "tool_calls" },
-    usage,
-    warnings: [],
-  }));
-  results.push({
-    content: [{ type: "text", text: "Invoice sent." }],
-    finishReason: { unified: "stop", raw: "stop" },
-    usage,
-    warnings: [],
-  });
-  return new MockLanguageModelV4({ provider: "mock", modelId: "mock-model", doGenerate: results });
+  return new MockLanguageModelV4({ provider: "mock", modelId: "mock-model", doGenerate: mockResults(steps) });
 }
 
 async function run(rec, integration, name, scenario) {

@@ -335,6 +335,7 @@ func (m *Model) onSubscribed(msg subscribedMsg) tea.Cmd {
 		return func() tea.Msg { msg.unsubscribe(); return nil }
 	}
 	m.feed.notices, m.feed.unsubscribe = msg.notices, msg.unsubscribe
+	m.feed.cur = m.feed.window // a new source starts quiet
 	execs := m.loadExecs()
 	if id := m.lesson.takeRestore(); id != "" {
 		execs = m.restoreSelection(id)

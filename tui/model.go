@@ -75,6 +75,15 @@ type Options struct {
 // DefaultNoticeWindow gathers the live notices of one frame.
 const DefaultNoticeWindow = 16 * time.Millisecond
 
+// MaxNoticeWindow is the longest the notice window grows to while notices
+// never stop (a receiver storing spans, a room taking 40 participants'
+// runs): the window doubles each time the next notice comes within it, and
+// falls back to NoticeWindow after a quiet one. A steady stream then costs
+// at most about eight refreshes a second instead of one a frame, leaving
+// the screen's goroutine and the machine free for the keys; a lone burst
+// still shows within a frame.
+const MaxNoticeWindow = 128 * time.Millisecond
+
 type pane int
 
 const (
@@ -151,8 +160,10 @@ type runState struct {
 
 // noticeFeed is the source's notices as the explorer follows them.
 type noticeFeed struct {
-	notices     <-chan notice.Notice
-	window      time.Duration
+	notices <-chan notice.Notice
+	// window is the notice window asked for; cur the one in use, grown
+	// up to MaxNoticeWindow while notices keep coming (grow).
+	window, cur time.Duration
 	unsubscribe func()
 	// gen counts source switches; results of an older source are dropped.
 	gen int
@@ -182,6 +193,7 @@ func New(o Options) *Model {
 	if m.feed.window == 0 {
 		m.feed.window = DefaultNoticeWindow
 	}
+	m.feed.cur = m.feed.window
 	m.status = newStatusLine(m.theme, o.FlashFor)
 	m.help = newHelpPage(m.Context, m.helpColumns)
 	m.msgs = newMessageLog(m.Context)
@@ -264,6 +276,9 @@ type gradesMsg struct {
 type noticesMsg struct {
 	batch  []notice.Notice
 	closed bool
+	// steady: the batch's first notice came within the window the wait
+	// was for, after the last refresh (a stream, not a lone burst).
+	steady bool
 }
 
 type scenariosMsg struct {
@@ -528,9 +543,24 @@ func (m *Model) loadScenarios() tea.Cmd {
 // gathers what arrives within the notice window (one frame by default), so
 // a burst costs one refresh; with a negative window, only what is waiting.
 func (m *Model) waitNotices() tea.Cmd {
-	ch, window := m.feed.notices, m.feed.window
+	ch, window := m.feed.notices, m.feed.cur
 	return func() tea.Msg {
-		n, ok := <-ch
+		var n notice.Notice
+		var ok, steady bool
+		if window > 0 {
+			// A notice already waiting, or one within the window: the
+			// notices are a stream.
+			quiet := time.NewTimer(window)
+			select {
+			case n, ok = <-ch:
+				steady = true
+			case <-quiet.C:
+				n, ok = <-ch
+			}
+			quiet.Stop()
+		} else {
+			n, ok = <-ch
+		}
 		if !ok {
 			return noticesMsg{closed: true}
 		}
@@ -545,20 +575,34 @@ func (m *Model) waitNotices() tea.Cmd {
 				select {
 				case n, more = <-ch:
 				default:
-					return noticesMsg{batch: batch}
+					return noticesMsg{batch: batch, steady: steady}
 				}
 			} else {
 				select {
 				case n, more = <-ch:
 				case <-deadline:
-					return noticesMsg{batch: batch}
+					return noticesMsg{batch: batch, steady: steady}
 				}
 			}
 			if !more {
-				return noticesMsg{batch: batch, closed: true}
+				return noticesMsg{batch: batch, closed: true, steady: steady}
 			}
 			batch = append(batch, n)
 		}
+	}
+}
+
+// grow sets the next notice window after a batch: doubled (up to
+// MaxNoticeWindow) while the notices are a steady stream, the asked
+// window again after a quiet one.
+func (f *noticeFeed) grow(steady bool) {
+	switch {
+	case f.window <= 0:
+		f.cur = f.window
+	case steady:
+		f.cur = min(2*f.cur, max(MaxNoticeWindow, f.window))
+	default:
+		f.cur = f.window
 	}
 }
 

@@ -241,6 +241,7 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 // jump: from the last event held) or a Lagged notice (from the start).
 // The outbox is re-read only when the world did something.
 func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
+	m.feed.grow(msg.steady)
 	cmds := []tea.Cmd{m.loadExecs()}
 	reload, outbox, mine, gap, changed := false, false, false, false, false
 	for _, n := range msg.batch {

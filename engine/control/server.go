@@ -13,6 +13,7 @@ import (
 	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/engine/notice"
 	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
@@ -270,9 +271,37 @@ func (s *Server) streamNotices(w http.ResponseWriter, r *http.Request) {
 			if err := enc.Encode(n); err != nil {
 				return
 			}
+			// What else is waiting goes in the same write: a receiver
+			// storing spans announces dozens of executions a commit, and a
+			// write (and the client's read) for each cost both sides more
+			// than the notices themselves.
+			more := encodeWaiting(enc, notices)
 			flusher.Flush()
+			if !more {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		}
 	}
+}
+
+// encodeWaiting encodes the notices already waiting in notices, at most a
+// buffer's worth; false when the stream is done (closed, or a write
+// failed), once what it encoded is written.
+func encodeWaiting(enc *json.Encoder, notices <-chan notice.Notice) bool {
+	for range cap(notices) {
+		select {
+		case n, ok := <-notices:
+			if !ok {
+				return false
+			}
+			if enc.Encode(n) != nil {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+	return true
 }

@@ -15,15 +15,10 @@
 package jaeger
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 
-	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/store"
 )
 
 // Format names the source in the registry; the executions it imports are
@@ -36,43 +31,15 @@ const (
 	FormatV3 otlp.Format = "Jaeger API v3 JSON"
 )
 
-// Source is Jaeger's trace JSON as a source of imported executions.
-type Source struct {
-	// What it imports is stored as OTLP's, and read back as OTLP's.
-	otlp.StoredAsOTLP
-}
-
-var _ imports.Source = Source{}
-
-// Format is Format.
-func (Source) Format() string { return Format }
-
-// Sniff takes a JSON object with a top-level "data" key whose start
-// mentions spans (API v1, the UI's download), or a "result" one (API
+// Source is Jaeger's trace JSON as a source of imported executions: a
+// top-level "data" key (API v1, the UI's download) or a "result" one (API
 // v2/v3).
-func (Source) Sniff(br *bufio.Reader) bool {
-	keys := otlp.PeekKeys(br)
-	return slices.Contains(keys, "data") || slices.Contains(keys, "result")
-}
-
-// ImportFile imports a Jaeger download.
-func (s Source) ImportFile(db *store.DB, path string) (imports.Result, error) {
-	return s.Import(db, path, nil)
-}
-
-// Import imports a Jaeger download read once from r (the file at name
-// when r is nil).
-func (Source) Import(db *store.DB, name string, r io.Reader) (imports.Result, error) {
-	format := FormatUI
-	res, err := otlp.ImportWith(db, name, r, format, func(data []byte, fn func(otlp.Batch) error) error {
-		f, err := Decode(data, fn)
-		format = f
-		return err
-	})
-	res.Format = format
-	out := res.Result()
-	out.Format = Format
-	return out, err
+func Source() otlp.EnvelopeSource {
+	return otlp.EnvelopeSource{Name: Format, Keys: []string{"data", "result"}, Default: FormatUI,
+		Decode: func(data []byte, fn func(otlp.Batch) error) (otlp.Format, string, error) {
+			format, err := Decode(data, fn)
+			return format, "", err
+		}}
 }
 
 // Decode decodes a Jaeger trace download, says which of Jaeger's formats

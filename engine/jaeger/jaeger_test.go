@@ -9,52 +9,13 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/audit"
-	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/imports/all"
+	"github.com/retrylab/retrylab/engine/imports/importtest"
 	"github.com/retrylab/retrylab/engine/jaeger"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
-
-func openDB(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// folded reads every execution back through the registry, as the
-// explorer and audit do.
-func folded(t *testing.T, db *store.DB) []*trace.Trace {
-	t.Helper()
-	reg := all.Registry()
-	var out []*trace.Trace
-	err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, rec []byte) bool {
-			x, err := history.DecodeExecution(rec)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			evs, err := reg.Events(tx, x)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			out = append(out, trace.Fold(id, evs))
-			return true
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func fixture(name string) string { return filepath.Join("..", "..", "fixtures", "jaeger", name) }
 
@@ -77,7 +38,7 @@ func TestImportsJaegerDownloads(t *testing.T) {
 			if !ok || src.Format() != jaeger.Format {
 				t.Fatalf("sniffed as %v", src)
 			}
-			db := openDB(t)
+			db := importtest.OpenDB(t)
 			res, err := src.ImportFile(db, fixture(c.file))
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +46,7 @@ func TestImportsJaegerDownloads(t *testing.T) {
 			if res.Summary != c.summary || res.Format != jaeger.Format || len(res.Executions) != 1 || res.Executions[0] != "otlp-conv-"+c.conv {
 				t.Errorf("result %+v, want %q of otlp-conv-%s", res, c.summary, c.conv)
 			}
-			traces := folded(t, db)
+			traces := importtest.Folded(t, db)
 			if len(traces) != 1 {
 				t.Fatalf("%d executions", len(traces))
 			}
@@ -103,8 +64,8 @@ func TestImportsJaegerDownloads(t *testing.T) {
 // (and the error tag) the status, the CHILD_OF reference the parent, a
 // log with an "event" field an event of that name, int64 tags integers.
 func TestJaegerModelMapping(t *testing.T) {
-	db := openDB(t)
-	if _, err := (jaeger.Source{}).ImportFile(db, fixture("mailer-ui.json")); err != nil {
+	db := importtest.OpenDB(t)
+	if _, err := jaeger.Source().ImportFile(db, fixture("mailer-ui.json")); err != nil {
 		t.Fatal(err)
 	}
 	err := db.View(func(tx *store.Tx) error {
@@ -204,12 +165,12 @@ func TestJaegerBadInputs(t *testing.T) {
 			if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			db := openDB(t)
-			_, err := jaeger.Source{}.ImportFile(db, path)
+			db := importtest.OpenDB(t)
+			_, err := jaeger.Source().ImportFile(db, path)
 			if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), path+": "+want) {
 				t.Errorf("error %v\nwant %s: %s...", err, path, want)
 			}
-			if n := len(folded(t, db)); n != 0 {
+			if n := len(importtest.Folded(t, db)); n != 0 {
 				t.Errorf("%d executions stored from a refused file", n)
 			}
 		})

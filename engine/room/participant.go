@@ -73,7 +73,8 @@ func (e Execution) record() history.Execution {
 		Sends: e.Sends, Duplicates: e.Duplicates, Started: e.Started, Updated: e.Updated}
 }
 
-// all is the participant's executions, newest first, as the explorer lists.
+// all is the participant's executions, the latest active first, as the
+// explorer lists a host's.
 func (p *ParticipantReader) all() ([]history.Execution, error) {
 	var xs []Execution
 	err := p.db.View(func(tx *store.Tx) (err error) {
@@ -87,13 +88,23 @@ func (p *ParticipantReader) all() ([]history.Execution, error) {
 	for i, x := range xs {
 		out[i] = x.record()
 	}
-	slices.SortStableFunc(out, func(a, b history.Execution) int {
+	byLastActivity(out)
+	return out, nil
+}
+
+// byLastActivity orders executions as the explorer lists a host's: the
+// latest activity first (a resumed execution comes back to the top), then
+// the latest started, then by id.
+func byLastActivity(xs []history.Execution) {
+	slices.SortStableFunc(xs, func(a, b history.Execution) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
 		if c := b.Started.Compare(a.Started); c != 0 {
 			return c
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
-	return out, nil
 }
 
 // page is list[skip:skip+limit], clamped.
@@ -127,8 +138,8 @@ func (p *ParticipantReader) Execution(id string) (history.Execution, error) {
 	return x.record(), nil
 }
 
-// Executions is a page of the participant's executions, newest first, and
-// how many there are.
+// Executions is a page of the participant's executions, the latest active
+// first, and how many there are.
 func (p *ParticipantReader) Executions(skip, limit int) ([]history.Execution, int, error) {
 	all, err := p.all()
 	if err != nil {

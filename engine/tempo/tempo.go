@@ -11,17 +11,12 @@
 package tempo
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strings"
 
-	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/store"
 )
 
 // Format names the source in the registry; the executions it imports are
@@ -31,46 +26,16 @@ const Format = "tempo"
 // FileFormat is what the import's summary calls a Tempo file.
 const FileFormat otlp.Format = "Tempo JSON"
 
-// Source is Tempo's trace JSON as a source of imported executions.
-type Source struct {
-	// What it imports is stored as OTLP's, and read back as OTLP's.
-	otlp.StoredAsOTLP
-}
-
-var _ imports.Source = Source{}
-
-// Format is Format.
-func (Source) Format() string { return Format }
-
-// Sniff takes a JSON object with a top-level "batches" (API v1) or
-// "trace" (API v2) key.
-func (Source) Sniff(br *bufio.Reader) bool {
-	keys := otlp.PeekKeys(br)
-	return slices.Contains(keys, "batches") || slices.Contains(keys, "trace")
-}
-
-// ImportFile imports a Tempo download.
-func (s Source) ImportFile(db *store.DB, path string) (imports.Result, error) {
-	return s.Import(db, path, nil)
-}
-
-// Import imports a Tempo download read once from r (the file at name
-// when r is nil).
-// A trace Tempo answered as partial is imported as far as it goes, and
-// the summary says so with Tempo's message.
-func (Source) Import(db *store.DB, name string, r io.Reader) (imports.Result, error) {
-	var partial string
-	res, err := otlp.ImportWith(db, name, r, FileFormat, func(data []byte, fn func(otlp.Batch) error) error {
-		p, err := decode(data, fn)
-		partial = p
-		return err
-	})
-	out := res.Result()
-	out.Format = Format
-	if err == nil && partial != "" {
-		out.Summary += "; " + partial
-	}
-	return out, err
+// Source is Tempo's trace JSON as a source of imported executions: a
+// top-level "batches" (API v1) or "trace" (API v2) key. A trace Tempo
+// answered as partial is imported as far as it goes, and the summary says
+// so with Tempo's message.
+func Source() otlp.EnvelopeSource {
+	return otlp.EnvelopeSource{Name: Format, Keys: []string{"batches", "trace"}, Default: FileFormat,
+		Decode: func(data []byte, fn func(otlp.Batch) error) (otlp.Format, string, error) {
+			partial, err := decode(data, fn)
+			return FileFormat, partial, err
+		}}
 }
 
 // renames are Tempo's keys for OTLP's.

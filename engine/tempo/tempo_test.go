@@ -11,52 +11,13 @@ import (
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/audit"
-	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/imports/all"
+	"github.com/retrylab/retrylab/engine/imports/importtest"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/engine/tempo"
-	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
-
-func openDB(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// folded reads every execution back through the registry, as the
-// explorer and audit do.
-func folded(t *testing.T, db *store.DB) []*trace.Trace {
-	t.Helper()
-	reg := all.Registry()
-	var out []*trace.Trace
-	err := db.View(func(tx *store.Tx) error {
-		return tx.Executions(false, 0, func(id string, rec []byte) bool {
-			x, err := history.DecodeExecution(rec)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			evs, err := reg.Events(tx, x)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			out = append(out, trace.Fold(id, evs))
-			return true
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // Tempo's downloads, API v1 (batches, instrumentationLibrarySpans, ids in
 // base64) and v2 ({"trace": ...}), are sniffed as Tempo's, imported, read
@@ -74,7 +35,7 @@ func TestImportsTempoDownloads(t *testing.T) {
 			if !ok || src.Format() != tempo.Format {
 				t.Fatalf("sniffed as %v", src)
 			}
-			db := openDB(t)
+			db := importtest.OpenDB(t)
 			res, err := src.ImportFile(db, path)
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +44,7 @@ func TestImportsTempoDownloads(t *testing.T) {
 			if res.Summary != want || res.Format != tempo.Format || len(res.Executions) != 1 || res.Executions[0] != "otlp-conv-"+conv {
 				t.Errorf("result %+v, want %q of otlp-conv-%s", res, want, conv)
 			}
-			traces := folded(t, db)
+			traces := importtest.Folded(t, db)
 			if len(traces) != 1 {
 				t.Fatalf("%d executions", len(traces))
 			}
@@ -157,12 +118,12 @@ func TestTempoBadInputs(t *testing.T) {
 			if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			db := openDB(t)
-			_, err := tempo.Source{}.ImportFile(db, path)
+			db := importtest.OpenDB(t)
+			_, err := tempo.Source().ImportFile(db, path)
 			if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), path+": "+want) {
 				t.Errorf("error %v\nwant %s: %s...", err, path, want)
 			}
-			if n := len(folded(t, db)); n != 0 {
+			if n := len(importtest.Folded(t, db)); n != 0 {
 				t.Errorf("%d executions stored from a refused file", n)
 			}
 		})
@@ -185,7 +146,7 @@ func TestImportsGzipStream(t *testing.T) {
 	if !ok || src.Format() != tempo.Format {
 		t.Fatalf("sniffed as %v", src)
 	}
-	db := openDB(t)
+	db := importtest.OpenDB(t)
 	res, err := src.Import(db, "-", br)
 	if err != nil || res.Summary != "Tempo JSON, 6 spans imported" {
 		t.Fatalf("%+v %v", res, err)
@@ -214,13 +175,13 @@ func TestImportsPartialTraceV2(t *testing.T) {
 		{`"status": 0, "message": "",`, "Tempo JSON, 6 spans imported"},
 	} {
 		t.Run(c.status, func(t *testing.T) {
-			db := openDB(t)
+			db := importtest.OpenDB(t)
 			v2 := bytes.Replace(doc, []byte(metrics), []byte(c.status+"\n  "+metrics), 1)
-			res, err := tempo.Source{}.Import(db, "v2.json", bytes.NewReader(v2))
+			res, err := tempo.Source().Import(db, "v2.json", bytes.NewReader(v2))
 			if err != nil || res.Summary != c.want {
 				t.Fatalf("%q %v, want %q", res.Summary, err, c.want)
 			}
-			if n := len(folded(t, db)); n != 1 {
+			if n := len(importtest.Folded(t, db)); n != 1 {
 				t.Errorf("%d executions", n)
 			}
 		})

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	// Tests that open a host in-process (to inspect a database) might start
 	// workers: this binary must then be one.
 	agent.MainForTests()
+	if proto := os.Getenv(loadgenEnv); proto != "" { // a benchmark's exporters (receivers_bench_test.go)
+		os.Exit(loadgenMain(proto))
+	}
 	testrun.WaitBound(16)
 	os.Exit(buildAndRun(m))
 }

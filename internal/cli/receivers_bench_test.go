@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,23 +41,16 @@ const receiverBatch, receiverExporters = 512, 8
 func BenchmarkServeReceivers(b *testing.B) {
 	for _, proto := range []string{"http", "grpc"} {
 		b.Run(proto, func(b *testing.B) {
-			bodies := make([][]byte, b.N)
-			for i := range bodies {
-				req := ptraceotlp.NewExportRequestFromTraces(agentTraces(i*receiverBatch/8, receiverBatch/8))
-				var err error
-				if bodies[i], err = req.MarshalProto(); err != nil {
-					b.Fatal(err)
-				}
-			}
 			db := filepath.Join(b.TempDir(), "recv.db")
 			srv := startServe(b, db)
 			reads := make(chan time.Time, 4096)
 			s := startScreenTimed(b, reads, bin, db, 160, 48)
 			s.waitFor("the explorer", "Executions")
-			send := srv.httpSender(b)
+			target := srv.httpURL
 			if proto == "grpc" {
-				send = srv.grpcSender(b)
+				target = srv.grpcAddr
 			}
+			gen := startLoadgen(b, proto, target, b.N)
 
 			var keys keyLatencies
 			stopKeys := make(chan struct{})
@@ -65,33 +59,12 @@ func BenchmarkServeReceivers(b *testing.B) {
 				defer close(keysDone)
 				keys.pressWhile(s, reads, stopKeys)
 			}()
-			var next atomic.Int64
-			var failed atomic.Value
 			b.ResetTimer()
-			t0 := time.Now()
-			var wg sync.WaitGroup
-			for range receiverExporters {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1) - 1
-						if i >= int64(len(bodies)) {
-							return
-						}
-						if err := send(bodies[i]); err != nil {
-							failed.Store(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(t0)
+			elapsed, err := gen.run()
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
-			if err, _ := failed.Load().(error); err != nil {
+			if err != nil {
 				b.Fatal(err)
 			}
 			rss := peakRSS(b, srv.cmd.Process.Pid)
@@ -104,6 +77,125 @@ func BenchmarkServeReceivers(b *testing.B) {
 			keys.report(b)
 		})
 	}
+}
+
+// The exporters run in a process of their own (this test binary again,
+// loadgenEnv set), as agents' exporters run beside the receiver, not in
+// the terminal that times the keys: in the benchmark's process they took
+// the goroutines' turns from the reader of the explorer's screen.
+const (
+	loadgenEnv   = "RETRYLAB_BENCH_LOADGEN"        // http or grpc
+	loadgenTo    = "RETRYLAB_BENCH_LOADGEN_TARGET" // the receiver's URL or address
+	loadgenCount = "RETRYLAB_BENCH_LOADGEN_BATCHES"
+)
+
+// loadgen is a process of exporters, their batches made, waiting to send.
+type loadgen struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// startLoadgen starts the exporters' process for n batches to target and
+// waits until it has made them.
+func startLoadgen(tb testing.TB, proto, target string, n int) *loadgen {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), loadgenEnv+"="+proto, loadgenTo+"="+target, loadgenCount+"="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	g := &loadgen{cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	if line, err := g.out.ReadString('\n'); err != nil || line != "ready\n" {
+		tb.Fatalf("the exporters' process: %q, %v", line, err)
+	}
+	return g
+}
+
+// run sends every batch and says how long the sends took, as the
+// exporters' process timed them.
+func (g *loadgen) run() (time.Duration, error) {
+	if _, err := io.WriteString(g.in, "go\n"); err != nil {
+		return 0, err
+	}
+	line, err := g.out.ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("the exporters' process: %w", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the exporters' process: %s", strings.TrimSpace(line))
+	}
+	return time.Duration(ns), nil
+}
+
+// loadgenMain is the exporters' process: it makes the batches (each 64
+// new traces of 8 spans, agentTraces), says "ready", and on "go" sends
+// them from receiverExporters goroutines, then prints the nanoseconds the
+// sends took, or the first error.
+func loadgenMain(proto string) int {
+	n, _ := strconv.Atoi(os.Getenv(loadgenCount))
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		req := ptraceotlp.NewExportRequestFromTraces(agentTraces(i*receiverBatch/8, receiverBatch/8))
+		var err error
+		if bodies[i], err = req.MarshalProto(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	target := os.Getenv(loadgenTo)
+	send, done, err := httpSender(target)
+	if proto == "grpc" {
+		send, done, err = grpcSender(target)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer done()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return 1
+	}
+	var next atomic.Int64
+	var failed atomic.Value
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range receiverExporters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(bodies)) {
+					return
+				}
+				if err := send(bodies[i]); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	if err, _ := failed.Load().(error); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println(elapsed.Nanoseconds())
+	return 0
 }
 
 // served is a `retrylab serve` with both OTLP receivers on free ports.
@@ -155,12 +247,12 @@ func startServe(tb testing.TB, db string) *served {
 	return s
 }
 
-// httpSender posts a protobuf ExportTraceServiceRequest and wants a 200.
-func (s *served) httpSender(tb testing.TB) func([]byte) error {
+// httpSender posts a protobuf ExportTraceServiceRequest to url and wants
+// a 200; done closes its connections.
+func httpSender(url string) (send func([]byte) error, done func(), err error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: receiverExporters}}
-	tb.Cleanup(client.CloseIdleConnections)
 	return func(body []byte) error {
-		resp, err := client.Post(s.httpURL, "application/x-protobuf", bytes.NewReader(body))
+		resp, err := client.Post(url, "application/x-protobuf", bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -169,24 +261,23 @@ func (s *served) httpSender(tb testing.TB) func([]byte) error {
 			return fmt.Errorf("OTLP/HTTP answered %d", resp.StatusCode)
 		}
 		return nil
-	}
+	}, client.CloseIdleConnections, nil
 }
 
-// grpcSender calls TraceService/Export, as the SDKs' gRPC exporters do,
-// on one connection shared by the exporters (HTTP/2 streams). It sends the
-// request's protobuf bytes as they are, as httpSender posts them, so both
-// protocols cost the client the same.
-func (s *served) grpcSender(tb testing.TB) func([]byte) error {
-	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// grpcSender calls TraceService/Export at addr, as the SDKs' gRPC
+// exporters do, on one connection shared by the exporters (HTTP/2
+// streams). It sends the request's protobuf bytes as they are, as
+// httpSender posts them, so both protocols cost the client the same.
+func grpcSender(addr string) (send func([]byte) error, done func(), err error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawProto{})))
 	if err != nil {
-		tb.Fatal(err)
+		return nil, nil, err
 	}
-	tb.Cleanup(func() { conn.Close() })
 	return func(body []byte) error {
 		var reply []byte
 		return conn.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &body, &reply)
-	}
+	}, func() { conn.Close() }, nil
 }
 
 // rawProto is a gRPC codec that sends a message's bytes as they are.

@@ -13,8 +13,8 @@ import (
 // Register adds the built-in sources to r, in the order they are sniffed.
 func Register(r *imports.Registry) {
 	r.Register(temporal.Source{}) // tells its histories from their first bytes
-	r.Register(tempo.Source{})    // a top-level "batches" or "trace"
-	r.Register(jaeger.Source{})   // a top-level "data" or "result"
+	r.Register(tempo.Source())    // a top-level "batches" or "trace"
+	r.Register(jaeger.Source())   // a top-level "data" or "result"
 	r.Register(otlp.Source{})     // last: takes any stream (protobuf cannot be sniffed)
 }
 
