@@ -136,8 +136,15 @@ func ExecutionID(trace, conversation string) string {
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
+	return save(tx, spans, nil, nil, source)
+}
+
+// save is Save with each span's stored form and facts, when not nil,
+// made ahead (as writer.write takes them): the receiver makes them on the
+// request's goroutine, before the group commit's one.
+func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	if err := w.write(tx, spans, nil, nil); err != nil {
+	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}
 	w.handJob(nil).run(nil)

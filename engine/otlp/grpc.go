@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // DefaultMaxInFlight bounds the OTLP/gRPC requests a receiver works on at
@@ -44,7 +46,7 @@ func (rc *Receiver) GRPCServer(maxInFlight int) *grpc.Server {
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultMaxInFlight
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(int(limit)), grpc.ForceServerCodecV2(rawCodec{}))
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(int(limit)), grpc.ForceServerCodecV2(rawCodec{rc: rc}))
 	svc := &traceService{rc: rc, slots: make(chan struct{}, maxInFlight)}
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
@@ -55,9 +57,10 @@ func (rc *Receiver) GRPCServer(maxInFlight int) *grpc.Server {
 	return srv
 }
 
-// traceService serves Export. It takes the request's bytes as they came
-// (rawCodec) and decodes them itself: gRPC would answer a message its
-// codec cannot decode with Internal, where OTLP asks for InvalidArgument.
+// traceService serves Export. Its codec (rawCodec) decodes the request
+// into spans and leaves an error to the service: gRPC would answer a
+// message its codec cannot decode with Internal, where OTLP asks for
+// InvalidArgument.
 type traceService struct {
 	rc    *Receiver
 	slots chan struct{}
@@ -82,24 +85,23 @@ func (svc *traceService) handle(_ any, ctx context.Context, dec func(any) error,
 	default:
 		return nil, overloaded()
 	}
-	var req rawMessage
+	var req exportRequest
 	if err := dec(&req); err != nil {
 		return nil, err
 	}
-	return svc.export(req)
+	defer svc.rc.release(req.mem)
+	return svc.export(&req)
 }
 
 // export stores what req holds and answers the ExportTraceServiceResponse.
-func (svc *traceService) export(req rawMessage) (*rawMessage, error) {
-	// ExportTraceServiceRequest has TracesData's fields and numbers.
-	td, err := unmarshalProto(req)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
+func (svc *traceService) export(req *exportRequest) (*rawMessage, error) {
+	if req.err != nil {
+		return nil, status.Error(codes.InvalidArgument, "not an OTLP trace export: "+strings.Join(strings.Fields(req.err.Error()), " "))
 	}
-	if err := tooManySpans(td); err != nil {
+	if err := tooManySpans(req.spans.count); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	rejected, msg, err := svc.rc.accept(td)
+	rejected, msg, err := svc.rc.accept(req.spans, req.mem)
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, "store: "+err.Error())
 	}
@@ -118,12 +120,23 @@ func overloaded() error {
 	return st.Err()
 }
 
-// rawMessage is a protobuf message's bytes, undecoded.
+// rawMessage is a protobuf message's bytes: the service's response.
 type rawMessage []byte
 
-// rawCodec hands the service its request's bytes and sends its response's
-// as they are.
-type rawCodec struct{}
+// exportRequest is an Export call's request as rawCodec decodes it,
+// straight from the buffers gRPC received it in (decodeProtoSpans), or
+// why it does not decode.
+type exportRequest struct {
+	spans protoRequest
+	err   error
+	mem   *requestMemory // the receiver's, the spans' memory
+}
+
+// rawCodec decodes the service's requests itself, and sends its
+// responses' bytes as they are. A request that does not decode is not the
+// codec's error (gRPC would answer Internal) but the request's, which the
+// service answers InvalidArgument, as OTLP asks.
+type rawCodec struct{ rc *Receiver }
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	m, ok := v.(*rawMessage)
@@ -133,12 +146,29 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.SliceBuffer(*m)}, nil
 }
 
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(*rawMessage)
+func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*exportRequest)
 	if !ok {
 		return fmt.Errorf("otlp grpc: cannot unmarshal into %T", v)
 	}
-	*m = data.Materialize()
+	// The spans copy what they keep: the received buffers are read in
+	// place, or once joined into one of the receiver's body buffers (of
+	// the request's size: gRPC's pool would give one of 1 MiB), and not
+	// kept.
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		buf, done := c.rc.bodyBuffer(data.Len())
+		defer done()
+		for _, d := range data {
+			buf.Write(d.ReadOnlyData())
+		}
+		b = buf.Bytes()
+	}
+	m.mem = c.rc.memory()
+	m.spans, m.err = decodeProtoSpans(b, jsonlimit.MaxRequestSpans, m.mem.spans)
+	m.mem.spans = m.spans.spans
 	return nil
 }
 

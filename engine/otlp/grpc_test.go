@@ -249,3 +249,40 @@ func postAuth(t *testing.T, url, auth string, body []byte) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// A request of many frames (gRPC hands it over in several buffers, which
+// the receiver joins) is taken whole, plain or gzipped.
+func TestGRPCReceiverTakesARequestOfManyFrames(t *testing.T) {
+	db := openDB(t)
+	addr := grpcReceiver(t, &otlp.Receiver{DB: db, Source: "test grpc receiver"})
+	conn := dial(t, addr)
+	client := ptraceotlp.NewGRPCClient(conn)
+	for round, opts := range [][]grpc.CallOption{nil, {grpc.UseCompressor("gzip")}} {
+		td := ptrace.NewTraces()
+		spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+		const traces = 75
+		for i := range traces * 8 {
+			s := spans.AppendEmpty()
+			s.SetTraceID([16]byte{0x6c, byte(round), byte(i / 8)})
+			s.SetSpanID([8]byte{0xb0, byte(round), 0, 0, 0, 0, byte(i >> 8), byte(i)})
+			s.SetName("execute_tool send_email")
+			s.SetStartTimestamp(pcommonTime(1790607000000000000))
+			s.SetEndTimestamp(pcommonTime(1790607001000000000))
+			s.Attributes().PutStr("gen_ai.tool.call.arguments", strings.Repeat("x", 300))
+		}
+		req := ptraceotlp.NewExportRequestFromTraces(td)
+		if b, _ := req.MarshalProto(); len(b) < 100<<10 {
+			t.Fatalf("a request of %d bytes: not many frames", len(b))
+		}
+		resp, err := client.Export(context.Background(), req, opts...)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if ps := resp.PartialSuccess(); ps.RejectedSpans() != 0 {
+			t.Fatalf("round %d: %d spans refused: %s", round, ps.RejectedSpans(), ps.ErrorMessage())
+		}
+		if n := len(folded(t, db)); n != traces*(round+1) {
+			t.Errorf("round %d: %d executions, want %d", round, n, traces*(round+1))
+		}
+	}
+}

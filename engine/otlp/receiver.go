@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
-
-	"go.opentelemetry.io/collector/pdata/ptrace"
+	"sync"
 
 	"github.com/retrylab/retrylab/internal/jsonlimit"
 	"github.com/retrylab/retrylab/store"
@@ -40,6 +41,53 @@ type Receiver struct {
 	// <token>"): one without it is answered 401 (OTLP/HTTP) or
 	// Unauthenticated (OTLP/gRPC) and nothing of it is read.
 	Token string
+
+	// bodies holds request bodies' buffers (*bytes.Buffer) to read the
+	// next ones into: a body is done with once decoded (the spans copy
+	// what they keep), and reading each into a new buffer grown by
+	// doubling was the receiver's largest allocation.
+	bodies sync.Pool
+	// memories holds the *requestMemory of requests answered.
+	memories sync.Pool
+}
+
+// pooledBody is the largest buffer kept for the next body; preGrow the
+// most of a body's announced length a buffer is grown to before it comes.
+const (
+	pooledBody = 4 << 20
+	preGrow    = 1 << 20
+)
+
+// readBody reads body, of size bytes when size > 0, into a buffer of
+// rc.bodies, up to limit+1 bytes; done gives the buffer back once the
+// bytes are no longer read.
+func (rc *Receiver) readBody(body io.Reader, size, limit int64) (data []byte, done func(), err error) {
+	// Room for the whole body and the read that finds its end, but no
+	// more than preGrow ahead of what has come: a Content-Length is only
+	// a claim.
+	var grow int
+	if size > 0 && size <= limit {
+		grow = int(min(size, preGrow)) + bytes.MinRead
+	}
+	buf, done := rc.bodyBuffer(grow)
+	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
+	return buf.Bytes(), done, err
+}
+
+// bodyBuffer is an empty buffer of rc.bodies with room for n bytes, and
+// the func that gives it back.
+func (rc *Receiver) bodyBuffer(n int) (*bytes.Buffer, func()) {
+	buf, _ := rc.bodies.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	buf.Grow(n)
+	return buf, func() {
+		if buf.Cap() <= pooledBody {
+			rc.bodies.Put(buf)
+		}
+	}
 }
 
 // Handler serves /v1/traces.
@@ -78,8 +126,10 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		limit = DefaultMaxBody
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	size := int64(0) // the decompressed size, when known
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity":
+		size = r.ContentLength
 	case "gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
@@ -93,7 +143,8 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("content encoding %q: send gzip or none", r.Header.Get("Content-Encoding")))
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	data, done, err := rc.readBody(body, size, limit)
+	defer done()
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig) || int64(len(data)) > limit:
@@ -103,13 +154,14 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	// ExportTraceServiceRequest has TracesData's fields and numbers, so
-	// ptrace's unmarshalers read it.
-	var td ptrace.Traces
+	mem := rc.memory()
+	defer rc.release(mem)
+	var req protoRequest
 	if enc == encJSON {
-		td, err = unmarshalJSON(data)
+		req, err = jsonRequest(data)
 	} else {
-		td, err = unmarshalProto(data)
+		req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans, mem.spans)
+		mem.spans = req.spans
 	}
 	var refused *refusal
 	if errors.As(err, &refused) {
@@ -120,11 +172,11 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, "not an OTLP trace export: "+strings.Join(strings.Fields(err.Error()), " "))
 		return
 	}
-	if err := tooManySpans(td); err != nil {
+	if err := tooManySpans(req.count); err != nil {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
 		return
 	}
-	rejected, msg, err := rc.accept(td)
+	rejected, msg, err := rc.accept(req, mem)
 	if err != nil {
 		writeStatus(w, enc, http.StatusServiceUnavailable, "store: "+err.Error())
 		return
@@ -160,18 +212,35 @@ func exportResponse(enc encoding, rejected int, msg string) []byte {
 	return append(out, inner...)
 }
 
+// jsonRequest decodes an OTLP/JSON ExportTraceServiceRequest (it has
+// TracesData's fields, so ptrace's unmarshaler reads it) into the spans
+// SpansLenient makes of it.
+func jsonRequest(data []byte) (protoRequest, error) {
+	td, err := unmarshalJSON(data)
+	if err != nil {
+		return protoRequest{}, err
+	}
+	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+		return protoRequest{count: n}, nil
+	}
+	var req protoRequest
+	req.spans, req.rejected, req.first = SpansLenient(td)
+	req.count = td.SpanCount()
+	return req, nil
+}
+
 // accept is the durable commit path both receivers (OTLP/HTTP and
-// OTLP/gRPC) share: it stores the spans of td it can, and returns once
+// OTLP/gRPC) share: it stores the spans of req it can, and returns once
 // they are committed (fsynced), with how many it refused and why (the
 // partial success), or the store's error, in which case nothing the
 // request held may be taken as stored.
-func (rc *Receiver) accept(td ptrace.Traces) (rejected int, msg string, err error) {
-	spans, rejected, why := SpansLenient(td)
-	stats, dropped, err := rc.store(spans)
+func (rc *Receiver) accept(req protoRequest, mem *requestMemory) (rejected int, msg string, err error) {
+	stats, dropped, err := rc.store(req.spans, mem)
 	if err != nil {
 		return 0, "", err
 	}
-	if rejected += dropped.n; why == nil {
+	why := req.first
+	if rejected = req.rejected + dropped.n; why == nil {
 		why = dropped.first
 	}
 	if rc.Stored != nil && len(stats.Executions) > 0 {
@@ -183,10 +252,10 @@ func (rc *Receiver) accept(td ptrace.Traces) (rejected int, msg string, err erro
 	return rejected, msg, nil
 }
 
-// tooManySpans refuses a request of more spans than one request may hold
-// (jsonlimit.MaxRequestSpans), whichever receiver it came to.
-func tooManySpans(td ptrace.Traces) error {
-	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
+// tooManySpans refuses a request of n spans, more than one request may
+// hold (jsonlimit.MaxRequestSpans), whichever receiver it came to.
+func tooManySpans(n int) error {
+	if n > jsonlimit.MaxRequestSpans {
 		return fmt.Errorf("%d spans in one request, more than %d: send smaller batches", n, jsonlimit.MaxRequestSpans)
 	}
 	return nil
@@ -199,34 +268,97 @@ type refused struct {
 
 // store commits spans, dropping one that conflicts with a stored span of
 // the same id (and trying again) rather than refusing the whole batch.
-func (rc *Receiver) store(spans []Span) (Stats, refused, error) {
+// Each span's stored form and facts are made here, on the request's
+// goroutine, so that the group commit's transaction, which runs its
+// requests' writes one after the other, does not (BENCHMARKS.md, 24a).
+func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
+	encoded, facts := mem.prepare(spans)
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = Save(tx, spans, rc.Source)
+			st, err = save(tx, spans, encoded, facts, rc.Source)
 			return err
 		})
 		var se *SpanError
 		if err == nil || !errors.As(err, &se) || len(spans) == 0 {
 			return st, dropped, err
 		}
-		kept := spans[:0:0]
-		for _, s := range spans {
-			if s.SpanID != se.SpanID {
-				kept = append(kept, s)
+		kept := 0
+		for i := range spans {
+			if spans[i].SpanID != se.SpanID {
+				spans[kept], encoded[kept], facts[kept] = spans[i], encoded[i], facts[i]
+				kept++
 			}
 		}
-		if len(kept) == len(spans) {
+		if kept == len(spans) {
 			return st, dropped, err
 		}
-		dropped.n += len(spans) - len(kept)
+		dropped.n += len(spans) - kept
 		if dropped.first == nil {
 			dropped.first = se
 		}
-		spans = kept
+		clear(spans[kept:])
+		spans, encoded, facts = spans[:kept], encoded[:kept], facts[:kept]
 	}
+}
+
+// prepare makes each span's stored form (encodeSpan), in one arena, and
+// its facts, as a file import's decoding side does (fileChunk.add), in
+// mem's memory.
+func (mem *requestMemory) prepare(spans []Span) ([][]byte, []spanFacts) {
+	encoded := slices.Grow(mem.encoded[:0], len(spans))[:len(spans)]
+	facts := slices.Grow(mem.facts[:0], len(spans))[:len(spans)]
+	arena := slices.Grow(mem.arena[:0], 256*len(spans))
+	effect := effects{}
+	for i := range spans {
+		s := &spans[i]
+		facts[i] = effect.factsOf(s)
+		n := len(arena)
+		arena = encodeSpan(arena, s)
+		encoded[i] = arena[n:len(arena):len(arena)]
+	}
+	mem.encoded, mem.facts, mem.arena = encoded, facts, arena
+	return encoded, facts
+}
+
+// requestMemory is what a request's spans are decoded and encoded into:
+// a receiver keeps it (Receiver.memories) for a later request once the
+// request is answered and the transaction that stored its spans is over.
+type requestMemory struct {
+	spans   []Span
+	encoded [][]byte
+	arena   []byte
+	facts   []spanFacts
+}
+
+// The most a requestMemory kept holds: a request of many spans or large
+// ones gets its own.
+const (
+	pooledSpans = 4096
+	pooledArena = 4 << 20
+)
+
+func (rc *Receiver) memory() *requestMemory {
+	if mem, ok := rc.memories.Get().(*requestMemory); ok {
+		return mem
+	}
+	return &requestMemory{}
+}
+
+// release keeps mem for a later request, holding nothing of this one.
+func (rc *Receiver) release(mem *requestMemory) {
+	if mem == nil {
+		return
+	}
+	if cap(mem.spans) > pooledSpans || cap(mem.arena) > pooledArena {
+		return
+	}
+	clear(mem.spans[:cap(mem.spans)])
+	clear(mem.encoded[:cap(mem.encoded)])
+	mem.spans, mem.encoded, mem.facts, mem.arena = mem.spans[:0], mem.encoded[:0], mem.facts[:0], mem.arena[:0]
+	rc.memories.Put(mem)
 }
 
 // writeStatus answers an error with a google.rpc.Status, in the request's

@@ -225,44 +225,12 @@ func kindName(k ptrace.SpanKind) string {
 func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error) {
 	sp := Span{Name: s.Name(), Service: service, Scope: scope,
 		Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp())}
-	sid := s.SpanID()
-	if sid.IsEmpty() {
-		return sp, &SpanError{Reason: fmt.Sprintf("%q has an empty span id", s.Name())}
+	if err := trace.check(&sp, s.TraceID(), s.SpanID(), s.ParentSpanID()); err != nil {
+		return sp, err
 	}
-	sp.SpanID = trace.span(sid)
-	tid := s.TraceID()
-	if tid.IsEmpty() {
-		return sp, &SpanError{SpanID: sp.SpanID, Reason: "empty trace id"}
-	}
-	sp.TraceID = trace.of(tid)
-	if pid := s.ParentSpanID(); !pid.IsEmpty() {
-		sp.ParentID = trace.span(pid)
-		if sp.ParentID == sp.SpanID {
-			return sp, &SpanError{SpanID: sp.SpanID, Reason: "is its own parent"}
-		}
-	}
-	if sp.Name == "" {
-		return sp, &SpanError{SpanID: sp.SpanID, Reason: "has no name"}
-	}
-	if err := checkTime(sp.Start, "start"); err != nil {
-		return sp, &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
-	}
-	if err := checkTime(sp.End, "end"); err != nil {
-		return sp, &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
-	}
-	if sp.End < sp.Start {
-		return sp, &SpanError{SpanID: sp.SpanID, Reason: fmt.Sprintf("ends %s before it starts", time.Duration(sp.Start-sp.End))}
-	}
-	switch s.Status().Code() {
-	case ptrace.StatusCodeOk:
-		sp.Status = "ok"
-	case ptrace.StatusCodeError:
-		sp.Status = "error"
-	}
+	sp.Status = statusName(s.Status().Code())
 	sp.Message = s.Status().Message()
-	if s.Kind() != ptrace.SpanKindUnspecified {
-		sp.Kind = kindName(s.Kind())
-	}
+	sp.Kind = spanKind(s.Kind())
 	sp.Attrs = flatten(s.Attributes())
 	evs := s.Events()
 	for i := 0; i < evs.Len(); i++ {
@@ -270,6 +238,59 @@ func convert(s ptrace.Span, service, scope string, trace *traceHex) (Span, error
 		sp.Events = append(sp.Events, SpanEvent{Name: e.Name(), Time: int64(e.Timestamp()), Attrs: flatten(e.Attributes())})
 	}
 	return sp, nil
+}
+
+// check writes sp's ids in hex and refuses it, as convert and the
+// protobuf decoder (protospans.go) both do, for an empty span or trace
+// id, a parent that is itself, no name, a time outside 2000-2200 or an
+// end before its start. sp's name and times are set.
+func (t *traceHex) check(sp *Span, tid pcommon.TraceID, sid, pid pcommon.SpanID) error {
+	if sid.IsEmpty() {
+		return &SpanError{Reason: fmt.Sprintf("%q has an empty span id", sp.Name)}
+	}
+	sp.SpanID = t.span(sid)
+	if tid.IsEmpty() {
+		return &SpanError{SpanID: sp.SpanID, Reason: "empty trace id"}
+	}
+	sp.TraceID = t.of(tid)
+	if !pid.IsEmpty() {
+		sp.ParentID = t.span(pid)
+		if sp.ParentID == sp.SpanID {
+			return &SpanError{SpanID: sp.SpanID, Reason: "is its own parent"}
+		}
+	}
+	if sp.Name == "" {
+		return &SpanError{SpanID: sp.SpanID, Reason: "has no name"}
+	}
+	if err := checkTime(sp.Start, "start"); err != nil {
+		return &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
+	}
+	if err := checkTime(sp.End, "end"); err != nil {
+		return &SpanError{SpanID: sp.SpanID, Reason: err.Error()}
+	}
+	if sp.End < sp.Start {
+		return &SpanError{SpanID: sp.SpanID, Reason: fmt.Sprintf("ends %s before it starts", time.Duration(sp.Start-sp.End))}
+	}
+	return nil
+}
+
+// statusName is a status code as Span.Status keeps it.
+func statusName(c ptrace.StatusCode) string {
+	switch c {
+	case ptrace.StatusCodeOk:
+		return "ok"
+	case ptrace.StatusCodeError:
+		return "error"
+	}
+	return ""
+}
+
+// spanKind is a kind as Span.Kind keeps it: "" when unspecified.
+func spanKind(k ptrace.SpanKind) string {
+	if k == ptrace.SpanKindUnspecified {
+		return ""
+	}
+	return kindName(k)
 }
 
 func checkTime(ns int64, what string) error {
@@ -303,15 +324,22 @@ func flatten(m pcommon.Map) map[string]string {
 		if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 && strings.HasPrefix(k, "http.request.header.") {
 			s = attrString(v.Slice().At(0)) // header values are arrays of one
 		}
-		if len(s) > maxAttr && !keepWhole[k] {
-			cut := maxAttr
-			for cut > 0 && !utf8.RuneStart(s[cut]) {
-				cut--
-			}
-			s = fmt.Sprintf("%s… (%d bytes cut)", s[:cut], len(s)-cut)
-		}
+		s = cutAttr(k, s)
 		out[k] = s
 		return true
 	})
 	return out
+}
+
+// cutAttr is value s of attribute k as a span keeps it: cut to maxAttr
+// bytes (on a rune's start), saying so, unless k is kept whole.
+func cutAttr(k, s string) string {
+	if len(s) <= maxAttr || keepWhole[k] {
+		return s
+	}
+	cut := maxAttr
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes cut)", s[:cut], len(s)-cut)
 }

@@ -34,7 +34,8 @@ const receiverBatch, receiverExporters = 512, 8
 // (protobuf; each batch 64 new traces of 8 spans, agentTraces), one sub-benchmark per
 // protocol, side by side in one run. An answer means the spans are on disk
 // (fsynced). It reports durable spans/s, the serve process's peak RSS
-// (VmHWM), and, with an explorer attached to the same database in a
+// (VmHWM) and CPU a span (which a busy machine changes less than the
+// throughput), and, with an explorer attached to the same database in a
 // pseudo-terminal, the key→screen latency of keys pressed every 50 ms
 // while the spans arrive (p50, p99; keys that changed nothing in 300 ms
 // are counted apart). b.N is batches: -benchtime 200x is 102 400 spans.
@@ -59,8 +60,10 @@ func BenchmarkServeReceivers(b *testing.B) {
 				defer close(keysDone)
 				keys.pressWhile(s, reads, stopKeys)
 			}()
+			cpu0 := processCPU(b, srv.cmd.Process.Pid)
 			b.ResetTimer()
 			elapsed, err := gen.run()
+			cpu := processCPU(b, srv.cmd.Process.Pid) - cpu0
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
@@ -74,6 +77,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 
 			b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "durable-spans/s")
 			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
 			keys.report(b)
 		})
 	}
