@@ -246,6 +246,10 @@ type writer struct {
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
 	writes   int32           // calls of write so far
+	// spread says many traces the last write stored spans of (an eighth:
+	// the traces a chunk cuts are a few) had spans in an earlier write:
+	// the file interleaves its traces across lines.
+	spread bool
 	// readBacks counts the executions audited from their stored spans.
 	readBacks int
 	hand      []*handExec // what the last write leaves handJob to audit
@@ -262,6 +266,11 @@ type writer struct {
 	// is otherwise read back on each. A collision costs a look-up only.
 	written map[uint64]struct{}
 	seed    maphash.Seed
+	// kept holds, for a file import, the spans the audit at the end reads
+	// of executions whose spans came in several writes (nil: none kept).
+	kept *keptSpans
+	// keptAudits counts the executions auditAhead audited on kept spans.
+	keptAudits int
 }
 
 // spanHash is the hash of a span's trace and span ids in written.
@@ -292,11 +301,23 @@ func (w *writer) noneWritten(spans []Span, of []int) bool {
 type handExec struct {
 	exec   string
 	traces []*traceState
-	kept   []*Span // the spans the audit reads (flagReads)
+	// kept is what the fast path reads of the spans it groups into calls
+	// (flagSpanOf), of an execution not foreign; unsure says a span it
+	// reads (flagReads) leaves the answer to the fold.
+	kept   []flagSpan
+	unsure bool
+	// keptFrom and keptN are kept's place in its write's slab until the
+	// write is done.
+	keptFrom, keptN int
 	// effects and weighing count its side-effecting and weighing spans
-	// (summary's).
+	// (summary's), of an execution not dead.
 	effects, weighing int
 	dead              bool // a trace of it was seen before: read it back instead
+	// foreign says the execution has, or may have, spans that are not
+	// this writer's: a record, or a trace the database held when the
+	// writer first saw it (keptSpans lets go of it).
+	foreign bool
+	stored  int // spans of it this write stored
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -321,15 +342,32 @@ func (e effects) roleOf(s *Span) (Role, bool) {
 // decoding side (fileChunk.add), while the span's attributes are fresh in
 // the cache and off the committing goroutine, which is the import's
 // longest (BENCHMARKS.md, 8a).
+//
+// For a span the duplicate flag's fast path reads (flagReads), they hold
+// what it reads of it (flagSpanOf): flagUse says flag is a tool span it
+// groups into calls, flagUnsure that the span leaves the answer to the
+// fold.
+//
+// conv is its conversation (Span.Conversation): a file import's chunks
+// hold their spans without their attributes (fileChunk.add).
 type spanFacts struct {
-	role           Role
-	effect, weighs bool
+	role                       Role
+	effect, weighs             bool
+	flagUse, flagUnsure, reads bool
+	flag                       flagSpan
+	conv                       string
 }
 
 // factsOf works out s's facts.
 func (e effects) factsOf(s *Span) spanFacts {
 	role, effect := e.roleOf(s)
-	return spanFacts{role: role, effect: effect, weighs: weighs(s, role)}
+	f := spanFacts{role: role, effect: effect, weighs: weighs(s, role), reads: flagReads(s, role), conv: s.Conversation()}
+	if f.reads {
+		var sure bool
+		f.flag, f.flagUse, sure = flagSpanOf(s, role)
+		f.flagUnsure = !sure
+	}
+	return f
 }
 
 func newWriter(source string, importID uint64) *writer {
@@ -379,7 +417,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	puts := slices.Grow(w.puts[:0], len(spans))
 	defer func() {
 		clear(puts) // let the spans and the stored runs go
-		if cap(puts) <= 2*chunkSpans {
+		if cap(puts) <= 2*mergeChunks*chunkSpans {
 			w.puts = puts[:0]
 		}
 	}()
@@ -392,19 +430,30 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	// key, and keeps an entry until the commit, which the slab outlives.
 	keys := slices.Grow(w.keys[:0], 128*len(spans))
 	defer func() {
-		if cap(keys) <= 256*chunkSpans {
+		if cap(keys) <= 256*mergeChunks*chunkSpans {
 			w.keys = keys[:0]
 		}
 	}()
+	seenBefore := 0
+	defer func() { w.spread = 8*seenBefore > len(order) }()
 	for _, t := range order {
 		conv := ""
 		for _, i := range byTrace[t] {
-			if c := spans[i].Conversation(); c != "" {
+			c := ""
+			if facts != nil {
+				c = facts[i].conv
+			} else {
+				c = spans[i].Conversation()
+			}
+			if c != "" {
 				conv = c
 				break
 			}
 		}
 		st, known := w.traces.get(t)
+		if known {
+			seenBefore++
+		}
 		committed, cur, from := "", "", ""
 		if known {
 			cur, from = w.traces.str(st.exec), w.traces.str(st.from)
@@ -449,12 +498,16 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		h := hand[exec]
 		if h == nil {
-			h = &handExec{exec: exec, dead: tx.Execution(exec) != nil}
+			rec := tx.Execution(exec) != nil
+			h = &handExec{exec: exec, dead: rec, foreign: rec}
 			hand[exec] = h
 			handOrder = append(handOrder, h)
 		}
 		if !fresh {
 			h.dead = true
+		}
+		if !st.own || from != "" {
+			h.foreign = true
 		}
 		h.traces = append(h.traces, st)
 		var before map[string][]byte
@@ -492,6 +545,20 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	slices.SortFunc(puts, func(a, b pendingPut) int { return bytes.Compare(a.key, b.key) })
+	// What the audit reads of the spans stored (handExec.kept), an
+	// execution's side by side (puts are in key order, the execution's
+	// id first): one slab for the write instead of a slice that grows for
+	// each execution.
+	nFlag := len(spans)
+	if facts != nil {
+		nFlag = 0
+		for i := range facts {
+			if facts[i].flagUse {
+				nFlag++
+			}
+		}
+	}
+	slab := make([]flagSpan, 0, nFlag)
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	// A trace's spans stored here get consecutive sequences (puts are in
@@ -585,13 +652,30 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		if f.weighs {
 			sum.weighing++
 		}
-		if h := p.hand; !h.dead && flagReads(p.span, f.role) {
-			h.kept = append(h.kept, p.span)
-			if f.effect {
-				h.effects++
+		h := p.hand
+		h.stored++
+		if !h.foreign && f.reads {
+			if f.flagUse {
+				if h.keptN > 0 && h.keptFrom+h.keptN != len(slab) {
+					// Not next to the execution's others (the keys put it
+					// there but for an execution id with a NUL): move them.
+					slab = append(slab, slab[h.keptFrom:h.keptFrom+h.keptN]...)
+					h.keptFrom = len(slab) - h.keptN
+				}
+				if h.keptN == 0 {
+					h.keptFrom = len(slab)
+				}
+				slab = append(slab, f.flag)
+				h.keptN++
 			}
-			if f.weighs {
-				h.weighing++
+			h.unsure = h.unsure || f.flagUnsure
+			if !h.dead {
+				if f.effect {
+					h.effects++
+				}
+				if f.weighs {
+					h.weighing++
+				}
 			}
 		}
 	}
@@ -599,6 +683,17 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		return err
 	}
 	for _, h := range handOrder {
+		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
+	}
+	if w.kept != nil {
+		w.kept.wrote(hand, w.spread)
+	}
+	for _, h := range handOrder {
+		// An execution this write holds whole is kept (for the audit at
+		// the end) only once a later write adds to it (keptSpans.wrote).
+		if w.kept != nil && h.dead {
+			w.kept.add(h, w.writes)
+		}
 		// Without a side-effecting tool span and two attempts there is
 		// no duplicate: the execution is not audited at all (needsAudit).
 		if !h.dead && needsAudit(&summary{effects: h.effects, weighing: h.weighing}, false) {
@@ -631,10 +726,8 @@ func (w *writer) handJob(reuse *handJob) *handJob {
 	j.execs, j.spans = slices.Grow(j.execs[:0], len(w.hand)), slices.Grow(j.spans[:0], n)
 	for _, h := range w.hand {
 		from := len(j.spans)
-		for _, s := range h.kept {
-			j.spans = append(j.spans, *s)
-		}
-		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans)})
+		j.spans = append(j.spans, h.kept...)
+		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans), unsure: h.unsure})
 	}
 	w.hand = nil
 	return j
@@ -663,7 +756,7 @@ func (w *writer) stillWhole(j *handJob) *handJob {
 // handJob is the audits of executions whose spans are all in hand.
 type handJob struct {
 	execs []handAudit
-	spans []Span
+	spans []flagSpan
 }
 
 // done lets go of what j refers to, keeping its memory for the next job.
@@ -677,7 +770,8 @@ func (j *handJob) done() *handJob {
 type handAudit struct {
 	exec     string
 	traces   []*traceState
-	from, to int // its spans in handJob.spans
+	from, to int  // its spans in handJob.spans
+	unsure   bool // a span of it leaves the answer to the fold
 }
 
 // run audits each execution and notes the answer on its traces (their
@@ -693,7 +787,10 @@ func (j *handJob) run(scratch *flagScratch) int {
 	}
 	n := 0
 	for _, x := range j.execs {
-		dup, sure := scratch.duplicate(j.spans[x.from:x.to])
+		if x.unsure {
+			continue
+		}
+		dup, sure := scratch.duplicateOf(j.spans[x.from:x.to])
 		if !sure {
 			continue
 		}

@@ -292,9 +292,12 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 // delivered (the text and pdata's traces, about three times the text, are
 // live at once): 5 halves the CPU of a 50 MB document's import but lets
 // the heap peak at 1.9 times the bare decode's; 2 saves about as much
-// CPU with the peak at 1.2-1.6 times
-// (BENCHMARKS.md, 8g).
-const documentHeap = 2
+// CPU with the peak at 1.2-1.6 times. Since deliver drops the spans it
+// converted from pdata's traces, what is live shrinks as the document is
+// stored: 1 keeps the peak at 1.3-1.4 times the bare decode's (1.5: 1.45-1.6)
+// for the same CPU on a document of the usual agent's spans, though a
+// third more on retrylab's own export (BENCHMARKS.md, 8h, 8j).
+const documentHeap = 1
 
 // roomForDocument lifts the process's soft memory limit, when one is set
 // (ImportMemoryLimit: 'retrylab import'), by what a whole document of size
@@ -393,7 +396,11 @@ func deliver(td ptrace.Traces, line int, fn func(Batch) error) error {
 	}
 	piece := make([]Span, 0, deliverSpans)
 	var ferr error // fn's: it is returned as it is, not as a refused span
-	err := each(td, func(s Span, err error) error {
+	// td is deliver's own: each piece's spans are dropped from it once
+	// converted, so that the document's decoded form shrinks while the
+	// import stores it, instead of staying whole to the end beside the
+	// spans in its chunks (8h: its peak heap against the bare decode's).
+	err := eachDropping(td, deliverSpans, func(s Span, err error) error {
 		if err != nil {
 			return err
 		}

@@ -234,10 +234,16 @@ func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
 		"otlp-conv-conv-alone":                  false, // two mails to two people
 		"otlp-conv-sess-adk-mail-1":             true,
 	}
-	for _, chunk := range []int{1, 2, 3, 5, 8, chunkSpans} {
+	// Executions cut across chunks are audited on the spans kept across
+	// them, or read back when the import keeps none.
+	// Several chunks may go in one commit (merge), as decoding runs ahead.
+	for _, c := range []struct{ chunk, merge, kept int }{{1, 1, keptBudget}, {2, 1, keptBudget}, {3, 1, keptBudget},
+		{5, 1, keptBudget}, {8, 1, keptBudget}, {chunkSpans, 1, keptBudget}, {1, 1, 0}, {3, 1, 0}, {8, 1, 0},
+		{1, 4, keptBudget}, {3, 4, 0}} {
+		chunk := c.chunk
 		db := openDB(t)
 		for round := range 2 {
-			res, err := importFile(db, p, chunk)
+			res, err := importFrom(db, p, nil, limits{chunkSpans: chunk, mergeChunks: c.merge, keptBytes: c.kept})
 			if err != nil {
 				t.Fatalf("chunks of %d, import %d: %v", chunk, round+1, err)
 			}
@@ -359,15 +365,18 @@ func TestLongTraceAuditedOnce(t *testing.T) {
 	if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Chunks of 2n hold the whole file: its audit runs on the spans in hand.
-	for _, c := range []struct{ chunk, readBacks int }{{64, 1}, {512, 1}, {2 * n, 0}} {
+	// Chunks of 2n hold the whole file: its audit runs on the spans in
+	// hand. In smaller chunks it runs on the spans kept across them, or,
+	// when they are more than the import keeps, on its spans read back.
+	for _, c := range []struct{ chunk, kept, readBacks int }{{64, keptBudget, 0}, {512, keptBudget, 0}, {2 * n, keptBudget, 0},
+		{64, 64 << 10, 1}, {512, 1, 1}} {
 		db := openDB(t)
-		res, err := importFile(db, p, c.chunk)
+		res, err := importFrom(db, p, nil, limits{chunkSpans: c.chunk, keptBytes: c.kept})
 		if err != nil || res.Spans != n {
 			t.Fatalf("chunks of %d: %d spans, %v", c.chunk, res.Spans, err)
 		}
 		if res.audits != 1 || res.readBacks != c.readBacks {
-			t.Errorf("chunks of %d: %d audits, %d read back; want 1 and %d", c.chunk, res.audits, res.readBacks, c.readBacks)
+			t.Errorf("chunks of %d, %d bytes kept: %d audits, %d read back; want 1 and %d", c.chunk, c.kept, res.audits, res.readBacks, c.readBacks)
 		}
 		x := record(t, db, "otlp-conv-conv-long")
 		if !x.Duplicates || !auditSays(t, db, x.ID) {

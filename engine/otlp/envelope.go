@@ -56,7 +56,7 @@ func ImportWith(db *store.DB, name string, r io.Reader, format Format, decode De
 		}
 		return format, err
 	}
-	return importWith(db, name, read, chunkSpans)
+	return importWith(db, name, read, defaultLimits)
 }
 
 // readWhole reads a document whole, gzip undone, up to MaxDocument.

@@ -36,7 +36,8 @@ import (
 // flagScratch is the fast path's memory, used again from one execution to
 // the next. It is for one goroutine.
 type flagScratch struct {
-	order  []*Span
+	flat   []flagSpan
+	order  []*flagSpan
 	canon  map[argsRef]string
 	byID   map[string]int
 	bySig  map[sigKey]int
@@ -67,6 +68,40 @@ type okAttempt struct {
 	tool, args, key string
 }
 
+// flagSpan is what the fast path reads of a tool span: a few strings of
+// it, not the span and its attributes, so that an import can keep it for
+// many spans (keptSpans) for little memory.
+type flagSpan struct {
+	trace, span, parent string
+	start, end          int64
+	tool                string
+	args                argsRef // as argsAttr has them
+	callID, key         string
+	succeeded           bool // succeeded(s)
+}
+
+// flagSpanOf is what the fast path reads of s (role: its role): use says
+// it is a tool span the fast path groups into calls, and sure is false
+// when s alone leaves the answer to the translation and the fold.
+func flagSpanOf(s *Span, role Role) (f flagSpan, use, sure bool) {
+	if s.ParentID == "" {
+		// retrylab's own export numbers its runs and records its
+		// workers' deaths, which the fold turns into unknown outcomes.
+		if _, ok := s.Attrs["retrylab.run"]; ok || s.Attrs["retrylab.run.crashed"] == "true" {
+			return f, false, false
+		}
+	}
+	if role != RoleTool || s.Attrs["retrylab.replay"] == "true" {
+		return f, false, true
+	}
+	if _, ok := s.Attrs["retrylab.attempt"]; ok || s.Attrs["retrylab.effects"] != "" {
+		return f, false, false
+	}
+	k, v := s.argsAttr()
+	return flagSpan{trace: s.TraceID, span: s.SpanID, parent: s.ParentID, start: s.Start, end: s.End,
+		tool: s.Tool(), args: argsRef{k, v}, callID: s.CallID(), key: s.Key(), succeeded: succeeded(s)}, true, true
+}
+
 func newFlagScratch() *flagScratch {
 	return &flagScratch{canon: map[argsRef]string{}, byID: map[string]int{}, bySig: map[sigKey]int{},
 		ids: map[string]bool{}, effect: effects{}}
@@ -82,6 +117,26 @@ func flagReads(s *Span, role Role) bool { return role == RoleTool || s.ParentID 
 // spans, in any order; sure is false when the answer must come from the
 // translation and the fold instead (hasDuplicate).
 func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
+	flat := sc.flat[:0]
+	defer func() {
+		clear(flat)
+		sc.flat = flat[:0]
+	}()
+	for i := range spans {
+		f, use, ok := flagSpanOf(&spans[i], spans[i].Role())
+		if !ok {
+			return false, false
+		}
+		if use {
+			flat = append(flat, f)
+		}
+	}
+	return sc.duplicateOf(flat)
+}
+
+// duplicateOf is duplicate on what flagSpanOf made of an execution's
+// spans: those it said to use, all of them sure.
+func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 	order := sc.order[:0]
 	defer func() {
 		clear(order)
@@ -98,58 +153,44 @@ func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
 		}
 	}()
 	for i := range spans {
-		s := &spans[i]
-		if s.ParentID == "" {
-			// retrylab's own export numbers its runs and records its
-			// workers' deaths, which the fold turns into unknown outcomes.
-			if _, ok := s.Attrs["retrylab.run"]; ok || s.Attrs["retrylab.run.crashed"] == "true" {
-				return false, false
-			}
-		}
-		if s.Role() != RoleTool || s.Attrs["retrylab.replay"] == "true" {
-			continue
-		}
-		if _, ok := s.Attrs["retrylab.attempt"]; ok || s.Attrs["retrylab.effects"] != "" {
-			return false, false
-		}
-		order = append(order, s)
+		order = append(order, &spans[i])
 	}
 	// The translation's order: start, end (latest first), span id.
-	slices.SortStableFunc(order, func(a, b *Span) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+	slices.SortStableFunc(order, func(a, b *flagSpan) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.End, a.End); c != 0 {
+		if c := cmp.Compare(b.end, a.end); c != 0 {
 			return c
 		}
-		return strings.Compare(a.SpanID, b.SpanID)
+		return strings.Compare(a.span, b.span)
 	})
 	for i := 1; i < len(order); i++ {
-		if a, b := order[i-1], order[i]; a.Start == b.Start && a.End == b.End && a.SpanID == b.SpanID {
+		if a, b := order[i-1], order[i]; a.start == b.start && a.end == b.end && a.span == b.span {
 			return false, false // their order would be the input's
 		}
 	}
 	for _, s := range order {
-		tool := s.Tool()
+		tool := s.tool
 		if strings.IndexByte(tool, 0) >= 0 {
 			return false, false // the audit's group keys join tool and arguments with a NUL
 		}
-		args := sc.args(s)
-		cid := s.CallID()
+		args := sc.args(s.args)
+		cid := s.callID
 		c, ok := -1, false
 		if cid != "" {
 			if c, ok = sc.byID[cid]; !ok {
 				c = -1
 			}
 		}
-		sig := sigKey{s.ParentID, tool, args}
+		sig := sigKey{s.parent, tool, args}
 		if c < 0 {
 			if c, ok = sc.bySig[sig]; !ok {
 				c = -1
 			}
 		}
 		if c < 0 {
-			id := firstNonEmpty(cid, s.SpanID)
+			id := firstNonEmpty(cid, s.span)
 			if sc.ids[id] {
 				return false, false // two calls of one id: their attempts would collide in the fold
 			}
@@ -164,19 +205,19 @@ func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
 			sc.bySig[sig] = c
 		}
 		call := &sc.calls[c]
-		if call.trace == "" || call.trace != s.TraceID {
+		if call.trace == "" || call.trace != s.trace {
 			// The call is scheduled (again) in this run, with this span's
 			// tool and arguments: the audit groups its attempts by those.
-			call.trace, call.tool, call.args = s.TraceID, tool, args
+			call.trace, call.tool, call.args = s.trace, tool, args
 			call.effect = sc.effect.tool(tool)
 		}
-		if call.effect && succeeded(s) {
+		if call.effect && s.succeeded {
 			args := call.args
 			if audit.ArgsUnknown(args) {
 				// The audit groups a call without arguments with no other.
 				args = "\x01" + strconv.Itoa(c)
 			}
-			sc.oks = append(sc.oks, okAttempt{tool: call.tool, args: args, key: s.Key()})
+			sc.oks = append(sc.oks, okAttempt{tool: call.tool, args: args, key: s.key})
 		}
 	}
 	oks := sc.oks
@@ -206,18 +247,17 @@ func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
 	return false, true
 }
 
-// args are s's canonical arguments as the translation has them (its args),
-// as a string, computed once for each value an execution's spans carry.
-func (sc *flagScratch) args(s *Span) string {
-	k, v := s.argsAttr()
-	if k == "" {
+// args are the canonical arguments, as a string, of a tool span that
+// carries them as ref (argsAttr): the translation's (Span.Args), computed
+// once for each value an execution's spans carry.
+func (sc *flagScratch) args(ref argsRef) string {
+	if ref.key == "" {
 		return ""
 	}
-	ref := argsRef{k, v}
 	if a, ok := sc.canon[ref]; ok {
 		return a
 	}
-	a := string(canonical(s.Args()))
+	a := string(canonical(argsOf(ref.key, ref.val)))
 	sc.canon[ref] = a
 	return a
 }

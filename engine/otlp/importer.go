@@ -35,6 +35,12 @@ type FileResult struct {
 // fsyncs make it slower (BENCHMARKS.md, 8a).
 const chunkSpans = 2048
 
+// chunkBytes bounds a chunk's spans in their stored form: 2048 of the
+// usual agent's spans take some 800 KB, of spans that carry 1 KB
+// arguments and results (8i) 4 MB, and what memory holds of them (their
+// attributes decoded) several times that.
+const chunkBytes = 1 << 20
+
 // ImportMemoryLimit is the soft heap limit 'retrylab import' runs with
 // (runtime/debug.SetMemoryLimit; the GOMEMLIMIT environment variable
 // overrides it). The import streams, but what it keeps per trace grows
@@ -51,21 +57,40 @@ const ImportMemoryLimit = 100 << 20
 // by a crash, cleaned up on the next import) leaves nothing behind. The
 // error names the file, the line (JSON Lines) and the span where it can.
 func ImportFile(db *store.DB, path string) (FileResult, error) {
-	return importFile(db, path, chunkSpans)
+	return importFrom(db, path, nil, defaultLimits)
 }
 
 // ImportReader is ImportFile on a stream (standard input, a pipe) that
 // can be read once; name stands for it in the result and in errors.
 func ImportReader(db *store.DB, name string, r io.Reader) (FileResult, error) {
-	return importFrom(db, name, r, chunkSpans)
+	return importFrom(db, name, r, defaultLimits)
 }
 
+// importFile is ImportFile in chunks of chunkSpans, each committed alone.
 func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
-	return importFrom(db, path, nil, chunkSpans)
+	return importFrom(db, path, nil, limits{chunkSpans: chunkSpans, mergeChunks: 1, keptBytes: keptBudget})
 }
+
+// limits are a file import's bounds on memory: how many spans a chunk
+// holds, how many chunks a commit may take at most (mergeChunks), and how
+// many bytes of spans it keeps for the audit (keptSpans).
+type limits struct {
+	chunkSpans, mergeChunks, keptBytes int
+}
+
+// defaultLimits are an import's.
+var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, keptBytes: keptBudget}
+
+// mergeChunks is how many chunks a commit takes at most, of a file whose
+// traces interleave across lines (writer.spread): those decoded while the
+// last commit ran. Each span's index entry then lands anywhere in the
+// index, whose pages a commit rewrites; a commit of more spans shares
+// them among more, and holds more of each trace. When decoding is the
+// slower side, commits take one chunk each, as before.
+const mergeChunks = 4
 
 // importFrom imports r, or the file at path when r is nil.
-func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileResult, error) {
+func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult, error) {
 	read := func(fn func(Batch) error) (Format, error) { return ReadFile(path, fn) }
 	if r != nil {
 		read = func(fn func(Batch) error) (Format, error) {
@@ -76,12 +101,13 @@ func importFrom(db *store.DB, path string, r io.Reader, chunkSpans int) (FileRes
 			return format, err
 		}
 	}
-	return importWith(db, path, read, chunkSpans)
+	return importWith(db, path, read, lim)
 }
 
 // importWith imports what read decodes, path naming it: read calls fn
 // with each batch of spans, in order, and says what format it read.
-func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), chunkSpans int) (FileResult, error) {
+func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), lim limits) (FileResult, error) {
+	chunkSpans := lim.chunkSpans
 	res := FileResult{Path: path}
 	if err := CleanPending(db); err != nil {
 		return res, err
@@ -97,16 +123,31 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	w := newWriter(path, id)
-	// Decoding and storing overlap: a goroutine commits each chunk while
-	// the next one is decoded. Two chunks go round between them, so memory
-	// holds at most two.
-	full := make(chan *fileChunk, 1)
-	free := make(chan *fileChunk, 2)
-	for range 2 {
-		free <- &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
+	if lim.keptBytes > 0 {
+		w.kept = newKeptSpans(lim.keptBytes)
+	}
+	// Decoding and storing overlap: a goroutine commits chunks while the
+	// next ones are decoded. Two chunks go round between them, and more,
+	// up to one more than a commit takes, while the decoding side is ahead
+	// (made as it finds none free), so memory holds at most that many.
+	merge := max(lim.mergeChunks, 1)
+	full := make(chan *fileChunk, merge)
+	free := make(chan *fileChunk, merge+1)
+	newChunk := func() *fileChunk {
+		return &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
 			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans),
 			facts: make([]spanFacts, 0, chunkSpans)}
 	}
+	made := 2
+	for range made {
+		free <- newChunk()
+	}
+	// spread is writer.spread, for the decoding side: only then do commits
+	// take several chunks. In a file whose traces come together the
+	// chunks' spans are mostly whole traces already, and more chunks in
+	// memory only make the collector work harder under the import's soft
+	// limit (BENCHMARKS.md, 8a).
+	var spread atomic.Bool
 	var failed atomic.Bool
 	stored := make(chan error, 1)
 	// A third goroutine audits, from the spans in hand, the executions a
@@ -136,12 +177,37 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		// long trace over many chunks) is audited once, read back at the
 		// end, instead of once on its first chunk's spans for nothing.
 		var waiting *handJob
-		for c := range full {
+		var batch []*fileChunk
+		var merged fileChunk // the batch's chunks one after the other
+		for more := true; more; {
+			c, ok := <-full
+			if !ok {
+				break
+			}
+			// The chunks decoded while the last commit ran go in this one.
+			batch = append(batch[:0], c)
+		gather:
+			for len(batch) < merge && spread.Load() {
+				select {
+				case c, ok := <-full:
+					if !ok {
+						more = false
+						break gather
+					}
+					batch = append(batch, c)
+				default:
+					break gather
+				}
+			}
+			if len(batch) > 1 {
+				c = merged.join(batch)
+			}
 			if err == nil {
 				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded, c.facts) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
 				} else {
+					spread.Store(w.spread)
 					if waiting != nil {
 						jobs <- w.stillWhole(waiting)
 					}
@@ -153,8 +219,12 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 					waiting = w.handJob(reuse)
 				}
 			}
-			c.reset()
-			free <- c
+			merged.let()
+			for _, c := range batch {
+				c.reset()
+				free <- c
+			}
+			clear(batch)
 		}
 		if err == nil && waiting != nil {
 			jobs <- waiting
@@ -169,10 +239,20 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		for i := range b.Spans {
 			chunk.add(&b.Spans[i], b.Line, effect)
 			// A batch larger than a chunk (a line of many spans) is cut:
-			// a chunk is what memory holds twice and a commit writes.
-			if len(chunk.spans) >= chunkSpans {
+			// a chunk is what memory holds a few times over and a commit
+			// writes. Large spans make smaller chunks.
+			if len(chunk.spans) >= chunkSpans || len(chunk.arena) >= chunkBytes {
 				full <- chunk
-				chunk = <-free
+				select {
+				case chunk = <-free:
+				default:
+					if made < merge+1 && spread.Load() {
+						made++
+						chunk = newChunk()
+					} else {
+						chunk = <-free
+					}
+				}
 				if failed.Load() {
 					return errStoreFailed
 				}
@@ -218,7 +298,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		}
 	}
 	res.Stats = w.stats
-	res.audits, res.readBacks = handAudits+w.readBacks, w.readBacks
+	res.audits, res.readBacks = handAudits+w.keptAudits+w.readBacks, w.readBacks
 	if err != nil {
 		if cerr := discard(db, id); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove what the failed import wrote: %w", cerr))
@@ -245,7 +325,8 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 			todo = append(todo, exec)
 		}
 	}
-	audited, dup := make([]bool, len(todo)), make([]bool, len(todo))
+	// How each was audited: not (0), on its kept spans (1), read back (2).
+	audited, dup := make([]int8, len(todo)), make([]bool, len(todo))
 	workers := min(runtime.GOMAXPROCS(0), 2)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -256,23 +337,40 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 			scratch := newFlagScratch() // one each: its maps are not for two goroutines
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
-					if !needsAudit(w.perExec[todo[i]], tx.Execution(todo[i]) != nil) {
+					m := w.perExec[todo[i]]
+					earlier := tx.Execution(todo[i]) != nil
+					if !needsAudit(m, earlier) {
 						continue
+					}
+					// Without a record, the execution's spans are this
+					// import's (or a pending import's, which load skips
+					// too): the kept ones are all the fast path reads
+					// when they came from every write that stored some.
+					if spans, ok := w.kept.whole(todo[i], m.n); ok && !earlier {
+						if d, sure := scratch.duplicateOf(spans); sure {
+							dup[i], audited[i] = d, 1
+							continue
+						}
 					}
 					var err error
 					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
 						return err
 					}
-					audited[i] = true
+					audited[i] = 2
 				}
 				return nil
 			})
 		}()
 	}
 	wg.Wait()
+	w.kept = nil // let the spans go before the records are written
 	w.ahead = map[string]bool{}
 	for i, exec := range todo {
-		if audited[i] {
+		switch audited[i] {
+		case 1:
+			w.ahead[exec] = dup[i]
+			w.keptAudits++
+		case 2:
 			w.ahead[exec] = dup[i]
 			w.readBacks++
 		}
@@ -296,13 +394,23 @@ type fileChunk struct {
 	facts   []spanFacts
 }
 
+// add puts s in the chunk, with its line, facts and stored form. The chunk
+// holds s without its attributes and events, which are most of its
+// memory: the writer reads them only through the facts and the stored form
+// made here, and a root span's error text (summary), kept in Message. Up to
+// five chunks go round (mergeChunks), under the import's soft memory limit.
 func (c *fileChunk) add(s *Span, line int, effect effects) {
-	c.spans = append(c.spans, *s)
 	c.lines = append(c.lines, line)
 	c.facts = append(c.facts, effect.factsOf(s))
 	n := len(c.arena)
 	c.arena = encodeSpan(c.arena, s)
 	c.encoded = append(c.encoded, c.arena[n:len(c.arena):len(c.arena)])
+	slim := *s
+	slim.Attrs, slim.Events = nil, nil
+	if s.ParentID == "" && s.Status == "error" {
+		slim.Message = s.ErrorText()
+	}
+	c.spans = append(c.spans, slim)
 }
 
 // atLine names the line of the span an error is about, when it is known.
@@ -319,9 +427,30 @@ func (c *fileChunk) atLine(err error) error {
 	return err
 }
 
+// join makes c the chunks of batch one after the other, their spans
+// copied (their stored forms stay in the chunks' arenas), and returns it.
+func (c *fileChunk) join(batch []*fileChunk) *fileChunk {
+	for _, b := range batch {
+		c.spans = append(c.spans, b.spans...)
+		c.lines = append(c.lines, b.lines...)
+		c.encoded = append(c.encoded, b.encoded...)
+		c.facts = append(c.facts, b.facts...)
+	}
+	return c
+}
+
+// let lets go of what join put in c, keeping its memory.
+func (c *fileChunk) let() {
+	clear(c.spans)
+	clear(c.encoded)
+	clear(c.facts)
+	c.spans, c.lines, c.encoded, c.facts = c.spans[:0], c.lines[:0], c.encoded[:0], c.facts[:0]
+}
+
 func (c *fileChunk) reset() {
 	clear(c.spans) // let the spans go while the chunk waits
 	clear(c.encoded)
+	clear(c.facts)
 	c.spans, c.lines, c.encoded, c.facts = c.spans[:0], c.lines[:0], c.encoded[:0], c.facts[:0]
 	if cap(c.arena) > 512*chunkSpans {
 		c.arena = nil // a chunk of unusually large spans: do not keep its buffer

@@ -194,6 +194,11 @@ func (s *Span) Args() json.RawMessage {
 	if k == "" {
 		return nil
 	}
+	return argsOf(k, v)
+}
+
+// argsOf is Args of a span whose arguments argsAttr finds in v, under k.
+func argsOf(k, v string) json.RawMessage {
 	raw := argsJSON(v)
 	if k == "traceloop.entity.input" {
 		raw = traceloopArgs(raw)

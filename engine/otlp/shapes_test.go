@@ -53,9 +53,12 @@ func TestDocumentAndInterleavedLinesImportAlike(t *testing.T) {
 	}
 	var got [2][]string
 	for k, p := range []string{docPath, linesPath} {
-		for _, chunk := range []int{512, chunkSpans} {
+		// Chunks of 512 committed one by one, and as an import commits
+		// them: several in one commit when decoding runs ahead.
+		for _, lim := range []limits{{chunkSpans: 512, mergeChunks: 1, keptBytes: keptBudget}, {chunkSpans: 512, mergeChunks: 4}, defaultLimits} {
+			chunk := lim.chunkSpans
 			db := openDB(t)
-			res, err := importFile(db, p, chunk)
+			res, err := importFrom(db, p, nil, lim)
 			if err != nil {
 				t.Fatalf("%s, chunks of %d: %v", p, chunk, err)
 			}

@@ -112,6 +112,40 @@ func SpansLenient(td ptrace.Traces) (spans []Span, rejected int, first error) {
 	return spans, rejected, first
 }
 
+// eachDropping is each, which also drops from td the spans it converted,
+// n at a time.
+func eachDropping(td ptrace.Traces, n int, fn func(Span, error) error) error {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		var trace traceHex
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			scope := ss.Scope().Name()
+			for spans.Len() > 0 {
+				m := min(n, spans.Len())
+				for k := 0; k < m; k++ {
+					if err := fn(convert(spans.At(k), service, scope, &trace)); err != nil {
+						return err
+					}
+				}
+				dropped := 0
+				spans.RemoveIf(func(ptrace.Span) bool {
+					dropped++
+					return dropped <= m
+				})
+			}
+		}
+	}
+	return nil
+}
+
 func each(td ptrace.Traces, fn func(Span, error) error) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
