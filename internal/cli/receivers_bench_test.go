@@ -47,6 +47,12 @@ func BenchmarkServeReceivers(b *testing.B) {
 			reads := make(chan time.Time, 4096)
 			s := startScreenTimed(b, reads, bin, db, 160, 48)
 			s.waitFor("the explorer", "Executions")
+			// j and k in the executions list, which the spans fill: in the
+			// trace (the focus at start) the list's first row follows the
+			// newest execution as the spans arrive, each new trace shown
+			// from its top, where k changes nothing and the next frame
+			// came only with the list's next refresh.
+			s.press("\x1b[Z") // shift+tab
 			target := srv.httpURL
 			if proto == "grpc" {
 				target = srv.grpcAddr
