@@ -30,8 +30,9 @@ const receiverBatch, receiverExporters = 512, 8
 
 // BenchmarkServeReceivers measures the durable receivers as a user runs
 // them: the real binary's `serve --otlp --otlp-grpc` on a fresh database,
-// 8 exporters in this process sending agent-shaped batches of 512 spans
-// (protobuf; each batch 64 new traces of 8 spans, agentTraces), one sub-benchmark per
+// 8 exporters in a process of their own (loadgenMain), each on its own
+// connection, sending agent-shaped batches of 512 spans (protobuf; each
+// batch 64 new traces of 8 spans, agentTraces), one sub-benchmark per
 // protocol, side by side in one run. An answer means the spans are on disk
 // (fsynced). It reports durable spans/s, the serve process's peak RSS
 // (VmHWM) and CPU a span (which a busy machine changes less than the
@@ -164,16 +165,22 @@ func loadgenMain(proto string) int {
 			return 1
 		}
 	}
+	// Each exporter has its own connection, as each agent's SDK does.
 	target := os.Getenv(loadgenTo)
-	send, done, err := httpSender(target)
-	if proto == "grpc" {
-		send, done, err = grpcSender(target)
+	senders := make([]func([]byte) error, receiverExporters)
+	for i := range senders {
+		newSender := httpSender
+		if proto == "grpc" {
+			newSender = grpcSender
+		}
+		send, done, err := newSender(target)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		defer done()
+		senders[i] = send
 	}
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer done()
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return 1
@@ -182,7 +189,7 @@ func loadgenMain(proto string) int {
 	var failed atomic.Value
 	t0 := time.Now()
 	var wg sync.WaitGroup
-	for range receiverExporters {
+	for _, send := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -257,10 +264,10 @@ func startServe(tb testing.TB, db string) *served {
 	return s
 }
 
-// httpSender posts a protobuf ExportTraceServiceRequest to url and wants
-// a 200; done closes its connections.
+// httpSender posts a protobuf ExportTraceServiceRequest to url, on a
+// connection of its own, and wants a 200; done closes it.
 func httpSender(url string) (send func([]byte) error, done func(), err error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: receiverExporters}}
+	client := &http.Client{Transport: &http.Transport{}}
 	return func(body []byte) error {
 		resp, err := client.Post(url, "application/x-protobuf", bytes.NewReader(body))
 		if err != nil {
@@ -275,9 +282,9 @@ func httpSender(url string) (send func([]byte) error, done func(), err error) {
 }
 
 // grpcSender calls TraceService/Export at addr, as the SDKs' gRPC
-// exporters do, on one connection shared by the exporters (HTTP/2
-// streams). It sends the request's protobuf bytes as they are, as
-// httpSender posts them, so both protocols cost the client the same.
+// exporters do, on a connection of its own. It sends the request's
+// protobuf bytes as they are, as httpSender posts them, so both protocols
+// cost the client the same.
 func grpcSender(addr string) (send func([]byte) error, done func(), err error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawProto{})))
