@@ -186,6 +186,31 @@ func want(wire, is int, field string) error {
 	return nil
 }
 
+// lenField reads a known length-delimited field (a string, bytes or a
+// message), refusing another wire type.
+func (r *protoReader) lenField(wire int, field string) ([]byte, error) {
+	if err := want(wire, wireLen, field); err != nil {
+		return nil, err
+	}
+	return r.bytes()
+}
+
+// varintField reads a known varint field, refusing another wire type.
+func (r *protoReader) varintField(wire int, field string) (uint64, error) {
+	if err := want(wire, wireVarint, field); err != nil {
+		return 0, err
+	}
+	return r.varint()
+}
+
+// fixed64Field reads a known 64-bit field, refusing another wire type.
+func (r *protoReader) fixed64Field(wire int, field string) (uint64, error) {
+	if err := want(wire, wireI64, field); err != nil {
+		return 0, err
+	}
+	return r.fixed64()
+}
+
 // skipScalar checks a known field whose value the spans do not keep.
 func (r *protoReader) skipScalar(wire, is int, field string) error {
 	if err := want(wire, is, field); err != nil {
@@ -246,10 +271,7 @@ func decodeProtoSpans(data []byte, limit int, into []Span) (protoRequest, error)
 			}
 			continue
 		}
-		if err := want(wire, wireLen, "ResourceSpans"); err != nil {
-			return protoRequest{}, err
-		}
-		b, err := r.bytes()
+		b, err := r.lenField(wire, "ResourceSpans")
 		if err != nil {
 			return protoRequest{}, err
 		}
@@ -283,10 +305,7 @@ func (d *protoDecoder) resourceSpans(buf []byte) error {
 		}
 		switch field {
 		case 1:
-			if err := want(wire, wireLen, "Resource"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "Resource")
 			if err != nil {
 				return err
 			}
@@ -294,10 +313,7 @@ func (d *protoDecoder) resourceSpans(buf []byte) error {
 				return err
 			}
 		case 2:
-			if err := want(wire, wireLen, "ScopeSpans"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "ScopeSpans")
 			if err != nil {
 				return err
 			}
@@ -307,10 +323,7 @@ func (d *protoDecoder) resourceSpans(buf []byte) error {
 		case 1000:
 			// The deprecated name of ScopeSpans: checked, not kept (as
 			// ptrace.ProtoUnmarshaler leaves them).
-			if err := want(wire, wireLen, "DeprecatedScopeSpans"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "DeprecatedScopeSpans")
 			if err != nil {
 				return err
 			}
@@ -346,10 +359,7 @@ func (d *protoDecoder) resource(buf []byte, service *string, found *bool) error 
 		}
 		switch field {
 		case 1:
-			if err := want(wire, wireLen, "Attributes"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "Attributes")
 			if err != nil {
 				return err
 			}
@@ -367,10 +377,7 @@ func (d *protoDecoder) resource(buf []byte, service *string, found *bool) error 
 		case 2:
 			err = r.skipScalar(wire, wireVarint, "DroppedAttributesCount")
 		case 3:
-			if err := want(wire, wireLen, "EntityRefs"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "EntityRefs")
 			if err != nil {
 				return err
 			}
@@ -420,10 +427,7 @@ func (d *protoDecoder) scopeSpans(buf []byte, service string, keep bool) error {
 		}
 		switch field {
 		case 1:
-			if err := want(wire, wireLen, "Scope"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "Scope")
 			if err != nil {
 				return err
 			}
@@ -431,10 +435,7 @@ func (d *protoDecoder) scopeSpans(buf []byte, service string, keep bool) error {
 				return err
 			}
 		case 2:
-			if err := want(wire, wireLen, "Spans"); err != nil {
-				return err
-			}
-			b, err := r.bytes()
+			b, err := r.lenField(wire, "Spans")
 			if err != nil {
 				return err
 			}
@@ -483,10 +484,7 @@ func instrumentationScope(buf []byte, name *[]byte) error {
 		}
 		switch field {
 		case 1:
-			if err := want(wire, wireLen, "Name"); err != nil {
-				return err
-			}
-			*name, err = r.bytes()
+			*name, err = r.lenField(wire, "Name")
 		case 2:
 			err = r.skipScalar(wire, wireLen, "Version")
 		case 3:
@@ -505,10 +503,7 @@ func instrumentationScope(buf []byte, name *[]byte) error {
 
 // checkAttribute reads a KeyValue whose value is not kept.
 func checkAttribute(r *protoReader, wire int) error {
-	if err := want(wire, wireLen, "Attributes"); err != nil {
-		return err
-	}
-	b, err := r.bytes()
+	b, err := r.lenField(wire, "Attributes")
 	if err != nil {
 		return err
 	}
@@ -518,10 +513,7 @@ func checkAttribute(r *protoReader, wire int) error {
 
 // id reads a trace or span id: empty, or of its own length.
 func id(r *protoReader, wire int, dst []byte, field string, bad error) error {
-	if err := want(wire, wireLen, field); err != nil {
-		return err
-	}
-	b, err := r.bytes()
+	b, err := r.lenField(wire, field)
 	if err != nil {
 		return err
 	}
@@ -566,56 +558,40 @@ func (d *protoDecoder) span(buf []byte, service, scope string, convert bool) err
 		case 16:
 			err = r.skipScalar(wire, wireI32, "Flags")
 		case 5:
-			if err = want(wire, wireLen, "Name"); err == nil {
-				name, err = r.bytes()
-			}
+			name, err = r.lenField(wire, "Name")
 		case 6:
-			if err = want(wire, wireVarint, "Kind"); err == nil {
-				var v uint64
-				v, err = r.varint()
-				kind = int32(v)
-			}
+			var v uint64
+			v, err = r.varintField(wire, "Kind")
+			kind = int32(v)
 		case 7:
-			if err = want(wire, wireI64, "StartTimeUnixNano"); err == nil {
-				start, err = r.fixed64()
-			}
+			start, err = r.fixed64Field(wire, "StartTimeUnixNano")
 		case 8:
-			if err = want(wire, wireI64, "EndTimeUnixNano"); err == nil {
-				end, err = r.fixed64()
-			}
+			end, err = r.fixed64Field(wire, "EndTimeUnixNano")
 		case 9:
-			if err = want(wire, wireLen, "Attributes"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					attrs = append(attrs, b)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Attributes"); err == nil {
+				attrs = append(attrs, b)
 			}
 		case 10:
 			err = r.skipScalar(wire, wireVarint, "DroppedAttributesCount")
 		case 11:
-			if err = want(wire, wireLen, "Events"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					events = append(events, b)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Events"); err == nil {
+				events = append(events, b)
 			}
 		case 12:
 			err = r.skipScalar(wire, wireVarint, "DroppedEventsCount")
 		case 13:
-			if err = want(wire, wireLen, "Links"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					err = spanLink(b)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Links"); err == nil {
+				err = spanLink(b)
 			}
 		case 14:
 			err = r.skipScalar(wire, wireVarint, "DroppedLinksCount")
 		case 15:
-			if err = want(wire, wireLen, "Status"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					err = spanStatus(b, &message, &code)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Status"); err == nil {
+				err = spanStatus(b, &message, &code)
 			}
 		default:
 			err = r.skip(wire)
@@ -676,15 +652,11 @@ func spanStatus(buf []byte, message *[]byte, code *int32) error {
 		}
 		switch field {
 		case 2:
-			if err = want(wire, wireLen, "Message"); err == nil {
-				*message, err = r.bytes()
-			}
+			*message, err = r.lenField(wire, "Message")
 		case 3:
-			if err = want(wire, wireVarint, "Code"); err == nil {
-				var v uint64
-				v, err = r.varint()
-				*code = int32(v)
-			}
+			var v uint64
+			v, err = r.varintField(wire, "Code")
+			*code = int32(v)
 		default:
 			err = r.skip(wire)
 		}
@@ -739,21 +711,15 @@ func (d *protoDecoder) event(buf []byte) (SpanEvent, error) {
 		}
 		switch field {
 		case 1:
-			if err = want(wire, wireI64, "TimeUnixNano"); err == nil {
-				var t uint64
-				t, err = r.fixed64()
-				e.Time = int64(t)
-			}
+			var t uint64
+			t, err = r.fixed64Field(wire, "TimeUnixNano")
+			e.Time = int64(t)
 		case 2:
-			if err = want(wire, wireLen, "Name"); err == nil {
-				name, err = r.bytes()
-			}
+			name, err = r.lenField(wire, "Name")
 		case 3:
-			if err = want(wire, wireLen, "Attributes"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					attrs = append(attrs, b)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Attributes"); err == nil {
+				attrs = append(attrs, b)
 			}
 		case 4:
 			err = r.skipScalar(wire, wireVarint, "DroppedAttributesCount")
@@ -857,15 +823,11 @@ func keyValue(buf []byte, depth int, check bool) ([]byte, anyValue, error) {
 		}
 		switch field {
 		case 1:
-			if err = want(wire, wireLen, "Key"); err == nil {
-				key, err = r.bytes()
-			}
+			key, err = r.lenField(wire, "Key")
 		case 2:
-			if err = want(wire, wireLen, "Value"); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					err = v.read(b, depth, check)
-				}
+			var b []byte
+			if b, err = r.lenField(wire, "Value"); err == nil {
+				err = v.read(b, depth, check)
 			}
 		case 3:
 			err = r.skipScalar(wire, wireVarint, "KeyStrindex")
@@ -894,42 +856,34 @@ func (v *anyValue) read(buf []byte, depth int, check bool) error {
 		}
 		switch field {
 		case 1, 7:
-			if err = want(wire, wireLen, [...]string{1: "StringValue", 7: "BytesValue"}[field]); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					*v = anyValue{kind: valueStr, raw: b}
-					if field == 7 {
-						v.kind = valueBytes
-					}
+			var b []byte
+			if b, err = r.lenField(wire, [...]string{1: "StringValue", 7: "BytesValue"}[field]); err == nil {
+				*v = anyValue{kind: valueStr, raw: b}
+				if field == 7 {
+					v.kind = valueBytes
 				}
 			}
 		case 2, 3, 8:
-			if err = want(wire, wireVarint, [...]string{2: "BoolValue", 3: "IntValue", 8: "StringValueStrindex"}[field]); err == nil {
-				var n uint64
-				if n, err = r.varint(); err == nil {
-					// A string index (profiles' dictionary) is no value
-					// pcommon knows: empty.
-					*v = anyValue{kind: [...]int{2: valueBool, 3: valueInt, 8: valueEmpty}[field], num: n}
-				}
+			var n uint64
+			if n, err = r.varintField(wire, [...]string{2: "BoolValue", 3: "IntValue", 8: "StringValueStrindex"}[field]); err == nil {
+				// A string index (profiles' dictionary) is no value
+				// pcommon knows: empty.
+				*v = anyValue{kind: [...]int{2: valueBool, 3: valueInt, 8: valueEmpty}[field], num: n}
 			}
 		case 4:
-			if err = want(wire, wireI64, "DoubleValue"); err == nil {
-				var n uint64
-				if n, err = r.fixed64(); err == nil {
-					*v = anyValue{kind: valueDouble, num: n}
-				}
+			var n uint64
+			if n, err = r.fixed64Field(wire, "DoubleValue"); err == nil {
+				*v = anyValue{kind: valueDouble, num: n}
 			}
 		case 5, 6:
-			if err = want(wire, wireLen, [...]string{5: "ArrayValue", 6: "KvlistValue"}[field]); err == nil {
-				var b []byte
-				if b, err = r.bytes(); err == nil {
-					*v = anyValue{kind: valueSlice, raw: b}
-					if field == 6 {
-						v.kind = valueMap
-					}
-					if check {
-						err = eachValue(b, depth, field == 6, true, nil)
-					}
+			var b []byte
+			if b, err = r.lenField(wire, [...]string{5: "ArrayValue", 6: "KvlistValue"}[field]); err == nil {
+				*v = anyValue{kind: valueSlice, raw: b}
+				if field == 6 {
+					v.kind = valueMap
+				}
+				if check {
+					err = eachValue(b, depth, field == 6, true, nil)
 				}
 			}
 		default:
@@ -962,10 +916,7 @@ func eachValue(buf []byte, depth int, kvs, check bool, fn func(key []byte, v any
 			}
 			continue
 		}
-		if err := want(wire, wireLen, "Values"); err != nil {
-			return err
-		}
-		b, err := r.bytes()
+		b, err := r.lenField(wire, "Values")
 		if err != nil {
 			return err
 		}

@@ -115,54 +115,54 @@ func SpansLenient(td ptrace.Traces) (spans []Span, rejected int, first error) {
 // eachDropping is each, which also drops from td the spans it converted,
 // n at a time.
 func eachDropping(td ptrace.Traces, n int, fn func(Span, error) error) error {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		service := ""
-		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
-			service = v.AsString()
-		}
-		sss := rs.ScopeSpans()
-		var trace traceHex
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			spans := ss.Spans()
-			scope := ss.Scope().Name()
-			for spans.Len() > 0 {
-				m := min(n, spans.Len())
-				for k := 0; k < m; k++ {
-					if err := fn(convert(spans.At(k), service, scope, &trace)); err != nil {
-						return err
-					}
-				}
-				dropped := 0
-				spans.RemoveIf(func(ptrace.Span) bool {
-					dropped++
-					return dropped <= m
-				})
-			}
-		}
-	}
-	return nil
-}
-
-func each(td ptrace.Traces, fn func(Span, error) error) error {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		service := ""
-		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
-			service = v.AsString()
-		}
-		sss := rs.ScopeSpans()
-		var trace traceHex
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				if err := fn(convert(spans.At(k), service, ss.Scope().Name(), &trace)); err != nil {
+	return eachScope(td, func(spans ptrace.SpanSlice, service, scope string, trace *traceHex) error {
+		for spans.Len() > 0 {
+			m := min(n, spans.Len())
+			for k := 0; k < m; k++ {
+				if err := fn(convert(spans.At(k), service, scope, trace)); err != nil {
 					return err
 				}
+			}
+			dropped := 0
+			spans.RemoveIf(func(ptrace.Span) bool {
+				dropped++
+				return dropped <= m
+			})
+		}
+		return nil
+	})
+}
+
+// each calls fn with each span of td as convert makes it, or the error
+// that refuses it.
+func each(td ptrace.Traces, fn func(Span, error) error) error {
+	return eachScope(td, func(spans ptrace.SpanSlice, service, scope string, trace *traceHex) error {
+		for k := 0; k < spans.Len(); k++ {
+			if err := fn(convert(spans.At(k), service, scope, trace)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// eachScope calls fn with the spans of each scope of td, their resource's
+// service name and the scope's name; the scopes of one resource share a
+// traceHex.
+func eachScope(td ptrace.Traces, fn func(spans ptrace.SpanSlice, service, scope string, trace *traceHex) error) error {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		var trace traceHex
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			if err := fn(ss.Spans(), service, ss.Scope().Name(), &trace); err != nil {
+				return err
 			}
 		}
 	}
