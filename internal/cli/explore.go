@@ -124,6 +124,11 @@ func (a *app) explore(f *exploreFlags) (err error) {
 		pairs := lesson.NewPairs(lessonHost.Host, scratchOpener())
 		return &tui.LessonRoom{Lessons: s, Source: lessonHost, Where: lessonHost.DBPath(), Diff: pairs.Line}, nil
 	}
+	return runOnTerminal(opts)
+}
+
+// runOnTerminal runs the explorer with opts on the terminal until it quits.
+func runOnTerminal(opts tui.Options) error {
 	m := tui.New(opts)
 	defer m.Close()
 	// Bubble Tea draws on a ticker, 60 times a second by default: a key's

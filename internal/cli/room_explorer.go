@@ -4,11 +4,8 @@ package cli
 // explorer on the room's host, in its room view.
 
 import (
-	"errors"
-	"fmt"
 	"os"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
@@ -30,14 +27,6 @@ func projectRoom(src *control.Server, srv tui.RoomReader, title, join string, pr
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	m := tui.New(tui.Options{Source: src, Title: title, HighContrast: presenter, Presenter: presenter,
+	return runOnTerminal(tui.Options{Source: src, Title: title, HighContrast: presenter, Presenter: presenter,
 		FlashFor: tui.DefaultFlashFor, Room: srv, RoomJoin: join})
-	defer m.Close()
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithFPS(explorerFPS))
-	if _, err := p.Run(); errors.Is(err, tea.ErrInterrupted) {
-		return &exitError{code: 130, msg: "interrupted"}
-	} else if err != nil {
-		return fmt.Errorf("explorer: %w", err)
-	}
-	return nil
 }
