@@ -144,6 +144,8 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 // request's goroutine, before the group commit's one.
 func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, source string) (Stats, error) {
 	w := newWriter(source, 0)
+	// A request's traces are fewer than its spans, and mostly many fewer.
+	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}

@@ -128,17 +128,22 @@ func (m *traceSum) summary(a *arena) summary {
 		weighing: m.weighing}
 }
 
-// stateBlock is how many traceStates a block holds: blocks never move, so
-// the audit goroutine can hold pointers into them while more are added.
+// stateBlock is how many traceStates a block holds unless the writer says
+// fewer will do: blocks never move, so the audit goroutine can hold
+// pointers into them while more are added.
 const stateBlock = 1024
 
 // traceStates is a writer's per-trace state, in order of first mention.
 type traceStates struct {
-	blocks []*[stateBlock]traceState
-	n      int
-	byID   map[[16]byte]int32 // trace ids as convert writes them (32 lowercase hex digits)
-	other  map[string]int32   // any other trace id
-	names  arena
+	blocks [][]traceState
+	// per is the length of a block, stateBlock when 0: a receiver's
+	// request of 512 spans holds a few dozen traces, and a block of 1024
+	// states was a tenth of the bytes it allocated.
+	per   int
+	n     int
+	byID  map[[16]byte]int32 // trace ids as convert writes them (32 lowercase hex digits)
+	other map[string]int32   // any other trace id
+	names arena
 }
 
 // len is how many traces there are.
@@ -146,7 +151,16 @@ func (ts *traceStates) len() int { return ts.n }
 
 // at is the i-th trace's state.
 func (ts *traceStates) at(i int) *traceState {
-	return &ts.blocks[i/stateBlock][i%stateBlock]
+	per := ts.blockLen()
+	return &ts.blocks[i/per][i%per]
+}
+
+// blockLen is the length of a block.
+func (ts *traceStates) blockLen() int {
+	if ts.per > 0 {
+		return ts.per
+	}
+	return stateBlock
 }
 
 // get finds trace's state.
@@ -167,8 +181,8 @@ func (ts *traceStates) get(trace string) (*traceState, bool) {
 // add adds trace's state, which get did not find.
 func (ts *traceStates) add(trace string) *traceState {
 	i := ts.n
-	if i%stateBlock == 0 {
-		ts.blocks = append(ts.blocks, new([stateBlock]traceState))
+	if per := ts.blockLen(); i%per == 0 {
+		ts.blocks = append(ts.blocks, make([]traceState, per))
 	}
 	ts.n++
 	if k, hex := hexID(trace); hex {
