@@ -146,6 +146,7 @@ func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, sourc
 	w := newWriter(source, 0)
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
+	w.written = nil // one write: no later one asks what this one stored
 	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}
@@ -266,6 +267,7 @@ type writer struct {
 	// before, so write looks nothing up for it. A trace whose spans come
 	// in many chunks (a BatchSpanProcessor interleaves concurrent traces)
 	// is otherwise read back on each. A collision costs a look-up only.
+	// nil for a writer that writes once (save): it has no later write.
 	written map[uint64]struct{}
 	seed    maphash.Seed
 	// kept holds, for a file import, the spans the audit at the end reads
@@ -638,7 +640,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			runN++
 		}
 		stored, storedVal = p.key, p.val
-		w.written[w.spanHash(p.span)] = struct{}{}
+		if w.written != nil {
+			w.written[w.spanHash(p.span)] = struct{}{}
+		}
 		w.stats.Spans++
 		sum := &p.state.sum
 		sum.add(p.span, &w.traces.names)
