@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -189,6 +191,23 @@ func BenchmarkRoomLoad(b *testing.B) {
 	<-s.done
 
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	// RETRYLAB_ROOM_BENCH_LATENCIES=FILE appends each key's latency (µs, a
+	// line each), so that the runs of -count can be pooled: one run's p99
+	// is its third-slowest key of about 300.
+	if f := os.Getenv("RETRYLAB_ROOM_BENCH_LATENCIES"); f != "" {
+		var text strings.Builder
+		for _, d := range lat {
+			fmt.Fprintln(&text, d.Microseconds())
+		}
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = fh.WriteString(text.String())
+			err = errors.Join(err, fh.Close())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	if len(lat) > 0 {
 		b.ReportMetric(quantileMS(lat, 0.50), "key-p50-ms")
 		b.ReportMetric(quantileMS(lat, 0.99), "key-p99-ms")
