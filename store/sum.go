@@ -201,7 +201,23 @@ func sealAll(b *bolt.Bucket, depth int) error {
 		return fmt.Errorf("%w: collections nested more than %d deep", ErrCorrupt, maxNesting)
 	}
 	b.FillPercent = appendFill // rewritten in key order
-	var nested [][]byte
+	nested, err := rewriteValues(b, seal)
+	if err != nil {
+		return err
+	}
+	for _, name := range nested {
+		if err := sealAll(b.Bucket(name), depth+1); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rewriteValues puts what fn makes of each value of b in its place (fn
+// returns nil to leave it as it is), sealBatch values at a time: a cursor
+// must not walk over its own puts. It returns the keys of the collections
+// nested in b.
+func rewriteValues(b *bolt.Bucket, fn func(k, v []byte) []byte) (nested [][]byte, err error) {
 	var after []byte
 	for {
 		var keys, values [][]byte
@@ -217,27 +233,23 @@ func sealAll(b *bolt.Bucket, depth int) error {
 				nested = append(nested, clone(k))
 				continue
 			}
-			keys = append(keys, clone(k))
-			values = append(values, seal(k, v))
+			if nv := fn(k, v); nv != nil {
+				keys = append(keys, clone(k))
+				values = append(values, nv)
+			}
 		}
 		for i, k := range keys {
 			if err := b.Put(k, values[i]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if k == nil {
-			break
+			return nested, nil
 		}
 		if len(keys) > 0 {
 			after = keys[len(keys)-1]
 		}
 	}
-	for _, name := range nested {
-		if err := sealAll(b.Bucket(name), depth+1); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 // appendChunkSum appends the checksum of out[from:], a stored chunk, to
@@ -270,39 +282,18 @@ func sumChunks(tx *bolt.Tx) error {
 			continue
 		}
 		b.FillPercent = appendFill
-		var after []byte
-		for {
-			var keys, values [][]byte
-			c := b.Cursor()
-			k, v := c.First()
-			if after != nil {
-				if k, v = c.Seek(after); bytes.Equal(k, after) {
-					k, v = c.Next()
+		tails := name == bucketHistoryTails
+		if _, err := rewriteValues(b, func(_, v []byte) []byte {
+			head := 0
+			if tails {
+				if len(v) < 2 || len(v) < 2+int(v[0]) {
+					return nil // damaged: read as such, with or without a sum
 				}
+				head = 1 + int(v[0])
 			}
-			for ; k != nil && len(keys) < sealBatch; k, v = c.Next() {
-				if v == nil {
-					continue
-				}
-				head := 0
-				if name == bucketHistoryTails {
-					if len(v) < 2 || len(v) < 2+int(v[0]) {
-						continue // damaged: read as such, with or without a sum
-					}
-					head = 1 + int(v[0])
-				}
-				keys = append(keys, clone(k))
-				values = append(values, appendChunkSum(append(make([]byte, 0, len(v)+sumSize), v...), head))
-			}
-			for i, k := range keys {
-				if err := b.Put(k, values[i]); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-			}
-			if k == nil {
-				break
-			}
-			after = keys[len(keys)-1]
+			return appendChunkSum(append(make([]byte, 0, len(v)+sumSize), v...), head)
+		}); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
