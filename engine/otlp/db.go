@@ -96,15 +96,17 @@ func storedSpans(tx *store.Tx, prefix []byte, into map[string][]byte) error {
 			}
 			continue
 		}
-		for i := range n {
-			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+		if err := runSpans(tx, seq, n, func(seq uint64, b []byte) error {
 			id, err := storedSpanID(b)
 			if err != nil {
-				return spanDamaged(tx, k, seq+uint64(i), b, err)
+				return spanDamaged(tx, k, seq, b, err)
 			}
 			if _, ok := into[id]; !ok {
 				into[id] = b
 			}
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -565,21 +567,43 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	slab := make([]flagSpan, 0, nFlag)
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
-	// A trace's spans stored here get consecutive sequences (puts are in
-	// key order, so a trace's are together): for a trace the database did
-	// not hold (fresh), one index entry says where they are.
-	var run []byte // the run's index key: execution, 0, trace, 0, first sequence
-	var runFirst uint64
-	var runN uint32
-	flush := func() error {
-		if runN == 0 {
+	// A trace's spans stored here (puts are in key order, so a trace's are
+	// together) of a trace the database did not hold (fresh) are a run:
+	// blocks of them at consecutive sequences (spanBlock), and one index
+	// entry that says where the first is and how many spans there are.
+	var run blockRun
+	blocks := make([]byte, 0, blockSlab(puts))
+	// appendBlock stores the run's block, and starts its next.
+	appendBlock := func() error {
+		if run.inBlock == 0 {
 			return nil
 		}
+		seq, err := tx.Append(BucketSpans, func(uint64) ([]byte, error) { return blocks[run.block:len(blocks):len(blocks)], nil })
+		if err != nil {
+			return err
+		}
+		if run.n == run.inBlock {
+			run.first = seq
+		}
+		run.inBlock = 0
+		return nil
+	}
+	flush := func() error {
+		if run.n == 0 {
+			return nil
+		}
+		if err := appendBlock(); err != nil {
+			return err
+		}
 		n := len(keys)
-		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, runFirst), w.importID)
-		keys = binary.BigEndian.AppendUint32(keys, runN)
-		err := tx.Put(BucketIndex, run, keys[n:len(keys):len(keys)])
-		runN = 0
+		keys = append(append(keys, run.trace...), 0)
+		keys = binary.BigEndian.AppendUint64(keys, run.first)
+		key := keys[n:len(keys):len(keys)]
+		n = len(keys)
+		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, run.first), w.importID)
+		keys = binary.BigEndian.AppendUint32(keys, run.n)
+		err := tx.Put(BucketIndex, key, keys[n:len(keys):len(keys)])
+		run.n = 0
 		return err
 	}
 	for i := range puts {
@@ -611,33 +635,41 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 			return &SpanError{SpanID: p.span.SpanID, Reason: "appears twice with different content (duplicate span id)"}
 		}
-		seq, err := tx.Append(BucketSpans, func(uint64) ([]byte, error) { return p.val, nil })
-		if err != nil {
-			return err
-		}
-		if runN > 0 && (!p.fresh || seq != runFirst+uint64(runN) || !bytes.Equal(run[:len(run)-9], p.key[:p.tlen])) {
+		if run.n > 0 && (!p.fresh || !bytes.Equal(run.trace, p.key[:p.tlen])) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		switch {
-		case !p.fresh:
-			// A span added to a trace stored before gets an entry of its
-			// own, so that the next look-up for it is one Get, however
-			// many batches the trace grows by.
+		if p.fresh {
+			if run.n == 0 {
+				run.trace = p.key[:p.tlen]
+			}
+			if run.inBlock > 0 && len(blocks)-run.block+len(p.val) > maxBlockBytes {
+				if err := appendBlock(); err != nil {
+					return err
+				}
+			}
+			if run.inBlock == 0 {
+				run.block = len(blocks)
+				blocks = append(blocks, spanBlock)
+			}
+			blocks = binary.AppendUvarint(blocks, uint64(len(p.val)))
+			blocks = append(blocks, p.val...)
+			run.inBlock++
+			run.n++
+		} else {
+			// A span added to a trace stored before is a value of its own
+			// with an entry of its own, so that the next look-up for it is
+			// one Get, however many batches the trace grows by.
+			seq, err := tx.Append(BucketSpans, func(uint64) ([]byte, error) { return p.val, nil })
+			if err != nil {
+				return err
+			}
 			n := len(keys)
 			keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, seq), w.importID)
 			if err := tx.Put(BucketIndex, p.key, keys[n:len(keys):len(keys)]); err != nil {
 				return err
 			}
-		case runN == 0:
-			n := len(keys)
-			keys = append(append(keys, p.key[:p.tlen]...), 0)
-			keys = binary.BigEndian.AppendUint64(keys, seq)
-			run, runFirst = keys[n:len(keys):len(keys)], seq
-			runN++
-		default:
-			runN++
 		}
 		stored, storedVal = p.key, p.val
 		if w.written != nil {
@@ -901,17 +933,16 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 	m := &summary{}
 	for i, k := range keys {
 		seq, imp, n := decodeIndex(entries[i])
-		for j := range n {
-			if imp == importID && importID != 0 {
-				break
-			}
+		if imp == importID && importID != 0 {
+			n = 0
+		}
+		if err := runSpans(tx, seq, n, func(seq uint64, b []byte) error {
 			var s Span
-			b := tx.Get(BucketSpans, store.U64(seq+uint64(j)))
 			if err := decodeSpan(b, &s); err != nil {
-				return nil, spanDamaged(tx, k, seq+uint64(j), b, fmt.Errorf("a span of execution %s: %w", from, err))
+				return spanDamaged(tx, k, seq, b, fmt.Errorf("a span of execution %s: %w", from, err))
 			}
 			if s.TraceID != trace {
-				return nil, tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(j), s.TraceID))
+				return tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq, s.TraceID))
 			}
 			m.add(&s)
 			role, is := effect.roleOf(&s)
@@ -921,6 +952,9 @@ func moveTrace(tx *store.Tx, trace, from, to string, importID uint64, effect eff
 			if weighs(&s, role) {
 				m.weighing++
 			}
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 		if err := tx.Delete(BucketIndex, k); err != nil {
 			return nil, err
@@ -1108,21 +1142,19 @@ func load(tx *store.Tx, exec string, own uint64) ([]Span, error) {
 		if pending[imp] {
 			return true
 		}
-		for i := range n {
+		bad = runSpans(tx, seq, n, func(seq uint64, b []byte) error {
 			var s Span
-			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
 			if err := decodeSpan(b, &s); err != nil {
-				bad = spanDamaged(tx, k, seq+uint64(i), b, fmt.Errorf("a span of execution %s: %w", exec, err))
-				return false
+				return spanDamaged(tx, k, seq, b, fmt.Errorf("a span of execution %s: %w", exec, err))
 			}
 			if !bytes.HasPrefix(k[len(prefix):], []byte(s.TraceID)) {
-				bad = tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(i), s.TraceID))
-				return false
+				return tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq, s.TraceID))
 			}
 			s.Import = imp
 			spans = append(spans, s)
-		}
-		return true
+			return nil
+		})
+		return bad == nil
 	})
 	if err != nil {
 		return nil, err

@@ -48,18 +48,19 @@ func CheckRecords(tx *store.Tx, max int) ([]error, error) {
 			damaged = append(damaged, tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names execution %q, which holds no imported trace", exec)))
 			return !full()
 		}
-		for i := range n {
-			b := tx.Get(BucketSpans, store.U64(seq+uint64(i)))
+		if bad := runSpans(tx, seq, n, func(seq uint64, b []byte) error {
 			var s Span
 			if err := decodeSpan(b, &s); err != nil {
-				damaged = append(damaged, spanDamaged(tx, k, seq+uint64(i), b, err))
-				return !full()
+				return spanDamaged(tx, k, seq, b, err)
 			}
 			if !bytes.HasPrefix(rest, []byte(s.TraceID)) {
-				damaged = append(damaged, tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq+uint64(i), s.TraceID)))
-				return !full()
+				return tx.Damaged(BucketIndex, nil, k, fmt.Errorf("it names span %d, of another trace (%s)", seq, s.TraceID))
 			}
-			named[seq+uint64(i)] = true
+			named[seq] = true
+			return nil
+		}); bad != nil {
+			damaged = append(damaged, bad)
+			return !full()
 		}
 		return true
 	})
@@ -70,9 +71,16 @@ func CheckRecords(tx *store.Tx, max int) ([]error, error) {
 		if named[store.DecodeU64(k)] || len(pending) > 0 {
 			return true // decoded above
 		}
-		var s Span
-		if err := decodeSpan(v, &s); err != nil {
-			damaged = append(damaged, tx.Damaged(BucketSpans, nil, k, err))
+		var bad error
+		if err := eachStoredSpan(v, func(b []byte) bool {
+			var s Span
+			bad = decodeSpan(b, &s)
+			return bad == nil
+		}); err != nil {
+			bad = err
+		}
+		if bad != nil {
+			damaged = append(damaged, tx.Damaged(BucketSpans, nil, k, bad))
 		}
 		return !full()
 	})

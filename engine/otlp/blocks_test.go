@@ -1,0 +1,131 @@
+package otlp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// longTrace is one trace of n spans under one root, each with an argument
+// of size bytes.
+func longTrace(n, size int) []Span {
+	spans := make([]Span, n)
+	for i := range spans {
+		s := &spans[i]
+		s.TraceID = "7b8efff798038103d269b633813fc60c"
+		s.SpanID = fmt.Sprintf("%016x", i+1)
+		if i > 0 {
+			s.ParentID = spans[0].SpanID
+		}
+		s.Name = "execute_tool send_invoice_email"
+		s.Start, s.End = int64(1790607000000000000+i*1000), int64(1790607000000000000+i*1000+500)
+		s.Attrs = map[string]string{"gen_ai.tool.name": "send_invoice_email", "gen_ai.tool.call.arguments": strings.Repeat("a", size)}
+	}
+	spans[0].Name, spans[0].Attrs = "invoke_agent", nil
+	return spans
+}
+
+// A trace's spans one write stores are blocks of spans, several values
+// for a long trace: they load, are found again when sent again, and check
+// clean.
+func TestARunIsStoredInBlocks(t *testing.T) {
+	db := openDB(t)
+	spans := longTrace(300, 1000) // ~300 KB: about ten blocks
+	for round, want := range []Stats{{Spans: 300}, {Repeated: 300}} {
+		var got Stats
+		if err := db.Update(func(tx *store.Tx) error { var err error; got, err = Save(tx, spans, "receiver"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spans != want.Spans || got.Repeated != want.Repeated {
+			t.Fatalf("save %d: %+v, want %+v", round+1, got, want)
+		}
+	}
+	exec := ExecutionID(spans[0].TraceID, "")
+	got, err := LoadSpans(db, exec)
+	if err != nil || len(got) != len(spans) {
+		t.Fatalf("loaded %d spans (%v), want %d", len(got), err, len(spans))
+	}
+	for i := range got {
+		if got[i].SpanID != spans[i].SpanID || got[i].Attrs["gen_ai.tool.call.arguments"] != spans[i].Attrs["gen_ai.tool.call.arguments"] {
+			t.Fatalf("span %d: %s, want %s", i, got[i].SpanID, spans[i].SpanID)
+		}
+	}
+	db.View(func(tx *store.Tx) error {
+		values, index := tx.Count(BucketSpans), tx.Count(BucketIndex)
+		if values < 300*1000/maxBlockBytes || values > 2*300*1000/maxBlockBytes || index != 1 {
+			t.Errorf("%d values and %d index entries for 300 spans of 1 KB, want about %d blocks and one entry", values, index, 300*1000/maxBlockBytes)
+		}
+		if n := storedSpanCount(t, tx); n != 300 {
+			t.Errorf("the blocks hold %d spans, want 300", n)
+		}
+		damaged, err := CheckRecords(tx, 10)
+		if err != nil || len(damaged) != 0 {
+			t.Errorf("check: %v, %v", damaged, err)
+		}
+		return nil
+	})
+}
+
+// A block that does not split is damage to that value, named by the
+// reader and the check, never a panic or a span made up.
+func TestABlockCutShortIsDamage(t *testing.T) {
+	db := openDB(t)
+	spans := longTrace(8, 100)
+	if err := db.Update(func(tx *store.Tx) error { _, err := Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *store.Tx) error {
+		var key, v []byte
+		tx.Scan(BucketSpans, nil, false, func(k, val []byte) bool { key, v = k, val; return false })
+		if len(v) == 0 || v[0] != spanBlock {
+			t.Fatalf("the first value is not a block: % x", v[:min(len(v), 8)])
+		}
+		return tx.Put(BucketSpans, key, v[:len(v)-10])
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadSpans(db, ExecutionID(spans[0].TraceID, ""))
+	var d *store.DamagedRecord
+	if !errors.As(err, &d) || d.Bucket != BucketSpans || !strings.Contains(err.Error(), "a block of spans cut short") {
+		t.Fatalf("load of a cut block: %v", err)
+	}
+	db.View(func(tx *store.Tx) error {
+		damaged, err := CheckRecords(tx, 10)
+		if err != nil || len(damaged) == 0 || !strings.Contains(damaged[0].Error(), "a block of spans cut short") {
+			t.Errorf("check of a cut block: %v, %v", damaged, err)
+		}
+		return nil
+	})
+}
+
+// An import cut short by a crash after it stored a long trace's blocks
+// leaves none of them once cleaned up.
+func TestCleanPendingRemovesEveryBlock(t *testing.T) {
+	db := openDB(t)
+	spans := longTrace(300, 1000)
+	db.Update(func(tx *store.Tx) error {
+		id, err := tx.Append(BucketImports, func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+		if err != nil {
+			return err
+		}
+		return newWriter("crashed.json", id).write(tx, spans, nil, nil) // and the process dies before finish
+	})
+	db.View(func(tx *store.Tx) error {
+		if n := tx.Count(BucketSpans); n < 2 {
+			t.Fatalf("the crashed import stored %d values, want several blocks", n)
+		}
+		return nil
+	})
+	if err := CleanPending(db); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *store.Tx) error {
+		if n := tx.Count(BucketSpans) + tx.Count(BucketIndex); n != 0 {
+			t.Errorf("%d values and index entries left after the clean-up", n)
+		}
+		return nil
+	})
+}
