@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -53,15 +54,7 @@ func (t *Tx) Delete(name Bucket, key []byte) error {
 
 // Append stores value under the collection's next sequence number.
 func (t *Tx) Append(name Bucket, encode func(seq uint64) ([]byte, error)) (uint64, error) {
-	b, err := t.owned(name, true)
-	if err != nil {
-		return 0, err
-	}
-	if b == nil {
-		return 0, bolt.ErrTxNotWritable
-	}
-	b.FillPercent = appendFill
-	seq, err := b.NextSequence()
+	b, seq, err := t.nextSequence(name)
 	if err != nil {
 		return 0, err
 	}
@@ -71,6 +64,43 @@ func (t *Tx) Append(name Bucket, encode func(seq uint64) ([]byte, error)) (uint6
 	}
 	key := U64(seq)
 	return seq, b.Put(key, t.seal(name, key, data))
+}
+
+// nextSequence is the collection an append goes to, made ready for puts
+// in sequence order, and the sequence the append takes.
+func (t *Tx) nextSequence(name Bucket) (*bolt.Bucket, uint64, error) {
+	b, err := t.owned(name, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	if b == nil {
+		return nil, 0, bolt.ErrTxNotWritable
+	}
+	b.FillPercent = appendFill
+	seq, err := b.NextSequence()
+	return b, seq, err
+}
+
+// SealRoom is the spare capacity a value given to AppendInPlace needs.
+const SealRoom = sumSize
+
+// AppendInPlace is Append of a value the caller gives up until the
+// transaction is over, with SealRoom bytes of spare capacity after it,
+// which it may take for the value's checksum instead of copying the value
+// (a large value appended often: a block of spans).
+func (t *Tx) AppendInPlace(name Bucket, value []byte) (uint64, error) {
+	if cap(value)-len(value) < SealRoom {
+		return 0, fmt.Errorf("append to %s: a value with %d bytes of room, not %d", name, cap(value)-len(value), SealRoom)
+	}
+	b, seq, err := t.nextSequence(name)
+	if err != nil {
+		return 0, err
+	}
+	key := U64(seq)
+	if t.sums() && summed(name) {
+		value = binary.BigEndian.AppendUint32(value, recordSum(key, value))
+	}
+	return seq, b.Put(key, value)
 }
 
 // Scan calls fn for a collection's entries with key >= from (all when from is

@@ -785,3 +785,41 @@ func TestSeekPositionStepsOverHoles(t *testing.T) {
 		}
 	}
 }
+
+// AppendInPlace stores a value as Append does, its checksum written in
+// the room after it (no copy), and refuses a value without that room.
+func TestAppendInPlace(t *testing.T) {
+	db, _ := newDB(t)
+	slab := make([]byte, 0, 64)
+	slab = append(slab, "block"...)
+	value := slab[:len(slab):len(slab)+SealRoom]
+	err := db.Update(func(tx *Tx) error {
+		first, err := tx.Append(Outbox, func(uint64) ([]byte, error) { return []byte("m"), nil })
+		if err != nil {
+			return err
+		}
+		seq, err := tx.AppendInPlace(Outbox, value)
+		if err != nil {
+			return err
+		}
+		if seq != first+1 {
+			t.Errorf("AppendInPlace took sequence %d, want %d", seq, first+1)
+		}
+		if sum := slab[len(value) : len(value)+SealRoom]; bytes.Equal(sum, make([]byte, SealRoom)) {
+			t.Error("no checksum in the room after the value")
+		}
+		if _, err := tx.AppendInPlace(Outbox, []byte("no room")[:7:7]); err == nil || !strings.Contains(err.Error(), "room") {
+			t.Errorf("a value without room: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if got := string(tx.Get(Outbox, U64(2))); got != "block" {
+			t.Errorf("read back %q, want %q", got, "block")
+		}
+		return nil
+	})
+}

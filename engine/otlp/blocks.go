@@ -40,12 +40,13 @@ type blockRun struct {
 }
 
 // blockSlab is the size of the slab a write cuts its blocks from: the
-// spans' stored forms with their lengths and a block's first byte each.
+// spans' stored forms with their lengths, and room for a block's first
+// byte and checksum (store.SealRoom) with each, in case each is a block.
 func blockSlab(puts []pendingPut) int {
 	n := 0
 	for i := range puts {
 		if puts[i].fresh {
-			n += len(puts[i].val) + 4
+			n += len(puts[i].val) + binary.MaxVarintLen32 + 1 + store.SealRoom
 		}
 	}
 	return n

@@ -572,13 +572,17 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	// blocks of them at consecutive sequences (spanBlock), and one index
 	// entry that says where the first is and how many spans there are.
 	var run blockRun
+	// The blocks are cut from one slab, each with room for its checksum
+	// (AppendInPlace), which bbolt keeps until the commit.
 	blocks := make([]byte, 0, blockSlab(puts))
 	// appendBlock stores the run's block, and starts its next.
 	appendBlock := func() error {
 		if run.inBlock == 0 {
 			return nil
 		}
-		seq, err := tx.Append(BucketSpans, func(uint64) ([]byte, error) { return blocks[run.block:len(blocks):len(blocks)], nil })
+		end := len(blocks)
+		blocks = append(blocks, make([]byte, store.SealRoom)...)
+		seq, err := tx.AppendInPlace(BucketSpans, blocks[run.block:end:len(blocks)])
 		if err != nil {
 			return err
 		}
