@@ -160,50 +160,82 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 // others (BENCHMARKS.md, 8a).
 const decoders = 2
 
-// decoded is one line of a JSON Lines file, decoded (or not: err).
+// decoded is one line of a JSON Lines file or one piece of a document,
+// decoded (or not: err); ok when it holds spans to deliver.
 type decoded struct {
 	batch Batch
+	ok    bool
 	err   error
 }
 
 // readLines decodes the lines of a JSON Lines file, the first ones
 // already read (lines 1, 2, ...), and calls fn with each line's spans in
-// the order of the lines, on the caller's goroutine. Up to decoders lines
-// are decoded at once, each on a goroutine of its own; a line is read
-// into a buffer used again once pdata has decoded it (pdata copies what
-// it decodes). The first error in line order ends it: the lines after it
-// are not delivered, and nothing is left running. On a pipe, as before
-// lines were decoded side by side (the next line was read before this one
-// was decoded), an error is returned once the line being read ahead has
-// come or the pipe has closed.
+// the order of the lines, on the caller's goroutine, side by side
+// (sideBySide). On a pipe, as before lines were decoded side by side (the
+// next line was read before this one was decoded), an error is returned
+// once the line being read ahead has come or the pipe has closed.
 func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) error) error {
+	next := func(n int, buf []byte) ([]byte, error) {
+		if n <= len(first) {
+			return first[n-1], nil
+		}
+		return readLine(br, n, maxLine, buf)
+	}
+	return sideBySide(next, decodeLine, fn)
+}
+
+// decodeLine decodes line n of a JSON Lines file: all its spans in one
+// batch (the import cuts them in chunks), none for a blank line.
+func decodeLine(n int, line []byte) decoded {
+	var d decoded
+	if len(bytes.TrimSpace(line)) == 0 {
+		return d
+	}
+	td, err := parseJSON(line, n) // its errors name the line
+	if err != nil {
+		d.err = err
+		return d
+	}
+	d.batch.Spans, err = Spans(td)
+	d.batch.Line, d.ok, d.err = n, err == nil, atLine(n, err)
+	return d
+}
+
+// sideBySide decodes the pieces of a file (lines of JSON Lines, pieces of
+// a large document) and calls fn with each piece's spans in the order of
+// the pieces, on the caller's goroutine. next reads piece n (1, 2, ...)
+// into buf's memory, io.EOF when none is left; decode decodes it. Up to
+// decoders pieces are decoded at once, each on a goroutine of its own; a
+// piece's buffer is used again once decode is done with it (pdata copies
+// what it decodes). The first error in piece order ends it: the pieces
+// after it are not delivered, and nothing is left running.
+func sideBySide(next func(n int, buf []byte) ([]byte, error), decode func(n int, piece []byte) decoded, fn func(Batch) error) error {
 	workers := min(decoders, runtime.GOMAXPROCS(0))
 	if workers < 2 {
 		for n := 1; ; n++ {
-			var line []byte
-			var err error
-			if n <= len(first) {
-				line = first[n-1]
-			} else if line, err = readLine(br, n, maxLine, nil); errors.Is(err, io.EOF) {
+			piece, err := next(n, nil)
+			if errors.Is(err, io.EOF) {
 				return nil
 			} else if err != nil {
 				return err
 			}
-			if len(bytes.TrimSpace(line)) > 0 {
-				if err := decodeJSON(line, n, fn); err != nil {
-					return err
-				}
+			d := decode(n, piece)
+			if err = d.err; err == nil && d.ok {
+				err = atLine(d.batch.Line, fn(d.batch))
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
 	type job struct {
-		n    int
-		line []byte
-		out  chan decoded
+		n     int
+		piece []byte
+		out   chan decoded
 	}
 	jobs := make(chan job)
-	// order holds each line's result channel in line order; its buffer
-	// bounds how many lines are read ahead of the one delivered.
+	// order holds each piece's result channel in piece order; its buffer
+	// bounds how many pieces are read ahead of the one delivered.
 	order := make(chan chan decoded, workers)
 	buffers := make(chan []byte, workers+3)
 	for range cap(buffers) {
@@ -216,16 +248,13 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				var d decoded
-				if len(bytes.TrimSpace(j.line)) > 0 {
-					d.err = decodeJSON(j.line, j.n, func(b Batch) error { d.batch = b; return nil })
-				}
-				buffers <- j.line[:0]
+				d := decode(j.n, j.piece)
+				buffers <- j.piece[:0]
 				j.out <- d
 			}
 		}()
 	}
-	// The reader: one line at a time, into a free buffer.
+	// The reader: one piece at a time, into a free buffer.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -238,13 +267,7 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 			case <-stop:
 				return
 			}
-			var line []byte
-			var err error
-			if n <= len(first) {
-				line = first[n-1]
-			} else {
-				line, err = readLine(br, n, maxLine, buf)
-			}
+			piece, err := next(n, buf)
 			out := make(chan decoded, 1)
 			if err != nil {
 				if errors.Is(err, io.EOF) {
@@ -263,7 +286,7 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 				return
 			}
 			select {
-			case jobs <- job{n: n, line: line, out: out}:
+			case jobs <- job{n: n, piece: piece, out: out}:
 			case <-stop:
 				return
 			}
@@ -272,14 +295,14 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 	var err error
 	for out := range order {
 		d := <-out
-		if err = d.err; err == nil && d.batch.Line != 0 {
+		if err = d.err; err == nil && d.ok {
 			err = atLine(d.batch.Line, fn(d.batch))
 		}
 		if err != nil {
 			break
 		}
 	}
-	// The reader stops at its next step (after the line it may be
+	// The reader stops at its next step (after the piece it may be
 	// reading), the workers once they have decoded what they hold: every
 	// send of theirs has room or gives way to stop.
 	close(stop)
@@ -319,10 +342,27 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	if line == 0 && len(doc) > 8<<20 { // a large document, whole
 		defer roomForDocument(len(doc))()
 	}
+	td, err := parseJSON(doc, line)
+	if err != nil {
+		return err
+	}
+	if line == 0 && td.ResourceSpans().Len() == 0 && !bytes.Contains(doc, []byte(`"resourceSpans"`)) {
+		// A document of logs or metrics, not traces. One that says
+		// "resourceSpans": [] is an empty trace document, taken as the
+		// receiver takes it.
+		return errors.New("no spans in this OTLP/JSON file (no resourceSpans)")
+	}
+	return deliver(td, line, fn)
+}
+
+// parseJSON decodes doc, line line of a JSON Lines file or a whole
+// document (0). Its errors say what is wrong in the user's words, and
+// where: the line, span and field of a value of the wrong type.
+func parseJSON(doc []byte, line int) (ptrace.Traces, error) {
 	td, err := unmarshalJSON(doc)
 	var refused *refusal
 	if errors.As(err, &refused) {
-		return atLine(line, err)
+		return td, atLine(line, err)
 	}
 	if err != nil {
 		// json-iterator quotes the bytes around the fault, new lines and all.
@@ -337,15 +377,9 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 				line = at
 			}
 		}
-		return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
+		return td, atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 	}
-	if line == 0 && td.ResourceSpans().Len() == 0 && !bytes.Contains(doc, []byte(`"resourceSpans"`)) {
-		// A document of logs or metrics, not traces. One that says
-		// "resourceSpans": [] is an empty trace document, taken as the
-		// receiver takes it.
-		return errors.New("no spans in this OTLP/JSON file (no resourceSpans)")
-	}
-	return deliver(td, line, fn)
+	return td, nil
 }
 
 // cutShort says whether doc is the start of a JSON value that stops before

@@ -78,3 +78,19 @@ func TestJSONLinesInOrderFirstErrorWins(t *testing.T) {
 		t.Fatalf("error %v after %v, want the caller's, at line 12, after 12 lines", err, got)
 	}
 }
+
+// A line of JSON Lines with more spans than a batch (deliverSpans) is
+// delivered whole: its decoder used to keep only its last batch.
+func TestJSONLinesLineOfManySpans(t *testing.T) {
+	line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batchOf(0, 2*deliverSpans+100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(batchOf(2*deliverSpans+100, 10))
+	file := string(line) + "\n" + string(small) + "\n"
+	n := 0
+	format, err := Read(strings.NewReader(file), func(b Batch) error { n += len(b.Spans); return nil })
+	if err != nil || format != FormatJSONL || n != 2*deliverSpans+110 {
+		t.Fatalf("%s: %d spans, %v; want %d", format, n, err, 2*deliverSpans+110)
+	}
+}
