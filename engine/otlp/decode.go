@@ -136,11 +136,10 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 	}
 	if !json.Valid(bytes.TrimSpace(line)) {
 		// A document over several lines: read the rest and decode it whole.
-		rest, err := readAll(br)
+		doc, err := readAllAfter(line, br)
 		if err != nil {
 			return FormatJSON, err
 		}
-		doc := append(line, rest...)
 		return FormatJSON, decodeJSON(doc, 0, fn)
 	}
 	// JSON Lines; a file of one line is a plain OTLP/JSON document.
@@ -483,22 +482,34 @@ func firstByte(br *bufio.Reader) (byte, int, error) {
 }
 
 // readLine returns the next line without its end, io.EOF when none is left.
-// It reads it into buf's memory.
+// It reads it into buf's memory, or, for a line longer than buf holds,
+// into chunks joined once at its end: growing the line as it comes would
+// copy it over and over (a 33 MB line, 160 MB of copies into ever larger
+// memory).
 func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 	line := buf[:0]
+	var long chunks
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > maxLine {
+		if len(line)+long.size+len(chunk) > maxLine {
 			return nil, fmt.Errorf("line %d: longer than %d MiB; split the batch", n, maxLine>>20)
 		}
-		line = append(line, chunk...)
+		switch {
+		case long.parts == nil && (len(line) == 0 || len(line)+len(chunk) <= cap(line)):
+			line = append(line, chunk...)
+		case long.parts == nil:
+			long.parts, long.size = [][]byte{line}, len(line)
+			long.add(bytes.Clone(chunk))
+		default:
+			long.add(bytes.Clone(chunk))
+		}
 		switch {
 		case err == nil:
-			return line, nil
+			return long.join(line), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF):
-			if len(line) == 0 {
+			if line = long.join(line); len(line) == 0 {
 				return nil, io.EOF
 			}
 			return line, nil
@@ -508,15 +519,61 @@ func readLine(br *bufio.Reader, n, maxLine int, buf []byte) ([]byte, error) {
 	}
 }
 
-func readAll(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocument+1))
-	if err != nil {
-		return nil, cutShortRead(err)
+// chunks is a long text read a chunk at a time, to be joined once whole.
+type chunks struct {
+	parts [][]byte
+	size  int
+}
+
+func (c *chunks) add(p []byte) {
+	c.parts = append(c.parts, p)
+	c.size += len(p)
+}
+
+// join is the chunks one after the other, or short when there are none.
+func (c *chunks) join(short []byte) []byte {
+	if c.parts == nil {
+		return short
 	}
-	if len(data) > MaxDocument {
-		return nil, fmt.Errorf("larger than %d MiB; write JSON Lines (one TracesData a line) instead", MaxDocument>>20)
+	out := make([]byte, 0, c.size)
+	for _, p := range c.parts {
+		out = append(out, p...)
 	}
-	return data, nil
+	return out
+}
+
+// readAll reads r to its end, up to MaxDocument bytes.
+func readAll(r io.Reader) ([]byte, error) { return readAllAfter(nil, r) }
+
+// readAllAfter is prefix followed by what is left in r, up to MaxDocument
+// bytes of it, read in chunks joined once at the end (as readLine does).
+func readAllAfter(prefix []byte, r io.Reader) ([]byte, error) {
+	long := chunks{parts: [][]byte{prefix}, size: len(prefix)}
+	for size := 64 << 10; ; size = min(2*size, 4<<20) {
+		p := make([]byte, size)
+		n := 0
+		var err error
+		for n < len(p) && err == nil {
+			var k int
+			k, err = r.Read(p[n:])
+			n += k
+		}
+		if n > 0 {
+			long.add(p[:n:n])
+		}
+		if long.size-len(prefix) > MaxDocument {
+			return nil, fmt.Errorf("larger than %d MiB; write JSON Lines (one TracesData a line) instead", MaxDocument>>20)
+		}
+		if errors.Is(err, io.EOF) {
+			if len(long.parts) == 2 && len(prefix) == 0 {
+				return long.parts[1], nil
+			}
+			return long.join(nil), nil
+		}
+		if err != nil {
+			return nil, cutShortRead(err)
+		}
+	}
 }
 
 // cutShortRead says what an unexpected end of a compressed stream means:
