@@ -134,6 +134,11 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		}
 		return FormatJSON, decodeJSON(append(line, rest...), 0, fn)
 	}
+	if atEOF(br) {
+		// A file of one line is a plain OTLP/JSON document, valid JSON
+		// or not: no need to check it before reading a line 2.
+		return FormatJSON, decodeJSON(line, 0, fn)
+	}
 	if !json.Valid(bytes.TrimSpace(line)) {
 		// A document over several lines: read the rest and decode it whole.
 		doc, err := readAllAfter(line, br)
@@ -479,6 +484,12 @@ func firstByte(br *bufio.Reader) (byte, int, error) {
 		}
 		return b[n-1], n - 1, nil
 	}
+}
+
+// atEOF says whether nothing is left to read in br.
+func atEOF(br *bufio.Reader) bool {
+	_, err := br.Peek(1)
+	return errors.Is(err, io.EOF)
 }
 
 // readLine returns the next line without its end, io.EOF when none is left.
