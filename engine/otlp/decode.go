@@ -132,12 +132,12 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		if len(bytes.TrimSpace(rest)) > 0 && json.Valid(bytes.TrimSpace(line)) {
 			return FormatJSONL, fmt.Errorf("line 1: longer than %d MiB; split the batch", maxLine>>20)
 		}
-		return FormatJSON, decodeJSON(append(line, rest...), 0, fn)
+		return FormatJSON, decodeDocument(append(line, rest...), splitOver, deliverSpans, fn)
 	}
 	if atEOF(br) {
 		// A file of one line is a plain OTLP/JSON document, valid JSON
 		// or not: no need to check it before reading a line 2.
-		return FormatJSON, decodeJSON(line, 0, fn)
+		return FormatJSON, decodeDocument(line, splitOver, deliverSpans, fn)
 	}
 	if !json.Valid(bytes.TrimSpace(line)) {
 		// A document over several lines: read the rest and decode it whole.
@@ -145,7 +145,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		if err != nil {
 			return FormatJSON, err
 		}
-		return FormatJSON, decodeJSON(doc, 0, fn)
+		return FormatJSON, decodeDocument(doc, splitOver, deliverSpans, fn)
 	}
 	// JSON Lines; a file of one line is a plain OTLP/JSON document.
 	next, err := readLine(br, 2, maxLine, nil)
@@ -153,7 +153,7 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 		return FormatJSONL, err
 	}
 	if errors.Is(err, io.EOF) {
-		return FormatJSON, decodeJSON(line, 0, fn)
+		return FormatJSON, decodeDocument(line, splitOver, deliverSpans, fn)
 	}
 	return FormatJSONL, readLines(br, maxLine, [][]byte{line, next}, fn)
 }

@@ -43,6 +43,9 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		append(append(line, '\n'), tracetest.NestingBomb(200)...),
 		[]byte(strings.Repeat("[", 20_000)),
 		[]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":[{"key":"k","value":{"kvlistValue":{"values":[{"key":"a","value":{"arrayValue":{}}}]}}}]}]}]}]}`),
+		// Members in odd orders, escapes, empty and missing arrays: what
+		// a large document's pieces (docsplit.go) are cut from.
+		[]byte("{ \"resourceSpans\" : [ {\"scopeSpans\":[{\"spans\":[]},{\"spans\":[{\"name\":\"q \\\" \\u00e9 ✓\",\"spanId\":\"a000000000000002\",\"traceId\":\"5b8efff798038103d269b633813fc60c\",\"endTimeUnixNano\":\"1790607001000000000\",\"startTimeUnixNano\":\"1790607000000000000\"}],\"scope\":{\"name\":\"s\"}}],\r\n\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]}}, {\"resource\":{}}, {\"scopeSpans\":[]} ] }\n"),
 	}
 }
 

@@ -1,0 +1,471 @@
+package otlp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retrylab/retrylab/internal/jsonlimit"
+)
+
+// A large OTLP/JSON document is decoded in pieces side by side, as the
+// lines of a JSON Lines file are, instead of whole on one goroutine:
+// planDocument walks the document's bytes once to find where its
+// resourceSpans, their scopeSpans and their spans begin and end, and each
+// piece is a small document of its own, made of the raw text of about
+// deliverSpans spans with their scope's and resource's other members:
+//
+//	{"resourceSpans":[{<resource members>,"scopeSpans":[{<scope members>,"spans":[<spans>]}]}]}
+//
+// Its spans convert to exactly the spans of the whole document, in the
+// same order and in the same batches (deliverSpans each). The plan is
+// strict: anything it does not expect (a syntax fault outside a span, a
+// value of the wrong type, a repeated or unknown key, a key written with
+// escapes, the older or snake_case names pdata also reads, Tempo's and
+// Jaeger's shapes, a document without spans) leaves the document to the
+// whole decode, whose errors name the line, span and field. Every byte of
+// the document is either checked by the plan (its frame: keys, brackets,
+// commas) or decoded by pdata in a piece (values, spans), and the plan
+// refuses a document nesting deeper than jsonlimit.MaxDepth: a piece
+// nests each byte it holds exactly as deep as the document does, so
+// pdata's unbounded recursion stays bounded.
+
+// splitOver is the size above which a whole document is decoded in
+// pieces: below it, the plan and the side-by-side decoding cost about
+// what they save.
+const splitOver = 8 << 20
+
+// textRange is doc[from:to].
+type textRange struct{ from, to int }
+
+// docPlan is where the spans of an OTLP/JSON document lie, and how they
+// go in pieces.
+type docPlan struct {
+	doc       []byte
+	resources []planResource
+	scopes    []planScope
+	spans     []textRange // every span's object, in document order
+	pieces    [][]piecePart
+}
+
+// planResource is one element of resourceSpans: its members other than
+// scopeSpans, each `"key":value` as written.
+type planResource struct{ other []textRange }
+
+// planScope is one element of a resource's scopeSpans: its members other
+// than spans, each `"key":value` as written.
+type planScope struct{ other []textRange }
+
+// piecePart is what a piece holds of one scope: the scope (or -1 for a
+// resource without any, kept so that pdata still decodes it) of resource
+// res, and the spans plan.spans[first:end] of it.
+type piecePart struct{ res, scope, first, end int }
+
+// planScanner walks a document for planDocument.
+type planScanner struct {
+	doc        []byte
+	i          int
+	plan       *docPlan
+	pieceSpans int
+	piece      []piecePart // the piece being filled
+	inPiece    int         // its spans
+	keyStart   int         // where the key of the member object is at starts
+}
+
+// planDocument plans doc's pieces of pieceSpans spans each; ok is false
+// when doc is not the plain OTLP/JSON document planDocument expects (see
+// above), or holds no span.
+func planDocument(doc []byte, pieceSpans int) (plan *docPlan, ok bool) {
+	s := &planScanner{doc: doc, plan: &docPlan{doc: doc}, pieceSpans: max(pieceSpans, 1)}
+	seen := false
+	ok = s.object(func(key []byte) bool {
+		if string(key) != "resourceSpans" || seen {
+			return false
+		}
+		seen = true
+		return s.array(s.resource)
+	})
+	if s.space(); !ok || !seen || s.i != len(doc) || len(s.plan.spans) == 0 {
+		return nil, false
+	}
+	if len(s.piece) > 0 {
+		s.plan.pieces = append(s.plan.pieces, s.piece)
+	}
+	return s.plan, true
+}
+
+// resource plans one element of resourceSpans.
+func (s *planScanner) resource() bool {
+	res := len(s.plan.resources)
+	s.plan.resources = append(s.plan.resources, planResource{})
+	scopesBefore := len(s.plan.scopes)
+	var other []textRange
+	var resource, schema, scopes bool
+	ok := s.object(func(key []byte) bool {
+		from := s.keyStart
+		switch string(key) {
+		case "scopeSpans":
+			if scopes {
+				return false
+			}
+			scopes = true
+			return s.array(func() bool { return s.scope(res) })
+		case "resource":
+			if resource {
+				return false
+			}
+			resource = true
+		case "schemaUrl":
+			if schema {
+				return false
+			}
+			schema = true
+		default:
+			return false
+		}
+		if !s.skipValue(3) {
+			return false
+		}
+		other = append(other, textRange{from, s.i})
+		return true
+	})
+	s.plan.resources[res].other = other
+	if ok && len(s.plan.scopes) == scopesBefore {
+		// A resource without scopes: decoded all the same, in the piece
+		// being filled.
+		s.add(piecePart{res: res, scope: -1})
+	}
+	return ok
+}
+
+// scope plans one element of a resource's scopeSpans.
+func (s *planScanner) scope(res int) bool {
+	sc := len(s.plan.scopes)
+	s.plan.scopes = append(s.plan.scopes, planScope{})
+	first := len(s.plan.spans) // the scope's first span
+	part := piecePart{res: res, scope: sc, first: first, end: first}
+	var other []textRange
+	var scope, schema, spans bool
+	ok := s.object(func(key []byte) bool {
+		from := s.keyStart
+		switch string(key) {
+		case "spans":
+			if spans {
+				return false
+			}
+			spans = true
+			return s.array(func() bool {
+				if s.i >= len(s.doc) || s.doc[s.i] != '{' {
+					return false
+				}
+				from := s.i
+				if !s.skipValue(6) {
+					return false
+				}
+				s.plan.spans = append(s.plan.spans, textRange{from, s.i})
+				part.end++
+				if s.inPiece++; s.inPiece == s.pieceSpans {
+					s.add(part)
+					s.plan.pieces = append(s.plan.pieces, s.piece)
+					s.piece, s.inPiece = nil, 0
+					part.first = part.end
+				}
+				return true
+			})
+		case "scope":
+			if scope {
+				return false
+			}
+			scope = true
+		case "schemaUrl":
+			if schema {
+				return false
+			}
+			schema = true
+		default:
+			return false
+		}
+		if !s.skipValue(5) {
+			return false
+		}
+		other = append(other, textRange{from, s.i})
+		return true
+	})
+	s.plan.scopes[sc].other = other
+	if ok && (part.end > part.first || part.first == first) {
+		// The scope's spans not in a full piece yet, or a scope without
+		// any (decoded all the same, in the piece being filled).
+		s.add(part)
+	}
+	return ok
+}
+
+// add puts part in the piece being filled.
+func (s *planScanner) add(part piecePart) { s.piece = append(s.piece, part) }
+
+// space skips JSON's white space.
+func (s *planScanner) space() {
+	for s.i < len(s.doc) {
+		switch s.doc[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and the byte c, if c comes next.
+func (s *planScanner) next(c byte) bool {
+	s.space()
+	if s.i < len(s.doc) && s.doc[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object walks the object at s.i, calling member with each key once
+// s.i is at its value (white space skipped) and s.keyStart at the key's
+// opening quote. Keys with escapes are refused.
+func (s *planScanner) object(member func(key []byte) bool) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	for {
+		s.space()
+		if s.i >= len(s.doc) || s.doc[s.i] != '"' {
+			return false
+		}
+		start := s.i
+		end, ok := quoteEnd(s.doc, start)
+		if !ok {
+			return false
+		}
+		key := s.doc[start+1 : end-1]
+		for _, c := range key {
+			if c == '\\' || c < 0x20 {
+				return false
+			}
+		}
+		s.i = end
+		if !s.next(':') {
+			return false
+		}
+		s.space()
+		s.keyStart = start
+		if !member(key) {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next('}')
+	}
+}
+
+// array walks the array at s.i, calling elem with s.i at each element
+// (white space skipped).
+func (s *planScanner) array(elem func() bool) bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		s.space()
+		if !elem() {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next(']')
+	}
+}
+
+// skipValue moves s.i past the value at it, inside depth open arrays and
+// objects, refusing one that would nest deeper than jsonlimit.MaxDepth.
+// It only finds the value's end: strings and brackets are matched, the
+// rest is left for pdata to check in the piece that holds the value.
+func (s *planScanner) skipValue(depth int) bool {
+	doc, i := s.doc, s.i
+	if i >= len(doc) {
+		return false
+	}
+	switch doc[i] {
+	case '"':
+		end, ok := quoteEnd(doc, i)
+		s.i = end
+		return ok
+	case '{', '[':
+		start := depth
+		for i < len(doc) {
+			switch doc[i] {
+			case '"':
+				end, ok := quoteEnd(doc, i)
+				if !ok {
+					return false
+				}
+				i = end
+				continue
+			case '{', '[':
+				if depth++; depth > jsonlimit.MaxDepth {
+					return false
+				}
+			case '}', ']':
+				if depth--; depth == start {
+					s.i = i + 1
+					return true
+				}
+			}
+			i++
+		}
+		return false
+	case ',', '}', ']', ':':
+		return false
+	}
+	// A number, true, false or null: up to the next delimiter.
+	for i < len(doc) {
+		switch doc[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			s.i = i
+			return true
+		case '"', '{', '[', ':':
+			return false
+		}
+		i++
+	}
+	return false
+}
+
+// quoteEnd is the index just past the string that starts at doc[i] (a
+// quote), and whether it ends at all.
+func quoteEnd(doc []byte, i int) (int, bool) {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(doc[j:], '"')
+		if k < 0 {
+			return len(doc), false
+		}
+		j += k
+		// The quote ends the string unless an odd number of backslashes
+		// escapes it.
+		b := j - 1
+		for doc[b] == '\\' {
+			b--
+		}
+		if (j-1-b)%2 == 0 {
+			return j + 1, true
+		}
+		j++
+	}
+}
+
+// piece writes piece k's document into buf's memory.
+func (p *docPlan) piece(k int, buf []byte) []byte {
+	doc, parts := p.doc, p.pieces[k]
+	if last := parts[len(parts)-1]; last.end > parts[0].first {
+		// About its size, at once: its spans lie together in doc.
+		buf = slices.Grow(buf[:0], p.spans[last.end-1].to-p.spans[parts[0].first].from+4<<10)
+	}
+	buf = append(buf[:0], `{"resourceSpans":[`...)
+	members := func(other []textRange) {
+		for _, m := range other {
+			buf = append(buf, doc[m.from:m.to]...)
+			buf = append(buf, ',')
+		}
+	}
+	for i := 0; i < len(parts); {
+		res := parts[i].res
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '{')
+		members(p.resources[res].other)
+		buf = append(buf, `"scopeSpans":[`...)
+		first := true
+		for ; i < len(parts) && parts[i].res == res; i++ {
+			part := parts[i]
+			if part.scope < 0 {
+				continue
+			}
+			if !first {
+				buf = append(buf, ',')
+			}
+			first = false
+			buf = append(buf, '{')
+			members(p.scopes[part.scope].other)
+			buf = append(buf, `"spans":[`...)
+			for j := part.first; j < part.end; j++ {
+				if j > part.first {
+					buf = append(buf, ',')
+				}
+				r := p.spans[j]
+				buf = append(buf, doc[r.from:r.to]...)
+			}
+			buf = append(buf, "]}"...)
+		}
+		buf = append(buf, "]}"...)
+	}
+	return append(buf, "]}"...)
+}
+
+// pieceError is a piece that pdata or Spans refused: the document's error
+// is the whole decode's.
+type pieceError struct{ error }
+
+func (e *pieceError) Unwrap() error { return e.error }
+
+// decodePiece decodes one piece of a document and converts its spans.
+func decodePiece(piece []byte) decoded {
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(piece)
+	if err != nil {
+		return decoded{err: &pieceError{err}}
+	}
+	spans, err := Spans(td)
+	if err != nil {
+		return decoded{err: &pieceError{err}}
+	}
+	return decoded{batch: Batch{Spans: spans}, ok: len(spans) > 0}
+}
+
+// decodeDocument decodes doc, a whole OTLP/JSON document, and calls fn
+// with its spans, pieceSpans at a time, all with line 0. A document of
+// more than over bytes is decoded in pieces side by side when
+// planDocument can plan it; the others are decoded whole. Its errors are
+// decodeJSON's for the document.
+func decodeDocument(doc []byte, over, pieceSpans int, fn func(Batch) error) error {
+	if len(doc) <= over {
+		return decodeJSON(doc, 0, fn)
+	}
+	plan, ok := planDocument(doc, pieceSpans)
+	if !ok {
+		return decodeJSON(doc, 0, fn)
+	}
+	// The text is live until the last piece is made.
+	defer roomForDocument(len(doc))()
+	next := func(n int, buf []byte) ([]byte, error) {
+		if n > len(plan.pieces) {
+			return nil, io.EOF
+		}
+		return plan.piece(n-1, buf), nil
+	}
+	err := sideBySide(next, func(_ int, piece []byte) decoded { return decodePiece(piece) }, fn)
+	var pe *pieceError
+	if errors.As(err, &pe) {
+		// What the whole decode says of the document, with its line, span
+		// and field; nothing more is delivered.
+		if werr := decodeJSON(doc, 0, func(Batch) error { return nil }); werr != nil {
+			return werr
+		}
+		return pe.error
+	}
+	return err
+}
