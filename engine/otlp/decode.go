@@ -185,7 +185,7 @@ func readLines(br *bufio.Reader, maxLine int, first [][]byte, fn func(Batch) err
 		}
 		return readLine(br, n, maxLine, buf)
 	}
-	return sideBySide(next, decodeLine, fn)
+	return sideBySide(next, nil, decodeLine, fn)
 }
 
 // decodeLine decodes line n of a JSON Lines file: all its spans in one
@@ -208,24 +208,39 @@ func decodeLine(n int, line []byte) decoded {
 // sideBySide decodes the pieces of a file (lines of JSON Lines, pieces of
 // a large document) and calls fn with each piece's spans in the order of
 // the pieces, on the caller's goroutine. next reads piece n (1, 2, ...)
-// into buf's memory, io.EOF when none is left; decode decodes it. Up to
+// into buf's memory, io.EOF when none is left; decode decodes it; ready,
+// unless nil, is asked before fn is first called (or, with no spans to
+// deliver, before sideBySide returns) whether the pieces may be: its
+// error is returned instead, with nothing delivered. Up to
 // decoders pieces are decoded at once, each on a goroutine of its own; a
 // piece's buffer is used again once decode is done with it (pdata copies
 // what it decodes). The first error in piece order ends it: the pieces
 // after it are not delivered, and nothing is left running.
-func sideBySide(next func(n int, buf []byte) ([]byte, error), decode func(n int, piece []byte) decoded, fn func(Batch) error) error {
+func sideBySide(next func(n int, buf []byte) ([]byte, error), ready func() error, decode func(n int, piece []byte) decoded, fn func(Batch) error) error {
+	deliver := func(b Batch) error {
+		if ready != nil {
+			if err := ready(); err != nil {
+				return err
+			}
+			ready = nil
+		}
+		return atLine(b.Line, fn(b))
+	}
 	workers := min(decoders, runtime.GOMAXPROCS(0))
 	if workers < 2 {
 		for n := 1; ; n++ {
 			piece, err := next(n, nil)
 			if errors.Is(err, io.EOF) {
+				if ready != nil {
+					return ready()
+				}
 				return nil
 			} else if err != nil {
 				return err
 			}
 			d := decode(n, piece)
 			if err = d.err; err == nil && d.ok {
-				err = atLine(d.batch.Line, fn(d.batch))
+				err = deliver(d.batch)
 			}
 			if err != nil {
 				return err
@@ -300,11 +315,14 @@ func sideBySide(next func(n int, buf []byte) ([]byte, error), decode func(n int,
 	for out := range order {
 		d := <-out
 		if err = d.err; err == nil && d.ok {
-			err = atLine(d.batch.Line, fn(d.batch))
+			err = deliver(d.batch)
 		}
 		if err != nil {
 			break
 		}
+	}
+	if err == nil && ready != nil {
+		err = ready()
 	}
 	// The reader stops at its next step (after the piece it may be
 	// reading), the workers once they have decoded what they hold: every

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -20,7 +22,11 @@ import (
 //	{"resourceSpans":[{<resource members>,"scopeSpans":[{<scope members>,"spans":[<spans>]}]}]}
 //
 // Its spans convert to exactly the spans of the whole document, in the
-// same order and in the same batches (deliverSpans each). The plan is
+// same order and in the same batches (deliverSpans each). The pieces are
+// cut and decoded while the walk goes on, but none is delivered before
+// it is over: a document it does not plan is then decoded whole, and
+// pieces cut before a member of their resource or scope came (a
+// "resource" after its "scopeSpans") are cut and decoded again. The plan is
 // strict: anything it does not expect (a syntax fault outside a span, a
 // value of the wrong type, a repeated or unknown key, a key written with
 // escapes, the older or snake_case names pdata also reads, Tempo's and
@@ -41,13 +47,27 @@ const splitOver = 8 << 20
 type textRange struct{ from, to int }
 
 // docPlan is where the spans of an OTLP/JSON document lie, and how they
-// go in pieces.
+// go in pieces. Its walk cuts the pieces one after the other, and they
+// may be decoded while it goes on (decodeDocument): each piece holds what
+// it needs of the plan as it was when the piece was cut.
 type docPlan struct {
-	doc       []byte
+	doc        []byte
+	pieceSpans int
+	// The walk's own, until it is over.
 	resources []planResource
 	scopes    []planScope
 	spans     []textRange // every span's object, in document order
-	pieces    [][]piecePart
+
+	mu     sync.Mutex
+	cut    *sync.Cond    // a piece was cut, or the walk is over
+	pieces [][]piecePart // the pieces cut so far
+	walked bool          // the walk is over
+	ok     bool          // ... and doc is planned (walked, without a fault)
+	// late is a member of a resource or scope come after a piece holding
+	// some of its spans was cut: the pieces, made again from the whole
+	// plan, must all be decoded again.
+	late bool
+	stop atomic.Bool // the walk is to stop: its pieces are not wanted
 }
 
 // planResource is one element of resourceSpans: its members other than
@@ -60,48 +80,115 @@ type planScope struct{ other []textRange }
 
 // piecePart is what a piece holds of one scope: the scope (or -1 for a
 // resource without any, kept so that pdata still decodes it) of resource
-// res, and the spans plan.spans[first:end] of it.
-type piecePart struct{ res, scope, first, end int }
+// res, its spans plan.spans[first:end], and, as they were when the piece
+// was cut, those spans and the scope's and resource's other members.
+type piecePart struct {
+	res, scope, first, end int
+	spans, resOther, other []textRange
+}
 
-// planScanner walks a document for planDocument.
+// planScanner walks a document for its plan.
 type planScanner struct {
-	doc        []byte
-	i          int
-	plan       *docPlan
-	pieceSpans int
-	piece      []piecePart // the piece being filled
-	inPiece    int         // its spans
-	keyStart   int         // where the key of the member object is at starts
+	doc      []byte
+	i        int
+	plan     *docPlan
+	piece    []piecePart // the piece being filled
+	inPiece  int         // its spans
+	keyStart int         // where the key of the member object is at starts
+	// The resource and scope being walked, their other members so far,
+	// and the last of each that a piece cut holds (-1: none).
+	atRes, atScope       int
+	resOther, scopeOther []textRange
+	cutRes, cutScope     int
+	late                 bool // docPlan.late
+}
+
+// newPlan is the plan of doc in pieces of pieceSpans spans, to be walked.
+func newPlan(doc []byte, pieceSpans int) *docPlan {
+	p := &docPlan{doc: doc, pieceSpans: max(pieceSpans, 1)}
+	p.cut = sync.NewCond(&p.mu)
+	return p
 }
 
 // planDocument plans doc's pieces of pieceSpans spans each; ok is false
 // when doc is not the plain OTLP/JSON document planDocument expects (see
 // above), or holds no span.
 func planDocument(doc []byte, pieceSpans int) (plan *docPlan, ok bool) {
-	s := &planScanner{doc: doc, plan: &docPlan{doc: doc}, pieceSpans: max(pieceSpans, 1)}
+	plan = newPlan(doc, pieceSpans)
+	plan.walk()
+	return plan, plan.ok
+}
+
+// walk plans the document, cutting its pieces as it goes.
+func (p *docPlan) walk() {
+	s := &planScanner{doc: p.doc, plan: p, atRes: -1, atScope: -1, cutRes: -1, cutScope: -1}
 	seen := false
-	ok = s.object(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		if string(key) != "resourceSpans" || seen {
 			return false
 		}
 		seen = true
 		return s.array(s.resource)
 	})
-	if s.space(); !ok || !seen || s.i != len(doc) || len(s.plan.spans) == 0 {
-		return nil, false
+	s.space()
+	ok = ok && seen && s.i == len(p.doc) && len(p.spans) > 0
+	if ok && len(s.piece) > 0 {
+		s.cutPiece()
 	}
-	if len(s.piece) > 0 {
-		s.plan.pieces = append(s.plan.pieces, s.piece)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.late = s.late; ok && p.late {
+		// Each piece again, with every member its resource and scope have
+		// (in new memory: the pieces cut may still be being made).
+		for k, piece := range p.pieces {
+			piece = slices.Clone(piece)
+			for i := range piece {
+				s.fill(&piece[i])
+			}
+			p.pieces[k] = piece
+		}
 	}
-	return s.plan, true
+	p.walked, p.ok = true, ok
+	p.cut.Broadcast()
+}
+
+// cutPiece hands on the piece being filled.
+func (s *planScanner) cutPiece() {
+	for i := range s.piece {
+		s.fill(&s.piece[i])
+	}
+	last := s.piece[len(s.piece)-1]
+	s.cutRes, s.cutScope = last.res, max(s.cutScope, last.scope)
+	p := s.plan
+	p.mu.Lock()
+	p.pieces = append(p.pieces, s.piece)
+	p.cut.Signal()
+	p.mu.Unlock()
+	s.piece, s.inPiece = nil, 0
+}
+
+// fill puts in part its spans and other members as the walk knows them.
+func (s *planScanner) fill(part *piecePart) {
+	p := s.plan
+	part.spans = p.spans[part.first:part.end:part.end]
+	part.resOther, part.other = p.resources[part.res].other, nil
+	if part.res == s.atRes {
+		part.resOther = s.resOther[:len(s.resOther):len(s.resOther)]
+	}
+	if part.scope >= 0 {
+		part.other = p.scopes[part.scope].other
+		if part.scope == s.atScope {
+			part.other = s.scopeOther[:len(s.scopeOther):len(s.scopeOther)]
+		}
+	}
 }
 
 // resource plans one element of resourceSpans.
 func (s *planScanner) resource() bool {
 	res := len(s.plan.resources)
 	s.plan.resources = append(s.plan.resources, planResource{})
+	s.atRes, s.resOther = res, nil
 	scopesBefore := len(s.plan.scopes)
-	var other []textRange
 	var resource, schema, scopes bool
 	ok := s.object(func(key []byte) bool {
 		from := s.keyStart
@@ -128,10 +215,11 @@ func (s *planScanner) resource() bool {
 		if !s.skipValue(3) {
 			return false
 		}
-		other = append(other, textRange{from, s.i})
+		s.resOther = append(s.resOther, textRange{from, s.i})
+		s.late = s.late || res <= s.cutRes
 		return true
 	})
-	s.plan.resources[res].other = other
+	s.plan.resources[res].other, s.resOther, s.atRes = s.resOther, nil, -1
 	if ok && len(s.plan.scopes) == scopesBefore {
 		// A resource without scopes: decoded all the same, in the piece
 		// being filled.
@@ -144,9 +232,9 @@ func (s *planScanner) resource() bool {
 func (s *planScanner) scope(res int) bool {
 	sc := len(s.plan.scopes)
 	s.plan.scopes = append(s.plan.scopes, planScope{})
+	s.atScope, s.scopeOther = sc, nil
 	first := len(s.plan.spans) // the scope's first span
 	part := piecePart{res: res, scope: sc, first: first, end: first}
-	var other []textRange
 	var scope, schema, spans bool
 	ok := s.object(func(key []byte) bool {
 		from := s.keyStart
@@ -161,15 +249,14 @@ func (s *planScanner) scope(res int) bool {
 					return false
 				}
 				from := s.i
-				if !s.skipValue(6) {
+				if !s.skipValue(6) || s.plan.stop.Load() {
 					return false
 				}
 				s.plan.spans = append(s.plan.spans, textRange{from, s.i})
 				part.end++
-				if s.inPiece++; s.inPiece == s.pieceSpans {
+				if s.inPiece++; s.inPiece == s.plan.pieceSpans {
 					s.add(part)
-					s.plan.pieces = append(s.plan.pieces, s.piece)
-					s.piece, s.inPiece = nil, 0
+					s.cutPiece()
 					part.first = part.end
 				}
 				return true
@@ -190,10 +277,11 @@ func (s *planScanner) scope(res int) bool {
 		if !s.skipValue(5) {
 			return false
 		}
-		other = append(other, textRange{from, s.i})
+		s.scopeOther = append(s.scopeOther, textRange{from, s.i})
+		s.late = s.late || sc <= s.cutScope
 		return true
 	})
-	s.plan.scopes[sc].other = other
+	s.plan.scopes[sc].other, s.scopeOther, s.atScope = s.scopeOther, nil, -1
 	if ok && (part.end > part.first || part.first == first) {
 		// The scope's spans not in a full piece yet, or a scope without
 		// any (decoded all the same, in the piece being filled).
@@ -360,12 +448,12 @@ func quoteEnd(doc []byte, i int) (int, bool) {
 	return len(doc), false
 }
 
-// piece writes piece k's document into buf's memory.
-func (p *docPlan) piece(k int, buf []byte) []byte {
-	doc, parts := p.doc, p.pieces[k]
-	if last := parts[len(parts)-1]; last.end > parts[0].first {
+// piece writes the document of piece (plan.pieces[k]) into buf's memory.
+func (p *docPlan) piece(parts []piecePart, buf []byte) []byte {
+	doc := p.doc
+	if first, last := parts[0].spans, parts[len(parts)-1].spans; len(first) > 0 && len(last) > 0 {
 		// About its size, at once: its spans lie together in doc.
-		buf = slices.Grow(buf[:0], p.spans[last.end-1].to-p.spans[parts[0].first].from+4<<10)
+		buf = slices.Grow(buf[:0], last[len(last)-1].to-first[0].from+4<<10)
 	}
 	buf = append(buf[:0], `{"resourceSpans":[`...)
 	members := func(other []textRange) {
@@ -380,7 +468,7 @@ func (p *docPlan) piece(k int, buf []byte) []byte {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, '{')
-		members(p.resources[res].other)
+		members(parts[i].resOther)
 		buf = append(buf, `"scopeSpans":[`...)
 		first := true
 		for ; i < len(parts) && parts[i].res == res; i++ {
@@ -393,13 +481,12 @@ func (p *docPlan) piece(k int, buf []byte) []byte {
 			}
 			first = false
 			buf = append(buf, '{')
-			members(p.scopes[part.scope].other)
+			members(part.other)
 			buf = append(buf, `"spans":[`...)
-			for j := part.first; j < part.end; j++ {
-				if j > part.first {
+			for j, r := range part.spans {
+				if j > 0 {
 					buf = append(buf, ',')
 				}
-				r := p.spans[j]
 				buf = append(buf, doc[r.from:r.to]...)
 			}
 			buf = append(buf, "]}"...)
@@ -407,6 +494,49 @@ func (p *docPlan) piece(k int, buf []byte) []byte {
 		buf = append(buf, "]}"...)
 	}
 	return append(buf, "]}"...)
+}
+
+// piecesFrom reads the pieces cut from k on (piece n+k is piece n of
+// a file, for sideBySide), waiting for the walk to cut each.
+func (p *docPlan) piecesFrom(k int) func(n int, buf []byte) ([]byte, error) {
+	return func(n int, buf []byte) ([]byte, error) {
+		p.mu.Lock()
+		for len(p.pieces) < k+n && !p.walked {
+			p.cut.Wait()
+		}
+		if len(p.pieces) < k+n {
+			p.mu.Unlock()
+			return nil, io.EOF
+		}
+		parts := p.pieces[k+n-1]
+		p.mu.Unlock()
+		return p.piece(parts, buf), nil
+	}
+}
+
+// errNotPlanned and errCutAgain are why the pieces decoded while the walk
+// went on are not delivered: the document is not planned, or its pieces
+// were cut again (docPlan.late).
+var (
+	errNotPlanned = errors.New("not planned")
+	errCutAgain   = errors.New("pieces cut again")
+)
+
+// walkedAsCut waits for the walk to end and says whether the pieces cut while
+// it went on stand.
+func (p *docPlan) walkedAsCut() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.walked {
+		p.cut.Wait()
+	}
+	switch {
+	case !p.ok:
+		return errNotPlanned
+	case p.late:
+		return errCutAgain
+	}
+	return nil
 }
 
 // pieceError is a piece that pdata or Spans refused: the document's error
@@ -430,26 +560,29 @@ func decodePiece(piece []byte) decoded {
 
 // decodeDocument decodes doc, a whole OTLP/JSON document, and calls fn
 // with its spans, pieceSpans at a time, all with line 0. A document of
-// more than over bytes is decoded in pieces side by side when
-// planDocument can plan it; the others are decoded whole. Its errors are
+// more than over bytes is decoded in pieces side by side, which are
+// decoded while the plan is walked and delivered once it is over, when
+// it planned the document; the others are decoded whole. Its errors are
 // decodeJSON's for the document.
 func decodeDocument(doc []byte, over, pieceSpans int, fn func(Batch) error) error {
 	if len(doc) <= over {
 		return decodeJSON(doc, 0, fn)
 	}
-	plan, ok := planDocument(doc, pieceSpans)
-	if !ok {
-		return decodeJSON(doc, 0, fn)
-	}
 	// The text is live until the last piece is made.
 	defer roomForDocument(len(doc))()
-	next := func(n int, buf []byte) ([]byte, error) {
-		if n > len(plan.pieces) {
-			return nil, io.EOF
-		}
-		return plan.piece(n-1, buf), nil
+	plan := newPlan(doc, pieceSpans)
+	go plan.walk()
+	defer plan.walkedAsCut() // nothing is left running
+	decode := func(_ int, piece []byte) decoded { return decodePiece(piece) }
+	err := sideBySide(plan.piecesFrom(0), plan.walkedAsCut, decode, fn)
+	// Unless it is over, the walk is of no more use (an error).
+	plan.stop.Store(true)
+	switch {
+	case errors.Is(err, errNotPlanned):
+		return decodeJSON(doc, 0, fn)
+	case errors.Is(err, errCutAgain):
+		err = sideBySide(plan.piecesFrom(0), nil, decode, fn)
 	}
-	err := sideBySide(next, func(_ int, piece []byte) decoded { return decodePiece(piece) }, fn)
 	var pe *pieceError
 	if errors.As(err, &pe) {
 		// What the whole decode says of the document, with its line, span

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -139,6 +140,9 @@ func inPieces(doc []byte, pieceSpans int) ([]Span, []int, error) {
 	return decodeAll(func(fn func(Batch) error) error { return decodeDocument(doc, 0, pieceSpans, fn) })
 }
 
+// lateCuts counts the plans of samePieces whose pieces were cut again.
+var lateCuts atomic.Int64
+
 // samePieces checks that doc, which planDocument must plan, decodes in
 // pieces of each size to the spans of the whole document.
 func samePieces(t *testing.T, name string, doc []byte, sizes ...int) {
@@ -148,8 +152,12 @@ func samePieces(t *testing.T, name string, doc []byte, sizes ...int) {
 		t.Fatalf("%s: whole: %v", name, err)
 	}
 	for _, size := range sizes {
-		if _, ok := planDocument(doc, size); !ok {
+		plan, ok := planDocument(doc, size)
+		if !ok {
 			t.Fatalf("%s: not planned in pieces", name)
+		}
+		if plan.late {
+			lateCuts.Add(1)
 		}
 		got, batches, err := inPieces(doc, size)
 		if err != nil {
@@ -201,6 +209,11 @@ func TestPiecesGiveAnOddDocumentsSpans(t *testing.T) {
 		t.Fatalf("only %d spans", len(want))
 	}
 	samePieces(t, "many", doc, 1000, deliverSpans)
+	// Members after the spans their pieces hold were cut ("resource"
+	// after "scopeSpans") make them cut again: that way too.
+	if lateCuts.Load() == 0 {
+		t.Error("no plan cut its pieces again")
+	}
 }
 
 // planRefuses are documents planDocument leaves to the whole decode: what
@@ -270,7 +283,7 @@ func TestPiecesKeepTheDepthBound(t *testing.T) {
 	}
 	deepest := 0
 	for k := range plan.pieces {
-		piece := plan.piece(k, nil)
+		piece := plan.piece(plan.pieces[k], nil)
 		if err := jsonlimit.Check(piece); err != nil {
 			t.Errorf("piece %d: %v", k, err)
 		}
