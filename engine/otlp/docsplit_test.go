@@ -326,7 +326,7 @@ func largeDocument(t *testing.T, n int) ([]byte, []int) {
 // document's spans, in the whole document's batches.
 func TestLargeDocumentReadInPieces(t *testing.T) {
 	t.Parallel()
-	doc, _ := largeDocument(t, 15_000)
+	doc, _ := largeDocument(t, 8_000)
 	if _, ok := planDocument(doc, deliverSpans); !ok {
 		t.Fatal("not planned")
 	}
@@ -365,12 +365,12 @@ func TestLargeDocumentReadInPieces(t *testing.T) {
 // decoded whole (file, line, span, field), and the import stores nothing.
 func TestLargeDocumentFaultsAsBefore(t *testing.T) {
 	t.Parallel()
-	doc, starts := largeDocument(t, 14_000)
-	at := starts[13_000] // in the document's last piece
-	span := doc[at:starts[13_001]]
+	doc, starts := largeDocument(t, 8_000)
+	at := starts[7_000] // in the document's last piece
+	span := doc[at:starts[7_001]]
 	replace := func(old, new string) []byte {
 		if !bytes.Contains(span, []byte(old)) {
-			t.Fatalf("span 13 000 has no %q", old)
+			t.Fatalf("span 7 000 has no %q", old)
 		}
 		out := append([]byte{}, doc[:at]...)
 		out = append(out, bytes.Replace(doc[at:], []byte(old), []byte(new), 1)...)
