@@ -74,6 +74,20 @@ func runSpans(tx *store.Tx, seq uint64, n int, fn func(seq uint64, span []byte) 
 	return nil
 }
 
+// lastRunValue is the sequence of the last value of a run of n spans whose
+// values start at seq (runSpans): a value that does not split ends it.
+func lastRunValue(tx *store.Tx, seq uint64, n int) uint64 {
+	for ; ; seq++ {
+		err := eachStoredSpan(tx.GetInPlace(BucketSpans, store.U64(seq)), func([]byte) bool {
+			n--
+			return n > 0
+		})
+		if err != nil || n <= 0 {
+			return seq
+		}
+	}
+}
+
 // eachStoredSpan calls fn for each span stored in value v of BucketSpans,
 // until fn returns false: v itself, or each of a block's. It says why v, a
 // block, does not split.
