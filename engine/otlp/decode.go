@@ -319,6 +319,9 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	if line == 0 && len(doc) > 8<<20 { // a large document, whole
 		defer roomForDocument(len(doc))()
 	}
+	if fast, err := decodeJSONSpans(doc); !errors.Is(err, errJSONDecline) {
+		return deliverDecoded(fast, line, fn)
+	}
 	td, err := unmarshalJSON(doc)
 	var refused *refusal
 	if errors.As(err, &refused) {
