@@ -2,10 +2,12 @@ package otlp
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,8 +48,13 @@ var errJSONDecline = errors.New("otlp/json: not on the fast path")
 
 // jsonDecoded is what decodeJSONSpans made of a document.
 type jsonDecoded struct {
-	// spans are the spans converted, in order, up to the first refused.
-	spans []Span
+	// pieces are the spans converted, in order, up to the first refused:
+	// deliverSpans a piece, the last perhaps fewer, as deliverDecoded
+	// hands them on (no slice of all of a document's spans, grown and
+	// copied as it is filled).
+	pieces [][]Span
+	// n is how many spans the pieces hold.
+	n int
 	// count is how many spans the document holds, refused ones and those
 	// after them included (pdata's SpanCount).
 	count int
@@ -78,7 +85,6 @@ type jsonDecoder struct {
 // keep nothing of doc.
 func decodeJSONSpans(doc []byte) (jsonDecoded, error) {
 	d := &jsonDecoder{doc: doc, keys: map[string]*keyMemo{}, names: map[string]string{}}
-	d.out.spans = []Span{}
 	if err := d.request(); err != nil {
 		return jsonDecoded{}, err
 	}
@@ -205,19 +211,44 @@ func (d *jsonDecoder) rawString() (raw []byte, escaped bool, err error) {
 		return nil, false, errJSONDecline
 	}
 	start := d.pos + 1
-	for i := start; i < len(d.doc); i++ {
-		switch c := d.doc[i]; {
-		case c == '"':
+	for i := start; ; {
+		// To the next quote, backslash or control character: eight
+		// bytes at a time, then the last few one by one.
+		for i+8 <= len(d.doc) {
+			if m := specials(binary.LittleEndian.Uint64(d.doc[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(d.doc) && d.doc[i] != '"' && d.doc[i] != '\\' && d.doc[i] >= ' ' {
+			i++
+		}
+		if i >= len(d.doc) {
+			return nil, false, errJSONDecline
+		}
+		switch d.doc[i] {
+		case '"':
 			d.pos = i + 1
 			return d.doc[start:i], escaped, nil
-		case c == '\\':
+		case '\\':
 			escaped = true
-			i++ // the escaped byte; \u's digits are read by unescape
-		case c < ' ':
+			i += 2 // the escaped byte; \u's digits are read by unescape
+		default:
 			return nil, false, errJSONDecline
 		}
 	}
-	return nil, false, errJSONDecline
+}
+
+// specials marks the bytes of w (eight of a string, the first in the low
+// bits) that are a quote, a backslash or below a space, with their high
+// bit: a byte xored with its own is zero, and subtracting 0x20 from one
+// below it borrows. Marks above the first may be wrong (a borrow carries
+// on); the first is exact.
+func specials(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return zero(w^(ones*'"')) | zero(w^(ones*'\\')) | (w-ones*' ')&^w&highs
 }
 
 // stringBytes reads a string's content as json-iterator's ReadString
@@ -604,7 +635,7 @@ func (d *jsonDecoder) skipValue() error {
 func (d *jsonDecoder) resourceSpans() error {
 	var seen uint32
 	service := ""
-	first := len(d.out.spans)
+	first := d.out.n
 	// The scopes of one resource share a traceHex, as in eachScope.
 	d.trace = traceHex{}
 	resourceLate := false
@@ -614,7 +645,7 @@ func (d *jsonDecoder) resourceSpans() error {
 			if err := once(&seen, 1); err != nil {
 				return err
 			}
-			resourceLate = len(d.out.spans) > first
+			resourceLate = d.out.n > first
 			return d.resource(&service)
 		case "scopeSpans":
 			if err := once(&seen, 2); err != nil {
@@ -630,8 +661,8 @@ func (d *jsonDecoder) resourceSpans() error {
 		return errJSONDecline
 	})
 	if resourceLate {
-		for i := first; i < len(d.out.spans); i++ {
-			d.out.spans[i].Service = service
+		for i := first; i < d.out.n; i++ {
+			d.out.at(i).Service = service
 		}
 	}
 	return err
@@ -648,10 +679,10 @@ func (d *jsonDecoder) resource(service *string) error {
 			}
 			found := false
 			return d.array(func() error {
-				return d.keyValue(func(k string, v *jsonValue) {
+				return d.keyValue(func(k string, v jsonValue) {
 					if !found && k == "service.name" {
 						found = true
-						*service = d.text(v, false)
+						*service = d.text(&v, false)
 					}
 				})
 			})
@@ -702,7 +733,7 @@ func (d *jsonDecoder) entityRef() error {
 func (d *jsonDecoder) scopeSpans(service string) error {
 	var seen uint32
 	scope := ""
-	first := len(d.out.spans)
+	first := d.out.n
 	scopeLate := false
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -710,7 +741,7 @@ func (d *jsonDecoder) scopeSpans(service string) error {
 			if err := once(&seen, 1); err != nil {
 				return err
 			}
-			scopeLate = len(d.out.spans) > first
+			scopeLate = d.out.n > first
 			return d.scope(&scope)
 		case "spans":
 			if err := once(&seen, 2); err != nil {
@@ -726,8 +757,8 @@ func (d *jsonDecoder) scopeSpans(service string) error {
 		return errJSONDecline
 	})
 	if scopeLate {
-		for i := first; i < len(d.out.spans); i++ {
-			d.out.spans[i].Scope = scope
+		for i := first; i < d.out.n; i++ {
+			d.out.at(i).Scope = scope
 		}
 	}
 	return err
@@ -865,9 +896,28 @@ func (d *jsonDecoder) span(service, scope string) error {
 	sp.Kind = spanKind(ptrace.SpanKind(kind))
 	sp.Attrs = attrs
 	sp.Events = events
-	d.out.spans = append(d.out.spans, sp)
+	d.out.add(sp)
 	return nil
 }
+
+// add appends sp to the last piece, or to a new one once that is full.
+// The first piece grows as a slice does: a JSON line holds a few spans.
+func (o *jsonDecoded) add(sp Span) {
+	n := len(o.pieces)
+	if n == 0 || len(o.pieces[n-1]) == deliverSpans {
+		var piece []Span
+		if n > 0 {
+			piece = make([]Span, 0, deliverSpans)
+		}
+		o.pieces = append(o.pieces, piece)
+		n++
+	}
+	o.pieces[n-1] = append(o.pieces[n-1], sp)
+	o.n++
+}
+
+// at is the i-th span of the pieces.
+func (o *jsonDecoded) at(i int) *Span { return &o.pieces[i/deliverSpans][i%deliverSpans] }
 
 // status reads a span's Status.
 func (d *jsonDecoder) status(message *string, code *int32) error {
@@ -966,7 +1016,7 @@ func (d *jsonDecoder) link() error {
 func (d *jsonDecoder) attributes() (map[string]string, error) {
 	var out map[string]string
 	err := d.array(func() error {
-		return d.keyValue(func(k string, v *jsonValue) {
+		return d.keyValue(func(k string, v jsonValue) {
 			if out == nil {
 				out = make(map[string]string, 8)
 			}
@@ -988,7 +1038,7 @@ func (d *jsonDecoder) attributes() (map[string]string, error) {
 					memo.last = s
 				}
 			} else {
-				s = d.text(v, strings.HasPrefix(memo.key, "http.request.header."))
+				s = d.text(&v, strings.HasPrefix(memo.key, "http.request.header."))
 			}
 			out[memo.key] = cutAttr(memo.key, s)
 		})
@@ -1013,7 +1063,7 @@ type jsonValue struct {
 
 // keyValue reads a KeyValue and calls kept, when set, with its key and
 // value; the key is made a string once, kept's map holds it.
-func (d *jsonDecoder) keyValue(kept func(key string, v *jsonValue)) error {
+func (d *jsonDecoder) keyValue(kept func(key string, v jsonValue)) error {
 	var seen uint32
 	var key []byte
 	var v jsonValue
@@ -1042,7 +1092,7 @@ func (d *jsonDecoder) keyValue(kept func(key string, v *jsonValue)) error {
 	} else {
 		ks = string(key)
 	}
-	kept(ks, &v)
+	kept(ks, v)
 	return nil
 }
 
@@ -1265,31 +1315,30 @@ func (w *jsonValueText) write(v *jsonValue) bool {
 
 // deliverDecoded calls fn with what decodeJSONSpans made of a document as
 // deliver does with pdata's traces: all at once up to deliverSpans spans,
-// else deliverSpans at a time, the spans of each piece dropped once fn
-// has it; the first refused span ends it with its error, the pieces
-// filled before it delivered.
+// else deliverSpans at a time, each piece dropped once fn has it; the
+// first refused span ends it with its error, the pieces filled before it
+// delivered.
 func deliverDecoded(dec jsonDecoded, line int, fn func(Batch) error) error {
-	spans := dec.spans
 	if dec.count <= deliverSpans {
 		if dec.refused != nil {
 			return atLine(line, dec.refused)
 		}
+		spans := []Span{} // as Spans makes them: empty, not nil
+		if len(dec.pieces) > 0 {
+			spans = dec.pieces[0]
+		}
 		return atLine(line, fn(Batch{Line: line, Spans: spans}))
 	}
-	for len(spans) >= deliverSpans {
-		piece := spans[:deliverSpans:deliverSpans]
+	for i, piece := range dec.pieces {
+		if len(piece) < deliverSpans && dec.refused != nil {
+			break // the last, not filled before the refusal
+		}
 		err := fn(Batch{Line: line, Spans: piece})
 		clear(piece)
+		dec.pieces[i] = nil
 		if err != nil {
 			return atLine(line, err)
 		}
-		spans = spans[deliverSpans:]
 	}
-	if dec.refused != nil {
-		return atLine(line, dec.refused)
-	}
-	if len(spans) > 0 {
-		return atLine(line, fn(Batch{Line: line, Spans: spans}))
-	}
-	return nil
+	return atLine(line, dec.refused)
 }

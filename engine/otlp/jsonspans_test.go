@@ -37,6 +37,16 @@ func jsonSameAsPdata(doc []byte) (declined bool, diff string) {
 		return false, "the fast path answered a document without resource spans"
 	}
 	want, werr := Spans(td)
+	spans := []Span{}
+	for i, piece := range got.pieces {
+		if len(piece) > deliverSpans || len(piece) < deliverSpans && i < len(got.pieces)-1 {
+			return false, fmt.Sprintf("piece %d of %d holds %d spans", i, len(got.pieces), len(piece))
+		}
+		spans = append(spans, piece...)
+	}
+	if got.n != len(spans) {
+		return false, fmt.Sprintf("%d spans in pieces, said %d", len(spans), got.n)
+	}
 	if got.count != td.SpanCount() {
 		return false, fmt.Sprintf("counted %d spans, pdata %d", got.count, td.SpanCount())
 	}
@@ -46,16 +56,13 @@ func jsonSameAsPdata(doc []byte) (declined bool, diff string) {
 	if werr != nil && !reflect.DeepEqual(got.refused, werr) {
 		return false, fmt.Sprintf("refusal %#v, Spans' %#v", got.refused, werr)
 	}
-	if len(got.spans) != len(want) {
-		return false, fmt.Sprintf("%d spans, Spans %d", len(got.spans), len(want))
+	if len(spans) != len(want) {
+		return false, fmt.Sprintf("%d spans, Spans %d", len(spans), len(want))
 	}
 	for i := range want {
-		if !reflect.DeepEqual(got.spans[i], want[i]) {
-			return false, fmt.Sprintf("span %d:\n got %#v\nwant %#v", i, got.spans[i], want[i])
+		if !reflect.DeepEqual(spans[i], want[i]) {
+			return false, fmt.Sprintf("span %d:\n got %#v\nwant %#v", i, spans[i], want[i])
 		}
-	}
-	if !reflect.DeepEqual(got.spans, want) {
-		return false, "the span slices differ (nil and empty?)"
 	}
 	return false, ""
 }
@@ -361,6 +368,29 @@ func TestJSONSpansDelivered(t *testing.T) {
 	}
 }
 
+// TestJSONSpansEmpty delivers a trace document without spans as deliver
+// does: one batch of no spans (empty, not nil), or pdata's answer when it
+// says no resourceSpans at all.
+func TestJSONSpansEmpty(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{`{"resourceSpans":[{}]}`, `{"resourceSpans":[{"scopeSpans":[{"spans":[]}]}]}`, `{"resourceSpans":[]}`, `{}`} {
+		for _, line := range []int{0, 2} {
+			var got []Batch
+			err := decodeJSON([]byte(doc), line, func(b Batch) error { got = append(got, b); return nil })
+			var want []Batch
+			var werr error
+			if td, perr := unmarshalJSON([]byte(doc)); perr == nil && (td.ResourceSpans().Len() > 0 || line > 0 || strings.Contains(doc, "resourceSpans")) {
+				werr = deliver(td, line, func(b Batch) error { want = append(want, b); return nil })
+			} else {
+				werr = errors.New("no spans in this OTLP/JSON file (no resourceSpans)")
+			}
+			if fmt.Sprint(err) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s line %d: %#v %v, want %#v %v", doc, line, got, err, want, werr)
+			}
+		}
+	}
+}
+
 // jsonSeeds are the documents the mutation and fuzz tests start from.
 func jsonSeeds(tb testing.TB) [][]byte {
 	rich, err := (&ptrace.JSONMarshaler{}).MarshalTraces(richTraces())
@@ -423,4 +453,76 @@ func FuzzJSONSpans(f *testing.F) {
 			t.Fatal(diff)
 		}
 	})
+}
+
+// BenchmarkJSONSpans compares the fast path with pdata's decode followed
+// by Spans on the document of BenchmarkImportShapes' document shape.
+func BenchmarkJSONSpans(b *testing.B) {
+	doc, err := os.ReadFile(documentFile(b, shapeSpans()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fast", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for range b.N {
+			if _, err := decodeJSONSpans(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pdata", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for range b.N {
+			td, err := unmarshalJSON(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := Spans(td); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestJSONSpansRawString holds rawString's eight-bytes-at-a-time scan to
+// a byte at a time: where a string ends, whether it holds an escape, and
+// that a control character is refused, at every offset.
+func TestJSONSpansRawString(t *testing.T) {
+	t.Parallel()
+	for n := range 40 {
+		for at := range n {
+			for _, c := range []byte{'"', '\\', 0, '\n', 0x1f, ' ', 0x7f, 0x80, 0xff, 'a'} {
+				body := bytes.Repeat([]byte{'x'}, n)
+				body[at] = c
+				doc := append(append([]byte{'"'}, body...), '"', ',', '"', 'y', '"')
+				// A byte at a time: what the scan must find.
+				end, escaped, bad := -1, false, false
+				for i := 1; i < len(doc); i++ {
+					if doc[i] == '"' {
+						end = i
+						break
+					}
+					if doc[i] == '\\' {
+						escaped = true
+						i++
+						continue
+					}
+					if doc[i] < ' ' {
+						bad = true
+						break
+					}
+				}
+				d := &jsonDecoder{doc: doc}
+				raw, esc, err := d.rawString()
+				switch {
+				case bad || end < 0:
+					if err == nil {
+						t.Errorf("%q: read %q, want refused", doc, raw)
+					}
+				case err != nil || esc != escaped || !bytes.Equal(raw, doc[1:end]) || d.pos != end+1:
+					t.Errorf("%q: read %q %v %v at %d, want %q %v at %d", doc, raw, esc, err, d.pos, doc[1:end], escaped, end+1)
+				}
+			}
+		}
+	}
 }
