@@ -319,6 +319,8 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	if line == 0 && len(doc) > 8<<20 { // a large document, whole
 		defer roomForDocument(len(doc))()
 	}
+	// The fast path (jsonspans.go) answers what SDKs, collectors and
+	// pdata write; what it declines, pdata decodes, as before.
 	if fast, err := decodeJSONSpans(doc); !errors.Is(err, errJSONDecline) {
 		return deliverDecoded(fast, line, fn)
 	}

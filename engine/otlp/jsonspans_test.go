@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func jsonSameAsPdata(doc []byte) (declined bool, diff string) {
 
 // jsonDocuments are the OTLP/JSON documents of the repository and the
 // shared real traces, by name: a JSON Lines file's lines each one.
-func jsonDocuments(t *testing.T) map[string][]byte {
+func jsonDocuments(t testing.TB) map[string][]byte {
 	t.Helper()
 	var paths []string
 	for _, pattern := range []string{
@@ -405,12 +406,18 @@ func jsonSeeds(tb testing.TB) [][]byte {
 }
 
 // TestJSONSpansMutated holds the fast path to pdata on documents with
-// bytes changed, added and removed at random (a fixed seed): it declines
-// or answers as pdata does.
+// bytes changed, added and removed at random (a fixed seed), the
+// fixtures at hand among them: it declines or answers as pdata does.
 func TestJSONSpansMutated(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewSource(7))
 	seeds := jsonSeeds(t)
+	for _, doc := range jsonDocuments(t) {
+		if len(doc) < 32<<10 {
+			seeds = append(seeds, doc)
+		}
+	}
+	slices.SortFunc(seeds, bytes.Compare) // map order is random
 	alphabet := []byte(`{}[]",:0123456789-.eE+ \ntrufalsn\u00x"` + "\xff")
 	answered := 0
 	for i := range 20000 {
@@ -447,6 +454,11 @@ func FuzzJSONSpans(f *testing.F) {
 	}
 	for _, doc := range jsonDeclined {
 		f.Add([]byte(doc))
+	}
+	for _, doc := range jsonDocuments(f) {
+		if len(doc) < 64<<10 {
+			f.Add(doc)
+		}
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if _, diff := jsonSameAsPdata(doc); diff != "" {
