@@ -792,7 +792,7 @@ func TestAppendInPlace(t *testing.T) {
 	db, _ := newDB(t)
 	slab := make([]byte, 0, 64)
 	slab = append(slab, "block"...)
-	value := slab[:len(slab):len(slab)+SealRoom]
+	value := slab[: len(slab) : len(slab)+SealRoom]
 	err := db.Update(func(tx *Tx) error {
 		first, err := tx.Append(Outbox, func(uint64) ([]byte, error) { return []byte("m"), nil })
 		if err != nil {

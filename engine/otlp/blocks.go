@@ -3,6 +3,8 @@ package otlp
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/retrylab/retrylab/store"
 )
@@ -29,14 +31,74 @@ const spanBlock = 2
 // is contiguous pages in bbolt).
 const maxBlockBytes = 32 << 10
 
-// blockRun is the run a write is storing: its index key's execution, 0 and
-// trace id, its first value's sequence, how many spans it has so far, and
-// the block being filled (its start in the write's slab, its spans).
+// blockRun is the run a write is storing: its index key's execution, 0
+// and trace id, its spans' stored forms, and the prepared block they are,
+// in order, so far (pre, -1: none).
 type blockRun struct {
-	trace      []byte
-	first      uint64
-	n, inBlock uint32
-	block      int
+	trace []byte
+	vals  [][]byte
+	pre   int32
+}
+
+func (r *blockRun) n() int { return len(r.vals) }
+
+// add adds put p's span to the run (the first makes it p's trace's).
+func (r *blockRun) add(p *pendingPut, prepared *preparedBlocks) {
+	if len(r.vals) == 0 {
+		r.trace, r.pre = p.key[:p.tlen], -1
+		if prepared != nil {
+			if at := prepared.of[p.index]; at.pos == 0 {
+				r.pre = at.block
+			}
+		}
+	} else if r.pre >= 0 {
+		if at := prepared.of[p.index]; at.block != r.pre || int(at.pos) != len(r.vals) {
+			r.pre = -1
+		}
+	}
+	r.vals = append(r.vals, p.val)
+}
+
+// storeRun appends run's spans to BucketSpans and returns the first
+// value's sequence: its prepared block as it is, when the run is that
+// block's spans, else blocks of up to maxBlockBytes cut from *slab (made
+// on first need for puts' fresh spans).
+func (w *writer) storeRun(tx *store.Tx, run *blockRun, slab *[]byte, puts []pendingPut) (uint64, error) {
+	if run.pre >= 0 && int(w.prepared.count[run.pre]) == len(run.vals) {
+		return tx.AppendInPlace(BucketSpans, w.prepared.blocks[run.pre])
+	}
+	if *slab == nil {
+		*slab = make([]byte, 0, blockSlab(puts))
+	}
+	blocks := *slab
+	defer func() { *slab = blocks }()
+	var first uint64
+	appended := false
+	from := -1 // the block being filled: its start in the slab
+	appendBlock := func() error {
+		end := len(blocks)
+		blocks = append(blocks, make([]byte, store.SealRoom)...)
+		seq, err := tx.AppendInPlace(BucketSpans, blocks[from:end:len(blocks)])
+		if !appended {
+			first, appended = seq, true
+		}
+		from = -1
+		return err
+	}
+	for _, v := range run.vals {
+		if from >= 0 && len(blocks)-from+len(v) > maxBlockBytes {
+			if err := appendBlock(); err != nil {
+				return 0, err
+			}
+		}
+		if from < 0 {
+			from = len(blocks)
+			blocks = append(blocks, spanBlock)
+		}
+		blocks = binary.AppendUvarint(blocks, uint64(len(v)))
+		blocks = append(blocks, v...)
+	}
+	return first, appendBlock()
 }
 
 // blockSlab is the size of the slab a write cuts its blocks from: the
@@ -48,6 +110,96 @@ func blockSlab(puts []pendingPut) int {
 		if puts[i].fresh {
 			n += len(puts[i].val) + binary.MaxVarintLen32 + 1 + store.SealRoom
 		}
+	}
+	return n
+}
+
+// preparedBlocks are a request's spans encoded ahead, on the request's
+// goroutine, as a write stores a trace new to the database
+// (prepareBlocks): each trace's spans in span id order (the order of
+// their index keys) as one block with room for its checksum after it.
+// A write whose run of a trace is that block's spans appends the block as
+// it is (storeRun), instead of copying the spans into one.
+type preparedBlocks struct {
+	blocks [][]byte   // each with store.SealRoom bytes of room after it
+	count  []int32    // each block's spans
+	of     []blockPos // each span's block (-1: none) and place in it
+	order  []int      // prepareBlocks' scratch
+}
+
+// blockPos is a span's place in a prepared block.
+type blockPos struct{ block, pos int32 }
+
+// prepareBlocks encodes spans into arena, each trace's as one block of at
+// most maxBlockBytes (a longer trace's spans are in no block), and sets
+// encoded[i] to span i's stored form. It returns the arena.
+func (pb *preparedBlocks) prepareBlocks(spans []Span, arena []byte, encoded [][]byte) []byte {
+	pb.blocks, pb.count = pb.blocks[:0], pb.count[:0]
+	pb.of = slices.Grow(pb.of[:0], len(spans))[:len(spans)]
+	order := pb.order[:0]
+	for i := range spans {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := strings.Compare(spans[a].TraceID, spans[b].TraceID); c != 0 {
+			return c
+		}
+		return strings.Compare(spans[a].SpanID, spans[b].SpanID)
+	})
+	pb.order = order
+	for len(order) > 0 {
+		n := 1
+		for n < len(order) && spans[order[n]].TraceID == spans[order[0]].TraceID {
+			n++
+		}
+		trace := order[:n]
+		order = order[n:]
+		start := len(arena)
+		arena = append(arena, spanBlock)
+		for _, i := range trace {
+			arena, encoded[i] = appendLengthAndSpan(arena, &spans[i])
+		}
+		end := len(arena)
+		arena = append(arena, make([]byte, store.SealRoom)...)
+		block := int32(-1)
+		if end-start <= maxBlockBytes {
+			block = int32(len(pb.blocks))
+			pb.blocks = append(pb.blocks, arena[start:end:end+store.SealRoom])
+			pb.count = append(pb.count, int32(len(trace)))
+		}
+		for k, i := range trace {
+			pb.of[i] = blockPos{block: block, pos: int32(k)}
+		}
+	}
+	return arena
+}
+
+// appendLengthAndSpan appends s's stored form to dst after its length (a
+// uvarint), as a block holds it, and returns dst and the stored form.
+// The span is encoded in place after room for a length of two bytes (a
+// span of 128 bytes to 16 KiB) and moved when its length takes another.
+func appendLengthAndSpan(dst []byte, s *Span) ([]byte, []byte) {
+	at := len(dst)
+	dst = encodeSpan(append(dst, 0, 0), s)
+	l := len(dst) - at - 2
+	k := uvarintLen(uint64(l))
+	if k != 2 {
+		if k > 2 {
+			dst = append(dst, make([]byte, k-2)...)
+		}
+		copy(dst[at+k:], dst[at+2:at+2+l])
+		dst = dst[:at+k+l]
+	}
+	binary.PutUvarint(dst[at:at+k], uint64(l))
+	return dst, dst[at+k : at+k+l : at+k+l]
+}
+
+// uvarintLen is how many bytes binary.PutUvarint takes for v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
 	}
 	return n
 }
@@ -72,6 +224,20 @@ func runSpans(tx *store.Tx, seq uint64, n int, fn func(seq uint64, span []byte) 
 		}
 	}
 	return nil
+}
+
+// lastRunValue is the sequence of the last value of a run of n spans whose
+// values start at seq (runSpans): a value that does not split ends it.
+func lastRunValue(tx *store.Tx, seq uint64, n int) uint64 {
+	for ; ; seq++ {
+		err := eachStoredSpan(tx.GetInPlace(BucketSpans, store.U64(seq)), func([]byte) bool {
+			n--
+			return n > 0
+		})
+		if err != nil || n <= 0 {
+			return seq
+		}
+	}
 }
 
 // eachStoredSpan calls fn for each span stored in value v of BucketSpans,

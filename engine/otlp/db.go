@@ -138,14 +138,17 @@ func ExecutionID(trace, conversation string) string {
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
-	return save(tx, spans, nil, nil, source)
+	return save(tx, spans, nil, nil, nil, source)
 }
 
 // save is Save with each span's stored form and facts, when not nil,
 // made ahead (as writer.write takes them): the receiver makes them on the
 // request's goroutine, before the group commit's one.
-func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, source string) (Stats, error) {
+//
+// prepared, when not nil, is how encoded was laid out (prepareBlocks).
+func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepared *preparedBlocks, source string) (Stats, error) {
 	w := newWriter(source, 0)
+	w.prepared = prepared
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	w.written = nil // one write: no later one asks what this one stored
@@ -272,6 +275,10 @@ type writer struct {
 	// nil for a writer that writes once (save): it has no later write.
 	written map[uint64]struct{}
 	seed    maphash.Seed
+	// prepared, when not nil, is how the spans of the next write were
+	// laid out ahead (prepareBlocks): a run that is a prepared block is
+	// stored as it is.
+	prepared *preparedBlocks
 	// kept holds, for a file import, the spans the audit at the end reads
 	// of executions whose spans came in several writes (nil: none kept).
 	kept *keptSpans
@@ -572,43 +579,24 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	// blocks of them at consecutive sequences (spanBlock), and one index
 	// entry that says where the first is and how many spans there are.
 	var run blockRun
-	// The blocks are cut from one slab, each with room for its checksum
-	// (AppendInPlace), which bbolt keeps until the commit.
-	blocks := make([]byte, 0, blockSlab(puts))
-	// appendBlock stores the run's block, and starts its next.
-	appendBlock := func() error {
-		if run.inBlock == 0 {
-			return nil
-		}
-		end := len(blocks)
-		blocks = append(blocks, make([]byte, store.SealRoom)...)
-		seq, err := tx.AppendInPlace(BucketSpans, blocks[run.block:end:len(blocks)])
-		if err != nil {
-			return err
-		}
-		if run.n == run.inBlock {
-			run.first = seq
-		}
-		run.inBlock = 0
-		return nil
-	}
+	var blocks []byte // the slab blocks are cut from (storeRun)
 	flush := func() error {
-		if run.n == 0 {
+		if run.n() == 0 {
 			return nil
 		}
-		if err := appendBlock(); err != nil {
+		first, err := w.storeRun(tx, &run, &blocks, puts)
+		if err != nil {
 			return err
 		}
 		n := len(keys)
 		keys = append(append(keys, run.trace...), 0)
-		keys = binary.BigEndian.AppendUint64(keys, run.first)
+		keys = binary.BigEndian.AppendUint64(keys, first)
 		key := keys[n:len(keys):len(keys)]
 		n = len(keys)
-		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, run.first), w.importID)
-		keys = binary.BigEndian.AppendUint32(keys, run.n)
-		err := tx.Put(BucketIndex, key, keys[n:len(keys):len(keys)])
-		run.n = 0
-		return err
+		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, first), w.importID)
+		keys = binary.BigEndian.AppendUint32(keys, uint32(run.n()))
+		run.vals = run.vals[:0]
+		return tx.Put(BucketIndex, key, keys[n:len(keys):len(keys)])
 	}
 	for i := range puts {
 		p := &puts[i]
@@ -639,28 +627,13 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 			return &SpanError{SpanID: p.span.SpanID, Reason: "appears twice with different content (duplicate span id)"}
 		}
-		if run.n > 0 && (!p.fresh || !bytes.Equal(run.trace, p.key[:p.tlen])) {
+		if run.n() > 0 && (!p.fresh || !bytes.Equal(run.trace, p.key[:p.tlen])) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		if p.fresh {
-			if run.n == 0 {
-				run.trace = p.key[:p.tlen]
-			}
-			if run.inBlock > 0 && len(blocks)-run.block+len(p.val) > maxBlockBytes {
-				if err := appendBlock(); err != nil {
-					return err
-				}
-			}
-			if run.inBlock == 0 {
-				run.block = len(blocks)
-				blocks = append(blocks, spanBlock)
-			}
-			blocks = binary.AppendUvarint(blocks, uint64(len(p.val)))
-			blocks = append(blocks, p.val...)
-			run.inBlock++
-			run.n++
+			run.add(p, w.prepared)
 		} else {
 			// A span added to a trace stored before is a value of its own
 			// with an entry of its own, so that the next look-up for it is

@@ -195,14 +195,38 @@ func decodeLine(n int, line []byte) decoded {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return d
 	}
-	td, err := parseJSON(line, n) // its errors name the line
-	if err != nil {
-		d.err = err
-		return d
-	}
-	d.batch.Spans, err = Spans(td)
-	d.batch.Line, d.ok, d.err = n, err == nil, atLine(n, err)
+	spans, err := spansOf(line, n)
+	d.batch, d.ok, d.err = Batch{Line: n, Spans: spans}, err == nil, err
 	return d
+}
+
+// spansOf decodes doc, line line of a JSON Lines file or a piece of a
+// document (0), into all its spans: on the fast path (jsonspans.go), with
+// pdata when it declines. Its errors are decodeJSON's: parseJSON's, or the
+// first refused span's, with the line.
+func spansOf(doc []byte, line int) ([]Span, error) {
+	if fast, err := decodeJSONSpans(doc); !errors.Is(err, errJSONDecline) {
+		if fast.refused != nil {
+			return nil, atLine(line, fast.refused)
+		}
+		switch len(fast.pieces) {
+		case 0:
+			return []Span{}, nil // as Spans makes them: empty, not nil
+		case 1:
+			return fast.pieces[0], nil
+		}
+		spans := make([]Span, 0, fast.n)
+		for _, piece := range fast.pieces {
+			spans = append(spans, piece...)
+		}
+		return spans, nil
+	}
+	td, err := parseJSON(doc, line)
+	if err != nil {
+		return nil, err
+	}
+	spans, err := Spans(td)
+	return spans, atLine(line, err)
 }
 
 // sideBySide decodes the pieces of a file (lines of JSON Lines, pieces of
@@ -364,6 +388,11 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 	if line == 0 && len(doc) > 8<<20 { // a large document, whole
 		defer roomForDocument(len(doc))()
 	}
+	// The fast path (jsonspans.go) answers what SDKs, collectors and
+	// pdata write; what it declines, pdata decodes, as before.
+	if fast, err := decodeJSONSpans(doc); !errors.Is(err, errJSONDecline) {
+		return deliverDecoded(fast, line, fn)
+	}
 	td, err := parseJSON(doc, line)
 	if err != nil {
 		return err
@@ -378,8 +407,8 @@ func decodeJSON(doc []byte, line int, fn func(Batch) error) error {
 }
 
 // parseJSON decodes doc, line line of a JSON Lines file or a whole
-// document (0). Its errors say what is wrong in the user's words, and
-// where: the line, span and field of a value of the wrong type.
+// document (0), with pdata. Its errors say what is wrong in the user's
+// words, and where: the line, span and field of a value of the wrong type.
 func parseJSON(doc []byte, line int) (ptrace.Traces, error) {
 	td, err := unmarshalJSON(doc)
 	var refused *refusal

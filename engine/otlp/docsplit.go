@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
@@ -549,11 +547,7 @@ func (e *pieceError) Unwrap() error { return e.error }
 
 // decodePiece decodes one piece of a document and converts its spans.
 func decodePiece(piece []byte) decoded {
-	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(piece)
-	if err != nil {
-		return decoded{err: &pieceError{err}}
-	}
-	spans, err := Spans(td)
+	spans, err := spansOf(piece, 0)
 	if err != nil {
 		return decoded{err: &pieceError{err}}
 	}

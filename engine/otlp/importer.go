@@ -510,14 +510,7 @@ func discard(db *store.DB, id uint64) error {
 				if err := tx.Delete(BucketIndex, k); err != nil {
 					return err
 				}
-				// The run's values: one a span, or blocks of them (up to
-				// one that does not split, deleted all the same).
-				last := seqs[i]
-				_ = runSpans(tx, seqs[i], counts[i], func(seq uint64, _ []byte) error {
-					last = seq
-					return nil
-				})
-				for seq := seqs[i]; seq <= last; seq++ {
+				for seq, last := seqs[i], lastRunValue(tx, seqs[i], counts[i]); seq <= last; seq++ {
 					if err := tx.Delete(BucketSpans, store.U64(seq)); err != nil {
 						return err
 					}

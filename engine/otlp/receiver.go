@@ -274,11 +274,12 @@ type refused struct {
 func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
 	encoded, facts := mem.prepare(spans)
+	prepared := &mem.blocks
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = save(tx, spans, encoded, facts, rc.Source)
+			st, err = save(tx, spans, encoded, facts, prepared, rc.Source)
 			return err
 		})
 		var se *SpanError
@@ -301,24 +302,22 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 		}
 		clear(spans[kept:])
 		spans, encoded, facts = spans[:kept], encoded[:kept], facts[:kept]
+		prepared = nil // its places are the spans' before some were dropped
 	}
 }
 
-// prepare makes each span's stored form (encodeSpan), in one arena, and
-// its facts, as a file import's decoding side does (fileChunk.add), in
-// mem's memory.
+// prepare makes each span's stored form, in one arena laid out in blocks
+// as the write stores them (prepareBlocks), and its facts, as a file
+// import's decoding side does (fileChunk.add), in mem's memory.
 func (mem *requestMemory) prepare(spans []Span) ([][]byte, []spanFacts) {
 	encoded := slices.Grow(mem.encoded[:0], len(spans))[:len(spans)]
 	facts := slices.Grow(mem.facts[:0], len(spans))[:len(spans)]
 	arena := slices.Grow(mem.arena[:0], 256*len(spans))
 	effect := effects{}
 	for i := range spans {
-		s := &spans[i]
-		facts[i] = effect.factsOf(s)
-		n := len(arena)
-		arena = encodeSpan(arena, s)
-		encoded[i] = arena[n:len(arena):len(arena)]
+		facts[i] = effect.factsOf(&spans[i])
 	}
+	arena = mem.blocks.prepareBlocks(spans, arena, encoded)
 	mem.encoded, mem.facts, mem.arena = encoded, facts, arena
 	return encoded, facts
 }
@@ -331,6 +330,7 @@ type requestMemory struct {
 	encoded [][]byte
 	arena   []byte
 	facts   []spanFacts
+	blocks  preparedBlocks // how arena is laid out
 }
 
 // The most a requestMemory kept holds: a request of many spans or large
@@ -357,6 +357,7 @@ func (rc *Receiver) release(mem *requestMemory) {
 	}
 	clear(mem.spans[:cap(mem.spans)])
 	clear(mem.encoded[:cap(mem.encoded)])
+	clear(mem.blocks.blocks[:cap(mem.blocks.blocks)])
 	mem.spans, mem.encoded, mem.facts, mem.arena = mem.spans[:0], mem.encoded[:0], mem.facts[:0], mem.arena[:0]
 	rc.memories.Put(mem)
 }
