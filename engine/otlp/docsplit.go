@@ -448,7 +448,7 @@ func quoteEnd(doc []byte, i int) (int, bool) {
 	return len(doc), false
 }
 
-// piece writes the document of piece (plan.pieces[k]) into buf's memory.
+// piece writes the document of the piece of parts into buf's memory.
 func (p *docPlan) piece(parts []piecePart, buf []byte) []byte {
 	doc := p.doc
 	if first, last := parts[0].spans, parts[len(parts)-1].spans; len(first) > 0 && len(last) > 0 {
@@ -496,22 +496,20 @@ func (p *docPlan) piece(parts []piecePart, buf []byte) []byte {
 	return append(buf, "]}"...)
 }
 
-// piecesFrom reads the pieces cut from k on (piece n+k is piece n of
-// a file, for sideBySide), waiting for the walk to cut each.
-func (p *docPlan) piecesFrom(k int) func(n int, buf []byte) ([]byte, error) {
-	return func(n int, buf []byte) ([]byte, error) {
-		p.mu.Lock()
-		for len(p.pieces) < k+n && !p.walked {
-			p.cut.Wait()
-		}
-		if len(p.pieces) < k+n {
-			p.mu.Unlock()
-			return nil, io.EOF
-		}
-		parts := p.pieces[k+n-1]
-		p.mu.Unlock()
-		return p.piece(parts, buf), nil
+// nextPiece writes piece n (1, 2, ...) into buf's memory, io.EOF when
+// none is left, waiting for the walk to cut it (sideBySide's next).
+func (p *docPlan) nextPiece(n int, buf []byte) ([]byte, error) {
+	p.mu.Lock()
+	for len(p.pieces) < n && !p.walked {
+		p.cut.Wait()
 	}
+	if len(p.pieces) < n {
+		p.mu.Unlock()
+		return nil, io.EOF
+	}
+	parts := p.pieces[n-1]
+	p.mu.Unlock()
+	return p.piece(parts, buf), nil
 }
 
 // errNotPlanned and errCutAgain are why the pieces decoded while the walk
@@ -564,29 +562,37 @@ func decodeDocument(doc []byte, over, pieceSpans int, fn func(Batch) error) erro
 	if len(doc) <= over {
 		return decodeJSON(doc, 0, fn)
 	}
-	// The text is live until the last piece is made.
-	defer roomForDocument(len(doc))()
-	plan := newPlan(doc, pieceSpans)
-	go plan.walk()
-	defer plan.walkedAsCut() // nothing is left running
-	decode := func(_ int, piece []byte) decoded { return decodePiece(piece) }
-	err := sideBySide(plan.piecesFrom(0), plan.walkedAsCut, decode, fn)
-	// Unless it is over, the walk is of no more use (an error).
-	plan.stop.Store(true)
+	err := decodePieces(doc, pieceSpans, fn)
+	var pe *pieceError
 	switch {
 	case errors.Is(err, errNotPlanned):
 		return decodeJSON(doc, 0, fn)
-	case errors.Is(err, errCutAgain):
-		err = sideBySide(plan.piecesFrom(0), nil, decode, fn)
-	}
-	var pe *pieceError
-	if errors.As(err, &pe) {
+	case errors.As(err, &pe):
 		// What the whole decode says of the document, with its line, span
 		// and field; nothing more is delivered.
 		if werr := decodeJSON(doc, 0, func(Batch) error { return nil }); werr != nil {
 			return werr
 		}
 		return pe.error
+	}
+	return err
+}
+
+// decodePieces is decodeDocument in pieces: errNotPlanned (nothing
+// delivered) when the walk does not plan doc, a *pieceError when pdata or
+// the conversion refuses a piece.
+func decodePieces(doc []byte, pieceSpans int, fn func(Batch) error) error {
+	// The text is live until the last piece is made.
+	defer roomForDocument(len(doc))()
+	plan := newPlan(doc, pieceSpans)
+	go plan.walk()
+	defer plan.walkedAsCut() // nothing is left running
+	decode := func(_ int, piece []byte) decoded { return decodePiece(piece) }
+	err := sideBySide(plan.nextPiece, plan.walkedAsCut, decode, fn)
+	// Unless it is over, the walk is of no more use (an error).
+	plan.stop.Store(true)
+	if errors.Is(err, errCutAgain) {
+		err = sideBySide(plan.nextPiece, nil, decode, fn)
 	}
 	return err
 }
