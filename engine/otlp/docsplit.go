@@ -15,7 +15,9 @@ import (
 // planDocument walks the document's bytes once to find where its
 // resourceSpans, their scopeSpans and their spans begin and end, and each
 // piece is a small document of its own, made of the raw text of about
-// deliverSpans spans with their scope's and resource's other members:
+// deliverSpans spans with their scope's and resource's other members,
+// decoded as a line of JSON Lines is (spansOf: the fast path, pdata when
+// it declines):
 //
 //	{"resourceSpans":[{<resource members>,"scopeSpans":[{<scope members>,"spans":[<spans>]}]}]}
 //
@@ -31,16 +33,19 @@ import (
 // Jaeger's shapes, a document without spans) leaves the document to the
 // whole decode, whose errors name the line, span and field. Every byte of
 // the document is either checked by the plan (its frame: keys, brackets,
-// commas) or decoded by pdata in a piece (values, spans), and the plan
-// refuses a document nesting deeper than jsonlimit.MaxDepth: a piece
-// nests each byte it holds exactly as deep as the document does, so
-// pdata's unbounded recursion stays bounded.
+// commas) or decoded in a piece (values, spans), and the plan refuses a
+// document nesting deeper than jsonlimit.MaxDepth: a piece nests each
+// byte it holds exactly as deep as the document does, so the bound holds
+// for every byte pdata decodes (and unmarshalJSON checks each piece it
+// is given again).
 
 // splitOver is the size above which a whole document is decoded in
 // pieces: below it, the plan and the side-by-side decoding cost about
-// what they save (BenchmarkImportShapes/document of 4 000 spans, 2.6 MB:
-// ratio 0.32-0.36 either way; of 6 500, 4.2 MB: 0.31-0.34 whole,
-// 0.37-0.39 in pieces; of 12 000, 7.8 MB: 0.35-0.36 whole, 0.42-0.45).
+// what they save. BenchmarkImportShapes/document's ratio, whole against
+// in pieces: 2 000 spans (1.3 MB) 0.35-0.38 against 0.28-0.33; 4 000
+// (2.6 MB) 0.41 against 0.41-0.42; 6 500 (4.2 MB) 0.44 against 0.46-0.47;
+// 20 000 (13 MB) 0.47-0.51 against 0.58-0.59; 50 000 (33 MB) 0.36-0.37
+// against 0.62-0.64.
 const splitOver = 4 << 20
 
 // textRange is doc[from:to].
@@ -79,7 +84,7 @@ type planResource struct{ other []textRange }
 type planScope struct{ other []textRange }
 
 // piecePart is what a piece holds of one scope: the scope (or -1 for a
-// resource without any, kept so that pdata still decodes it) of resource
+// resource without any, kept so that it is still decoded) of resource
 // res, its spans plan.spans[first:end], and, as they were when the piece
 // was cut, those spans and the scope's and resource's other members.
 type piecePart struct {
@@ -381,7 +386,7 @@ func (s *planScanner) array(elem func() bool) bool {
 // skipValue moves s.i past the value at it, inside depth open arrays and
 // objects, refusing one that would nest deeper than jsonlimit.MaxDepth.
 // It only finds the value's end: strings and brackets are matched, the
-// rest is left for pdata to check in the piece that holds the value.
+// rest is left to the decoding of the piece that holds the value.
 func (s *planScanner) skipValue(depth int) bool {
 	doc, i := s.doc, s.i
 	if i >= len(doc) {
@@ -537,7 +542,7 @@ func (p *docPlan) walkedAsCut() error {
 	return nil
 }
 
-// pieceError is a piece that pdata or Spans refused: the document's error
+// pieceError is a piece that the decoding refused: the document's error
 // is the whole decode's.
 type pieceError struct{ error }
 
@@ -579,8 +584,8 @@ func decodeDocument(doc []byte, over, pieceSpans int, fn func(Batch) error) erro
 }
 
 // decodePieces is decodeDocument in pieces: errNotPlanned (nothing
-// delivered) when the walk does not plan doc, a *pieceError when pdata or
-// the conversion refuses a piece.
+// delivered) when the walk does not plan doc, a *pieceError when the
+// decoding refuses a piece.
 func decodePieces(doc []byte, pieceSpans int, fn func(Batch) error) error {
 	// The text is live until the last piece is made.
 	defer roomForDocument(len(doc))()
