@@ -155,19 +155,21 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	// place, or once joined into one of the receiver's body buffers (of
 	// the request's size: gRPC's pool would give one of 1 MiB), and not
 	// kept.
-	var b []byte
-	if len(data) == 1 {
-		b = data[0].ReadOnlyData()
-	} else {
-		buf, done := c.rc.bodyBuffer(data.Len())
-		defer done()
-		for _, d := range data {
-			buf.Write(d.ReadOnlyData())
-		}
-		b = buf.Bytes()
-	}
 	m.mem = c.rc.memory()
-	m.spans, m.err = decodeProtoSpans(b, jsonlimit.MaxRequestSpans, m.mem.spans)
+	c.rc.decodeGate(func() {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData()
+		} else {
+			buf, done := c.rc.bodyBuffer(data.Len())
+			defer done()
+			for _, d := range data {
+				buf.Write(d.ReadOnlyData())
+			}
+			b = buf.Bytes()
+		}
+		m.spans, m.err = decodeProtoSpans(b, jsonlimit.MaxRequestSpans, m.mem.spans)
+	})
 	m.mem.spans = m.spans.spans
 	return nil
 }

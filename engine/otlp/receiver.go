@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,23 @@ type Receiver struct {
 	bodies sync.Pool
 	// memories holds the *requestMemory of requests answered.
 	memories sync.Pool
+	// decoding lets requests decode and prepare their spans on all cores
+	// but one (decodeGate), which the group commit and the host's readers
+	// (an explorer attached to the database) keep.
+	decoding     chan struct{}
+	decodingOnce sync.Once
+}
+
+// decodeGate runs fn, a request's decoding or preparing of its spans,
+// once fewer than GOMAXPROCS-1 (at least one) requests are at it: with
+// every core decoding, the commit that answers them and an attached
+// explorer's reads waited behind the next requests' decoding (BENCHMARKS.md,
+// 24c).
+func (rc *Receiver) decodeGate(fn func()) {
+	rc.decodingOnce.Do(func() { rc.decoding = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)) })
+	rc.decoding <- struct{}{}
+	defer func() { <-rc.decoding }()
+	fn()
 }
 
 // pooledBody is the largest buffer kept for the next body; preGrow the
@@ -157,12 +175,14 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	mem := rc.memory()
 	defer rc.release(mem)
 	var req protoRequest
-	if enc == encJSON {
-		req, err = jsonRequest(data)
-	} else {
-		req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans, mem.spans)
-		mem.spans = req.spans
-	}
+	rc.decodeGate(func() {
+		if enc == encJSON {
+			req, err = jsonRequest(data)
+		} else {
+			req, err = decodeProtoSpans(data, jsonlimit.MaxRequestSpans, mem.spans)
+			mem.spans = req.spans
+		}
+	})
 	var refused *refusal
 	if errors.As(err, &refused) {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
@@ -273,7 +293,9 @@ type refused struct {
 // requests' writes one after the other, does not (BENCHMARKS.md, 24a).
 func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
-	encoded, facts := mem.prepare(spans)
+	var encoded [][]byte
+	var facts []spanFacts
+	rc.decodeGate(func() { encoded, facts = mem.prepare(spans) })
 	prepared := &mem.blocks
 	for {
 		var st Stats
