@@ -322,6 +322,12 @@ type handExec struct {
 	// keptFrom and keptN are kept's place in its write's slab until the
 	// write is done.
 	keptFrom, keptN int
+	// vals are its spans' stored forms this write stored (an execution
+	// not dead and not foreign), valid while the write's spans are:
+	// handJob copies them for the full audit of an execution the fast
+	// path is not sure of (unsure), which then needs no read back.
+	vals          [][]byte
+	valFrom, valN int
 	// effects and weighing count its side-effecting and weighing spans
 	// (summary's), of an execution not dead.
 	effects, weighing int
@@ -572,6 +578,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	slab := make([]flagSpan, 0, nFlag)
+	// The stored forms of the spans of executions in hand, side by side
+	// as their flag spans are (handExec.vals).
+	vals := make([][]byte, 0, len(puts))
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	// A trace's spans stored here (puts are in key order, so a trace's are
@@ -669,6 +678,17 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		h := p.hand
 		h.stored++
+		if !h.foreign && !h.dead {
+			if h.valN > 0 && h.valFrom+h.valN != len(vals) {
+				vals = append(vals, vals[h.valFrom:h.valFrom+h.valN]...)
+				h.valFrom = len(vals) - h.valN
+			}
+			if h.valN == 0 {
+				h.valFrom = len(vals)
+			}
+			vals = append(vals, p.val)
+			h.valN++
+		}
 		if !h.foreign && f.reads {
 			if f.flagUse {
 				if h.keptN > 0 && h.keptFrom+h.keptN != len(slab) {
@@ -699,6 +719,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	}
 	for _, h := range handOrder {
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
+		h.vals = vals[h.valFrom : h.valFrom+h.valN : h.valFrom+h.valN]
 	}
 	if w.kept != nil {
 		w.kept.wrote(hand, w.spread)
@@ -730,19 +751,37 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 //
 // reuse, when not nil, is a job done with, whose memory is used again.
 func (w *writer) handJob(reuse *handJob) *handJob {
-	n := 0
+	n, m := 0, 0
 	for _, h := range w.hand {
 		n += len(h.kept)
+		if h.unsure {
+			for _, v := range h.vals {
+				m += len(v)
+			}
+		}
 	}
 	j := reuse
 	if j == nil {
 		j = &handJob{}
 	}
 	j.execs, j.spans = slices.Grow(j.execs[:0], len(w.hand)), slices.Grow(j.spans[:0], n)
+	j.arena = slices.Grow(j.arena[:0], m)
 	for _, h := range w.hand {
 		from := len(j.spans)
 		j.spans = append(j.spans, h.kept...)
-		j.execs = append(j.execs, handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans), unsure: h.unsure})
+		x := handAudit{exec: h.exec, traces: h.traces, from: from, to: len(j.spans), unsure: h.unsure}
+		if h.unsure {
+			// The fast path is not sure of it: the full audit runs on its
+			// spans' stored forms, copied, as a read back would decode them.
+			x.encFrom = len(j.encoded)
+			for _, v := range h.vals {
+				at := len(j.arena)
+				j.arena = append(j.arena, v...)
+				j.encoded = append(j.encoded, j.arena[at:len(j.arena):len(j.arena)])
+			}
+			x.encTo = len(j.encoded)
+		}
+		j.execs = append(j.execs, x)
 	}
 	w.hand = nil
 	return j
@@ -772,13 +811,20 @@ func (w *writer) stillWhole(j *handJob) *handJob {
 type handJob struct {
 	execs []handAudit
 	spans []flagSpan
+	// encoded are the stored forms of the spans of the executions the
+	// fast path is not sure of, cut from arena.
+	encoded [][]byte
+	arena   []byte
+	decoded []Span // run's scratch
 }
 
 // done lets go of what j refers to, keeping its memory for the next job.
 func (j *handJob) done() *handJob {
 	clear(j.execs)
 	clear(j.spans)
-	j.execs, j.spans = j.execs[:0], j.spans[:0]
+	clear(j.encoded)
+	clear(j.decoded)
+	j.execs, j.spans, j.encoded, j.arena, j.decoded = j.execs[:0], j.spans[:0], j.encoded[:0], j.arena[:0], j.decoded[:0]
 	return j
 }
 
@@ -787,6 +833,9 @@ type handAudit struct {
 	traces   []*traceState
 	from, to int  // its spans in handJob.spans
 	unsure   bool // a span of it leaves the answer to the fold
+	// encFrom and encTo are its spans' stored forms in handJob.encoded,
+	// of an execution unsure.
+	encFrom, encTo int
 }
 
 // run audits each execution and notes the answer on its traces (their
@@ -802,10 +851,12 @@ func (j *handJob) run(scratch *flagScratch) int {
 	}
 	n := 0
 	for _, x := range j.execs {
+		var dup, sure bool
 		if x.unsure {
-			continue
+			dup, sure = j.fullAudit(x, scratch)
+		} else {
+			dup, sure = scratch.duplicateOf(j.spans[x.from:x.to])
 		}
-		dup, sure := scratch.duplicateOf(j.spans[x.from:x.to])
 		if !sure {
 			continue
 		}
@@ -819,6 +870,25 @@ func (j *handJob) run(scratch *flagScratch) int {
 		}
 	}
 	return n
+}
+
+// fullAudit audits x, an execution the fast path is not sure of, on its
+// spans' stored forms (hasDuplicate, as duplicated does once it has read
+// them back). It is not sure when it has none, or one does not decode:
+// the read back at the end finds out.
+func (j *handJob) fullAudit(x handAudit, scratch *flagScratch) (dup, sure bool) {
+	if x.encTo == x.encFrom {
+		return false, false
+	}
+	spans := slices.Grow(j.decoded[:0], x.encTo-x.encFrom)[:x.encTo-x.encFrom]
+	j.decoded = spans
+	for i, b := range j.encoded[x.encFrom:x.encTo] {
+		spans[i] = Span{}
+		if err := decodeSpan(b, &spans[i]); err != nil {
+			return false, false
+		}
+	}
+	return hasDuplicate(x.exec, spans, scratch), true
 }
 
 // finish moves the traces whose conversation became known and writes the

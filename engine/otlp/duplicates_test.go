@@ -388,3 +388,39 @@ func TestLongTraceAuditedOnce(t *testing.T) {
 		}
 	}
 }
+
+// retrylab's own export is what the fast path is never sure of (its runs
+// and attempts are numbered): an execution the write holds whole is
+// audited in full on its spans in hand, not read back at the end, and its
+// record says what `retrylab audit` says of it, whatever the chunks.
+func TestOwnExportAuditedInHand(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "own.json")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeOwnExport(t, f, 60, 5)
+	f.Close()
+	for _, chunk := range []int{7, 64, chunkSpans} {
+		db := openDB(t)
+		res, err := importFrom(db, p, nil, limits{chunkSpans: chunk, mergeChunks: 1, keptBytes: keptBudget})
+		if err != nil {
+			t.Fatalf("chunks of %d: %v", chunk, err)
+		}
+		if chunk == chunkSpans && (res.readBacks != 0 || res.audits == 0) {
+			t.Errorf("one chunk: %d audits, %d read back; want all in hand", res.audits, res.readBacks)
+		}
+		dups := 0
+		for _, x := range executions(t, db) {
+			if says := auditSays(t, db, x.ID); x.Duplicates != says {
+				t.Errorf("chunks of %d: %s says duplicates=%v, the audit %v", chunk, x.ID, x.Duplicates, says)
+			}
+			if x.Duplicates {
+				dups++
+			}
+		}
+		if dups == 0 || dups == len(res.Executions) {
+			t.Errorf("chunks of %d: %d of %d executions with a duplicate: the file tests nothing", chunk, dups, len(res.Executions))
+		}
+	}
+}

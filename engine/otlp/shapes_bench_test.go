@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -139,49 +140,56 @@ func largeFile(b *testing.B, n int) string {
 // generated executions (gen, seed 21) until about n spans.
 func ownExportFile(b *testing.B, n int) string {
 	return shapeFile(b, fmt.Sprintf("otlp-own-export-v2-%d.json", n), func(w *bufio.Writer) {
-		db, err := store.Open(filepath.Join(b.TempDir(), "gen.db"), store.Options{NoSync: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
 		// About 7 spans an execution with 3 attempts a step.
-		if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: max(1, n/7), AttemptsPerStep: 3, Seed: 21}); err != nil {
-			b.Fatal(err)
-		}
-		var ids []string
-		if err := db.View(func(tx *store.Tx) error {
-			return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
-		}); err != nil {
-			b.Fatal(err)
-		}
-		jw := NewJSONWriter(w, "bench")
-		for _, id := range ids {
-			err := jw.History(id, func(fn func(history.Event) error) error {
-				return db.View(func(tx *store.Tx) error {
-					var ferr error
-					err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
-						ev, err := history.Decode(data)
-						if err == nil {
-							err = fn(ev)
-						}
-						ferr = err
-						return err == nil
-					})
-					if ferr != nil {
-						return ferr
-					}
-					return err
-				})
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := jw.Close(); err != nil {
-			b.Fatal(err)
-		}
+		writeOwnExport(b, w, max(1, n/7), 21)
 		w.WriteByte('\n')
 	})
+}
+
+// writeOwnExport writes what `retrylab export --otlp` writes of a `gen`
+// database of n executions (3 attempts a step, seed): one document.
+func writeOwnExport(tb testing.TB, w io.Writer, n int, seed uint64) {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(tb.TempDir(), "gen.db"), store.Options{NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: n, AttemptsPerStep: 3, Seed: seed}); err != nil {
+		tb.Fatal(err)
+	}
+	var ids []string
+	if err := db.View(func(tx *store.Tx) error {
+		return tx.Executions(false, 0, func(id string, _ []byte) bool { ids = append(ids, id); return true })
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	jw := NewJSONWriter(w, "bench")
+	for _, id := range ids {
+		err := jw.History(id, func(fn func(history.Event) error) error {
+			return db.View(func(tx *store.Tx) error {
+				var ferr error
+				err := tx.Events(id, 0, func(_ uint64, data []byte) bool {
+					ev, err := history.Decode(data)
+					if err == nil {
+						err = fn(ev)
+					}
+					ferr = err
+					return err == nil
+				})
+				if ferr != nil {
+					return ferr
+				}
+				return err
+			})
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := jw.Close(); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // bareDecode is pdata's unmarshal of the file alone: each line of JSON
