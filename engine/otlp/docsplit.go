@@ -94,12 +94,10 @@ type piecePart struct {
 
 // planScanner walks a document for its plan.
 type planScanner struct {
-	doc      []byte
-	i        int
-	plan     *docPlan
-	piece    []piecePart // the piece being filled
-	inPiece  int         // its spans
-	keyStart int         // where the key of the member object is at starts
+	jsonWalk
+	plan    *docPlan
+	piece   []piecePart // the piece being filled
+	inPiece int         // its spans
 	// The resource and scope being walked, their other members so far,
 	// and the last of each that a piece cut holds (-1: none).
 	atRes, atScope       int
@@ -126,17 +124,17 @@ func planDocument(doc []byte, pieceSpans int) (plan *docPlan, ok bool) {
 
 // walk plans the document, cutting its pieces as it goes.
 func (p *docPlan) walk() {
-	s := &planScanner{doc: p.doc, plan: p, atRes: -1, atScope: -1, cutRes: -1, cutScope: -1}
+	s := &planScanner{jsonWalk: jsonWalk{doc: p.doc}, plan: p, atRes: -1, atScope: -1, cutRes: -1, cutScope: -1}
 	seen := false
-	ok := s.object(func(key []byte) bool {
+	err := s.object(func(key []byte) error {
 		if string(key) != "resourceSpans" || seen {
-			return false
+			return errJSONDecline
 		}
 		seen = true
 		return s.array(s.resource)
 	})
-	s.space()
-	ok = ok && seen && s.i == len(p.doc) && len(p.spans) > 0
+	s.ws()
+	ok := err == nil && seen && s.pos == len(p.doc) && len(p.spans) > 0
 	if ok && len(s.piece) > 0 {
 		s.cutPiece()
 	}
@@ -189,213 +187,126 @@ func (s *planScanner) fill(part *piecePart) {
 }
 
 // resource plans one element of resourceSpans.
-func (s *planScanner) resource() bool {
+func (s *planScanner) resource() error {
 	res := len(s.plan.resources)
 	s.plan.resources = append(s.plan.resources, planResource{})
 	s.atRes, s.resOther = res, nil
 	scopesBefore := len(s.plan.scopes)
 	var resource, schema, scopes bool
-	ok := s.object(func(key []byte) bool {
-		from := s.keyStart
+	err := s.object(func(key []byte) error {
+		from := s.keyAt
 		switch string(key) {
 		case "scopeSpans":
 			if scopes {
-				return false
+				return errJSONDecline
 			}
 			scopes = true
-			return s.array(func() bool { return s.scope(res) })
+			return s.array(func() error { return s.scope(res) })
 		case "resource":
 			if resource {
-				return false
+				return errJSONDecline
 			}
 			resource = true
 		case "schemaUrl":
 			if schema {
-				return false
+				return errJSONDecline
 			}
 			schema = true
 		default:
-			return false
+			return errJSONDecline
 		}
-		if !s.skipValue(3) {
-			return false
+		if !s.skipValue() {
+			return errJSONDecline
 		}
-		s.resOther = append(s.resOther, textRange{from, s.i})
+		s.resOther = append(s.resOther, textRange{from, s.pos})
 		s.late = s.late || res <= s.cutRes
-		return true
+		return nil
 	})
 	s.plan.resources[res].other, s.resOther, s.atRes = s.resOther, nil, -1
-	if ok && len(s.plan.scopes) == scopesBefore {
+	if err == nil && len(s.plan.scopes) == scopesBefore {
 		// A resource without scopes: decoded all the same, in the piece
 		// being filled.
 		s.add(piecePart{res: res, scope: -1})
 	}
-	return ok
+	return err
 }
 
 // scope plans one element of a resource's scopeSpans.
-func (s *planScanner) scope(res int) bool {
+func (s *planScanner) scope(res int) error {
 	sc := len(s.plan.scopes)
 	s.plan.scopes = append(s.plan.scopes, planScope{})
 	s.atScope, s.scopeOther = sc, nil
 	first := len(s.plan.spans) // the scope's first span
 	part := piecePart{res: res, scope: sc, first: first, end: first}
 	var scope, schema, spans bool
-	ok := s.object(func(key []byte) bool {
-		from := s.keyStart
+	err := s.object(func(key []byte) error {
+		from := s.keyAt
 		switch string(key) {
 		case "spans":
 			if spans {
-				return false
+				return errJSONDecline
 			}
 			spans = true
-			return s.array(func() bool {
-				if s.i >= len(s.doc) || s.doc[s.i] != '{' {
-					return false
+			return s.array(func() error {
+				from := s.pos
+				if s.peek() != '{' || !s.skipValue() || s.plan.stop.Load() {
+					return errJSONDecline
 				}
-				from := s.i
-				if !s.skipValue(6) || s.plan.stop.Load() {
-					return false
-				}
-				s.plan.spans = append(s.plan.spans, textRange{from, s.i})
+				s.plan.spans = append(s.plan.spans, textRange{from, s.pos})
 				part.end++
 				if s.inPiece++; s.inPiece == s.plan.pieceSpans {
 					s.add(part)
 					s.cutPiece()
 					part.first = part.end
 				}
-				return true
+				return nil
 			})
 		case "scope":
 			if scope {
-				return false
+				return errJSONDecline
 			}
 			scope = true
 		case "schemaUrl":
 			if schema {
-				return false
+				return errJSONDecline
 			}
 			schema = true
 		default:
-			return false
+			return errJSONDecline
 		}
-		if !s.skipValue(5) {
-			return false
+		if !s.skipValue() {
+			return errJSONDecline
 		}
-		s.scopeOther = append(s.scopeOther, textRange{from, s.i})
+		s.scopeOther = append(s.scopeOther, textRange{from, s.pos})
 		s.late = s.late || sc <= s.cutScope
-		return true
+		return nil
 	})
 	s.plan.scopes[sc].other, s.scopeOther, s.atScope = s.scopeOther, nil, -1
-	if ok && (part.end > part.first || part.first == first) {
+	if err == nil && (part.end > part.first || part.first == first) {
 		// The scope's spans not in a full piece yet, or a scope without
 		// any (decoded all the same, in the piece being filled).
 		s.add(part)
 	}
-	return ok
+	return err
 }
 
 // add puts part in the piece being filled.
 func (s *planScanner) add(part piecePart) { s.piece = append(s.piece, part) }
 
-// space skips JSON's white space.
-func (s *planScanner) space() {
-	for s.i < len(s.doc) {
-		switch s.doc[s.i] {
-		case ' ', '\t', '\r', '\n':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// next skips white space and the byte c, if c comes next.
-func (s *planScanner) next(c byte) bool {
-	s.space()
-	if s.i < len(s.doc) && s.doc[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// object walks the object at s.i, calling member with each key once
-// s.i is at its value (white space skipped) and s.keyStart at the key's
-// opening quote. Keys with escapes are refused.
-func (s *planScanner) object(member func(key []byte) bool) bool {
-	if !s.next('{') {
-		return false
-	}
-	if s.next('}') {
-		return true
-	}
-	for {
-		s.space()
-		if s.i >= len(s.doc) || s.doc[s.i] != '"' {
-			return false
-		}
-		start := s.i
-		end, ok := quoteEnd(s.doc, start)
-		if !ok {
-			return false
-		}
-		key := s.doc[start+1 : end-1]
-		for _, c := range key {
-			if c == '\\' || c < 0x20 {
-				return false
-			}
-		}
-		s.i = end
-		if !s.next(':') {
-			return false
-		}
-		s.space()
-		s.keyStart = start
-		if !member(key) {
-			return false
-		}
-		if s.next(',') {
-			continue
-		}
-		return s.next('}')
-	}
-}
-
-// array walks the array at s.i, calling elem with s.i at each element
-// (white space skipped).
-func (s *planScanner) array(elem func() bool) bool {
-	if !s.next('[') {
-		return false
-	}
-	if s.next(']') {
-		return true
-	}
-	for {
-		s.space()
-		if !elem() {
-			return false
-		}
-		if s.next(',') {
-			continue
-		}
-		return s.next(']')
-	}
-}
-
-// skipValue moves s.i past the value at it, inside depth open arrays and
-// objects, refusing one that would nest deeper than jsonlimit.MaxDepth.
-// It only finds the value's end: strings and brackets are matched, the
-// rest is left to the decoding of the piece that holds the value.
-func (s *planScanner) skipValue(depth int) bool {
-	doc, i := s.doc, s.i
+// skipValue moves s.pos past the value at it, inside the walk's open
+// arrays and objects, refusing one that would nest deeper than
+// jsonlimit.MaxDepth. It only finds the value's end: strings and brackets
+// are matched, the rest is left to the decoding of the piece that holds
+// the value.
+func (s *planScanner) skipValue() bool {
+	doc, i, depth := s.doc, s.pos, s.depth
 	if i >= len(doc) {
 		return false
 	}
 	switch doc[i] {
 	case '"':
 		end, ok := quoteEnd(doc, i)
-		s.i = end
+		s.pos = end
 		return ok
 	case '{', '[':
 		start := depth
@@ -414,7 +325,7 @@ func (s *planScanner) skipValue(depth int) bool {
 				}
 			case '}', ']':
 				if depth--; depth == start {
-					s.i = i + 1
+					s.pos = i + 1
 					return true
 				}
 			}
@@ -428,7 +339,7 @@ func (s *planScanner) skipValue(depth int) bool {
 	for i < len(doc) {
 		switch doc[i] {
 		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			s.i = i
+			s.pos = i
 			return true
 		case '"', '{', '[', ':':
 			return false

@@ -2,12 +2,10 @@ package otlp
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +14,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/retrylab/retrylab/internal/jsonlimit"
 )
 
 // The importer decodes OTLP/JSON straight into Spans when it can, as the
@@ -66,9 +62,7 @@ type jsonDecoded struct {
 // the strings it has made, so that a document's repeated keys and values
 // are one string.
 type jsonDecoder struct {
-	doc   []byte
-	pos   int
-	depth int
+	jsonWalk
 	out   jsonDecoded
 	trace traceHex
 	keys  map[string]*keyMemo
@@ -84,7 +78,7 @@ type jsonDecoder struct {
 // TracesData) into Spans, or declines it with errJSONDecline. The spans
 // keep nothing of doc.
 func decodeJSONSpans(doc []byte) (jsonDecoded, error) {
-	d := &jsonDecoder{doc: doc, keys: map[string]*keyMemo{}, names: map[string]string{}}
+	d := &jsonDecoder{jsonWalk: jsonWalk{doc: doc}, keys: map[string]*keyMemo{}, names: map[string]string{}}
 	if err := d.request(); err != nil {
 		return jsonDecoded{}, err
 	}
@@ -94,106 +88,6 @@ func decodeJSONSpans(doc []byte) (jsonDecoded, error) {
 	return d.out, nil
 }
 
-// ws skips white space as JSON (and json-iterator) knows it.
-func (d *jsonDecoder) ws() {
-	for d.pos < len(d.doc) {
-		switch d.doc[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek is the next byte that is not white space, 0 at the end.
-func (d *jsonDecoder) peek() byte {
-	d.ws()
-	if d.pos < len(d.doc) {
-		return d.doc[d.pos]
-	}
-	return 0
-}
-
-// open enters the object or array that open starts, one level deeper.
-func (d *jsonDecoder) open(c byte) error {
-	if d.peek() != c {
-		return errJSONDecline
-	}
-	d.pos++
-	if d.depth++; d.depth > jsonlimit.MaxDepth {
-		return errJSONDecline
-	}
-	return nil
-}
-
-// object calls member with each key of the object at d.pos, positioned at
-// its value, which member must read. Keys are taken raw: an escaped one,
-// or an empty one (the end of an object to pdata), is declined.
-func (d *jsonDecoder) object(member func(key []byte) error) error {
-	if err := d.open('{'); err != nil {
-		return err
-	}
-	if d.peek() == '}' {
-		d.pos++
-		d.depth--
-		return nil
-	}
-	for {
-		raw, escaped, err := d.rawString()
-		if err != nil {
-			return err
-		}
-		if escaped || len(raw) == 0 || d.peek() != ':' {
-			return errJSONDecline
-		}
-		d.pos++
-		d.ws()
-		if err := member(raw); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return errJSONDecline
-		}
-	}
-}
-
-// array calls elem for each element of the array at d.pos, positioned at
-// it.
-func (d *jsonDecoder) array(elem func() error) error {
-	if err := d.open('['); err != nil {
-		return err
-	}
-	if d.peek() == ']' {
-		d.pos++
-		d.depth--
-		return nil
-	}
-	for {
-		d.ws()
-		if err := elem(); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return errJSONDecline
-		}
-	}
-}
-
 // once marks bit in seen, declining a key met twice in one object.
 func once(seen *uint32, bit uint32) error {
 	if *seen&bit != 0 {
@@ -201,54 +95,6 @@ func once(seen *uint32, bit uint32) error {
 	}
 	*seen |= bit
 	return nil
-}
-
-// rawString reads a string's bytes as they are written, and whether they
-// hold an escape. A control character is declined: json-iterator refuses
-// one before the first escape and takes one after it.
-func (d *jsonDecoder) rawString() (raw []byte, escaped bool, err error) {
-	if d.peek() != '"' {
-		return nil, false, errJSONDecline
-	}
-	start := d.pos + 1
-	for i := start; ; {
-		// To the next quote, backslash or control character: eight
-		// bytes at a time, then the last few one by one.
-		for i+8 <= len(d.doc) {
-			if m := specials(binary.LittleEndian.Uint64(d.doc[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		for i < len(d.doc) && d.doc[i] != '"' && d.doc[i] != '\\' && d.doc[i] >= ' ' {
-			i++
-		}
-		if i >= len(d.doc) {
-			return nil, false, errJSONDecline
-		}
-		switch d.doc[i] {
-		case '"':
-			d.pos = i + 1
-			return d.doc[start:i], escaped, nil
-		case '\\':
-			escaped = true
-			i += 2 // the escaped byte; \u's digits are read by unescape
-		default:
-			return nil, false, errJSONDecline
-		}
-	}
-}
-
-// specials marks the bytes of w (eight of a string, the first in the low
-// bits) that are a quote, a backslash or below a space, with their high
-// bit: a byte xored with its own is zero, and subtracting 0x20 from one
-// below it borrows. Marks above the first may be wrong (a borrow carries
-// on); the first is exact.
-func specials(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
-	return zero(w^(ones*'"')) | zero(w^(ones*'\\')) | (w-ones*' ')&^w&highs
 }
 
 // stringBytes reads a string's content as json-iterator's ReadString

@@ -524,7 +524,7 @@ func TestJSONSpansRawString(t *testing.T) {
 						break
 					}
 				}
-				d := &jsonDecoder{doc: doc}
+				d := &jsonWalk{doc: doc}
 				raw, esc, err := d.rawString()
 				switch {
 				case bad || end < 0:
