@@ -2,8 +2,10 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -87,7 +89,10 @@ func record(t *testing.T, scripts ...[]string) *snapshot {
 	if snap == nil {
 		t.Fatalf("recording %s failed in another test", key)
 	}
-	return &snapshot{execs: snap.execs, events: snap.events, msgs: snap.msgs, records: snap.records, scenarios: snap.scenarios}
+	// Each test gets its own list and map of events (tests run in
+	// parallel and some change them); the events themselves are shared
+	// and must be copied before they are changed.
+	return &snapshot{execs: slices.Clone(snap.execs), events: maps.Clone(snap.events), msgs: snap.msgs, records: snap.records, scenarios: snap.scenarios}
 }
 
 func recordNow(t *testing.T, scripts ...[]string) *snapshot {
