@@ -679,29 +679,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h := p.hand
 		h.stored++
 		if !h.foreign && !h.dead {
-			if h.valN > 0 && h.valFrom+h.valN != len(vals) {
-				vals = append(vals, vals[h.valFrom:h.valFrom+h.valN]...)
-				h.valFrom = len(vals) - h.valN
-			}
-			if h.valN == 0 {
-				h.valFrom = len(vals)
-			}
-			vals = append(vals, p.val)
-			h.valN++
+			vals = appendRun(vals, &h.valFrom, &h.valN, p.val)
 		}
 		if !h.foreign && f.reads {
 			if f.flagUse {
-				if h.keptN > 0 && h.keptFrom+h.keptN != len(slab) {
-					// Not next to the execution's others (the keys put it
-					// there but for an execution id with a NUL): move them.
-					slab = append(slab, slab[h.keptFrom:h.keptFrom+h.keptN]...)
-					h.keptFrom = len(slab) - h.keptN
-				}
-				if h.keptN == 0 {
-					h.keptFrom = len(slab)
-				}
-				slab = append(slab, f.flag)
-				h.keptN++
+				slab = appendRun(slab, &h.keptFrom, &h.keptN, f.flag)
 			}
 			h.unsure = h.unsure || f.flagUnsure
 			if !h.dead {
@@ -743,6 +725,22 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	return nil
+}
+
+// appendRun appends v to slab's run that starts at *from and holds *n
+// elements (an execution's, side by side), moving the run to slab's end
+// first when something else was appended after it (puts are in key order,
+// but for an execution id with a NUL).
+func appendRun[T any](slab []T, from, n *int, v T) []T {
+	if *n > 0 && *from+*n != len(slab) {
+		slab = append(slab, slab[*from:*from+*n]...)
+		*from = len(slab) - *n
+	}
+	if *n == 0 {
+		*from = len(slab)
+	}
+	*n++
+	return append(slab, v)
 }
 
 // handJob copies out of the last write's spans what the audit of the

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -1136,23 +1135,7 @@ func (w *jsonValueText) write(v *jsonValue) bool {
 		for i, k := range v.keys {
 			last[k] = i
 		}
-		keys := make([]string, 0, len(last))
-		for k := range last {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		w.buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				w.buf.WriteByte(',')
-			}
-			w.string([]byte(k))
-			w.buf.WriteByte(':')
-			if !w.write(&v.items[last[k]]) {
-				return false
-			}
-		}
-		w.buf.WriteByte('}')
+		return object(&w.jsonValueWriter, last, func(i int) bool { return w.write(&v.items[i]) })
 	default:
 		w.buf.WriteString("null")
 	}

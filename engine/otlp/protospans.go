@@ -993,6 +993,29 @@ func (w *jsonValueWriter) string(s []byte) {
 	w.buf.Write(bytes.TrimSuffix(w.str.Bytes(), []byte{'\n'}))
 }
 
+// object writes a kvlist's members as a JSON object, keys in order, each
+// value by value (false: not written).
+func object[V any](w *jsonValueWriter, byKey map[string]V, value func(V) bool) bool {
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		w.string([]byte(k))
+		w.buf.WriteByte(':')
+		if !value(byKey[k]) {
+			return false
+		}
+	}
+	w.buf.WriteByte('}')
+	return true
+}
+
 func (w *jsonValueWriter) write(v anyValue) bool {
 	switch v.kind {
 	case valueStr:
@@ -1037,23 +1060,7 @@ func (w *jsonValueWriter) write(v anyValue) bool {
 			byKey[string(k)] = e
 			return true
 		})
-		keys := make([]string, 0, len(byKey))
-		for k := range byKey {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		w.buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				w.buf.WriteByte(',')
-			}
-			w.string([]byte(k))
-			w.buf.WriteByte(':')
-			if !w.write(byKey[k]) {
-				return false
-			}
-		}
-		w.buf.WriteByte('}')
+		return object(w, byKey, w.write)
 	default:
 		w.buf.WriteString("null")
 	}
