@@ -42,6 +42,23 @@ func auditSays(t *testing.T, db *store.DB, id string) bool {
 	return audit.HasDuplicate(trace.Fold(id, Events(spans)))
 }
 
+// recordsAsAudited checks that each execution's record says duplicates
+// as the audit of its spans does (when says it), and returns how many say
+// so.
+func recordsAsAudited(t *testing.T, db *store.DB, when string) int {
+	t.Helper()
+	dups := 0
+	for _, x := range executions(t, db) {
+		if says := auditSays(t, db, x.ID); x.Duplicates != says {
+			t.Errorf("%s: %s says duplicates=%v, the audit %v", when, x.ID, x.Duplicates, says)
+		}
+		if x.Duplicates {
+			dups++
+		}
+	}
+	return dups
+}
+
 // An imported execution whose audit finds a duplicate effect says so on
 // its record, so the explorer's list shows ⚠ and its ⚠ and "dup" filters
 // find it; one without a duplicate does not.
@@ -410,15 +427,7 @@ func TestOwnExportAuditedInHand(t *testing.T) {
 		if chunk == chunkSpans && (res.readBacks != 0 || res.audits == 0) {
 			t.Errorf("one chunk: %d audits, %d read back; want all in hand", res.audits, res.readBacks)
 		}
-		dups := 0
-		for _, x := range executions(t, db) {
-			if says := auditSays(t, db, x.ID); x.Duplicates != says {
-				t.Errorf("chunks of %d: %s says duplicates=%v, the audit %v", chunk, x.ID, x.Duplicates, says)
-			}
-			if x.Duplicates {
-				dups++
-			}
-		}
+		dups := recordsAsAudited(t, db, fmt.Sprintf("chunks of %d", chunk))
 		if dups == 0 || dups == len(res.Executions) {
 			t.Errorf("chunks of %d: %d of %d executions with a duplicate: the file tests nothing", chunk, dups, len(res.Executions))
 		}

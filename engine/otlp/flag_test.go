@@ -273,16 +273,7 @@ func TestImportedFlagMatchesTheAuditOnGeneratedTraces(t *testing.T) {
 		if res.audits == 0 || (chunk == chunkSpans && res.audits == res.readBacks) {
 			t.Errorf("chunks of %d: %d audits, %d read back: none in hand", chunk, res.audits, res.readBacks)
 		}
-		dups := 0
-		for _, x := range executions(t, db) {
-			if says := auditSays(t, db, x.ID); x.Duplicates != says {
-				t.Errorf("chunks of %d: %s says duplicates=%v, the audit %v", chunk, x.ID, x.Duplicates, says)
-			}
-			if x.Duplicates {
-				dups++
-			}
-		}
-		if dups < 20 {
+		if dups := recordsAsAudited(t, db, fmt.Sprintf("chunks of %d", chunk)); dups < 20 {
 			t.Errorf("chunks of %d: only %d executions with a duplicate", chunk, dups)
 		}
 	}
@@ -343,11 +334,7 @@ func TestFlagMatchesTheAuditAsSpansArrive(t *testing.T) {
 		if _, err := importFile(db, p, 64); err != nil {
 			t.Fatalf("file %d: %v", k+1, err)
 		}
-		for _, x := range executions(t, db) {
-			if says := auditSays(t, db, x.ID); x.Duplicates != says {
-				t.Errorf("after file %d: %s says duplicates=%v, the audit %v", k+1, x.ID, x.Duplicates, says)
-			}
-		}
+		recordsAsAudited(t, db, fmt.Sprintf("after file %d", k+1))
 	}
 }
 

@@ -874,14 +874,7 @@ func (d *jsonDecoder) attributes() (map[string]string, error) {
 			}
 			var s string
 			if v.kind == valueStr && v.raw != nil {
-				// As in protoDecoder.attributes: a value the same as the
-				// key's last one is that string again.
-				if string(v.raw) == memo.last {
-					s = memo.last
-				} else {
-					s = string(v.raw)
-					memo.last = s
-				}
+				s = memo.value(v.raw)
 			} else {
 				s = d.text(&v, strings.HasPrefix(memo.key, "http.request.header."))
 			}

@@ -250,6 +250,16 @@ type protoDecoder struct {
 
 type keyMemo struct{ key, last string }
 
+// value is raw, a string value of the key, as a string: the key's last
+// value again when it is the same, which a string as it came most often is
+// (a trace's conversation id, a tool's name).
+func (m *keyMemo) value(raw []byte) string {
+	if string(raw) != m.last {
+		m.last = string(raw)
+	}
+	return m.last
+}
+
 // internLimit bounds the strings a decoder keeps (keys, names).
 const internLimit = 4096
 
@@ -762,15 +772,7 @@ func (d *protoDecoder) attributes(kvs [][]byte) (map[string]string, error) {
 		}
 		var s string
 		if v.kind == valueStr {
-			// A string as it came is the value most often the same as
-			// the key's last one (a trace's conversation id, a tool's
-			// name): the last one is used again.
-			if string(v.raw) == memo.last {
-				s = memo.last
-			} else {
-				s = string(v.raw)
-				memo.last = s
-			}
+			s = memo.value(v.raw)
 		} else {
 			s = d.value(v)
 			if v.kind == valueSlice && strings.HasPrefix(memo.key, "http.request.header.") {
