@@ -59,16 +59,33 @@ func (r *blockRun) add(p *pendingPut, prepared *preparedBlocks) {
 	r.vals = append(r.vals, p.val)
 }
 
+// putRun stores run (storeRun) and its index entry, cut from *keys, and
+// empties it.
+func (w *writer) putRun(tx *store.Tx, run *blockRun, slab, keys *[]byte) error {
+	first, err := w.storeRun(tx, run, slab)
+	if err != nil {
+		return err
+	}
+	k := *keys
+	n := len(k)
+	k = append(append(k, run.trace...), 0)
+	k = binary.BigEndian.AppendUint64(k, first)
+	key := k[n:len(k):len(k)]
+	n = len(k)
+	k = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(k, first), w.importID)
+	k = binary.BigEndian.AppendUint32(k, uint32(run.n()))
+	*keys = k
+	run.vals = run.vals[:0]
+	return tx.Put(BucketIndex, key, k[n:len(k):len(k)])
+}
+
 // storeRun appends run's spans to BucketSpans and returns the first
 // value's sequence: its prepared block as it is, when the run is that
-// block's spans, else blocks of up to maxBlockBytes cut from *slab (made
-// on first need for puts' fresh spans).
-func (w *writer) storeRun(tx *store.Tx, run *blockRun, slab *[]byte, puts []pendingPut) (uint64, error) {
+// block's spans, else blocks of up to maxBlockBytes cut from *slab, which
+// bbolt holds until the commit (a slab too small for them grows).
+func (w *writer) storeRun(tx *store.Tx, run *blockRun, slab *[]byte) (uint64, error) {
 	if run.pre >= 0 && int(w.prepared.count[run.pre]) == len(run.vals) {
 		return tx.AppendInPlace(BucketSpans, w.prepared.blocks[run.pre])
-	}
-	if *slab == nil {
-		*slab = make([]byte, 0, blockSlab(puts))
 	}
 	blocks := *slab
 	defer func() { *slab = blocks }()

@@ -279,6 +279,9 @@ type writer struct {
 	// laid out ahead (prepareBlocks): a run that is a prepared block is
 	// stored as it is.
 	prepared *preparedBlocks
+	// held, for a file import, holds back the runs of its writes while
+	// its traces interleave (nil: a writer that stores each write's).
+	held *heldRuns
 	// kept holds, for a file import, the spans the audit at the end reads
 	// of executions whose spans came in several writes (nil: none kept).
 	kept *keptSpans
@@ -288,12 +291,7 @@ type writer struct {
 
 // spanHash is the hash of a span's trace and span ids in written.
 func (w *writer) spanHash(s *Span) uint64 {
-	var h maphash.Hash
-	h.SetSeed(w.seed)
-	h.WriteString(s.TraceID)
-	h.WriteByte(0)
-	h.WriteString(s.SpanID)
-	return h.Sum64()
+	return maphash.String(w.seed, s.TraceID)*0x9e3779b97f4a7c15 ^ maphash.String(w.seed, s.SpanID)
 }
 
 // noneWritten says whether no span of the trace's spans (indexes in
@@ -453,6 +451,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			w.keys = keys[:0]
 		}
 	}()
+	// A file import whose traces interleave holds its runs back
+	// (heldRuns) from the write after the one that found it out.
+	hold := w.held != nil && w.spread
 	seenBefore := 0
 	defer func() { w.spread = 8*seenBefore > len(order) }()
 	for _, t := range order {
@@ -531,6 +532,18 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h.traces = append(h.traces, st)
 		var before map[string][]byte
 		if !fresh && !unseen {
+			// A span comes again: what is held of the trace is looked
+			// for where the others are.
+			if w.held != nil {
+				if err := w.held.storeTrace(tx, w, spanKey(exec, t, "")); err != nil {
+					return err
+				}
+				if from != "" {
+					if err := w.held.storeTrace(tx, w, spanKey(from, t, "")); err != nil {
+						return err
+					}
+				}
+			}
 			// The runs stored when the database first saw the trace; spans
 			// added since have an entry each, looked up one by one.
 			before = map[string][]byte{}
@@ -593,19 +606,15 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		if run.n() == 0 {
 			return nil
 		}
-		first, err := w.storeRun(tx, &run, &blocks, puts)
-		if err != nil {
-			return err
+		if hold {
+			w.held.hold(run.trace, run.vals)
+			run.vals = run.vals[:0]
+			return nil
 		}
-		n := len(keys)
-		keys = append(append(keys, run.trace...), 0)
-		keys = binary.BigEndian.AppendUint64(keys, first)
-		key := keys[n:len(keys):len(keys)]
-		n = len(keys)
-		keys = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(keys, first), w.importID)
-		keys = binary.BigEndian.AppendUint32(keys, uint32(run.n()))
-		run.vals = run.vals[:0]
-		return tx.Put(BucketIndex, key, keys[n:len(keys):len(keys)])
+		if blocks == nil {
+			blocks = make([]byte, 0, blockSlab(puts))
+		}
+		return w.putRun(tx, &run, &blocks, &keys)
 	}
 	for i := range puts {
 		p := &puts[i]
@@ -698,6 +707,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	}
 	if err := flush(); err != nil {
 		return err
+	}
+	if hold && w.held.full() {
+		if err := w.held.store(tx, w); err != nil {
+			return err
+		}
 	}
 	for _, h := range handOrder {
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]

@@ -72,22 +72,23 @@ func importFile(db *store.DB, path string, chunkSpans int) (FileResult, error) {
 }
 
 // limits are a file import's bounds on memory: how many spans a chunk
-// holds, how many chunks a commit may take at most (mergeChunks), and how
-// many bytes of spans it keeps for the audit (keptSpans).
+// holds, how many chunks a commit may take at most (mergeChunks), how
+// many bytes of spans it keeps for the audit (keptSpans), and how many it
+// holds back while its traces interleave (heldRuns; 0: none).
 type limits struct {
-	chunkSpans, mergeChunks, keptBytes int
+	chunkSpans, mergeChunks, keptBytes, heldBytes int
 }
 
 // defaultLimits are an import's.
-var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, keptBytes: keptBudget}
+var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, keptBytes: keptBudget, heldBytes: heldBudget}
 
-// mergeChunks is how many chunks a commit takes at most, of a file whose
-// traces interleave across lines (writer.spread): those decoded while the
-// last commit ran. Each span's index entry then lands anywhere in the
-// index, whose pages a commit rewrites; a commit of more spans shares
-// them among more, and holds more of each trace. When decoding is the
-// slower side, commits take one chunk each, as before.
-const mergeChunks = 4
+// mergeChunks is how many chunks a commit takes, of a file whose traces
+// interleave across lines (writer.spread): a write then holds spans of
+// most of the file's traces, each a few, and a write of more chunks does
+// its work for each trace (its state, its execution, the runs it holds
+// back: heldRuns) for more of its spans. 8 chunks of 2048 spans did it
+// for a third fewer than 4, and 12 no better (BENCHMARKS.md, 8g).
+const mergeChunks = 8
 
 // importFrom imports r, or the file at path when r is nil.
 func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult, error) {
@@ -125,6 +126,9 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 	w := newWriter(path, id)
 	if lim.keptBytes > 0 {
 		w.kept = newKeptSpans(lim.keptBytes)
+	}
+	if lim.heldBytes > 0 {
+		w.held = newHeldRuns(lim.heldBytes)
 	}
 	// Decoding and storing overlap: a goroutine commits chunks while the
 	// next ones are decoded. Two chunks go round between them, and more,
@@ -184,20 +188,17 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 			if !ok {
 				break
 			}
-			// The chunks decoded while the last commit ran go in this one.
+			// While the file interleaves its traces, a commit waits for
+			// merge chunks: what a write costs beyond its spans is for
+			// each trace it holds spans of, which is most of them.
 			batch = append(batch[:0], c)
-		gather:
 			for len(batch) < merge && spread.Load() {
-				select {
-				case c, ok := <-full:
-					if !ok {
-						more = false
-						break gather
-					}
-					batch = append(batch, c)
-				default:
-					break gather
+				c, ok := <-full
+				if !ok {
+					more = false
+					break
 				}
+				batch = append(batch, c)
 			}
 			if len(batch) > 1 {
 				c = merged.join(batch)
@@ -228,6 +229,11 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		}
 		if err == nil && waiting != nil {
 			jobs <- waiting
+		}
+		if err == nil && w.held != nil && len(w.held.runs) > 0 {
+			if err = db.Update(func(tx *store.Tx) error { return w.held.store(tx, w) }); err != nil {
+				failed.Store(true)
+			}
 		}
 		stored <- err
 	}()
@@ -398,7 +404,7 @@ type fileChunk struct {
 // holds s without its attributes and events, which are most of its
 // memory: the writer reads them only through the facts and the stored form
 // made here, and a root span's error text (summary), kept in Message. Up to
-// five chunks go round (mergeChunks), under the import's soft memory limit.
+// mergeChunks+1 chunks go round, under the import's soft memory limit.
 func (c *fileChunk) add(s *Span, line int, effect effects) {
 	c.lines = append(c.lines, line)
 	c.facts = append(c.facts, effect.factsOf(s))

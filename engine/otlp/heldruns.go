@@ -1,0 +1,106 @@
+package otlp
+
+import (
+	"slices"
+
+	"github.com/retrylab/retrylab/store"
+)
+
+// heldRuns are the runs a file import holds back instead of storing them
+// write by write, once its traces interleave across lines (writer.spread:
+// a BatchSpanProcessor exports the spans of concurrent traces as they end).
+// Each write would otherwise store a run and an index entry for most of
+// the file's traces, at random places of the index, whose pages every
+// commit then rewrites; held, a trace's spans are stored as one run when
+// the holding is full or the import's writes are done (BENCHMARKS.md, 8g).
+//
+// Nothing reads an import's spans before its end (readers skip a pending
+// import), but the writer itself does when a span comes again: it stores
+// the trace's held spans first (writer.releaseHeld).
+//
+// The spans are held as copies of their stored forms in pages of
+// heldPageBytes, which hold no pointers: the collector does not scan them.
+type heldRuns struct {
+	budget int // bytes of stored forms held at most (full)
+	pages  [][]byte
+	runs   map[string][][]byte // run key (execution, 0, trace id) -> its spans' stored forms
+	bytes  int                 // the stored forms' bytes held
+}
+
+// heldPageBytes is the size of a page of held spans.
+const heldPageBytes = 1 << 20
+
+// heldBudget is how many bytes of spans an import holds at most: at it,
+// the next write stores them all. 24 MiB is some 70 000 agent-shaped
+// spans, under the import's soft memory limit (ImportMemoryLimit).
+const heldBudget = 24 << 20
+
+// newHeldRuns holds up to budget bytes of spans' stored forms.
+func newHeldRuns(budget int) *heldRuns { return &heldRuns{budget: budget, runs: map[string][][]byte{}} }
+
+// hold adds a run's spans to those held of its trace.
+func (h *heldRuns) hold(key []byte, vals [][]byte) {
+	run := h.runs[string(key)]
+	for _, v := range vals {
+		run = append(run, h.copy(v))
+	}
+	h.runs[string(key)] = run
+}
+
+// copy copies v into the last page, or a new one when it is full.
+func (h *heldRuns) copy(v []byte) []byte {
+	n := len(h.pages)
+	if n == 0 || cap(h.pages[n-1])-len(h.pages[n-1]) < len(v) {
+		h.pages = append(h.pages, make([]byte, 0, max(heldPageBytes, len(v))))
+		n++
+	}
+	p := h.pages[n-1]
+	at := len(p)
+	p = append(p, v...)
+	h.pages[n-1] = p
+	h.bytes += len(v)
+	return p[at:len(p):len(p)]
+}
+
+// full says whether the held spans have reached the budget.
+func (h *heldRuns) full() bool { return h.bytes >= h.budget }
+
+// store stores every held run, in key order, each as one run (putRun),
+// and lets them go.
+func (h *heldRuns) store(tx *store.Tx, w *writer) error {
+	if len(h.runs) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(h.runs))
+	for k := range h.runs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	blocks := make([]byte, 0, h.bytes+len(keys)*(4+store.SealRoom))
+	index := make([]byte, 0, len(keys)*(len(keys[0])+40))
+	for _, k := range keys {
+		run := blockRun{trace: []byte(k), vals: h.runs[k], pre: -1}
+		if err := w.putRun(tx, &run, &blocks, &index); err != nil {
+			return err
+		}
+	}
+	clear(h.runs)
+	h.pages, h.bytes = nil, 0
+	return nil
+}
+
+// storeTrace stores the spans held of the run key (execution, 0, trace
+// id), if any, as one run.
+func (h *heldRuns) storeTrace(tx *store.Tx, w *writer, key []byte) error {
+	vals, ok := h.runs[string(key)]
+	if !ok {
+		return nil
+	}
+	delete(h.runs, string(key))
+	for _, v := range vals {
+		h.bytes -= len(v)
+	}
+	var blocks, index []byte
+	run := blockRun{trace: key, vals: vals, pre: -1}
+	return w.putRun(tx, &run, &blocks, &index)
+}
