@@ -275,6 +275,7 @@ type writer struct {
 	// nil for a writer that writes once (save): it has no later write.
 	written map[uint64]struct{}
 	seed    maphash.Seed
+	hashes  []uint64 // write's, kept for its next call
 	// prepared, when not nil, is how the spans of the next write were
 	// laid out ahead (prepareBlocks): a run that is a prepared block is
 	// stored as it is.
@@ -294,11 +295,12 @@ func (w *writer) spanHash(s *Span) uint64 {
 	return maphash.String(w.seed, s.TraceID)*0x9e3779b97f4a7c15 ^ maphash.String(w.seed, s.SpanID)
 }
 
-// noneWritten says whether no span of the trace's spans (indexes in
-// spans) was stored by this writer before, as written tells.
-func (w *writer) noneWritten(spans []Span, of []int) bool {
+// noneWritten says whether no span of a trace's spans (indexes in the
+// write's spans, whose hashes are hashes) was stored by this writer
+// before, as written tells.
+func (w *writer) noneWritten(hashes []uint64, of []int) bool {
 	for _, i := range of {
-		if _, ok := w.written[w.spanHash(&spans[i])]; ok {
+		if _, ok := w.written[hashes[i]]; ok {
 			return false
 		}
 	}
@@ -451,6 +453,15 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			w.keys = keys[:0]
 		}
 	}()
+	// Each span's hash in written, worked out once.
+	var hashes []uint64
+	if w.written != nil {
+		hashes = slices.Grow(w.hashes[:0], len(spans))
+		for i := range spans {
+			hashes = append(hashes, w.spanHash(&spans[i]))
+		}
+		w.hashes = hashes
+	}
 	// A file import whose traces interleave holds its runs back
 	// (heldRuns) from the write after the one that found it out.
 	hold := w.held != nil && w.spread
@@ -510,7 +521,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		// A trace that was new to the database, none of whose spans here
 		// this writer stored before: nothing of them to read back.
-		unseen := known && st.own && w.noneWritten(spans, byTrace[t])
+		unseen := known && st.own && w.noneWritten(hashes, byTrace[t])
 		if !known {
 			st.sum.chunk = w.writes
 		} else if st.sum.chunk != w.writes {
@@ -668,7 +679,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		stored, storedVal = p.key, p.val
 		if w.written != nil {
-			w.written[w.spanHash(p.span)] = struct{}{}
+			w.written[hashes[p.index]] = struct{}{}
 		}
 		w.stats.Spans++
 		sum := &p.state.sum
