@@ -144,21 +144,12 @@ type Options struct {
 	WalkUpTo int64
 }
 
-// growStep is how far past its last page the file grows when it must
-// (with a writer's map of initialMap, from the first commit on: a new
-// database is some 1 MB long, most of it a hole that takes no disk). bbolt's
+// growStep is how far past its last page the file grows once it is larger
+// than growStep (below that it grows as bbolt maps it, doubling). bbolt's
 // 16 MB default leaves a database of a few thousand executions a third empty;
 // each step costs one truncate and fsync, and at 1 MB those are still rare
 // beside the fsync of every commit.
 const growStep = 1 << 20
-
-// initialMap is the size of a writer's map of the file at open (bbolt's
-// InitialMmapSize): address space, not memory, of which only the pages
-// read are resident. bbolt maps a file that outgrows its map again, and a
-// commit that does waits for every read transaction to end and copies
-// every key and value it changed out of the old map first: a large
-// import's commits did that at each doubling (BENCHMARKS.md, 8g).
-const initialMap = 1 << 30
 
 // DefaultCheckUpTo bounds the full check at open: about 0.2 ms per MB, so at
 // most some 15 ms, and never on the large databases whose open must stay flat.
@@ -296,12 +287,8 @@ func Open(path string, opts Options) (db *DB, err error) {
 		file = f
 		return f, err
 	}
-	mapSize := 0
-	if !opts.ReadOnly {
-		mapSize = initialMap
-	}
 	b, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
-		NoSync: opts.NoSync, OpenFile: openFile, InitialMmapSize: mapSize})
+		NoSync: opts.NoSync, OpenFile: openFile})
 	if err != nil {
 		return nil, classifyOpenError(path, err)
 	}
