@@ -719,11 +719,6 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	if err := flush(); err != nil {
 		return err
 	}
-	if hold && w.held.full() {
-		if err := w.held.store(tx, w); err != nil {
-			return err
-		}
-	}
 	for _, h := range handOrder {
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
 		h.vals = vals[h.valFrom : h.valFrom+h.valN : h.valFrom+h.valN]

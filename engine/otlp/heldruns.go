@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/retrylab/retrylab/store"
@@ -31,7 +32,7 @@ type heldRuns struct {
 const heldPageBytes = 1 << 20
 
 // heldBudget is how many bytes of spans an import holds at most: at it,
-// the next write stores them all. 24 MiB is some 70 000 agent-shaped
+// the import stores them all after the write. 24 MiB is some 70 000 agent-shaped
 // spans, under the import's soft memory limit (ImportMemoryLimit).
 const heldBudget = 24 << 20
 
@@ -65,9 +66,18 @@ func (h *heldRuns) copy(v []byte) []byte {
 // full says whether the held spans have reached the budget.
 func (h *heldRuns) full() bool { return h.bytes >= h.budget }
 
-// store stores every held run, in key order, each as one run (putRun),
-// and lets them go.
-func (h *heldRuns) store(tx *store.Tx, w *writer) error {
+// heldTxBytes bounds the spans one of storeAll's transactions stores. A
+// transaction that grows the file past bbolt's map remaps it, copying
+// every key and value the transaction has put out of the old map first:
+// one transaction of all a file's held spans did that at each doubling of
+// the file, for all of them.
+const heldTxBytes = 4 << 20
+
+// storeAll stores every held run, in key order, each as one run (putRun),
+// in transactions of about heldTxBytes, and lets them go. A run of the
+// import is visible to no reader before the import's end (a pending
+// import), so its runs need not be stored in one transaction.
+func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 	if len(h.runs) == 0 {
 		return nil
 	}
@@ -76,13 +86,31 @@ func (h *heldRuns) store(tx *store.Tx, w *writer) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	blocks := make([]byte, 0, h.bytes+len(keys)*(4+store.SealRoom))
-	index := make([]byte, 0, len(keys)*(len(keys[0])+40))
-	for _, k := range keys {
-		run := blockRun{trace: []byte(k), vals: h.runs[k], pre: -1}
-		if err := w.putRun(tx, &run, &blocks, &index); err != nil {
+	for len(keys) > 0 {
+		// size is what the blocks storeRun cuts take at most (blockSlab).
+		n, size := 0, 0
+		// A holding smaller than 4 heldTxBytes (a test's) is stored in
+		// quarters of it.
+		for n < len(keys) && (n == 0 || size < min(heldTxBytes, h.budget/4)) {
+			for _, v := range h.runs[keys[n]] {
+				size += len(v) + binary.MaxVarintLen32 + 1 + store.SealRoom
+			}
+			n++
+		}
+		if err := db.Update(func(tx *store.Tx) error {
+			blocks := make([]byte, 0, size)
+			index := make([]byte, 0, n*(len(keys[0])+40))
+			for _, k := range keys[:n] {
+				run := blockRun{trace: []byte(k), vals: h.runs[k], pre: -1}
+				if err := w.putRun(tx, &run, &blocks, &index); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
+		keys = keys[n:]
 	}
 	clear(h.runs)
 	h.pages, h.bytes = nil, 0

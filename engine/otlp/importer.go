@@ -207,7 +207,12 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 				if err = db.Update(func(tx *store.Tx) error { return w.write(tx, c.spans, c.encoded, c.facts) }); err != nil {
 					err = c.atLine(err)
 					failed.Store(true)
-				} else {
+				} else if w.held != nil && w.held.full() {
+					if err = w.held.storeAll(db, w); err != nil {
+						failed.Store(true)
+					}
+				}
+				if err == nil {
 					spread.Store(w.spread)
 					if waiting != nil {
 						jobs <- w.stillWhole(waiting)
@@ -230,8 +235,8 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		if err == nil && waiting != nil {
 			jobs <- waiting
 		}
-		if err == nil && w.held != nil && len(w.held.runs) > 0 {
-			if err = db.Update(func(tx *store.Tx) error { return w.held.store(tx, w) }); err != nil {
+		if err == nil && w.held != nil {
+			if err = w.held.storeAll(db, w); err != nil {
 				failed.Store(true)
 			}
 		}
