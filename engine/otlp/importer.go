@@ -131,12 +131,13 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		w.held = newHeldRuns(lim.heldBytes)
 	}
 	// Decoding and storing overlap: a goroutine commits chunks while the
-	// next ones are decoded. Two chunks go round between them, and more,
-	// up to one more than a commit takes, while the decoding side is ahead
-	// (made as it finds none free), so memory holds at most that many.
+	// next ones are decoded. Two chunks go round between them, and, while
+	// the file interleaves its traces (a commit then takes merge chunks),
+	// more as the decoding side finds none free (made), up to two commits'
+	// worth: one being written, the next being decoded.
 	merge := max(lim.mergeChunks, 1)
 	full := make(chan *fileChunk, merge)
-	free := make(chan *fileChunk, merge+1)
+	free := make(chan *fileChunk, 2*merge)
 	newChunk := func() *fileChunk {
 		return &fileChunk{spans: make([]Span, 0, chunkSpans), lines: make([]int, 0, chunkSpans),
 			encoded: make([][]byte, 0, chunkSpans), arena: make([]byte, 0, 256*chunkSpans),
@@ -257,7 +258,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 				select {
 				case chunk = <-free:
 				default:
-					if made < merge+1 && spread.Load() {
+					if made < 2*merge && spread.Load() {
 						made++
 						chunk = newChunk()
 					} else {
@@ -409,7 +410,7 @@ type fileChunk struct {
 // holds s without its attributes and events, which are most of its
 // memory: the writer reads them only through the facts and the stored form
 // made here, and a root span's error text (summary), kept in Message. Up to
-// mergeChunks+1 chunks go round, under the import's soft memory limit.
+// 2*mergeChunks chunks go round, under the import's soft memory limit.
 func (c *fileChunk) add(s *Span, line int, effect effects) {
 	c.lines = append(c.lines, line)
 	c.facts = append(c.facts, effect.factsOf(s))
