@@ -8,11 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,7 +196,7 @@ func writeOwnExport(tb testing.TB, w io.Writer, n int, seed uint64) {
 
 // bareDecode is pdata's unmarshal of the file alone: each line of JSON
 // Lines, or the whole document. It returns the spans decoded.
-func bareDecode(b *testing.B, path string) int {
+func bareDecode(b testing.TB, path string) int {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
@@ -227,8 +229,9 @@ func bareDecode(b *testing.B, path string) int {
 // Lines with traces interleaved across lines, one large document, spans
 // with 1 KB arguments and results, retrylab's own export — and, in the
 // same run, in alternating rounds, decodes the same file with pdata alone.
-// Per shape it reports both rates, their ratio (goal >= 0.5) and both
-// peak heaps (one document: the import's <= 1.5x the bare decode's).
+// Per shape it reports both rates, their ratio (goal >= 0.5), both peak
+// heaps, and both sides' peak RSS, each side run once more in a process of
+// its own (one document: the import's <= 1.5x the bare decode's).
 func BenchmarkImportShapes(b *testing.B) {
 	n := shapeSpans()
 	shapes := []struct {
@@ -284,6 +287,55 @@ func BenchmarkImportShapes(b *testing.B) {
 			b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
 			b.ReportMetric(float64(barePeak)/(1<<20), "bare-peak-heap-MB")
 			b.ReportMetric(float64(impPeak)/(1<<20), "import-peak-heap-MB")
+			// Peak RSS needs a process of its own for each side: this test
+			// binary again, running TestShapeSide.
+			b.ReportMetric(sidePeakRSS(b, "bare", path), "bare-peak-RSS-MB")
+			b.ReportMetric(sidePeakRSS(b, "import", path), "import-peak-RSS-MB")
 		})
+	}
+}
+
+// sidePeakRSS runs one side of BenchmarkImportShapes (bare or import) on
+// path in a process of its own, this test binary running TestShapeSide,
+// and returns the process's peak RSS in MB.
+func sidePeakRSS(b *testing.B, side, path string) float64 {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestShapeSide$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), "RETRYLAB_SHAPE_SIDE="+side, "RETRYLAB_SHAPE_FILE="+path,
+		"RETRYLAB_SHAPE_DB="+filepath.Join(b.TempDir(), "side.db"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s side: %v\n%s", side, err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		b.Fatal("no rusage")
+	}
+	return float64(ru.Maxrss) / 1024 // KB on Linux
+}
+
+// TestShapeSide is one side of BenchmarkImportShapes in a process of its
+// own (sidePeakRSS): pdata's bare decode of RETRYLAB_SHAPE_FILE, or its
+// import into a new database at RETRYLAB_SHAPE_DB under the CLI's memory
+// limit. Without RETRYLAB_SHAPE_SIDE it does nothing.
+func TestShapeSide(t *testing.T) {
+	side, path := os.Getenv("RETRYLAB_SHAPE_SIDE"), os.Getenv("RETRYLAB_SHAPE_FILE")
+	switch side {
+	case "":
+		t.Skip("a side of BenchmarkImportShapes, run by it")
+	case "bare":
+		if n := bareDecode(t, path); n == 0 {
+			t.Fatal("no spans")
+		}
+	case "import":
+		db, err := store.Open(os.Getenv("RETRYLAB_SHAPE_DB"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		debug.SetMemoryLimit(ImportMemoryLimit)
+		if res, err := ImportFile(db, path); err != nil || res.Spans == 0 {
+			t.Fatalf("imported %d spans: %v", res.Spans, err)
+		}
+	default:
+		t.Fatalf("RETRYLAB_SHAPE_SIDE=%q: bare or import", side)
 	}
 }
