@@ -24,7 +24,7 @@ import (
 type heldRuns struct {
 	budget int // bytes of stored forms held at most (full)
 	pages  [][]byte
-	runs   map[string][][]byte // run key (execution, 0, trace id) -> its spans' stored forms
+	runs   map[string]*[][]byte // run key (execution, 0, trace id) -> its spans' stored forms
 	bytes  int                 // the stored forms' bytes held
 }
 
@@ -37,15 +37,18 @@ const heldPageBytes = 1 << 20
 const heldBudget = 24 << 20
 
 // newHeldRuns holds up to budget bytes of spans' stored forms.
-func newHeldRuns(budget int) *heldRuns { return &heldRuns{budget: budget, runs: map[string][][]byte{}} }
+func newHeldRuns(budget int) *heldRuns { return &heldRuns{budget: budget, runs: map[string]*[][]byte{}} }
 
 // hold adds a run's spans to those held of its trace.
 func (h *heldRuns) hold(key []byte, vals [][]byte) {
-	run := h.runs[string(key)]
-	for _, v := range vals {
-		run = append(run, h.copy(v))
+	run := h.runs[string(key)] // a look-up by a []byte key: no string made
+	if run == nil {
+		run = new([][]byte)
+		h.runs[string(key)] = run
 	}
-	h.runs[string(key)] = run
+	for _, v := range vals {
+		*run = append(*run, h.copy(v))
+	}
 }
 
 // copy copies v into the last page, or a new one when it is full.
@@ -92,7 +95,7 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 		// A holding smaller than 4 heldTxBytes (a test's) is stored in
 		// quarters of it.
 		for n < len(keys) && (n == 0 || size < min(heldTxBytes, h.budget/4)) {
-			for _, v := range h.runs[keys[n]] {
+			for _, v := range *h.runs[keys[n]] {
 				size += len(v) + binary.MaxVarintLen32 + 1 + store.SealRoom
 			}
 			n++
@@ -101,7 +104,7 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 			blocks := make([]byte, 0, size)
 			index := make([]byte, 0, n*(len(keys[0])+40))
 			for _, k := range keys[:n] {
-				run := blockRun{trace: []byte(k), vals: h.runs[k], pre: -1}
+				run := blockRun{trace: []byte(k), vals: *h.runs[k], pre: -1}
 				if err := w.putRun(tx, &run, &blocks, &index); err != nil {
 					return err
 				}
@@ -120,10 +123,11 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 // storeTrace stores the spans held of the run key (execution, 0, trace
 // id), if any, as one run.
 func (h *heldRuns) storeTrace(tx *store.Tx, w *writer, key []byte) error {
-	vals, ok := h.runs[string(key)]
-	if !ok {
+	held := h.runs[string(key)]
+	if held == nil {
 		return nil
 	}
+	vals := *held
 	delete(h.runs, string(key))
 	for _, v := range vals {
 		h.bytes -= len(v)
