@@ -131,8 +131,8 @@ const (
 	attemptFailed attemptState = iota // it did not succeed
 	attemptOK                         // it succeeded, or acted though its caller never heard (◆)
 	// attemptOKIfCrashed: it never had an answer and has recorded
-	// effects: ◆, so a success, when its run's worker died after it
-	// started (the fold then marks it crashed, its outcome unknown).
+	// effects: ◆, so a success, when its run's worker died at or after
+	// its start (the fold then marks it crashed, its outcome unknown).
 	attemptOKIfCrashed
 	// attemptDedupDelivered: ◆ and deduplicated, which the audit grades
 	// by the order of the attempts: left to the fold.
