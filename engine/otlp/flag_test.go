@@ -34,7 +34,12 @@ import (
 // start times that tie; and, rarely, what only retrylab's own export
 // says (attempt numbers, runs, crashed workers, recorded effects) and span
 // ids used in two traces. n numbers the execution; its ids are unique.
-func randomExecution(r *rand.Rand, n int) ptrace.Traces {
+func randomExecution(r *rand.Rand, n int) ptrace.Traces { return randomExecutionOf(r, n, 150) }
+
+// randomExecutionOf is randomExecution with the rare draws (what only
+// retrylab's own export says, span ids used in two traces) each one in
+// oneIn.
+func randomExecutionOf(r *rand.Rand, n, oneIn int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "random-agent")
@@ -49,7 +54,7 @@ func randomExecution(r *rand.Rand, n int) ptrace.Traces {
 	if traces > 1 || r.Intn(3) == 0 {
 		conv = fmt.Sprintf("conv-%d", n)
 	}
-	rare := func() bool { return r.Intn(150) == 0 }
+	rare := func() bool { return r.Intn(oneIn) == 0 }
 	for tr := range traces {
 		var tid pcommon.TraceID
 		copy(tid[:], fmt.Sprintf("x%07d%08d", n, tr))
@@ -231,6 +236,50 @@ func TestQuickFlagMatchesTheAudit(t *testing.T) {
 	t.Logf("%d executions: the fast path sure of %d (%d with a duplicate), not of %d", n, sure, dups, unsure)
 	if sure < n*3/4 || dups < n/10 || sure-dups < n/10 || unsure < n/100 {
 		t.Fatalf("%d executions: sure of %d (%d duplicates), unsure of %d: the draws do not cover both paths and both answers", n, sure, dups, unsure)
+	}
+}
+
+// The same with retrylab's own attributes drawn often, among the usual
+// agent's: runs numbered in some traces and not others, or alike; attempt
+// numbers on some attempts of a call; crashes; effects on answers of any
+// kind. Whenever the fast path is sure, it says what the full audit says,
+// and it is sure of executions that carry them, with a duplicate and
+// without.
+func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
+	r := rand.New(rand.NewSource(20261202))
+	scratch := newFlagScratch()
+	own, ownDups, unsure := 0, 0, 0
+	const n = 3000
+	for i := range n {
+		spans, err := Spans(randomExecutionOf(r, i, 6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := fmt.Sprintf("x%d", i)
+		want := auditOf(exec, spans)
+		dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+		if !ok {
+			unsure++
+			continue
+		}
+		if dup != want {
+			t.Fatalf("execution %d: the fast path says duplicate=%v, the audit %v; spans:\n%s", i, dup, want, describe(spans))
+		}
+		for _, s := range spans {
+			_, run := s.Attrs["retrylab.run"]
+			_, attempt := s.Attrs["retrylab.attempt"]
+			if run || attempt || s.Attrs["retrylab.run.crashed"] != "" || s.Attrs["retrylab.effects"] != "" {
+				own++
+				if dup {
+					ownDups++
+				}
+				break
+			}
+		}
+	}
+	t.Logf("%d executions: the fast path sure of %d with own attributes (%d with a duplicate), not sure of %d", n, own, ownDups, unsure)
+	if own < n/4 || ownDups < n/50 || own-ownDups < n/50 || unsure < n/50 {
+		t.Fatalf("sure of %d with own attributes (%d duplicates), unsure of %d: the draws do not cover both answers", own, ownDups, unsure)
 	}
 }
 
