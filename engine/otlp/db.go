@@ -314,7 +314,7 @@ func (w *writer) noneWritten(hashes []uint64, of []int) bool {
 type handExec struct {
 	exec   string
 	traces []*traceState
-	// kept is what the fast path reads of the spans it groups into calls
+	// kept is what the fast path reads of the spans it needs
 	// (flagSpanOf), of an execution not foreign; unsure says a span it
 	// reads (flagReads) leaves the answer to the fold.
 	kept   []flagSpan
@@ -363,9 +363,10 @@ func (e effects) roleOf(s *Span) (Role, bool) {
 // longest (BENCHMARKS.md, 8a).
 //
 // For a span the duplicate flag's fast path reads (flagReads), they hold
-// what it reads of it (flagSpanOf): flagUse says flag is a tool span it
-// groups into calls, flagUnsure that the span leaves the answer to the
-// fold.
+// what it reads of it (flagSpanOf): flagUse says flag is a span it needs
+// (a tool span it groups into calls, a root span that numbers its run or
+// records its worker's death), flagUnsure that the span leaves the answer
+// to the fold.
 //
 // conv is its conversation (Span.Conversation): a file import's chunks
 // hold their spans without their attributes (fileChunk.add).

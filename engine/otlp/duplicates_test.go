@@ -406,10 +406,10 @@ func TestLongTraceAuditedOnce(t *testing.T) {
 	}
 }
 
-// retrylab's own export is what the fast path is never sure of (its runs
-// and attempts are numbered): an execution the write holds whole is
-// audited in full on its spans in hand, not read back at the end, and its
-// record says what `retrylab audit` says of it, whatever the chunks.
+// retrylab's own export (its runs and attempts numbered, its crashes and
+// effects recorded): an execution the write holds whole is audited on its
+// spans in hand, not read back at the end, and its record says what
+// `retrylab audit` says of it, whatever the chunks.
 func TestOwnExportAuditedInHand(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "own.json")
 	f, err := os.Create(p)

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,26 +27,45 @@ import (
 // of what an import of many short traces spent on the flag
 // (BENCHMARKS.md, 8a).
 //
+// retrylab's own export says more, and the fast path reads it as the
+// translation and the fold do: a root span's run number (retrylab.run),
+// which names the run of its trace; a root span's worker death
+// (retrylab.run.crashed), which leaves the attempts of its run that never
+// had an answer (retrylab.outcome "none") with an unknown outcome; a tool
+// span's attempt number (retrylab.attempt), which keeps it out of the
+// grouping by parent, tool and arguments, and keys its attempt in the
+// fold; its recorded effects (retrylab.effects), which make an attempt
+// whose outcome is unknown one that acted (◆), so a success.
+//
 // Where the spans say something this does not model, the answer is left
-// to the translation and the fold (sure is false): retrylab's own export
-// (attempt numbers and runs of its own, recorded effects, crashed
-// workers), two calls of one id, two tool spans that sort as one (same
-// times and span id), a tool name holding a NUL byte.
-// TestQuickFlagMatchesTheAudit compares the two on many generated traces.
+// to the translation and the fold (sure is false): traces of the
+// execution's tool calls and crashes some numbered and some not, or two
+// of them numbered alike (their runs would not be one a trace), a trace
+// numbered twice otherwise; two attempts of one call under one number
+// (the fold keys attempts by call and number); a tool span that ends
+// before it starts (its answer would come before its start); an attempt
+// both ◆ and deduplicated of a side-effecting tool (audit.SucceededTwice);
+// two calls of one id, two tool spans that sort as one (same times and
+// span id), a tool name holding a NUL byte.
+// TestQuickFlagMatchesTheAudit compares the two on many generated traces,
+// TestQuickFlagMatchesTheAuditOnOwnExports on retrylab's own exports.
 
 // flagScratch is the fast path's memory, used again from one execution to
 // the next. It is for one goroutine.
 type flagScratch struct {
-	flat   []flagSpan
-	order  []*flagSpan
-	canon  map[argsRef]string
-	byID   map[string]int
-	bySig  map[sigKey]int
-	ids    map[string]bool
-	calls  []flagCall
-	oks    []okAttempt
-	keys   []string
-	effect effects
+	flat    []flagSpan
+	order   []*flagSpan
+	canon   map[argsRef]string
+	byID    map[string]int
+	bySig   map[sigKey]int
+	ids     map[string]bool
+	calls   []flagCall
+	oks     []okAttempt
+	keys    []string
+	effect  effects
+	runs    map[string]flagRun
+	numbers map[int32]bool
+	tried   map[[2]int]bool
 }
 
 // argsRef is a tool span's arguments as it carries them: the attribute
@@ -60,6 +80,16 @@ type flagCall struct {
 	trace      string // the trace (run) of its latest attempt
 	tool, args string // as its scheduling in that run says
 	effect     bool   // tool is side-effecting
+	attempts   int    // its attempts so far
+}
+
+// flagRun is what the fast path learns of a trace (a run) from its root
+// spans and tool spans.
+type flagRun struct {
+	number  int32 // its root's retrylab.run, 0 for none
+	crashed bool  // a root span of it says its worker died
+	crash   int64 // when the latest of those ended
+	tools   bool  // it holds tool spans the fast path groups
 }
 
 // okAttempt is a side-effecting attempt that succeeded: the effect it is
@@ -68,43 +98,94 @@ type okAttempt struct {
 	tool, args, key string
 }
 
-// flagSpan is what the fast path reads of a tool span: a few strings of
-// it, not the span and its attributes, so that an import can keep it for
-// many spans (keptSpans) for little memory.
+// flagSpan is what the fast path reads of a tool span, or of a root span
+// that numbers its run or records its worker's death (or both, of a root
+// that is a tool span): a few strings of it, not the span and its
+// attributes, so that an import can keep it for many spans (keptSpans)
+// for little memory.
 type flagSpan struct {
 	trace, span, parent string
 	start, end          int64
 	tool                string
 	args                argsRef // as argsAttr has them
 	callID, key         string
-	succeeded           bool // succeeded(s)
+	number              int32 // retrylab.attempt, with flagNumbered
+	run                 int32 // a root's retrylab.run (> 0), else 0
+	flags               uint8
+	state               attemptState // a tool span's
 }
 
+// The flags of a flagSpan.
+const (
+	flagTool     uint8 = 1 << iota // a tool span the fast path groups into calls
+	flagCrashed                    // a root span whose worker died (retrylab.run.crashed)
+	flagExported                   // it carries retrylab.attempt
+	flagNumbered                   // ... and number holds it, parsed
+)
+
+// attemptState is what an attempt's span says of whether the audit counts
+// it as succeeded (audit.SucceededTwice's keys).
+type attemptState uint8
+
+const (
+	attemptFailed attemptState = iota // it did not succeed
+	attemptOK                         // it succeeded, or acted though its caller never heard (◆)
+	// attemptOKIfCrashed: it never had an answer and has recorded
+	// effects: ◆, so a success, when its run's worker died at or after
+	// its start (the fold then marks it crashed, its outcome unknown).
+	attemptOKIfCrashed
+	// attemptDedupDelivered: ◆ and deduplicated, which the audit grades
+	// by the order of the attempts: left to the fold.
+	attemptDedupDelivered
+)
+
 // flagSpanOf is what the fast path reads of s (role: its role): use says
-// it is a tool span the fast path groups into calls, and sure is false
+// the fast path needs it (a tool span it groups into calls, a root span
+// that numbers its run or records its worker's death), and sure is false
 // when s alone leaves the answer to the translation and the fold.
 func flagSpanOf(s *Span, role Role) (f flagSpan, use, sure bool) {
 	if s.ParentID == "" {
 		// retrylab's own export numbers its runs and records its
 		// workers' deaths, which the fold turns into unknown outcomes.
-		if _, ok := s.Attrs["retrylab.run"]; ok || s.Attrs["retrylab.run.crashed"] == "true" {
-			return f, false, false
+		if n, err := atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 {
+			if n > math.MaxInt32 {
+				return f, false, false
+			}
+			f.run, use = int32(n), true
+		}
+		if s.Attrs["retrylab.run.crashed"] == "true" {
+			f.flags |= flagCrashed
+			use = true
+		}
+		if use {
+			f.trace, f.span, f.start, f.end = s.TraceID, s.SpanID, s.Start, s.End
 		}
 	}
 	if role != RoleTool || s.Attrs["retrylab.replay"] == "true" {
-		return f, false, true
+		return f, use, true
 	}
-	if _, ok := s.Attrs["retrylab.attempt"]; ok || s.Attrs["retrylab.effects"] != "" {
-		return f, false, false
+	if v, ok := s.Attrs["retrylab.attempt"]; ok {
+		f.flags |= flagExported
+		if n, err := atoi(v); err == nil {
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				return f, false, false
+			}
+			f.number = int32(n)
+			f.flags |= flagNumbered
+		}
 	}
 	k, v := s.argsAttr()
-	return flagSpan{trace: s.TraceID, span: s.SpanID, parent: s.ParentID, start: s.Start, end: s.End,
-		tool: s.Tool(), args: argsRef{k, v}, callID: s.CallID(), key: s.Key(), succeeded: succeeded(s)}, true, true
+	f.trace, f.span, f.parent, f.start, f.end = s.TraceID, s.SpanID, s.ParentID, s.Start, s.End
+	f.tool, f.args, f.callID, f.key = s.Tool(), argsRef{k, v}, s.CallID(), s.Key()
+	f.flags |= flagTool
+	f.state = attemptStateOf(s)
+	return f, true, true
 }
 
 func newFlagScratch() *flagScratch {
 	return &flagScratch{canon: map[argsRef]string{}, byID: map[string]int{}, bySig: map[sigKey]int{},
-		ids: map[string]bool{}, effect: effects{}}
+		ids: map[string]bool{}, effect: effects{}, runs: map[string]flagRun{}, numbers: map[int32]bool{},
+		tried: map[[2]int]bool{}}
 }
 
 // flagReads says whether the fast path reads span s (role: its role): the
@@ -148,12 +229,27 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		sc.calls = sc.calls[:0]
 		clear(sc.oks)
 		sc.oks = sc.oks[:0]
+		clear(sc.runs)
+		clear(sc.numbers)
+		clear(sc.tried)
 		if len(sc.canon) > 1024 {
 			clear(sc.canon) // arguments repeat within an execution, seldom across
 		}
 	}()
+	roots, exported := false, false
 	for i := range spans {
-		order = append(order, &spans[i])
+		s := &spans[i]
+		if s.flags&flagTool != 0 {
+			if s.end < s.start {
+				return false, false // its answer would come before its start
+			}
+			order = append(order, s)
+			exported = exported || s.flags&flagExported != 0
+		}
+		roots = roots || s.run > 0 || s.flags&flagCrashed != 0
+	}
+	if roots && !sc.runsOf(spans) {
+		return false, false
 	}
 	// The translation's order: start, end (latest first), span id.
 	slices.SortStableFunc(order, func(a, b *flagSpan) int {
@@ -184,7 +280,9 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 			}
 		}
 		sig := sigKey{s.parent, tool, args}
-		if c < 0 {
+		if c < 0 && s.flags&flagExported == 0 {
+			// retrylab's own export names its calls exactly: its
+			// attempts are not grouped by signature.
 			if c, ok = sc.bySig[sig]; !ok {
 				c = -1
 			}
@@ -205,13 +303,42 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 			sc.bySig[sig] = c
 		}
 		call := &sc.calls[c]
+		call.attempts++
+		if exported {
+			// The fold keys attempts by call and number: the span's
+			// own, else its place among the call's attempts.
+			n := call.attempts
+			if s.flags&flagNumbered != 0 {
+				n = int(s.number)
+			}
+			if sc.tried[[2]int{c, n}] {
+				return false, false // two attempts of one number: one would stand for both
+			}
+			sc.tried[[2]int{c, n}] = true
+		}
 		if call.trace == "" || call.trace != s.trace {
 			// The call is scheduled (again) in this run, with this span's
 			// tool and arguments: the audit groups its attempts by those.
 			call.trace, call.tool, call.args = s.trace, tool, args
 			call.effect = sc.effect.tool(tool)
 		}
-		if call.effect && s.succeeded {
+		if !call.effect {
+			continue
+		}
+		ok = false
+		switch s.state {
+		case attemptOK:
+			ok = true
+		case attemptOKIfCrashed:
+			// The fold crashes the attempts its run left open when a root
+			// span of the run says its worker died, at that span's end:
+			// the latest one's, at or after this attempt's start.
+			r := sc.runs[s.trace]
+			ok = r.crashed && r.crash >= s.start
+		case attemptDedupDelivered:
+			return false, false
+		}
+		if ok {
 			args := call.args
 			if audit.ArgsUnknown(args) {
 				// The audit groups a call without arguments with no other.
@@ -247,6 +374,50 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 	return false, true
 }
 
+// runsOf fills sc.runs with what spans (flagSpanOf's, of one execution
+// whose roots number runs or record crashes) say of their traces, and
+// says whether the traces that matter, those of tool spans and of
+// crashes, are runs of their own: all numbered, each its own number, or
+// none numbered (the translation then numbers each trace in turn). A
+// trace of neither does not matter: its run, shared or not, holds no
+// attempt and kills none.
+func (sc *flagScratch) runsOf(spans []flagSpan) bool {
+	for i := range spans {
+		s := &spans[i]
+		r := sc.runs[s.trace]
+		if s.run > 0 {
+			if r.number != 0 && r.number != s.run {
+				return false // the translation takes the latest root's number
+			}
+			r.number = s.run
+		}
+		if s.flags&flagCrashed != 0 {
+			if !r.crashed || s.end > r.crash {
+				r.crash = s.end
+			}
+			r.crashed = true
+		}
+		r.tools = r.tools || s.flags&flagTool != 0
+		sc.runs[s.trace] = r
+	}
+	numbered, plain := false, false
+	for _, r := range sc.runs {
+		if !r.tools && !r.crashed {
+			continue
+		}
+		if r.number == 0 {
+			plain = true
+			continue
+		}
+		if sc.numbers[r.number] {
+			return false
+		}
+		sc.numbers[r.number] = true
+		numbered = true
+	}
+	return !(numbered && plain)
+}
+
 // args are the canonical arguments, as a string, of a tool span that
 // carries them as ref (argsAttr): the translation's (Span.Args), computed
 // once for each value an execution's spans carry.
@@ -262,20 +433,37 @@ func (sc *flagScratch) args(ref argsRef) string {
 	return a
 }
 
-// succeeded says whether tool span s is an attempt the audit counts as
-// succeeded: it finished (retrylab's export marks one that never did), OK,
-// and was not deduplicated. One that timed out is never OK, and without
-// recorded effects (which the fast path leaves to the fold) it is not ◆.
-func succeeded(s *Span) bool {
+// attemptStateOf says whether tool span s is an attempt the audit counts
+// as succeeded: it finished (retrylab's export marks one that never did,
+// "none"), OK, and was not deduplicated; or its caller never learnt its
+// outcome (a timeout, a cancellation; or no answer at all, and its
+// worker died after it started) and its effects are recorded (◆).
+func attemptStateOf(s *Span) attemptState {
 	o := s.Attrs["retrylab.outcome"]
 	if o == "none" {
-		return false
+		if len(recordedEffects(s)) > 0 {
+			return attemptOKIfCrashed
+		}
+		return attemptFailed
 	}
 	outcome := trace.Outcome(o)
 	if o == "" {
 		outcome, _ = s.outcome()
 	}
-	return outcome == trace.OutcomeOK && s.Attrs["retrylab.deduplicated"] != "true"
+	dedup := s.Attrs["retrylab.deduplicated"] == "true"
+	switch {
+	case outcome == trace.OutcomeTimeout || outcome == trace.OutcomeCancelled:
+		if s.Attrs["retrylab.effects"] == "" || len(recordedEffects(s)) == 0 {
+			return attemptFailed
+		}
+		if dedup {
+			return attemptDedupDelivered
+		}
+		return attemptOK
+	case outcome == trace.OutcomeOK && !dedup:
+		return attemptOK
+	}
+	return attemptFailed
 }
 
 // tool says whether a tool counts as a side effect by default.

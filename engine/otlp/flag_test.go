@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/engine/gen"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -31,7 +34,12 @@ import (
 // start times that tie; and, rarely, what only retrylab's own export
 // says (attempt numbers, runs, crashed workers, recorded effects) and span
 // ids used in two traces. n numbers the execution; its ids are unique.
-func randomExecution(r *rand.Rand, n int) ptrace.Traces {
+func randomExecution(r *rand.Rand, n int) ptrace.Traces { return randomExecutionOf(r, n, 150) }
+
+// randomExecutionOf is randomExecution with the rare draws (what only
+// retrylab's own export says, span ids used in two traces) each one in
+// oneIn.
+func randomExecutionOf(r *rand.Rand, n, oneIn int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "random-agent")
@@ -46,7 +54,7 @@ func randomExecution(r *rand.Rand, n int) ptrace.Traces {
 	if traces > 1 || r.Intn(3) == 0 {
 		conv = fmt.Sprintf("conv-%d", n)
 	}
-	rare := func() bool { return r.Intn(150) == 0 }
+	rare := func() bool { return r.Intn(oneIn) == 0 }
 	for tr := range traces {
 		var tid pcommon.TraceID
 		copy(tid[:], fmt.Sprintf("x%07d%08d", n, tr))
@@ -231,6 +239,50 @@ func TestQuickFlagMatchesTheAudit(t *testing.T) {
 	}
 }
 
+// The same with retrylab's own attributes drawn often, among the usual
+// agent's: runs numbered in some traces and not others, or alike; attempt
+// numbers on some attempts of a call; crashes; effects on answers of any
+// kind. Whenever the fast path is sure, it says what the full audit says,
+// and it is sure of executions that carry them, with a duplicate and
+// without.
+func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
+	r := rand.New(rand.NewSource(20261202))
+	scratch := newFlagScratch()
+	own, ownDups, unsure := 0, 0, 0
+	const n = 3000
+	for i := range n {
+		spans, err := Spans(randomExecutionOf(r, i, 6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := fmt.Sprintf("x%d", i)
+		want := auditOf(exec, spans)
+		dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+		if !ok {
+			unsure++
+			continue
+		}
+		if dup != want {
+			t.Fatalf("execution %d: the fast path says duplicate=%v, the audit %v; spans:\n%s", i, dup, want, describe(spans))
+		}
+		for _, s := range spans {
+			_, run := s.Attrs["retrylab.run"]
+			_, attempt := s.Attrs["retrylab.attempt"]
+			if run || attempt || s.Attrs["retrylab.run.crashed"] != "" || s.Attrs["retrylab.effects"] != "" {
+				own++
+				if dup {
+					ownDups++
+				}
+				break
+			}
+		}
+	}
+	t.Logf("%d executions: the fast path sure of %d with own attributes (%d with a duplicate), not sure of %d", n, own, ownDups, unsure)
+	if own < n/4 || ownDups < n/50 || own-ownDups < n/50 || unsure < n/50 {
+		t.Fatalf("sure of %d with own attributes (%d duplicates), unsure of %d: the draws do not cover both answers", own, ownDups, unsure)
+	}
+}
+
 func describe(spans []Span) string {
 	var b bytes.Buffer
 	SortSpans(spans)
@@ -379,4 +431,198 @@ func tracesOf(spans []Span) ptrace.Traces {
 		}
 	}
 	return td
+}
+
+// ownExecutions are the executions of what `retrylab export --otlp`
+// writes of a `gen` database made with opts: each one's spans, by
+// execution id (the runs' shared conversation).
+func ownExecutions(t *testing.T, opts gen.Options) map[string][]Span {
+	t.Helper()
+	var b bytes.Buffer
+	writeOwnExportOf(t, &b, opts)
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, err := Spans(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execOf := map[string]string{}
+	for i := range spans {
+		if c := spans[i].Conversation(); c != "" {
+			execOf[spans[i].TraceID] = c
+		}
+	}
+	out := map[string][]Span{}
+	for _, s := range spans {
+		x, ok := execOf[s.TraceID]
+		if !ok {
+			t.Fatalf("trace %s has no conversation", s.TraceID)
+		}
+		out[x] = append(out[x], s)
+	}
+	return out
+}
+
+// ownVariants are spans of an own export as given and changed in ways
+// the fast path must read as the fold does: runs not numbered, or
+// numbered alike; attempts not numbered (grouped by signature, numbered by
+// place), or numbered alike (one after the other, or all at once); calls without ids and arguments (each
+// attempt its own call); workers that did not die, or died mid-run, or in
+// every run, with attempts that acted left without an answer; every
+// attempt without an answer; effects on every timeout; answers
+// deduplicated; spans shuffled.
+func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
+	edit := func(fn func(s *Span)) []Span {
+		out := make([]Span, len(spans))
+		for i, s := range spans {
+			s.Attrs = maps.Clone(s.Attrs)
+			fn(&s)
+			out[i] = s
+		}
+		return out
+	}
+	fx := `[{"service":"mail","target":"a","summary":"hi"}]`
+	v := map[string][]Span{
+		"as exported":         spans,
+		"runs not numbered":   edit(func(s *Span) { delete(s.Attrs, "retrylab.run") }),
+		"attempts unnumbered": edit(func(s *Span) { delete(s.Attrs, "retrylab.attempt") }),
+		"attempts numbered 1": edit(func(s *Span) {
+			if _, ok := s.Attrs["retrylab.attempt"]; ok {
+				s.Attrs["retrylab.attempt"] = "1"
+			}
+		}),
+		"no crash": edit(func(s *Span) { delete(s.Attrs, "retrylab.run.crashed") }),
+		"no answers": edit(func(s *Span) {
+			if s.Attrs["retrylab.effects"] != "" || r.Intn(3) == 0 {
+				s.Attrs["retrylab.outcome"] = "none"
+			}
+		}),
+		"timeouts acted": edit(func(s *Span) {
+			if s.Attrs["retrylab.outcome"] == "timeout" || s.Attrs["retrylab.outcome"] == "none" {
+				s.Attrs["retrylab.effects"] = fx
+			}
+		}),
+		"deduplicated": edit(func(s *Span) {
+			if s.Role() == RoleTool && r.Intn(3) == 0 {
+				s.Attrs["retrylab.deduplicated"] = "true"
+			}
+		}),
+		"no ids, no arguments": edit(func(s *Span) {
+			delete(s.Attrs, "gen_ai.tool.call.id")
+			delete(s.Attrs, "gen_ai.tool.call.arguments")
+		}),
+		"killed mid-run": edit(func(s *Span) {
+			if s.ParentID == "" && s.Attrs["retrylab.run.crashed"] == "true" {
+				s.End = s.Start + (s.End-s.Start)/2
+			}
+			if s.Attrs["retrylab.effects"] != "" {
+				s.Attrs["retrylab.outcome"] = "none"
+			}
+		}),
+		"every run killed": edit(func(s *Span) {
+			if s.ParentID == "" {
+				s.Attrs["retrylab.run.crashed"] = "true"
+				s.End = s.Start + (s.End-s.Start)/2
+			}
+			if s.Attrs["retrylab.effects"] != "" {
+				s.Attrs["retrylab.outcome"] = "none"
+			}
+		}),
+		"one run one number": edit(func(s *Span) {
+			if _, ok := s.Attrs["retrylab.run"]; ok {
+				s.Attrs["retrylab.run"] = "1"
+			}
+		}),
+	}
+	first := map[string]int64{} // each trace's first start
+	for _, s := range spans {
+		if at, ok := first[s.TraceID]; !ok || s.Start < at {
+			first[s.TraceID] = s.Start
+		}
+	}
+	v["numbered 1, at once"] = edit(func(s *Span) {
+		if _, ok := s.Attrs["retrylab.attempt"]; ok {
+			s.Attrs["retrylab.attempt"] = "1"
+			s.Start = first[s.TraceID]
+		}
+	})
+	shuffled := append([]Span(nil), spans...)
+	r.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
+	v["shuffled"] = shuffled
+	return v
+}
+
+// On retrylab's own exports of generated databases (several seeds and
+// retry budgets: crashes and resumes, replays, several runs, recorded
+// effects), and on variants of them, the duplicate flag's fast path says
+// what the full audit says whenever it is sure, on all the spans and on
+// those it reads; and it is sure of every execution as exported, so an
+// import of an own export never folds.
+func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	scratch := newFlagScratch()
+	execs, dups, sure, crashed, acted := 0, 0, map[string]int{}, 0, 0
+	for _, opts := range []gen.Options{
+		{Executions: 120, AttemptsPerStep: 1, Seed: 1},
+		{Executions: 120, AttemptsPerStep: 2, Seed: 2},
+		{Executions: 120, AttemptsPerStep: 3, Seed: 21},
+		{Executions: 80, AttemptsPerStep: 5, Seed: 4},
+	} {
+		own := ownExecutions(t, opts)
+		ids := slices.Sorted(maps.Keys(own))
+		for _, id := range ids {
+			execs++
+			for _, s := range own[id] {
+				if s.Attrs["retrylab.run.crashed"] == "true" {
+					crashed++
+					break
+				}
+			}
+			for _, s := range own[id] {
+				if s.Attrs["retrylab.effects"] != "" {
+					acted++
+					break
+				}
+			}
+			variants := ownVariants(r, own[id])
+			for _, name := range slices.Sorted(maps.Keys(variants)) {
+				spans := variants[name]
+				want := auditOf(id, spans)
+				dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+				if ok && dup != want {
+					t.Fatalf("%s (seed %d), %s: the fast path says duplicate=%v, the audit %v; spans:\n%s",
+						id, opts.Seed, name, dup, want, describe(append([]Span(nil), spans...)))
+				}
+				if ok {
+					sure[name]++
+				}
+				if name == "as exported" {
+					if !ok {
+						t.Errorf("%s (seed %d): the fast path is not sure of an own export; spans:\n%s", id, opts.Seed, describe(spans))
+					}
+					if want {
+						dups++
+					}
+				}
+				var read []Span
+				for j := range spans {
+					if flagReads(&spans[j], spans[j].Role()) {
+						read = append(read, spans[j])
+					}
+				}
+				if d, o := scratch.duplicate(read); d != dup || o != ok {
+					t.Fatalf("%s, %s: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", id, name, d, o, dup, ok)
+				}
+				if got := hasDuplicate(id, append([]Span(nil), spans...), scratch); got != want {
+					t.Fatalf("%s, %s: hasDuplicate says %v, the audit %v", id, name, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d executions, %d with a duplicate, %d crashed, %d with effects; sure of, by variant: %v", execs, dups, crashed, acted, sure)
+	if dups == 0 || dups == execs || crashed == 0 || acted == 0 {
+		t.Fatalf("%d executions: %d with a duplicate, %d crashed, %d with effects: the exports test nothing", execs, dups, crashed, acted)
+	}
 }

@@ -152,12 +152,18 @@ func ownExportFile(b *testing.B, n int) string {
 // database of n executions (3 attempts a step, seed): one document.
 func writeOwnExport(tb testing.TB, w io.Writer, n int, seed uint64) {
 	tb.Helper()
+	writeOwnExportOf(tb, w, gen.Options{Executions: n, AttemptsPerStep: 3, Seed: seed})
+}
+
+// writeOwnExportOf is writeOwnExport of a `gen` database made with opts.
+func writeOwnExportOf(tb testing.TB, w io.Writer, opts gen.Options) {
+	tb.Helper()
 	db, err := store.Open(filepath.Join(tb.TempDir(), "gen.db"), store.Options{NoSync: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := gen.Generate(context.Background(), db, gen.Options{Executions: n, AttemptsPerStep: 3, Seed: seed}); err != nil {
+	if _, err := gen.Generate(context.Background(), db, opts); err != nil {
 		tb.Fatal(err)
 	}
 	var ids []string

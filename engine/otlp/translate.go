@@ -484,10 +484,7 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 			t.emit(s.Start, trace.Event{Kind: trace.FaultInjected, Run: run, Call: callID, Attempt: number, Fault: f, Ref: s.SpanID})
 		}
 	}
-	var effects []trace.Effect
-	if fx := s.Attrs["retrylab.effects"]; fx != "" {
-		_ = json.Unmarshal([]byte(fx), &effects)
-	}
+	effects := recordedEffects(s)
 	for i := range effects {
 		t.emit(s.End, trace.Event{Kind: trace.EffectObserved, Run: run, Call: callID, Attempt: number, Effect: &effects[i], Ref: s.SpanID})
 	}
@@ -516,6 +513,18 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 		t.emit(s.End, trace.Event{Kind: trace.StepRecorded, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Key: s.Key(),
 			Result: asJSONOrNil(s.Attrs["retrylab.journal.result"]), Ref: s.SpanID})
 	}
+}
+
+// recordedEffects are the provider effects retrylab's own export recorded
+// of tool span s (retrylab.effects), as many as the JSON holds; none when
+// it does not parse. The duplicate flag's fast path counts them the same
+// way (attemptStateOf).
+func recordedEffects(s *Span) []trace.Effect {
+	var effects []trace.Effect
+	if fx := s.Attrs["retrylab.effects"]; fx != "" {
+		_ = json.Unmarshal([]byte(fx), &effects)
+	}
+	return effects
 }
 
 // replay emits a call answered from retrylab's journal.
