@@ -152,6 +152,7 @@ func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepa
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	w.written = nil // one write: no later one asks what this one stored
+	w.oneTx = true
 	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}
@@ -284,6 +285,11 @@ type writer struct {
 	kept *keptSpans
 	// keptAudits counts the executions auditAhead audited on kept spans.
 	keptAudits int
+	// oneTx says the write and the records' (finish) run in one
+	// transaction (save): an execution write found without a record
+	// (handExec.record) has none at finish either, and is not looked up
+	// again.
+	oneTx bool
 }
 
 // spanHash is the hash of a span's trace and span ids in written.
@@ -336,7 +342,8 @@ type handExec struct {
 	// this writer's: a record, or a trace the database held when the
 	// writer first saw it (keptSpans lets go of it).
 	foreign bool
-	stored  int // spans of it this write stored
+	stored  int  // spans of it this write stored
+	record  bool // it had a record when write looked
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -518,7 +525,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h := hand[exec]
 		if h == nil {
 			rec := tx.Execution(exec) != nil
-			h = &handExec{exec: exec, dead: rec, foreign: rec}
+			h = &handExec{exec: exec, dead: rec, foreign: rec, record: rec}
 			hand[exec] = h
 			handOrder = append(handOrder, h)
 		}
@@ -1033,7 +1040,11 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	source := w.source
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	earlier := false
-	if rec := tx.Execution(exec); rec != nil {
+	var rec []byte
+	if h := w.lastHand[exec]; !w.oneTx || h == nil || h.record {
+		rec = tx.Execution(exec)
+	}
+	if rec != nil {
 		earlier = true
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
@@ -1091,7 +1102,22 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 		}
 		x.Duplicates = dup
 	}
-	return history.Put(tx, x)
+	return putRecord(tx, x, earlier)
+}
+
+// putRecord stores an imported execution's record, as history.Put does.
+// A record new to the database (earlier false) is only put: an imported
+// execution has no history to seal and no place among the active ones,
+// which history.Put would look up for it.
+func putRecord(tx *store.Tx, x history.Execution, earlier bool) error {
+	if earlier || !x.Status.Finished() {
+		return history.Put(tx, x)
+	}
+	enc, err := history.EncodeExecution(x)
+	if err != nil {
+		return err
+	}
+	return tx.PutExecution(x.ID, enc)
 }
 
 // needsAudit says whether new spans (m) may make or unmake a duplicate
