@@ -423,20 +423,15 @@ type pendingPut struct {
 // encoded and facts, when not nil, hold each span's stored form
 // (encodeSpan) and facts, made ahead by a file import's decoding side.
 func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts) error {
-	byTrace := map[string][]int{}
-	var order []string
-	for i := range spans {
-		t := spans[i].TraceID
-		if _, ok := byTrace[t]; !ok {
-			order = append(order, t)
-		}
-		byTrace[t] = append(byTrace[t], i)
-	}
+	order, byTrace := groupByTrace(spans)
 	w.writes++
 	w.hand = nil
 	hand := map[string]*handExec{}
 	w.lastHand = hand
 	var handOrder []*handExec
+	// The executions' handExecs, one slab (an execution has a trace at
+	// least): its capacity is never exceeded, so the pointers hold.
+	hands := make([]handExec, 0, len(order))
 	// The puts and the slab are used again by the next write (a file
 	// import's next chunk): they are done with once the transaction has
 	// committed, which it has before the next write starts.
@@ -462,9 +457,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	}()
 	seenBefore := 0
 	defer func() { w.spread = 8*seenBefore > len(order) }()
-	for _, t := range order {
+	for k, t := range order {
 		conv := ""
-		for _, i := range byTrace[t] {
+		for _, i := range byTrace[k] {
 			c := ""
 			if facts != nil {
 				c = facts[i].conv
@@ -516,7 +511,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		// A trace that was new to the database, none of whose spans here
 		// this writer stored before: nothing of them to read back.
-		unseen := known && st.own && w.noneWritten(spans, byTrace[t])
+		unseen := known && st.own && w.noneWritten(spans, byTrace[k])
 		if !known {
 			st.sum.chunk = w.writes
 		} else if st.sum.chunk != w.writes {
@@ -525,7 +520,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h := hand[exec]
 		if h == nil {
 			rec := tx.Execution(exec) != nil
-			h = &handExec{exec: exec, dead: rec, foreign: rec, record: rec}
+			hands = append(hands, handExec{exec: exec, dead: rec, foreign: rec, record: rec})
+			h = &hands[len(hands)-1]
 			hand[exec] = h
 			handOrder = append(handOrder, h)
 		}
@@ -550,7 +546,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 				}
 			}
 		}
-		for _, i := range byTrace[t] {
+		for _, i := range byTrace[k] {
 			s := &spans[i]
 			var val []byte
 			if encoded != nil {
@@ -732,6 +728,45 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	return nil
+}
+
+// groupByTrace groups the indexes of spans by trace: the traces in order
+// of first mention, and each one's indexes in order (byTrace[k] are
+// order[k]'s), all of them cut from one slice, not a slice grown for each
+// trace in a map.
+func groupByTrace(spans []Span) (order []string, byTrace [][]int) {
+	place := make(map[string]int, max(1, len(spans)/4)) // trace -> its place in order
+	var counts []int
+	slot := make([]int, 2*len(spans)) // each span's trace's place, then the indexes
+	for i := range spans {
+		k, ok := place[spans[i].TraceID]
+		if !ok {
+			k = len(order)
+			place[spans[i].TraceID] = k
+			order = append(order, spans[i].TraceID)
+			counts = append(counts, 0)
+		}
+		counts[k]++
+		slot[i] = k
+	}
+	all := slot[len(spans):]
+	from := 0
+	for k, n := range counts {
+		counts[k] = from // where the trace's next index goes
+		from += n
+	}
+	for i := range spans {
+		k := slot[i]
+		all[counts[k]] = i
+		counts[k]++
+	}
+	byTrace = make([][]int, len(order))
+	from = 0
+	for k := range order {
+		byTrace[k] = all[from:counts[k]:counts[k]]
+		from = counts[k]
+	}
+	return order, byTrace
 }
 
 // appendRun appends v to slab's run that starts at *from and holds *n

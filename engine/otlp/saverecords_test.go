@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/retrylab/retrylab/engine/history"
@@ -111,5 +112,30 @@ func TestAttributesEncodeInKeyOrder(t *testing.T) {
 		if back.Attrs[k] != v {
 			t.Errorf("%s: %q, want %q", k, back.Attrs[k], v)
 		}
+	}
+}
+
+// groupByTrace keeps the traces in order of first mention and each
+// trace's spans in their order, however the traces interleave.
+func TestGroupByTrace(t *testing.T) {
+	var spans []Span
+	for _, tid := range []string{"b", "a", "b", "c", "a", "b", "c", "d"} {
+		spans = append(spans, Span{TraceID: tid})
+	}
+	order, byTrace := groupByTrace(spans)
+	want := map[string][]int{"b": {0, 2, 5}, "a": {1, 4}, "c": {3, 6}, "d": {7}}
+	if !slices.Equal(order, []string{"b", "a", "c", "d"}) || len(byTrace) != len(order) {
+		t.Fatalf("order %v, %d groups", order, len(byTrace))
+	}
+	for k, tid := range order {
+		if !slices.Equal(byTrace[k], want[tid]) {
+			t.Errorf("trace %s: spans %v, want %v", tid, byTrace[k], want[tid])
+		}
+		if len(byTrace[k]) != cap(byTrace[k]) {
+			t.Errorf("trace %s: a group with room after it (%d, %d): an append would overwrite the next", tid, len(byTrace[k]), cap(byTrace[k]))
+		}
+	}
+	if order, byTrace := groupByTrace(nil); len(order) != 0 || len(byTrace) != 0 {
+		t.Errorf("no spans: %v %v", order, byTrace)
 	}
 }
