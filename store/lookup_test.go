@@ -121,3 +121,43 @@ func TestLookupsInAWritableTransactionFollowItsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// HasPrefix finds a key by its start, in a writable transaction (after
+// its own puts and deletes) and a read-only one alike.
+func TestHasPrefix(t *testing.T) {
+	db, _ := newDB(t)
+	const coll Bucket = "prefix_test"
+	cases := func(tx *Tx, where string, deleted bool) {
+		t.Helper()
+		for _, c := range []struct {
+			prefix string
+			want   bool
+		}{{"", true}, {"exec-1\x00", true}, {"exec-1\x00trace-a", true}, {"exec-1\x00trace-b", !deleted},
+			{"exec-1\x00trace-c", false}, {"exec-0", false}, {"exec-2", false}, {"exec-10", true}, {"exec-10\x00trace-a\x00zz", false}, {"z", false}} {
+			if got := tx.HasPrefix(coll, []byte(c.prefix)); got != c.want {
+				t.Errorf("%s: HasPrefix(%q) = %v, want %v", where, c.prefix, got, c.want)
+			}
+		}
+	}
+	if err := db.Update(func(tx *Tx) error {
+		if tx.HasPrefix(coll, nil) || tx.HasPrefix("never_written", []byte("x")) {
+			t.Error("a collection never written has a key")
+		}
+		for _, k := range []string{"exec-1\x00trace-a\x00span1", "exec-1\x00trace-b\x00span1", "exec-10\x00trace-a\x00span1"} {
+			if err := tx.Put(coll, []byte(k), []byte("v")); err != nil {
+				return err
+			}
+		}
+		cases(tx, "after the puts", false)
+		if err := tx.Delete(coll, []byte("exec-1\x00trace-b\x00span1")); err != nil {
+			return err
+		}
+		cases(tx, "after a delete", true)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *Tx) error { cases(tx, "read-only", true); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
