@@ -426,7 +426,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	order, byTrace := groupByTrace(spans)
 	w.writes++
 	w.hand = nil
-	hand := map[string]*handExec{}
+	hand := make(map[string]*handExec, len(order)) // an execution has a trace at least
 	w.lastHand = hand
 	var handOrder []*handExec
 	// The executions' handExecs, one slab (an execution has a trace at
@@ -942,14 +942,22 @@ func (w *writer) finish(tx *store.Tx) error {
 // trace first (their records go with the move), then in order of first
 // mention. It lets go of the per-trace sums.
 func (w *writer) toPublish() []string {
-	w.perExec = map[string]*summary{}
+	// A request's executions are at most its traces: the map is made
+	// their size, up to a bound (a file's traces are many more than its
+	// executions, mostly).
+	w.perExec = make(map[string]*summary, min(w.traces.len(), 4096))
 	var targets, rest []string
+	var sums []summary // the summaries, cut from slabs of summarySlab
 	for i := range w.traces.len() {
 		st := w.traces.at(i)
 		exec := w.traces.str(st.exec)
 		m := w.perExec[exec]
 		if m == nil {
-			m = &summary{hand: st.sum.hand, chunk: st.sum.chunk}
+			if len(sums) == cap(sums) {
+				sums = make([]summary, 0, summarySlab)
+			}
+			sums = append(sums, summary{hand: st.sum.hand, chunk: st.sum.chunk})
+			m = &sums[len(sums)-1]
 			w.perExec[exec] = m
 			if st.from.n != 0 {
 				targets = append(targets, exec)
@@ -969,6 +977,10 @@ func (w *writer) toPublish() []string {
 	w.stats.Executions = append(append([]string(nil), targets...), rest...)
 	return w.stats.Executions
 }
+
+// summarySlab is how many summaries toPublish allocates at once: a
+// request's executions in one or two allocations, not one each.
+const summarySlab = 64
 
 // publish writes the records of execs (the first batch also moves the
 // traces whose conversation became known: their targets lead toPublish's
