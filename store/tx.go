@@ -19,9 +19,8 @@ type Tx struct {
 	// open its collection each time: bbolt keeps them only for a writable
 	// one, where a collection may come and go.
 	roots map[Bucket]*bolt.Bucket
-	// cursors are lookup's, one per collection of a read-only
-	// transaction: bbolt's Get makes a cursor, and grows its path, on
-	// every call.
+	// cursors are lookup's, one per collection: bbolt's Get makes a
+	// cursor, and grows its path, on every call.
 	cursors map[*bolt.Bucket]*keptCursor
 	// tails are the last chunks this transaction wrote, by execution, as
 	// plain events, so the next append to the same history extends them
@@ -109,22 +108,41 @@ func (t *Tx) root(name Bucket) *bolt.Bucket {
 }
 
 // lookup is b.Get(key): the value under key in b, nil when there is none
-// or it is a nested collection. A read-only transaction seeks with a
-// cursor it keeps for b, so a lookup per execution allocates nothing.
+// or it is a nested collection. A transaction seeks with a cursor it
+// keeps for b, so a lookup per execution allocates nothing (bbolt's Get
+// makes a cursor, and grows its path, on every call). A writable one
+// seeks from the root each time, as Get does: its puts and deletes change
+// the nodes under the cursor's path.
 func (t *Tx) lookup(b *bolt.Bucket, key []byte) []byte {
+	var k, v []byte
 	if t.tx.Writable() {
-		return b.Get(key)
+		k, v = t.kept(b).c.Seek(key)
+	} else {
+		k, v = t.seek(b, key)
 	}
-	k, v := t.seek(b, key) // v is nil for a nested collection, as Get's
+	// v is nil for a nested collection, as Get's.
 	if !bytes.Equal(k, key) {
 		return nil
 	}
 	return v
 }
 
-// keptCursor is a cursor a read-only transaction keeps for one
-// collection, and the key it is on (nil when past the end or not yet
-// moved).
+// kept is the cursor the transaction keeps for b.
+func (t *Tx) kept(b *bolt.Bucket) *keptCursor {
+	kc := t.cursors[b]
+	if kc == nil {
+		if t.cursors == nil {
+			t.cursors = make(map[*bolt.Bucket]*keptCursor, 8)
+		}
+		kc = &keptCursor{c: b.Cursor()}
+		t.cursors[b] = kc
+	}
+	return kc
+}
+
+// keptCursor is a cursor a transaction keeps for one collection, and,
+// in a read-only transaction, the key it is on (nil when past the end or
+// not yet moved).
 type keptCursor struct {
 	c  *bolt.Cursor
 	at []byte
@@ -137,14 +155,7 @@ type keptCursor struct {
 // were written (check reads an execution's ledger entries so): then bbolt
 // does not search from the root.
 func (t *Tx) seek(b *bolt.Bucket, key []byte) ([]byte, []byte) {
-	kc := t.cursors[b]
-	if kc == nil {
-		if t.cursors == nil {
-			t.cursors = make(map[*bolt.Bucket]*keptCursor, 8)
-		}
-		kc = &keptCursor{c: b.Cursor()}
-		t.cursors[b] = kc
-	}
+	kc := t.kept(b)
 	if kc.at != nil && bytes.Compare(key, kc.at) > 0 {
 		// No key lies between the cursor's and the next: when the next is
 		// at or after key, it is the one Seek would find (nil: none is).

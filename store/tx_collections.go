@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -135,6 +136,24 @@ func (t *Tx) Scan(name Bucket, from []byte, reverse bool, fn func(key, value []b
 		}
 	}
 	return nil
+}
+
+// HasPrefix reports whether a collection holds a key that starts with
+// prefix (any key, for an empty prefix), reading no value: one seek with
+// the cursor the transaction keeps for the collection, not a Scan's
+// cursor and copies.
+func (t *Tx) HasPrefix(name Bucket, prefix []byte) bool {
+	b, err := t.owned(name, false)
+	if err != nil || b == nil {
+		return false
+	}
+	var k []byte
+	if t.tx.Writable() {
+		k, _ = t.kept(b).c.Seek(prefix)
+	} else {
+		k, _ = t.seek(b, prefix)
+	}
+	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
 // ScanInPlace calls fn with every key and value of a collection in key

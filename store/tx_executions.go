@@ -23,7 +23,7 @@ func (t *Tx) PutExecution(exec string, record []byte) error {
 	if err != nil {
 		return err
 	}
-	if execs.Get([]byte(exec)) == nil {
+	if t.lookup(execs, []byte(exec)) == nil {
 		order, err := t.bucket(bucketExecOrder)
 		if err != nil {
 			return err
@@ -56,7 +56,7 @@ func (t *Tx) Execution(exec string) []byte {
 	if err != nil {
 		return nil
 	}
-	v, _ := t.open(bucketExecutions, nil, []byte(exec), b.Get([]byte(exec)))
+	v, _ := t.open(bucketExecutions, nil, []byte(exec), t.lookup(b, []byte(exec)))
 	return clone(v)
 }
 
@@ -75,7 +75,7 @@ func (t *Tx) addExecutionCount(delta int) error {
 	if err != nil {
 		return err
 	}
-	n := int(DecodeU64(b.Get([]byte("exec_count")))) + delta
+	n := int(DecodeU64(t.lookup(b, []byte("exec_count")))) + delta
 	if n < 0 {
 		n = 0
 	}

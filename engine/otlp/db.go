@@ -152,6 +152,7 @@ func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepa
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	w.written = nil // one write: no later one asks what this one stored
+	w.oneTx = true
 	if err := w.write(tx, spans, encoded, facts); err != nil {
 		return w.stats, err
 	}
@@ -288,6 +289,11 @@ type writer struct {
 	kept *keptSpans
 	// keptAudits counts the executions auditAhead audited on kept spans.
 	keptAudits int
+	// oneTx says the write and the records' (finish) run in one
+	// transaction (save): an execution write found without a record
+	// (handExec.record) has none at finish either, and is not looked up
+	// again.
+	oneTx bool
 }
 
 // spanHash is the hash of a span's trace and span ids in written.
@@ -336,7 +342,8 @@ type handExec struct {
 	// this writer's: a record, or a trace the database held when the
 	// writer first saw it (keptSpans lets go of it).
 	foreign bool
-	stored  int // spans of it this write stored
+	stored  int  // spans of it this write stored
+	record  bool // it had a record when write looked
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -417,20 +424,15 @@ type pendingPut struct {
 // encoded and facts, when not nil, hold each span's stored form
 // (encodeSpan) and facts, made ahead by a file import's decoding side.
 func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts) error {
-	byTrace := map[string][]int{}
-	var order []string
-	for i := range spans {
-		t := spans[i].TraceID
-		if _, ok := byTrace[t]; !ok {
-			order = append(order, t)
-		}
-		byTrace[t] = append(byTrace[t], i)
-	}
+	order, byTrace := groupByTrace(spans)
 	w.writes++
 	w.hand = nil
-	hand := map[string]*handExec{}
+	hand := make(map[string]*handExec, len(order)) // an execution has a trace at least
 	w.lastHand = hand
 	var handOrder []*handExec
+	// The executions' handExecs, one slab (an execution has a trace at
+	// least): its capacity is never exceeded, so the pointers hold.
+	hands := make([]handExec, 0, len(order))
 	// The puts and the slab are used again by the next write (a file
 	// import's next chunk): they are done with once the transaction has
 	// committed, which it has before the next write starts.
@@ -468,9 +470,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	hold := w.held != nil && w.spread
 	seenBefore := 0
 	defer func() { w.spread = 8*seenBefore > len(order) }()
-	for _, t := range order {
+	for k, t := range order {
 		conv := ""
-		for _, i := range byTrace[t] {
+		for _, i := range byTrace[k] {
 			c := ""
 			if facts != nil {
 				c = facts[i].conv
@@ -522,7 +524,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 		// A trace that was new to the database, none of whose spans here
 		// this writer stored before: nothing of them to read back.
-		unseen := known && st.own && w.noneWritten(hashes, byTrace[t])
+		unseen := known && st.own && w.noneWritten(hashes, byTrace[k])
 		if !known {
 			st.sum.chunk = w.writes
 		} else if st.sum.chunk != w.writes {
@@ -531,7 +533,8 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h := hand[exec]
 		if h == nil {
 			rec := tx.Execution(exec) != nil
-			h = &handExec{exec: exec, dead: rec, foreign: rec}
+			hands = append(hands, handExec{exec: exec, dead: rec, foreign: rec, record: rec})
+			h = &hands[len(hands)-1]
 			hand[exec] = h
 			handOrder = append(handOrder, h)
 		}
@@ -568,7 +571,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 				}
 			}
 		}
-		for _, i := range byTrace[t] {
+		for _, i := range byTrace[k] {
 			s := &spans[i]
 			var val []byte
 			if encoded != nil {
@@ -748,6 +751,45 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	return nil
 }
 
+// groupByTrace groups the indexes of spans by trace: the traces in order
+// of first mention, and each one's indexes in order (byTrace[k] are
+// order[k]'s), all of them cut from one slice, not a slice grown for each
+// trace in a map.
+func groupByTrace(spans []Span) (order []string, byTrace [][]int) {
+	place := make(map[string]int, max(1, len(spans)/4)) // trace -> its place in order
+	var counts []int
+	slot := make([]int, 2*len(spans)) // each span's trace's place, then the indexes
+	for i := range spans {
+		k, ok := place[spans[i].TraceID]
+		if !ok {
+			k = len(order)
+			place[spans[i].TraceID] = k
+			order = append(order, spans[i].TraceID)
+			counts = append(counts, 0)
+		}
+		counts[k]++
+		slot[i] = k
+	}
+	all := slot[len(spans):]
+	from := 0
+	for k, n := range counts {
+		counts[k] = from // where the trace's next index goes
+		from += n
+	}
+	for i := range spans {
+		k := slot[i]
+		all[counts[k]] = i
+		counts[k]++
+	}
+	byTrace = make([][]int, len(order))
+	from = 0
+	for k := range order {
+		byTrace[k] = all[from:counts[k]:counts[k]]
+		from = counts[k]
+	}
+	return order, byTrace
+}
+
 // appendRun appends v to slab's run that starts at *from and holds *n
 // elements (an execution's, side by side), moving the run to slab's end
 // first when something else was appended after it (puts are in key order,
@@ -921,14 +963,22 @@ func (w *writer) finish(tx *store.Tx) error {
 // trace first (their records go with the move), then in order of first
 // mention. It lets go of the per-trace sums.
 func (w *writer) toPublish() []string {
-	w.perExec = map[string]*summary{}
+	// A request's executions are at most its traces: the map is made
+	// their size, up to a bound (a file's traces are many more than its
+	// executions, mostly).
+	w.perExec = make(map[string]*summary, min(w.traces.len(), 4096))
 	var targets, rest []string
+	var sums []summary // the summaries, cut from slabs of summarySlab
 	for i := range w.traces.len() {
 		st := w.traces.at(i)
 		exec := w.traces.str(st.exec)
 		m := w.perExec[exec]
 		if m == nil {
-			m = &summary{hand: st.sum.hand, chunk: st.sum.chunk}
+			if len(sums) == cap(sums) {
+				sums = make([]summary, 0, summarySlab)
+			}
+			sums = append(sums, summary{hand: st.sum.hand, chunk: st.sum.chunk})
+			m = &sums[len(sums)-1]
 			w.perExec[exec] = m
 			if st.from.n != 0 {
 				targets = append(targets, exec)
@@ -948,6 +998,10 @@ func (w *writer) toPublish() []string {
 	w.stats.Executions = append(append([]string(nil), targets...), rest...)
 	return w.stats.Executions
 }
+
+// summarySlab is how many summaries toPublish allocates at once: a
+// request's executions in one or two allocations, not one each.
+const summarySlab = 64
 
 // publish writes the records of execs (the first batch also moves the
 // traces whose conversation became known: their targets lead toPublish's
@@ -1054,7 +1108,11 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	source := w.source
 	x := history.Execution{ID: exec, Imported: ImportedFormat, Source: source, Status: history.StatusCompleted}
 	earlier := false
-	if rec := tx.Execution(exec); rec != nil {
+	var rec []byte
+	if h := w.lastHand[exec]; !w.oneTx || h == nil || h.record {
+		rec = tx.Execution(exec)
+	}
+	if rec != nil {
 		earlier = true
 		old, err := history.DecodeExecution(rec)
 		if err != nil {
@@ -1112,7 +1170,22 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 		}
 		x.Duplicates = dup
 	}
-	return history.Put(tx, x)
+	return putRecord(tx, x, earlier)
+}
+
+// putRecord stores an imported execution's record, as history.Put does.
+// A record new to the database (earlier false) is only put: an imported
+// execution has no history to seal and no place among the active ones,
+// which history.Put would look up for it.
+func putRecord(tx *store.Tx, x history.Execution, earlier bool) error {
+	if earlier || !x.Status.Finished() {
+		return history.Put(tx, x)
+	}
+	enc, err := history.EncodeExecution(x)
+	if err != nil {
+		return err
+	}
+	return tx.PutExecution(x.ID, enc)
 }
 
 // needsAudit says whether new spans (m) may make or unmake a duplicate

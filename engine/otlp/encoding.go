@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -139,23 +140,28 @@ func appendAttrs(dst []byte, m map[string]string) []byte {
 	if len(m) == 0 {
 		return dst
 	}
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+	// The keys with their values, so that each value is not looked up
+	// again once the keys are sorted.
+	var buf [16]attrKV
+	kvs := buf[:0]
+	for k, v := range m {
+		kvs = append(kvs, attrKV{k, v})
 	}
-	slices.Sort(keys) // equal spans encode to equal bytes
-	for _, k := range keys {
-		if code, ok := wellKnownIndex[k]; ok {
+	slices.SortFunc(kvs, func(a, b attrKV) int { return strings.Compare(a.k, b.k) }) // equal spans encode to equal bytes
+	for _, kv := range kvs {
+		if code, ok := wellKnownIndex[kv.k]; ok {
 			dst = binary.AppendUvarint(dst, code)
 		} else {
 			dst = append(dst, 0)
-			dst = appendString(dst, k)
+			dst = appendString(dst, kv.k)
 		}
-		dst = appendString(dst, m[k])
+		dst = appendString(dst, kv.v)
 	}
 	return dst
 }
+
+// attrKV is an attribute's key and value, as appendAttrs sorts them.
+type attrKV struct{ k, v string }
 
 var errShort = errors.New("truncated")
 

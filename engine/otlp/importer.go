@@ -557,14 +557,7 @@ func hasTraceSpans(tx *store.Tx, exec, trace string) bool {
 	return hasPrefix(tx, spanKey(exec, trace, ""))
 }
 
-func hasPrefix(tx *store.Tx, prefix []byte) bool {
-	found := false
-	_ = tx.Scan(BucketIndex, prefix, false, func(k, _ []byte) bool {
-		found = bytes.HasPrefix(k, prefix)
-		return false
-	})
-	return found
-}
+func hasPrefix(tx *store.Tx, prefix []byte) bool { return tx.HasPrefix(BucketIndex, prefix) }
 
 // pendingImports are the imports whose spans readers must not see yet.
 func pendingImports(tx *store.Tx) (map[uint64]bool, error) {
