@@ -25,7 +25,7 @@ type heldRuns struct {
 	budget int // bytes of stored forms held at most (full)
 	pages  [][]byte
 	runs   map[string]*[][]byte // run key (execution, 0, trace id) -> its spans' stored forms
-	bytes  int                 // the stored forms' bytes held
+	bytes  int                  // the stored forms' bytes held
 }
 
 // heldPageBytes is the size of a page of held spans.
@@ -37,7 +37,9 @@ const heldPageBytes = 1 << 20
 const heldBudget = 24 << 20
 
 // newHeldRuns holds up to budget bytes of spans' stored forms.
-func newHeldRuns(budget int) *heldRuns { return &heldRuns{budget: budget, runs: map[string]*[][]byte{}} }
+func newHeldRuns(budget int) *heldRuns {
+	return &heldRuns{budget: budget, runs: map[string]*[][]byte{}}
+}
 
 // hold adds a run's spans to those held of its trace.
 func (h *heldRuns) hold(key []byte, vals [][]byte) {
