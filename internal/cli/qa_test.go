@@ -302,7 +302,7 @@ func TestCLIResetWaitsForAnAttachedImport(t *testing.T) {
 func TestCLIResetWaitsForAnAttachedExport(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	must(t, 0, db, "gen", "--executions", "3000", "--seed", "1")
+	must(t, 0, db, "gen", "--executions", "500", "--seed", "1")
 	want := rl(t, db, "export", "--otlp", "-")
 	serve := background(t, db, "serve")
 	serve.banner(t)

@@ -32,6 +32,8 @@ func startRoom(t *testing.T, db string, args ...string) *hostedRoom {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func startRoom(t *testing.T, db string, args ...string) *hostedRoom {
 	case l, ok := <-joinLine:
 		f := strings.Fields(l) // retrylab join URL --code CODE --name YOUR-NAME
 		if !ok || len(f) != 7 || f[3] != "--code" {
-			t.Fatalf("room printed no join line (%q)", l)
+			t.Fatalf("room printed no join line (%q); stderr: %s", l, stderr.String())
 		}
 		r.url, r.code = f[2], f[4]
 	case <-time.After(30 * time.Second):
