@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -308,14 +307,32 @@ func sidePeakRSS(b *testing.B, side, path string) float64 {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestShapeSide$", "-test.count", "1")
 	cmd.Env = append(os.Environ(), "RETRYLAB_SHAPE_SIDE="+side, "RETRYLAB_SHAPE_FILE="+path,
 		"RETRYLAB_SHAPE_DB="+filepath.Join(b.TempDir(), "side.db"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		b.Fatalf("%s side: %v\n%s", side, err, out)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		b.Fatal("no rusage")
+	// The child says its own VmHWM: its rusage would count the parent's
+	// pages it shared until its exec.
+	_, after, ok := strings.Cut(string(out), "peak-RSS-kB ")
+	kb, err := strconv.Atoi(strings.Fields(after + " x")[0])
+	if !ok || err != nil {
+		b.Fatalf("%s side said no peak RSS:\n%s", side, out)
 	}
-	return float64(ru.Maxrss) / 1024 // KB on Linux
+	return float64(kb) / 1024
+}
+
+// vmHWM is this process's peak RSS in kB (/proc/self/status).
+func vmHWM(t testing.TB) int {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(status), "VmHWM:")
+	kb, err := strconv.Atoi(strings.Fields(after + " x")[0])
+	if !ok || err != nil {
+		t.Fatalf("no VmHWM in /proc/self/status")
+	}
+	return kb
 }
 
 // TestShapeSide is one side of BenchmarkImportShapes in a process of its
@@ -344,4 +361,5 @@ func TestShapeSide(t *testing.T) {
 	default:
 		t.Fatalf("RETRYLAB_SHAPE_SIDE=%q: bare or import", side)
 	}
+	fmt.Printf("peak-RSS-kB %d\n", vmHWM(t))
 }
