@@ -86,9 +86,10 @@ var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, kep
 // interleave across lines (writer.spread): a write then holds spans of
 // most of the file's traces, each a few, and a write of more chunks does
 // its work for each trace (its state, its execution, the runs it holds
-// back: heldRuns) for more of its spans. 8 chunks of 2048 spans did it
-// for a third fewer than 4, and 12 no better (BENCHMARKS.md, 8g).
-const mergeChunks = 8
+// back: heldRuns) for more of its spans. With runs held back, 1, 2, 4 and
+// 8 chunks gave the same rate within the noise (BENCHMARKS.md, 8g); 4
+// keeps the memory of 8 chunks at most.
+const mergeChunks = 4
 
 // importFrom imports r, or the file at path when r is nil.
 func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult, error) {
