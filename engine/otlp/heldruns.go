@@ -16,8 +16,8 @@ import (
 // the holding is full or the import's writes are done (BENCHMARKS.md, 8g).
 //
 // Nothing reads an import's spans before its end (readers skip a pending
-// import), but the writer itself does when a span comes again: it stores
-// the trace's held spans first (writer.releaseHeld).
+// import), but the writer itself does when a span comes again: write
+// stores the trace's held spans first (storeTrace).
 //
 // The spans are held as copies of their stored forms in pages of
 // heldPageBytes, which hold no pointers: the collector does not scan them.
@@ -32,8 +32,9 @@ type heldRuns struct {
 const heldPageBytes = 1 << 20
 
 // heldBudget is how many bytes of spans an import holds at most: at it,
-// the import stores them all after the write. 24 MiB is some 70 000 agent-shaped
-// spans, under the import's soft memory limit (ImportMemoryLimit).
+// the import stores them all after the write. 24 MiB is some 70 000
+// agent-shaped spans, under the import's soft memory limit
+// (ImportMemoryLimit).
 const heldBudget = 24 << 20
 
 // newHeldRuns holds up to budget bytes of spans' stored forms.

@@ -87,8 +87,9 @@ var defaultLimits = limits{chunkSpans: chunkSpans, mergeChunks: mergeChunks, kep
 // most of the file's traces, each a few, and a write of more chunks does
 // its work for each trace (its state, its execution, the runs it holds
 // back: heldRuns) for more of its spans. With runs held back, 1, 2, 4 and
-// 8 chunks gave the same rate within the noise (BENCHMARKS.md, 8g); 4
-// keeps the memory of 8 chunks at most.
+// 8 chunks gave the same rate within the noise (BENCHMARKS.md, 8g); with
+// 4, 8 chunks at most are in memory (one commit's being written, the
+// next's being decoded).
 const mergeChunks = 4
 
 // importFrom imports r, or the file at path when r is nil.
