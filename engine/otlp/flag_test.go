@@ -220,13 +220,7 @@ func TestQuickFlagMatchesTheAudit(t *testing.T) {
 		} else {
 			unsure++
 		}
-		var read []Span
-		for j := range spans {
-			if flagReads(&spans[j], spans[j].Role()) {
-				read = append(read, spans[j])
-			}
-		}
-		if d, o := scratch.duplicate(read); d != dup || o != ok {
+		if d, o := scratch.duplicate(flagRead(spans)); d != dup || o != ok {
 			t.Fatalf("execution %d: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", i, d, o, dup, ok)
 		}
 		if got := hasDuplicate(exec, append([]Span(nil), spans...), scratch); got != want {
@@ -606,13 +600,7 @@ func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 						dups++
 					}
 				}
-				var read []Span
-				for j := range spans {
-					if flagReads(&spans[j], spans[j].Role()) {
-						read = append(read, spans[j])
-					}
-				}
-				if d, o := scratch.duplicate(read); d != dup || o != ok {
+				if d, o := scratch.duplicate(flagRead(spans)); d != dup || o != ok {
 					t.Fatalf("%s, %s: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", id, name, d, o, dup, ok)
 				}
 				if got := hasDuplicate(id, append([]Span(nil), spans...), scratch); got != want {
@@ -625,4 +613,15 @@ func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 	if dups == 0 || dups == execs || crashed == 0 || acted == 0 {
 		t.Fatalf("%d executions: %d with a duplicate, %d crashed, %d with effects: the exports test nothing", execs, dups, crashed, acted)
 	}
+}
+
+// flagRead is the spans of spans the fast path reads (flagReads).
+func flagRead(spans []Span) []Span {
+	var read []Span
+	for j := range spans {
+		if flagReads(&spans[j], spans[j].Role()) {
+			read = append(read, spans[j])
+		}
+	}
+	return read
 }
