@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/retrylab/retrylab/internal/freeport"
 )
 
 // server is a Jaeger all-in-one this test started: spans go to its OTLP
@@ -132,22 +136,20 @@ func answers(c *http.Client, url string) bool {
 	return resp.StatusCode < 500
 }
 
-// freePorts are n loopback addresses free when asked (the kernel's
-// choice, closed again for Jaeger to take).
+// freePorts are n loopback addresses free when asked, below the kernel's
+// ephemeral range (freeport): Jaeger binds them later itself.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(out) < n {
+		port, err := freeport.Port("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
 	}
 	return out
 }

@@ -10,14 +10,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/retrylab/retrylab/internal/freeport"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -229,58 +228,13 @@ func serverConfig(host string, frontend int, dbPath string) (*config.Config, *co
 
 // freePort finds a free port on host for one of the server's services,
 // which the server binds later itself (its configuration takes ports, not
-// listeners). A port the kernel hands out for ":0" is one of its
-// ephemeral ports, which the client sockets of every process on the
-// machine also take: one of them took a port between its check and the
-// server's bind, and the server's frontend crashed on the listener it did
-// not get. So it tries ports below the ephemeral range first
-// (ip_local_port_range), where only a listener asking for that port by
-// number can take it.
-func freePort(host string) (int, error) {
-	low := ephemeralLow()
-	if low > minPort+1 {
-		for range 64 {
-			port := minPort + mathrand.IntN(low-minPort)
-			if portFree(host, port) == nil {
-				return port, nil
-			}
-		}
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// listeners): below the kernel's ephemeral range (freeport).
+func freePort(host string) (int, error) { return freeport.Port(host) }
 
-// minPort is the lowest port freePort tries: above the registered ports
-// that well-known servers listen on.
-const minPort = 20000
-
-// ephemeralLow is the lowest of the kernel's ephemeral ports (Linux's
-// ip_local_port_range; 32768, its default, elsewhere or when unread).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	low, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
-	}
-	return low
-}
-
+// portFree says whether a port the user named is free.
 func portFree(host string, port int) error {
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s is in use (another Temporal server?): %w", addr, err)
+	if err := freeport.Free(host, port); err != nil {
+		return fmt.Errorf("%s is in use (another Temporal server?): %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
-	return l.Close()
+	return nil
 }
