@@ -176,8 +176,11 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		}
 		close(audited)
 	}()
+	// The committer says when its writes are done, and how, before it
+	// stores the runs it held: the audits that need no spans read back
+	// go beside that.
+	writesDone := make(chan error, 1)
 	go func() {
-		defer close(jobs)
 		var err error
 		// A chunk's audits wait for the next chunk to be written: an
 		// execution that goes on in it (a trace cut at the chunk's end, one
@@ -238,6 +241,8 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		if err == nil && waiting != nil {
 			jobs <- waiting
 		}
+		close(jobs)
+		writesDone <- err
 		if err == nil && w.held != nil {
 			if err = w.held.storeAll(db, w); err != nil {
 				failed.Store(true)
@@ -278,10 +283,19 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		full <- chunk
 	}
 	close(full)
+	werr := <-writesDone
+	<-audited
+	// While the held runs are stored (heldRuns), the executions are summed
+	// up and those whose kept spans are enough audited.
+	var execs []string
+	var early error
+	if werr == nil && err == nil {
+		execs = w.toPublish()
+		early = w.auditAhead(db, execs, true)
+	}
 	if serr := <-stored; serr != nil && (err == nil || errors.Is(err, errStoreFailed)) {
 		err = fmt.Errorf("%s: %w", path, serr)
 	}
-	<-audited
 	res.Format = format
 	// A document with no spans ({"resourceSpans": []}) is imported as the
 	// receiver takes it: nothing to store, and no error.
@@ -291,8 +305,10 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 		// (4096 records by default, as when chunks were 4096 spans): each
 		// batch's records are created in id order, so the batch size is the
 		// executions' creation order, which the explorer lists by.
-		execs := w.toPublish()
-		err = w.auditAhead(db, execs)
+		err = early
+		if err == nil {
+			err = w.auditAhead(db, execs, false)
+		}
 		recordBatch := 2 * chunkSpans
 		for i := 0; err == nil && (i == 0 || i < len(execs)); i += recordBatch {
 			batch := execs[i:min(i+recordBatch, len(execs))]
@@ -323,10 +339,18 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 }
 
 // auditAhead audits the executions whose records will carry the audit's
-// grading before the records are written, on up to two cores: their spans
-// are committed, so read transactions can go side by side. Those that
+// grading before the records are written, on up to two cores. Those that
 // receive a moved trace are left to publish, which moves it first.
-func (w *writer) auditAhead(db *store.DB, execs []string) error {
+//
+// With keptOnly it audits those it can on their kept spans alone, reading
+// only whether each had a record before the import, which it can do while
+// the import's last spans are still being stored; without, the rest, by
+// reading their spans back, which must all be committed: read
+// transactions then go side by side.
+func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
+	if w.ahead == nil {
+		w.ahead = map[string]bool{}
+	}
 	moved := map[string]bool{}
 	for i := range w.traces.len() {
 		if st := w.traces.at(i); st.from.n != 0 {
@@ -335,6 +359,9 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 	}
 	var todo []string
 	for _, exec := range execs {
+		if _, done := w.ahead[exec]; done {
+			continue
+		}
 		if m := w.perExec[exec]; !moved[exec] && m.weighing > 0 && m.hand == 0 {
 			todo = append(todo, exec)
 		}
@@ -366,6 +393,9 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 							continue
 						}
 					}
+					if keptOnly {
+						continue
+					}
 					var err error
 					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
 						return err
@@ -377,8 +407,9 @@ func (w *writer) auditAhead(db *store.DB, execs []string) error {
 		}()
 	}
 	wg.Wait()
-	w.kept = nil // let the spans go before the records are written
-	w.ahead = map[string]bool{}
+	if !keptOnly {
+		w.kept = nil // let the spans go before the records are written
+	}
 	for i, exec := range todo {
 		switch audited[i] {
 		case 1:
