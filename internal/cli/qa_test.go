@@ -45,6 +45,29 @@ func TestCLIExportRefusesADatabase(t *testing.T) {
 	}
 }
 
+// import of a file that is not there, or not readable, names the file
+// first, as every other import error does, and imports nothing.
+func TestCLIImportMissingFile(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	missing := filepath.Join(t.TempDir(), "nowhere.json")
+	if msg, want := fails(t, 1, db, "import", missing), "retrylab: import "+missing+": no such file or directory"; msg != want {
+		t.Errorf("import MISSING said %q, want %q", msg, want)
+	}
+	if os.Geteuid() != 0 { // root reads a file of mode 0
+		locked := filepath.Join(t.TempDir(), "locked.json")
+		if err := os.WriteFile(locked, []byte(`{"resourceSpans": []}`), 0); err != nil {
+			t.Fatal(err)
+		}
+		if msg, want := fails(t, 1, db, "import", locked), "retrylab: import "+locked+": permission denied"; msg != want {
+			t.Errorf("import UNREADABLE said %q, want %q", msg, want)
+		}
+	}
+	if msg := fails(t, 1, db, "show"); !strings.Contains(msg, "no executions yet") {
+		t.Errorf("show after the failed imports: %q", msg)
+	}
+}
+
 // import of a directory says it is one, not "empty file: no spans", with or
 // without a host, and imports nothing.
 func TestCLIImportDirectory(t *testing.T) {

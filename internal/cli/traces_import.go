@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -211,6 +212,17 @@ func (a *app) importFiles(paths []string, ff *fetchFlags) error {
 // importOne imports one file and says what it did. Standard input ("-")
 // or a pipe or device can be read once: what it is, is told from its first
 // bytes as they arrive, not from a first read of the file.
+// fileError says err, the file p's that could not be opened, as the other
+// import errors do, the file first: "x.json: no such file or directory",
+// not "open x.json: …".
+func fileError(p string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == p {
+		return fmt.Errorf("%s: %w", p, pe.Err)
+	}
+	return err
+}
+
 func (a *app) importOne(t engine.Traces, p string) error {
 	name := p
 	var res engine.ImportResult
@@ -222,7 +234,7 @@ func (a *app) importOne(t engine.Traces, p string) error {
 	case special(p):
 		f, oerr := os.Open(p)
 		if oerr != nil {
-			return oerr
+			return fileError(p, oerr)
 		}
 		defer f.Close()
 		res, err = t.ImportStream(name, f)
@@ -234,7 +246,7 @@ func (a *app) importOne(t engine.Traces, p string) error {
 	default:
 		src, known, serr := a.imports.SniffFile(p)
 		if serr != nil {
-			return serr
+			return fileError(p, serr)
 		}
 		if !known {
 			return fmt.Errorf("%s: not a trace of any format this retrylab reads", p)
