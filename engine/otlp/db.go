@@ -274,7 +274,7 @@ type writer struct {
 	// in many chunks (a BatchSpanProcessor interleaves concurrent traces)
 	// is otherwise read back on each. A collision costs a look-up only.
 	// nil for a writer that writes once (save): it has no later write.
-	written map[uint64]struct{}
+	written *hashSet
 	seed    maphash.Seed
 	hashes  []uint64 // write's, kept for its next call
 	// prepared, when not nil, is how the spans of the next write were
@@ -306,7 +306,7 @@ func (w *writer) spanHash(s *Span) uint64 {
 // before, as written tells.
 func (w *writer) noneWritten(hashes []uint64, of []int) bool {
 	for _, i := range of {
-		if _, ok := w.written[hashes[i]]; ok {
+		if w.written.has(hashes[i]) {
 			return false
 		}
 	}
@@ -398,7 +398,7 @@ func (e effects) factsOf(s *Span) spanFacts {
 }
 
 func newWriter(source string, importID uint64) *writer {
-	return &writer{importID: importID, source: source, effect: effects{}, written: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
+	return &writer{importID: importID, source: source, effect: effects{}, written: &hashSet{}, seed: maphash.MakeSeed()}
 }
 
 type pendingPut struct {
@@ -682,9 +682,6 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 		}
 		stored, storedVal = p.key, p.val
-		if w.written != nil {
-			w.written[hashes[p.index]] = struct{}{}
-		}
 		w.stats.Spans++
 		sum := &p.state.sum
 		sum.add(p.span, &w.traces.names)
@@ -722,6 +719,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	}
 	if err := flush(); err != nil {
 		return err
+	}
+	// The write's spans are all stored or stored before: a later write
+	// that asks about one of them looks it up.
+	if w.written != nil {
+		w.written.add(hashes)
 	}
 	for _, h := range handOrder {
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
