@@ -37,15 +37,6 @@ func (s *hashSet) has(h uint64) bool {
 	return false
 }
 
-// len is how many hashes were added (a hash added twice counts twice).
-func (s *hashSet) len() int {
-	n := 0
-	for _, run := range s.runs {
-		n += len(run)
-	}
-	return n
-}
-
 // mergeSorted merges two sorted runs into a new one.
 func mergeSorted(a, b []uint64) []uint64 {
 	out := make([]uint64, 0, len(a)+len(b))
