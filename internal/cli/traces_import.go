@@ -209,9 +209,6 @@ func (a *app) importFiles(paths []string, ff *fetchFlags) error {
 	return nil
 }
 
-// importOne imports one file and says what it did. Standard input ("-")
-// or a pipe or device can be read once: what it is, is told from its first
-// bytes as they arrive, not from a first read of the file.
 // fileError says err, the file p's that could not be opened, as the other
 // import errors do, the file first: "x.json: no such file or directory",
 // not "open x.json: …".
@@ -223,6 +220,9 @@ func fileError(p string, err error) error {
 	return err
 }
 
+// importOne imports one file and says what it did. Standard input ("-")
+// or a pipe or device can be read once: what it is, is told from its first
+// bytes as they arrive, not from a first read of the file.
 func (a *app) importOne(t engine.Traces, p string) error {
 	name := p
 	var res engine.ImportResult
