@@ -376,6 +376,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 		go func() {
 			defer wg.Done()
 			scratch := newFlagScratch() // one each: its maps are not for two goroutines
+			var kept []flagSpan         // and the kept spans decoded
 			errs[k] = db.View(func(tx *store.Tx) error {
 				for i := k; i < len(todo); i += workers {
 					m := w.perExec[todo[i]]
@@ -387,8 +388,9 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 					// import's (or a pending import's, which load skips
 					// too): the kept ones are all the fast path reads
 					// when they came from every write that stored some.
-					if spans, ok := w.kept.whole(todo[i], m.n); ok && !earlier {
-						if d, sure := scratch.duplicateOf(spans); sure {
+					var whole bool
+					if kept, whole = w.kept.whole(todo[i], m.n, kept); whole && !earlier {
+						if d, sure := scratch.duplicateOf(kept); sure {
 							dup[i], audited[i] = d, 1
 							continue
 						}

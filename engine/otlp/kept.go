@@ -1,6 +1,9 @@
 package otlp
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // What a file import keeps of its spans for the audit, across its writes.
 //
@@ -18,9 +21,9 @@ import "unsafe"
 // ago are let go; one whose spans go on later than that is read back, as
 // before.
 
-// keptBudget is how many bytes of memory a file import keeps for the audit
-// (flagSpans and the strings they hold): the tool spans of a 50 000-span
-// file of the usual agent's traces interleaved take some 12 MB.
+// keptBudget is how many bytes of encoded spans a file import keeps for
+// the audit (keptEncode): the tool spans of a 50 000-span file of the usual
+// agent's traces interleaved take some 5 MB.
 const keptBudget = 16 << 20
 
 // keptWrites is how many writes back an execution that a write held whole
@@ -32,19 +35,22 @@ const keptBudget = 16 << 20
 // (BENCHMARKS.md, 8a, 8b).
 const keptWrites = 8
 
-// flagSpanSize is a flagSpan's size, beside its strings'.
-const flagSpanSize = int(unsafe.Sizeof(flagSpan{}))
-
-// keptCost is the memory f holds.
-func keptCost(f *flagSpan) int {
-	return flagSpanSize + len(f.trace) + len(f.span) + len(f.parent) + len(f.tool) + len(f.args.key) +
-		len(f.args.val) + len(f.callID) + len(f.key)
-}
+// keptPageBytes is the size of a page of kept spans.
+const keptPageBytes = 1 << 20
 
 // keptSpans is a writer's spans kept for the audit, by execution.
+//
+// The spans are kept encoded (keptEncode) in pages that hold no pointers,
+// which the collector does not scan: kept as flagSpans, with their
+// strings, they were most of what it marked in a large interleaved
+// import, and twice the memory.
 type keptSpans struct {
 	budget, bytes int
 	byExec        map[string]*keptExec
+	// pages hold the encoded spans; used is their bytes, those let go
+	// included, until compact copies what is kept to new pages.
+	pages [][]byte
+	used  int
 	// recent are the executions the last keptWrites writes stored spans
 	// of, the last write's last, with what each stored (handExec).
 	recent []map[string]*handExec
@@ -56,8 +62,10 @@ type keptSpans struct {
 
 // keptExec is what is kept of one execution.
 type keptExec struct {
-	exec  string
-	spans []flagSpan
+	exec string
+	// segs are its spans, encoded (keptEncode), a write's in each, cut
+	// from the pages.
+	segs [][]byte
 	// unsure says a span of it leaves the answer to the fold.
 	unsure bool
 	// n counts the spans of the execution the writer stored since the
@@ -136,33 +144,154 @@ func (k *keptSpans) keep(e *keptExec, h *handExec) {
 	e.n += h.stored
 	if h.foreign || e.foreign {
 		k.bytes -= e.bytes
-		e.foreign, e.spans, e.bytes = true, nil, 0
+		e.foreign, e.segs, e.bytes = true, nil, 0
 		return
 	}
-	if e.spans == nil {
-		// An execution cut across chunks comes a few spans a chunk:
-		// room for the usual trace's tool spans at once.
-		e.spans = make([]flagSpan, 0, max(2*len(h.kept), 8))
-	}
-	e.spans = append(e.spans, h.kept...)
 	e.unsure = e.unsure || h.unsure
-	add := 0
-	for i := range h.kept {
-		add += keptCost(&h.kept[i])
+	if len(h.kept) == 0 {
+		return
 	}
-	e.bytes += add
-	k.bytes += add
+	seg := k.encode(h.kept)
+	e.segs = append(e.segs, seg)
+	e.bytes += len(seg)
+	k.bytes += len(seg)
 }
 
-// whole returns exec's kept spans when they are all the flag's fast path
-// reads of its n stored spans, the writer's count of them.
-func (k *keptSpans) whole(exec string, n int) ([]flagSpan, bool) {
+// encode appends spans, encoded, to the last page (a new one when it has
+// no room) and returns them there. Once the pages hold twice the budget,
+// most of it let go, what is kept is copied to new pages first.
+func (k *keptSpans) encode(spans []flagSpan) []byte {
+	size := 0
+	for i := range spans {
+		size += keptSize(&spans[i])
+	}
+	if k.used+size > 2*max(k.budget, keptPageBytes) && k.used > 2*k.bytes {
+		k.compact()
+	}
+	n := len(k.pages)
+	if n == 0 || cap(k.pages[n-1])-len(k.pages[n-1]) < size {
+		k.pages = append(k.pages, make([]byte, 0, max(keptPageBytes, size)))
+		n++
+	}
+	p := k.pages[n-1]
+	at := len(p)
+	for i := range spans {
+		p = keptEncode(p, &spans[i])
+	}
+	k.pages[n-1] = p
+	k.used += size
+	return p[at:len(p):len(p)]
+}
+
+// compact copies the kept executions' spans to new pages and lets the old
+// ones go, with the spans of the executions let go before.
+func (k *keptSpans) compact() {
+	k.pages, k.used = nil, 0
+	for _, e := range k.byExec {
+		for i, seg := range e.segs {
+			n := len(k.pages)
+			if n == 0 || cap(k.pages[n-1])-len(k.pages[n-1]) < len(seg) {
+				k.pages = append(k.pages, make([]byte, 0, max(keptPageBytes, len(seg))))
+				n++
+			}
+			p := k.pages[n-1]
+			at := len(p)
+			p = append(p, seg...)
+			k.pages[n-1] = p
+			e.segs[i] = p[at:len(p):len(p)]
+			k.used += len(seg)
+		}
+	}
+}
+
+// whole returns exec's kept spans, decoded into buf, when they are all the
+// flag's fast path reads of its n stored spans, the writer's count of
+// them. Their strings are the pages' bytes: valid while k is.
+func (k *keptSpans) whole(exec string, n int, buf []flagSpan) ([]flagSpan, bool) {
 	if k == nil {
-		return nil, false
+		return buf, false
 	}
 	e := k.byExec[exec]
 	if e == nil || e.foreign || e.unsure || e.n != n {
-		return nil, false
+		return buf, false
 	}
-	return e.spans, true
+	spans := buf[:0]
+	for _, seg := range e.segs {
+		spans = keptDecode(seg, spans)
+	}
+	return spans, true
+}
+
+// keptSize is the length of f's encoding (keptEncode).
+func keptSize(f *flagSpan) int {
+	n := 2 // flags, state
+	for _, s := range f.strings() {
+		n += uvarintLen(uint64(len(s))) + len(s)
+	}
+	for _, v := range f.ints() {
+		n += varintLen(v)
+	}
+	return n
+}
+
+// strings are f's strings in the order keptEncode writes them.
+func (f *flagSpan) strings() [8]string {
+	return [8]string{f.trace, f.span, f.parent, f.tool, f.args.key, f.args.val, f.callID, f.key}
+}
+
+// ints are f's numbers in the order keptEncode writes them.
+func (f *flagSpan) ints() [4]int64 {
+	return [4]int64{f.start, f.end, int64(f.number), int64(f.run)}
+}
+
+// keptEncode appends f to dst: its strings, each its length and bytes,
+// its numbers as varints, its flags and state.
+func keptEncode(dst []byte, f *flagSpan) []byte {
+	for _, s := range f.strings() {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	for _, v := range f.ints() {
+		dst = binary.AppendVarint(dst, v)
+	}
+	return append(dst, f.flags, byte(f.state))
+}
+
+// keptDecode appends the spans seg encodes to dst. Their strings point
+// into seg, which must not change while they are in use.
+func keptDecode(seg []byte, dst []flagSpan) []flagSpan {
+	for len(seg) > 0 {
+		var f flagSpan
+		var strs [8]string
+		for i := range strs {
+			n, k := binary.Uvarint(seg)
+			seg = seg[k:]
+			if n > 0 {
+				strs[i] = unsafe.String(&seg[0], int(n))
+			}
+			seg = seg[n:]
+		}
+		f.trace, f.span, f.parent, f.tool, f.args.key, f.args.val, f.callID, f.key =
+			strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], strs[6], strs[7]
+		var ints [4]int64
+		for i := range ints {
+			v, k := binary.Varint(seg)
+			ints[i] = v
+			seg = seg[k:]
+		}
+		f.start, f.end, f.number, f.run = ints[0], ints[1], int32(ints[2]), int32(ints[3])
+		f.flags, f.state = seg[0], attemptState(seg[1])
+		seg = seg[2:]
+		dst = append(dst, f)
+	}
+	return dst
+}
+
+// varintLen is the length of v as a varint (binary.AppendVarint).
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
 }

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -108,6 +109,79 @@ func TestKeptSpansAuditExecutionsCutAcrossChunks(t *testing.T) {
 		}
 		if dups == 0 || dups == traces {
 			t.Errorf("chunks of %d: %d of %d executions with a duplicate; want some, not all", c.chunk, dups, traces)
+		}
+	}
+}
+
+// A flagSpan comes back from its encoding as it went in, strings, numbers
+// (negative, large) and flags; and kept spans survive the pages' compaction
+// while executions are let go around them.
+func TestKeptEncodingRoundTrip(t *testing.T) {
+	spans := []flagSpan{
+		{},
+		{trace: "5b8efff798038103d269b633813fc60c", span: "a000000000000002", parent: "a000000000000001",
+			start: 1790607000000000000, end: -1, tool: "send_invoice_email", args: argsRef{key: "input.value", val: `{"to":"ana@example.com"}`},
+			callID: "call_1", key: "idem-1", number: -7, run: 3, flags: flagTool | flagNumbered, state: attemptOKIfCrashed},
+		{trace: "t", tool: "é✓", args: argsRef{val: string(make([]byte, 300))}, number: 1 << 30, state: attemptDedupDelivered},
+	}
+	var enc []byte
+	for i := range spans {
+		n := len(enc)
+		enc = keptEncode(enc, &spans[i])
+		if got := len(enc) - n; got != keptSize(&spans[i]) {
+			t.Fatalf("span %d: encoded in %d bytes, keptSize says %d", i, got, keptSize(&spans[i]))
+		}
+	}
+	got := keptDecode(enc, nil)
+	if len(got) != len(spans) {
+		t.Fatalf("decoded %d spans, want %d", len(got), len(spans))
+	}
+	for i := range spans {
+		if got[i] != spans[i] {
+			t.Fatalf("span %d: decoded %+v, want %+v", i, got[i], spans[i])
+		}
+	}
+
+	// A budget of one page, and 16 MB encoded: the pages are compacted
+	// many times over.
+	k := newKeptSpans(keptPageBytes)
+	want := map[string][]flagSpan{}
+	big := spans[2]
+	big.args.val = string(make([]byte, 20<<10))
+	encoded := 0
+	for w := range 800 {
+		exec := fmt.Sprintf("x%d", w%50)
+		h := &handExec{exec: exec, stored: 3, kept: []flagSpan{spans[1], big}}
+		h.kept[0].span = fmt.Sprintf("%016x", w)
+		encoded += keptSize(&h.kept[0]) + keptSize(&h.kept[1])
+		if e := k.byExec[exec]; e == nil {
+			k.byExec[exec] = &keptExec{exec: exec}
+			want[exec] = nil
+		}
+		k.keep(k.byExec[exec], h)
+		want[exec] = append(want[exec], h.kept...)
+		if w%7 == 0 { // let one go, as add does over the budget
+			gone := fmt.Sprintf("x%d", (w+25)%50)
+			if e := k.byExec[gone]; e != nil {
+				k.bytes -= e.bytes
+				delete(k.byExec, gone)
+				delete(want, gone)
+			}
+		}
+	}
+	if k.used > 2*max(k.bytes, keptPageBytes)+64<<10 || k.used >= encoded/2 {
+		t.Errorf("the pages hold %d bytes of the %d encoded, %d kept: not compacted", k.used, encoded, k.bytes)
+	}
+	for exec, w := range want {
+		e := k.byExec[exec]
+		spans, ok := k.whole(exec, e.n, nil)
+		if !ok || len(spans) != len(w) {
+			t.Fatalf("%s: %d spans (whole %v), want %d", exec, len(spans), ok, len(w))
+		}
+		for i := range w {
+			if spans[i] != w[i] {
+				t.Fatalf("%s: span %d is %+v, want %+v", exec, i, spans[i], w[i])
+			}
 		}
 	}
 }
