@@ -730,7 +730,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h.vals = vals[h.valFrom : h.valFrom+h.valN : h.valFrom+h.valN]
 	}
 	if w.kept != nil {
-		w.kept.wrote(hand, w.spread)
+		w.kept.wrote(hand, len(spans), w.spread)
 	}
 	for _, h := range handOrder {
 		// An execution this write holds whole is kept (for the audit at

@@ -26,14 +26,17 @@ import (
 // agent's traces interleaved take some 5 MB.
 const keptBudget = 16 << 20
 
-// keptWrites is how many writes back an execution that a write held whole
-// is found again when a later write adds to it: in a file whose traces are
-// interleaved across lines, a trace's spans come a write or two apart; in
-// one whose traces come together, most executions a write holds are whole
-// and done with, and keeping each would fill the budget for nothing,
-// holding that much more memory under the import's soft limit
-// (BENCHMARKS.md, 8a, 8b).
-const keptWrites = 8
+// keptBackSpans is how far back, beyond the write before, an interleaved
+// file's writes are remembered (keptSpans.recent) for an execution a write
+// held whole to be found again when a later write adds to it: a
+// BatchSpanProcessor spreads a trace over the few batches it exported
+// while the trace ran, a write or two apart; one further back is read back
+// at the end. Remembering eight writes of an import's 8 192 spans kept their
+// spans in hand reachable, and the heap of a long shuffled file over the
+// import's soft limit (BENCHMARKS.md, 8g′). In a file whose traces come
+// together, a write's executions go on in the next one at most: only the
+// write before is remembered.
+const keptBackSpans = 8 << 10
 
 // keptPageBytes is the size of a page of kept spans.
 const keptPageBytes = 1 << 20
@@ -51,9 +54,9 @@ type keptSpans struct {
 	// included, until compact copies what is kept to new pages.
 	pages [][]byte
 	used  int
-	// recent are the executions the last keptWrites writes stored spans
+	// recent are the executions the last writes stored spans
 	// of, the last write's last, with what each stored (handExec).
-	recent []map[string]*handExec
+	recent []keptWrite
 	// touched lists the executions in the order writes added to them, the
 	// write with each: the front is let go first. An entry whose execution
 	// was added to again later, or let go, is stale, and skipped.
@@ -89,26 +92,41 @@ func newKeptSpans(budget int) *keptSpans {
 	return &keptSpans{budget: budget, byExec: map[string]*keptExec{}}
 }
 
-// wrote notes what a write stored, by execution, before add is called for
-// the executions it added to: the last keptWrites writes' are kept, or
-// with spread false (a file whose traces come together: the executions a
-// write cuts go on in the next) only the last one's.
-func (k *keptSpans) wrote(hand map[string]*handExec, spread bool) {
-	keep := keptWrites
-	if !spread {
-		keep = 2
+// keptWrite is a write remembered: the executions it stored spans of, and
+// how many spans it stored.
+type keptWrite struct {
+	hand  map[string]*handExec
+	spans int
+}
+
+// wrote notes what a write stored (spans, by execution), before add is
+// called for the executions it added to. The write before it is
+// remembered, and while spread (a file whose traces interleave) those
+// before that too, as long as they and the write before hold no more than
+// keptBackSpans spans.
+func (k *keptSpans) wrote(hand map[string]*handExec, spans int, spread bool) {
+	k.recent = append(k.recent, keptWrite{hand, spans})
+	keep, back := min(len(k.recent), 2), 0 // this write, the one before
+	if keep == 2 {
+		back = k.recent[len(k.recent)-2].spans
 	}
-	if n := len(k.recent); n >= keep {
-		copy(k.recent, k.recent[n-keep+1:])
-		clear(k.recent[keep-1:])
-		k.recent = k.recent[:keep-1]
+	for keep < len(k.recent) && spread {
+		w := k.recent[len(k.recent)-keep-1]
+		if back += max(w.spans, 1); back > keptBackSpans { // at least one: the list is bounded
+			break
+		}
+		keep++
 	}
-	k.recent = append(k.recent, hand)
+	if n := len(k.recent); keep < n {
+		copy(k.recent, k.recent[n-keep:])
+		clear(k.recent[keep:])
+		k.recent = k.recent[:keep]
+	}
 }
 
 // add keeps what write number write stored of h's execution (h.kept, of
 // h.stored spans stored), which an earlier write stored some of: with what
-// is kept of it, or else with what one of the last keptWrites writes
+// is kept of it, or else with what one of the writes remembered before it
 // stored of it, if that write held all of it. Then it lets go of the
 // executions touched longest ago while the budget is exceeded.
 func (k *keptSpans) add(h *handExec, write int32) {
@@ -116,7 +134,7 @@ func (k *keptSpans) add(h *handExec, write int32) {
 	if e == nil {
 		var first *handExec
 		for i := len(k.recent) - 2; i >= 0 && first == nil; i-- { // the last is this write's
-			first = k.recent[i][h.exec]
+			first = k.recent[i].hand[h.exec]
 		}
 		if first == nil || first.dead {
 			return // what was stored of it before is not kept: read it back

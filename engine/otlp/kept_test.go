@@ -48,7 +48,7 @@ func interleavedLines(t *testing.T, dir, name string, spans []ptrace.Span, per, 
 
 // Executions whose spans are shuffled across lines, and so across chunks,
 // are audited at the end on the spans kept of them, not read back (unless
-// a trace's spans are further apart than keptWrites writes: a shuffle of
+// a trace's spans are further apart than keptBackSpans: a shuffle of
 // the whole file in small chunks), and their records say what the audit says: a duplicate where a trace sent
 // its mail twice, none where a trace lost its second ticket and send. Spans that a
 // second file adds to executions the first one made are read back: the
@@ -182,6 +182,35 @@ func TestKeptEncodingRoundTrip(t *testing.T) {
 			if spans[i] != w[i] {
 				t.Fatalf("%s: span %d is %+v, want %+v", exec, i, spans[i], w[i])
 			}
+		}
+	}
+}
+
+// The writes remembered: the one before always; while spread, those before
+// it as long as they and the one before hold no more than keptBackSpans
+// spans; never more.
+func TestKeptRemembersWritesBySpans(t *testing.T) {
+	for _, c := range []struct {
+		spans  int
+		spread bool
+		want   int // writes remembered, this one included, once many came
+	}{
+		{8192, true, 2},  // an interleaved import's merged writes
+		{2048, true, 5},  // 4 before this one: 8 192 spans
+		{16, true, 513},  // a test's small chunks
+		{16, false, 2},   // traces that come together
+		{9000, true, 2},  // the one before, however large
+		{2048, false, 2}, // ...
+		{4096, true, 3},  // 2 before: 8 192
+		{4097, true, 2},  // over by one
+		{0, true, 600},   // writes of no spans count as one each: all 600, under keptBackSpans
+	} {
+		k := newKeptSpans(keptBudget)
+		for range 600 {
+			k.wrote(map[string]*handExec{}, c.spans, c.spread)
+		}
+		if len(k.recent) != c.want {
+			t.Errorf("writes of %d spans, spread %v: %d remembered, want %d", c.spans, c.spread, len(k.recent), c.want)
 		}
 	}
 }
