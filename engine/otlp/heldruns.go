@@ -23,7 +23,7 @@ import (
 // heldPageBytes, which hold no pointers: the collector does not scan them.
 type heldRuns struct {
 	budget int // bytes of stored forms held at most (full)
-	pages  [][]byte
+	pages  pages
 	runs   map[string]*[][]byte // run key (execution, 0, trace id) -> its spans' stored forms
 	bytes  int                  // the stored forms' bytes held
 }
@@ -56,17 +56,8 @@ func (h *heldRuns) hold(key []byte, vals [][]byte) {
 
 // copy copies v into the last page, or a new one when it is full.
 func (h *heldRuns) copy(v []byte) []byte {
-	n := len(h.pages)
-	if n == 0 || cap(h.pages[n-1])-len(h.pages[n-1]) < len(v) {
-		h.pages = append(h.pages, make([]byte, 0, max(heldPageBytes, len(v))))
-		n++
-	}
-	p := h.pages[n-1]
-	at := len(p)
-	p = append(p, v...)
-	h.pages[n-1] = p
 	h.bytes += len(v)
-	return p[at:len(p):len(p)]
+	return h.pages.add(v, heldPageBytes)
 }
 
 // full says whether the held spans have reached the budget.

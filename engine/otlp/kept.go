@@ -52,7 +52,7 @@ type keptSpans struct {
 	byExec        map[string]*keptExec
 	// pages hold the encoded spans; used is their bytes, those let go
 	// included, until compact copies what is kept to new pages.
-	pages [][]byte
+	pages pages
 	used  int
 	// recent are the executions the last writes stored spans
 	// of, the last write's last, with what each stored (handExec).
@@ -186,19 +186,13 @@ func (k *keptSpans) encode(spans []flagSpan) []byte {
 	if k.used+size > 2*max(k.budget, keptPageBytes) && k.used > 2*k.bytes {
 		k.compact()
 	}
-	n := len(k.pages)
-	if n == 0 || cap(k.pages[n-1])-len(k.pages[n-1]) < size {
-		k.pages = append(k.pages, make([]byte, 0, max(keptPageBytes, size)))
-		n++
-	}
-	p := k.pages[n-1]
+	p := k.pages.last(size, keptPageBytes)
 	at := len(p)
 	for i := range spans {
 		p = keptEncode(p, &spans[i])
 	}
-	k.pages[n-1] = p
 	k.used += size
-	return p[at:len(p):len(p)]
+	return k.pages.grown(p, at)
 }
 
 // compact copies the kept executions' spans to new pages and lets the old
@@ -207,16 +201,7 @@ func (k *keptSpans) compact() {
 	k.pages, k.used = nil, 0
 	for _, e := range k.byExec {
 		for i, seg := range e.segs {
-			n := len(k.pages)
-			if n == 0 || cap(k.pages[n-1])-len(k.pages[n-1]) < len(seg) {
-				k.pages = append(k.pages, make([]byte, 0, max(keptPageBytes, len(seg))))
-				n++
-			}
-			p := k.pages[n-1]
-			at := len(p)
-			p = append(p, seg...)
-			k.pages[n-1] = p
-			e.segs[i] = p[at:len(p):len(p)]
+			e.segs[i] = k.pages.add(seg, keptPageBytes)
 			k.used += len(seg)
 		}
 	}

@@ -1,0 +1,32 @@
+package otlp
+
+// pages are byte pages that hold no pointers, which the collector does not
+// scan: how an import holds the stored forms of many spans (heldRuns) and
+// what the audit reads of them (keptSpans). What is appended to a page
+// stays where it is; slices of it stay valid.
+type pages [][]byte
+
+// last returns the last page once it has room for n more bytes: a new
+// page of size bytes (or n, if more) when it has not.
+func (p *pages) last(n, size int) []byte {
+	k := len(*p)
+	if k == 0 || cap((*p)[k-1])-len((*p)[k-1]) < n {
+		*p = append(*p, make([]byte, 0, max(size, n)))
+		k++
+	}
+	return (*p)[k-1]
+}
+
+// grown records pg, the last page appended to, and returns what was
+// appended to it from at on.
+func (p *pages) grown(pg []byte, at int) []byte {
+	(*p)[len(*p)-1] = pg
+	return pg[at:len(pg):len(pg)]
+}
+
+// add copies v into the pages (pages of size bytes) and returns the copy.
+func (p *pages) add(v []byte, size int) []byte {
+	pg := p.last(len(v), size)
+	at := len(pg)
+	return p.grown(append(pg, v...), at)
+}
