@@ -118,18 +118,22 @@ func (w *writer) storeRun(tx *store.Tx, run *blockRun, slab *[]byte) (uint64, er
 	return first, appendBlock()
 }
 
-// blockSlab is the size of the slab a write cuts its blocks from: the
-// spans' stored forms with their lengths, and room for a block's first
-// byte and checksum (store.SealRoom) with each, in case each is a block.
+// blockSlab is the size of the slab a write cuts its blocks from: its
+// fresh spans' blockRoom.
 func blockSlab(puts []pendingPut) int {
 	n := 0
 	for i := range puts {
 		if puts[i].fresh {
-			n += len(puts[i].val) + binary.MaxVarintLen32 + 1 + store.SealRoom
+			n += blockRoom(puts[i].val)
 		}
 	}
 	return n
 }
+
+// blockRoom is what a stored form v takes at most in the blocks storeRun
+// cuts: v, its length, and a block's first byte and checksum, in case it
+// is a block of its own.
+func blockRoom(v []byte) int { return len(v) + binary.MaxVarintLen32 + 1 + store.SealRoom }
 
 // preparedBlocks are a request's spans encoded ahead, on the request's
 // goroutine, as a write stores a trace new to the database

@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"encoding/binary"
 	"slices"
 
 	"github.com/retrylab/retrylab/store"
@@ -19,17 +18,14 @@ import (
 // import), but the writer itself does when a span comes again: write
 // stores the trace's held spans first (storeTrace).
 //
-// The spans are held as copies of their stored forms in pages of
-// heldPageBytes, which hold no pointers: the collector does not scan them.
+// The spans are held as copies of their stored forms in pages, which hold
+// no pointers: the collector does not scan them.
 type heldRuns struct {
 	budget int // bytes of stored forms held at most (full)
 	pages  pages
 	runs   map[string]*[][]byte // run key (execution, 0, trace id) -> its spans' stored forms
 	bytes  int                  // the stored forms' bytes held
 }
-
-// heldPageBytes is the size of a page of held spans.
-const heldPageBytes = 1 << 20
 
 // heldBudget is how many bytes of spans an import holds at most: at it,
 // the import stores them all after the write. 24 MiB is some 70 000
@@ -57,7 +53,7 @@ func (h *heldRuns) hold(key []byte, vals [][]byte) {
 // copy copies v into the last page, or a new one when it is full.
 func (h *heldRuns) copy(v []byte) []byte {
 	h.bytes += len(v)
-	return h.pages.add(v, heldPageBytes)
+	return h.pages.add(v)
 }
 
 // full says whether the held spans have reached the budget.
@@ -84,13 +80,13 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 	}
 	slices.Sort(keys)
 	for len(keys) > 0 {
-		// size is what the blocks storeRun cuts take at most (blockSlab).
+		// size is what the blocks storeRun cuts take at most (blockRoom).
 		n, size := 0, 0
 		// A holding smaller than 4 heldTxBytes (a test's) is stored in
 		// quarters of it.
 		for n < len(keys) && (n == 0 || size < min(heldTxBytes, h.budget/4)) {
 			for _, v := range *h.runs[keys[n]] {
-				size += len(v) + binary.MaxVarintLen32 + 1 + store.SealRoom
+				size += blockRoom(v)
 			}
 			n++
 		}

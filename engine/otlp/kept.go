@@ -38,9 +38,6 @@ const keptBudget = 16 << 20
 // write before is remembered.
 const keptBackSpans = 8 << 10
 
-// keptPageBytes is the size of a page of kept spans.
-const keptPageBytes = 1 << 20
-
 // keptSpans is a writer's spans kept for the audit, by execution.
 //
 // The spans are kept encoded (keptEncode) in pages that hold no pointers,
@@ -183,10 +180,10 @@ func (k *keptSpans) encode(spans []flagSpan) []byte {
 	for i := range spans {
 		size += keptSize(&spans[i])
 	}
-	if k.used+size > 2*max(k.budget, keptPageBytes) && k.used > 2*k.bytes {
+	if k.used+size > 2*max(k.budget, pageBytes) && k.used > 2*k.bytes {
 		k.compact()
 	}
-	p := k.pages.last(size, keptPageBytes)
+	p := k.pages.last(size)
 	at := len(p)
 	for i := range spans {
 		p = keptEncode(p, &spans[i])
@@ -201,7 +198,7 @@ func (k *keptSpans) compact() {
 	k.pages, k.used = nil, 0
 	for _, e := range k.byExec {
 		for i, seg := range e.segs {
-			e.segs[i] = k.pages.add(seg, keptPageBytes)
+			e.segs[i] = k.pages.add(seg)
 			k.used += len(seg)
 		}
 	}

@@ -144,7 +144,7 @@ func TestKeptEncodingRoundTrip(t *testing.T) {
 
 	// A budget of one page, and 16 MB encoded: the pages are compacted
 	// many times over.
-	k := newKeptSpans(keptPageBytes)
+	k := newKeptSpans(pageBytes)
 	want := map[string][]flagSpan{}
 	big := spans[2]
 	big.args.val = string(make([]byte, 20<<10))
@@ -169,7 +169,7 @@ func TestKeptEncodingRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if k.used > 2*max(k.bytes, keptPageBytes)+64<<10 || k.used >= encoded/2 {
+	if k.used > 2*max(k.bytes, pageBytes)+64<<10 || k.used >= encoded/2 {
 		t.Errorf("the pages hold %d bytes of the %d encoded, %d kept: not compacted", k.used, encoded, k.bytes)
 	}
 	for exec, w := range want {

@@ -6,12 +6,15 @@ package otlp
 // stays where it is; slices of it stay valid.
 type pages [][]byte
 
+// pageBytes is the size of a page.
+const pageBytes = 1 << 20
+
 // last returns the last page once it has room for n more bytes: a new
-// page of size bytes (or n, if more) when it has not.
-func (p *pages) last(n, size int) []byte {
+// page of pageBytes (or n, if more) when it has not.
+func (p *pages) last(n int) []byte {
 	k := len(*p)
 	if k == 0 || cap((*p)[k-1])-len((*p)[k-1]) < n {
-		*p = append(*p, make([]byte, 0, max(size, n)))
+		*p = append(*p, make([]byte, 0, max(pageBytes, n)))
 		k++
 	}
 	return (*p)[k-1]
@@ -24,9 +27,9 @@ func (p *pages) grown(pg []byte, at int) []byte {
 	return pg[at:len(pg):len(pg)]
 }
 
-// add copies v into the pages (pages of size bytes) and returns the copy.
-func (p *pages) add(v []byte, size int) []byte {
-	pg := p.last(len(v), size)
+// add copies v into the pages and returns the copy.
+func (p *pages) add(v []byte) []byte {
+	pg := p.last(len(v))
 	at := len(pg)
 	return p.grown(append(pg, v...), at)
 }
