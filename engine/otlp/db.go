@@ -255,6 +255,9 @@ type writer struct {
 	effect   effects
 	ahead    map[string]bool // executions audited before publish: a duplicate found
 	writes   int32           // calls of write so far
+	// moved are the executions that receive a moved trace, which
+	// auditAhead leaves to publish (worked out on its first call).
+	moved map[string]bool
 	// spread says many traces the last write stored spans of (an eighth:
 	// the traces a chunk cuts are a few) had spans in an earlier write:
 	// the file interleaves its traces across lines.

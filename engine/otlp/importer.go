@@ -351,10 +351,12 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 	if w.ahead == nil {
 		w.ahead = map[string]bool{}
 	}
-	moved := map[string]bool{}
-	for i := range w.traces.len() {
-		if st := w.traces.at(i); st.from.n != 0 {
-			moved[w.traces.str(st.exec)] = true
+	if w.moved == nil { // the first of the two calls
+		w.moved = map[string]bool{}
+		for i := range w.traces.len() {
+			if st := w.traces.at(i); st.from.n != 0 {
+				w.moved[w.traces.str(st.exec)] = true
+			}
 		}
 	}
 	var todo []string
@@ -362,7 +364,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 		if _, done := w.ahead[exec]; done {
 			continue
 		}
-		if m := w.perExec[exec]; !moved[exec] && m.weighing > 0 && m.hand == 0 {
+		if m := w.perExec[exec]; !w.moved[exec] && m.weighing > 0 && m.hand == 0 {
 			todo = append(todo, exec)
 		}
 	}
