@@ -18,8 +18,8 @@ import (
 // import), but the writer itself does when a span comes again: write
 // stores the trace's held spans first (storeTrace).
 //
-// The spans are held as copies of their stored forms in pages, which hold
-// no pointers: the collector does not scan them.
+// The spans are held as copies of their stored forms in pages (which hold
+// no pointers, outside the collector's heap), let go once stored.
 type heldRuns struct {
 	budget int // bytes of stored forms held at most (full)
 	pages  pages
@@ -106,7 +106,8 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 		keys = keys[n:]
 	}
 	clear(h.runs)
-	h.pages, h.bytes = nil, 0
+	h.pages.free()
+	h.bytes = 0
 	return nil
 }
 

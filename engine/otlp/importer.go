@@ -132,6 +132,15 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 	if lim.heldBytes > 0 {
 		w.held = newHeldRuns(lim.heldBytes)
 	}
+	// The pages of what is held and kept are let go explicitly (pages),
+	// also when the import fails: every goroutine below is done before
+	// importWith returns.
+	defer func() {
+		if w.held != nil {
+			w.held.pages.free()
+		}
+		w.kept.release()
+	}()
 	// Decoding and storing overlap: a goroutine commits chunks while the
 	// next ones are decoded. Two chunks go round between them, and, while
 	// the file interleaves its traces (a commit then takes merge chunks),
@@ -412,7 +421,8 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 	}
 	wg.Wait()
 	if !keptOnly {
-		w.kept = nil // let the spans go before the records are written
+		w.kept.release() // let the spans go before the records are written
+		w.kept = nil
 	}
 	for i, exec := range todo {
 		switch audited[i] {

@@ -41,7 +41,7 @@ const keptBackSpans = 8 << 10
 // keptSpans is a writer's spans kept for the audit, by execution.
 //
 // The spans are kept encoded (keptEncode) in pages that hold no pointers,
-// which the collector does not scan: kept as flagSpans, with their
+// outside the collector's heap (pages): kept as flagSpans, with their
 // strings, they were most of what it marked in a large interleaved
 // import, and twice the memory.
 type keptSpans struct {
@@ -195,6 +195,7 @@ func (k *keptSpans) encode(spans []flagSpan) []byte {
 // compact copies the kept executions' spans to new pages and lets the old
 // ones go, with the spans of the executions let go before.
 func (k *keptSpans) compact() {
+	old := k.pages
 	k.pages, k.used = nil, 0
 	for _, e := range k.byExec {
 		for i, seg := range e.segs {
@@ -202,6 +203,17 @@ func (k *keptSpans) compact() {
 			k.used += len(seg)
 		}
 	}
+	old.free()
+}
+
+// release lets everything kept go: the spans whole decoded must no
+// longer be in use.
+func (k *keptSpans) release() {
+	if k == nil {
+		return
+	}
+	k.pages.free()
+	k.byExec, k.recent, k.touched = nil, nil, nil
 }
 
 // whole returns exec's kept spans, decoded into buf, when they are all the
