@@ -97,26 +97,71 @@ func marshal(b *testing.B, td ptrace.Traces) []byte {
 }
 
 // interleavedFile is JSON Lines of batchOf's n spans shuffled (seed 21)
-// into lines of 512, as a BatchSpanProcessor exports the spans of
-// concurrent traces: a trace's spans spread over many lines.
+// into lines of 512: a BatchSpanProcessor's export with every trace of
+// the file in flight at once, each trace's spans spread over the whole
+// file (the extreme of concurrentFile).
 func interleavedFile(b *testing.B, n int) string {
 	return shapeFile(b, fmt.Sprintf("otlp-interleaved-v1-%d.jsonl", n), func(w *bufio.Writer) {
-		all := batchOf(0, n)
-		spans := all.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-		order := rand.New(rand.NewPCG(21, 21)).Perm(n)
-		for i := 0; i < n; i += 512 {
-			td := ptrace.NewTraces()
-			rs := td.ResourceSpans().AppendEmpty()
-			all.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
-			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName("bench")
-			for _, k := range order[i:min(i+512, n)] {
-				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
-			}
-			w.Write(marshal(b, td))
-			w.WriteByte('\n')
-		}
+		writeLines(b, w, batchOf(0, n), rand.New(rand.NewPCG(21, 21)).Perm(n))
 	})
+}
+
+// concurrentFile is JSON Lines of batchOf's n spans in the order a
+// BatchSpanProcessor exports them from c traces in flight at once: a
+// trace starts when one ends, each step one span of a trace in flight
+// (picked at random, seed 21) ends, and the spans go out 512 a line in
+// the order they ended. A trace's spans spread over the lines of about c
+// traces; interleavedFile is the extreme, every trace in flight at once
+// across the whole file.
+func concurrentFile(c int) func(*testing.B, int) string {
+	return func(b *testing.B, n int) string {
+		return shapeFile(b, fmt.Sprintf("otlp-concurrent-%d-v1-%d.jsonl", c, n), func(w *bufio.Writer) {
+			writeLines(b, w, batchOf(0, n), concurrentOrder(n, c, rand.New(rand.NewPCG(21, 21))))
+		})
+	}
+}
+
+// concurrentOrder is the order in which the n spans of batchOf (8 a
+// trace) end when c traces are in flight at once: see concurrentFile.
+func concurrentOrder(n, c int, r *rand.Rand) []int {
+	type inFlight struct{ trace, ended int }
+	var flying []inFlight
+	order := make([]int, 0, n)
+	next, traces := 0, (n+7)/8
+	for len(order) < n {
+		for len(flying) < c && next < traces {
+			flying = append(flying, inFlight{trace: next})
+			next++
+		}
+		i := r.IntN(len(flying))
+		t := &flying[i]
+		if span := t.trace*8 + t.ended; span < n {
+			order = append(order, span)
+		}
+		if t.ended++; t.ended == 8 {
+			flying[i] = flying[len(flying)-1]
+			flying = flying[:len(flying)-1]
+		}
+	}
+	return order
+}
+
+// writeLines writes the spans of all (one resource, one scope) in order,
+// 512 a line of JSON Lines.
+func writeLines(b *testing.B, w *bufio.Writer, all ptrace.Traces, order []int) {
+	spans := all.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < len(order); i += 512 {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		all.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName("bench")
+		for _, k := range order[i:min(i+512, len(order))] {
+			spans.At(k).CopyTo(ss.Spans().AppendEmpty())
+		}
+		w.Write(marshal(b, td))
+		w.WriteByte('\n')
+	}
 }
 
 // documentFile is batchOf's n spans as one OTLP/JSON document.
@@ -231,7 +276,8 @@ func bareDecode(b testing.TB, path string) int {
 }
 
 // BenchmarkImportShapes imports each shape of issue 21's item 5 — JSON
-// Lines with traces interleaved across lines, one large document, spans
+// Lines with traces interleaved across lines (every trace across the whole
+// file; 64 and 1024 traces in flight at once), one large document, spans
 // with 1 KB arguments and results, retrylab's own export — and, in the
 // same run, in alternating rounds, decodes the same file with pdata alone.
 // Per shape it reports both rates, their ratio (goal >= 0.5), both peak
@@ -244,6 +290,8 @@ func BenchmarkImportShapes(b *testing.B) {
 		file func(*testing.B, int) string
 	}{
 		{"interleaved", interleavedFile},
+		{"concurrent-64", concurrentFile(64)},
+		{"concurrent-1024", concurrentFile(1024)},
 		{"document", documentFile},
 		{"large-attrs", largeFile},
 		{"own-export", ownExportFile},

@@ -75,3 +75,32 @@ func TestDocumentAndInterleavedLinesImportAlike(t *testing.T) {
 		t.Errorf("%d executions from the document, %d from the lines; want %d", len(got[0]), len(got[1]), n/8)
 	}
 }
+
+// The benchmark's concurrent shape holds each span once, and a trace's
+// spans end within the spans of about c traces in flight: with 64 in
+// flight no trace spreads over more than a few lines of 512.
+func TestConcurrentOrderKeepsTracesInFlightTogether(t *testing.T) {
+	const n, c = 50_000, 64
+	order := concurrentOrder(n, c, rand.New(rand.NewPCG(21, 21)))
+	if len(order) != n {
+		t.Fatalf("%d spans in order, want %d", len(order), n)
+	}
+	seen := make([]bool, n)
+	first := map[int]int{}
+	widest := 0
+	for i, span := range order {
+		if seen[span] {
+			t.Fatalf("span %d twice", span)
+		}
+		seen[span] = true
+		tr := span / 8
+		if f, ok := first[tr]; !ok {
+			first[tr] = i
+		} else {
+			widest = max(widest, i-f)
+		}
+	}
+	if widest < 8 || widest > 40*c {
+		t.Errorf("a trace's spans spread over %d spans with %d in flight", widest, c)
+	}
+}
