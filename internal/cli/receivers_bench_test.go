@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,6 +41,8 @@ const receiverBatch, receiverExporters = 512, 8
 // pseudo-terminal, the key→screen latency of keys pressed every 50 ms
 // while the spans arrive (p50, p99; keys that changed nothing in 300 ms
 // are counted apart). b.N is batches: -benchtime 200x is 102 400 spans.
+// With RETRYLAB_BENCH_PEER set (peerEnv), a third sub-benchmark sends the
+// same load to a peer receiver in the same run.
 func BenchmarkServeReceivers(b *testing.B) {
 	for _, proto := range []string{"http", "grpc"} {
 		b.Run(proto, func(b *testing.B) {
@@ -88,6 +91,64 @@ func BenchmarkServeReceivers(b *testing.B) {
 			keys.report(b)
 		})
 	}
+	if peer := os.Getenv(peerEnv); peer != "" {
+		b.Run("peer", func(b *testing.B) { benchPeer(b, peer) })
+	}
+}
+
+// peerEnv names a peer receiver to run the same load against, side by
+// side with retrylab's in one run: a command line in which {port} stands
+// for a free loopback port it is to take OTLP/HTTP on, at /v1/traces, and
+// {port2} for another (its gRPC's, say), e.g. "/tmp/otel-tui --host
+// 127.0.0.1 --http {port} --grpc {port2}" (otel-tui, an OTLP receiver
+// beside a TUI that keeps spans in memory only). It runs in a
+// pseudo-terminal of 160x48, as a user runs it.
+const peerEnv = "RETRYLAB_BENCH_PEER"
+
+// benchPeer sends BenchmarkServeReceivers' load over HTTP to the peer that
+// command starts, and reports its spans/s (answered, not durable), its
+// peak RSS and CPU a span.
+func benchPeer(b *testing.B, command string) {
+	port := freePort(b)
+	command = strings.ReplaceAll(command, "{port}", strconv.Itoa(port))
+	command = strings.ReplaceAll(command, "{port2}", strconv.Itoa(freePort(b)))
+	args := strings.Fields(command)
+	s := startScreen(b, args[0], filepath.Join(b.TempDir(), "unused.db"), 160, 48, args[1:]...)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the peer (%s) took no connection on %s in 30s:\n%s", command, addr, s.text())
+		}
+	}
+	gen := startLoadgen(b, "http", "http://"+addr+"/v1/traces", b.N)
+	pid := s.cmd.Process.Pid
+	cpu0 := processCPU(b, pid)
+	b.ResetTimer()
+	elapsed, err := gen.run()
+	cpu := processCPU(b, pid) - cpu0
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss := peakRSS(b, pid)
+	b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "memory-spans/s")
+	b.ReportMetric(float64(rss)/1024, "peer-peak-RSS-MB")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "peer-CPU-µs/span")
+}
+
+// freePort is a loopback TCP port nothing listened on a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // The exporters run in a process of their own (this test binary again,
