@@ -40,7 +40,8 @@ const receiverBatch, receiverExporters = 512, 8
 // throughput), and, with an explorer attached to the same database in a
 // pseudo-terminal, the key→screen latency of keys pressed every 50 ms
 // while the spans arrive (p50, p99; keys that changed nothing in 300 ms
-// are counted apart). b.N is batches: -benchtime 200x is 102 400 spans.
+// are counted apart) and the explorer's share of a core meanwhile. b.N is
+// batches: -benchtime 200x is 102 400 spans.
 // With RETRYLAB_BENCH_PEER set (peerEnv), a third sub-benchmark sends the
 // same load to a peer receiver in the same run.
 func BenchmarkServeReceivers(b *testing.B) {
@@ -70,10 +71,11 @@ func BenchmarkServeReceivers(b *testing.B) {
 				defer close(keysDone)
 				keys.pressWhile(s, reads, stopKeys)
 			}()
-			cpu0 := processCPU(b, srv.cmd.Process.Pid)
+			cpu0, ecpu0 := processCPU(b, srv.cmd.Process.Pid), processCPU(b, s.cmd.Process.Pid)
 			b.ResetTimer()
 			elapsed, err := gen.run()
 			cpu := processCPU(b, srv.cmd.Process.Pid) - cpu0
+			ecpu := processCPU(b, s.cmd.Process.Pid) - ecpu0
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
@@ -88,6 +90,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "durable-spans/s")
 			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
+			b.ReportMetric(100*ecpu.Seconds()/elapsed.Seconds(), "explorer-CPU-%")
 			keys.report(b)
 		})
 	}
