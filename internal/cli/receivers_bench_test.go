@@ -112,9 +112,9 @@ const peerEnv = "RETRYLAB_BENCH_PEER"
 // command starts, and reports its spans/s (answered, not durable), its
 // peak RSS and CPU a span.
 func benchPeer(b *testing.B, command string) {
-	port := freePort(b)
+	port := freePorts(b, 2)
 	command = strings.ReplaceAll(command, "{port}", strconv.Itoa(port))
-	command = strings.ReplaceAll(command, "{port2}", strconv.Itoa(freePort(b)))
+	command = strings.ReplaceAll(command, "{port2}", strconv.Itoa(port+1))
 	args := strings.Fields(command)
 	s := startScreen(b, args[0], filepath.Join(b.TempDir(), "unused.db"), 160, 48, args[1:]...)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
@@ -141,17 +141,6 @@ func benchPeer(b *testing.B, command string) {
 	b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "memory-spans/s")
 	b.ReportMetric(float64(rss)/1024, "peer-peak-RSS-MB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "peer-CPU-µs/span")
-}
-
-// freePort is a loopback TCP port nothing listened on a moment ago.
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // The exporters run in a process of their own (this test binary again,

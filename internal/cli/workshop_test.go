@@ -463,7 +463,7 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 // kernel gives connections the ports of the other parity, and N+1 is one.)
 // The first port is drawn at random, so that test processes side by side
 // (-count, other checkouts on the machine) do not all try the same ones.
-func freePorts(t *testing.T, n int) int {
+func freePorts(t testing.TB, n int) int {
 	t.Helper()
 	low, high := 20000, 32000
 	if r, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
