@@ -21,6 +21,39 @@ func fit(s string, width int) string {
 	return s
 }
 
+// joinRow sets blocks side by side, their tops aligned. The screen's
+// blocks are boxes of exact sizes (box fits every line to its width), so
+// their lines are joined as they are, where lipgloss.JoinHorizontal
+// measures every line of every block on every frame (a third of a frame's
+// work); blocks of different heights go to lipgloss, which pads them.
+func joinRow(blocks ...string) string {
+	rows := make([][]string, len(blocks))
+	size := 0
+	for i, b := range blocks {
+		rows[i] = strings.Split(b, "\n")
+		if len(rows[i]) != len(rows[0]) {
+			return lipgloss.JoinHorizontal(lipgloss.Top, blocks...)
+		}
+		size += len(b)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	for l := range rows[0] {
+		if l > 0 {
+			sb.WriteByte('\n')
+		}
+		for _, r := range rows {
+			sb.WriteString(r[l])
+		}
+	}
+	return sb.String()
+}
+
+// stack sets blocks one under another: blocks as wide as each other (the
+// screen's rows, each fitted to its width), which lipgloss.JoinVertical
+// would measure line by line to pad none of them.
+func stack(blocks ...string) string { return strings.Join(blocks, "\n") }
+
 // pane is a focusable pane's box: when focused, its title starts with
 // focusMark so focus shows without colour.
 func (t Theme) pane(title string, lines []string, width, height int, focused bool) string {

@@ -190,21 +190,22 @@ func (m *Model) View() string {
 	}
 	lay := m.layout()
 	if m.wide() {
-		top := lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
+		var top string
 		if lay[paneOutbox].x == lay[paneTrace].x { // the outbox under the trace
-			top = lipgloss.JoinHorizontal(lipgloss.Top, m.paneView(paneExecs, lay),
-				lipgloss.JoinVertical(lipgloss.Left, m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)))
+			top = joinRow(m.paneView(paneExecs, lay), stack(m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)))
+		} else {
+			top = joinRow(m.paneView(paneExecs, lay), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay))
 		}
-		return lipgloss.JoinVertical(lipgloss.Left, top, m.paneView(paneDetail, lay), m.statusBar())
+		return stack(top, m.paneView(paneDetail, lay), m.statusBar())
 	}
 	if len(lay) == 2 { // the trace with the outbox under it, and a lesson's next key
 		parts := []string{m.tabBar(), m.paneView(paneTrace, lay), m.paneView(paneOutbox, lay)}
 		if h := m.lesson.stripHeight(); h > 0 {
 			parts = append(parts, m.lesson.strip(h))
 		}
-		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusBar())...)
+		return stack(append(parts, m.statusBar())...)
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
+	return stack(m.tabBar(), m.paneView(m.focus, lay), m.statusBar())
 }
 
 func (m *Model) tooSmall() string {
