@@ -351,7 +351,7 @@ func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 // byte), goes to encoding/json.
 func decodeNotice(line []byte, n *notice.Notice) error {
 	const head, tail = `{"execution":"`, `"}`
-	if bytes.HasPrefix(line, []byte(head)) && bytes.HasSuffix(line, []byte(tail)) && len(line) >= len(head)+len(tail) {
+	if len(line) >= len(head)+len(tail) && bytes.HasPrefix(line, []byte(head)) && bytes.HasSuffix(line, []byte(tail)) {
 		id := line[len(head) : len(line)-len(tail)]
 		plain := utf8.Valid(id)
 		for _, c := range id {
