@@ -229,8 +229,9 @@ func TestExecutionsListCalls(t *testing.T) {
 	}
 }
 
-// BenchmarkExecutionsList redraws the list of 10 000 executions.
-func BenchmarkExecutionsList(b *testing.B) {
+// tenThousandExecutions is an explorer of width x height over a source
+// holding 10 000 executions, which it counts the calls to.
+func tenThousandExecutions(b *testing.B, width, height int) (*Model, *countingSource) {
 	snap := &snapshot{events: map[string][]history.Event{}}
 	for i := range 10000 {
 		snap.execs = append(snap.execs, history.Execution{ID: fmt.Sprintf("exec_%05d", i), Scenario: "naive", Started: base, Updated: base})
@@ -238,7 +239,13 @@ func BenchmarkExecutionsList(b *testing.B) {
 	src := &countingSource{snapshot: snap, calls: map[string]int{}}
 	m := New(Options{Source: src, Now: fixedNow})
 	b.Cleanup(m.Close)
-	m.width, m.height = 160, 40
+	m.width, m.height = width, height
+	return m, src
+}
+
+// BenchmarkExecutionsList redraws the list of 10 000 executions.
+func BenchmarkExecutionsList(b *testing.B) {
+	m, src := tenThousandExecutions(b, 160, 40)
 	src.total()
 	total := 0
 	for i := 0; i < b.N; i++ {
@@ -255,13 +262,7 @@ func BenchmarkExecutionsList(b *testing.B) {
 // list of 10 000 executions: the work each key and each refresh costs the
 // screen's goroutine before the frame can go out.
 func BenchmarkFrame(b *testing.B) {
-	snap := &snapshot{events: map[string][]history.Event{}}
-	for i := range 10000 {
-		snap.execs = append(snap.execs, history.Execution{ID: fmt.Sprintf("exec_%05d", i), Scenario: "naive", Started: base, Updated: base})
-	}
-	m := New(Options{Source: &countingSource{snapshot: snap, calls: map[string]int{}}, Now: fixedNow})
-	b.Cleanup(m.Close)
-	m.width, m.height = 160, 48
+	m, _ := tenThousandExecutions(b, 160, 48)
 	m.Update(m.loadExecs()())
 	b.ReportAllocs()
 	b.ResetTimer()
