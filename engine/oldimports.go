@@ -1,24 +1,28 @@
 package engine
 
 import (
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
 )
 
 // importsFlagged is the Meta key that says every imported execution's
-// record carries the audit's duplicate flag (history.Execution.Duplicates).
-// Importers set the flag since 675f86b; records imported before it lack it,
-// so the explorer's list showed no ⚠ for them and the ⚠ and "dup" filters
-// missed them.
-const importsFlagged = "imported_duplicates"
+// record carries the audit's verdict (history.Execution's Duplicates and
+// Possible flags). Importers set the duplicate flag since 675f86b and the
+// possible one since; records imported before lack them, so the
+// explorer's list showed no ⚠ or ◇ for them and its filters missed them.
+// (A database whose records all had the duplicate flag said so with the
+// key "imported_duplicates": it is walked again, for the possible flag.)
+const importsFlagged = "imported_verdicts"
 
 // flagBatch is how many flags one transaction writes.
 const flagBatch = 64
 
 // flagOldImports gives the records of imported executions written before
-// the duplicate flag existed their flag: each imported execution not
-// flagged is audited alone with the default effects, as its importer does
-// now, and the flag of each that holds a duplicate is written, a batch a
+// the flags existed their verdict: each imported execution not flagged is
+// audited alone with the default effects, as its importer does now, and
+// the flag of each that holds a duplicate or a possible one is written, a
+// batch a
 // transaction, each committed (fsynced) before the next, and announced, so
 // a running explorer marks it ⚠ at once. Once every record was seen, the
 // Meta key says so and later opens skip the walk. It runs in the
@@ -55,7 +59,7 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 			if !history.MaybeImported(rec) {
 				return true // retrylab's own: not decoded
 			}
-			if x, err := history.DecodeExecution(rec); err == nil && x.Imported != "" && !x.Duplicates {
+			if x, err := history.DecodeExecution(rec); err == nil && x.Imported != "" && !x.Duplicates && !x.Possible {
 				ids = append(ids, string(id))
 			}
 			return true
@@ -64,7 +68,11 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 	if err != nil || done || stopped() {
 		return err
 	}
-	var found []string
+	type verdict struct {
+		id string
+		g  audit.Grade
+	}
+	var found []verdict
 	write := func() error {
 		if len(found) == 0 {
 			return nil
@@ -72,13 +80,14 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 		var flagged []string
 		err := h.db.Update(func(tx *store.Tx) error {
 			flagged = flagged[:0]
-			for _, id := range found {
+			for _, v := range found {
 				// Read again: an import may have rewritten it since.
+				id := v.id
 				x, err := history.DecodeExecution(tx.Execution(id))
-				if err != nil || x.Duplicates {
+				if err != nil || x.Duplicates || x.Possible {
 					continue
 				}
-				x.Duplicates = true
+				x.Duplicates, x.Possible = v.g == audit.Duplicate, v.g == audit.Possible
 				enc, err := history.EncodeExecution(x)
 				if err != nil {
 					return err
@@ -103,17 +112,17 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 		if stopped() {
 			return write()
 		}
-		var dup bool
+		var g audit.Grade
 		err := h.db.View(func(tx *store.Tx) error {
 			x, err := history.DecodeExecution(tx.Execution(id))
 			if err != nil {
 				return err
 			}
-			dup, err = h.cfg.Imports.Duplicated(tx, x)
+			g, err = h.cfg.Imports.Verdict(tx, x)
 			return err
 		})
-		if err == nil && dup {
-			found = append(found, id)
+		if err == nil && g != "" {
+			found = append(found, verdict{id, g})
 		}
 		if len(found) >= flagBatch {
 			if err := write(); err != nil {

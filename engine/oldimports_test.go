@@ -12,25 +12,32 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
-// duplicateFlags reads every execution's Duplicates flag, and whether the
-// database says all imports carry it.
-func duplicateFlags(t *testing.T, path string) (map[string]bool, bool) {
+// duplicateFlags reads every execution's verdict ("duplicate",
+// "possible" or ""), and whether the database says all imports carry it.
+func duplicateFlags(t *testing.T, path string) (map[string]string, bool) {
 	t.Helper()
 	db, err := store.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	flags := map[string]bool{}
+	flags := map[string]string{}
 	var marked bool
 	err = db.View(func(tx *store.Tx) error {
-		marked = tx.Meta("imported_duplicates") != nil
+		marked = tx.Meta("imported_verdicts") != nil
 		return tx.Executions(false, 0, func(id string, rec []byte) bool {
 			x, err := history.DecodeExecution(rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			flags[id] = x.Duplicates
+			switch {
+			case x.Duplicates:
+				flags[id] = "duplicate"
+			case x.Possible:
+				flags[id] = "possible"
+			default:
+				flags[id] = ""
+			}
 			return true
 		})
 	})
@@ -41,12 +48,14 @@ func duplicateFlags(t *testing.T, path string) (map[string]bool, bool) {
 }
 
 // testdata/imported-v1/retrylab.db was written by 6066a84, before importers
-// set the audit's duplicate flag: the four OTLP fixtures and the two runs
-// of the Temporal order workflow, imported, every record without the flag.
-// A host opening it flags those that hold a duplicate (the ADK agent's two
-// sends, the GenAI invoice sent twice, the workflow's confirmation sent
-// again in run 2), leaves the others alone, and says in the file that it
-// is done, so that later opens do not audit again.
+// set the audit's duplicate and possible flags: the four OTLP fixtures and
+// the two runs of the Temporal order workflow, imported, every record
+// without them. A host opening it flags those that hold a duplicate (the
+// ADK agent's two sends, the GenAI invoice sent twice, the workflow's
+// confirmation sent again in run 2) and the one that holds a possible one
+// (the charge whose first attempt timed out), leaves the others alone, and
+// says in the file that it is done, so that later opens do not audit
+// again.
 func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "imported-v1", "retrylab.db"))
@@ -61,8 +70,8 @@ func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 	if len(before) != 5 || marked {
 		t.Fatalf("testdata: %d executions, marked %v", len(before), marked)
 	}
-	for id, dup := range before {
-		if dup {
+	for id, v := range before {
+		if v != "" {
 			t.Fatalf("testdata: %s already flagged: not a database of before the flag", id)
 		}
 	}
@@ -75,16 +84,16 @@ func TestOpenFlagsDuplicatesOfOldImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, marked := duplicateFlags(t, path)
-	want := map[string]bool{
-		"otlp-conv-sess-adk-mail-1":                     true,
-		"otlp-conv-conv-9":                              true,
-		"otlp-conv-sess-oi-7":                           false,
-		"otlp-4bf92f3577b34da6a3ce929d0e0e4736":         false,
-		"temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001": true,
+	want := map[string]string{
+		"otlp-conv-sess-adk-mail-1":                     "duplicate",
+		"otlp-conv-conv-9":                              "duplicate",
+		"otlp-conv-sess-oi-7":                           "possible",
+		"otlp-4bf92f3577b34da6a3ce929d0e0e4736":         "",
+		"temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001": "duplicate",
 	}
-	for id, dup := range want {
-		if after[id] != dup {
-			t.Errorf("%s: duplicates %v, want %v", id, after[id], dup)
+	for id, v := range want {
+		if after[id] != v {
+			t.Errorf("%s: %q, want %q", id, after[id], v)
 		}
 	}
 	if !marked {

@@ -30,20 +30,9 @@ type execsPane struct {
 	// unreadableErr says why the list could not be read (a damaged
 	// database), shown in the pane while it holds no executions.
 	unreadableErr string
-	// graded is the audit of the imported executions read, by id.
-	graded map[string]grading
 	// moved is told a move's outcome: whether the window is to be read
 	// again; the Model reads it, or the trace of the new selection.
 	moved func(reread bool) tea.Cmd
-}
-
-// grading is an imported execution's audit as the list marks it: possible
-// says it grades a repeated effect POSSIBLE; at is the record's Updated
-// when it was asked for, pending that the answer is still to come.
-type grading struct {
-	at       time.Time
-	possible bool
-	pending  bool
 }
 
 func newExecsPane(ctx *Context, filter *filterBox, now func() time.Time, marked func() string, moved func(reread bool) tea.Cmd) *execsPane {
@@ -82,45 +71,6 @@ func (e *execsPane) Update(msg tea.Msg) tea.Cmd {
 // Reset forgets the list (another source, or a clean start).
 func (e *execsPane) Reset() {
 	e.items, e.skip, e.total, e.sel, e.top = nil, 0, 0, 0, 0
-	e.graded = nil
-}
-
-// toGrade is the imported executions of the window read whose audit the
-// list lacks, or has of an older record, and not asked for yet; they are
-// marked asked for. A duplicate needs none: its record says it.
-func (e *execsPane) toGrade() []history.Execution {
-	var out []history.Execution
-	for _, it := range e.items {
-		if it.x.Imported == "" || it.duplicates {
-			continue
-		}
-		if g, ok := e.graded[it.x.ID]; ok && g.at.Equal(it.x.Updated) {
-			continue
-		}
-		if e.graded == nil {
-			e.graded = map[string]grading{}
-		}
-		e.graded[it.x.ID] = grading{at: it.x.Updated, pending: true}
-		out = append(out, it.x)
-	}
-	return out
-}
-
-// Graded takes the audits toGrade asked for; one of a record that has
-// changed since is dropped, and asked for again with the next read.
-func (e *execsPane) Graded(grades map[string]grading) {
-	for id, g := range grades {
-		if old, ok := e.graded[id]; ok && old.pending && old.at.Equal(g.at) {
-			e.graded[id] = g
-		}
-	}
-}
-
-// possible says the list marks x ◇: its audit, for the record as read,
-// grades a repeat POSSIBLE.
-func (e *execsPane) possible(x history.Execution) bool {
-	g, ok := e.graded[x.ID]
-	return ok && !g.pending && g.possible && g.at.Equal(x.Updated)
 }
 
 // Home selects the first execution, at the top.
@@ -217,7 +167,6 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 			continue
 		}
 		it := e.items[j]
-		it.possible = e.possible(it.x)
 		badge, mk := statusBadge(it)
 		sel := idx == e.sel
 		plain := fmt.Sprintf("%s%s %s  %s", selMark(sel), badge, it.x.ID, it.x.Scenario)

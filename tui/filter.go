@@ -38,7 +38,7 @@ type filterBox struct {
 func newFilterBox(ctx *Context) *filterBox {
 	in := textinput.New()
 	in.Prompt = "/"
-	in.Placeholder = "scenario, id, status, or ⚠ (dup) ✓ ☠"
+	in.Placeholder = "scenario, id, status, or ⚠ (dup) ◇ (pos) ✓ ☠"
 	in.CharLimit = 64
 	in.Cursor.SetMode(cursor.CursorStatic) // no blinking on a projector
 	return &filterBox{Context: ctx, input: in, back: -1}

@@ -15,7 +15,7 @@ type sourced struct {
 // actions: the messages sourced tags.
 func fromSource(msg tea.Msg) bool {
 	switch msg.(type) {
-	case execsMsg, gradesMsg, wholeTimelineMsg, traceMsg, outboxMsg, scenariosMsg, noticesMsg, actionMsg, locatedMsg, armedMsg:
+	case execsMsg, wholeTimelineMsg, traceMsg, outboxMsg, scenariosMsg, noticesMsg, actionMsg, locatedMsg, armedMsg:
 		return true
 	}
 	return false

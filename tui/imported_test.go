@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/store"
@@ -243,5 +244,36 @@ func TestImportedRunDetailInventsNoWorker(t *testing.T) {
 	mustShow(t, v, "an imported run's detail", "run 1 started 2026-09-28T14:50:00Z")
 	if strings.Contains(v, "worker pid 0") {
 		t.Errorf("an imported run's detail names worker pid 0:\n%s", v)
+	}
+}
+
+// The filter finds imported executions by the audit's marks, from their
+// records: ◇ (or "pos") lists the one with a possible duplicate alone, ⚠
+// the one with a duplicate, ✓ the completed one with neither.
+func TestFilterFindsPossibleDuplicates(t *testing.T) {
+	t.Parallel()
+	h := openHost(t, importedDB(t, "../fixtures/otlp/adk-send-twice.json", "../fixtures/otlp/openinference-charge.jsonl",
+		"../fixtures/otlp/openllmetry-ticket.json"))
+	defer h.Close()
+	ids := []string{"otlp-conv-sess-oi-7", "otlp-conv-sess-adk-mail-1", "otlp-4bf92f3577b34da6a3"}
+	for filter, want := range map[string]string{"◇": ids[0], "pos": ids[0], "⚠": ids[1], "✓": ids[2]} {
+		m := New(Options{Source: h, Now: fixedNow})
+		t.Cleanup(m.Close)
+		tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 40))
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("◇ otlp-conv-sess-oi-7")) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+		for _, k := range []string{"/", filter, "enter"} {
+			tm.Send(keyMsg(k))
+		}
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("Executions /"+filter+" 1")) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+		tm.Send(settleMsg{})
+		tm.Quit()
+		v := ansi.Strip(tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View())
+		for _, id := range ids {
+			if strings.Contains(v, id) != (id == want) {
+				t.Errorf("filter %q: %s listed %v, want %v:\n%s", filter, id, !(id == want), id == want, v)
+			}
+		}
 	}
 }

@@ -173,8 +173,8 @@ type execItem struct {
 	x          history.Execution
 	duplicates bool
 	// possible: the audit of an imported execution grades a repeated
-	// effect POSSIBLE (its outcome unknown), with no DUPLICATE; the list
-	// learns it after the window is read (gradesMsg).
+	// effect POSSIBLE (its outcome unknown), with no DUPLICATE, as its
+	// record says.
 	possible bool
 }
 
@@ -267,12 +267,6 @@ type outboxMsg struct {
 	err   error
 }
 
-// gradesMsg is the audit of the imported executions of the list's window
-// (gradeImports), by id.
-type gradesMsg struct {
-	grades map[string]grading
-}
-
 type noticesMsg struct {
 	batch  []notice.Notice
 	closed bool
@@ -356,11 +350,11 @@ func (m *Model) loadExecs() tea.Cmd {
 				moved = to
 			}
 		}
-		// The duplicate flag comes with each record, as its history
-		// recorded it: no read per row.
+		// The duplicate and possible flags come with each record, as its
+		// history recorded it or its importer audited it: no read per row.
 		items := make([]execItem, len(list))
 		for i, x := range list {
-			items[i] = execItem{x: x, duplicates: x.Duplicates}
+			items[i] = execItem{x: x, duplicates: x.Duplicates, possible: x.Possible && !x.Duplicates}
 		}
 		all := total
 		if err == nil && filter != "" {
@@ -371,32 +365,6 @@ func (m *Model) loadExecs() tea.Cmd {
 		}
 		return execsMsg{filter: filter, skip: skip, items: items, total: total, all: all, err: err,
 			keep: keep, sel: sel, moved: moved}
-	}
-}
-
-// gradeImports audits the imported executions of the list's window not
-// graded yet (or graded before their record changed), off the UI
-// goroutine: the list marks ◇ those the audit says POSSIBLE, as it marks ⚠
-// a duplicate. The record's flag says DUPLICATE without a read; POSSIBLE
-// takes the execution's trace, so only the rows read are graded, once.
-// retrylab's own executions are not audited: the simulated provider's
-// deliveries say what happened.
-func (m *Model) gradeImports() tea.Cmd {
-	todo := m.execs.toGrade()
-	if len(todo) == 0 {
-		return nil
-	}
-	src := m.src
-	return func() tea.Msg {
-		out := make(map[string]grading, len(todo))
-		for _, x := range todo {
-			g := grading{at: x.Updated}
-			if evs, err := src.ImportedEvents(x.ID); err == nil {
-				g.possible = auditImported(trace.Fold(x.ID, evs)).Counts.Possible > 0
-			} // unread: no mark, and no read again until the record changes
-			out[x.ID] = g
-		}
-		return gradesMsg{grades: out}
 	}
 }
 

@@ -52,15 +52,12 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		m.slide.SetSize(msg.Width, msg.Height)
 		return m, m.loadExecs()
 	case execsMsg:
-		return m, tea.Batch(m.onExecs(msg), m.gradeImports())
+		return m, m.onExecs(msg)
 	case wholeTimelineMsg:
 		if msg.err != nil {
 			m.setFlash("timeline: "+oneLine(msg.err.Error()), true)
 		}
 		m.timeline.Whole(msg)
-		return m, nil
-	case gradesMsg:
-		m.execs.Graded(msg.grades)
 		return m, nil
 	case traceMsg:
 		return m, m.onTrace(msg)

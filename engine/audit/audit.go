@@ -573,26 +573,29 @@ func defaultOptions() Options { return Options{Effects: defaultPatterns} }
 // auditing at all.
 func EffectByDefault(tool string) bool { return defaultOptions().SideEffecting(tool) }
 
-// HasDuplicate says whether one execution, audited alone with the default
-// effects, holds a finding graded duplicate: what its record's Duplicates
-// flag says of an imported execution, so the explorer's list marks it ⚠.
-func HasDuplicate(t *trace.Trace) bool {
+// Verdict is what the record of an imported execution says of it: the
+// worst grade of a finding of the execution audited alone with the default
+// effects, Duplicate or Possible, else "" (an absorbed repeat is no mark).
+// The explorer's list marks ⚠ a duplicate and ◇ a possible one, and its
+// filter finds them by the record's flags.
+func Verdict(t *trace.Trace) Grade {
 	au := NewAuditor(defaultOptions())
 	au.Add(t)
-	return au.hasDuplicate()
+	return au.verdict()
 }
 
-// HasDuplicateCanonical is HasDuplicate for an execution whose calls'
-// arguments are already canonical (AddCanonical).
-func HasDuplicateCanonical(t *trace.Trace) bool {
+// VerdictCanonical is Verdict for an execution whose calls' arguments are
+// already canonical (AddCanonical).
+func VerdictCanonical(t *trace.Trace) Grade {
 	au := NewAuditor(defaultOptions())
 	au.AddCanonical(t)
-	return au.hasDuplicate()
+	return au.verdict()
 }
 
-// hasDuplicate says whether Report would count a duplicate, without
-// building the findings' evidence.
-func (au *Auditor) hasDuplicate() bool {
+// verdict is the worst grade Report would give, Duplicate or Possible,
+// without building the findings' evidence.
+func (au *Auditor) verdict() Grade {
+	worst := Grade("")
 	for _, k := range au.order {
 		g := au.groups[k]
 		if len(g) < 2 {
@@ -600,16 +603,21 @@ func (au *Auditor) hasDuplicate() bool {
 		}
 		sort.SliceStable(g, func(i, j int) bool { return g[i].a.Started.Before(g[j].a.Started) })
 		for _, cl := range clusters(g, au.opts.Window) {
-			if f, ok := grade(cl, false); ok && f.Grade == Duplicate {
-				return true
+			f, ok := grade(cl, false)
+			switch {
+			case !ok:
+			case f.Grade == Duplicate:
+				return Duplicate
+			case f.Grade == Possible:
+				worst = Possible
 			}
 		}
 	}
-	return false
+	return worst
 }
 
 // SucceededTwice says whether one execution's attempts of one effect (one
-// tool, the same canonical arguments) hold a finding HasDuplicate counts,
+// tool, the same canonical arguments) hold a finding Verdict grades Duplicate,
 // given the idempotency keys ("" for none) of those that succeeded: that
 // finished OK and were not deduplicated, or whose effect is recorded though
 // their caller never heard back (◆). Two of them that do not share a key

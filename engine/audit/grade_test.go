@@ -120,9 +120,10 @@ func TestOneCallRetriedManyTimes(t *testing.T) {
 	}
 }
 
-// HasDuplicate (and HasDuplicateCanonical, for arguments already
-// canonical) say what the report's count says.
-func TestHasDuplicateIsTheReportsCount(t *testing.T) {
+// Verdict (and VerdictCanonical, for arguments already canonical) say
+// what the report's counts say: duplicate when it counts one, else
+// possible when it counts one, else nothing.
+func TestVerdictIsTheReportsCounts(t *testing.T) {
 	const args = `{"subject": "hi", "to": "a@x"}` // canonical already
 	for _, atts := range [][]att{
 		{{"c1", "send_email", args, 0, trace.OutcomeOK, "", false}, {"c2", "send_email", args, 5, trace.OutcomeOK, "", false}},
@@ -131,11 +132,19 @@ func TestHasDuplicateIsTheReportsCount(t *testing.T) {
 		{{"c1", "send_email", args, 0, trace.OutcomeOK, "", false}, {"c2", "get_email", args, 3, trace.OutcomeOK, "", false}},
 		{{"c1", "send_email", args, 0, trace.OutcomeTimeout, "", false}, {"c2", "send_email", args, 1, trace.OutcomeOK, "", false},
 			{"c3", "send_email", args, 2, trace.OutcomeOK, "", false}},
+		{{"c1", "send_email", args, 0, trace.OutcomeError, "", false}, {"c1", "send_email", args, 3, trace.OutcomeOK, "", false}},
 	} {
 		tr := build("x", atts...)
-		want := Run([]*trace.Trace{tr}, opts()).Counts.Duplicate > 0
-		if HasDuplicate(tr) != want || HasDuplicateCanonical(tr) != want {
-			t.Errorf("%+v: HasDuplicate %v, HasDuplicateCanonical %v, the report %v", atts, HasDuplicate(tr), HasDuplicateCanonical(tr), want)
+		counts := Run([]*trace.Trace{tr}, opts()).Counts
+		want := Grade("")
+		switch {
+		case counts.Duplicate > 0:
+			want = Duplicate
+		case counts.Possible > 0:
+			want = Possible
+		}
+		if Verdict(tr) != want || VerdictCanonical(tr) != want {
+			t.Errorf("%+v: Verdict %q, VerdictCanonical %q, the report %+v", atts, Verdict(tr), VerdictCanonical(tr), counts)
 		}
 	}
 }

@@ -18,20 +18,21 @@ var ErrFull = errors.New("execution index cannot hold the records")
 
 // A row's attributes, packed in a uint32.
 const (
-	attrDead    = 1 << 0 // deleted; dropped at the next compaction
-	attrDup     = 1 << 1 // a delivery was duplicated (the ⚠ marker)
-	policyShift = 2      // 4 bits: index into policies
-	statusShift = 6      // 4 bits: index into statuses
-	scenShift   = 10     // 22 bits: index into scenarios
-	maxPolicies = 1 << (statusShift - policyShift)
-	maxStatuses = 1 << (scenShift - statusShift)
-	maxScens    = 1 << (32 - scenShift)
+	attrDead     = 1 << 0 // deleted; dropped at the next compaction
+	attrDup      = 1 << 1 // a delivery was duplicated (the ⚠ marker)
+	attrPossible = 1 << 2 // the audit found a possible duplicate (the ◇ marker)
+	policyShift  = 3      // 4 bits: index into policies
+	statusShift  = 7      // 4 bits: index into statuses
+	scenShift    = 11     // 21 bits: index into scenarios
+	maxPolicies  = 1 << (statusShift - policyShift)
+	maxStatuses  = 1 << (scenShift - statusShift)
+	maxScens     = 1 << (32 - scenShift)
 )
 
 // Index holds what Query.Match reads of every execution record, in creation
 // order, compactly: the ids folded and back to back in one buffer, one
 // packed word per execution for its scenario, status, policy and duplicate
-// flag, an id table, and bitmaps of the rows of each scenario, status,
+// and possible flags, an id table, and bitmaps of the rows of each scenario, status,
 // policy and id byte (about 41 bytes per execution with 13-byte ids). Find
 // answers a query from it without reading the store.
 //
@@ -62,15 +63,16 @@ type Index struct {
 	full    error     // set once a record did not fit
 	results []*result // the last queries' answers, most recent first
 
-	// Bitmaps over rows: the live ones, those with a duplicate, those of
-	// each scenario, status and policy, and those whose folded id holds
-	// each byte (about 125 KB each at a million rows).
-	live, dup  bitset
-	loading    bitset // rows Load gave an id and no record yet
-	scenRows   []bitset
-	statusRows []bitset
-	policyRows []bitset
-	byteRows   [256]bitset
+	// Bitmaps over rows: the live ones, those with a duplicate, those with
+	// a possible one, those of each scenario, status and policy, and those
+	// whose folded id holds each byte (about 125 KB each at a million
+	// rows).
+	live, dup, possible bitset
+	loading             bitset // rows Load gave an id and no record yet
+	scenRows            []bitset
+	statusRows          []bitset
+	policyRows          []bitset
+	byteRows            [256]bitset
 
 	qmu     sync.Mutex
 	pending []change
@@ -100,7 +102,7 @@ func (ix *Index) reset() {
 	ix.policies, ix.policyOf = nil, map[policy]uint32{}
 	ix.slots = make([]int32, 1024)
 	ix.dead, ix.full, ix.results, ix.prefix = 0, nil, nil, 0
-	ix.live, ix.dup, ix.scenRows, ix.statusRows, ix.policyRows, ix.byteRows = nil, nil, nil, nil, nil, [256]bitset{}
+	ix.live, ix.dup, ix.possible, ix.scenRows, ix.statusRows, ix.policyRows, ix.byteRows = nil, nil, nil, nil, nil, nil, [256]bitset{}
 }
 
 // Len is the number of executions held (queued changes not counted).
@@ -118,6 +120,7 @@ type record struct {
 	Imported   string
 	Status     history.Status
 	Duplicates bool
+	Possible   bool
 }
 
 // decodeRecord reads what the index needs of a stored record (in either
@@ -127,7 +130,13 @@ func decodeRecord(data []byte) (record, bool) {
 	if err != nil {
 		return record{}, false
 	}
-	return record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Imported: x.Imported, Status: x.Status, Duplicates: x.Duplicates}, true
+	return recordOf(x), true
+}
+
+// recordOf is what the index reads of x.
+func recordOf(x history.Execution) record {
+	return record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Imported: x.Imported, Status: x.Status,
+		Duplicates: x.Duplicates, Possible: x.Possible}
 }
 
 // policy is what the list's policy column says of an execution: the
@@ -203,7 +212,7 @@ func (ix *Index) Put(x history.Execution) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.applyPending()
-	return ix.put(record{ID: x.ID, Scenario: x.Scenario, Policy: x.Policy, Imported: x.Imported, Status: x.Status, Duplicates: x.Duplicates})
+	return ix.put(recordOf(x))
 }
 
 // Delete removes an execution.
@@ -420,6 +429,9 @@ func (ix *Index) attr(r record) (uint32, error) {
 	if r.Duplicates {
 		a |= attrDup
 	}
+	if r.Possible {
+		a |= attrPossible
+	}
 	return a, nil
 }
 
@@ -458,7 +470,7 @@ func (b bitset) clear(r int) {
 }
 
 // mark sets (or clears) row's bits for attributes a: live, duplicate,
-// scenario, status, policy.
+// possible, scenario, status, policy.
 func (ix *Index) mark(row int, a uint32, on bool) {
 	for len(ix.scenRows) < len(ix.scens) {
 		ix.scenRows = append(ix.scenRows, nil)
@@ -473,6 +485,9 @@ func (ix *Index) mark(row int, a uint32, on bool) {
 		&ix.policyRows[(a>>policyShift)&(maxPolicies-1)]}
 	if a&attrDup != 0 {
 		sets = append(sets, &ix.dup)
+	}
+	if a&attrPossible != 0 {
+		sets = append(sets, &ix.possible)
 	}
 	for _, b := range sets {
 		if on {
@@ -536,7 +551,7 @@ func (ix *Index) compact() {
 		ix.prefix = 0
 	}
 	ix.rehash(len(ix.slots))
-	ix.live, ix.dup, ix.byteRows = nil, nil, [256]bitset{}
+	ix.live, ix.dup, ix.possible, ix.byteRows = nil, nil, nil, [256]bitset{}
 	ix.scenRows, ix.statusRows, ix.policyRows = make([]bitset, len(ix.scens)), make([]bitset, len(ix.statuses)), make([]bitset, len(ix.policies))
 	for r, a := range ix.attrs {
 		ix.mark(r, a, true)
@@ -640,11 +655,20 @@ func (ix *Index) compute(q Query) []uint64 {
 		or(ix.dup)
 		and(ix.live)
 		return out
+	case q.possible:
+		or(ix.possible)
+		for i, w := range ix.dup {
+			out[i] &^= w
+		}
+		and(ix.live)
+		return out
 	case q.marker:
 		if st, ok := ix.statusOf[q.status]; ok {
 			or(ix.statusRows[st])
-			for i, w := range ix.dup {
-				out[i] &^= w
+			for _, marked := range []bitset{ix.dup, ix.possible} {
+				for i, w := range marked {
+					out[i] &^= w
+				}
 			}
 			and(ix.live)
 		}
@@ -721,7 +745,7 @@ func (ix *Index) execOf(r int) history.Execution {
 	p := ix.policies[(a>>policyShift)&(maxPolicies-1)]
 	return history.Execution{ID: ix.rawID(r), Scenario: ix.scens[a>>scenShift],
 		Status: ix.statuses[(a>>statusShift)&(maxStatuses-1)], Policy: p.run, Imported: p.imported,
-		Duplicates: a&attrDup != 0}
+		Duplicates: a&attrDup != 0, Possible: a&attrPossible != 0}
 }
 
 // keep brings the kept answers up to date with row, just put or deleted.

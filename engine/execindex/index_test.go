@@ -19,6 +19,7 @@ func randomExec(rng *rand.Rand, id string) history.Execution {
 		Status:     testStatuses[rng.IntN(len(testStatuses))],
 		Policy:     history.Policy{Keys: rng.IntN(2) == 0, Journal: rng.IntN(2) == 0},
 		Duplicates: rng.IntN(5) == 0,
+		Possible:   rng.IntN(6) == 0,
 		Imported:   []string{"", "", "", "", "otlp", "temporal"}[rng.IntN(6)]}
 }
 
@@ -38,7 +39,7 @@ func brute(all []history.Execution, q Query, skip, limit int) ([]string, int) {
 }
 
 var testQueries = []string{"", "  ", "e", "exec_0", "_1", "0", "naive", "NAIVE", "keys", "keys+journal", "none",
-	"journal", "comp", "run", "kill", "gen-", "unsafe", "⚠", "!", "dup", "duplicates", "du", "✓", "●", "☠", "⚑", "✖",
+	"journal", "comp", "run", "kill", "gen-", "unsafe", "⚠", "!", "dup", "duplicates", "du", "◇", "?", "pos", "Possible", "po", "✓", "●", "☠", "⚑", "✖",
 	"zzz", "imported", "otlp", "temporal", "imported · otlp", "\x00", "c_9", "1\x00e", "exec_012", "exec_0123", "exec_01234", "exec_0123"}
 
 // check compares Find with the rule for every test query and a few pages.
@@ -141,9 +142,13 @@ func TestParse(t *testing.T) {
 			t.Errorf("%q: %v, want %v", text, got, want)
 		}
 	}
+	x.Possible = true
+	if Parse("☠").Match(x) || !Parse("◇").Match(x) || !Parse("poss").Match(x) || !Parse("?").Match(x) || Parse("dup").Match(x) {
+		t.Error("a possible duplicate shows ◇, not its status")
+	}
 	x.Duplicates = true
-	if Parse("☠").Match(x) || !Parse("dupl").Match(x) {
-		t.Error("a duplicate shows ⚠, not its status")
+	if Parse("☠").Match(x) || !Parse("dupl").Match(x) || Parse("◇").Match(x) {
+		t.Error("a duplicate shows ⚠, not its status or ◇")
 	}
 }
 

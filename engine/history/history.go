@@ -305,6 +305,11 @@ type Execution struct {
 	// happened, whatever the world holds now.
 	Sends      map[string]int `json:"sends,omitempty"`
 	Duplicates bool           `json:"duplicates,omitempty"`
+	// Possible is set, for an imported execution, when the audit (the
+	// default effects, the execution alone) grades a repeated side effect
+	// POSSIBLE and none DUPLICATE: a call whose outcome was unknown was
+	// repeated. The list marks it ◇ and its filter finds it.
+	Possible bool `json:"possible,omitempty"`
 }
 
 // PolicyWords is what the explorer's list says of the policy, and what

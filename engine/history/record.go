@@ -46,6 +46,7 @@ const (
 	rError
 	rSends
 	rDuplicates
+	rPossible
 	rLast
 )
 
@@ -124,6 +125,7 @@ func encodeRecord(x Execution) ([]byte, bool) {
 	set(rError, x.Error != "")
 	set(rSends, len(x.Sends) != 0)
 	set(rDuplicates, x.Duplicates)
+	set(rPossible, x.Possible)
 
 	w := compactWriter{}
 	b := make([]byte, 0, 96)
@@ -259,6 +261,8 @@ func decodeRecord(data []byte) (Execution, error) {
 			}
 		case rDuplicates:
 			x.Duplicates = true
+		case rPossible:
+			x.Possible = true
 		}
 	}
 	if err := r.Done(); err != nil {

@@ -38,7 +38,7 @@ func TestRecordReadsAsJSONDid(t *testing.T) {
 			Error: "worker killed: signal: killed", Source: "/tmp/s.yaml"},
 		{ID: "trace-1", Scenario: "(Temporal workflow)", Imported: "temporal", Status: StatusRunning,
 			Started: started.In(paris), Updated: started.In(paris).Add(time.Minute),
-			Sends: map[string]int{"no newline": 1, "a\nb": 0, "": 3}},
+			Sends: map[string]int{"no newline": 1, "a\nb": 0, "": 3}, Possible: true},
 		{ID: "exec_local", Status: StatusFailed, Started: started.Local(), Updated: started.Local()},
 		{ID: "exec_early", Started: time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
@@ -38,10 +39,11 @@ type Source interface {
 	// Events is an execution the source imported, as the fold's input
 	// events.
 	Events(tx *store.Tx, id string) ([]trace.Event, error)
-	// Duplicated is the duplicate flag of an execution the source
-	// imported: whether its audit, with the default effects, finds a
-	// duplicate (history.Execution.Duplicates).
-	Duplicated(tx *store.Tx, id string) (bool, error)
+	// Verdict is what the record of an execution the source imported
+	// says of its audit with the default effects (audit.Verdict):
+	// Duplicate, Possible or none (history.Execution's Duplicates and
+	// Possible).
+	Verdict(tx *store.Tx, id string) (audit.Grade, error)
 }
 
 // Holder is a Source that can tell at little cost whether a database
@@ -206,14 +208,13 @@ func (r *Registry) Events(tx *store.Tx, x history.Execution) ([]trace.Event, err
 	return s.Events(tx, x.ID)
 }
 
-// Duplicated is an imported execution's duplicate flag, as its source
-// audits it.
-func (r *Registry) Duplicated(tx *store.Tx, x history.Execution) (bool, error) {
+// Verdict is an imported execution's verdict, as its source audits it.
+func (r *Registry) Verdict(tx *store.Tx, x history.Execution) (audit.Grade, error) {
 	s, err := r.source(x)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	return s.Duplicated(tx, x.ID)
+	return s.Verdict(tx, x.ID)
 }
 
 // Holds reports whether tx's database may hold an imported execution.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
@@ -33,7 +34,7 @@ func (p prefixSource) Import(*store.DB, string, io.Reader) (imports.Result, erro
 
 func (p prefixSource) Events(*store.Tx, string) ([]trace.Event, error) { return nil, nil }
 
-func (p prefixSource) Duplicated(*store.Tx, string) (bool, error) { return false, nil }
+func (p prefixSource) Verdict(*store.Tx, string) (audit.Grade, error) { return "", nil }
 
 func TestSniffAsksInRegistrationOrder(t *testing.T) {
 	r := imports.New(prefixSource{"ab"}, prefixSource{"a"})

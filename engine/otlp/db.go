@@ -174,11 +174,11 @@ type summary struct {
 	lastRoot int64
 	rootName string
 	failed   bool
-	// hand is the duplicate flag when the audit ran on spans in hand
-	// (writer.handJob): 0 it did not, 1 no duplicate, 2 a duplicate.
-	// chunk is the write the spans came in. Both are set per trace and
-	// checked across an execution's traces by toPublish.
-	hand     int8
+	// hand is the record's verdict when the audit ran on spans in hand
+	// (writer.handJob), notAudited when it did not. chunk is the write the
+	// spans came in. Both are set per trace and checked across an
+	// execution's traces by toPublish.
+	hand     handVerdict
 	chunk    int32
 	errText  string
 	fallback string
@@ -253,8 +253,8 @@ type writer struct {
 	perExec  map[string]*summary // execution -> what its new spans say, once toPublish ran
 	stats    Stats
 	effect   effects
-	ahead    map[string]bool // executions audited before publish: a duplicate found
-	writes   int32           // calls of write so far
+	ahead    map[string]audit.Grade // executions audited before publish: their verdict
+	writes   int32                  // calls of write so far
 	// moved are the executions that receive a moved trace, which
 	// auditAhead leaves to publish (worked out on its first call).
 	moved map[string]bool
@@ -917,20 +917,18 @@ func (j *handJob) run(scratch *flagScratch) int {
 	}
 	n := 0
 	for _, x := range j.execs {
-		var dup, sure bool
+		var g audit.Grade
+		var sure bool
 		if x.unsure {
-			dup, sure = j.fullAudit(x, scratch)
+			g, sure = j.fullAudit(x, scratch)
 		} else {
-			dup, sure = scratch.duplicateOf(j.spans[x.from:x.to])
+			g, sure = scratch.verdictOf(j.spans[x.from:x.to])
 		}
 		if !sure {
 			continue
 		}
 		n++
-		v := int8(1)
-		if dup {
-			v = 2
-		}
+		v := handVerdictOf(g)
 		for _, st := range x.traces {
 			st.sum.hand = v
 		}
@@ -938,23 +936,55 @@ func (j *handJob) run(scratch *flagScratch) int {
 	return n
 }
 
+// handVerdict is a verdict (audit.Verdict) as the audit on spans in hand
+// notes it on a trace's summary, in a byte: notAudited when it did not run.
+type handVerdict int8
+
+const (
+	notAudited handVerdict = iota
+	handNone
+	handPossible
+	handDuplicate
+)
+
+func handVerdictOf(g audit.Grade) handVerdict {
+	switch g {
+	case audit.Duplicate:
+		return handDuplicate
+	case audit.Possible:
+		return handPossible
+	}
+	return handNone
+}
+
+// grade is the verdict v notes; v is not notAudited.
+func (v handVerdict) grade() audit.Grade {
+	switch v {
+	case handDuplicate:
+		return audit.Duplicate
+	case handPossible:
+		return audit.Possible
+	}
+	return ""
+}
+
 // fullAudit audits x, an execution the fast path is not sure of, on its
-// spans' stored forms (hasDuplicate, as duplicated does once it has read
-// them back). It is not sure when it has none, or one does not decode:
-// the read back at the end finds out.
-func (j *handJob) fullAudit(x handAudit, scratch *flagScratch) (dup, sure bool) {
+// spans' stored forms (verdictOn, as graded does once it has read them
+// back). It is not sure when it has none, or one does not decode: the
+// read back at the end finds out.
+func (j *handJob) fullAudit(x handAudit, scratch *flagScratch) (v audit.Grade, sure bool) {
 	if x.encTo == x.encFrom {
-		return false, false
+		return "", false
 	}
 	spans := slices.Grow(j.decoded[:0], x.encTo-x.encFrom)[:x.encTo-x.encFrom]
 	j.decoded = spans
 	for i, b := range j.encoded[x.encFrom:x.encTo] {
 		spans[i] = Span{}
 		if err := decodeSpan(b, &spans[i]); err != nil {
-			return false, false
+			return "", false
 		}
 	}
-	return hasDuplicate(x.exec, spans, scratch), true
+	return verdictOn(x.exec, spans, scratch), true
 }
 
 // finish moves the traces whose conversation became known and writes the
@@ -994,7 +1024,7 @@ func (w *writer) toPublish() []string {
 		// The audit on spans in hand stands when all of the execution's
 		// spans came in the write it ran after.
 		if st.split || st.from.n != 0 || st.sum.chunk != m.chunk || st.sum.hand != m.hand {
-			m.hand = 0
+			m.hand = notAudited
 		}
 		sum := st.sum.summary(&w.traces.names)
 		m.merge(&sum)
@@ -1159,21 +1189,22 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 	// An imported execution was last updated when its last span ended,
 	// not when it was imported: lists show how long it took.
 	x.Updated = x.Ended
-	// A duplicate takes two side-effecting attempts, one of them new: only
-	// then is the execution read back and audited (its list shows ⚠).
+	// A duplicate, possible or not, takes two side-effecting attempts,
+	// one of them new: only then is the execution read back and audited
+	// (its list shows ⚠ or ◇).
 	if needsAudit(m, earlier) {
-		dup, ok := w.ahead[exec]
-		if m.hand != 0 && !earlier {
-			dup, ok = m.hand == 2, true
+		g, ok := w.ahead[exec]
+		if m.hand != notAudited && !earlier {
+			g, ok = m.hand.grade(), true
 		}
 		if !ok {
 			var err error
-			if dup, err = duplicated(tx, exec, w.importID, nil); err != nil {
+			if g, err = graded(tx, exec, w.importID, nil); err != nil {
 				return err
 			}
 			w.readBacks++
 		}
-		x.Duplicates = dup
+		x.Duplicates, x.Possible = g == audit.Duplicate, g == audit.Possible
 	}
 	return putRecord(tx, x, earlier)
 }
@@ -1222,37 +1253,37 @@ func weighs(s *Span, role Role) bool {
 	return numbered || s.Attrs["retrylab.run.crashed"] == "true"
 }
 
-// Duplicated says whether an imported execution's stored spans, audited
-// alone with the default effects, hold a duplicate: the record's
-// Duplicates flag, for a record imported before the importer set it.
-func Duplicated(tx *store.Tx, exec string) (bool, error) {
-	return duplicated(tx, exec, 0, nil)
+// Verdict is audit.Verdict of an imported execution's stored spans,
+// audited alone with the default effects: the record's Duplicates and
+// Possible flags, for a record imported before the importer set them.
+func Verdict(tx *store.Tx, exec string) (audit.Grade, error) {
+	return graded(tx, exec, 0, nil)
 }
 
-// duplicated audits one execution's stored spans alone, with the default
-// effects, as `retrylab audit` grades them: whether a duplicate is found.
+// graded audits one execution's stored spans alone, with the default
+// effects, as `retrylab audit` grades them: its verdict.
 //
 // scratch, when not nil, is memory to use again.
-func duplicated(tx *store.Tx, exec string, importID uint64, scratch *flagScratch) (bool, error) {
+func graded(tx *store.Tx, exec string, importID uint64, scratch *flagScratch) (audit.Grade, error) {
 	spans, err := load(tx, exec, importID)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	if scratch == nil {
 		scratch = newFlagScratch()
 	}
-	return hasDuplicate(exec, spans, scratch), nil
+	return verdictOn(exec, spans, scratch), nil
 }
 
-// hasDuplicate audits one execution's spans (all of them; the slice is
-// sorted in place): the record's duplicate flag. It asks the fast path
-// (flagScratch.duplicate) first, and translates and folds the spans only
+// verdictOn audits one execution's spans (all of them; the slice is
+// sorted in place): the record's verdict. It asks the fast path
+// (flagScratch.verdict) first, and translates and folds the spans only
 // when that is not sure.
-func hasDuplicate(exec string, spans []Span, scratch *flagScratch) bool {
-	if dup, sure := scratch.duplicate(spans); sure {
-		return dup
+func verdictOn(exec string, spans []Span, scratch *flagScratch) audit.Grade {
+	if v, sure := scratch.verdict(spans); sure {
+		return v
 	}
-	return audit.HasDuplicateCanonical(trace.Fold(exec, auditEvents(spans, nil)))
+	return audit.VerdictCanonical(trace.Fold(exec, auditEvents(spans, nil)))
 }
 
 func firstNonEmpty(ss ...string) string {

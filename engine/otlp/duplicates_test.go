@@ -31,26 +31,40 @@ func record(t *testing.T, db *store.DB, id string) history.Execution {
 	return history.Execution{}
 }
 
-// auditSays is the audit's own grading of one stored execution, alone,
+// auditSays is the audit's own verdict on one stored execution, alone,
 // with the default effects.
-func auditSays(t *testing.T, db *store.DB, id string) bool {
+func auditSays(t *testing.T, db *store.DB, id string) audit.Grade {
 	t.Helper()
 	spans, err := LoadSpans(db, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return audit.HasDuplicate(trace.Fold(id, Events(spans)))
+	return audit.Verdict(trace.Fold(id, Events(spans)))
+}
+
+// recorded is the verdict x's record says: its Duplicates and Possible
+// flags.
+func recorded(x history.Execution) audit.Grade {
+	switch {
+	case x.Duplicates && x.Possible:
+		return "both duplicate and possible"
+	case x.Duplicates:
+		return audit.Duplicate
+	case x.Possible:
+		return audit.Possible
+	}
+	return ""
 }
 
 // recordsAsAudited checks that each execution's record says duplicates
-// as the audit of its spans does (when says it), and returns how many say
-// so.
+// (or possible ones) as the audit of its spans does (when says it), and
+// returns how many say duplicates.
 func recordsAsAudited(t *testing.T, db *store.DB, when string) int {
 	t.Helper()
 	dups := 0
 	for _, x := range executions(t, db) {
-		if says := auditSays(t, db, x.ID); x.Duplicates != says {
-			t.Errorf("%s: %s says duplicates=%v, the audit %v", when, x.ID, x.Duplicates, says)
+		if says := auditSays(t, db, x.ID); recorded(x) != says {
+			t.Errorf("%s: %s says %q, the audit %q", when, x.ID, recorded(x), says)
 		}
 		if x.Duplicates {
 			dups++
@@ -61,26 +75,29 @@ func recordsAsAudited(t *testing.T, db *store.DB, when string) int {
 
 // An imported execution whose audit finds a duplicate effect says so on
 // its record, so the explorer's list shows ⚠ and its ⚠ and "dup" filters
-// find it; one without a duplicate does not.
+// find it; one whose audit finds a possible one (the charge whose first
+// attempt's outcome is unknown) says that, for ◇ and its filters; one
+// with neither shows its status.
 func TestImportRecordsDuplicates(t *testing.T) {
 	db := openDB(t)
-	for _, f := range []string{"adk-send-twice.json", "openinference-charge.jsonl"} {
+	for _, f := range []string{"adk-send-twice.json", "openinference-charge.jsonl", "openllmetry-ticket.json"} {
 		if _, err := ImportFile(db, filepath.Join(fixtures, f)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for id, want := range map[string]bool{"otlp-conv-sess-adk-mail-1": true, "otlp-conv-sess-oi-7": false} {
+	filters := map[audit.Grade][]string{audit.Duplicate: {"⚠", "dup"}, audit.Possible: {"◇", "poss"}, "": {"✓"}}
+	for id, want := range map[string]audit.Grade{"otlp-conv-sess-adk-mail-1": audit.Duplicate, "otlp-conv-sess-oi-7": audit.Possible,
+		"otlp-4bf92f3577b34da6a3ce929d0e0e4736": ""} {
 		x := record(t, db, id)
-		if x.Duplicates != want || auditSays(t, db, id) != want {
-			t.Errorf("%s: record says duplicates=%v, audit %v; want %v", id, x.Duplicates, auditSays(t, db, id), want)
+		if says := auditSays(t, db, id); recorded(x) != want || says != want {
+			t.Errorf("%s: record says %q, audit %q; want %q", id, recorded(x), says, want)
 		}
-		for _, filter := range []string{"⚠", "dup"} {
-			if got := execindex.Parse(filter).Match(x); got != want {
-				t.Errorf("%s: filter %q matches %v, want %v", id, filter, got, want)
+		for grade, fs := range filters {
+			for _, filter := range fs {
+				if got := execindex.Parse(filter).Match(x); got != (grade == want) {
+					t.Errorf("%s: filter %q matches %v, want %v", id, filter, got, grade == want)
+				}
 			}
-		}
-		if got := execindex.Parse("✓").Match(x); got == want {
-			t.Errorf("%s: filter ✓ matches %v, want %v", id, got, !want)
 		}
 	}
 }
@@ -115,8 +132,8 @@ func TestReceiverRecordsDuplicatesAsSpansArrive(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := record(t, db, id)
-		if want := n == 1; x.Duplicates != want || auditSays(t, db, id) != want {
-			t.Errorf("after request %d: record says duplicates=%v, audit %v; want %v", n+1, x.Duplicates, auditSays(t, db, id), want)
+		if want, says := n == 1, auditSays(t, db, id); x.Duplicates != want || (says == audit.Duplicate) != want || recorded(x) != says {
+			t.Errorf("after request %d: record says %q, audit %q; want duplicates=%v", n+1, recorded(x), says, want)
 		}
 	}
 }
@@ -275,8 +292,8 @@ func TestDuplicateFlagMatchesTheAuditWhateverTheChunks(t *testing.T) {
 				t.Fatalf("chunks of %d: %d executions", chunk, len(xs))
 			}
 			for _, x := range xs {
-				if says := auditSays(t, db, x.ID); x.Duplicates != says {
-					t.Errorf("chunks of %d, import %d: %s says duplicates=%v, the audit %v", chunk, round+1, x.ID, x.Duplicates, says)
+				if says := auditSays(t, db, x.ID); recorded(x) != says {
+					t.Errorf("chunks of %d, import %d: %s says %q, the audit %q", chunk, round+1, x.ID, recorded(x), says)
 				}
 				if w, ok := want[x.ID]; ok && x.Duplicates != w {
 					t.Errorf("chunks of %d: %s says duplicates=%v, want %v", chunk, x.ID, x.Duplicates, w)
@@ -396,8 +413,8 @@ func TestLongTraceAuditedOnce(t *testing.T) {
 			t.Errorf("chunks of %d, %d bytes kept: %d audits, %d read back; want 1 and %d", c.chunk, c.kept, res.audits, res.readBacks, c.readBacks)
 		}
 		x := record(t, db, "otlp-conv-conv-long")
-		if !x.Duplicates || !auditSays(t, db, x.ID) {
-			t.Errorf("chunks of %d: record says duplicates=%v, the audit %v; want both true", c.chunk, x.Duplicates, auditSays(t, db, x.ID))
+		if says := auditSays(t, db, x.ID); recorded(x) != audit.Duplicate || says != audit.Duplicate {
+			t.Errorf("chunks of %d: record says %q, the audit %q; want both duplicate", c.chunk, recorded(x), says)
 		}
 		again, err := importFile(db, p, c.chunk)
 		if err != nil || again.Spans != 0 || again.Repeated != n || again.audits != 0 {

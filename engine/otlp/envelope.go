@@ -15,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
@@ -349,7 +350,7 @@ func SyntaxFault(doc []byte, format Format) error {
 
 // StoredAsOTLP is embedded by a source whose imports are stored as
 // OTLP's (Tempo, Jaeger: OTLP in another envelope, or mapped to it): the
-// events and the duplicate flag of what it imported are OTLP's.
+// events and the verdict of what it imported are OTLP's.
 type StoredAsOTLP struct{}
 
 // Events are OTLP's (Source.Events).
@@ -357,7 +358,7 @@ func (StoredAsOTLP) Events(tx *store.Tx, id string) ([]trace.Event, error) {
 	return Source{}.Events(tx, id)
 }
 
-// Duplicated is OTLP's (Source.Duplicated).
-func (StoredAsOTLP) Duplicated(tx *store.Tx, id string) (bool, error) {
-	return Source{}.Duplicated(tx, id)
+// Verdict is OTLP's (Source.Verdict).
+func (StoredAsOTLP) Verdict(tx *store.Tx, id string) (audit.Grade, error) {
+	return Source{}.Verdict(tx, id)
 }

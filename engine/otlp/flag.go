@@ -11,11 +11,11 @@ import (
 	"github.com/retrylab/retrylab/engine/trace"
 )
 
-// The duplicate flag without the fold.
+// The record's verdict without the fold.
 //
-// An execution record's duplicate flag is what the audit (default
-// effects, the execution alone) says of the execution's spans translated
-// (Events) and folded. For the spans of the usual agent, whose tool spans
+// An execution record's duplicate and possible flags are what the audit
+// (default effects, the execution alone: audit.Verdict) says of the
+// execution's spans translated (Events) and folded. For the spans of the usual agent, whose tool spans
 // the translation maps one to one onto attempts, that answer can be had
 // straight from the spans: the translation's grouping of tool spans into
 // calls is done here the same way (by tool-call id, else by parent, tool
@@ -36,6 +36,11 @@ import (
 // grouping by parent, tool and arguments, and keys its attempt in the
 // fold; its recorded effects (retrylab.effects), which make an attempt
 // whose outcome is unknown one that acted (◆), so a success.
+//
+// A side-effecting attempt that did not succeed, in an execution with
+// another one, may make a POSSIBLE duplicate, whose grading reads the
+// attempts' outcomes and order: that answer is left to the translation and
+// the fold too. An agent whose sends all succeed never folds.
 //
 // Where the spans say something this does not model, the answer is left
 // to the translation and the fold (sure is false): traces of the
@@ -60,7 +65,7 @@ type flagScratch struct {
 	bySig   map[sigKey]int
 	ids     map[string]bool
 	calls   []flagCall
-	oks     []okAttempt
+	acted   []actedAttempt
 	keys    []string
 	effect  effects
 	runs    map[string]flagRun
@@ -92,10 +97,13 @@ type flagRun struct {
 	tools   bool  // it holds tool spans the fast path groups
 }
 
-// okAttempt is a side-effecting attempt that succeeded: the effect it is
-// an attempt of, and the idempotency key it carried.
-type okAttempt struct {
+// actedAttempt is a side-effecting attempt that succeeded, or whose
+// outcome is unknown (ok false): the effect it is an attempt of, the
+// idempotency key it carried and when it started.
+type actedAttempt struct {
 	tool, args, key string
+	start           int64
+	ok              bool
 }
 
 // flagSpan is what the fast path reads of a tool span, or of a root span
@@ -128,15 +136,23 @@ const (
 type attemptState uint8
 
 const (
-	attemptFailed attemptState = iota // it did not succeed
+	attemptFailed attemptState = iota // it did not succeed, and did not act (or was deduplicated)
 	attemptOK                         // it succeeded, or acted though its caller never heard (◆)
 	// attemptOKIfCrashed: it never had an answer and has recorded
 	// effects: ◆, so a success, when its run's worker died at or after
 	// its start (the fold then marks it crashed, its outcome unknown).
 	attemptOKIfCrashed
-	// attemptDedupDelivered: ◆ and deduplicated, which the audit grades
-	// by the order of the attempts: left to the fold.
-	attemptDedupDelivered
+	// attemptToFold: ◆ or unknown, and deduplicated, which the audit
+	// grades by the order of the attempts: left to the fold.
+	attemptToFold
+	// attemptUnknown: its outcome is unknown (a timeout, a cancellation
+	// without recorded effects; an error that does not say it came
+	// before the effect).
+	attemptUnknown
+	// attemptUnknownIfCrashed: it never had an answer and has no
+	// recorded effects: unknown when its run's worker died at or after
+	// its start (else it is still running, and counts for nothing).
+	attemptUnknownIfCrashed
 )
 
 // flagSpanOf is what the fast path reads of s (role: its role): use says
@@ -193,11 +209,11 @@ func newFlagScratch() *flagScratch {
 // not, since a read can share a call with a send.
 func flagReads(s *Span, role Role) bool { return role == RoleTool || s.ParentID == "" }
 
-// duplicate says whether the audit finds a duplicate in one execution
-// whose spans (at least those flagReads keeps; others are skipped) are
-// spans, in any order; sure is false when the answer must come from the
-// translation and the fold instead (hasDuplicate).
-func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
+// verdict is audit.Verdict of one execution whose spans (at least those
+// flagReads keeps; others are skipped) are spans, in any order: Duplicate
+// or nothing; sure is false when the answer must come from the
+// translation and the fold instead (verdictOf).
+func (sc *flagScratch) verdict(spans []Span) (v audit.Grade, sure bool) {
 	flat := sc.flat[:0]
 	defer func() {
 		clear(flat)
@@ -206,18 +222,18 @@ func (sc *flagScratch) duplicate(spans []Span) (dup, sure bool) {
 	for i := range spans {
 		f, use, ok := flagSpanOf(&spans[i], spans[i].Role())
 		if !ok {
-			return false, false
+			return "", false
 		}
 		if use {
 			flat = append(flat, f)
 		}
 	}
-	return sc.duplicateOf(flat)
+	return sc.verdictOf(flat)
 }
 
-// duplicateOf is duplicate on what flagSpanOf made of an execution's
-// spans: those it said to use, all of them sure.
-func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
+// verdictOf is verdict on what flagSpanOf made of an execution's spans:
+// those it said to use, all of them sure.
+func (sc *flagScratch) verdictOf(spans []flagSpan) (v audit.Grade, sure bool) {
 	order := sc.order[:0]
 	defer func() {
 		clear(order)
@@ -227,8 +243,8 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		clear(sc.ids)
 		clear(sc.calls)
 		sc.calls = sc.calls[:0]
-		clear(sc.oks)
-		sc.oks = sc.oks[:0]
+		clear(sc.acted)
+		sc.acted = sc.acted[:0]
 		clear(sc.runs)
 		clear(sc.numbers)
 		clear(sc.tried)
@@ -241,7 +257,7 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		s := &spans[i]
 		if s.flags&flagTool != 0 {
 			if s.end < s.start {
-				return false, false // its answer would come before its start
+				return "", false // its answer would come before its start
 			}
 			order = append(order, s)
 			exported = exported || s.flags&flagExported != 0
@@ -249,7 +265,7 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		roots = roots || s.run > 0 || s.flags&flagCrashed != 0
 	}
 	if roots && !sc.runsOf(spans) {
-		return false, false
+		return "", false
 	}
 	// The translation's order: start, end (latest first), span id.
 	slices.SortStableFunc(order, func(a, b *flagSpan) int {
@@ -263,13 +279,13 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 	})
 	for i := 1; i < len(order); i++ {
 		if a, b := order[i-1], order[i]; a.start == b.start && a.end == b.end && a.span == b.span {
-			return false, false // their order would be the input's
+			return "", false // their order would be the input's
 		}
 	}
 	for _, s := range order {
 		tool := s.tool
 		if strings.IndexByte(tool, 0) >= 0 {
-			return false, false // the audit's group keys join tool and arguments with a NUL
+			return "", false // the audit's group keys join tool and arguments with a NUL
 		}
 		args := sc.args(s.args)
 		cid := s.callID
@@ -290,7 +306,7 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		if c < 0 {
 			id := firstNonEmpty(cid, s.span)
 			if sc.ids[id] {
-				return false, false // two calls of one id: their attempts would collide in the fold
+				return "", false // two calls of one id: their attempts would collide in the fold
 			}
 			sc.ids[id] = true
 			c = len(sc.calls)
@@ -312,7 +328,7 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 				n = int(s.number)
 			}
 			if sc.tried[[2]int{c, n}] {
-				return false, false // two attempts of one number: one would stand for both
+				return "", false // two attempts of one number: one would stand for both
 			}
 			sc.tried[[2]int{c, n}] = true
 		}
@@ -325,53 +341,104 @@ func (sc *flagScratch) duplicateOf(spans []flagSpan) (dup, sure bool) {
 		if !call.effect {
 			continue
 		}
-		ok = false
+		ok, unknown := false, false
 		switch s.state {
 		case attemptOK:
 			ok = true
-		case attemptOKIfCrashed:
+		case attemptOKIfCrashed, attemptUnknownIfCrashed:
 			// The fold crashes the attempts its run left open when a root
 			// span of the run says its worker died, at that span's end:
-			// the latest one's, at or after this attempt's start.
+			// the latest one's, at or after this attempt's start. One
+			// with recorded effects then acted (◆), one without has an
+			// unknown outcome.
 			r := sc.runs[s.trace]
-			ok = r.crashed && r.crash >= s.start
-		case attemptDedupDelivered:
-			return false, false
+			crashed := r.crashed && r.crash >= s.start
+			ok, unknown = crashed && s.state == attemptOKIfCrashed, crashed && s.state == attemptUnknownIfCrashed
+		case attemptUnknown:
+			unknown = true
+		case attemptToFold:
+			return "", false
 		}
-		if ok {
+		if ok || unknown {
 			args := call.args
 			if audit.ArgsUnknown(args) {
 				// The audit groups a call without arguments with no other.
 				args = "\x01" + strconv.Itoa(c)
 			}
-			sc.oks = append(sc.oks, okAttempt{tool: call.tool, args: args, key: s.key})
+			sc.acted = append(sc.acted, actedAttempt{tool: call.tool, args: args, key: s.key, start: s.start, ok: ok})
 		}
 	}
-	oks := sc.oks
-	slices.SortFunc(oks, func(a, b okAttempt) int {
+	// The audit's groups: one effect (tool and arguments) each, its
+	// attempts in the order they started.
+	acted := sc.acted
+	slices.SortFunc(acted, func(a, b actedAttempt) int {
 		if c := strings.Compare(a.tool, b.tool); c != 0 {
 			return c
 		}
-		return strings.Compare(a.args, b.args)
+		if c := strings.Compare(a.args, b.args); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.start, b.start)
 	})
-	for i := 0; i < len(oks); {
+	possible := false
+	for i := 0; i < len(acted); {
 		j := i + 1
-		for j < len(oks) && oks[j].tool == oks[i].tool && oks[j].args == oks[i].args {
+		for j < len(acted) && acted[j].tool == acted[i].tool && acted[j].args == acted[i].args {
 			j++
 		}
+		group := acted[i:j]
 		keys := sc.keys[:0]
-		for _, a := range oks[i:j] {
-			keys = append(keys, a.key)
+		for _, a := range group {
+			if a.ok {
+				keys = append(keys, a.key)
+			}
 		}
 		sc.keys = keys
-		if audit.SucceededTwice(keys) {
-			clear(keys)
-			return true, true
-		}
+		dup := audit.SucceededTwice(keys)
 		clear(keys)
+		if dup {
+			return audit.Duplicate, true
+		}
+		for k := 1; k < len(group); k++ {
+			if group[k].start == group[k-1].start {
+				return "", false // the fold's order of the two is its walk's
+			}
+		}
+		possible = possible || repeatsUnknown(group)
 		i = j
 	}
-	return false, true
+	if possible {
+		return audit.Possible, true
+	}
+	return "", true
+}
+
+// repeatsUnknown says whether the audit grades POSSIBLE one group of
+// attempts of one effect, in the order they started, that holds no
+// duplicate: an attempt that succeeded or whose outcome is unknown comes
+// after one whose outcome is unknown and whose idempotency key is not its
+// own (or it has none).
+func repeatsUnknown(group []actedAttempt) bool {
+	first, other := -1, -1 // the first unknown attempt, and the first with another key than its
+	for j, a := range group {
+		if first >= 0 {
+			i := first
+			if a.key != "" && group[first].key == a.key {
+				i = other
+			}
+			if i >= 0 {
+				return true
+			}
+		}
+		switch {
+		case a.ok:
+		case first < 0:
+			first = j
+		case other < 0 && a.key != group[first].key:
+			other = j
+		}
+	}
+	return false
 }
 
 // runsOf fills sc.runs with what spans (flagSpanOf's, of one execution
@@ -433,35 +500,43 @@ func (sc *flagScratch) args(ref argsRef) string {
 	return a
 }
 
-// attemptStateOf says whether tool span s is an attempt the audit counts
-// as succeeded: it finished (retrylab's export marks one that never did,
-// "none"), OK, and was not deduplicated; or its caller never learnt its
-// outcome (a timeout, a cancellation; or no answer at all, and its
-// worker died after it started) and its effects are recorded (◆).
+// attemptStateOf says how the audit counts tool span s as an attempt:
+// succeeded when it finished (retrylab's export marks one that never did,
+// "none"), OK, and was not deduplicated, or when its caller never learnt
+// its outcome (a timeout, a cancellation; or no answer at all, and its
+// worker died after it started) and its effects are recorded (◆); unknown
+// when its caller never learnt its outcome and no effect is recorded, or
+// it failed with an error that does not say it came before its effect (a
+// 5xx, an exception; not a 4xx: audit's mayHaveActed).
 func attemptStateOf(s *Span) attemptState {
 	o := s.Attrs["retrylab.outcome"]
+	dedup := s.Attrs["retrylab.deduplicated"] == "true"
 	if o == "none" {
-		if len(recordedEffects(s)) > 0 {
+		switch {
+		case dedup:
+			return attemptToFold
+		case len(recordedEffects(s)) > 0:
 			return attemptOKIfCrashed
 		}
-		return attemptFailed
+		return attemptUnknownIfCrashed
 	}
 	outcome := trace.Outcome(o)
 	if o == "" {
 		outcome, _ = s.outcome()
 	}
-	dedup := s.Attrs["retrylab.deduplicated"] == "true"
 	switch {
 	case outcome == trace.OutcomeTimeout || outcome == trace.OutcomeCancelled:
-		if s.Attrs["retrylab.effects"] == "" || len(recordedEffects(s)) == 0 {
-			return attemptFailed
-		}
-		if dedup {
-			return attemptDedupDelivered
+		switch {
+		case dedup:
+			return attemptToFold
+		case s.Attrs["retrylab.effects"] == "" || len(recordedEffects(s)) == 0:
+			return attemptUnknown
 		}
 		return attemptOK
 	case outcome == trace.OutcomeOK && !dedup:
 		return attemptOK
+	case outcome == trace.OutcomeError && !dedup:
+		return attemptUnknown
 	}
 	return attemptFailed
 }

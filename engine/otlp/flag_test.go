@@ -184,10 +184,10 @@ func randomExecutionOf(r *rand.Rand, n, oneIn int) ptrace.Traces {
 
 func pick2(r *rand.Rand, xs ...int) int { return xs[r.Intn(len(xs))] }
 
-// auditOf is `retrylab audit`'s grading of one execution's spans alone:
+// auditOf is `retrylab audit`'s verdict on one execution's spans alone:
 // translated, folded, audited with the default effects.
-func auditOf(exec string, spans []Span) bool {
-	return audit.HasDuplicate(trace.Fold(exec, Events(spans)))
+func auditOf(exec string, spans []Span) audit.Grade {
+	return audit.Verdict(trace.Fold(exec, Events(spans)))
 }
 
 // The duplicate flag's fast path, on many generated executions, says what
@@ -199,7 +199,7 @@ func auditOf(exec string, spans []Span) bool {
 func TestQuickFlagMatchesTheAudit(t *testing.T) {
 	r := rand.New(rand.NewSource(20261201))
 	scratch := newFlagScratch()
-	sure, dups, unsure := 0, 0, 0
+	sure, dups, unsure, possible := 0, 0, 0, 0
 	const n = 4000
 	for i := range n {
 		spans, err := Spans(randomExecution(r, i))
@@ -208,28 +208,31 @@ func TestQuickFlagMatchesTheAudit(t *testing.T) {
 		}
 		exec := fmt.Sprintf("x%d", i)
 		want := auditOf(exec, spans)
-		dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+		v, ok := scratch.verdict(append([]Span(nil), spans...))
 		if ok {
 			sure++
-			if dup != want {
-				t.Fatalf("execution %d: the fast path says duplicate=%v, the audit %v; spans:\n%s", i, dup, want, describe(spans))
+			if v != want {
+				t.Fatalf("execution %d: the fast path says %q, the audit %q; spans:\n%s", i, v, want, describe(spans))
 			}
-			if dup {
+			if v == audit.Duplicate {
 				dups++
 			}
 		} else {
 			unsure++
 		}
-		if d, o := scratch.duplicate(flagRead(spans)); d != dup || o != ok {
-			t.Fatalf("execution %d: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", i, d, o, dup, ok)
+		if want == audit.Possible {
+			possible++
 		}
-		if got := hasDuplicate(exec, append([]Span(nil), spans...), scratch); got != want {
-			t.Fatalf("execution %d: hasDuplicate says %v, the audit %v", i, got, want)
+		if w, o := scratch.verdict(flagRead(spans)); w != v || o != ok {
+			t.Fatalf("execution %d: on the spans it reads the fast path says %q (sure %v), on all %q (sure %v)", i, w, o, v, ok)
+		}
+		if got := verdictOn(exec, append([]Span(nil), spans...), scratch); got != want {
+			t.Fatalf("execution %d: verdictOn says %q, the audit %q", i, got, want)
 		}
 	}
-	t.Logf("%d executions: the fast path sure of %d (%d with a duplicate), not of %d", n, sure, dups, unsure)
-	if sure < n*3/4 || dups < n/10 || sure-dups < n/10 || unsure < n/100 {
-		t.Fatalf("%d executions: sure of %d (%d duplicates), unsure of %d: the draws do not cover both paths and both answers", n, sure, dups, unsure)
+	t.Logf("%d executions: the fast path sure of %d (%d with a duplicate), not of %d; %d possible", n, sure, dups, unsure, possible)
+	if sure < n/2 || dups < n/10 || sure-dups < n/10 || unsure < n/100 || possible < n/100 {
+		t.Fatalf("%d executions: sure of %d (%d duplicates), unsure of %d, %d possible: the draws do not cover both paths and every answer", n, sure, dups, unsure, possible)
 	}
 }
 
@@ -251,14 +254,15 @@ func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
 		}
 		exec := fmt.Sprintf("x%d", i)
 		want := auditOf(exec, spans)
-		dup, ok := scratch.duplicate(append([]Span(nil), spans...))
+		v, ok := scratch.verdict(append([]Span(nil), spans...))
 		if !ok {
 			unsure++
 			continue
 		}
-		if dup != want {
-			t.Fatalf("execution %d: the fast path says duplicate=%v, the audit %v; spans:\n%s", i, dup, want, describe(spans))
+		if v != want {
+			t.Fatalf("execution %d: the fast path says %q, the audit %q; spans:\n%s", i, v, want, describe(spans))
 		}
+		dup := v == audit.Duplicate
 		for _, s := range spans {
 			_, run := s.Attrs["retrylab.run"]
 			_, attempt := s.Attrs["retrylab.attempt"]
@@ -351,8 +355,8 @@ func TestFlagMatchesTheAuditAsSpansArrive(t *testing.T) {
 				t.Fatalf("execution %d: %v", i, err)
 			}
 			for _, x := range st.Executions {
-				if rec := record(t, recv, x); rec.Duplicates != auditSays(t, recv, x) {
-					t.Fatalf("execution %d, after a request of %d spans: %s says duplicates=%v, the audit %v", i, len(batch), x, rec.Duplicates, !rec.Duplicates)
+				if rec, says := record(t, recv, x), auditSays(t, recv, x); recorded(rec) != says {
+					t.Fatalf("execution %d, after a request of %d spans: %s says %q, the audit %q", i, len(batch), x, recorded(rec), says)
 				}
 			}
 		}
@@ -557,7 +561,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	scratch := newFlagScratch()
-	execs, dups, sure, crashed, acted := 0, 0, map[string]int{}, 0, 0
+	execs, dups, possible, sure, crashed, acted := 0, 0, 0, map[string]int{}, 0, 0
 	for _, opts := range []gen.Options{
 		{Executions: 120, AttemptsPerStep: 1, Seed: 1},
 		{Executions: 120, AttemptsPerStep: 2, Seed: 2},
@@ -584,10 +588,10 @@ func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 			for _, name := range slices.Sorted(maps.Keys(variants)) {
 				spans := variants[name]
 				want := auditOf(id, spans)
-				dup, ok := scratch.duplicate(append([]Span(nil), spans...))
-				if ok && dup != want {
-					t.Fatalf("%s (seed %d), %s: the fast path says duplicate=%v, the audit %v; spans:\n%s",
-						id, opts.Seed, name, dup, want, describe(append([]Span(nil), spans...)))
+				v, ok := scratch.verdict(append([]Span(nil), spans...))
+				if ok && v != want {
+					t.Fatalf("%s (seed %d), %s: the fast path says %q, the audit %q; spans:\n%s",
+						id, opts.Seed, name, v, want, describe(append([]Span(nil), spans...)))
 				}
 				if ok {
 					sure[name]++
@@ -596,20 +600,23 @@ func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 					if !ok {
 						t.Errorf("%s (seed %d): the fast path is not sure of an own export; spans:\n%s", id, opts.Seed, describe(spans))
 					}
-					if want {
+					switch want {
+					case audit.Duplicate:
 						dups++
+					case audit.Possible:
+						possible++
 					}
 				}
-				if d, o := scratch.duplicate(flagRead(spans)); d != dup || o != ok {
-					t.Fatalf("%s, %s: on the spans it reads the fast path says %v (sure %v), on all %v (sure %v)", id, name, d, o, dup, ok)
+				if w, o := scratch.verdict(flagRead(spans)); w != v || o != ok {
+					t.Fatalf("%s, %s: on the spans it reads the fast path says %q (sure %v), on all %q (sure %v)", id, name, w, o, v, ok)
 				}
-				if got := hasDuplicate(id, append([]Span(nil), spans...), scratch); got != want {
-					t.Fatalf("%s, %s: hasDuplicate says %v, the audit %v", id, name, got, want)
+				if got := verdictOn(id, append([]Span(nil), spans...), scratch); got != want {
+					t.Fatalf("%s, %s: verdictOn says %q, the audit %q", id, name, got, want)
 				}
 			}
 		}
 	}
-	t.Logf("%d executions, %d with a duplicate, %d crashed, %d with effects; sure of, by variant: %v", execs, dups, crashed, acted, sure)
+	t.Logf("%d executions, %d with a duplicate, %d possible, %d crashed, %d with effects; sure of, by variant: %v", execs, dups, possible, crashed, acted, sure)
 	if dups == 0 || dups == execs || crashed == 0 || acted == 0 {
 		t.Fatalf("%d executions: %d with a duplicate, %d crashed, %d with effects: the exports test nothing", execs, dups, crashed, acted)
 	}

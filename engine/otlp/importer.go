@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/store"
 )
@@ -358,7 +359,7 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 // transactions then go side by side.
 func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 	if w.ahead == nil {
-		w.ahead = map[string]bool{}
+		w.ahead = map[string]audit.Grade{}
 	}
 	if w.moved == nil { // the first of the two calls
 		w.moved = map[string]bool{}
@@ -373,12 +374,12 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 		if _, done := w.ahead[exec]; done {
 			continue
 		}
-		if m := w.perExec[exec]; !w.moved[exec] && m.weighing > 0 && m.hand == 0 {
+		if m := w.perExec[exec]; !w.moved[exec] && m.weighing > 0 && m.hand == notAudited {
 			todo = append(todo, exec)
 		}
 	}
 	// How each was audited: not (0), on its kept spans (1), read back (2).
-	audited, dup := make([]int8, len(todo)), make([]bool, len(todo))
+	audited, verdicts := make([]int8, len(todo)), make([]audit.Grade, len(todo))
 	workers := min(runtime.GOMAXPROCS(0), 2)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -401,8 +402,8 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 					// when they came from every write that stored some.
 					var whole bool
 					if kept, whole = w.kept.whole(todo[i], m.n, kept); whole && !earlier {
-						if d, sure := scratch.duplicateOf(kept); sure {
-							dup[i], audited[i] = d, 1
+						if v, sure := scratch.verdictOf(kept); sure {
+							verdicts[i], audited[i] = v, 1
 							continue
 						}
 					}
@@ -410,7 +411,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 						continue
 					}
 					var err error
-					if dup[i], err = duplicated(tx, todo[i], w.importID, scratch); err != nil {
+					if verdicts[i], err = graded(tx, todo[i], w.importID, scratch); err != nil {
 						return err
 					}
 					audited[i] = 2
@@ -427,10 +428,10 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 	for i, exec := range todo {
 		switch audited[i] {
 		case 1:
-			w.ahead[exec] = dup[i]
+			w.ahead[exec] = verdicts[i]
 			w.keptAudits++
 		case 2:
-			w.ahead[exec] = dup[i]
+			w.ahead[exec] = verdicts[i]
 			w.readBacks++
 		}
 	}

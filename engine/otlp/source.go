@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/imports"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/plural"
@@ -52,8 +53,8 @@ func (Source) Events(tx *store.Tx, id string) ([]trace.Event, error) {
 	return Events(spans), nil
 }
 
-// Duplicated is Duplicated.
-func (Source) Duplicated(tx *store.Tx, id string) (bool, error) { return Duplicated(tx, id) }
+// Verdict is Verdict.
+func (Source) Verdict(tx *store.Tx, id string) (audit.Grade, error) { return Verdict(tx, id) }
 
 // Holds reports whether the database holds any imported span.
 func (Source) Holds(tx *store.Tx) (bool, error) {

@@ -89,9 +89,9 @@ type traceSum struct {
 	lastRoot                    int64 // as summary.lastRoot
 	rootName, errText, fallback strRef
 	failed                      bool
-	hand                        int8  // as summary.hand; written by the audit goroutine
-	chunk                       int32 // as summary.chunk
-	effects, weighing           int   // as summary's
+	hand                        handVerdict // as summary.hand; written by the audit goroutine
+	chunk                       int32       // as summary.chunk
+	effects, weighing           int         // as summary's
 }
 
 // add is summary.add, keeping the strings in a.

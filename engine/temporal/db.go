@@ -218,13 +218,13 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*hi
 		// A live batch of workflow tasks, signals, timers: no attempt
 		// started or ended, nothing the audit reads; the earlier batches'
 		// verdict stands without folding the execution again.
-		x.Duplicates = before.Duplicates
+		x.Duplicates, x.Possible = before.Duplicates, before.Possible
 	default:
-		dup, err := duplicated(tx, exec, runs)
+		g, err := graded(tx, exec, runs)
 		if err != nil {
 			return err
 		}
-		x.Duplicates = dup
+		x.Duplicates, x.Possible = g == audit.Duplicate, g == audit.Possible
 	}
 	// Not history.Put: an imported workflow that is still running is not
 	// one of retrylab's unfinished executions (store.Active), which a host
@@ -243,15 +243,15 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*hi
 	return tx.PutExecution(exec, enc)
 }
 
-// Duplicated says whether an imported workflow's stored history, audited
-// alone with the default effects, holds a duplicate: the record's
-// Duplicates flag, for a record imported before the importer set it.
-func Duplicated(tx *store.Tx, exec string) (bool, error) {
+// Verdict is audit.Verdict of an imported workflow's stored history,
+// audited alone with the default effects: the record's Duplicates and
+// Possible flags, for a record imported before the importer set them.
+func Verdict(tx *store.Tx, exec string) (audit.Grade, error) {
 	evs, err := LoadEvents(tx, exec)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	return audit.HasDuplicate(trace.Fold(exec, evs)), nil
+	return audit.Verdict(trace.Fold(exec, evs)), nil
 }
 
 // auditMayChange says whether events appended to a history can change
@@ -274,10 +274,10 @@ func auditMayChange(evs []*historypb.HistoryEvent) bool {
 	return false
 }
 
-// duplicated says whether the audit (with the default effects) finds a
-// duplicate in the execution alone, so the explorer's list marks it ⚠. It
-// folds the execution only when one of its activities is side-effecting.
-func duplicated(tx *store.Tx, exec string, runs []Run) (bool, error) {
+// graded is the audit's verdict (with the default effects) on the
+// execution alone, so the explorer's list marks it ⚠ or ◇. It folds the
+// execution only when one of its activities is side-effecting.
+func graded(tx *store.Tx, exec string, runs []Run) (audit.Grade, error) {
 	effects := false
 	for _, r := range runs {
 		for _, ev := range r.Events {
@@ -288,13 +288,9 @@ func duplicated(tx *store.Tx, exec string, runs []Run) (bool, error) {
 		}
 	}
 	if !effects {
-		return false, nil
+		return "", nil
 	}
-	evs, err := LoadEvents(tx, exec)
-	if err != nil {
-		return false, err
-	}
-	return audit.HasDuplicate(trace.Fold(exec, evs)), nil
+	return Verdict(tx, exec)
 }
 
 // conflict names the first event of part that differs from the one stored.

@@ -29,7 +29,7 @@ func TestImportRecordsDuplicates(t *testing.T) {
 				return err
 			}
 			evs, err := temporal.LoadEvents(tx, execID)
-			found = audit.HasDuplicate(trace.Fold(execID, evs))
+			found = audit.Verdict(trace.Fold(execID, evs)) == audit.Duplicate
 			return err
 		}); err != nil {
 			t.Fatal(err)

@@ -85,9 +85,10 @@ func (fakeSource) Import(db *store.DB, name string, r io.Reader) (imports.Result
 				return err
 			}
 			n := len(lines[exec])
+			v := audit.Verdict(trace.Fold(exec, fakeEvents(exec, text)))
 			x := history.Execution{ID: exec, Imported: "fake", Source: name, Scenario: "fake-agent",
 				Status: history.StatusCompleted, Runs: 1, Started: fakeStart, Ended: fakeStart.Add(time.Duration(n) * time.Second),
-				Duplicates: audit.HasDuplicate(trace.Fold(exec, fakeEvents(exec, text)))}
+				Duplicates: v == audit.Duplicate, Possible: v == audit.Possible}
 			if err := history.Put(tx, x); err != nil {
 				return err
 			}
@@ -105,12 +106,12 @@ func (fakeSource) Events(tx *store.Tx, id string) ([]trace.Event, error) {
 	return fakeEvents(id, string(text)), nil
 }
 
-func (s fakeSource) Duplicated(tx *store.Tx, id string) (bool, error) {
+func (s fakeSource) Verdict(tx *store.Tx, id string) (audit.Grade, error) {
 	evs, err := s.Events(tx, id)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	return audit.HasDuplicate(trace.Fold(id, evs)), nil
+	return audit.Verdict(trace.Fold(id, evs)), nil
 }
 
 // fakeEvents translates an execution's lines: one run, one turn, one
