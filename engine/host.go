@@ -139,8 +139,9 @@ type Host struct {
 	// of the executions short.
 	exporting sync.RWMutex
 
-	// flagging gives old imports their duplicate flag in the background
-	// (flagOldImports): stop ends it, done is closed when it returned.
+	// flagging gives old imports their duplicate or possible flag in the
+	// background (flagOldImports): stop ends it, done is closed when it
+	// returned.
 	flagging struct {
 		stop, done chan struct{}
 		once       sync.Once

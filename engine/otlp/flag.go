@@ -15,14 +15,15 @@ import (
 //
 // An execution record's duplicate and possible flags are what the audit
 // (default effects, the execution alone: audit.Verdict) says of the
-// execution's spans translated (Events) and folded. For the spans of the usual agent, whose tool spans
-// the translation maps one to one onto attempts, that answer can be had
-// straight from the spans: the translation's grouping of tool spans into
-// calls is done here the same way (by tool-call id, else by parent, tool
-// and canonical arguments; a call scheduled again in each run that tries
-// it, with that run's first attempt's tool and arguments), and the audit's
-// grading of one execution's attempts of one effect needs only the keys of
-// those that succeeded (audit.SucceededTwice). That is several times
+// execution's spans translated (Events) and folded. For the spans of the
+// usual agent, whose tool spans the translation maps one to one onto
+// attempts, that answer can be had straight from the spans: the
+// translation's grouping of tool spans into calls is done here the same
+// way (by tool-call id, else by parent, tool and canonical arguments; a
+// call scheduled again in each run that tries it, with that run's first
+// attempt's tool and arguments), and the audit's DUPLICATE for one
+// execution's attempts of one effect needs only the keys of those that
+// succeeded (audit.SucceededTwice). That is several times
 // cheaper than building events, folding and walking them, and it is most
 // of what an import of many short traces spent on the flag
 // (BENCHMARKS.md, 8a).
@@ -37,10 +38,13 @@ import (
 // fold; its recorded effects (retrylab.effects), which make an attempt
 // whose outcome is unknown one that acted (◆), so a success.
 //
-// A side-effecting attempt that did not succeed, in an execution with
-// another one, may make a POSSIBLE duplicate, whose grading reads the
-// attempts' outcomes and order: that answer is left to the translation and
-// the fold too. An agent whose sends all succeed never folds.
+// A POSSIBLE duplicate needs more: an attempt whose outcome is unknown (a
+// timeout, a crash, an error that does not say it came before the effect)
+// followed by another of the same effect that succeeded or is unknown too,
+// with another idempotency key or none. The fast path grades it as the
+// audit does, on each effect's attempts in the order they started
+// (repeatsUnknown); two of them that started at the same instant, whose
+// order would be the fold's walk, are left to the fold.
 //
 // Where the spans say something this does not model, the answer is left
 // to the translation and the fold (sure is false): traces of the
@@ -210,8 +214,8 @@ func newFlagScratch() *flagScratch {
 func flagReads(s *Span, role Role) bool { return role == RoleTool || s.ParentID == "" }
 
 // verdict is audit.Verdict of one execution whose spans (at least those
-// flagReads keeps; others are skipped) are spans, in any order: Duplicate
-// or nothing; sure is false when the answer must come from the
+// flagReads keeps; others are skipped) are spans, in any order: Duplicate,
+// Possible or nothing; sure is false when the answer must come from the
 // translation and the fold instead (verdictOf).
 func (sc *flagScratch) verdict(spans []Span) (v audit.Grade, sure bool) {
 	flat := sc.flat[:0]
