@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/freeport"
 )
 
 // The command-line items of the "workshop-ready" issue: what a new user and
@@ -455,43 +454,19 @@ func TestCLIClockAdvanceShowsKeyRetention(t *testing.T) {
 }
 
 // freePorts finds n consecutive free ports on 127.0.0.1 below the
-// kernel's ephemeral range (ip_local_port_range), where neither a listener
-// on port 0 nor an outgoing connection is ever given a port: only a
-// process that names the port can take it before the test binds it. (A
-// port the kernel handed out on 127.0.0.1:0 and was closed again is taken
-// by other tests' outgoing connections within seconds now and then: the
-// kernel gives connections the ports of the other parity, and N+1 is one.)
-// The first port is drawn at random, so that test processes side by side
-// (-count, other checkouts on the machine) do not all try the same ones.
+// kernel's ephemeral range (freeport.Ports), where neither a listener on
+// port 0 nor an outgoing connection is ever given a port: only a process
+// that names the port can take it before the test binds it. (A port the
+// kernel handed out on 127.0.0.1:0 and was closed again is taken by other
+// tests' outgoing connections within seconds now and then: the kernel
+// gives connections the ports of the other parity, and N+1 is one.)
 func freePorts(t testing.TB, n int) int {
 	t.Helper()
-	low, high := 20000, 32000
-	if r, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(r)); len(f) == 2 {
-			if eph, err := strconv.Atoi(f[0]); err == nil && eph > 2048+n {
-				low, high = max(1024, eph-12000), eph-n
-			}
-		}
+	base, err := freeport.Ports("127.0.0.1", n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for try := 0; try < 200; try++ {
-		base := low + rand.IntN(high-low)
-		var lns []net.Listener
-		for i := 0; i < n; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if len(lns) == n {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports in %d-%d", n, low, high)
-	return 0
+	return base
 }
 
 // serveOnFixedPorts starts 'retrylab serve --port N' on n free ports

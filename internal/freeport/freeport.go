@@ -24,15 +24,24 @@ import (
 const Min = 20000
 
 // Port returns a port free on host when asked.
-func Port(host string) (int, error) {
+func Port(host string) (int, error) { return Ports(host, 1) }
+
+// Ports returns the first of n consecutive ports free on host when asked,
+// for a server that takes several (port, port+1, ...). It tries ports
+// below the ephemeral range; one port alone, where there is no room there,
+// is one the kernel hands out.
+func Ports(host string, n int) (int, error) {
 	low := EphemeralLow()
-	if low > Min+1 {
-		for range 64 {
-			port := Min + rand.IntN(low-Min)
-			if Free(host, port) == nil {
-				return port, nil
+	if low > Min+n {
+		for range 200 {
+			base := Min + rand.IntN(low-Min-n+1)
+			if allFree(host, base, n) {
+				return base, nil
 			}
 		}
+	}
+	if n != 1 {
+		return 0, fmt.Errorf("find %d consecutive free ports on %s below %d: none", n, host, low)
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
@@ -40,6 +49,16 @@ func Port(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// allFree says whether ports base to base+n-1 are all free on host.
+func allFree(host string, base, n int) bool {
+	for p := base; p < base+n; p++ {
+		if Free(host, p) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Free says whether port is free on host: nil when a listener could take it.

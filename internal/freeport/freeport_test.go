@@ -28,6 +28,28 @@ func TestPortIsNotEphemeral(t *testing.T) {
 	}
 }
 
+// Ports finds runs of consecutive free ports, below the ephemeral range.
+func TestPortsAreARunOfFreePorts(t *testing.T) {
+	low := EphemeralLow()
+	if low <= Min+3 {
+		t.Skipf("ephemeral ports start at %d: nothing below them to try", low)
+	}
+	for range 10 {
+		base, err := Ports("127.0.0.1", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base < Min || base+2 >= low {
+			t.Fatalf("ports %d-%d: want them in [%d, %d)", base, base+2, Min, low)
+		}
+		for p := base; p < base+3; p++ {
+			if err := Free("127.0.0.1", p); err != nil {
+				t.Fatalf("port %d: %v", p, err)
+			}
+		}
+	}
+}
+
 // A port a listener holds is not free.
 func TestFreeSaysWhenAPortIsTaken(t *testing.T) {
 	port, err := Port("127.0.0.1")
