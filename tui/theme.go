@@ -2,8 +2,10 @@ package tui
 
 import (
 	"os"
+	"strconv"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 // Theme holds every style the explorer uses, built once. Colours adapt to
@@ -18,6 +20,25 @@ type Theme struct {
 	Status, StatusKey     lipgloss.Style
 }
 
+// inEveryProfile is a hex colour as each colour profile a terminal may
+// have shows it, worked out once: lipgloss converts a hex colour to a 256-
+// or 16-colour terminal's nearest at every Render (distances in HSLuv, a
+// tenth of the explorer's CPU while spans arrive and the list redraws), and
+// takes these codes as they are. They are termenv's own conversions, so a
+// terminal shows what it showed.
+func inEveryProfile(hex string) lipgloss.CompleteColor {
+	code := func(c termenv.Color) string {
+		switch v := c.(type) {
+		case termenv.ANSI256Color:
+			return strconv.Itoa(int(v))
+		case termenv.ANSIColor:
+			return strconv.Itoa(int(v))
+		}
+		return ""
+	}
+	return lipgloss.CompleteColor{TrueColor: hex, ANSI256: code(termenv.ANSI256.Color(hex)), ANSI: code(termenv.ANSI.Color(hex))}
+}
+
 // NoColor reports whether the NO_COLOR convention asks for no colour.
 func NoColor() bool {
 	_, set := os.LookupEnv("NO_COLOR")
@@ -27,7 +48,7 @@ func NoColor() bool {
 // NewTheme builds the default theme, or the high-contrast one.
 func NewTheme(highContrast bool) Theme {
 	c := func(light, dark string) lipgloss.TerminalColor {
-		return lipgloss.AdaptiveColor{Light: light, Dark: dark}
+		return lipgloss.CompleteAdaptiveColor{Light: inEveryProfile(light), Dark: inEveryProfile(dark)}
 	}
 	accent, border, dim := c("#5A56E0", "#7D79F6"), c("#BBBBBB", "#555555"), c("#777777", "#8A8A8A")
 	green, yellow, red, blue, magenta := c("#1A7F37", "#3FB950"), c("#9A6700", "#D29922"), c("#CF222E", "#F85149"), c("#0969DA", "#58A6FF"), c("#8250DF", "#BC8CFF")
