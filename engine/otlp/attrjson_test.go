@@ -65,6 +65,7 @@ func TestAttrStringAsPdata(t *testing.T) {
 // TestAttrStringDeep: a value nested 200 000 levels is written without a
 // stack overflow.
 func TestAttrStringDeep(t *testing.T) {
+	t.Parallel()
 	const levels = 200_000
 	v := pcommon.NewValueEmpty()
 	cur := v

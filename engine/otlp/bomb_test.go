@@ -22,6 +22,7 @@ const refusedDepth = "JSON nested deeper than 100 levels (at byte "
 // and gzipped) to a receiver on loopback: a 400 of one line, nothing
 // stored, and the receiver still takes a good span after it.
 func TestReceiverRefusesBombs(t *testing.T) {
+	t.Parallel()
 	srv, db, stored := receiver(t, 0)
 	doc := tracetest.NestingBomb(1_000_000)
 	var gz bytes.Buffer
@@ -78,6 +79,7 @@ func TestReceiverRefusesTooManySpans(t *testing.T) {
 // line of JSON Lines and gzipped: one line of error naming the file (and
 // the line), and nothing stored.
 func TestImportRefusesBombs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	doc := tracetest.NestingBomb(1_000_000)
 	good, err := os.ReadFile("../../fixtures/otlp/genai-semconv.json")

@@ -386,6 +386,7 @@ func TestTraceGrowingOverRequests(t *testing.T) {
 // many chunks is audited once, when all of it is in: not after every
 // chunk, which made importing it quadratic. And its flag is the audit's.
 func TestLongTraceAuditedOnce(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	var lines [][]byte
 	for i := 0; i < n; i += 512 {
@@ -428,6 +429,7 @@ func TestLongTraceAuditedOnce(t *testing.T) {
 // spans in hand, not read back at the end, and its record says what
 // `retrylab audit` says of it, whatever the chunks.
 func TestOwnExportAuditedInHand(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "own.json")
 	f, err := os.Create(p)
 	if err != nil {

@@ -197,6 +197,7 @@ func auditOf(exec string, spans []Span) audit.Grade {
 // same. The fast path must be sure of most of them, and both answers must
 // come up often, or the test compares nothing.
 func TestQuickFlagMatchesTheAudit(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(20261201))
 	scratch := newFlagScratch()
 	sure, dups, unsure, possible := 0, 0, 0, 0
@@ -243,6 +244,7 @@ func TestQuickFlagMatchesTheAudit(t *testing.T) {
 // and it is sure of executions that carry them, with a duplicate and
 // without.
 func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(20261202))
 	scratch := newFlagScratch()
 	own, ownDups, unsure := 0, 0, 0
@@ -296,6 +298,7 @@ func describe(spans []Span) string {
 // duplicate flag `retrylab audit` gives each alone: whether the import
 // graded them from the spans in hand, without the fold, or read them back.
 func TestImportedFlagMatchesTheAuditOnGeneratedTraces(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(7))
 	var lines [][]byte
 	for i := range 400 {
@@ -336,6 +339,7 @@ func TestImportedFlagMatchesTheAuditOnGeneratedTraces(t *testing.T) {
 // audit says of its execution then, a span that arrives later making or
 // unmaking a duplicate.
 func TestFlagMatchesTheAuditAsSpansArrive(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(99))
 	recv := openDB(t)
 	var first, second [][]byte
@@ -559,6 +563,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 // those it reads; and it is sure of every execution as exported, so an
 // import of an own export never folds.
 func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(8))
 	scratch := newFlagScratch()
 	execs, dups, possible, sure, crashed, acted := 0, 0, 0, map[string]int{}, 0, 0

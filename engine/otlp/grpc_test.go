@@ -253,6 +253,7 @@ func postAuth(t *testing.T, url, auth string, body []byte) (int, string) {
 // A request of many frames (gRPC hands it over in several buffers, which
 // the receiver joins) is taken whole, plain or gzipped.
 func TestGRPCReceiverTakesARequestOfManyFrames(t *testing.T) {
+	t.Parallel()
 	db := openDB(t)
 	addr := grpcReceiver(t, &otlp.Receiver{DB: db, Source: "test grpc receiver"})
 	conn := dial(t, addr)

@@ -23,6 +23,7 @@ import (
 // and move to the conversation's). Held, each trace is stored in fewer
 // runs.
 func TestHeldRunsImportAsWritesThatStore(t *testing.T) {
+	t.Parallel()
 	const traces = 300
 	td := batchOf(0, 8*traces)
 	src := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()

@@ -220,6 +220,7 @@ func protoSeeds(tb testing.TB) [][]byte {
 // and SpansLenient on the seed corpus and on every prefix of its
 // hand-made and rich seeds (truncated messages).
 func TestProtoSpansAsPdata(t *testing.T) {
+	t.Parallel()
 	for i, data := range protoSeeds(t) {
 		if diff := sameAsPdata(data); diff != "" {
 			t.Errorf("seed %d: %s", i, diff)

@@ -129,6 +129,7 @@ func post(t *testing.T, url, ctype, encoding string, body []byte) (int, string) 
 }
 
 func TestReceiverStatusCodes(t *testing.T) {
+	t.Parallel()
 	srv, db, _ := receiver(t, 64<<10)
 	doc, err := os.ReadFile("../../fixtures/otlp/genai-semconv.json")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // have been stored) import alike; a span sent again is found either way,
 // the same content counted as a repeat.
 func TestDocumentAndInterleavedLinesImportAlike(t *testing.T) {
+	t.Parallel()
 	const n = 3 * deliverSpans
 	all := batchOf(0, n)
 	src := all.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
