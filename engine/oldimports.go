@@ -22,15 +22,14 @@ const flagBatch = 64
 // the flags existed their verdict: each imported execution not flagged is
 // audited alone with the default effects, as its importer does now, and
 // the flag of each that holds a duplicate or a possible one is written, a
-// batch a
-// transaction, each committed (fsynced) before the next, and announced, so
-// a running explorer marks it ⚠ at once. Once every record was seen, the
-// Meta key says so and later opens skip the walk. It runs in the
-// background from Open (an audit of many imported executions takes
-// seconds); stop makes it write what it found and return (the walk over
-// the records, which decodes only imported ones, stops too), and a later
-// open starts it over. An execution whose spans or history cannot be read
-// keeps its record as it is.
+// batch a transaction, each committed (fsynced) before the next, and
+// announced, so a running explorer marks it ⚠ or ◇ at once. Once every
+// record was seen, the Meta key says so and later opens skip the walk. It
+// runs in the background from Open (an audit of many imported executions
+// takes seconds); stop makes it write what it found and return (the walk
+// over the records, which decodes only imported ones, stops too), and a
+// later open starts it over. An execution whose spans or history cannot
+// be read keeps its record as it is.
 func (h *Host) flagOldImports(stop <-chan struct{}) error {
 	stopped := func() bool {
 		select {
@@ -87,7 +86,7 @@ func (h *Host) flagOldImports(stop <-chan struct{}) error {
 				if err != nil || x.Duplicates || x.Possible {
 					continue
 				}
-				x.Duplicates, x.Possible = v.g == audit.Duplicate, v.g == audit.Possible
+				x.Duplicates, x.Possible = v.g.Flags()
 				enc, err := history.EncodeExecution(x)
 				if err != nil {
 					return err

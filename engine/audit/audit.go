@@ -584,6 +584,10 @@ func Verdict(t *trace.Trace) Grade {
 	return au.verdict()
 }
 
+// Flags are the flags an execution record keeps for verdict g:
+// history.Execution's Duplicates and Possible.
+func (g Grade) Flags() (duplicates, possible bool) { return g == Duplicate, g == Possible }
+
 // VerdictCanonical is Verdict for an execution whose calls' arguments are
 // already canonical (AddCanonical).
 func VerdictCanonical(t *trace.Trace) Grade {

@@ -1204,7 +1204,7 @@ func (w *writer) updateRecord(tx *store.Tx, exec string, m *summary) error {
 			}
 			w.readBacks++
 		}
-		x.Duplicates, x.Possible = g == audit.Duplicate, g == audit.Possible
+		x.Duplicates, x.Possible = g.Flags()
 	}
 	return putRecord(tx, x, earlier)
 }

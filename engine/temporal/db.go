@@ -224,7 +224,7 @@ func putRecord(tx *store.Tx, exec string, runs []Run, source string, fresh []*hi
 		if err != nil {
 			return err
 		}
-		x.Duplicates, x.Possible = g == audit.Duplicate, g == audit.Possible
+		x.Duplicates, x.Possible = g.Flags()
 	}
 	// Not history.Put: an imported workflow that is still running is not
 	// one of retrylab's unfinished executions (store.Active), which a host

@@ -85,10 +85,9 @@ func (fakeSource) Import(db *store.DB, name string, r io.Reader) (imports.Result
 				return err
 			}
 			n := len(lines[exec])
-			v := audit.Verdict(trace.Fold(exec, fakeEvents(exec, text)))
 			x := history.Execution{ID: exec, Imported: "fake", Source: name, Scenario: "fake-agent",
-				Status: history.StatusCompleted, Runs: 1, Started: fakeStart, Ended: fakeStart.Add(time.Duration(n) * time.Second),
-				Duplicates: v == audit.Duplicate, Possible: v == audit.Possible}
+				Status: history.StatusCompleted, Runs: 1, Started: fakeStart, Ended: fakeStart.Add(time.Duration(n) * time.Second)}
+			x.Duplicates, x.Possible = audit.Verdict(trace.Fold(exec, fakeEvents(exec, text))).Flags()
 			if err := history.Put(tx, x); err != nil {
 				return err
 			}
