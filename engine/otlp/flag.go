@@ -398,10 +398,14 @@ func (sc *flagScratch) verdictOf(spans []flagSpan) (v audit.Grade, sure bool) {
 			}
 		}
 		sc.keys = keys
-		dup := audit.SucceededTwice(keys)
+		dup, allOK := audit.SucceededTwice(keys), len(keys) == len(group)
 		clear(keys)
 		if dup {
 			return audit.Duplicate, true
+		}
+		if allOK {
+			i = j
+			continue // no unknown outcome: nothing possible, in any order
 		}
 		for k := 1; k < len(group); k++ {
 			if group[k].start == group[k-1].start {
