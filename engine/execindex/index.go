@@ -32,9 +32,9 @@ const (
 // Index holds what Query.Match reads of every execution record, in creation
 // order, compactly: the ids folded and back to back in one buffer, one
 // packed word per execution for its scenario, status, policy and duplicate
-// and possible flags, an id table, and bitmaps of the rows of each scenario, status,
-// policy and id byte (about 41 bytes per execution with 13-byte ids). Find
-// answers a query from it without reading the store.
+// and possible flags, an id table, and bitmaps of the rows of each
+// scenario, status, policy and id byte (about 41 bytes per execution with
+// 13-byte ids). Find answers a query from it without reading the store.
 //
 // Changes arrive through Put, Delete and Clear, or as committed record
 // bytes through the store.ExecutionWatcher methods, which only queue them
@@ -647,6 +647,11 @@ func (ix *Index) compute(q Query) []uint64 {
 			}
 		}
 	}
+	andNot := func(b bitset) {
+		for i, w := range b {
+			out[i] &^= w
+		}
+	}
 	switch {
 	case q.All():
 		or(ix.live)
@@ -657,19 +662,14 @@ func (ix *Index) compute(q Query) []uint64 {
 		return out
 	case q.possible:
 		or(ix.possible)
-		for i, w := range ix.dup {
-			out[i] &^= w
-		}
+		andNot(ix.dup)
 		and(ix.live)
 		return out
 	case q.marker:
 		if st, ok := ix.statusOf[q.status]; ok {
 			or(ix.statusRows[st])
-			for _, marked := range []bitset{ix.dup, ix.possible} {
-				for i, w := range marked {
-					out[i] &^= w
-				}
-			}
+			andNot(ix.dup)
+			andNot(ix.possible)
 			and(ix.live)
 		}
 		return out
