@@ -42,6 +42,12 @@ type blockRun struct {
 
 func (r *blockRun) n() int { return len(r.vals) }
 
+// prepared says whether the run is a prepared block's spans, all of them:
+// storeRun appends that block as it is.
+func (r *blockRun) prepared(p *preparedBlocks) bool {
+	return r.pre >= 0 && int(p.count[r.pre]) == len(r.vals)
+}
+
 // add adds put p's span to the run (the first makes it p's trace's).
 func (r *blockRun) add(p *pendingPut, prepared *preparedBlocks) {
 	if len(r.vals) == 0 {
@@ -84,7 +90,7 @@ func (w *writer) putRun(tx *store.Tx, run *blockRun, slab, keys *[]byte) error {
 // block's spans, else blocks of up to maxBlockBytes cut from *slab, which
 // bbolt holds until the commit (a slab too small for them grows).
 func (w *writer) storeRun(tx *store.Tx, run *blockRun, slab *[]byte) (uint64, error) {
-	if run.pre >= 0 && int(w.prepared.count[run.pre]) == len(run.vals) {
+	if run.prepared(w.prepared) {
 		return tx.AppendInPlace(BucketSpans, w.prepared.blocks[run.pre])
 	}
 	blocks := *slab

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -172,7 +174,7 @@ func TestPreparedBlocksStoreAsTheWriteWould(t *testing.T) {
 	}
 	withDB, withoutDB := openDB(t), openDB(t)
 	if err := withDB.Update(func(tx *store.Tx) error {
-		_, err := save(tx, own, encoded, facts, &mem.blocks, "receiver")
+		_, err := save(tx, own, encoded, facts, &mem.blocks, &mem.write, "receiver")
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -191,20 +193,72 @@ func TestPreparedBlocksStoreAsTheWriteWould(t *testing.T) {
 	if inPlace != 6 {
 		t.Errorf("%d of %d prepared blocks appended as they are, want 6", inPlace, len(mem.blocks.blocks))
 	}
-	dump := func(db *store.DB) (out []string) {
-		db.View(func(tx *store.Tx) error {
-			for _, b := range []store.Bucket{BucketSpans, BucketIndex, BucketTraces} {
-				tx.Scan(b, nil, false, func(k, v []byte) bool {
-					out = append(out, fmt.Sprintf("%s %x %x", b, k, v))
-					return true
-				})
-			}
-			return nil
-		})
-		return out
-	}
-	if a, b := dump(withDB), dump(withoutDB); !reflect.DeepEqual(a, b) {
+	if a, b := dumpSpans(withDB), dumpSpans(withoutDB); !reflect.DeepEqual(a, b) {
 		t.Fatalf("the databases differ:\nprepared %d records\nwithout  %d records", len(a), len(b))
+	}
+}
+
+// dumpSpans lists every key and value of db's span buckets and its
+// execution records, in order.
+func dumpSpans(db *store.DB) (out []string) {
+	db.View(func(tx *store.Tx) error {
+		for _, b := range []store.Bucket{BucketSpans, BucketIndex, BucketTraces} {
+			tx.Scan(b, nil, false, func(k, v []byte) bool {
+				out = append(out, fmt.Sprintf("%s %x %x", b, k, v))
+				return true
+			})
+		}
+		return tx.ExecutionRecords(func(id, record []byte) bool {
+			out = append(out, fmt.Sprintf("record %s %x", id, record))
+			return true
+		})
+	})
+	return out
+}
+
+// The receiver keeps a request's memory for the next request (reset): a
+// request stored with memory that served others before stores what one
+// with memory of its own does, spans, records and verdicts alike, also
+// when it repeats spans of an earlier one or audits executions in hand.
+func TestRequestMemoryServesRequestAfterRequest(t *testing.T) {
+	decoded := func(first, n int) []Span {
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(batchOf(first, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := decodeProtoSpans(body, n, nil)
+		if err != nil || req.rejected > 0 {
+			t.Fatalf("decode: %v (%d rejected)", err, req.rejected)
+		}
+		return req.spans
+	}
+	requests := [][]Span{decoded(0, 512), requestSpans(), decoded(256, 512), decoded(0, 512), decoded(4096, 96)}
+	reused, own := openDB(t), openDB(t)
+	mem := &requestMemory{}
+	for i, spans := range requests {
+		for _, db := range []*store.DB{reused, own} {
+			m := mem
+			if db == own {
+				m = &requestMemory{}
+			}
+			req := slices.Clone(spans)
+			encoded, facts := m.prepare(req)
+			if err := db.Update(func(tx *store.Tx) error {
+				_, err := save(tx, req, encoded, facts, &m.blocks, &m.write, "receiver")
+				return err
+			}); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if !mem.reset() {
+			t.Fatalf("request %d: memory not kept", i)
+		}
+		if a, b := dumpSpans(reused), dumpSpans(own); !reflect.DeepEqual(a, b) {
+			t.Fatalf("after request %d the databases differ: %d records with memory used again, %d without", i, len(a), len(b))
+		}
+	}
+	if cap(mem.write.puts) == 0 || cap(mem.write.flags) == 0 {
+		t.Fatalf("the write's memory was not kept: puts %d, flags %d", cap(mem.write.puts), cap(mem.write.flags))
 	}
 }
 

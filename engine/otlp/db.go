@@ -138,7 +138,7 @@ func ExecutionID(trace, conversation string) string {
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
-	return save(tx, spans, nil, nil, nil, source)
+	return save(tx, spans, nil, nil, nil, nil, source)
 }
 
 // save is Save with each span's stored form and facts, when not nil,
@@ -146,9 +146,15 @@ func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
 // request's goroutine, before the group commit's one.
 //
 // prepared, when not nil, is how encoded was laid out (prepareBlocks).
-func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepared *preparedBlocks, source string) (Stats, error) {
+// scratch, when not nil, is memory of an earlier save's to take again (and
+// give back): its transaction must have ended.
+func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepared *preparedBlocks, scratch *writeScratch, source string) (Stats, error) {
 	w := newWriter(source, 0)
 	w.prepared = prepared
+	if scratch != nil {
+		w.scratch = *scratch
+		defer func() { *scratch = w.scratch }()
+	}
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	w.written = nil // one write: no later one asks what this one stored
@@ -267,9 +273,9 @@ type writer struct {
 	hand      []*handExec // what the last write leaves handJob to audit
 	// lastHand holds the executions the last write stored spans of.
 	lastHand map[string]*handExec
-	// puts and keys are write's, kept for its next call.
-	puts []pendingPut
-	keys []byte
+	// scratch is write's memory, kept for its next call (and, for
+	// save, given by the receiver's request memory).
+	scratch writeScratch
 	// written holds a hash of the trace and span id of each span stored by
 	// this writer, seeded by seed: a span of a trace that was new to the
 	// database (traceState.own) whose hash is not in it was not stored
@@ -421,6 +427,53 @@ type pendingPut struct {
 	state *traceState // the span's trace's
 }
 
+// writeScratch is the memory a write's bookkeeping takes, which a later
+// write takes again: a file import's writer keeps its puts and keys from
+// one chunk to the next, and the receiver keeps all of it with a
+// request's memory (requestMemory), for a later request once the
+// transaction that stored this one's spans has committed (bbolt holds
+// the keys until then).
+type writeScratch struct {
+	puts  []pendingPut
+	keys  []byte
+	flags []flagSpan // the hand's flag spans (handSlabs), for a writer that writes once
+	vals  [][]byte   // the hand's stored forms, likewise
+}
+
+// release clears what s holds of the write that used it, and drops what
+// has grown past what a request of pooledSpans spans needs.
+func (s *writeScratch) release() {
+	clear(s.flags[:cap(s.flags)])
+	clear(s.vals[:cap(s.vals)])
+	if cap(s.puts) > pooledSpans {
+		s.puts = nil
+	}
+	if cap(s.keys) > 128*pooledSpans {
+		s.keys = nil
+	}
+	if cap(s.flags) > pooledSpans {
+		s.flags = nil
+	}
+	if cap(s.vals) > pooledSpans {
+		s.vals = nil
+	}
+	s.flags, s.vals = s.flags[:0], s.vals[:0]
+}
+
+// handSlabs gives the slabs a write lays the flag spans and stored forms
+// of its executions in hand out in. A writer that writes once (save)
+// takes them from its scratch: its hand is audited before it returns. A
+// file import's writer audits a write's hand beside the next write
+// (handJob), so each write has slabs of its own.
+func (w *writer) handSlabs(flags, vals int) ([]flagSpan, [][]byte) {
+	if !w.oneTx {
+		return make([]flagSpan, 0, flags), make([][]byte, 0, vals)
+	}
+	w.scratch.flags = slices.Grow(w.scratch.flags[:0], flags)
+	w.scratch.vals = slices.Grow(w.scratch.vals[:0], vals)
+	return w.scratch.flags, w.scratch.vals
+}
+
 // write stores spans. Puts go in key order, which keeps bbolt's pages from
 // being rewritten on every insert.
 //
@@ -439,11 +492,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	// The puts and the slab are used again by the next write (a file
 	// import's next chunk): they are done with once the transaction has
 	// committed, which it has before the next write starts.
-	puts := slices.Grow(w.puts[:0], len(spans))
+	puts := slices.Grow(w.scratch.puts[:0], len(spans))
 	defer func() {
 		clear(puts) // let the spans and the stored runs go
 		if cap(puts) <= 2*mergeChunks*chunkSpans {
-			w.puts = puts[:0]
+			w.scratch.puts = puts[:0]
 		}
 	}()
 	var maps [][2]string
@@ -453,10 +506,10 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	}
 	// The index keys and entries are cut from one slab: bbolt copies a
 	// key, and keeps an entry until the commit, which the slab outlives.
-	keys := slices.Grow(w.keys[:0], 128*len(spans))
+	keys := slices.Grow(w.scratch.keys[:0], 128*len(spans))
 	defer func() {
 		if cap(keys) <= 256*mergeChunks*chunkSpans {
-			w.keys = keys[:0]
+			w.scratch.keys = keys[:0]
 		}
 	}()
 	// Each span's hash in written, worked out once.
@@ -608,10 +661,9 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			}
 		}
 	}
-	slab := make([]flagSpan, 0, nFlag)
 	// The stored forms of the spans of executions in hand, side by side
 	// as their flag spans are (handExec.vals).
-	vals := make([][]byte, 0, len(puts))
+	slab, vals := w.handSlabs(nFlag, len(puts))
 	var stored []byte // the key of the last span stored
 	var storedVal []byte
 	// A trace's spans stored here (puts are in key order, so a trace's are
@@ -629,7 +681,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			run.vals = run.vals[:0]
 			return nil
 		}
-		if blocks == nil {
+		if blocks == nil && !run.prepared(w.prepared) {
 			blocks = make([]byte, 0, blockSlab(puts))
 		}
 		return w.putRun(tx, &run, &blocks, &keys)

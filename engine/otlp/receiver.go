@@ -301,7 +301,7 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = save(tx, spans, encoded, facts, prepared, rc.Source)
+			st, err = save(tx, spans, encoded, facts, prepared, &mem.write, rc.Source)
 			return err
 		})
 		var se *SpanError
@@ -353,6 +353,7 @@ type requestMemory struct {
 	arena   []byte
 	facts   []spanFacts
 	blocks  preparedBlocks // how arena is laid out
+	write   writeScratch   // the write's bookkeeping (save)
 }
 
 // The most a requestMemory kept holds: a request of many spans or large
@@ -371,17 +372,24 @@ func (rc *Receiver) memory() *requestMemory {
 
 // release keeps mem for a later request, holding nothing of this one.
 func (rc *Receiver) release(mem *requestMemory) {
-	if mem == nil {
-		return
+	if mem != nil && mem.reset() {
+		rc.memories.Put(mem)
 	}
+}
+
+// reset lets go of what mem holds of its request, and says whether it is
+// worth keeping (it is not once a request of many spans or large ones
+// grew it).
+func (mem *requestMemory) reset() bool {
 	if cap(mem.spans) > pooledSpans || cap(mem.arena) > pooledArena {
-		return
+		return false
 	}
 	clear(mem.spans[:cap(mem.spans)])
 	clear(mem.encoded[:cap(mem.encoded)])
 	clear(mem.blocks.blocks[:cap(mem.blocks.blocks)])
+	mem.write.release()
 	mem.spans, mem.encoded, mem.facts, mem.arena = mem.spans[:0], mem.encoded[:0], mem.facts[:0], mem.arena[:0]
-	rc.memories.Put(mem)
+	return true
 }
 
 // writeStatus answers an error with a google.rpc.Status, in the request's
