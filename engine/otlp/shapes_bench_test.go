@@ -302,6 +302,7 @@ func BenchmarkImportShapes(b *testing.B) {
 			var bare, imp, bareCPU, impCPU time.Duration
 			var barePeak, impPeak uint64
 			spans := 0
+			host0 := cputime.Host()
 			for i := 0; i < b.N; i++ {
 				runtime.GC()
 				stop := peakHeap()
@@ -329,6 +330,7 @@ func BenchmarkImportShapes(b *testing.B) {
 				}
 				db.Close()
 			}
+			b.ReportMetric(host0.StealPercent(cputime.Host()), "host-steal-%")
 			if fi, err := os.Stat(path); err == nil {
 				b.ReportMetric(float64(fi.Size())/float64(spans), "file-bytes/span")
 			}

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
+
+	"github.com/retrylab/retrylab/internal/cputime"
 )
 
 // receiverBatch and receiverExporters are the load: batches of 512
@@ -71,11 +73,12 @@ func BenchmarkServeReceivers(b *testing.B) {
 				defer close(keysDone)
 				keys.pressWhile(s, reads, stopKeys)
 			}()
-			cpu0, ecpu0 := processCPU(b, srv.cmd.Process.Pid), processCPU(b, s.cmd.Process.Pid)
+			cpu0, ecpu0, host0 := processCPU(b, srv.cmd.Process.Pid), processCPU(b, s.cmd.Process.Pid), cputime.Host()
 			b.ResetTimer()
 			elapsed, err := gen.run()
 			cpu := processCPU(b, srv.cmd.Process.Pid) - cpu0
 			ecpu := processCPU(b, s.cmd.Process.Pid) - ecpu0
+			steal := host0.StealPercent(cputime.Host())
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
@@ -91,6 +94,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
 			b.ReportMetric(100*ecpu.Seconds()/elapsed.Seconds(), "explorer-CPU-%")
+			b.ReportMetric(steal, "host-steal-%")
 			keys.report(b)
 		})
 	}
@@ -129,10 +133,11 @@ func benchPeer(b *testing.B, command string) {
 	}
 	gen := startLoadgen(b, "http", "http://"+addr+"/v1/traces", b.N)
 	pid := s.cmd.Process.Pid
-	cpu0 := processCPU(b, pid)
+	cpu0, host0 := processCPU(b, pid), cputime.Host()
 	b.ResetTimer()
 	elapsed, err := gen.run()
 	cpu := processCPU(b, pid) - cpu0
+	steal := host0.StealPercent(cputime.Host())
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -141,6 +146,7 @@ func benchPeer(b *testing.B, command string) {
 	b.ReportMetric(float64(b.N*receiverBatch)/elapsed.Seconds(), "memory-spans/s")
 	b.ReportMetric(float64(rss)/1024, "peer-peak-RSS-MB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "peer-CPU-µs/span")
+	b.ReportMetric(steal, "host-steal-%")
 }
 
 // The exporters run in a process of their own (this test binary again,

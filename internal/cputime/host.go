@@ -1,0 +1,19 @@
+package cputime
+
+// HostTicks is what the machine's CPUs did since boot, in clock ticks, as
+// the kernel counts them (Host): how much of it the hypervisor gave to
+// other machines (steal) out of all (total). A benchmark on a shared
+// virtual machine reports the steal over its run beside its figures: the
+// same code takes longer, and its figures move, while it is high.
+type HostTicks struct {
+	Steal, Total uint64
+}
+
+// StealPercent is the part of the machine's CPU time from a to b that
+// was stolen, in percent; 0 when the system does not say.
+func (a HostTicks) StealPercent(b HostTicks) float64 {
+	if b.Total <= a.Total {
+		return 0
+	}
+	return 100 * float64(b.Steal-a.Steal) / float64(b.Total-a.Total)
+}
