@@ -351,8 +351,12 @@ type handExec struct {
 	// this writer's: a record, or a trace the database held when the
 	// writer first saw it (keptSpans lets go of it).
 	foreign bool
-	stored  int  // spans of it this write stored
-	record  bool // it had a record when write looked
+	// movedFrom are the executions its traces left in this write, their
+	// conversation known at last (each a trace's execution without one):
+	// what keptSpans kept of them is the execution's too.
+	movedFrom []string
+	stored    int  // spans of it this write stored
+	record    bool // it had a record when write looked
 }
 
 // effects remembers which tools the audit counts as side effects by
@@ -553,6 +557,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			st = w.traces.add(t)
 		}
 		exec := cur
+		movedNow := "" // the execution the trace leaves in this write
 		if exec == "" {
 			exec = ExecutionID(t, conv)
 		} else if conv != "" && cur == ExecutionID(t, "") {
@@ -560,7 +565,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			// conversation's execution, its earlier spans with it.
 			exec = ExecutionID(t, conv)
 			if from == "" {
-				from = cur
+				from, movedNow = cur, cur
 				st.from = w.traces.names.add(from)
 			}
 		}
@@ -597,8 +602,11 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		if !fresh {
 			h.dead = true
 		}
-		if !st.own || from != "" {
+		if !st.own {
 			h.foreign = true
+		}
+		if movedNow != "" {
+			h.movedFrom = append(h.movedFrom, movedNow)
 		}
 		h.traces = append(h.traces, st)
 		var before map[string][]byte

@@ -350,7 +350,8 @@ func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Form
 
 // auditAhead audits the executions whose records will carry the audit's
 // grading before the records are written, on up to two cores. Those that
-// receive a moved trace are left to publish, which moves it first.
+// receive a moved trace are audited on their kept spans when those are
+// all of them, else left to publish, which moves it first.
 //
 // With keptOnly it audits those it can on their kept spans alone, reading
 // only whether each had a record before the import, which it can do while
@@ -374,7 +375,7 @@ func (w *writer) auditAhead(db *store.DB, execs []string, keptOnly bool) error {
 		if _, done := w.ahead[exec]; done {
 			continue
 		}
-		if m := w.perExec[exec]; !w.moved[exec] && m.weighing > 0 && m.hand == notAudited {
+		if m := w.perExec[exec]; m.weighing > 0 && m.hand == notAudited && (keptOnly || !w.moved[exec]) {
 			todo = append(todo, exec)
 		}
 	}

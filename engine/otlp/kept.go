@@ -126,19 +126,32 @@ func (k *keptSpans) wrote(hand map[string]*handExec, spans int, spread bool) {
 // is kept of it, or else with what one of the writes remembered before it
 // stored of it, if that write held all of it. Then it lets go of the
 // executions touched longest ago while the budget is exceeded.
+//
+// A trace that joins h's execution in this write (its conversation known
+// at last: h.movedFrom) brings what is kept of the execution it leaves;
+// when nothing is, h's execution is read back.
 func (k *keptSpans) add(h *handExec, write int32) {
 	e := k.byExec[h.exec]
 	if e == nil {
-		var first *handExec
-		for i := len(k.recent) - 2; i >= 0 && first == nil; i-- { // the last is this write's
-			first = k.recent[i].hand[h.exec]
-		}
-		if first == nil || first.dead {
+		first := k.remembered(h.exec)
+		if (first == nil && len(h.movedFrom) == 0) || (first != nil && first.dead) {
 			return // what was stored of it before is not kept: read it back
 		}
 		e = &keptExec{exec: h.exec}
 		k.byExec[e.exec] = e
-		k.keep(e, first)
+		if first != nil {
+			k.keep(e, first)
+		}
+	}
+	for _, from := range h.movedFrom {
+		switch old, first := k.byExec[from], k.remembered(from); {
+		case old != nil:
+			k.join(e, old)
+		case first != nil && !first.dead:
+			k.keep(e, first)
+		default:
+			k.keep(e, &handExec{foreign: true})
+		}
 	}
 	e.last = write
 	k.touched = append(k.touched, keptTouch{e.exec, write})
@@ -152,6 +165,32 @@ func (k *keptSpans) add(h *handExec, write int32) {
 			delete(k.byExec, t.exec)
 		}
 	}
+}
+
+// remembered is what the writes remembered before the last stored of
+// exec, the latest first found; nil if none did.
+func (k *keptSpans) remembered(exec string) *handExec {
+	for i := len(k.recent) - 2; i >= 0; i-- { // the last is this write's
+		if h := k.recent[i].hand[exec]; h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+// join moves what is kept of old's execution, which a trace left for e's,
+// into e.
+func (k *keptSpans) join(e, old *keptExec) {
+	delete(k.byExec, old.exec)
+	e.n += old.n
+	e.unsure = e.unsure || old.unsure
+	if old.foreign || e.foreign {
+		k.bytes -= e.bytes + old.bytes
+		e.foreign, e.segs, e.bytes = true, nil, 0
+		return
+	}
+	e.segs = append(e.segs, old.segs...)
+	e.bytes += old.bytes
 }
 
 // keep adds to e what a write stored of its execution (h).

@@ -216,3 +216,77 @@ func TestKeptRemembersWritesBySpans(t *testing.T) {
 		}
 	}
 }
+
+// retrylab's own export puts the conversation on a run's root and agent
+// spans, which end after its tool spans: with traces in flight across
+// lines, a trace's first spans are stored under an execution of its own
+// and join the conversation's when its root comes. Those executions are
+// audited on the spans kept of both, not read back, and the records are
+// the ones the export's document makes.
+func TestKeptSpansFollowTracesIntoTheirConversation(t *testing.T) {
+	dir := t.TempDir()
+	var doc bytes.Buffer
+	writeOwnExport(t, &doc, 60, 5)
+	docPath := filepath.Join(dir, "doc.json")
+	if err := os.WriteFile(docPath, doc.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	var traces [][]int
+	at := map[string]int{}
+	for k := 0; k < all.Len(); k++ {
+		id := all.At(k).TraceID().String()
+		if _, ok := at[id]; !ok {
+			at[id] = len(traces)
+			traces = append(traces, nil)
+		}
+		traces[at[id]] = append(traces[at[id]], k)
+	}
+	var spans []ptrace.Span
+	for _, k := range concurrentOrderOf(traces, 16, rand.New(rand.NewPCG(5, 5))) {
+		spans = append(spans, all.At(k))
+	}
+	// Lines of 16 spans kept in order (a window of 1): the concurrent
+	// order is the file's.
+	lines := interleavedLines(t, dir, "lines.jsonl", spans, 16, 1, 5)
+
+	want := openDB(t)
+	if _, err := importFrom(want, docPath, nil, defaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	res, err := importFrom(db, lines, nil, limits{chunkSpans: 32, mergeChunks: 1, keptBytes: keptBudget})
+	if err != nil || res.Spans != all.Len() {
+		t.Fatalf("%d of %d spans: %v", res.Spans, all.Len(), err)
+	}
+	if res.readBacks != 0 || res.audits == 0 {
+		t.Errorf("%d audits, %d read back; want all on kept spans", res.audits, res.readBacks)
+	}
+	got, wantX := executions(t, db), executions(t, want)
+	if len(got) != len(wantX) || len(got) == 0 {
+		t.Fatalf("%d executions from the lines, %d from the document", len(got), len(wantX))
+	}
+	byID := map[string]audit.Grade{}
+	for _, x := range wantX {
+		byID[x.ID] = recorded(x)
+	}
+	flagged := 0
+	for _, x := range got {
+		if w, ok := byID[x.ID]; !ok || recorded(x) != w {
+			t.Errorf("%s: %q from the lines, %q from the document", x.ID, recorded(x), w)
+		}
+		if says := auditSays(t, db, x.ID); recorded(x) != says {
+			t.Errorf("%s says %q, the audit %q", x.ID, recorded(x), says)
+		}
+		if recorded(x) != "" {
+			flagged++
+		}
+	}
+	if flagged == 0 {
+		t.Error("no execution flagged: the test shows nothing")
+	}
+}
