@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/gen"
@@ -124,21 +125,35 @@ func concurrentFile(c int) func(*testing.B, int) string {
 // concurrentOrder is the order in which the n spans of batchOf (8 a
 // trace) end when c traces are in flight at once: see concurrentFile.
 func concurrentOrder(n, c int, r *rand.Rand) []int {
+	traces := make([][]int, 0, (n+7)/8)
+	for first := 0; first < n; first += 8 {
+		var t []int
+		for k := first; k < min(first+8, n); k++ {
+			t = append(t, k)
+		}
+		traces = append(traces, t)
+	}
+	return concurrentOrderOf(traces, c, r)
+}
+
+// concurrentOrderOf is the order in which spans end when c of traces (each
+// its spans' indexes, in the order they end) are in flight at once: a
+// trace starts when one ends, and each step one span of a trace in flight,
+// picked at random, ends.
+func concurrentOrderOf(traces [][]int, c int, r *rand.Rand) []int {
 	type inFlight struct{ trace, ended int }
 	var flying []inFlight
-	order := make([]int, 0, n)
-	next, traces := 0, (n+7)/8
-	for len(order) < n {
-		for len(flying) < c && next < traces {
+	var order []int
+	next := 0
+	for next < len(traces) || len(flying) > 0 {
+		for len(flying) < c && next < len(traces) {
 			flying = append(flying, inFlight{trace: next})
 			next++
 		}
 		i := r.IntN(len(flying))
 		t := &flying[i]
-		if span := t.trace*8 + t.ended; span < n {
-			order = append(order, span)
-		}
-		if t.ended++; t.ended == 8 {
+		order = append(order, traces[t.trace][t.ended])
+		if t.ended++; t.ended == len(traces[t.trace]) {
 			flying[i] = flying[len(flying)-1]
 			flying = flying[:len(flying)-1]
 		}
@@ -190,6 +205,59 @@ func ownExportFile(b *testing.B, n int) string {
 		writeOwnExport(b, w, max(1, n/7), 21)
 		w.WriteByte('\n')
 	})
+}
+
+// ownExportLinesFile is ownExportFile's spans as JSON Lines, 512 a line,
+// in the order order gives them (of the spans grouped by trace, as the
+// export writes them); name tells the order apart.
+func ownExportLinesFile(name string, order func(traces [][]int, r *rand.Rand) []int) func(*testing.B, int) string {
+	return func(b *testing.B, n int) string {
+		doc, err := os.ReadFile(ownExportFile(b, n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return shapeFile(b, fmt.Sprintf("otlp-own-export-%s-v1-%d.jsonl", name, n), func(w *bufio.Writer) {
+			td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			var traces [][]int
+			at := map[pcommon.TraceID]int{}
+			for k := 0; k < spans.Len(); k++ {
+				id := spans.At(k).TraceID()
+				t, ok := at[id]
+				if !ok {
+					t = len(traces)
+					at[id] = t
+					traces = append(traces, nil)
+				}
+				traces[t] = append(traces[t], k)
+			}
+			writeLines(b, w, td, order(traces, rand.New(rand.NewPCG(21, 21))))
+		})
+	}
+}
+
+// inTraceOrder is the spans trace after trace, as the export wrote them.
+func inTraceOrder(traces [][]int, _ *rand.Rand) []int {
+	var order []int
+	for _, t := range traces {
+		order = append(order, t...)
+	}
+	return order
+}
+
+// shuffled is the spans in random order (interleavedFile's).
+func shuffled(traces [][]int, r *rand.Rand) []int {
+	order := inTraceOrder(traces, r)
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return order
+}
+
+// inFlight is the order of c traces in flight at once (concurrentOrderOf).
+func inFlight(c int) func([][]int, *rand.Rand) []int {
+	return func(traces [][]int, r *rand.Rand) []int { return concurrentOrderOf(traces, c, r) }
 }
 
 // writeOwnExport writes what `retrylab export --otlp` writes of a `gen`
@@ -278,7 +346,9 @@ func bareDecode(b testing.TB, path string) int {
 // BenchmarkImportShapes imports each shape of issue 21's item 5 — JSON
 // Lines with traces interleaved across lines (every trace across the whole
 // file; 64 and 1024 traces in flight at once), one large document, spans
-// with 1 KB arguments and results, retrylab's own export — and, in the
+// with 1 KB arguments and results, retrylab's own export (one document,
+// and as JSON Lines with its traces together, 1024 in flight, or
+// shuffled) — and, in the
 // same run, in alternating rounds, decodes the same file with pdata alone.
 // Per shape it reports both rates, their ratio (goal >= 0.5), both peak
 // heaps, and both sides' peak RSS, each side run once more in a process of
@@ -295,6 +365,9 @@ func BenchmarkImportShapes(b *testing.B) {
 		{"document", documentFile},
 		{"large-attrs", largeFile},
 		{"own-export", ownExportFile},
+		{"own-export-lines", ownExportLinesFile("lines", inTraceOrder)},
+		{"own-export-concurrent-1024", ownExportLinesFile("concurrent-1024", inFlight(1024))},
+		{"own-export-interleaved", ownExportLinesFile("interleaved", shuffled)},
 	}
 	for _, sh := range shapes {
 		b.Run(sh.name, func(b *testing.B) {

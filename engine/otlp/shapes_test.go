@@ -105,3 +105,39 @@ func TestConcurrentOrderKeepsTracesInFlightTogether(t *testing.T) {
 		t.Errorf("a trace's spans spread over %d spans with %d in flight", widest, c)
 	}
 }
+
+// The own export's traces differ in size: in flight, each trace's spans
+// still end in their own order, every span once.
+func TestConcurrentOrderOfTracesOfAnySize(t *testing.T) {
+	var traces [][]int
+	n := 0
+	for size := range 40 {
+		var tr []int
+		for range size%9 + 1 {
+			tr = append(tr, n)
+			n++
+		}
+		traces = append(traces, tr)
+	}
+	order := concurrentOrderOf(traces, 5, rand.New(rand.NewPCG(21, 21)))
+	if len(order) != n {
+		t.Fatalf("%d spans in order, want %d", len(order), n)
+	}
+	last := map[int]int{} // trace -> its last span so far
+	of := map[int]int{}
+	for k, tr := range traces {
+		for _, s := range tr {
+			of[s] = k
+		}
+	}
+	for _, s := range order {
+		k := of[s]
+		if prev, ok := last[k]; ok && prev >= s {
+			t.Fatalf("trace %d: span %d ends after span %d", k, s, prev)
+		}
+		last[k] = s
+	}
+	if len(last) != len(traces) {
+		t.Fatalf("%d traces in order, want %d", len(last), len(traces))
+	}
+}
