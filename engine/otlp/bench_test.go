@@ -357,7 +357,7 @@ func BenchmarkReceiver(b *testing.B) {
 	var next atomic.Int64
 	var sent atomic.Int64
 	b.ResetTimer()
-	t0, c0 := time.Now(), cputime.Process()
+	t0, c0, w0 := time.Now(), cputime.Process(), writtenBytes()
 	var wg sync.WaitGroup
 	for w := 0; w < exporters; w++ {
 		wg.Add(1)
@@ -390,4 +390,6 @@ func BenchmarkReceiver(b *testing.B) {
 	// same for every receiver): less noisy than the rate on a shared
 	// machine.
 	b.ReportMetric(float64((cputime.Process()-c0).Microseconds())/float64(max(sent.Load(), 1)), "CPU-µs/span")
+	// What the commits wrote to the disk a span: their fsyncs wait for it.
+	b.ReportMetric(float64(writtenBytes()-w0)/float64(max(sent.Load(), 1)), "written-bytes/span")
 }
