@@ -266,8 +266,9 @@ type writer struct {
 	moved map[string]bool
 	// spread says many traces the last write stored spans of (an eighth:
 	// the traces a chunk cuts are a few) had spans in an earlier write:
-	// the file interleaves its traces across lines.
-	spread bool
+	// the file interleaves its traces across lines. spreadOnce says a
+	// write so far found that.
+	spread, spreadOnce bool
 	// readBacks counts the executions audited from their stored spans.
 	readBacks int
 	hand      []*handExec // what the last write leaves handJob to audit
@@ -792,13 +793,19 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		h.kept = slab[h.keptFrom : h.keptFrom+h.keptN : h.keptFrom+h.keptN]
 		h.vals = vals[h.valFrom : h.valFrom+h.valN : h.valFrom+h.valN]
 	}
+	// The file spreads its traces once many a write stored spans of had
+	// spans in an earlier one (a sixteenth: the second write of a file
+	// shuffled end to end has a few more): a later write then adds to
+	// most executions, further on than the writes remembered.
+	spread := w.spreadOnce || 16*seenBefore > len(order)
 	if w.kept != nil {
 		w.kept.wrote(hand, len(spans), w.spread)
 	}
 	for _, h := range handOrder {
 		// An execution this write holds whole is kept (for the audit at
-		// the end) only once a later write adds to it (keptSpans.wrote).
-		if w.kept != nil && h.dead {
+		// the end) only once a later write adds to it (keptSpans.wrote),
+		// unless the file spreads its traces.
+		if w.kept != nil && (h.dead || spread && !h.foreign) {
 			w.kept.add(h, w.writes)
 		}
 		// Without a side-effecting tool span and two attempts there is
@@ -807,6 +814,12 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 			w.hand = append(w.hand, h)
 		}
 	}
+	if w.kept != nil && spread && !w.spreadOnce {
+		// Found out in this write: what the writes remembered held of
+		// executions they were the first to store is kept too.
+		w.kept.keepFirsts(w.writes)
+	}
+	w.spreadOnce = spread
 	sort.Slice(maps, func(i, j int) bool { return maps[i][0] < maps[j][0] })
 	for _, m := range maps {
 		if err := tx.Put(BucketTraces, []byte(m[0]), []byte(m[1])); err != nil {

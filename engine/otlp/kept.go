@@ -2,6 +2,8 @@ package otlp
 
 import (
 	"encoding/binary"
+	"maps"
+	"slices"
 	"unsafe"
 )
 
@@ -133,9 +135,12 @@ func (k *keptSpans) wrote(hand map[string]*handExec, spans int, spread bool) {
 func (k *keptSpans) add(h *handExec, write int32) {
 	e := k.byExec[h.exec]
 	if e == nil {
-		first := k.remembered(h.exec)
-		if (first == nil && len(h.movedFrom) == 0) || (first != nil && first.dead) {
-			return // what was stored of it before is not kept: read it back
+		var first *handExec
+		if h.dead { // some of it was stored before
+			first = k.remembered(h.exec)
+			if (first == nil && len(h.movedFrom) == 0) || (first != nil && first.dead) {
+				return // what was stored of it before is not kept: read it back
+			}
 		}
 		e = &keptExec{exec: h.exec}
 		k.byExec[e.exec] = e
@@ -156,6 +161,12 @@ func (k *keptSpans) add(h *handExec, write int32) {
 	e.last = write
 	k.touched = append(k.touched, keptTouch{e.exec, write})
 	k.keep(e, h)
+	k.trim()
+}
+
+// trim lets go of the executions touched longest ago while the budget is
+// exceeded.
+func (k *keptSpans) trim() {
 	for k.bytes > k.budget && len(k.touched) > 0 {
 		t := k.touched[0]
 		k.touched[0] = keptTouch{}
@@ -165,6 +176,27 @@ func (k *keptSpans) add(h *handExec, write int32) {
 			delete(k.byExec, t.exec)
 		}
 	}
+}
+
+// keepFirsts keeps what the writes remembered before the last stored of
+// the executions they were the first to store (and held whole), but for
+// those kept already: once a file is found to spread its traces, a later
+// write adds to most of them.
+func (k *keptSpans) keepFirsts(write int32) {
+	for i := len(k.recent) - 2; i >= 0; i-- {
+		hand := k.recent[i].hand
+		for _, exec := range slices.Sorted(maps.Keys(hand)) { // in an order that does not change
+			h := hand[exec]
+			if h.dead || h.foreign || k.byExec[exec] != nil {
+				continue
+			}
+			e := &keptExec{exec: exec, last: write}
+			k.byExec[exec] = e
+			k.touched = append(k.touched, keptTouch{exec, write})
+			k.keep(e, h)
+		}
+	}
+	k.trim()
 }
 
 // remembered is what the writes remembered before the last stored of

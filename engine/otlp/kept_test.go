@@ -290,3 +290,52 @@ func TestKeptSpansFollowTracesIntoTheirConversation(t *testing.T) {
 		t.Error("no execution flagged: the test shows nothing")
 	}
 }
+
+// A file shuffled end to end, longer than the writes the kept spans
+// remember (keptBackSpans): once the import finds its traces spread, it
+// keeps every execution from the write that first stored it, so none is
+// read back, and the records are the document's.
+func TestKeptSpansOfAFileShuffledEndToEnd(t *testing.T) {
+	t.Parallel()
+	const n = 2 * keptBackSpans
+	td := batchOf(0, n)
+	src := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	all := make([]ptrace.Span, src.Len())
+	for i := range all {
+		all[i] = src.At(i)
+	}
+	dir := t.TempDir()
+	lines := interleavedLines(t, dir, "shuffled.jsonl", all, 512, n, 9)
+	doc, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docPath := filepath.Join(dir, "doc.json")
+	if err := os.WriteFile(docPath, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, db := openDB(t), openDB(t)
+	if _, err := importFrom(want, docPath, nil, defaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	res, err := importFrom(db, lines, nil, defaultLimits)
+	if err != nil || res.Spans != n {
+		t.Fatalf("%d of %d spans: %v", res.Spans, n, err)
+	}
+	if res.readBacks != 0 || res.audits == 0 {
+		t.Errorf("%d audits, %d read back; want all on kept spans", res.audits, res.readBacks)
+	}
+	got, wantX := executions(t, db), executions(t, want)
+	if len(got) != len(wantX) {
+		t.Fatalf("%d executions from the lines, %d from the document", len(got), len(wantX))
+	}
+	byID := map[string]audit.Grade{}
+	for _, x := range wantX {
+		byID[x.ID] = recorded(x)
+	}
+	for _, x := range got {
+		if w, ok := byID[x.ID]; !ok || recorded(x) != w {
+			t.Fatalf("%s: %q from the lines, %q from the document", x.ID, recorded(x), w)
+		}
+	}
+}
