@@ -25,8 +25,12 @@ import (
 
 // keptBudget is how many bytes of encoded spans a file import keeps for
 // the audit (keptEncode): the tool spans of a 50 000-span file of the usual
-// agent's traces interleaved take some 5 MB.
-const keptBudget = 16 << 20
+// agent's traces interleaved take some 5 MB, and of retrylab's own export
+// of 200 000 spans with its traces spread, kept from their first write,
+// about 30. An execution let go is read back at the end, into the heap:
+// 16 MB read 6 156 of that export's executions back and took its RSS to
+// 198-201 MB, 32 MB one, at 176 MB (BENCHMARKS.md, 8j′).
+const keptBudget = 32 << 20
 
 // keptBackSpans is how far back, beyond the write before, an interleaved
 // file's writes are remembered (keptSpans.recent) for an execution a write
