@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/engine/audit"
+	"github.com/retrylab/retrylab/store"
 )
 
 // interleavedLines writes spans (from batchOf's traces) into JSON Lines of
@@ -227,58 +228,24 @@ func TestKeptSpansFollowTracesIntoTheirConversation(t *testing.T) {
 	dir := t.TempDir()
 	var doc bytes.Buffer
 	writeOwnExport(t, &doc, 60, 5)
-	docPath := filepath.Join(dir, "doc.json")
-	if err := os.WriteFile(docPath, doc.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(doc.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	var traces [][]int
-	at := map[string]int{}
-	for k := 0; k < all.Len(); k++ {
-		id := all.At(k).TraceID().String()
-		if _, ok := at[id]; !ok {
-			at[id] = len(traces)
-			traces = append(traces, nil)
-		}
-		traces[at[id]] = append(traces[at[id]], k)
-	}
 	var spans []ptrace.Span
-	for _, k := range concurrentOrderOf(traces, 16, rand.New(rand.NewPCG(5, 5))) {
+	for _, k := range concurrentOrderOf(spansByTrace(all), 16, rand.New(rand.NewPCG(5, 5))) {
 		spans = append(spans, all.At(k))
 	}
 	// Lines of 16 spans kept in order (a window of 1): the concurrent
 	// order is the file's.
 	lines := interleavedLines(t, dir, "lines.jsonl", spans, 16, 1, 5)
-
-	want := openDB(t)
-	if _, err := importFrom(want, docPath, nil, defaultLimits); err != nil {
-		t.Fatal(err)
-	}
-	db := openDB(t)
-	res, err := importFrom(db, lines, nil, limits{chunkSpans: 32, mergeChunks: 1, keptBytes: keptBudget})
-	if err != nil || res.Spans != all.Len() {
-		t.Fatalf("%d of %d spans: %v", res.Spans, all.Len(), err)
-	}
+	db, res := importAsTheDocument(t, td, lines, limits{chunkSpans: 32, mergeChunks: 1, keptBytes: keptBudget})
 	if res.readBacks != 0 || res.audits == 0 {
 		t.Errorf("%d audits, %d read back; want all on kept spans", res.audits, res.readBacks)
 	}
-	got, wantX := executions(t, db), executions(t, want)
-	if len(got) != len(wantX) || len(got) == 0 {
-		t.Fatalf("%d executions from the lines, %d from the document", len(got), len(wantX))
-	}
-	byID := map[string]audit.Grade{}
-	for _, x := range wantX {
-		byID[x.ID] = recorded(x)
-	}
 	flagged := 0
-	for _, x := range got {
-		if w, ok := byID[x.ID]; !ok || recorded(x) != w {
-			t.Errorf("%s: %q from the lines, %q from the document", x.ID, recorded(x), w)
-		}
+	for _, x := range executions(t, db) {
 		if says := auditSays(t, db, x.ID); recorded(x) != says {
 			t.Errorf("%s says %q, the audit %q", x.ID, recorded(x), says)
 		}
@@ -304,13 +271,23 @@ func TestKeptSpansOfAFileShuffledEndToEnd(t *testing.T) {
 	for i := range all {
 		all[i] = src.At(i)
 	}
-	dir := t.TempDir()
-	lines := interleavedLines(t, dir, "shuffled.jsonl", all, 512, n, 9)
+	lines := interleavedLines(t, t.TempDir(), "shuffled.jsonl", all, 512, n, 9)
+	_, res := importAsTheDocument(t, td, lines, defaultLimits)
+	if res.readBacks != 0 || res.audits == 0 {
+		t.Errorf("%d audits, %d read back; want all on kept spans", res.audits, res.readBacks)
+	}
+}
+
+// importAsTheDocument imports lines, td's spans in another order, within
+// lim, and checks that it stores all of them and makes the records td's
+// document makes; it returns the database and the import's result.
+func importAsTheDocument(t *testing.T, td ptrace.Traces, lines string, lim limits) (*store.DB, FileResult) {
+	t.Helper()
 	doc, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docPath := filepath.Join(dir, "doc.json")
+	docPath := filepath.Join(t.TempDir(), "doc.json")
 	if err := os.WriteFile(docPath, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -318,15 +295,12 @@ func TestKeptSpansOfAFileShuffledEndToEnd(t *testing.T) {
 	if _, err := importFrom(want, docPath, nil, defaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	res, err := importFrom(db, lines, nil, defaultLimits)
-	if err != nil || res.Spans != n {
-		t.Fatalf("%d of %d spans: %v", res.Spans, n, err)
-	}
-	if res.readBacks != 0 || res.audits == 0 {
-		t.Errorf("%d audits, %d read back; want all on kept spans", res.audits, res.readBacks)
+	res, err := importFrom(db, lines, nil, lim)
+	if err != nil || res.Spans != td.SpanCount() {
+		t.Fatalf("%d of %d spans: %v", res.Spans, td.SpanCount(), err)
 	}
 	got, wantX := executions(t, db), executions(t, want)
-	if len(got) != len(wantX) {
+	if len(got) != len(wantX) || len(got) == 0 {
 		t.Fatalf("%d executions from the lines, %d from the document", len(got), len(wantX))
 	}
 	byID := map[string]audit.Grade{}
@@ -335,7 +309,8 @@ func TestKeptSpansOfAFileShuffledEndToEnd(t *testing.T) {
 	}
 	for _, x := range got {
 		if w, ok := byID[x.ID]; !ok || recorded(x) != w {
-			t.Fatalf("%s: %q from the lines, %q from the document", x.ID, recorded(x), w)
+			t.Errorf("%s: %q from the lines, %q from the document", x.ID, recorded(x), w)
 		}
 	}
+	return db, res
 }

@@ -220,22 +220,28 @@ func ownExportLinesFile(name string, order func(traces [][]int, r *rand.Rand) []
 			if err != nil {
 				b.Fatal(err)
 			}
-			spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-			var traces [][]int
-			at := map[pcommon.TraceID]int{}
-			for k := 0; k < spans.Len(); k++ {
-				id := spans.At(k).TraceID()
-				t, ok := at[id]
-				if !ok {
-					t = len(traces)
-					at[id] = t
-					traces = append(traces, nil)
-				}
-				traces[t] = append(traces[t], k)
-			}
+			traces := spansByTrace(td.ResourceSpans().At(0).ScopeSpans().At(0).Spans())
 			writeLines(b, w, td, order(traces, rand.New(rand.NewPCG(21, 21))))
 		})
 	}
+}
+
+// spansByTrace is the indexes of spans, by trace, each trace's in order,
+// the traces in the order of their first span.
+func spansByTrace(spans ptrace.SpanSlice) [][]int {
+	var traces [][]int
+	at := map[pcommon.TraceID]int{}
+	for k := 0; k < spans.Len(); k++ {
+		id := spans.At(k).TraceID()
+		t, ok := at[id]
+		if !ok {
+			t = len(traces)
+			at[id] = t
+			traces = append(traces, nil)
+		}
+		traces[t] = append(traces[t], k)
+	}
+	return traces
 }
 
 // inTraceOrder is the spans trace after trace, as the export wrote them.
