@@ -267,7 +267,8 @@ type writer struct {
 	// spread says many traces the last write stored spans of (an eighth:
 	// the traces a chunk cuts are a few) had spans in an earlier write:
 	// the file interleaves its traces across lines. spreadOnce says a
-	// write so far found that.
+	// write so far found a sixteenth of its traces seen before: the
+	// kept spans then take every execution from its first write.
 	spread, spreadOnce bool
 	// readBacks counts the executions audited from their stored spans.
 	readBacks int
