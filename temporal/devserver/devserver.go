@@ -83,15 +83,24 @@ func Start(opts Options) (*Server, error) {
 	}
 	// Fail early, with the address, when the port is taken: the server
 	// itself would only log it.
-	if port == 0 {
-		if port, err = freePort(host); err != nil {
+	if port != 0 {
+		if err := portFree(host, port); err != nil {
 			return nil, err
 		}
-	} else if err := portFree(host, port); err != nil {
+	}
+	need := servicePorts
+	if port == 0 {
+		need++
+	}
+	ports, err := distinctPorts(host, need, port)
+	if err != nil {
 		return nil, err
 	}
+	if port == 0 {
+		port, ports = ports[0], ports[1:]
+	}
 
-	cfg, sqlCfg, err := serverConfig(host, port, opts.DBPath)
+	cfg, sqlCfg, err := serverConfig(host, port, ports, opts.DBPath)
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +157,15 @@ func Start(opts Options) (*Server, error) {
 	return &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port))}, nil
 }
 
+// servicePorts is how many ports the services take besides the
+// frontend's gRPC port: a membership port each, and the history's,
+// matching's and worker's gRPC ports.
+const servicePorts = 7
+
 // serverConfig is one cluster on one machine: the four services on
-// loopback ports, one history shard, SQLite for both stores, archival off.
-func serverConfig(host string, frontend int, dbPath string) (*config.Config, *config.SQL, error) {
+// loopback ports (the frontend's gRPC port, and servicePorts others), one
+// history shard, SQLite for both stores, archival off.
+func serverConfig(host string, frontend int, ports []int, dbPath string) (*config.Config, *config.SQL, error) {
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if dbPath == "" {
 		// A name of its own, so two servers in one process (tests, one
@@ -170,25 +185,21 @@ func serverConfig(host string, frontend int, dbPath string) (*config.Config, *co
 		sqlCfg.DatabaseName = abs
 		sqlCfg.ConnectAttributes["mode"] = "rwc"
 	}
-	service := func(grpc int) (config.Service, error) {
-		member, err := freePort(host)
-		if err != nil {
-			return config.Service{}, err
-		}
-		if grpc == 0 {
-			if grpc, err = freePort(host); err != nil {
-				return config.Service{}, err
-			}
-		}
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: member, BindOnIP: host}}, nil
+	if len(ports) != servicePorts {
+		return nil, nil, fmt.Errorf("%d ports for the services, want %d", len(ports), servicePorts)
+	}
+	next := func() int {
+		p := ports[0]
+		ports = ports[1:]
+		return p
 	}
 	services := map[string]config.Service{}
-	for name, grpc := range map[string]int{"frontend": frontend, "history": 0, "matching": 0, "worker": 0} {
-		s, err := service(grpc)
-		if err != nil {
-			return nil, nil, err
+	for _, name := range []string{"frontend", "history", "matching", "worker"} {
+		grpc := frontend
+		if name != "frontend" {
+			grpc = next()
 		}
-		services[name] = s
+		services[name] = config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: next(), BindOnIP: host}}
 	}
 	frontendAddr := net.JoinHostPort(host, strconv.Itoa(frontend))
 	cfg := &config.Config{
@@ -226,10 +237,44 @@ func serverConfig(host string, frontend int, dbPath string) (*config.Config, *co
 	return cfg, sqlCfg, nil
 }
 
-// freePort finds a free port on host for one of the server's services,
-// which the server binds later itself (its configuration takes ports, not
-// listeners): below the kernel's ephemeral range (freeport).
-func freePort(host string) (int, error) { return freeport.Port(host) }
+// distinctPorts finds n free ports on host for the server's services,
+// none of them avoid, which the server binds later itself (its
+// configuration takes ports, not listeners): a block below the kernel's
+// ephemeral range (freeport), else one by one. They are distinct: two
+// services given one port would find it taken inside the server, whose
+// logger only says so, and the second bind fail with no listener.
+func distinctPorts(host string, n, avoid int) ([]int, error) {
+	for range 10 {
+		base, err := freeport.Ports(host, n)
+		if err != nil {
+			break
+		}
+		if avoid >= base && avoid < base+n {
+			continue
+		}
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = base + i
+		}
+		return ports, nil
+	}
+	seen := map[int]bool{avoid: true}
+	var ports []int
+	for range 100 * n {
+		p, err := freeport.Port(host)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+			if len(ports) == n {
+				return ports, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("find %d distinct free ports on %s: none", n, host)
+}
 
 // portFree says whether a port the user named is free.
 func portFree(host string, port int) error {
