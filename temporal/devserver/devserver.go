@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrylab/retrylab/internal/freeport"
@@ -22,6 +23,7 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
@@ -99,7 +101,24 @@ func Start(opts Options) (*Server, error) {
 	if port == 0 {
 		port, ports = ports[0], ports[1:]
 	}
+	return start(opts, host, port, ports)
+}
 
+// start is Start on the ports chosen: the frontend's and servicePorts
+// others. A port the server cannot bind (another process took it since
+// it was found free) is start's error: the server says so through its
+// logger's Fatal, and would go on without the listener.
+func start(opts Options, host string, port int, ports []int) (s *Server, err error) {
+	logger := fatalStops{opts.Logger}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalStopped)
+			if !ok {
+				panic(r)
+			}
+			s, err = nil, fmt.Errorf("start the Temporal server on %s: %s", host, f)
+		}
+	}()
 	cfg, sqlCfg, err := serverConfig(host, port, ports, opts.DBPath)
 	if err != nil {
 		return nil, err
@@ -136,14 +155,14 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	claims, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, opts.Logger)
+	claims, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
 	if err != nil {
 		return nil, err
 	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(opts.Logger),
+		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claims }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
@@ -155,6 +174,26 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("start the Temporal server: %w", err)
 	}
 	return &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+}
+
+// fatalStops is the server's logger with Fatal as its name says: the
+// server calls it where it cannot go on (a listener it could not open)
+// and, under a logger that returns, goes on all the same, into a nil
+// pointer. Its panic ends start with an error, or the process, as the
+// Temporal server's own logger would by exiting.
+type fatalStops struct{ log.Logger }
+
+// fatalStopped is what fatalStops panics with: the message and its tags.
+type fatalStopped string
+
+func (l fatalStops) Fatal(msg string, tags ...tag.Tag) {
+	l.Logger.Fatal(msg, tags...)
+	var b strings.Builder
+	b.WriteString(msg)
+	for _, t := range tags {
+		fmt.Fprintf(&b, ", %s: %v", t.Key(), t.Value())
+	}
+	panic(fatalStopped(b.String()))
 }
 
 // servicePorts is how many ports the services take besides the

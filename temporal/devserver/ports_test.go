@@ -1,7 +1,12 @@
 package devserver
 
 import (
+	"net"
+	"strconv"
+	"strings"
 	"testing"
+
+	"go.temporal.io/server/common/log"
 
 	"github.com/retrylab/retrylab/internal/freeport"
 )
@@ -35,5 +40,31 @@ func TestServicesGetDistinctPorts(t *testing.T) {
 		if len(seen) != servicePorts+1 || seen[frontend] != "frontend" {
 			t.Fatalf("%d ports for the services (%v), want %d with the frontend's %d", len(seen), seen, servicePorts+1, frontend)
 		}
+	}
+}
+
+// A port taken between the check and the server's bind (by another
+// process) is Start's error, naming it, and not a panic inside the server.
+func TestTakenPortIsAnError(t *testing.T) {
+	frontend, err := freeport.Port("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := distinctPorts("127.0.0.1", servicePorts, frontend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	s, err := start(Options{Namespaces: []string{"default"}, Logger: log.NewNoopLogger()}, "127.0.0.1", frontend, ports)
+	if err == nil {
+		s.Stop()
+		t.Fatalf("started with port %d taken", ports[0])
+	}
+	if !strings.Contains(err.Error(), strconv.Itoa(ports[0])) {
+		t.Errorf("the error does not name port %d: %v", ports[0], err)
 	}
 }
