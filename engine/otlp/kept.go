@@ -190,17 +190,11 @@ func (k *keptSpans) keepFirsts(write int32) {
 	for i := len(k.recent) - 2; i >= 0; i-- {
 		hand := k.recent[i].hand
 		for _, exec := range slices.Sorted(maps.Keys(hand)) { // in an order that does not change
-			h := hand[exec]
-			if h.dead || h.foreign || k.byExec[exec] != nil {
-				continue
+			if h := hand[exec]; !h.dead && !h.foreign && k.byExec[exec] == nil {
+				k.add(h, write)
 			}
-			e := &keptExec{exec: exec, last: write}
-			k.byExec[exec] = e
-			k.touched = append(k.touched, keptTouch{exec, write})
-			k.keep(e, h)
 		}
 	}
-	k.trim()
 }
 
 // remembered is what the writes remembered before the last stored of
