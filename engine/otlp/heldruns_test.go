@@ -100,10 +100,7 @@ func TestHeldRunsImportAsWritesThatStore(t *testing.T) {
 func TestHeldRunsRefuseAChangedCopy(t *testing.T) {
 	td := batchOf(0, 8*50)
 	src := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	var spans []ptrace.Span
-	for i := 0; i < src.Len(); i++ {
-		spans = append(spans, src.At(i))
-	}
+	spans := spanList(src)
 	changed := ptrace.NewSpan()
 	src.At(13).CopyTo(changed)
 	changed.SetName("execute_tool something_else")

@@ -14,6 +14,15 @@ import (
 	"github.com/retrylab/retrylab/store"
 )
 
+// spanList is the spans of s, in order.
+func spanList(s ptrace.SpanSlice) []ptrace.Span {
+	spans := make([]ptrace.Span, s.Len())
+	for i := range spans {
+		spans[i] = s.At(i)
+	}
+	return spans
+}
+
 // interleavedLines writes spans (from batchOf's traces) into JSON Lines of
 // per spans, under name in dir, and returns the path: shuffled with seed
 // within each run of window spans, as concurrent traces interleave.
@@ -266,11 +275,7 @@ func TestKeptSpansOfAFileShuffledEndToEnd(t *testing.T) {
 	t.Parallel()
 	const n = 2 * keptBackSpans
 	td := batchOf(0, n)
-	src := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	all := make([]ptrace.Span, src.Len())
-	for i := range all {
-		all[i] = src.At(i)
-	}
+	all := spanList(td.ResourceSpans().At(0).ScopeSpans().At(0).Spans())
 	lines := interleavedLines(t, t.TempDir(), "shuffled.jsonl", all, 512, n, 9)
 	_, res := importAsTheDocument(t, td, lines, defaultLimits)
 	if res.readBacks != 0 || res.audits == 0 {
