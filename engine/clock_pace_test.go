@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/history"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // eventsOf is an execution's whole history.
@@ -90,8 +91,8 @@ func TestPaceWaitsBeforeEachAttemptAndSaysSo(t *testing.T) {
 		case history.AttemptStarted:
 			order = append(order, ev.Type)
 		case history.AttemptFinished:
-			if ev.Outcome == history.OutcomeTimeout && ev.Duration > 2*time.Second {
-				t.Errorf("attempt %d timed out after %s: the scenario's deadline is 1s", ev.Attempt, ev.Duration)
+			if ev.Outcome == history.OutcomeTimeout && ev.Duration > testrun.QuickTimeout+time.Second {
+				t.Errorf("attempt %d timed out after %s: the scenario's deadline is %s", ev.Attempt, ev.Duration, testrun.QuickTimeout)
 			}
 		}
 	}

@@ -73,7 +73,7 @@ func openHost(t *testing.T, clock engine.Clock) *engine.Host {
 // and closed when the test ends.
 func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Clock: clock, Imports: all.Registry()})
+	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: testrun.QuickTimeouts(t, fixtures.FS), Clock: clock, Imports: all.Registry()})
 	if err != nil {
 		t.Fatalf("open host: %v", err)
 	}

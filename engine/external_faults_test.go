@@ -12,6 +12,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -38,7 +39,7 @@ func (f *askedFaults) ServerFaults(execution, step string, attempt int) []fault.
 func TestFaultsOfExecutionsTheHostDoesNotRun(t *testing.T) {
 	t.Parallel()
 	src := &askedFaults{}
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS, Faults: src})
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS), Faults: src})
 	if err != nil {
 		t.Fatal(err)
 	}

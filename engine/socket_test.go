@@ -15,6 +15,7 @@ import (
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/internal/rtchan"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // The runtime channel's Unix socket, which the host's workers use: beside
@@ -24,7 +25,7 @@ import (
 func TestRuntimeSocket(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(dir, "retrylab.db"), Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(dir, "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS)})
 	if err != nil {
 		t.Fatal(err)
 	}

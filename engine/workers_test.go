@@ -10,6 +10,7 @@ import (
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // workerPIDs lists the pids of an execution's WorkerStarted events, by run.
@@ -28,7 +29,7 @@ func workerPIDs(t *testing.T, h *engine.Host, id string) []int {
 // takes the resume; and Close ends every worker process.
 func TestKeptWorkers(t *testing.T) {
 	t.Parallel()
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS,
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS),
 		KeepWorkers: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // A worker that reports before the host has recorded its WorkerStarted
@@ -14,7 +15,7 @@ import (
 // the run's history starts with the worker's start, then what it sent.
 func TestWorkerStartedComesBeforeTheWorkersEvents(t *testing.T) {
 	t.Parallel()
-	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS})
+	h, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS)})
 	if err != nil {
 		t.Fatal(err)
 	}

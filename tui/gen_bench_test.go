@@ -23,6 +23,7 @@ import (
 	"github.com/retrylab/retrylab/engine/imports/all"
 	"github.com/retrylab/retrylab/engine/world"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -168,7 +169,7 @@ func openExplorer(tb testing.TB, h engine.Source, w, hgt int) (*Model, *runner, 
 func openHost(tb testing.TB, path string) *control.Server {
 	tb.Helper()
 	// Benchmarks in other processes may hold a cached database: wait.
-	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 10 * time.Minute, Imports: all.Registry()})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: testrun.QuickTimeouts(tb, fixtures.FS), LockTimeout: 10 * time.Minute, Imports: all.Registry()})
 	if err != nil {
 		tb.Fatal(err)
 	}

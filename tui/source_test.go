@@ -97,7 +97,7 @@ func record(t *testing.T, scripts ...[]string) *snapshot {
 
 func recordNow(t *testing.T, scripts ...[]string) *snapshot {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS, Imports: all.Registry()})
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS), Imports: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 func openHost(t *testing.T, path string) *engine.Host {
 	t.Helper()
-	return openHostWith(t, path, fixtures.FS)
+	return openHostWith(t, path, testrun.QuickTimeouts(t, fixtures.FS))
 }
 
 func openHostWith(t *testing.T, path string, scenarios fs.FS) *engine.Host {
@@ -44,7 +44,7 @@ func openHostWith(t *testing.T, path string, scenarios fs.FS) *engine.Host {
 }
 
 func TestPath(t *testing.T) {
-	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	path, err := lesson.Path(scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ turns: [{text: hi, calls: [{step: s, tool: send, args: {to: a@b.c, subject: s}}]
 }
 
 func TestCheck(t *testing.T) {
-	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	path, err := lesson.Path(scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +119,15 @@ func TestCheck(t *testing.T) {
 
 // walkFS is a catalogue of six lessons for the walk's tests: the article's
 // four, and two later ones. Each lesson whose response is lost waits out a
-// real 1 s client timeout; only naive and safe do here. (Every lesson of the
-// whole catalogue is run by TestEveryLessonHasItsOutcome.)
+// real client timeout (testrun.QuickTimeout); only naive and safe do here.
+// (Every lesson of the whole catalogue is run by
+// TestEveryLessonHasItsOutcome.)
 func walkFS(t *testing.T) fs.FS {
 	t.Helper()
+	quick := testrun.QuickTimeouts(t, fixtures.FS)
 	out := fstest.MapFS{}
 	for _, name := range []string{"naive", "crash", "safe", "invoice-crm", "regenerated-args", "key-retention"} {
-		data, err := fs.ReadFile(fixtures.FS, name+".yaml")
+		data, err := fs.ReadFile(quick, name+".yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +250,7 @@ func TestWalkWholePath(t *testing.T) {
 // their lessons mostly wait on client timeouts.
 func TestEveryLessonHasItsOutcome(t *testing.T) {
 	t.Parallel()
-	path, err := lesson.Path(scenario.NewCatalog(fixtures.FS))
+	path, err := lesson.Path(scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func TestEveryLessonHasItsOutcome(t *testing.T) {
 			defer cancel()
 			// A fix's mistake runs in another group: the pair's line runs it
 			// again on a scratch database, as a workshop resumed at the fix.
-			pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true}))
+			pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true}))
 			for i := g; i < len(path); i += groups {
 				step := path[i]
 				out, err := s.Run(ctx, step)

@@ -12,12 +12,13 @@ import (
 	"github.com/retrylab/retrylab/engine/scenario"
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // Every `fixes` of the catalogue names a scenario of the lesson path that
 // comes before its fix, and both halves find the pair.
 func TestPairsOfTheCatalogue(t *testing.T) {
-	cat := scenario.NewCatalog(fixtures.FS)
+	cat := scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS))
 	all, err := cat.All()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestDiffOfAFixRunsTheMistakeOnScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true}))
+	pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true}))
 	var step lesson.Step
 	for _, st := range s.Path() {
 		if st.Name == "key-the-intent-fixed" {

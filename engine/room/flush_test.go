@@ -11,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/room"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // slowPushes delays every push by d: a room under a workshop's load.
@@ -56,7 +57,7 @@ func TestResetAndCloseWaitForTheMirror(t *testing.T) {
 	opts := fastMirror
 	opts.Drain = 20 * time.Second // the bound: never reached here
 	opts.Rescan = time.Hour
-	h, err := engine.Open(engine.Config{DBPath: aliceDB, Scenarios: fixtures.FS,
+	h, err := engine.Open(engine.Config{DBPath: aliceDB, Scenarios: testrun.QuickTimeouts(t, fixtures.FS),
 		Companion: room.Companion(room.MembershipFile(aliceDB), opts)})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func openRoom(t *testing.T, dbPath, addr string, cfg room.Config) *aRoom {
 // network, say), unless wrap is nil.
 func openRoomWrapped(t *testing.T, dbPath, addr string, cfg room.Config, wrap func(http.Handler) http.Handler) *aRoom {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS, KeepOnReset: room.Buckets})
+	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: testrun.QuickTimeouts(t, fixtures.FS), KeepOnReset: room.Buckets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func openParticipant(t *testing.T, dbPath string) *engine.Host {
 
 func openParticipantWith(t *testing.T, dbPath string, opts room.MirrorOptions) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: fixtures.FS,
+	h, err := engine.Open(engine.Config{DBPath: dbPath, Scenarios: testrun.QuickTimeouts(t, fixtures.FS),
 		Companion: room.Companion(room.MembershipFile(dbPath), opts)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/engine/verify"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/testrun"
 )
 
 // Every scenario of the catalogue, played by its own script (verify.Run),
@@ -19,12 +20,12 @@ import (
 // messages on the attempts that caused them, and the execution's outcome
 // and duplicate flag as the record says.
 func TestFoldEveryFixture(t *testing.T) {
-	cat := scenario.NewCatalog(fixtures.FS)
+	cat := scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS))
 	list, err := cat.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
+	open := verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true})
 	for _, scn := range list {
 		t.Run(scn.Name, func(t *testing.T) {
 			t.Parallel()

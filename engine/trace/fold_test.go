@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // on a real host and returns the execution's recorded history.
 func recordHistory(t *testing.T, scenario string, script ...string) (history.Execution, []history.Event) {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: fixtures.FS})
+	h, err := engine.Open(engine.Config{DBPath: filepath.Join(t.TempDir(), "retrylab.db"), Scenarios: testrun.QuickTimeouts(t, fixtures.FS)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestHandoutGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			scn := load(t, name)
-			h, closeFn, err := opener()()
+			h, closeFn, err := opener(t)()
 			if err != nil {
 				t.Fatal(err)
 			}

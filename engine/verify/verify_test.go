@@ -26,13 +26,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func opener() verify.Opener {
-	return verify.Scratch(engine.Config{Scenarios: fixtures.FS, NoSync: true})
+func opener(t testing.TB) verify.Opener {
+	return verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true})
 }
 
 func load(t *testing.T, name string) *scenario.Scenario {
 	t.Helper()
-	s, err := scenario.NewCatalog(fixtures.FS).Get(name)
+	s, err := scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS)).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestScriptError(t *testing.T) {
 	t.Parallel()
 	s := load(t, "one-send")
 	s.Expect.Script = []string{"run", "resume"} // nothing to resume: it completed
-	rep, err := verify.Verify(context.Background(), opener(), s, verify.Options{})
+	rep, err := verify.Verify(context.Background(), opener(t), s, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestFaultMatrix(t *testing.T) {
 				defer func() { <-sem }()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				c.rep, c.err = verify.Verify(ctx, opener(), s, opts)
+				c.rep, c.err = verify.Verify(ctx, opener(t), s, opts)
 			}()
 		}
 	}

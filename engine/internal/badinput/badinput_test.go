@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T, path string) (*engine.Host, error) {
 	t.Helper()
-	return engine.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, LockTimeout: 300 * time.Millisecond})
+	return engine.Open(engine.Config{DBPath: path, Scenarios: testrun.QuickTimeouts(t, fixtures.FS), LockTimeout: 300 * time.Millisecond})
 }
 
 func mustOpen(t *testing.T, path string) *engine.Host {
