@@ -420,7 +420,7 @@ func TestJSONSpansMutated(t *testing.T) {
 	slices.SortFunc(seeds, bytes.Compare) // map order is random
 	alphabet := []byte(`{}[]",:0123456789-.eE+ \ntrufalsn\u00x"` + "\xff")
 	answered := 0
-	for i := range 20000 {
+	for i := range 8000 {
 		doc := append([]byte(nil), seeds[i%len(seeds)]...)
 		for range 1 + rng.Intn(3) {
 			at := rng.Intn(len(doc))
@@ -441,7 +441,7 @@ func TestJSONSpansMutated(t *testing.T) {
 			answered++
 		}
 	}
-	if answered < 1500 {
+	if answered < 1000 { // 1 445 with this seed: the rest are declined
 		t.Errorf("answered only %d mutated documents", answered)
 	}
 }
