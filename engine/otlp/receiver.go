@@ -51,19 +51,20 @@ type Receiver struct {
 	// memories holds the *requestMemory of requests answered.
 	memories sync.Pool
 	// decoding lets requests decode and prepare their spans on all cores
-	// but one (decodeGate), which the group commit and the host's readers
-	// (an explorer attached to the database) keep.
+	// but one, and on at least two (decodeGate).
 	decoding     chan struct{}
 	decodingOnce sync.Once
 }
 
 // decodeGate runs fn, a request's decoding or preparing of its spans,
-// once fewer than GOMAXPROCS-1 (at least one) requests are at it: with
-// every core decoding, the commit that answers them and an attached
-// explorer's reads waited behind the next requests' decoding (BENCHMARKS.md,
-// 24c).
+// once fewer than GOMAXPROCS-1 requests, and at least two, are at it. A core
+// left to the group commit that answers them and to an attached explorer's
+// reads keeps those from waiting behind the next requests' decoding
+// (BENCHMARKS.md, 24c); but on two cores a single decoder was the
+// receivers' bottleneck: with two, 24a's rate rose by a fifth and more,
+// and the explorer's key p99 by about a millisecond.
 func (rc *Receiver) decodeGate(fn func()) {
-	rc.decodingOnce.Do(func() { rc.decoding = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)) })
+	rc.decodingOnce.Do(func() { rc.decoding = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)-1)) })
 	rc.decoding <- struct{}{}
 	defer func() { <-rc.decoding }()
 	fn()
