@@ -376,12 +376,14 @@ const documentHeap = 1
 // JSON Lines stream and keep the limit. The limit is the process's: the
 // CLI imports one file at a time, and a host sets none.
 func roomForDocument(size int) (restore func()) {
+	memoryLimitMu.Lock()
+	defer memoryLimitMu.Unlock()
 	limit := debug.SetMemoryLimit(-1)
 	if limit == math.MaxInt64 {
 		return func() {}
 	}
 	debug.SetMemoryLimit(limit + documentHeap*int64(size))
-	return func() { debug.SetMemoryLimit(limit) }
+	return func() { setMemoryLimit(limit) }
 }
 
 func decodeJSON(doc []byte, line int, fn func(Batch) error) error {

@@ -113,6 +113,7 @@ func importFrom(db *store.DB, path string, r io.Reader, lim limits) (FileResult,
 func importWith(db *store.DB, path string, read func(fn func(Batch) error) (Format, error), lim limits) (FileResult, error) {
 	chunkSpans := lim.chunkSpans
 	res := FileResult{Path: path}
+	defer followLiveHeap()()
 	if err := CleanPending(db); err != nil {
 		return res, err
 	}
