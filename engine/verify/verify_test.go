@@ -182,6 +182,7 @@ func TestFaultMatrix(t *testing.T) {
 	var cells []*cell
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8) // the runs wait on timeouts, not the CPU
+	open := opener(t)
 	for _, row := range matrix {
 		for col, p := range matrixPolicies {
 			s := load(t, "one-send")
@@ -202,7 +203,7 @@ func TestFaultMatrix(t *testing.T) {
 				defer func() { <-sem }()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				c.rep, c.err = verify.Verify(ctx, opener(t), s, opts)
+				c.rep, c.err = verify.Verify(ctx, open, s, opts)
 			}()
 		}
 	}
