@@ -13,16 +13,13 @@ import (
 // read and a write (followLiveHeap, roomForDocument).
 var memoryLimitMu sync.Mutex
 
-// raiseMemoryLimit sets the soft memory limit to to when it is lower, and
-// returns what it was.
-func raiseMemoryLimit(to int64) (was int64) {
+// raiseMemoryLimit sets the soft memory limit to to when it is lower.
+func raiseMemoryLimit(to int64) {
 	memoryLimitMu.Lock()
 	defer memoryLimitMu.Unlock()
-	was = debug.SetMemoryLimit(-1)
-	if to > was {
+	if to > debug.SetMemoryLimit(-1) {
 		debug.SetMemoryLimit(to)
 	}
-	return was
 }
 
 // setMemoryLimit sets the soft memory limit.
@@ -49,10 +46,11 @@ const heapLimitTick = 20 * time.Millisecond
 // which keeps a streaming import small (BENCHMARKS.md, 8b); but a file
 // whose traces all interleave keeps more than the limit live (each
 // trace's state, the chunks in flight), and under a limit below the live
-// heap the collector runs without pause, at half the CPU: 12.5 of 200 000
-// shuffled spans' 12.7 CPU-s import went to it, against 9 with the limit
-// following the live heap, for 4 MB more RSS (8j′). JSON Lines of traces
-// that come together never have that much live, and keep the limit.
+// heap the collector runs without pause, at half the CPU: it took 43% of
+// the import of 200 000 spans shuffled end to end, which takes 9.7–10.9
+// CPU-s with the limit following the live heap against 14.3–16.1 under the
+// fixed limit, for 20–30 MB more RSS (BENCHMARKS.md, 8j′). JSON Lines of
+// traces that come together never have that much live, and keep the limit.
 func followLiveHeap() (restore func()) {
 	base := debug.SetMemoryLimit(-1)
 	if base == math.MaxInt64 {
