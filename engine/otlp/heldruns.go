@@ -79,6 +79,10 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// The blocks and index entries bbolt holds until a commit; each
+	// transaction's are done with once it commits, and the next one's
+	// are cut from the same bytes.
+	var blocks, index []byte
 	for len(keys) > 0 {
 		// size is what the blocks storeRun cuts take at most (blockRoom).
 		n, size := 0, 0
@@ -91,8 +95,8 @@ func (h *heldRuns) storeAll(db *store.DB, w *writer) error {
 			n++
 		}
 		if err := db.Update(func(tx *store.Tx) error {
-			blocks := make([]byte, 0, size)
-			index := make([]byte, 0, n*(len(keys[0])+40))
+			blocks = slices.Grow(blocks[:0], size)
+			index = slices.Grow(index[:0], n*(len(keys[0])+40))
 			for _, k := range keys[:n] {
 				run := blockRun{trace: []byte(k), vals: *h.runs[k], pre: -1}
 				if err := w.putRun(tx, &run, &blocks, &index); err != nil {

@@ -71,6 +71,10 @@ type jsonDecoder struct {
 	// round.
 	esc, kesc []byte
 	w         jsonValueText
+	// attrs collects a span's or event's attributes before their map is
+	// made at its size: a map grown from a guess was the decoder's largest
+	// allocation on spans of many attributes (retrylab's own export).
+	attrs []attrKV
 }
 
 // decodeJSONSpans decodes an OTLP/JSON ExportTraceServiceRequest (or
@@ -859,12 +863,9 @@ func (d *jsonDecoder) link() error {
 // attributes reads KeyValues and flattens them as flatten does: nil for
 // none, the last of equal keys kept, values cut by cutAttr.
 func (d *jsonDecoder) attributes() (map[string]string, error) {
-	var out map[string]string
+	kvs := d.attrs[:0]
 	err := d.array(func() error {
 		return d.keyValue(func(k string, v jsonValue) {
-			if out == nil {
-				out = make(map[string]string, 8)
-			}
 			memo := d.keys[k]
 			if memo == nil {
 				memo = &keyMemo{key: k}
@@ -878,9 +879,18 @@ func (d *jsonDecoder) attributes() (map[string]string, error) {
 			} else {
 				s = d.text(&v, strings.HasPrefix(memo.key, "http.request.header."))
 			}
-			out[memo.key] = cutAttr(memo.key, s)
+			kvs = append(kvs, attrKV{memo.key, cutAttr(memo.key, s)})
 		})
 	})
+	var out map[string]string
+	if len(kvs) > 0 && err == nil {
+		out = make(map[string]string, len(kvs))
+		for _, kv := range kvs {
+			out[kv.k] = kv.v // the last of equal keys kept
+		}
+	}
+	clear(kvs)
+	d.attrs = kvs[:0]
 	return out, err
 }
 
