@@ -142,12 +142,12 @@ func appendAttrs(dst []byte, m map[string]string) []byte {
 	}
 	// The keys with their values, so that each value is not looked up
 	// again once the keys are sorted.
-	var buf [16]attrKV
+	var buf [32]attrKV
 	kvs := buf[:0]
 	for k, v := range m {
 		kvs = append(kvs, attrKV{k, v})
 	}
-	slices.SortFunc(kvs, func(a, b attrKV) int { return strings.Compare(a.k, b.k) }) // equal spans encode to equal bytes
+	sortAttrs(kvs) // equal spans encode to equal bytes
 	for _, kv := range kvs {
 		if code, ok := wellKnownIndex[kv.k]; ok {
 			dst = binary.AppendUvarint(dst, code)
@@ -162,6 +162,39 @@ func appendAttrs(dst []byte, m map[string]string) []byte {
 
 // attrKV is an attribute's key and value, as appendAttrs sorts them.
 type attrKV struct{ k, v string }
+
+// sortAttrs sorts kvs by key. A span's few dozen attributes at most are
+// sorted by insertion on the keys' first 16 bytes read as two numbers,
+// the strings compared only where those are equal: slices.SortFunc's
+// call of a comparison func for each pair, on keys that mostly share a
+// prefix ("gen_ai.", "retrylab."), took 2.5-3 µs of a span of 17 (the
+// own export's), most of its encoding.
+func sortAttrs(kvs []attrKV) {
+	n := len(kvs)
+	if n > 32 {
+		slices.SortFunc(kvs, func(a, b attrKV) int { return strings.Compare(a.k, b.k) })
+		return
+	}
+	// hi and lo are the prefixes of the attributes in their order sorted
+	// so far, at is where each is in kvs.
+	var hi, lo [32]uint64
+	var at [32]uint8
+	for i := range n {
+		var b [16]byte
+		copy(b[:], kvs[i].k)
+		h, l := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+		j := i
+		for ; j > 0 && (h < hi[j-1] || h == hi[j-1] && (l < lo[j-1] || l == lo[j-1] && kvs[i].k < kvs[at[j-1]].k)); j-- {
+			hi[j], lo[j], at[j] = hi[j-1], lo[j-1], at[j-1]
+		}
+		hi[j], lo[j], at[j] = h, l, uint8(i)
+	}
+	var sorted [32]attrKV
+	for i := range n {
+		sorted[i] = kvs[at[i]]
+	}
+	copy(kvs, sorted[:n])
+}
 
 var errShort = errors.New("truncated")
 

@@ -1,9 +1,12 @@
 package otlp
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -275,5 +278,34 @@ func readsAsFresh(t *testing.T, oldDB *store.DB) {
 	again, err := LoadSpans(oldDB, exec)
 	if err != nil || !reflect.DeepEqual(again, after) {
 		t.Fatalf("after a failed import: %d spans (%v), want the %d before it", len(again), err, len(after))
+	}
+}
+
+// TestSortAttrsOrdersAsStrings checks sortAttrs against the strings' own
+// order, on keys that share prefixes of 16 bytes and more, differ only
+// past them, hold zero bytes, or are prefixes of one another.
+func TestSortAttrsOrdersAsStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	parts := []string{"", "a", "gen_ai.", "retrylab.", "retrylab.execution.", "\x00", "z", "tool", "\xff"}
+	for round := 0; round < 2000; round++ {
+		n := rng.IntN(40)
+		seen := map[string]bool{}
+		var kvs []attrKV
+		for len(kvs) < n {
+			var k string
+			for j := rng.IntN(4); j >= 0; j-- {
+				k += parts[rng.IntN(len(parts))]
+			}
+			if !seen[k] {
+				seen[k] = true
+				kvs = append(kvs, attrKV{k, fmt.Sprint(len(kvs))})
+			}
+		}
+		want := slices.Clone(kvs)
+		slices.SortFunc(want, func(a, b attrKV) int { return strings.Compare(a.k, b.k) })
+		sortAttrs(kvs)
+		if !slices.Equal(kvs, want) {
+			t.Fatalf("round %d: sorted %q, want %q", round, kvs, want)
+		}
 	}
 }
