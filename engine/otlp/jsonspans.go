@@ -528,8 +528,8 @@ func (d *jsonDecoder) resource(service *string) error {
 			}
 			found := false
 			return d.array(func() error {
-				return d.keyValue(func(k string, v jsonValue) {
-					if !found && k == "service.name" {
+				return d.keyValue(func(k *keyMemo, v jsonValue) {
+					if !found && k.key == "service.name" {
 						found = true
 						*service = d.text(&v, false)
 					}
@@ -865,14 +865,7 @@ func (d *jsonDecoder) link() error {
 func (d *jsonDecoder) attributes() (map[string]string, error) {
 	kvs := d.attrs[:0]
 	err := d.array(func() error {
-		return d.keyValue(func(k string, v jsonValue) {
-			memo := d.keys[k]
-			if memo == nil {
-				memo = &keyMemo{key: k}
-				if len(d.keys) < internLimit {
-					d.keys[k] = memo
-				}
-			}
+		return d.keyValue(func(memo *keyMemo, v jsonValue) {
 			var s string
 			if v.kind == valueStr && v.raw != nil {
 				s = memo.value(v.raw)
@@ -909,9 +902,10 @@ type jsonValue struct {
 	keys  []string
 }
 
-// keyValue reads a KeyValue and calls kept, when set, with its key and
-// value; the key is made a string once, kept's map holds it.
-func (d *jsonDecoder) keyValue(kept func(key string, v jsonValue)) error {
+// keyValue reads a KeyValue and calls kept, when set, with its key's memo
+// (the key made a string once, for every KeyValue of the decoder) and its
+// value.
+func (d *jsonDecoder) keyValue(kept func(key *keyMemo, v jsonValue)) error {
 	var seen uint32
 	var key []byte
 	var v jsonValue
@@ -934,13 +928,14 @@ func (d *jsonDecoder) keyValue(kept func(key string, v jsonValue)) error {
 	if err != nil || kept == nil {
 		return err
 	}
-	var ks string
-	if memo := d.keys[string(key)]; memo != nil {
-		ks = memo.key
-	} else {
-		ks = string(key)
+	memo := d.keys[string(key)] // a look-up by a []byte key: no string made
+	if memo == nil {
+		memo = &keyMemo{key: string(key)}
+		if len(d.keys) < internLimit {
+			d.keys[memo.key] = memo
+		}
 	}
-	kept(ks, v)
+	kept(memo, v)
 	return nil
 }
 
