@@ -396,6 +396,7 @@ const (
 	whyKey       = "the repeat carried the same idempotency key"
 	whyDelivered = "two attempts took effect (one whose caller saw no answer, ◆)"
 	whyTwoOK     = "two attempts succeeded"
+	whyManyOK    = "%d attempts succeeded"
 	whyUnknown   = "an attempt with an unknown outcome was followed by another"
 	whyFailed    = "an attempt that failed, perhaps after it acted, was repeated"
 	// Where call ids tell calls apart (seen.ownID):
@@ -403,6 +404,22 @@ const (
 	whySeparateOK  = "%d separate calls with the same arguments succeeded"
 	whySeparateUnk = "a call whose outcome is unknown was followed by a separate call with the same arguments"
 )
+
+// succeededWords is whyTwoOK with the number of attempts of cl that
+// succeeded when more than two did: "two attempts succeeded" read as an
+// undercount over a cluster of seven.
+func succeededWords(cl []attempt) string {
+	n := 0
+	for _, x := range cl {
+		if x.a.ok && !x.a.Deduplicated {
+			n++
+		}
+	}
+	if n <= 2 {
+		return whyTwoOK
+	}
+	return fmt.Sprintf(whyManyOK, n)
+}
 
 // sameCall says whether two attempts are of one call.
 func sameCall(a, b attempt) bool { return a.exec == b.exec && a.a.Call == b.a.Call }
@@ -524,6 +541,9 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 		return Finding{}, false
 	}
 	why = callWords(cl, why, whyI, whyJ)
+	if why == whyTwoOK {
+		why = succeededWords(cl)
+	}
 	if !evidence {
 		return Finding{Grade: best, Why: why}, true
 	}

@@ -30,7 +30,8 @@ func withIDs(exec string, atts ...att) *trace.Trace {
 
 // Where call ids tell calls apart, a finding says whether its repeats are
 // attempts of one call or separate calls with the same arguments; where
-// they do not (an agent framework's tool-call ids), it says what it said.
+// they do not (an agent framework's tool-call ids), how many attempts
+// succeeded.
 func TestFindingWordsForCallsAndAttempts(t *testing.T) {
 	const args = `{"to":"a@x","subject":"hi"}`
 	loop := make([]att, 7)
@@ -53,7 +54,8 @@ func TestFindingWordsForCallsAndAttempts(t *testing.T) {
 		{"a timeout, then the same activity's next attempt", withIDs("e4",
 			att{"5", "send_email", args, 0, trace.OutcomeTimeout, "", false},
 			att{"5", "send_email", args, 2, trace.OutcomeOK, "", false}), Possible, whyUnknown},
-		{"tool-call ids that do not tell calls apart", build("e5", loop...), Duplicate, whyTwoOK},
+		{"tool-call ids that do not tell calls apart", build("e5", loop...), Duplicate, "7 attempts succeeded"},
+		{"two of them", build("e6", loop[:2]...), Duplicate, whyTwoOK},
 	}
 	for _, c := range cases {
 		rep := Run([]*trace.Trace{c.tr}, opts())

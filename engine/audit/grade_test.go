@@ -54,6 +54,9 @@ func gradePairs(cl []attempt) (Finding, bool) {
 	if best == "" {
 		return Finding{}, false
 	}
+	if why == whyTwoOK {
+		why = succeededWords(cl) // the words, not the grade: the same count
+	}
 	f := Finding{Grade: best, Tool: cl[0].a.Tool, Args: json.RawMessage(cl[0].args), Why: why}
 	if len(f.Args) == 0 {
 		f.Args = json.RawMessage("null")
