@@ -53,10 +53,13 @@ imported from one file each), a workflow task a turn, an activity a tool
 call. Temporal keeps only an activity's last attempt: for attempt N the
 N-1 before it are shown as not kept, with the last failure on attempt N-1.
 Local activities, child workflows, timers, signals and continue-as-new are
-on the timeline. Refused, naming the event: a history that does not start at
-event 1 or has holes (cut short), events out of order, an event type this
-version does not know (a newer server). A running workflow's history is
-imported as running; importing a later download of it adds the new events.
+on the timeline. A Web UI download in newest-first order is read oldest
+first. Refused, naming the event: a history that does not start at event 1
+or has holes (cut short), events out of order, an event after the workflow
+closed, an event type this version does not know (a newer server) unless
+the server marks it workerMayIgnore (then it is kept, and 'show' lists it
+as skipped). A running workflow's history is imported as running;
+importing a later download of it adds the new events.
 
 A file may also be a trace downloaded from Grafana Tempo (its API's
 {"batches": ...} or {"trace": ...}) or from Jaeger (the UI's download and API
