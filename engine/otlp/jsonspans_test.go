@@ -165,6 +165,7 @@ func jsonDoc(members, attrs string) string {
 
 // jsonCases are documents the fast path must answer, each as pdata does.
 var jsonCases = map[string]string{
+	"a key twice": jsonDoc(``, `{"key":"a","value":{"stringValue":"1"}},{"key":"b","value":{"intValue":2}},{"key":"a","value":{"stringValue":"3"}}`),
 	"every kind": jsonDoc("", `{"key":"s","value":{"stringValue":"x"}},{"key":"b","value":{"boolValue":true}},
 		{"key":"f","value":{"boolValue":false}},{"key":"i","value":{"intValue":"-42"}},{"key":"i2","value":{"intValue":7}},
 		{"key":"d","value":{"doubleValue":1.5}},{"key":"d2","value":{"doubleValue":"2.25"}},{"key":"d3","value":{"doubleValue":1e300}},
