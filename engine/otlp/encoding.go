@@ -165,10 +165,10 @@ type attrKV struct{ k, v string }
 
 // sortAttrs sorts kvs by key. A span's few dozen attributes at most are
 // sorted by insertion on the keys' first 16 bytes read as two numbers,
-// the strings compared only where those are equal: slices.SortFunc's
-// call of a comparison func for each pair, on keys that mostly share a
-// prefix ("gen_ai.", "retrylab."), took 2.5-3 µs of a span of 17 (the
-// own export's), most of its encoding.
+// the strings compared only where those are equal: slices.SortFunc, a
+// func call for each comparison of keys that mostly share a prefix
+// ("gen_ai.", "retrylab."), took 1.0-1.2 µs of a span of 17 attributes
+// (the own export's), half of their encoding; this takes 0.63-0.68.
 func sortAttrs(kvs []attrKV) {
 	n := len(kvs)
 	if n > 32 {
