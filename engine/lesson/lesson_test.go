@@ -250,7 +250,8 @@ func TestWalkWholePath(t *testing.T) {
 // their lessons mostly wait on client timeouts.
 func TestEveryLessonHasItsOutcome(t *testing.T) {
 	t.Parallel()
-	path, err := lesson.Path(scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS)))
+	quick := testrun.QuickTimeouts(t, fixtures.FS) // one catalogue for every group
+	path, err := lesson.Path(scenario.NewCatalog(quick))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestEveryLessonHasItsOutcome(t *testing.T) {
 	for g := range groups {
 		t.Run(strconv.Itoa(g), func(t *testing.T) {
 			t.Parallel()
-			h := openHost(t, filepath.Join(t.TempDir(), "lessons.db"))
+			h := openHostWith(t, filepath.Join(t.TempDir(), "lessons.db"), quick)
 			defer h.Close()
 			s, err := lesson.Open(h)
 			if err != nil {
@@ -268,7 +269,7 @@ func TestEveryLessonHasItsOutcome(t *testing.T) {
 			defer cancel()
 			// A fix's mistake runs in another group: the pair's line runs it
 			// again on a scratch database, as a workshop resumed at the fix.
-			pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true}))
+			pairs := lesson.NewPairs(h, verify.Scratch(engine.Config{Scenarios: quick, NoSync: true}))
 			for i := g; i < len(path); i += groups {
 				step := path[i]
 				out, err := s.Run(ctx, step)

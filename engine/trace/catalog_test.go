@@ -20,12 +20,12 @@ import (
 // messages on the attempts that caused them, and the execution's outcome
 // and duplicate flag as the record says.
 func TestFoldEveryFixture(t *testing.T) {
-	cat := scenario.NewCatalog(testrun.QuickTimeouts(t, fixtures.FS))
-	list, err := cat.All()
+	quick := testrun.QuickTimeouts(t, fixtures.FS)
+	list, err := scenario.NewCatalog(quick).All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := verify.Scratch(engine.Config{Scenarios: testrun.QuickTimeouts(t, fixtures.FS), NoSync: true})
+	open := verify.Scratch(engine.Config{Scenarios: quick, NoSync: true})
 	for _, scn := range list {
 		t.Run(scn.Name, func(t *testing.T) {
 			t.Parallel()
