@@ -80,7 +80,7 @@ func TestJaegerModelMapping(t *testing.T) {
 			if s.TraceID != "00000000000000004bf92f3577b34da6" || s.Service != "mailer-agent" || s.Scope != "opentelemetry.instrumentation.openai_agents" {
 				t.Errorf("span %s: trace %s service %q scope %q", s.SpanID, s.TraceID, s.Service, s.Scope)
 			}
-			if _, ok := s.Attrs["span.kind"]; ok {
+			if s.Attrs.Has("span.kind") {
 				t.Errorf("span %s kept span.kind as an attribute", s.SpanID)
 			}
 			switch s.SpanID {
@@ -89,12 +89,12 @@ func TestJaegerModelMapping(t *testing.T) {
 					t.Errorf("root %+v", s)
 				}
 			case "b000000000000002":
-				if s.ParentID != "b000000000000001" || s.Kind != "client" || s.Attrs["gen_ai.usage.input_tokens"] != "412" {
+				if s.ParentID != "b000000000000001" || s.Kind != "client" || s.Attrs.Get("gen_ai.usage.input_tokens") != "412" {
 					t.Errorf("chat %+v", s)
 				}
 			case "b000000000000003":
 				if s.Status != "error" || s.Message != "timed out after 3s" || len(s.Events) != 1 || s.Events[0].Name != "exception" ||
-					s.Events[0].Attrs["exception.type"] != "TimeoutError" || s.Start != 1790607001000000000 || s.End != 1790607004000000000 {
+					s.Events[0].Attrs.Get("exception.type") != "TimeoutError" || s.Start != 1790607001000000000 || s.End != 1790607004000000000 {
 					t.Errorf("timed-out send %+v", s)
 				}
 			case "b000000000000005":

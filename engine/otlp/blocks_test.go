@@ -28,7 +28,7 @@ func longTrace(n, size int) []Span {
 		}
 		s.Name = "execute_tool send_invoice_email"
 		s.Start, s.End = int64(1790607000000000000+i*1000), int64(1790607000000000000+i*1000+500)
-		s.Attrs = map[string]string{"gen_ai.tool.name": "send_invoice_email", "gen_ai.tool.call.arguments": strings.Repeat("a", size)}
+		s.Attrs = AttrsOf(map[string]string{"gen_ai.tool.name": "send_invoice_email", "gen_ai.tool.call.arguments": strings.Repeat("a", size)})
 	}
 	spans[0].Name, spans[0].Attrs = "invoke_agent", nil
 	return spans
@@ -55,7 +55,7 @@ func TestARunIsStoredInBlocks(t *testing.T) {
 		t.Fatalf("loaded %d spans (%v), want %d", len(got), err, len(spans))
 	}
 	for i := range got {
-		if got[i].SpanID != spans[i].SpanID || got[i].Attrs["gen_ai.tool.call.arguments"] != spans[i].Attrs["gen_ai.tool.call.arguments"] {
+		if got[i].SpanID != spans[i].SpanID || got[i].Attrs.Get("gen_ai.tool.call.arguments") != spans[i].Attrs.Get("gen_ai.tool.call.arguments") {
 			t.Fatalf("span %d: %s, want %s", i, got[i].SpanID, spans[i].SpanID)
 		}
 	}
@@ -152,7 +152,7 @@ func requestSpans() []Span {
 	spans = append(spans, longTrace(40, 1000)...) // ~40 KB: no block of its own
 	tiny := Span{TraceID: fmt.Sprintf("%032x", 99), SpanID: "00000000000000aa", Name: "t", Start: 1, End: 2}
 	huge := tiny
-	huge.SpanID, huge.Attrs = "00000000000000bb", map[string]string{"input.value": strings.Repeat("h", 20000)}
+	huge.SpanID, huge.Attrs = "00000000000000bb", AttrsOf(map[string]string{"input.value": strings.Repeat("h", 20000)})
 	spans = append(spans, tiny, huge, spans[3]) // spans[3] again, identical
 	rand.New(rand.NewPCG(7, 7)).Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
 	return spans

@@ -1323,8 +1323,8 @@ func weighs(s *Span, role Role) bool {
 	if s.ParentID != "" {
 		return false
 	}
-	_, numbered := s.Attrs["retrylab.run"]
-	return numbered || s.Attrs["retrylab.run.crashed"] == "true"
+	_, numbered := s.Attrs.Lookup("retrylab.run")
+	return numbered || s.Attrs.Get("retrylab.run.crashed") == "true"
 }
 
 // Verdict is audit.Verdict of an imported execution's stored spans,

@@ -106,8 +106,8 @@ func TestSpanEncodingRoundTrips(t *testing.T) {
 		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "0123456789abcdef", ParentID: "fedcba9876543210",
 			Name: "execute_tool send_email", Kind: "internal", Start: 1790607000000000000, End: 1790607001000000000,
 			Status: "error", Message: "boom", Service: "svc", Scope: "scope",
-			Attrs:  map[string]string{"gen_ai.tool.name": "send_email", "custom.key": "v", "gen_ai.tool.call.arguments": `{"a":1}`},
-			Events: []SpanEvent{{Name: "exception", Time: 1790607000500000000, Attrs: map[string]string{"exception.message": "x", "other": "y"}}, {Name: "e2", Time: -5}}},
+			Attrs:  AttrsOf(map[string]string{"gen_ai.tool.name": "send_email", "custom.key": "v", "gen_ai.tool.call.arguments": `{"a":1}`}),
+			Events: []SpanEvent{{Name: "exception", Time: 1790607000500000000, Attrs: AttrsOf(map[string]string{"exception.message": "x", "other": "y"})}, {Name: "e2", Time: -5}}},
 		{TraceID: "t1", SpanID: "S1", ParentID: "ABCDEF0123456789", Name: "x", Start: 10, End: 5},
 	}
 	for _, s := range spans {
@@ -250,7 +250,7 @@ func readsAsFresh(t *testing.T, oldDB *store.DB) {
 	extra := before[len(before)-1]
 	extra.Import = 0
 	extra.SpanID, extra.ParentID = "f00000000000000f", before[0].SpanID
-	extra.Name, extra.Attrs, extra.Events = "late", map[string]string{"gen_ai.conversation.id": "sess-adk-mail-1"}, nil
+	extra.Name, extra.Attrs, extra.Events = "late", AttrsOf(map[string]string{"gen_ai.conversation.id": "sess-adk-mail-1"}), nil
 	for round, want := range []Stats{{Spans: 1}, {Repeated: 1}} {
 		var got Stats
 		if err := oldDB.Update(func(tx *store.Tx) error { var err error; got, err = Save(tx, []Span{extra}, "receiver"); return err }); err != nil {
@@ -290,7 +290,7 @@ func TestSortAttrsOrdersAsStrings(t *testing.T) {
 	for round := 0; round < 2000; round++ {
 		n := rng.IntN(40)
 		seen := map[string]bool{}
-		var kvs []attrKV
+		var kvs []Attr
 		for len(kvs) < n {
 			var k string
 			for j := rng.IntN(4); j >= 0; j-- {
@@ -298,11 +298,11 @@ func TestSortAttrsOrdersAsStrings(t *testing.T) {
 			}
 			if !seen[k] {
 				seen[k] = true
-				kvs = append(kvs, attrKV{k, fmt.Sprint(len(kvs))})
+				kvs = append(kvs, Attr{k, fmt.Sprint(len(kvs))})
 			}
 		}
 		want := slices.Clone(kvs)
-		slices.SortFunc(want, func(a, b attrKV) int { return strings.Compare(a.k, b.k) })
+		slices.SortFunc(want, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
 		sortAttrs(kvs)
 		if !slices.Equal(kvs, want) {
 			t.Fatalf("round %d: sorted %q, want %q", round, kvs, want)

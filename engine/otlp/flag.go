@@ -167,13 +167,13 @@ func flagSpanOf(s *Span, role Role) (f flagSpan, use, sure bool) {
 	if s.ParentID == "" {
 		// retrylab's own export numbers its runs and records its
 		// workers' deaths, which the fold turns into unknown outcomes.
-		if n, err := atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 {
+		if n, err := atoi(s.Attrs.Get("retrylab.run")); err == nil && n > 0 {
 			if n > math.MaxInt32 {
 				return f, false, false
 			}
 			f.run, use = int32(n), true
 		}
-		if s.Attrs["retrylab.run.crashed"] == "true" {
+		if s.Attrs.Get("retrylab.run.crashed") == "true" {
 			f.flags |= flagCrashed
 			use = true
 		}
@@ -181,10 +181,10 @@ func flagSpanOf(s *Span, role Role) (f flagSpan, use, sure bool) {
 			f.trace, f.span, f.start, f.end = s.TraceID, s.SpanID, s.Start, s.End
 		}
 	}
-	if role != RoleTool || s.Attrs["retrylab.replay"] == "true" {
+	if role != RoleTool || s.Attrs.Get("retrylab.replay") == "true" {
 		return f, use, true
 	}
-	if v, ok := s.Attrs["retrylab.attempt"]; ok {
+	if v, ok := s.Attrs.Lookup("retrylab.attempt"); ok {
 		f.flags |= flagExported
 		if n, err := atoi(v); err == nil {
 			if n < math.MinInt32 || n > math.MaxInt32 {
@@ -517,8 +517,8 @@ func (sc *flagScratch) args(ref argsRef) string {
 // it failed with an error that does not say it came before its effect (a
 // 5xx, an exception; not a 4xx: audit's mayHaveActed).
 func attemptStateOf(s *Span) attemptState {
-	o := s.Attrs["retrylab.outcome"]
-	dedup := s.Attrs["retrylab.deduplicated"] == "true"
+	o := s.Attrs.Get("retrylab.outcome")
+	dedup := s.Attrs.Get("retrylab.deduplicated") == "true"
 	if o == "none" {
 		switch {
 		case dedup:
@@ -537,7 +537,7 @@ func attemptStateOf(s *Span) attemptState {
 		switch {
 		case dedup:
 			return attemptToFold
-		case s.Attrs["retrylab.effects"] == "" || len(recordedEffects(s)) == 0:
+		case s.Attrs.Get("retrylab.effects") == "" || len(recordedEffects(s)) == 0:
 			return attemptUnknown
 		}
 		return attemptOK

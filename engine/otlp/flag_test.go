@@ -266,9 +266,9 @@ func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
 		}
 		dup := v == audit.Duplicate
 		for _, s := range spans {
-			_, run := s.Attrs["retrylab.run"]
-			_, attempt := s.Attrs["retrylab.attempt"]
-			if run || attempt || s.Attrs["retrylab.run.crashed"] != "" || s.Attrs["retrylab.effects"] != "" {
+			_, run := s.Attrs.Lookup("retrylab.run")
+			_, attempt := s.Attrs.Lookup("retrylab.attempt")
+			if run || attempt || s.Attrs.Get("retrylab.run.crashed") != "" || s.Attrs.Get("retrylab.effects") != "" {
 				own++
 				if dup {
 					ownDups++
@@ -420,15 +420,15 @@ func tracesOf(spans []Span) ptrace.Traces {
 			p.Status().SetCode(ptrace.StatusCodeError)
 		}
 		p.Status().SetMessage(s.Message)
-		for k, v := range s.Attrs {
-			p.Attributes().PutStr(k, v)
+		for _, a := range s.Attrs {
+			p.Attributes().PutStr(a.Key, a.Value)
 		}
 		for _, e := range s.Events {
 			pe := p.Events().AppendEmpty()
 			pe.SetName(e.Name)
 			pe.SetTimestamp(pcommon.Timestamp(e.Time))
-			for k, v := range e.Attrs {
-				pe.Attributes().PutStr(k, v)
+			for _, a := range e.Attrs {
+				pe.Attributes().PutStr(a.Key, a.Value)
 			}
 		}
 	}
@@ -479,7 +479,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 	edit := func(fn func(s *Span)) []Span {
 		out := make([]Span, len(spans))
 		for i, s := range spans {
-			s.Attrs = maps.Clone(s.Attrs)
+			s.Attrs = slices.Clone(s.Attrs)
 			fn(&s)
 			out[i] = s
 		}
@@ -488,53 +488,53 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 	fx := `[{"service":"mail","target":"a","summary":"hi"}]`
 	v := map[string][]Span{
 		"as exported":         spans,
-		"runs not numbered":   edit(func(s *Span) { delete(s.Attrs, "retrylab.run") }),
-		"attempts unnumbered": edit(func(s *Span) { delete(s.Attrs, "retrylab.attempt") }),
+		"runs not numbered":   edit(func(s *Span) { s.Attrs.Delete("retrylab.run") }),
+		"attempts unnumbered": edit(func(s *Span) { s.Attrs.Delete("retrylab.attempt") }),
 		"attempts numbered 1": edit(func(s *Span) {
-			if _, ok := s.Attrs["retrylab.attempt"]; ok {
-				s.Attrs["retrylab.attempt"] = "1"
+			if _, ok := s.Attrs.Lookup("retrylab.attempt"); ok {
+				s.Attrs.Set("retrylab.attempt", "1")
 			}
 		}),
-		"no crash": edit(func(s *Span) { delete(s.Attrs, "retrylab.run.crashed") }),
+		"no crash": edit(func(s *Span) { s.Attrs.Delete("retrylab.run.crashed") }),
 		"no answers": edit(func(s *Span) {
-			if s.Attrs["retrylab.effects"] != "" || r.Intn(3) == 0 {
-				s.Attrs["retrylab.outcome"] = "none"
+			if s.Attrs.Get("retrylab.effects") != "" || r.Intn(3) == 0 {
+				s.Attrs.Set("retrylab.outcome", "none")
 			}
 		}),
 		"timeouts acted": edit(func(s *Span) {
-			if s.Attrs["retrylab.outcome"] == "timeout" || s.Attrs["retrylab.outcome"] == "none" {
-				s.Attrs["retrylab.effects"] = fx
+			if s.Attrs.Get("retrylab.outcome") == "timeout" || s.Attrs.Get("retrylab.outcome") == "none" {
+				s.Attrs.Set("retrylab.effects", fx)
 			}
 		}),
 		"deduplicated": edit(func(s *Span) {
 			if s.Role() == RoleTool && r.Intn(3) == 0 {
-				s.Attrs["retrylab.deduplicated"] = "true"
+				s.Attrs.Set("retrylab.deduplicated", "true")
 			}
 		}),
 		"no ids, no arguments": edit(func(s *Span) {
-			delete(s.Attrs, "gen_ai.tool.call.id")
-			delete(s.Attrs, "gen_ai.tool.call.arguments")
+			s.Attrs.Delete("gen_ai.tool.call.id")
+			s.Attrs.Delete("gen_ai.tool.call.arguments")
 		}),
 		"killed mid-run": edit(func(s *Span) {
-			if s.ParentID == "" && s.Attrs["retrylab.run.crashed"] == "true" {
+			if s.ParentID == "" && s.Attrs.Get("retrylab.run.crashed") == "true" {
 				s.End = s.Start + (s.End-s.Start)/2
 			}
-			if s.Attrs["retrylab.effects"] != "" {
-				s.Attrs["retrylab.outcome"] = "none"
+			if s.Attrs.Get("retrylab.effects") != "" {
+				s.Attrs.Set("retrylab.outcome", "none")
 			}
 		}),
 		"every run killed": edit(func(s *Span) {
 			if s.ParentID == "" {
-				s.Attrs["retrylab.run.crashed"] = "true"
+				s.Attrs.Set("retrylab.run.crashed", "true")
 				s.End = s.Start + (s.End-s.Start)/2
 			}
-			if s.Attrs["retrylab.effects"] != "" {
-				s.Attrs["retrylab.outcome"] = "none"
+			if s.Attrs.Get("retrylab.effects") != "" {
+				s.Attrs.Set("retrylab.outcome", "none")
 			}
 		}),
 		"one run one number": edit(func(s *Span) {
-			if _, ok := s.Attrs["retrylab.run"]; ok {
-				s.Attrs["retrylab.run"] = "1"
+			if _, ok := s.Attrs.Lookup("retrylab.run"); ok {
+				s.Attrs.Set("retrylab.run", "1")
 			}
 		}),
 	}
@@ -545,8 +545,8 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 		}
 	}
 	v["numbered 1, at once"] = edit(func(s *Span) {
-		if _, ok := s.Attrs["retrylab.attempt"]; ok {
-			s.Attrs["retrylab.attempt"] = "1"
+		if _, ok := s.Attrs.Lookup("retrylab.attempt"); ok {
+			s.Attrs.Set("retrylab.attempt", "1")
 			s.Start = first[s.TraceID]
 		}
 	})
@@ -578,13 +578,13 @@ func TestQuickFlagMatchesTheAuditOnOwnExports(t *testing.T) {
 		for _, id := range ids {
 			execs++
 			for _, s := range own[id] {
-				if s.Attrs["retrylab.run.crashed"] == "true" {
+				if s.Attrs.Get("retrylab.run.crashed") == "true" {
 					crashed++
 					break
 				}
 			}
 			for _, s := range own[id] {
-				if s.Attrs["retrylab.effects"] != "" {
+				if s.Attrs.Get("retrylab.effects") != "" {
 					acted++
 					break
 				}

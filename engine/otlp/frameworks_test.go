@@ -171,7 +171,7 @@ func TestRerunThatSucceededSucceeded(t *testing.T) {
 	root := func(trace, id string, start int64, status string) Span {
 		return Span{TraceID: trace, SpanID: id, Name: "invoke_agent invoice_agent", Start: start, End: start + 1e9, Status: status,
 			Message: map[string]string{"error": "agent crashed\nTraceback (most recent call last):"}[status],
-			Attrs:   map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "rerun"}}
+			Attrs:   AttrsOf(map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "rerun"})}
 	}
 	const t0 = int64(1790607000000000000)
 	for _, c := range []struct {

@@ -71,10 +71,10 @@ type jsonDecoder struct {
 	// round.
 	esc, kesc []byte
 	w         jsonValueText
-	// attrs collects a span's or event's attributes before their map is
-	// made at its size: a map grown from a guess was the decoder's largest
-	// allocation on spans of many attributes (retrylab's own export).
-	attrs []attrKV
+	// attrs collects a span's or event's attributes before they are
+	// sorted and kept in a slice of their size.
+	attrs []Attr
+	slab  attrSlab
 }
 
 // decodeJSONSpans decodes an OTLP/JSON ExportTraceServiceRequest (or
@@ -652,7 +652,7 @@ func (d *jsonDecoder) span(service, scope string) error {
 		start, end    uint64
 		kind, code    int32
 		name, message string
-		attrs         map[string]string
+		attrs         Attrs
 		events        []SpanEvent
 	)
 	d.out.count++
@@ -862,7 +862,7 @@ func (d *jsonDecoder) link() error {
 
 // attributes reads KeyValues and flattens them as flatten does: nil for
 // none, the last of equal keys kept, values cut by cutAttr.
-func (d *jsonDecoder) attributes() (map[string]string, error) {
+func (d *jsonDecoder) attributes() (Attrs, error) {
 	kvs := d.attrs[:0]
 	err := d.array(func() error {
 		return d.keyValue(func(memo *keyMemo, v jsonValue) {
@@ -872,15 +872,12 @@ func (d *jsonDecoder) attributes() (map[string]string, error) {
 			} else {
 				s = d.text(&v, strings.HasPrefix(memo.key, "http.request.header."))
 			}
-			kvs = append(kvs, attrKV{memo.key, cutAttr(memo.key, s)})
+			kvs = append(kvs, Attr{memo.key, cutAttr(memo.key, s)})
 		})
 	})
-	var out map[string]string
-	if len(kvs) > 0 && err == nil {
-		out = make(map[string]string, len(kvs))
-		for _, kv := range kvs {
-			out[kv.k] = kv.v // the last of equal keys kept
-		}
+	var out Attrs
+	if err == nil {
+		out = keptAttrs(kvs, &d.slab)
 	}
 	clear(kvs)
 	d.attrs = kvs[:0]

@@ -134,9 +134,9 @@ func TestOrphanKeptAndMarked(t *testing.T) {
 func TestParentCycleIsShownNotLooped(t *testing.T) {
 	spans := []Span{
 		{TraceID: "t1", SpanID: "01", ParentID: "02", Name: "execute_tool send_x", Start: 1e18, End: 1e18 + 5,
-			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_x"}},
+			Attrs: AttrsOf(map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_x"})},
 		{TraceID: "t1", SpanID: "02", ParentID: "01", Name: "invoke_agent a", Start: 1e18 + 1, End: 1e18 + 4,
-			Attrs: map[string]string{"gen_ai.operation.name": "invoke_agent"}},
+			Attrs: AttrsOf(map[string]string{"gen_ai.operation.name": "invoke_agent"})},
 	}
 	evs := Events(spans)
 	if !strings.Contains(evs[0].Attrs["orphans"], "01") || !strings.Contains(evs[0].Attrs["orphans"], "02") {

@@ -241,6 +241,8 @@ type protoDecoder struct {
 	// of a ScopeSpans, met before the resource or scope that names them.
 	scopes, spans     [][]byte
 	attrs, eventAttrs [][]byte // a span's KeyValues, an event's
+	kept              []Attr   // the attributes read, before keptAttrs
+	slab              attrSlab
 	// keys are the attribute names met, each with the last value met.
 	keys map[string]*keyMemo
 	// names are the span names and status messages met.
@@ -753,11 +755,15 @@ func (d *protoDecoder) event(buf []byte) (SpanEvent, error) {
 
 // attributes flattens KeyValues as flatten does a pcommon.Map: nil for
 // none, the last of equal keys kept.
-func (d *protoDecoder) attributes(kvs [][]byte) (map[string]string, error) {
+func (d *protoDecoder) attributes(kvs [][]byte) (Attrs, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(kvs))
+	out := d.kept[:0]
+	defer func() {
+		clear(out)
+		d.kept = out[:0]
+	}()
 	for _, b := range kvs {
 		key, v, err := keyValue(b, 0, true)
 		if err != nil {
@@ -781,9 +787,9 @@ func (d *protoDecoder) attributes(kvs [][]byte) (map[string]string, error) {
 				}
 			}
 		}
-		out[memo.key] = cutAttr(memo.key, s)
+		out = append(out, Attr{memo.key, cutAttr(memo.key, s)})
 	}
-	return out, nil
+	return keptAttrs(out, &d.slab), nil
 }
 
 // Kinds of anyValue, as pcommon.ValueType names them.

@@ -27,8 +27,8 @@ func TestPythonLiteral(t *testing.T) {
 // OpenInference's LangChain input, a Python repr, gives the same arguments
 // as the JSON of them in another key order.
 func TestReprArgumentsAreTheJSONOnes(t *testing.T) {
-	repr := Span{Attrs: map[string]string{"openinference.span.kind": "TOOL", "input.value": `{'to': 'a@x', 'subject': 'hi'}`}}
-	js := Span{Attrs: map[string]string{"openinference.span.kind": "TOOL", "input.value": `{"subject": "hi", "to": "a@x"}`}}
+	repr := Span{Attrs: AttrsOf(map[string]string{"openinference.span.kind": "TOOL", "input.value": `{'to': 'a@x', 'subject': 'hi'}`})}
+	js := Span{Attrs: AttrsOf(map[string]string{"openinference.span.kind": "TOOL", "input.value": `{"subject": "hi", "to": "a@x"}`})}
 	if a, b := canonical(repr.Args()), canonical(js.Args()); string(a) != string(b) {
 		t.Errorf("repr %s, JSON %s", a, b)
 	}
@@ -50,7 +50,7 @@ func TestToolCallPartByID(t *testing.T) {
 // tool acts; a plain error stays an error.
 func TestWrappedErrors(t *testing.T) {
 	exc := func(typ, msg string) []SpanEvent {
-		return []SpanEvent{{Name: "exception", Attrs: map[string]string{"exception.type": typ, "exception.message": msg}}}
+		return []SpanEvent{{Name: "exception", Attrs: AttrsOf(map[string]string{"exception.type": typ, "exception.message": msg})}}
 	}
 	cases := []struct {
 		name string
@@ -59,7 +59,7 @@ func TestWrappedErrors(t *testing.T) {
 	}{
 		{"pydantic-ai ModelRetry from TimeoutError", Span{Status: "error", Events: exc("pydantic_ai.exceptions.ToolRetryError", "TimeoutError: response lost")}, "timeout"},
 		{"validation error", Span{Status: "error", Events: exc("pydantic_ai.exceptions.ToolRetryError", "1 validation error for send_invoice_email")}, "rejected"},
-		{"Mastra's unknown error", Span{Status: "error", Message: "response lost", Attrs: map[string]string{"error.type": "unknown"}, Events: exc("Error", "response lost")}, "error"},
+		{"Mastra's unknown error", Span{Status: "error", Message: "response lost", Attrs: AttrsOf(map[string]string{"error.type": "unknown"}), Events: exc("Error", "response lost")}, "error"},
 		{"a stack frame named for timeouts", Span{Status: "error", Events: exc("Error", "boom\n    at withTimeout (x.js:1:1)")}, "error"},
 	}
 	for _, c := range cases {

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -13,14 +14,14 @@ import (
 // and a send_email call, trace tid, starting at start (seconds).
 func convSpans(tid, conv string, start int64, failed bool) []Span {
 	root := Span{TraceID: tid, SpanID: tid[:8] + "00000000", Name: "invoke_agent " + conv,
-		Start: start * 1e9, End: start*1e9 + 9e8, Attrs: map[string]string{"gen_ai.conversation.id": conv, "gen_ai.operation.name": "invoke_agent"}}
+		Start: start * 1e9, End: start*1e9 + 9e8, Attrs: AttrsOf(map[string]string{"gen_ai.conversation.id": conv, "gen_ai.operation.name": "invoke_agent"})}
 	if failed {
 		root.Status, root.Message = "error", "boom"
 	}
 	tool := Span{TraceID: tid, SpanID: tid[:8] + "00000001", ParentID: root.SpanID, Name: "execute_tool send_email",
-		Start: start*1e9 + 1e8, End: start*1e9 + 2e8, Attrs: map[string]string{"gen_ai.conversation.id": conv,
+		Start: start*1e9 + 1e8, End: start*1e9 + 2e8, Attrs: AttrsOf(map[string]string{"gen_ai.conversation.id": conv,
 			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email", "gen_ai.tool.call.id": "call-" + tid,
-			"gen_ai.tool.call.arguments": `{"to":"a@example.com"}`}}
+			"gen_ai.tool.call.arguments": `{"to":"a@example.com"}`})}
 	return []Span{root, tool}
 }
 
@@ -84,33 +85,33 @@ func TestSavesInOneTransactionShareTheRecord(t *testing.T) {
 	}
 }
 
-// A span's attributes are stored in key order, whatever the order its map
-// gives them in, so that equal spans store equal bytes (a span sent again
-// is recognised by them).
+// A span's attributes are stored in key order, whatever the order they
+// arrived in, so that equal spans store equal bytes (a span sent again is
+// recognised by them).
 func TestAttributesEncodeInKeyOrder(t *testing.T) {
-	attrs := map[string]string{}
-	for _, k := range []string{"z.custom", "gen_ai.tool.name", "a.custom", "gen_ai.tool.call.id", "m.custom", "gen_ai.operation.name",
-		"b", "gen_ai.conversation.id", "y", "x", "http.request.header.idempotency-key"} {
-		attrs[k] = "v-" + k
+	keys := []string{"z.custom", "gen_ai.tool.name", "a.custom", "gen_ai.tool.call.id", "m.custom", "gen_ai.operation.name",
+		"b", "gen_ai.conversation.id", "y", "x", "http.request.header.idempotency-key"}
+	var read []Attr
+	for _, k := range keys {
+		read = append(read, Attr{k, "v-" + k})
 	}
+	attrs := keptAttrs(slices.Clone(read), nil)
 	want := appendAttrs(nil, attrs)
+	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
-		copied := make(map[string]string, len(attrs))
-		for k, v := range attrs {
-			copied[k] = v
-		}
-		if got := appendAttrs(nil, copied); !bytes.Equal(got, want) {
+		r.Shuffle(len(read), func(i, j int) { read[i], read[j] = read[j], read[i] })
+		if got := appendAttrs(nil, keptAttrs(slices.Clone(read), nil)); !bytes.Equal(got, want) {
 			t.Fatalf("attributes encode as %x, and as %x", got, want)
 		}
 	}
 	s := Span{TraceID: "t", SpanID: "s", Attrs: attrs}
 	var back Span
-	if err := decodeSpan(encodeSpan(nil, &s), &back); err != nil || len(back.Attrs) != len(attrs) {
+	if err := decodeSpan(encodeSpan(nil, &s), &back); err != nil || len(back.Attrs) != len(keys) {
 		t.Fatalf("decoded %d attributes, %v", len(back.Attrs), err)
 	}
-	for k, v := range attrs {
-		if back.Attrs[k] != v {
-			t.Errorf("%s: %q, want %q", k, back.Attrs[k], v)
+	for k, v := range attrs.Map() {
+		if back.Attrs.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, back.Attrs.Get(k), v)
 		}
 	}
 }

@@ -30,7 +30,7 @@ var modelOps = map[string]bool{"chat": true, "generate_content": true, "text_com
 
 // Role says what s stands for.
 func (s *Span) Role() Role {
-	op := s.Attrs["gen_ai.operation.name"]
+	op := s.Attrs.Get("gen_ai.operation.name")
 	switch {
 	case op == "execute_tool":
 		return RoleTool
@@ -39,10 +39,10 @@ func (s *Span) Role() Role {
 	case modelOps[op]:
 		return RoleModel
 	}
-	if r, ok := vercelRoles[s.Attrs["ai.operationId"]]; ok {
+	if r, ok := vercelRoles[s.Attrs.Get("ai.operationId")]; ok {
 		return r
 	}
-	switch strings.ToUpper(s.Attrs["openinference.span.kind"]) {
+	switch strings.ToUpper(s.Attrs.Get("openinference.span.kind")) {
 	case "TOOL":
 		return RoleTool
 	case "AGENT":
@@ -50,7 +50,7 @@ func (s *Span) Role() Role {
 	case "LLM":
 		return RoleModel
 	}
-	switch strings.ToLower(s.Attrs["traceloop.span.kind"]) {
+	switch strings.ToLower(s.Attrs.Get("traceloop.span.kind")) {
 	case "tool":
 		return RoleTool
 	case "agent":
@@ -67,10 +67,10 @@ func (s *Span) Role() Role {
 		case name == "call_llm" || strings.HasPrefix(name, "chat ") || strings.HasPrefix(name, "generate_content"):
 			return RoleModel
 		}
-		if _, ok := s.Attrs["gen_ai.request.model"]; ok {
+		if _, ok := s.Attrs.Lookup("gen_ai.request.model"); ok {
 			return RoleModel
 		}
-		if _, ok := s.Attrs["llm.model_name"]; ok {
+		if _, ok := s.Attrs.Lookup("llm.model_name"); ok {
 			return RoleModel
 		}
 	}
@@ -91,7 +91,7 @@ var vercelRoles = map[string]Role{
 // Tool is the tool's name.
 func (s *Span) Tool() string {
 	for _, k := range []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"} {
-		if v := s.Attrs[k]; v != "" {
+		if v := s.Attrs.Get(k); v != "" {
 			return v
 		}
 	}
@@ -106,7 +106,7 @@ func (s *Span) Tool() string {
 // them would make one call of every call.
 func (s *Span) CallID() string {
 	for _, k := range []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id", "tool.id", "ai.toolCall.id"} {
-		switch v := s.Attrs[k]; v {
+		switch v := s.Attrs.Get(k); v {
 		case "", "<not specified>", "None", "null", "undefined":
 		default:
 			return v
@@ -225,11 +225,11 @@ func argsJSON(v string) json.RawMessage {
 // event gives; "" when the span has none.
 func (s *Span) argsAttr() (key, val string) {
 	for _, k := range argKeys {
-		v, ok := s.Attrs[k]
+		v, ok := s.Attrs.Lookup(k)
 		if !ok || v == "" {
 			continue
 		}
-		if k == "tool.parameters" && s.Attrs["input.value"] != "" {
+		if k == "tool.parameters" && s.Attrs.Get("input.value") != "" {
 			continue // OpenInference: tool.parameters is the schema when input.value is there
 		}
 		return k, v
@@ -240,13 +240,13 @@ func (s *Span) argsAttr() (key, val string) {
 	cid := s.CallID()
 	for _, ea := range eventArgs {
 		for _, e := range s.Events {
-			if e.Name != ea.event || e.Attrs[ea.attr] == "" {
+			if e.Name != ea.event || e.Attrs.Get(ea.attr) == "" {
 				continue
 			}
-			if id := e.Attrs["id"]; id != "" && cid != "" && id != cid {
+			if id := e.Attrs.Get("id"); id != "" && cid != "" && id != cid {
 				continue // another call's message
 			}
-			if a, ok := ea.pick(e.Attrs[ea.attr], cid); ok && strings.TrimSpace(a) != "" {
+			if a, ok := ea.pick(e.Attrs.Get(ea.attr), cid); ok && strings.TrimSpace(a) != "" {
 				return "event " + ea.event, a
 			}
 		}
@@ -257,7 +257,7 @@ func (s *Span) argsAttr() (key, val string) {
 // Result is the call's result as JSON, or nil.
 func (s *Span) Result() json.RawMessage {
 	for _, k := range resultKeys {
-		if v, ok := s.Attrs[k]; ok && v != "" {
+		if v, ok := s.Attrs.Lookup(k); ok && v != "" {
 			raw := asJSON(v)
 			if k == "traceloop.entity.output" {
 				raw = unwrapOutput(raw)
@@ -271,7 +271,7 @@ func (s *Span) Result() json.RawMessage {
 // Key is the idempotency key the call carried, or "".
 func (s *Span) Key() string {
 	for _, k := range []string{"retrylab.idempotency_key", "http.request.header.idempotency-key", "http.request.header.idempotency_key"} {
-		if v := s.Attrs[k]; v != "" {
+		if v := s.Attrs.Get(k); v != "" {
 			return strings.Trim(v, `[]"`)
 		}
 	}
@@ -282,7 +282,7 @@ func (s *Span) Key() string {
 // it), which joins traces into one execution.
 func (s *Span) Conversation() string {
 	for _, k := range []string{"gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "traceloop.association.properties.session_id"} {
-		if v := s.Attrs[k]; v != "" {
+		if v := s.Attrs.Get(k); v != "" {
 			return v
 		}
 	}
@@ -291,12 +291,12 @@ func (s *Span) Conversation() string {
 
 // ErrorType is error.type, or the type of an exception event, or "".
 func (s *Span) ErrorType() string {
-	if v := s.Attrs["error.type"]; v != "" {
+	if v := s.Attrs.Get("error.type"); v != "" {
 		return v
 	}
 	for _, e := range s.Events {
-		if e.Name == "exception" && e.Attrs["exception.type"] != "" {
-			return e.Attrs["exception.type"]
+		if e.Name == "exception" && e.Attrs.Get("exception.type") != "" {
+			return e.Attrs.Get("exception.type")
 		}
 	}
 	return ""
@@ -308,8 +308,8 @@ func (s *Span) ErrorText() string {
 		return s.Message
 	}
 	for _, e := range s.Events {
-		if e.Name == "exception" && e.Attrs["exception.message"] != "" {
-			return e.Attrs["exception.message"]
+		if e.Name == "exception" && e.Attrs.Get("exception.message") != "" {
+			return e.Attrs.Get("exception.message")
 		}
 	}
 	return s.ErrorType()

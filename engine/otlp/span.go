@@ -39,9 +39,9 @@ type Span struct {
 	Status  string `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Service is the resource's service.name; Scope the instrumentation scope.
-	Service string            `json:"service,omitempty"`
-	Scope   string            `json:"scope,omitempty"`
-	Attrs   map[string]string `json:"attrs,omitempty"`
+	Service string `json:"service,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Attrs   Attrs  `json:"attrs,omitempty"`
 	// Events are the span's events (exceptions, mostly), by name, with
 	// their attributes.
 	Events []SpanEvent `json:"events,omitempty"`
@@ -49,9 +49,9 @@ type Span struct {
 
 // SpanEvent is an event recorded on a span.
 type SpanEvent struct {
-	Name  string            `json:"name"`
-	Time  int64             `json:"time"`
-	Attrs map[string]string `json:"attrs,omitempty"`
+	Name  string `json:"name"`
+	Time  int64  `json:"time"`
+	Attrs Attrs  `json:"attrs,omitempty"`
 }
 
 // maxAttr bounds an attribute value kept from a span. Arguments and results
@@ -314,21 +314,20 @@ func init() {
 	}
 }
 
-func flatten(m pcommon.Map) map[string]string {
+func flatten(m pcommon.Map) Attrs {
 	if m.Len() == 0 {
 		return nil
 	}
-	out := make(map[string]string, m.Len())
+	out := make([]Attr, 0, m.Len())
 	m.Range(func(k string, v pcommon.Value) bool {
 		s := attrString(v)
 		if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 && strings.HasPrefix(k, "http.request.header.") {
 			s = attrString(v.Slice().At(0)) // header values are arrays of one
 		}
-		s = cutAttr(k, s)
-		out[k] = s
+		out = append(out, Attr{k, cutAttr(k, s)})
 		return true
 	})
-	return out
+	return keptAttrs(out, nil)
 }
 
 // cutAttr is value s of attribute k as a span keeps it: cut to maxAttr

@@ -236,7 +236,7 @@ func (t *translation) events() []trace.Event {
 			t.runOf[s.TraceID] = len(traces) + 1
 			traces = append(traces, s.TraceID)
 		}
-		if n, err := atoi(s.Attrs["retrylab.run"]); err == nil && n > 0 && s.ParentID == "" {
+		if n, err := atoi(s.Attrs.Get("retrylab.run")); err == nil && n > 0 && s.ParentID == "" {
 			t.runOf[s.TraceID] = n // retrylab's own export numbers its runs
 		}
 		if s.ParentID == "" {
@@ -260,9 +260,9 @@ func (t *translation) events() []trace.Event {
 		if root.Service != "" {
 			start.Attrs["service.name"] = root.Service
 		}
-		if sc, ok := root.Attrs["retrylab.scenario"]; ok {
+		if sc, ok := root.Attrs.Lookup("retrylab.scenario"); ok {
 			// retrylab's own export: its scenario and policy in words.
-			start.Scenario, start.Text = sc, root.Attrs["retrylab.policy"]
+			start.Scenario, start.Text = sc, root.Attrs.Get("retrylab.policy")
 		}
 	} else {
 		start.Scenario, start.Text = "(no root span)", PolicyUnknown
@@ -337,10 +337,10 @@ func (t *translation) runs(traces []string) {
 		if root != nil {
 			ev.Ref = root.SpanID
 			ev.Attrs["root"] = root.Name
-			if p, ok := root.Attrs["retrylab.run.policy"]; ok {
+			if p, ok := root.Attrs.Lookup("retrylab.run.policy"); ok {
 				ev.Text = p
 			}
-			ev.PID, _ = atoi(root.Attrs["process.pid"])
+			ev.PID, _ = atoi(root.Attrs.Get("process.pid"))
 		} else {
 			ev.Attrs["root"] = "trace " + tr + " (its root span never arrived)"
 		}
@@ -386,10 +386,10 @@ func (t *translation) turns() {
 		n++
 		s := &t.spans[i]
 		number, text := n, s.Name
-		if v, err := atoi(s.Attrs["retrylab.turn"]); err == nil {
+		if v, err := atoi(s.Attrs.Get("retrylab.turn")); err == nil {
 			number = v
 		}
-		if v, ok := s.Attrs["retrylab.turn.text"]; ok {
+		if v, ok := s.Attrs.Lookup("retrylab.turn.text"); ok {
 			text = v
 		}
 		t.turnAt = append(t.turnAt, turnStart{at: s.Start, run: t.runOf[s.TraceID], turn: number})
@@ -410,7 +410,7 @@ func (t *translation) calls() {
 	bySig := map[string]*call{}
 	for i := range t.spans {
 		s := &t.spans[i]
-		if s.Attrs["retrylab.replay"] == "true" {
+		if s.Attrs.Get("retrylab.replay") == "true" {
 			t.replay(i)
 			continue
 		}
@@ -419,7 +419,7 @@ func (t *translation) calls() {
 		}
 		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(t.args(i))
 		cid := s.CallID()
-		_, exported := s.Attrs["retrylab.attempt"]
+		_, exported := s.Attrs.Lookup("retrylab.attempt")
 		c := byID[cid]
 		if (cid == "" || c == nil) && !exported {
 			// Same parent, tool and arguments: another attempt of the same
@@ -448,11 +448,11 @@ func (t *translation) calls() {
 				lastRun = run
 				args := t.args(i)
 				key := s.Key()
-				if _, exported := s.Attrs["retrylab.attempt"]; exported {
-					key = s.Attrs["retrylab.call.key"] // retrylab keys attempts, not always the call
+				if _, exported := s.Attrs.Lookup("retrylab.attempt"); exported {
+					key = s.Attrs.Get("retrylab.call.key") // retrylab keys attempts, not always the call
 				}
 				sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, s.Start), Call: c.id, Tool: s.Tool(),
-					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs["retrylab.tool.kind"]}
+					Args: args, Key: key, Ref: s.SpanID, Text: s.Attrs.Get("retrylab.tool.kind")}
 				if !t.lean {
 					sched.Attrs = map[string]string{"span.parent": s.ParentID}
 					if cid := s.CallID(); cid != "" {
@@ -462,7 +462,7 @@ func (t *translation) calls() {
 				t.emit(s.Start, sched)
 			}
 			number := n + 1
-			if v, err := atoi(s.Attrs["retrylab.attempt"]); err == nil {
+			if v, err := atoi(s.Attrs.Get("retrylab.attempt")); err == nil {
 				number = v
 			}
 			t.attempt(i, c.id, run, number)
@@ -476,10 +476,10 @@ func (t *translation) calls() {
 func (t *translation) attempt(i int, callID string, run, number int) {
 	s := &t.spans[i]
 	a := t.args(i)
-	maxAttempts, _ := atoi(s.Attrs["retrylab.max_attempts"])
+	maxAttempts, _ := atoi(s.Attrs.Get("retrylab.max_attempts"))
 	t.emit(s.Start, trace.Event{Kind: trace.AttemptStarted, Run: run, Call: callID, Tool: s.Tool(), Attempt: number,
 		MaxAttempts: maxAttempts, Key: s.Key(), Ref: s.SpanID, Args: a, Request: &trace.Exchange{Body: a}, Attrs: t.attrs(i)})
-	if faults := s.Attrs["retrylab.faults"]; faults != "" {
+	if faults := s.Attrs.Get("retrylab.faults"); faults != "" {
 		for _, f := range strings.Split(faults, ",") {
 			t.emit(s.Start, trace.Event{Kind: trace.FaultInjected, Run: run, Call: callID, Attempt: number, Fault: f, Ref: s.SpanID})
 		}
@@ -488,15 +488,15 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 	for i := range effects {
 		t.emit(s.End, trace.Event{Kind: trace.EffectObserved, Run: run, Call: callID, Attempt: number, Effect: &effects[i], Ref: s.SpanID})
 	}
-	if s.Attrs["retrylab.outcome"] == "none" {
+	if s.Attrs.Get("retrylab.outcome") == "none" {
 		return // the caller never had an answer: its worker died, or it is in flight
 	}
 	outcome, status := s.outcome()
-	if o := s.Attrs["retrylab.outcome"]; o != "" {
+	if o := s.Attrs.Get("retrylab.outcome"); o != "" {
 		outcome = trace.Outcome(o)
 	}
 	fin := trace.Event{Kind: trace.AttemptFinished, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Outcome: outcome,
-		Duration: time.Duration(s.End - s.Start), Ref: s.SpanID, Deduplicated: s.Attrs["retrylab.deduplicated"] == "true"}
+		Duration: time.Duration(s.End - s.Start), Ref: s.SpanID, Deduplicated: s.Attrs.Get("retrylab.deduplicated") == "true"}
 	if res := s.Result(); res != nil || status != 0 {
 		fin.Response = &trace.Exchange{Status: status, Body: res}
 	}
@@ -504,14 +504,14 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 		fin.Error = firstNonEmpty(s.ErrorText(), string(outcome))
 	}
 	t.emit(s.End, fin)
-	if after := s.Attrs["retrylab.retry_after"]; after != "" { // ParseDuration allocates its error
+	if after := s.Attrs.Get("retrylab.retry_after"); after != "" { // ParseDuration allocates its error
 		if d, err := time.ParseDuration(after); err == nil {
 			t.emit(s.End, trace.Event{Kind: trace.RetryScheduled, Run: run, Call: callID, Attempt: number, Delay: d, Ref: s.SpanID})
 		}
 	}
-	if s.Attrs["retrylab.journal.recorded"] == "true" {
+	if s.Attrs.Get("retrylab.journal.recorded") == "true" {
 		t.emit(s.End, trace.Event{Kind: trace.StepRecorded, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Key: s.Key(),
-			Result: asJSONOrNil(s.Attrs["retrylab.journal.result"]), Ref: s.SpanID})
+			Result: asJSONOrNil(s.Attrs.Get("retrylab.journal.result")), Ref: s.SpanID})
 	}
 }
 
@@ -521,7 +521,7 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 // way (attemptStateOf).
 func recordedEffects(s *Span) []trace.Effect {
 	var effects []trace.Effect
-	if fx := s.Attrs["retrylab.effects"]; fx != "" {
+	if fx := s.Attrs.Get("retrylab.effects"); fx != "" {
 		_ = json.Unmarshal([]byte(fx), &effects)
 	}
 	return effects
@@ -530,10 +530,10 @@ func recordedEffects(s *Span) []trace.Effect {
 // replay emits a call answered from retrylab's journal.
 func (t *translation) replay(i int) {
 	s := &t.spans[i]
-	resultRun, _ := atoi(s.Attrs["retrylab.replay.run"])
+	resultRun, _ := atoi(s.Attrs.Get("retrylab.replay.run"))
 	ev := trace.Event{Kind: trace.StepReplayed, Run: t.runOf[s.TraceID], Call: s.CallID(), Tool: s.Tool(), Result: s.Result(),
 		ResultRun: resultRun, Ref: s.SpanID}
-	if s.Attrs["retrylab.replay.decision"] == "true" {
+	if s.Attrs.Get("retrylab.replay.decision") == "true" {
 		ev.Text = "decision"
 	}
 	t.emit(s.Start, ev)
@@ -544,11 +544,11 @@ func (t *translation) replay(i int) {
 func (t *translation) crashes() {
 	for i := range t.spans {
 		s := &t.spans[i]
-		if s.ParentID != "" || s.Attrs["retrylab.run.crashed"] != "true" {
+		if s.ParentID != "" || s.Attrs.Get("retrylab.run.crashed") != "true" {
 			continue
 		}
-		code, _ := atoi(s.Attrs["retrylab.run.exit_code"])
-		t.emit(s.End, trace.Event{Kind: trace.RunCrashed, Run: t.runOf[s.TraceID], ExitCode: code, Fault: s.Attrs["retrylab.run.fault"],
+		code, _ := atoi(s.Attrs.Get("retrylab.run.exit_code"))
+		t.emit(s.End, trace.Event{Kind: trace.RunCrashed, Run: t.runOf[s.TraceID], ExitCode: code, Fault: s.Attrs.Get("retrylab.run.fault"),
 			Error: s.Message, Ref: s.SpanID})
 	}
 }
@@ -558,7 +558,7 @@ func (t *translation) crashes() {
 func (t *translation) end(last int64, failed string) {
 	for i := range t.spans {
 		s := &t.spans[i]
-		how, ok := s.Attrs["retrylab.execution.end"]
+		how, ok := s.Attrs.Lookup("retrylab.execution.end")
 		if !ok || s.ParentID != "" {
 			continue
 		}
@@ -567,9 +567,9 @@ func (t *translation) end(last int64, failed string) {
 			t.emit(s.End, trace.Event{Kind: trace.ExecutionEnded, Run: t.runOf[s.TraceID], Outcome: trace.OutcomeOK, Ref: s.SpanID})
 		case "failed":
 			t.emit(s.End, trace.Event{Kind: trace.ExecutionEnded, Run: t.runOf[s.TraceID], Outcome: trace.OutcomeError,
-				Error: s.Attrs["retrylab.execution.error"], Ref: s.SpanID})
+				Error: s.Attrs.Get("retrylab.execution.error"), Ref: s.SpanID})
 		case "escalated":
-			t.emit(s.End, trace.Event{Kind: trace.Escalated, Run: t.runOf[s.TraceID], Error: s.Attrs["retrylab.execution.error"], Ref: s.SpanID})
+			t.emit(s.End, trace.Event{Kind: trace.Escalated, Run: t.runOf[s.TraceID], Error: s.Attrs.Get("retrylab.execution.error"), Ref: s.SpanID})
 		}
 		return // "running": no end yet
 	}
@@ -594,8 +594,8 @@ func (t *translation) attrs(i int) map[string]string {
 	}
 	s := &t.spans[i]
 	m := make(map[string]string, len(s.Attrs)+4)
-	for k, v := range s.Attrs {
-		m[k] = v
+	for _, a := range s.Attrs {
+		m[a.Key] = a.Value
 	}
 	m["span.id"] = s.SpanID
 	m["trace.id"] = s.TraceID
@@ -613,7 +613,7 @@ func (t *translation) attrs(i int) map[string]string {
 
 // outcome classifies a tool span's end, and gives its HTTP status if any.
 func (s *Span) outcome() (trace.Outcome, int) {
-	status, _ := atoi(firstNonEmpty(s.Attrs["http.response.status_code"], s.Attrs["http.status_code"]))
+	status, _ := atoi(firstNonEmpty(s.Attrs.Get("http.response.status_code"), s.Attrs.Get("http.status_code")))
 	etype := s.ErrorType()
 	if s.Status != "error" && etype == "" && (status < 400 || status == 0) {
 		return trace.OutcomeOK, status
@@ -650,7 +650,7 @@ func (s *Span) exceptionMessages() string {
 		if e.Name != "exception" {
 			continue
 		}
-		for _, l := range strings.Split(e.Attrs["exception.message"], "\n") {
+		for _, l := range strings.Split(e.Attrs.Get("exception.message"), "\n") {
 			if l != "" && l[0] != ' ' && l[0] != '\t' {
 				b.WriteString(l)
 				b.WriteByte(' ')

@@ -123,31 +123,31 @@ func recordedAttempts(tx *store.Tx, runID string) (map[string][]Recorded, error)
 	}
 	for i := range spans {
 		s := &spans[i]
-		id := s.Attrs[AttrActivityID]
-		n, err := strconv.Atoi(s.Attrs[AttrAttempt])
-		if id == "" || err != nil || n < 1 || s.Attrs[AttrRunID] != runID {
+		id := s.Attrs.Get(AttrActivityID)
+		n, err := strconv.Atoi(s.Attrs.Get(AttrAttempt))
+		if id == "" || err != nil || n < 1 || s.Attrs.Get(AttrRunID) != runID {
 			continue
 		}
-		if s.Attrs[AttrPhase] == "fault" {
-			addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], s.Attrs[AttrFaultSource], s.Start)
+		if s.Attrs.Get(AttrPhase) == "fault" {
+			addFaults(attemptKey{id, n}, s.Attrs.Get(AttrFaults), s.Attrs.Get(AttrFaultSource), s.Start)
 			continue
 		}
-		if s.Attrs[AttrPhase] == "started" {
+		if s.Attrs.Get(AttrPhase) == "started" {
 			// The attempt started; its own span, if it ever ended, says more.
 			if _, ok := ended[attemptKey{id, n}]; !ok {
 				started[attemptKey{id, n}] = Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), SpanID: s.SpanID,
-					Worker: s.Attrs["temporal.worker"], Tool: s.Attrs["gen_ai.tool.name"]}
+					Worker: s.Attrs.Get("temporal.worker"), Tool: s.Attrs.Get("gen_ai.tool.name")}
 			}
 			continue
 		}
 		ended[attemptKey{id, n}] = true
 		delete(started, attemptKey{id, n})
-		addFaults(attemptKey{id, n}, s.Attrs[AttrFaults], "", s.Start)
+		addFaults(attemptKey{id, n}, s.Attrs.Get(AttrFaults), "", s.Start)
 		r := Recorded{Attempt: n, Start: time.Unix(0, s.Start).UTC(), End: time.Unix(0, s.End).UTC(), Outcome: trace.OutcomeOK,
-			Key: s.Attrs["retrylab.idempotency_key"], SpanID: s.SpanID, Digest: s.Attrs["retrylab.args_digest"], Tool: s.Attrs["gen_ai.tool.name"]}
+			Key: s.Attrs.Get("retrylab.idempotency_key"), SpanID: s.SpanID, Digest: s.Attrs.Get("retrylab.args_digest"), Tool: s.Attrs.Get("gen_ai.tool.name")}
 		if s.Status == "error" {
 			r.Error = s.ErrorText()
-			switch s.Attrs["error.type"] {
+			switch s.Attrs.Get("error.type") {
 			case "timeout":
 				r.Outcome = trace.OutcomeTimeout
 			case "cancelled":

@@ -353,11 +353,11 @@ func TestRecordedAttemptsReplaceNotKept(t *testing.T) {
 	span := func(id string, attempt int, status, errType, msg string, at int64) otlp.Span {
 		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: "execute_tool ChargeCard",
 			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second), Status: status, Message: msg,
-			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
+			Attrs: otlp.AttrsOf(map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
 				"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run, temporal.AttrActivityID: "5",
-				temporal.AttrAttempt: fmt.Sprint(attempt), "retrylab.idempotency_key": "order-1042/5"}}
+				temporal.AttrAttempt: fmt.Sprint(attempt), "retrylab.idempotency_key": "order-1042/5"})}
 		if errType != "" {
-			s.Attrs["error.type"] = errType
+			s.Attrs.Set("error.type", errType)
 		}
 		return s
 	}
@@ -408,11 +408,11 @@ func TestRecordedFaultsMarkAttempts(t *testing.T) {
 	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
 		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name,
 			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second), Status: "ok",
-			Attrs: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
+			Attrs: otlp.AttrsOf(map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ChargeCard", "gen_ai.tool.call.id": "5",
 				"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run, temporal.AttrActivityID: "5",
-				temporal.AttrAttempt: fmt.Sprint(attempt)}}
+				temporal.AttrAttempt: fmt.Sprint(attempt)})}
 		for i := 0; i+1 < len(kv); i += 2 {
-			s.Attrs[kv[i]] = kv[i+1]
+			s.Attrs.Set(kv[i], kv[i+1])
 		}
 		return s
 	}
@@ -585,13 +585,13 @@ func TestRecordedStartMarkerOnly(t *testing.T) {
 	db := openDB(t)
 	const run = "3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
 	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
-	attrs := func(attempt int, extra ...string) map[string]string {
+	attrs := func(attempt int, extra ...string) otlp.Attrs {
 		m := map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
 			temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt)}
 		for i := 0; i+1 < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
 		}
-		return m
+		return otlp.AttrsOf(m)
 	}
 	spans := []otlp.Span{
 		{TraceID: "0123456789abcdef0123456789abcdef", SpanID: "b000000000000001", Name: "execute_tool ChargeCard", Start: base, End: base + 1e9,
@@ -796,10 +796,10 @@ func TestRecordedAttemptsOfAnActivityStillRetrying(t *testing.T) {
 	span := func(id, name string, attempt int, at int64, kv ...string) otlp.Span {
 		s := otlp.Span{TraceID: "0123456789abcdef0123456789abcdef", SpanID: id, Name: name, Status: "error",
 			Start: base + at*int64(time.Second), End: base + (at+1)*int64(time.Second),
-			Attrs: map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
-				temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt), "gen_ai.tool.name": "ChargeCard"}}
+			Attrs: otlp.AttrsOf(map[string]string{"gen_ai.conversation.id": temporal.SpanConversation(run), temporal.AttrRunID: run,
+				temporal.AttrActivityID: "5", temporal.AttrAttempt: fmt.Sprint(attempt), "gen_ai.tool.name": "ChargeCard"})}
 		for i := 0; i+1 < len(kv); i += 2 {
-			s.Attrs[kv[i]] = kv[i+1]
+			s.Attrs.Set(kv[i], kv[i+1])
 		}
 		return s
 	}
