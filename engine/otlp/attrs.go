@@ -33,8 +33,9 @@ func AttrsOf(m map[string]string) Attrs {
 	return a
 }
 
-// Lookup returns the value of key k, and whether the attributes have it.
-func (a Attrs) Lookup(k string) (string, bool) {
+// find returns where key k is in a, or where it would go, and whether it
+// is there.
+func (a Attrs) find(k string) (int, bool) {
 	lo, hi := 0, len(a)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -44,8 +45,13 @@ func (a Attrs) Lookup(k string) (string, bool) {
 			hi = m
 		}
 	}
-	if lo < len(a) && a[lo].Key == k {
-		return a[lo].Value, true
+	return lo, lo < len(a) && a[lo].Key == k
+}
+
+// Lookup returns the value of key k, and whether the attributes have it.
+func (a Attrs) Lookup(k string) (string, bool) {
+	if i, ok := a.find(k); ok {
+		return a[i].Value, true
 	}
 	return "", false
 }
@@ -64,7 +70,7 @@ func (a Attrs) Has(k string) bool {
 
 // Set sets key k to v, adding it in its place if it is not there.
 func (a *Attrs) Set(k, v string) {
-	i, found := slices.BinarySearchFunc(*a, k, func(x Attr, k string) int { return strings.Compare(x.Key, k) })
+	i, found := a.find(k)
 	if found {
 		(*a)[i].Value = v
 		return
@@ -74,8 +80,7 @@ func (a *Attrs) Set(k, v string) {
 
 // Delete removes key k, if it is there.
 func (a *Attrs) Delete(k string) {
-	i, found := slices.BinarySearchFunc(*a, k, func(x Attr, k string) int { return strings.Compare(x.Key, k) })
-	if found {
+	if i, found := a.find(k); found {
 		*a = slices.Delete(*a, i, i+1)
 	}
 }
