@@ -1323,7 +1323,7 @@ func weighs(s *Span, role Role) bool {
 	if s.ParentID != "" {
 		return false
 	}
-	_, numbered := s.Attrs.Lookup("retrylab.run")
+	numbered := s.Attrs.Has("retrylab.run")
 	return numbered || s.Attrs.Get("retrylab.run.crashed") == "true"
 }
 

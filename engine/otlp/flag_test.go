@@ -266,8 +266,8 @@ func TestQuickFlagMatchesTheAuditWithOwnAttributes(t *testing.T) {
 		}
 		dup := v == audit.Duplicate
 		for _, s := range spans {
-			_, run := s.Attrs.Lookup("retrylab.run")
-			_, attempt := s.Attrs.Lookup("retrylab.attempt")
+			run := s.Attrs.Has("retrylab.run")
+			attempt := s.Attrs.Has("retrylab.attempt")
 			if run || attempt || s.Attrs.Get("retrylab.run.crashed") != "" || s.Attrs.Get("retrylab.effects") != "" {
 				own++
 				if dup {
@@ -491,7 +491,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 		"runs not numbered":   edit(func(s *Span) { s.Attrs.Delete("retrylab.run") }),
 		"attempts unnumbered": edit(func(s *Span) { s.Attrs.Delete("retrylab.attempt") }),
 		"attempts numbered 1": edit(func(s *Span) {
-			if _, ok := s.Attrs.Lookup("retrylab.attempt"); ok {
+			if s.Attrs.Has("retrylab.attempt") {
 				s.Attrs.Set("retrylab.attempt", "1")
 			}
 		}),
@@ -533,7 +533,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 			}
 		}),
 		"one run one number": edit(func(s *Span) {
-			if _, ok := s.Attrs.Lookup("retrylab.run"); ok {
+			if s.Attrs.Has("retrylab.run") {
 				s.Attrs.Set("retrylab.run", "1")
 			}
 		}),
@@ -545,7 +545,7 @@ func ownVariants(r *rand.Rand, spans []Span) map[string][]Span {
 		}
 	}
 	v["numbered 1, at once"] = edit(func(s *Span) {
-		if _, ok := s.Attrs.Lookup("retrylab.attempt"); ok {
+		if s.Attrs.Has("retrylab.attempt") {
 			s.Attrs.Set("retrylab.attempt", "1")
 			s.Start = first[s.TraceID]
 		}

@@ -67,10 +67,10 @@ func (s *Span) Role() Role {
 		case name == "call_llm" || strings.HasPrefix(name, "chat ") || strings.HasPrefix(name, "generate_content"):
 			return RoleModel
 		}
-		if _, ok := s.Attrs.Lookup("gen_ai.request.model"); ok {
+		if s.Attrs.Has("gen_ai.request.model") {
 			return RoleModel
 		}
-		if _, ok := s.Attrs.Lookup("llm.model_name"); ok {
+		if s.Attrs.Has("llm.model_name") {
 			return RoleModel
 		}
 	}

@@ -419,7 +419,7 @@ func (t *translation) calls() {
 		}
 		sig := s.ParentID + "\x00" + s.Tool() + "\x00" + string(t.args(i))
 		cid := s.CallID()
-		_, exported := s.Attrs.Lookup("retrylab.attempt")
+		exported := s.Attrs.Has("retrylab.attempt")
 		c := byID[cid]
 		if (cid == "" || c == nil) && !exported {
 			// Same parent, tool and arguments: another attempt of the same
@@ -448,7 +448,7 @@ func (t *translation) calls() {
 				lastRun = run
 				args := t.args(i)
 				key := s.Key()
-				if _, exported := s.Attrs.Lookup("retrylab.attempt"); exported {
+				if s.Attrs.Has("retrylab.attempt") {
 					key = s.Attrs.Get("retrylab.call.key") // retrylab keys attempts, not always the call
 				}
 				sched := trace.Event{Kind: trace.CallScheduled, Run: run, Turn: t.turnOf(run, s.Start), Call: c.id, Tool: s.Tool(),
