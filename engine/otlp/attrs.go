@@ -152,6 +152,29 @@ func keptAttrs(kvs []Attr, slab *attrSlab) Attrs {
 	return slab.cut(kvs[:n])
 }
 
+// attrReader collects the attributes a decoder reads of one span or
+// event, in the order read, and keeps them (keptAttrs) in slices cut
+// from its slab; what it collected it then forgets, for the next.
+type attrReader struct {
+	read []Attr
+	slab attrSlab
+}
+
+func (r *attrReader) add(k, v string) { r.read = append(r.read, Attr{k, v}) }
+
+// keep returns what was read as Attrs and forgets it.
+func (r *attrReader) keep() Attrs {
+	out := keptAttrs(r.read, &r.slab)
+	r.forget()
+	return out
+}
+
+// forget drops what was read (its strings let go).
+func (r *attrReader) forget() {
+	clear(r.read)
+	r.read = r.read[:0]
+}
+
 // attrSlab hands out the attributes of the spans a decoder reads from
 // allocations of some thousand, which the spans of a request or chunk
 // share (they live and die together): one allocation per span was a

@@ -71,10 +71,7 @@ type jsonDecoder struct {
 	// round.
 	esc, kesc []byte
 	w         jsonValueText
-	// attrs collects a span's or event's attributes before they are
-	// sorted and kept in a slice of their size.
-	attrs []Attr
-	slab  attrSlab
+	attrs     attrReader // a span's or event's attributes, as read
 }
 
 // decodeJSONSpans decodes an OTLP/JSON ExportTraceServiceRequest (or
@@ -863,7 +860,6 @@ func (d *jsonDecoder) link() error {
 // attributes reads KeyValues and flattens them as flatten does: nil for
 // none, the last of equal keys kept, values cut by cutAttr.
 func (d *jsonDecoder) attributes() (Attrs, error) {
-	kvs := d.attrs[:0]
 	err := d.array(func() error {
 		return d.keyValue(func(memo *keyMemo, v jsonValue) {
 			var s string
@@ -872,16 +868,14 @@ func (d *jsonDecoder) attributes() (Attrs, error) {
 			} else {
 				s = d.text(&v, strings.HasPrefix(memo.key, "http.request.header."))
 			}
-			kvs = append(kvs, Attr{memo.key, cutAttr(memo.key, s)})
+			d.attrs.add(memo.key, cutAttr(memo.key, s))
 		})
 	})
-	var out Attrs
-	if err == nil {
-		out = keptAttrs(kvs, &d.slab)
+	if err != nil {
+		d.attrs.forget()
+		return nil, err
 	}
-	clear(kvs)
-	d.attrs = kvs[:0]
-	return out, err
+	return d.attrs.keep(), nil
 }
 
 // jsonValue is an AnyValue read: a scalar, or an array's or key-value

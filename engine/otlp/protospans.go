@@ -240,9 +240,8 @@ type protoDecoder struct {
 	// scopes and spans are the ScopeSpans of a ResourceSpans and the spans
 	// of a ScopeSpans, met before the resource or scope that names them.
 	scopes, spans     [][]byte
-	attrs, eventAttrs [][]byte // a span's KeyValues, an event's
-	kept              []Attr   // the attributes read, before keptAttrs
-	slab              attrSlab
+	attrs, eventAttrs [][]byte   // a span's KeyValues, an event's
+	read              attrReader // a span's or event's attributes, as read
 	// keys are the attribute names met, each with the last value met.
 	keys map[string]*keyMemo
 	// names are the span names and status messages met.
@@ -759,14 +758,10 @@ func (d *protoDecoder) attributes(kvs [][]byte) (Attrs, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
-	out := d.kept[:0]
-	defer func() {
-		clear(out)
-		d.kept = out[:0]
-	}()
 	for _, b := range kvs {
 		key, v, err := keyValue(b, 0, true)
 		if err != nil {
+			d.read.forget()
 			return nil, err
 		}
 		memo := d.keys[string(key)]
@@ -787,9 +782,9 @@ func (d *protoDecoder) attributes(kvs [][]byte) (Attrs, error) {
 				}
 			}
 		}
-		out = append(out, Attr{memo.key, cutAttr(memo.key, s)})
+		d.read.add(memo.key, cutAttr(memo.key, s))
 	}
-	return keptAttrs(out, &d.slab), nil
+	return d.read.keep(), nil
 }
 
 // Kinds of anyValue, as pcommon.ValueType names them.
