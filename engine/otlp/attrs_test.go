@@ -100,3 +100,23 @@ func TestKeptAttrsKeepTheLastOfEqualKeys(t *testing.T) {
 		t.Errorf("a set on one span's attributes wrote over another's: %v", second)
 	}
 }
+
+// A stored span whose attributes are out of key order or name a key
+// twice (no writer of ours stores one) reads as the map it was once read
+// into did: sorted, the last of equal keys kept.
+func TestStoredAttrsOutOfOrderReadSorted(t *testing.T) {
+	s := Span{TraceID: "t", SpanID: "s", Name: "n",
+		Attrs: Attrs{{"gen_ai.tool.name", "b"}, {"a.custom", "1"}, {"gen_ai.tool.name", "c"}, {"z", "2"}}}
+	var back Span
+	if err := decodeSpan(encodeSpan(nil, &s), &back); err != nil {
+		t.Fatal(err)
+	}
+	want := Attrs{{"a.custom", "1"}, {"gen_ai.tool.name", "c"}, {"z", "2"}}
+	if !slices.Equal(back.Attrs, want) || back.Attrs.Get("gen_ai.tool.name") != "c" {
+		t.Errorf("read %v, want %v", back.Attrs, want)
+	}
+	s.Attrs = want
+	if err := decodeSpan(encodeSpan(nil, &s), &back); err != nil || !slices.Equal(back.Attrs, want) {
+		t.Errorf("in order: read %v, %v", back.Attrs, err)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -228,6 +226,7 @@ func (r *spanReader) attrs() Attrs {
 		return nil
 	}
 	a := make(Attrs, 0, n)
+	inOrder := true
 	for ; n > 0 && r.err == nil; n-- {
 		var k string
 		switch code := r.uvarint(); {
@@ -238,9 +237,12 @@ func (r *spanReader) attrs() Attrs {
 		default:
 			r.err = fmt.Errorf("unknown attribute key %d", code)
 		}
+		if len(a) > 0 && k <= a[len(a)-1].Key {
+			inOrder = false
+		}
 		a = append(a, Attr{k, r.string()})
 	}
-	if !slices.IsSortedFunc(a, func(x, y Attr) int { return strings.Compare(x.Key, y.Key) }) {
+	if !inOrder {
 		a = keptAttrs(a, nil) // written by hand, or by another tool: kept as a map would keep them
 	}
 	return a
