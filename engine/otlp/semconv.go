@@ -295,8 +295,8 @@ func (s *Span) ErrorType() string {
 		return v
 	}
 	for _, e := range s.Events {
-		if e.Name == "exception" && e.Attrs.Get("exception.type") != "" {
-			return e.Attrs.Get("exception.type")
+		if t := e.Attrs.Get("exception.type"); e.Name == "exception" && t != "" {
+			return t
 		}
 	}
 	return ""
@@ -308,8 +308,8 @@ func (s *Span) ErrorText() string {
 		return s.Message
 	}
 	for _, e := range s.Events {
-		if e.Name == "exception" && e.Attrs.Get("exception.message") != "" {
-			return e.Attrs.Get("exception.message")
+		if m := e.Attrs.Get("exception.message"); e.Name == "exception" && m != "" {
+			return m
 		}
 	}
 	return s.ErrorType()

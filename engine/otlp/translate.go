@@ -488,11 +488,12 @@ func (t *translation) attempt(i int, callID string, run, number int) {
 	for i := range effects {
 		t.emit(s.End, trace.Event{Kind: trace.EffectObserved, Run: run, Call: callID, Attempt: number, Effect: &effects[i], Ref: s.SpanID})
 	}
-	if s.Attrs.Get("retrylab.outcome") == "none" {
+	o := s.Attrs.Get("retrylab.outcome")
+	if o == "none" {
 		return // the caller never had an answer: its worker died, or it is in flight
 	}
 	outcome, status := s.outcome()
-	if o := s.Attrs.Get("retrylab.outcome"); o != "" {
+	if o != "" {
 		outcome = trace.Outcome(o)
 	}
 	fin := trace.Event{Kind: trace.AttemptFinished, Run: run, Call: callID, Tool: s.Tool(), Attempt: number, Outcome: outcome,
