@@ -78,7 +78,8 @@ func BenchmarkServeReceivers(b *testing.B) {
 			elapsed, err := gen.run()
 			cpu := processCPU(b, srv.cmd.Process.Pid) - cpu0
 			ecpu := processCPU(b, s.cmd.Process.Pid) - ecpu0
-			steal := host0.StealPercent(cputime.Host())
+			host1 := cputime.Host()
+			steal, idle := host0.StealPercent(host1), host0.IdlePercent(host1)
 			b.StopTimer()
 			close(stopKeys)
 			<-keysDone
@@ -95,6 +96,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
 			b.ReportMetric(100*ecpu.Seconds()/elapsed.Seconds(), "explorer-CPU-%")
 			b.ReportMetric(steal, "host-steal-%")
+			b.ReportMetric(idle, "host-idle-%")
 			keys.report(b)
 		})
 	}
@@ -137,7 +139,8 @@ func benchPeer(b *testing.B, command string) {
 	b.ResetTimer()
 	elapsed, err := gen.run()
 	cpu := processCPU(b, pid) - cpu0
-	steal := host0.StealPercent(cputime.Host())
+	host1 := cputime.Host()
+	steal, idle := host0.StealPercent(host1), host0.IdlePercent(host1)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -147,6 +150,7 @@ func benchPeer(b *testing.B, command string) {
 	b.ReportMetric(float64(rss)/1024, "peer-peak-RSS-MB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "peer-CPU-µs/span")
 	b.ReportMetric(steal, "host-steal-%")
+	b.ReportMetric(idle, "host-idle-%")
 }
 
 // The exporters run in a process of their own (this test binary again,

@@ -28,7 +28,10 @@ func Host() HostTicks {
 			return HostTicks{}
 		}
 		t.Total += n
-		if i == 7 {
+		switch i {
+		case 3, 4: // idle, iowait
+			t.Idle += n
+		case 7:
 			t.Steal = n
 		}
 	}

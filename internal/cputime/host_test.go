@@ -15,6 +15,16 @@ func TestStealPercent(t *testing.T) {
 	}
 }
 
+func TestIdlePercent(t *testing.T) {
+	a, b := HostTicks{Idle: 100, Total: 1000}, HostTicks{Idle: 150, Total: 1200}
+	if got := a.IdlePercent(b); got != 25 {
+		t.Errorf("idle %.1f%%, want 25%%", got)
+	}
+	if got := b.IdlePercent(a); got != 0 {
+		t.Errorf("backwards: %.1f%%, want 0", got)
+	}
+}
+
 func TestHostReadsProcStat(t *testing.T) {
 	h := Host()
 	if runtime.GOOS != "linux" {
@@ -23,7 +33,7 @@ func TestHostReadsProcStat(t *testing.T) {
 		}
 		return
 	}
-	if h.Total == 0 || h.Steal > h.Total {
+	if h.Total == 0 || h.Steal+h.Idle > h.Total {
 		t.Fatalf("Host() = %+v: no ticks read from /proc/stat", h)
 	}
 }
