@@ -8,16 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/retrylab/retrylab/internal/jsonlimit"
+	"github.com/retrylab/retrylab/internal/memlimit"
 )
 
 // Limits on what a file may hold. A JSON Lines file streams, so only one
@@ -376,14 +375,7 @@ const documentHeap = 1
 // JSON Lines stream and keep the limit. The limit is the process's: the
 // CLI imports one file at a time, and a host sets none.
 func roomForDocument(size int) (restore func()) {
-	memoryLimitMu.Lock()
-	defer memoryLimitMu.Unlock()
-	limit := debug.SetMemoryLimit(-1)
-	if limit == math.MaxInt64 {
-		return func() {}
-	}
-	debug.SetMemoryLimit(limit + documentHeap*int64(size))
-	return func() { setMemoryLimit(limit) }
+	return memlimit.Lift(documentHeap * int64(size))
 }
 
 func decodeJSON(doc []byte, line int, fn func(Batch) error) error {

@@ -1,37 +1,10 @@
 package otlp
 
 import (
-	"math"
-	"runtime/debug"
-	"runtime/metrics"
-	"sync"
 	"time"
+
+	"github.com/retrylab/retrylab/internal/memlimit"
 )
-
-// memoryLimitMu orders the changes this package makes to the soft memory
-// limit, which is the process's own state, not this package's: each is a
-// read and a write (followLiveHeap, roomForDocument).
-var memoryLimitMu sync.Mutex
-
-// raiseMemoryLimit sets the soft memory limit to to when it is lower.
-func raiseMemoryLimit(to int64) {
-	memoryLimitMu.Lock()
-	defer memoryLimitMu.Unlock()
-	if to > debug.SetMemoryLimit(-1) {
-		debug.SetMemoryLimit(to)
-	}
-}
-
-// setMemoryLimit sets the soft memory limit.
-func setMemoryLimit(to int64) {
-	memoryLimitMu.Lock()
-	defer memoryLimitMu.Unlock()
-	debug.SetMemoryLimit(to)
-}
-
-// liveHeap is the runtime metric of the heap the last collection found
-// live.
-const liveHeap = "/gc/heap/live:bytes"
 
 // heapLimitTick is how often followLiveHeap looks at the live heap: a
 // collector running back to back under the limit costs half the CPU for
@@ -52,35 +25,13 @@ const heapLimitTick = 20 * time.Millisecond
 // fixed limit, for 20–30 MB more RSS (BENCHMARKS.md, 8j′). JSON Lines of
 // traces that come together never have that much live, and keep the limit.
 func followLiveHeap() (restore func()) {
-	base := debug.SetMemoryLimit(-1)
-	if base == math.MaxInt64 {
+	base := memlimit.Current()
+	if base == memlimit.None {
 		return func() {}
 	}
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		sample := []metrics.Sample{{Name: liveHeap}}
-		tick := time.NewTicker(heapLimitTick)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
-				return // a runtime without the metric: the limit stays
-			}
-			// Only ever raised here: roomForDocument may have raised it
-			// more for a whole document, and puts back what it found.
-			live := int64(sample[0].Value.Uint64())
-			raiseMemoryLimit(live + live/2)
-		}
-	}()
+	stop := memlimit.Follow(1.5, heapLimitTick)
 	return func() {
-		close(done)
-		<-stopped
-		setMemoryLimit(base)
+		stop()
+		memlimit.Set(base)
 	}
 }
