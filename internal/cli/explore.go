@@ -129,6 +129,7 @@ func (a *app) explore(f *exploreFlags) (err error) {
 
 // runOnTerminal runs the explorer with opts on the terminal until it quits.
 func runOnTerminal(opts tui.Options) error {
+	defer collectLessOften()()
 	m := tui.New(opts)
 	defer m.Close()
 	// Bubble Tea draws on a ticker, 60 times a second by default: a key's

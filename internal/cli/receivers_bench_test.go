@@ -86,7 +86,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rss := peakRSS(b, srv.cmd.Process.Pid)
+			rss, explorerRSS := peakRSS(b, srv.cmd.Process.Pid), peakRSS(b, s.cmd.Process.Pid)
 			s.press("q")
 			<-s.done
 			srv.stop(b)
@@ -95,6 +95,7 @@ func BenchmarkServeReceivers(b *testing.B) {
 			b.ReportMetric(float64(rss)/1024, "serve-peak-RSS-MB")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*receiverBatch), "serve-CPU-µs/span")
 			b.ReportMetric(100*ecpu.Seconds()/elapsed.Seconds(), "explorer-CPU-%")
+			b.ReportMetric(float64(explorerRSS)/1024, "explorer-peak-RSS-MB")
 			b.ReportMetric(steal, "host-steal-%")
 			b.ReportMetric(idle, "host-idle-%")
 			keys.report(b)
