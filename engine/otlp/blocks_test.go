@@ -174,7 +174,7 @@ func TestPreparedBlocksStoreAsTheWriteWould(t *testing.T) {
 	}
 	withDB, withoutDB := openDB(t), openDB(t)
 	if err := withDB.Update(func(tx *store.Tx) error {
-		_, err := save(tx, own, encoded, facts, &mem.blocks, &mem.write, "receiver")
+		_, err := save(tx, own, madeAhead{encoded: encoded, facts: facts, prepared: &mem.blocks, scratch: &mem.write}, "receiver")
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestRequestMemoryServesRequestAfterRequest(t *testing.T) {
 			req := slices.Clone(spans)
 			encoded, facts := m.prepare(req)
 			if err := db.Update(func(tx *store.Tx) error {
-				_, err := save(tx, req, encoded, facts, &m.blocks, &m.write, "receiver")
+				_, err := save(tx, req, madeAhead{encoded: encoded, facts: facts, prepared: &m.blocks, scratch: &m.write}, "receiver")
 				return err
 			}); err != nil {
 				t.Fatalf("request %d: %v", i, err)

@@ -138,30 +138,42 @@ func ExecutionID(trace, conversation string) string {
 // a re-sent batch changes nothing; a span id seen twice with other content
 // is refused. source says where the spans came from.
 func Save(tx *store.Tx, spans []Span, source string) (Stats, error) {
-	return save(tx, spans, nil, nil, nil, nil, source)
+	return save(tx, spans, madeAhead{}, source)
 }
 
-// save is Save with each span's stored form and facts, when not nil,
-// made ahead (as writer.write takes them): the receiver makes them on the
-// request's goroutine, before the group commit's one.
-//
-// prepared, when not nil, is how encoded was laid out (prepareBlocks).
-// scratch, when not nil, is memory of an earlier save's to take again (and
-// give back): its transaction must have ended.
-func save(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts, prepared *preparedBlocks, scratch *writeScratch, source string) (Stats, error) {
+// madeAhead is what the receivers make of a request's spans on its own
+// goroutine, before the group commit's transaction, for save; each part
+// may be missing (nil), and is then made in the transaction.
+type madeAhead struct {
+	// encoded and facts are each span's stored form and facts (as
+	// writer.write takes them).
+	encoded [][]byte
+	facts   []spanFacts
+	// prepared is how encoded was laid out (prepareBlocks).
+	prepared *preparedBlocks
+	// scratch is memory of an earlier save's to take again (and give
+	// back): its transaction must have ended.
+	scratch *writeScratch
+	// audits are the executions' audits on the spans (auditAhead).
+	audits aheadAudits
+}
+
+// save is Save with what the receiver made ahead.
+func save(tx *store.Tx, spans []Span, ahead madeAhead, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	w.prepared = prepared
-	if scratch != nil {
-		w.scratch = *scratch
-		defer func() { *scratch = w.scratch }()
+	w.prepared = ahead.prepared
+	if ahead.scratch != nil {
+		w.scratch = *ahead.scratch
+		defer func() { *ahead.scratch = w.scratch }()
 	}
 	// A request's traces are fewer than its spans, and mostly many fewer.
 	w.traces.per = min(stateBlock, max(16, len(spans)/4))
 	w.written = nil // one write: no later one asks what this one stored
 	w.oneTx = true
-	if err := w.write(tx, spans, encoded, facts); err != nil {
+	if err := w.write(tx, spans, ahead.encoded, ahead.facts); err != nil {
 		return w.stats, err
 	}
+	w.useAhead(ahead.audits)
 	w.handJob(nil).run(nil)
 	if err := w.finish(tx); err != nil {
 		return w.stats, err

@@ -289,20 +289,22 @@ type refused struct {
 
 // store commits spans, dropping one that conflicts with a stored span of
 // the same id (and trying again) rather than refusing the whole batch.
-// Each span's stored form and facts are made here, on the request's
-// goroutine, so that the group commit's transaction, which runs its
-// requests' writes one after the other, does not (BENCHMARKS.md, 24a).
+// Each span's stored form and facts, and the audits of its executions on
+// its spans, are made here, on the request's goroutine, so that the group
+// commit's transaction, which runs its requests' writes one after the
+// other, does not (BENCHMARKS.md, 24a).
 func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, error) {
 	var dropped refused
-	var encoded [][]byte
-	var facts []spanFacts
-	rc.decodeGate(func() { encoded, facts = mem.prepare(spans) })
-	prepared := &mem.blocks
+	ahead := madeAhead{prepared: &mem.blocks, scratch: &mem.write}
+	rc.decodeGate(func() {
+		ahead.encoded, ahead.facts = mem.prepare(spans)
+		ahead.audits = mem.auditAhead(spans, ahead.facts)
+	})
 	for {
 		var st Stats
 		err := rc.DB.Update(func(tx *store.Tx) error {
 			var err error
-			st, err = save(tx, spans, encoded, facts, prepared, &mem.write, rc.Source)
+			st, err = save(tx, spans, ahead, rc.Source)
 			return err
 		})
 		var se *SpanError
@@ -312,7 +314,7 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 		kept := 0
 		for i := range spans {
 			if spans[i].SpanID != se.SpanID {
-				spans[kept], encoded[kept], facts[kept] = spans[i], encoded[i], facts[i]
+				spans[kept], ahead.encoded[kept], ahead.facts[kept] = spans[i], ahead.encoded[i], ahead.facts[i]
 				kept++
 			}
 		}
@@ -324,9 +326,20 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 			dropped.first = se
 		}
 		clear(spans[kept:])
-		spans, encoded, facts = spans[:kept], encoded[:kept], facts[:kept]
-		prepared = nil // its places are the spans' before some were dropped
+		spans, ahead.encoded, ahead.facts = spans[:kept], ahead.encoded[:kept], ahead.facts[:kept]
+		ahead.prepared = nil // its places are the spans' before some were dropped
+		ahead.audits = nil   // and its audits were of all of them
 	}
+}
+
+// auditAhead audits the executions of spans (facts: theirs) in mem's
+// memory (see the package's auditAhead).
+func (mem *requestMemory) auditAhead(spans []Span, facts []spanFacts) aheadAudits {
+	if mem.audits == nil {
+		mem.audits, mem.auditScratch = aheadAudits{}, newAheadScratch()
+	}
+	auditAhead(spans, facts, mem.audits, mem.auditScratch)
+	return mem.audits
 }
 
 // prepare makes each span's stored form, in one arena laid out in blocks
@@ -355,6 +368,9 @@ type requestMemory struct {
 	facts   []spanFacts
 	blocks  preparedBlocks // how arena is laid out
 	write   writeScratch   // the write's bookkeeping (save)
+	// audits and auditScratch are auditAhead's answers and memory.
+	audits       aheadAudits
+	auditScratch *aheadScratch
 }
 
 // The most a requestMemory kept holds: a request of many spans or large
@@ -389,6 +405,7 @@ func (mem *requestMemory) reset() bool {
 	clear(mem.encoded[:cap(mem.encoded)])
 	clear(mem.blocks.blocks[:cap(mem.blocks.blocks)])
 	mem.write.release()
+	clear(mem.audits)
 	mem.spans, mem.encoded, mem.facts, mem.arena = mem.spans[:0], mem.encoded[:0], mem.facts[:0], mem.arena[:0]
 	return true
 }
