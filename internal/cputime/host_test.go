@@ -5,23 +5,23 @@ import (
 	"testing"
 )
 
-func TestStealPercent(t *testing.T) {
-	a, b := HostTicks{Steal: 10, Total: 1000}, HostTicks{Steal: 60, Total: 1200}
-	if got := a.StealPercent(b); got != 25 {
-		t.Errorf("steal %.1f%%, want 25%%", got)
-	}
-	if got := b.StealPercent(a); got != 0 {
-		t.Errorf("backwards: %.1f%%, want 0", got)
-	}
-}
-
-func TestIdlePercent(t *testing.T) {
-	a, b := HostTicks{Idle: 100, Total: 1000}, HostTicks{Idle: 150, Total: 1200}
-	if got := a.IdlePercent(b); got != 25 {
-		t.Errorf("idle %.1f%%, want 25%%", got)
-	}
-	if got := b.IdlePercent(a); got != 0 {
-		t.Errorf("backwards: %.1f%%, want 0", got)
+// StealPercent and IdlePercent are their part of the ticks between two
+// readings, and 0 for readings out of order.
+func TestPartsOfTheTicks(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		part func(a, b HostTicks) float64
+		a, b HostTicks
+	}{
+		{"steal", HostTicks.StealPercent, HostTicks{Steal: 10, Total: 1000}, HostTicks{Steal: 60, Total: 1200}},
+		{"idle", HostTicks.IdlePercent, HostTicks{Idle: 100, Total: 1000}, HostTicks{Idle: 150, Total: 1200}},
+	} {
+		if got := c.part(c.a, c.b); got != 25 {
+			t.Errorf("%s %.1f%%, want 25%%", c.name, got)
+		}
+		if got := c.part(c.b, c.a); got != 0 {
+			t.Errorf("%s backwards: %.1f%%, want 0", c.name, got)
+		}
 	}
 }
 
