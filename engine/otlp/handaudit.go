@@ -8,8 +8,8 @@ import (
 // The receivers audit a request's executions on its own spans before the
 // group commit, on the request's goroutine. In the commit's transaction,
 // which runs its requests' writes one after another on one goroutine, the
-// audit on the spans in hand (writer.handJob, handJob.run) was a sixth of
-// each write, while the machine's cores stood idle a sixth of the time
+// audit on the spans in hand (writer.handJob, handJob.run) was a fifth of
+// the transaction's build, while the machine's two cores stood 11-16% idle
 // (BENCHMARKS.md, 24a): the serial part of a request's path set the rate.
 
 // aheadAudit is what auditAhead found of one execution of a request.
