@@ -15,8 +15,9 @@ func TestFollowRaisesTheLimitAboveTheLiveHeap(t *testing.T) {
 	reads := make(chan uint64)
 	live := uint64(10 << 20)
 	stop := follow(ticks, func() (uint64, bool) {
-		reads <- live
-		return live, true
+		n := live // read once: the test sets the next value once it has it
+		reads <- n
+		return n, true
 	}, 2)
 	tick := func(n uint64) {
 		t.Helper()
