@@ -73,7 +73,15 @@ func openHost(t *testing.T, clock engine.Clock) *engine.Host {
 // and closed when the test ends.
 func openHostAt(t *testing.T, path string, clock engine.Clock) *engine.Host {
 	t.Helper()
-	h, err := engine.Open(engine.Config{DBPath: path, Scenarios: testrun.QuickTimeouts(t, fixtures.FS), Clock: clock, Imports: all.Registry()})
+	return openHostWith(t, engine.Config{DBPath: path, Clock: clock})
+}
+
+// openHostWith is openHostAt with cfg, the test's scenarios and the
+// importers added.
+func openHostWith(t *testing.T, cfg engine.Config) *engine.Host {
+	t.Helper()
+	cfg.Scenarios, cfg.Imports = testrun.QuickTimeouts(t, fixtures.FS), all.Registry()
+	h, err := engine.Open(cfg)
 	if err != nil {
 		t.Fatalf("open host: %v", err)
 	}

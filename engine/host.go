@@ -66,6 +66,10 @@ type Config struct {
 	LockTimeout time.Duration
 	// NoSync skips fsync (benchmarks only).
 	NoSync bool
+	// SlowDelay is how late the providers answer a request under the
+	// slow-response fault. Zero: world.DefaultSlowDelay (50 ms, inside
+	// every scenario's deadline).
+	SlowDelay time.Duration
 	// MailPort, CRMPort and ControlPort fix the ports (on 127.0.0.1) of the
 	// mail API, the CRM and the runtime and control API, for clients that
 	// need known addresses (serve --port). Zero means any free port.
@@ -234,7 +238,7 @@ func Open(cfg Config) (*Host, error) {
 		quit:         make(chan struct{}),
 		mailRequests: map[string]int{},
 	}
-	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h.Faults(), Observe: h.observe, Record: h.recordEffect, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
+	w, err := world.New(world.Config{DB: db, Clock: cfg.Clock, Faults: h.Faults(), Observe: h.observe, Record: h.recordEffect, SlowDelay: cfg.SlowDelay, MailPort: cfg.MailPort, CRMPort: cfg.CRMPort})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -43,7 +43,7 @@ func TestGoldenReadOnlyAt80x24(t *testing.T) {
 	t.Parallel()
 	snap := record(t, []string{"naive", "run"})
 	src := readerOnly{snap}
-	v := view(t, src, 80, 24, "duplicate send")
+	v := viewOutbox(t, src, 80, 24, "duplicate send")
 	mustShow(t, v, "read-only view", "f final-only", "? help", "q quit", "2 messages ← duplicate send")
 	mustOfferNothingItCannotDo(t, v)
 	golden.RequireEqual(t, []byte(v))
