@@ -154,14 +154,16 @@ type madeAhead struct {
 	// scratch is memory of an earlier save's to take again (and give
 	// back): its transaction must have ended.
 	scratch *writeScratch
-	// audits are the executions' audits on the spans (auditAhead).
-	audits aheadAudits
+	// audits are the executions' audits on the spans (auditAhead), and
+	// grouped the spans grouped by trace, which auditAhead made.
+	audits  aheadAudits
+	grouped *traceGroups
 }
 
 // save is Save with what the receiver made ahead.
 func save(tx *store.Tx, spans []Span, ahead madeAhead, source string) (Stats, error) {
 	w := newWriter(source, 0)
-	w.prepared = ahead.prepared
+	w.prepared, w.grouped = ahead.prepared, ahead.grouped
 	if ahead.scratch != nil {
 		w.scratch = *ahead.scratch
 		defer func() { *ahead.scratch = w.scratch }()
@@ -304,6 +306,9 @@ type writer struct {
 	// laid out ahead (prepareBlocks): a run that is a prepared block is
 	// stored as it is.
 	prepared *preparedBlocks
+	// grouped, when not nil, is the next write's spans grouped by trace
+	// ahead (groupByTrace), which the write takes instead of grouping them.
+	grouped *traceGroups
 	// held, for a file import, holds back the runs of its writes while
 	// its traces interleave (nil: a writer that stores each write's).
 	held *heldRuns
@@ -498,7 +503,13 @@ func (w *writer) handSlabs(flags, vals int) ([]flagSpan, [][]byte) {
 // encoded and facts, when not nil, hold each span's stored form
 // (encodeSpan) and facts, made ahead by a file import's decoding side.
 func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spanFacts) error {
-	order, byTrace := groupByTrace(spans)
+	var order []string
+	var byTrace [][]int
+	if w.grouped != nil {
+		order, byTrace, w.grouped = w.grouped.order, w.grouped.byTrace, nil
+	} else {
+		order, byTrace = groupByTrace(spans)
+	}
 	w.writes++
 	w.hand = nil
 	hand := make(map[string]*handExec, len(order)) // an execution has a trace at least
@@ -840,6 +851,12 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	return nil
+}
+
+// traceGroups are spans grouped by trace (groupByTrace).
+type traceGroups struct {
+	order   []string
+	byTrace [][]int
 }
 
 // groupByTrace groups the indexes of spans by trace: the traces in order

@@ -30,11 +30,11 @@ type aheadAudits map[string]aheadAudit
 // request (the write stores it once), it needs no audit (needsAudit), or
 // the fast path is not sure of a span of it (handJob audits it in full on
 // the stored forms). into is cleared and filled; scratch is memory to use
-// again.
+// again. It returns the spans grouped by trace, for the write.
 //
 // useAhead takes an audit only for an execution the write found whole in
 // hand, of as many traces: the same spans.
-func auditAhead(spans []Span, facts []spanFacts, into aheadAudits, scratch *aheadScratch) {
+func auditAhead(spans []Span, facts []spanFacts, into aheadAudits, scratch *aheadScratch) *traceGroups {
 	clear(into)
 	order, byTrace := groupByTrace(spans)
 	// Each trace's execution (an index into execs), then the traces in the
@@ -79,6 +79,7 @@ func auditAhead(spans []Span, facts []spanFacts, into aheadAudits, scratch *ahea
 		from = to
 	}
 	clear(execs) // let the ids go
+	return &traceGroups{order: order, byTrace: byTrace}
 }
 
 // audit audits the execution whose traces are traces (places in byTrace)

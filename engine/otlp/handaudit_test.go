@@ -99,11 +99,11 @@ func TestAuditAheadAsSave(t *testing.T) {
 		mem := &requestMemory{}
 		spans := slices.Clone(req)
 		encoded, facts := mem.prepare(spans)
-		audits := mem.auditAhead(spans, facts)
+		audits, grouped := mem.auditAhead(spans, facts)
 		audited += len(audits)
 		if err := ahead.Update(func(tx *store.Tx) error {
 			w := newWriter("test", 0)
-			w.written, w.oneTx = nil, true
+			w.written, w.oneTx, w.grouped = nil, true, grouped
 			if err := w.write(tx, spans, encoded, facts); err != nil {
 				return err
 			}

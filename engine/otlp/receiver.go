@@ -298,7 +298,7 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 	ahead := madeAhead{prepared: &mem.blocks, scratch: &mem.write}
 	rc.decodeGate(func() {
 		ahead.encoded, ahead.facts = mem.prepare(spans)
-		ahead.audits = mem.auditAhead(spans, ahead.facts)
+		ahead.audits, ahead.grouped = mem.auditAhead(spans, ahead.facts)
 	})
 	for {
 		var st Stats
@@ -328,18 +328,20 @@ func (rc *Receiver) store(spans []Span, mem *requestMemory) (Stats, refused, err
 		clear(spans[kept:])
 		spans, ahead.encoded, ahead.facts = spans[:kept], ahead.encoded[:kept], ahead.facts[:kept]
 		ahead.prepared = nil // its places are the spans' before some were dropped
-		ahead.audits = nil   // and its audits were of all of them
+		ahead.audits = nil   // and its audits and groups were of all of them
+		ahead.grouped = nil
 	}
 }
 
 // auditAhead audits the executions of spans (facts: theirs) in mem's
-// memory (see the package's auditAhead).
-func (mem *requestMemory) auditAhead(spans []Span, facts []spanFacts) aheadAudits {
+// memory (see the package's auditAhead), and returns the spans grouped by
+// trace as it found them.
+func (mem *requestMemory) auditAhead(spans []Span, facts []spanFacts) (aheadAudits, *traceGroups) {
 	if mem.audits == nil {
 		mem.audits, mem.auditScratch = aheadAudits{}, newAheadScratch()
 	}
-	auditAhead(spans, facts, mem.audits, mem.auditScratch)
-	return mem.audits
+	grouped := auditAhead(spans, facts, mem.audits, mem.auditScratch)
+	return mem.audits, grouped
 }
 
 // prepare makes each span's stored form, in one arena laid out in blocks
