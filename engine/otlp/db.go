@@ -556,19 +556,7 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 	seenBefore := 0
 	defer func() { w.spread = 8*seenBefore > len(order) }()
 	for k, t := range order {
-		conv := ""
-		for _, i := range byTrace[k] {
-			c := ""
-			if facts != nil {
-				c = facts[i].conv
-			} else {
-				c = spans[i].Conversation()
-			}
-			if c != "" {
-				conv = c
-				break
-			}
-		}
+		conv := traceConversation(spans, facts, byTrace[k])
 		st, known := w.traces.get(t)
 		if known {
 			seenBefore++
@@ -851,6 +839,25 @@ func (w *writer) write(tx *store.Tx, spans []Span, encoded [][]byte, facts []spa
 		}
 	}
 	return nil
+}
+
+// traceConversation is the conversation of a trace whose spans (in
+// spans, facts: their facts when not nil) are idx: the first of them that
+// names one. The write and the receivers' audit ahead (auditAhead) find a
+// trace's execution with it, and must agree.
+func traceConversation(spans []Span, facts []spanFacts, idx []int) string {
+	for _, i := range idx {
+		c := ""
+		if facts != nil {
+			c = facts[i].conv
+		} else {
+			c = spans[i].Conversation()
+		}
+		if c != "" {
+			return c
+		}
+	}
+	return ""
 }
 
 // traceGroups are spans grouped by trace (groupByTrace).

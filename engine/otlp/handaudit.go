@@ -45,14 +45,7 @@ func auditAhead(spans []Span, facts []spanFacts, into aheadAudits, scratch *ahea
 	clear(scratch.place)
 	execs, execOf := scratch.execs[:0], scratch.execOf[:0]
 	for k, t := range order {
-		conv := ""
-		for _, i := range byTrace[k] {
-			if c := facts[i].conv; c != "" {
-				conv = c
-				break
-			}
-		}
-		exec := ExecutionID(t, conv)
+		exec := ExecutionID(t, traceConversation(spans, facts, byTrace[k]))
 		e, ok := scratch.place[exec]
 		if !ok {
 			e = len(execs)
