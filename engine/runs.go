@@ -253,6 +253,28 @@ func (h *Host) Resume(id string) (*Run, error) {
 	return h.launch(id, scn, x.Policy, x.StartKey, 0)
 }
 
+// reserve makes id's state for a new run while its worker starts; h.mu
+// is held. The server-side faults planned for attempts of earlier runs
+// whose requests have not reached the world yet stay with those attempts:
+// a worker killed just after writing its request still has it delivered
+// (the kernel sends what was written), and that request must meet the
+// faults its attempt was given, not take effect unfaulted.
+func (h *Host) reserve(id string, scn *scenario.Scenario, policy history.Policy, pace time.Duration) (*execState, error) {
+	old := h.execs[id]
+	if old != nil && old.worker != nil {
+		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, old.worker.pid)
+	}
+	st := &execState{scn: scn, policy: policy, pace: pace, worker: &workerProc{end: make(chan int, 1), done: make(chan struct{})},
+		server: map[attemptKey][]fault.Point{}}
+	if old != nil {
+		for k, points := range old.server {
+			st.server[k] = points
+		}
+	}
+	h.execs[id] = st
+	return st, nil
+}
+
 // launch creates or restarts the execution record and starts a worker.
 func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, startKey string, pace time.Duration) (*Run, error) {
 	h.mu.Lock()
@@ -260,14 +282,11 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%w; start %s again in a moment", ErrHostClosing, id)
 	}
-	if st := h.execs[id]; st != nil && st.worker != nil {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s (its worker is pid %d)", ErrBusy, id, st.worker.pid)
-	}
-	// Reserve the execution while the worker starts.
-	st := &execState{scn: scn, policy: policy, pace: pace, worker: &workerProc{end: make(chan int, 1), done: make(chan struct{})}}
-	h.execs[id] = st
+	st, err := h.reserve(id, scn, policy, pace)
 	h.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 
 	release := func(err error) (*Run, error) {
 		h.mu.Lock()
@@ -280,7 +299,7 @@ func (h *Host) launch(id string, scn *scenario.Scenario, policy history.Policy, 
 	var started *history.Event
 	// The record and its first event are one commit: a host killed between
 	// them must not leave an execution without its ExecutionStarted.
-	err := h.db.Update(func(tx *store.Tx) error {
+	err = h.db.Update(func(tx *store.Tx) error {
 		started = nil
 		data := tx.Execution(id)
 		var x history.Execution
@@ -392,7 +411,6 @@ func (h *Host) rebuild(id string, st *execState, run int) error {
 	st.run = run
 	st.attempts = t.LastAttempts()
 	st.firedPlan = fired
-	st.server = map[attemptKey][]fault.Point{}
 	st.crashPoint = ""
 	return nil
 }
