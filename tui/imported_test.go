@@ -288,3 +288,27 @@ func TestFilterFindsPossibleDuplicates(t *testing.T) {
 		}
 	}
 }
+
+// The slide of an imported execution says what the audit says: no
+// outbox was watched, so "the outbox says 0 messages" would contradict
+// the ⚠ or ◇ beside it in the list.
+func TestGoldenImportedSlideSaysTheAudit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ file, id, says string }{
+		{"adk-send-twice.json", "otlp-conv-sess-adk-mail-1", "the audit says   a side effect happened twice  ← duplicate"},
+		{"openinference-charge.jsonl", "otlp-conv-sess-oi-7", "the audit says   a side effect possibly happened twice  ← possible"},
+		{"openllmetry-ticket.json", "otlp-4bf92f3577b34da6a3", "the audit says   no repeated side effects  ✓"},
+	} {
+		h := openHost(t, importedDB(t, "../fixtures/otlp/"+c.file))
+		v := view(t, h, 80, 24, c.id, "s")
+		h.Close()
+		mustShow(t, v, c.file+"'s slide", c.says)
+		if strings.Contains(v, "the outbox says") {
+			t.Errorf("%s: the slide of an import speaks of an outbox:\n%s", c.file, v)
+		}
+		fits(t, v, 80, 24)
+		if c.file == "adk-send-twice.json" {
+			golden.RequireEqual(t, []byte(v))
+		}
+	}
+}

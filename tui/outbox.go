@@ -88,6 +88,10 @@ func (o *outboxPane) ShowCRM(on bool) {
 	}
 }
 
+// Select starts the pane from its top for an execution newly selected
+// (the tab, outbox or CRM, stays as o left it).
+func (o *outboxPane) Select() { o.sel, o.top = 0, 0 }
+
 // SetDeliveries are the selected execution's deliveries, read with its
 // trace (nil: none selected).
 func (o *outboxPane) SetDeliveries(msgs []world.Message) { o.msgs = msgs }

@@ -47,4 +47,11 @@ func TestPaneKeysAreTheirBindings(t *testing.T) {
 	if m.focus != paneOutbox || m.outbox.sel != 1 {
 		t.Errorf("j on the outbox (focus %s) selects row %d, want 1", paneNames[m.focus], m.outbox.sel)
 	}
+	// Another execution's outbox (or inferred effects) shows from its
+	// top, its first heading in view, not where the last one was left.
+	m.outbox.top = 1
+	press(t, m, "shift+tab", "shift+tab", "k")
+	if m.selID == "exec_01H8" || m.outbox.sel != 0 || m.outbox.top != 0 {
+		t.Errorf("another execution (%s) selected: its outbox at row %d, scrolled %d, want 0 and 0", m.selID, m.outbox.sel, m.outbox.top)
+	}
 }

@@ -25,6 +25,9 @@ type slide struct {
 	outcome       string
 	outbox        int
 	duplicates    bool
+	// audited: an imported execution, which has no outbox: its second
+	// line is the audit's verdict (possible says POSSIBLE, not DUPLICATE).
+	audited, possible bool
 	// guessed is the participant's predictions, when from the room.
 	guessed string
 }
@@ -37,7 +40,7 @@ func slideOfExec(it execItem) slide {
 		n += c
 	}
 	return slide{who: it.x.ID, scenario: it.x.Scenario, badge: badge, mark: mk, outcome: string(it.x.Status),
-		outbox: n, duplicates: it.duplicates}
+		outbox: n, duplicates: it.duplicates, audited: it.x.Imported != "", possible: it.possible}
 }
 
 // slideOfParticipant is the slide of a room participant's latest run.
@@ -77,9 +80,19 @@ func (v *slideView) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// verdicts are the slide's two lines: the trace's word and the outbox's.
+// verdicts are the slide's two lines: the trace's word and the outbox's,
+// or for an import (no outbox was watched) the audit's.
 func (s slide) verdicts() (trace, outbox string) {
 	trace = "the trace says   " + s.badge + " " + orDash(s.outcome)
+	if s.audited {
+		switch {
+		case s.duplicates:
+			return trace, "the audit says   a side effect happened twice  ← duplicate"
+		case s.possible:
+			return trace, "the audit says   a side effect possibly happened twice  ← possible"
+		}
+		return trace, "the audit says   no repeated side effects  ✓"
+	}
 	outbox = "the outbox says  " + plural.Count(s.outbox, "message")
 	if s.duplicates {
 		outbox += "  ← duplicate"
@@ -98,7 +111,7 @@ func (v *slideView) View() string {
 		title += "  ·  " + spaced(s.scenario, v.width/2)
 	}
 	outStyle := v.theme.OK
-	if s.duplicates {
+	if s.duplicates || s.possible {
 		outStyle = v.theme.Bad
 	}
 	body := []string{

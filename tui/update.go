@@ -158,9 +158,7 @@ func (m *Model) onExecs(msg execsMsg) tea.Cmd {
 	if sel := m.selectedExec(); sel != nil {
 		m.trace.Refresh(sel.x) // the record as the list read it: no read of its own
 		if sel.x.ID != m.selID {
-			m.selID = sel.x.ID
-			m.trace.Select()
-			return m.loadTrace(m.selID)
+			return m.selectExecution(sel.x.ID)
 		}
 	} else if _, _, total := m.execs.Window(); total == 0 {
 		m.selID = ""
@@ -451,11 +449,18 @@ func (m *Model) execsMoved(reread bool) tea.Cmd {
 		return m.loadExecs()
 	}
 	if sel := m.selectedExec(); sel != nil && sel.x.ID != m.selID {
-		m.selID = sel.x.ID
-		m.trace.Select()
-		return m.loadTrace(m.selID)
+		return m.selectExecution(sel.x.ID)
 	}
 	return nil
+}
+
+// selectExecution shows execution id: its trace and its outbox (or
+// inferred effects) from their tops, as its history is read.
+func (m *Model) selectExecution(id string) tea.Cmd {
+	m.selID = id
+	m.trace.Select()
+	m.outbox.Select()
+	return m.loadTrace(id)
 }
 
 // selectedMessage is the outbox message under the outbox selection.
