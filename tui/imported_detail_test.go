@@ -47,3 +47,17 @@ func TestImportedRowsShowOrphansCancellationsAndLinks(t *testing.T) {
 		t.Errorf("an attempt not selected is marked:\n%s", v)
 	}
 }
+
+// Detail shows arguments and results as recorded: key order kept, no
+// HTML escapes ("\u003c") where the source wrote "<".
+func TestCompactKeepsWhatWasRecorded(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"to": "a<b>", "subject": "x & y"}`: `{"to":"a<b>","subject":"x & y"}`,
+		"[100, 10]":                          "[100,10]",
+		"not json {":                         "not json {",
+	} {
+		if got := compact([]byte(in)); got != want {
+			t.Errorf("compact(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -332,16 +333,17 @@ func selMark(selected bool) string {
 	return " "
 }
 
+// compact is a JSON value on one line as the source recorded it: its keys
+// in their order, "<" not escaped; text that is not JSON as it is.
 func compact(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "—"
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
 		return string(raw)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return b.String()
 }
 
 func orDash(s string) string {

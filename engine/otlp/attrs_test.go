@@ -120,3 +120,19 @@ func TestStoredAttrsOutOfOrderReadSorted(t *testing.T) {
 		t.Errorf("in order: read %v, %v", back.Attrs, err)
 	}
 }
+
+// A result an emitter writes for none (ADK's {"result": "<not specified>"}
+// for a tool that raised) is no result; one that says more is a result.
+func TestPlaceholderResultIsNone(t *testing.T) {
+	for v, want := range map[string]string{
+		`{"result": "<not specified>"}`:              "",
+		`<not specified>`:                            "",
+		`{"result": "<not specified>", "note": "x"}`: `{"result": "<not specified>", "note": "x"}`,
+		`{"result": "ok"}`:                           `{"result": "ok"}`,
+	} {
+		s := Span{Attrs: Attrs{{"gcp.vertex.agent.tool_response", v}}}
+		if got := string(s.Result()); got != want {
+			t.Errorf("result of %s: %q, want %q", v, got, want)
+		}
+	}
+}

@@ -102,6 +102,9 @@ func TestRealADKAgainstTruth(t *testing.T) {
 					if !want.IsError && string(canonical(a.Response.Body)) != string(canonical(want.Result)) {
 						t.Errorf("turn %d call %d: result %s, want %s", ti+1, i+1, a.Response.Body, want.Result)
 					}
+					if (want.Result == nil || string(want.Result) == "null") && a.Response != nil && len(a.Response.Body) > 0 {
+						t.Errorf("turn %d call %d: result %s, want none (the truth has null)", ti+1, i+1, a.Response.Body)
+					}
 				}
 			}
 		})

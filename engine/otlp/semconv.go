@@ -262,10 +262,24 @@ func (s *Span) Result() json.RawMessage {
 			if k == "traceloop.entity.output" {
 				raw = unwrapOutput(raw)
 			}
+			if noResult(raw) {
+				continue
+			}
 			return raw
 		}
 	}
 	return nil
+}
+
+// noResult says a recorded result is an emitter's placeholder for none:
+// Google ADK writes {"result": "<not specified>"} for a tool that raised.
+func noResult(raw json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil && len(obj) == 1 && obj["result"] != nil {
+		raw = obj["result"]
+	}
+	var plain string
+	return json.Unmarshal(raw, &plain) == nil && plain == "<not specified>"
 }
 
 // Key is the idempotency key the call carried, or "".
