@@ -120,6 +120,13 @@ func (tv *traceView) importedAttemptDetail(a *trace.Attempt, today time.Time) []
 	if a.Request != nil {
 		args = a.Request.Body
 	}
+	if len(args) == 0 {
+		// A Temporal activity's input is recorded once, when it is
+		// scheduled: every attempt of the call sends it.
+		if c := tv.t.LastCall(a.Call); c != nil {
+			args = c.Args
+		}
+	}
 	lines := []string{head, "started " + stamp(a.Started, tv.exec.Started, today), "args " + recordedOr(args)}
 	switch {
 	case a.Finished:

@@ -1,10 +1,14 @@
 package tui
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/store"
 )
 
 // An imported attempt's Detail says what its span recorded and what the
@@ -59,5 +63,49 @@ func TestCompactKeepsWhatWasRecorded(t *testing.T) {
 		if got := compact([]byte(in)); got != want {
 			t.Errorf("compact(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A Temporal activity's attempt shows the arguments the activity was
+// scheduled with: Temporal records them once, for every attempt, and the
+// audit quotes them; "args not recorded" would contradict it.
+func TestTemporalAttemptDetailShowsTheActivitysInput(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "temporal.db")
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := temporal.ImportFile(db, "../fixtures/temporal/order-run1.cli.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := openHost(t, path)
+	defer h.Close()
+	m, _, _ := openExplorer(t, h, 160, 48)
+	defer m.Close()
+	tv := m.trace.tr
+	var call *trace.Call
+	var walk func(n trace.Node)
+	walk = func(n trace.Node) {
+		if c, ok := n.(*trace.Call); ok && c.Tool == "SendConfirmation" {
+			call = c
+		}
+		for _, k := range n.Children() {
+			walk(k)
+		}
+	}
+	for _, r := range tv.t.Runs {
+		walk(r)
+	}
+	if call == nil || len(call.Args) == 0 || len(call.Attempts) == 0 {
+		t.Fatalf("no SendConfirmation call with arguments and attempts in %s", tv.t.Execution)
+	}
+	a := call.Attempts[len(call.Attempts)-1]
+	lines := strings.Join(tv.importedAttemptDetail(a, fixedNow()), "\n")
+	if want := "args " + compact(call.Args); !strings.Contains(lines, want) {
+		t.Errorf("attempt #%d's detail lacks %q:\n%s", a.N, want, lines)
 	}
 }
