@@ -178,42 +178,24 @@ func (r *roomPane) selected() *room.ParticipantStatus {
 }
 
 // tally is the class's lines under the rows: the lesson at hand's
-// predictions (who said what, what it was); per scenario, how many
-// participants' latest run duplicated a send; then the predictions.
+// predictions (who said what, what it was); per scenario, how many of the
+// participants who ran it saw their latest run of it duplicate a send (the
+// room's Status.Scenarios); then the predictions.
 func (r *roomPane) tally() []string {
 	var out []string
 	if l := r.lesson(); l != nil {
 		out = append(out, "lesson "+l.Summary())
 	}
-	type count struct{ runs, dup int }
-	by := map[string]*count{}
+	for _, s := range r.st.Scenarios {
+		out = append(out, fmt.Sprintf("%s: %d of %d sent a duplicate", s.Scenario, s.Duplicated, s.Participants))
+	}
 	var right, asked, predicting int
 	for _, p := range r.st.Participants {
-		if p.Scenario != "" {
-			c := by[p.Scenario]
-			if c == nil {
-				c = &count{}
-				by[p.Scenario] = c
-			}
-			c.runs++
-			if p.Duplicates > 0 {
-				c.dup++
-			}
-		}
 		if p.Predictions.Asked > 0 {
 			predicting++
 			right += p.Predictions.Right
 			asked += p.Predictions.Asked
 		}
-	}
-	names := make([]string, 0, len(by))
-	for n := range by {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		c := by[n]
-		out = append(out, fmt.Sprintf("%s: %d of %d sent a duplicate", n, c.dup, c.runs))
 	}
 	if asked > 0 {
 		out = append(out, fmt.Sprintf("predictions: %d of %d right, from %s", right, asked, plural.Count(predicting, "participant")))
@@ -282,12 +264,13 @@ func (r *roomPane) View() string {
 	return strings.Join(parts, "\n")
 }
 
-// row is one participant's line.
+// row is one participant's line: its latest run's scenario, outcome and
+// own outbox.
 func (r *roomPane) row(p room.ParticipantStatus, sel bool, nameW, scenW int) string {
 	badge, mk := roomBadge(p)
 	outcome := orDash(p.Outcome)
-	box := fmt.Sprintf("%d", p.Outbox)
-	if p.Duplicates > 0 {
+	box := fmt.Sprintf("%d", p.LatestOutbox)
+	if p.LatestDuplicates > 0 {
 		box += " ⚠"
 	}
 	guess := "—"

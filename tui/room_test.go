@@ -50,14 +50,20 @@ func (f *fakeRoom) set(st room.Status) {
 }
 
 // classRoom is a workshop mid-session: two ran naive (one duplicated),
-// one the safe agent, one killed mid-run, one has not run yet.
+// one the safe agent after naive (its past duplicate is not its latest
+// run's), one killed mid-run, one has not run yet.
 func classRoom() *fakeRoom {
 	return &fakeRoom{st: room.Status{Participants: []room.ParticipantStatus{
-		{Name: "ada", Executions: 2, Scenario: "naive", Outcome: "completed", Outbox: 2, Duplicates: 1, Predictions: room.Predictions{Right: 1, Asked: 2}},
-		{Name: "grace", Executions: 3, Scenario: "safe", Outcome: "completed", Outbox: 1, Predictions: room.Predictions{Right: 2, Asked: 2}},
+		{Name: "ada", Executions: 2, Scenario: "naive", Outcome: "completed", LatestOutbox: 2, LatestDuplicates: 1, Outbox: 2, Duplicates: 1, Predictions: room.Predictions{Right: 1, Asked: 2}},
+		{Name: "grace", Executions: 3, Scenario: "safe", Outcome: "completed", LatestOutbox: 1, Outbox: 5, Duplicates: 2, Predictions: room.Predictions{Right: 2, Asked: 2}},
 		{Name: "linus", Executions: 1, Scenario: "invoice-crm", Outcome: "killed"},
-		{Name: "margaret-hamilton-apollo", Executions: 1, Scenario: "naive", Outcome: "completed", Outbox: 1, Predictions: room.Predictions{Right: 0, Asked: 1}},
+		{Name: "margaret-hamilton-apollo", Executions: 1, Scenario: "naive", Outcome: "completed", LatestOutbox: 1, Outbox: 1, Predictions: room.Predictions{Right: 0, Asked: 1}},
 		{Name: "ken"},
+	}, Scenarios: []room.ScenarioTally{
+		{Scenario: "crash", Participants: 1, Duplicated: 1},
+		{Scenario: "invoice-crm", Participants: 1},
+		{Scenario: "naive", Participants: 3, Duplicated: 2},
+		{Scenario: "safe", Participants: 1},
 	}}}
 }
 
@@ -89,7 +95,7 @@ func TestGoldenRoomAt80x24(t *testing.T) {
 	t.Parallel()
 	v := roomView(t, &snapshot{}, classRoom(), 80, 24)
 	mustShow(t, v, "room at 80×24", "Room · 5 participants", "retrylab join http://192.168.1.20:7420 --code K7QX-3M9P --name YOUR-NAME", "ada", "2 ⚠", "1/2", "☠ killed",
-		"naive: 1 of 2 sent a duplicate", "predictions: 3 of 5 right, from 3 participants")
+		"naive: 2 of 3 sent a duplicate", "crash: 1 of 1 sent a duplicate")
 	fits(t, v, 80, 24)
 	golden.RequireEqual(t, []byte(v))
 }
@@ -114,6 +120,7 @@ func TestGoldenRoomSlideAt80x24(t *testing.T) {
 func TestGoldenRoomSlideAt160x45(t *testing.T) {
 	t.Parallel()
 	v := roomView(t, &snapshot{}, classRoom(), 160, 45, "j", "s")
+	// grace duplicated before, in naive: her safe run's slide says its own outbox.
 	mustShow(t, v, "grace's slide", "g r a c e  ·  s a f e", "the outbox says  1 message  ✓")
 	fits(t, v, 160, 45)
 	golden.RequireEqual(t, []byte(v))
@@ -142,11 +149,13 @@ func TestRoomViewFollowsTheRoom(t *testing.T) {
 		t.Fatalf("the room view is not what opens:\n%s", m.View())
 	}
 	st := classRoom().st
-	st.Participants[4] = room.ParticipantStatus{Name: "ken", Executions: 1, Scenario: "naive", Outcome: "completed", Outbox: 2, Duplicates: 1}
+	st.Participants[4] = room.ParticipantStatus{Name: "ken", Executions: 1, Scenario: "naive", Outcome: "completed", LatestOutbox: 2, LatestDuplicates: 1, Outbox: 2, Duplicates: 1}
+	st.Scenarios = slices.Clone(st.Scenarios)
+	st.Scenarios[2] = room.ScenarioTally{Scenario: "naive", Participants: 4, Duplicated: 3}
 	r.set(st)
 	_, cmd = m.Update(roomTickMsg{})
 	drive(t, m, cmd)
-	if v := m.View(); !strings.Contains(v, "naive: 2 of 3 sent a duplicate") {
+	if v := m.View(); !strings.Contains(v, "naive: 3 of 4 sent a duplicate") {
 		t.Errorf("the room view did not follow ken's run:\n%s", v)
 	}
 	press(t, m, "P")

@@ -43,9 +43,10 @@ func slideOfExec(it execItem) slide {
 		outbox: n, duplicates: it.duplicates, audited: it.x.Imported != "", possible: it.possible}
 }
 
-// slideOfParticipant is the slide of a room participant's latest run.
+// slideOfParticipant is the slide of a room participant's latest run: its
+// scenario, its outcome and its own outbox.
 func slideOfParticipant(p room.ParticipantStatus) slide {
-	s := slide{who: p.Name, scenario: p.Scenario, outcome: p.Outcome, outbox: p.Outbox, duplicates: p.Duplicates > 0}
+	s := slide{who: p.Name, scenario: p.Scenario, outcome: p.Outcome, outbox: p.LatestOutbox, duplicates: p.LatestDuplicates > 0}
 	s.badge, s.mark = roomBadge(p)
 	if p.Predictions.Asked > 0 {
 		s.guessed = fmt.Sprintf("%d of %d predictions right", p.Predictions.Right, p.Predictions.Asked)

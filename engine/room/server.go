@@ -536,25 +536,42 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, map[string]any{"execution": exec, "events": evs})
 }
 
-// Status is the room at a glance: one entry per participant, by name, and
-// the class's tally of each lesson (Tally).
+// Status is the room at a glance: one entry per participant, by name, the
+// class's tally of each scenario run (ScenarioTally, by scenario) and of
+// each lesson (Tally).
 type Status struct {
 	Participants []ParticipantStatus `json:"participants"`
+	Scenarios    []ScenarioTally     `json:"scenarios"`
 	Lessons      []LessonTally       `json:"lessons"`
 }
 
+// ScenarioTally is how the class's runs of one scenario went: how many
+// participants ran it, and how many of them saw their latest run of it
+// send a duplicate (a participant counts once per scenario, by that run
+// alone: what they ran before, or of another scenario, does not count).
+type ScenarioTally struct {
+	Scenario     string `json:"scenario"`
+	Participants int    `json:"participants"`
+	Duplicated   int    `json:"duplicated"`
+}
+
 // ParticipantStatus is one participant's part of the room: how many
-// executions it mirrored, its latest one's scenario and outcome, how much
-// mail its runs and its own agent had delivered, how many of those were
-// duplicates, and how its predictions went.
+// executions it mirrored, its latest one's scenario and outcome and that
+// run's own outbox (LatestOutbox, LatestDuplicates), how much mail all its
+// runs and its own agent had delivered (Outbox), how many of those were
+// duplicates (Duplicates), and how its predictions went.
 type ParticipantStatus struct {
-	Name        string      `json:"name"`
-	Executions  int         `json:"executions"`
-	Scenario    string      `json:"scenario"`
-	Outcome     string      `json:"outcome"`
-	Outbox      int         `json:"outbox"`
-	Duplicates  int         `json:"duplicates"`
-	Predictions Predictions `json:"predictions"`
+	Name       string `json:"name"`
+	Executions int    `json:"executions"`
+	Scenario   string `json:"scenario"`
+	Outcome    string `json:"outcome"`
+	// LatestOutbox and LatestDuplicates are the mail the latest execution
+	// delivered and the duplicates among it.
+	LatestOutbox     int         `json:"latest_outbox"`
+	LatestDuplicates int         `json:"latest_duplicates"`
+	Outbox           int         `json:"outbox"`
+	Duplicates       int         `json:"duplicates"`
+	Predictions      Predictions `json:"predictions"`
 	// Lesson is the lesson the participant answered last, if any.
 	Lesson string `json:"lesson,omitempty"`
 	// Active is when the participant last pushed anything to the room (a
@@ -608,22 +625,23 @@ func (s *Server) Status() (Status, error) {
 	}
 	st := Status{Participants: []ParticipantStatus{}}
 	answers := make([][]Answer, 0, len(parts))
+	scenarios := map[string]*ScenarioTally{}
 	for _, pt := range parts {
 		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred, Active: pt.active}
 		if n := len(pt.answers); n > 0 {
 			ps.Lesson = pt.answers[n-1].Lesson
 			answers = append(answers, pt.answers)
 		}
-		var latest time.Time
 		for _, x := range pt.execs {
-			if ps.Scenario == "" || x.Updated.After(latest) {
-				latest, ps.Scenario, ps.Outcome = x.Updated, x.Scenario, x.Status
-			}
-			for _, n := range x.Sends {
-				ps.Outbox += n
-				ps.Duplicates += max(0, n-1)
-			}
+			sent, dup := x.outbox()
+			ps.Outbox += sent
+			ps.Duplicates += dup
 		}
+		if x, ok := latestOf(pt.execs); ok {
+			ps.Scenario, ps.Outcome = x.Scenario, x.Status
+			ps.LatestOutbox, ps.LatestDuplicates = x.outbox()
+		}
+		scenarios = tallyScenarios(scenarios, pt.execs)
 		msgs, err := s.cfg.Services.MessagesFor(AgentExecution(pt.p.ID))
 		if err != nil {
 			return Status{}, fmt.Errorf("read the room: %w", err)
@@ -641,7 +659,69 @@ func (s *Server) Status() (Status, error) {
 	}
 	slices.SortFunc(st.Participants, func(a, b ParticipantStatus) int { return strings.Compare(a.Name, b.Name) })
 	st.Lessons = Tally(answers...)
+	st.Scenarios = make([]ScenarioTally, 0, len(scenarios))
+	for _, t := range scenarios {
+		st.Scenarios = append(st.Scenarios, *t)
+	}
+	slices.SortFunc(st.Scenarios, func(a, b ScenarioTally) int { return strings.Compare(a.Scenario, b.Scenario) })
 	return st, nil
+}
+
+// outbox is the mail the execution delivered and the duplicates among it.
+func (e Execution) outbox() (sent, duplicates int) {
+	for _, n := range e.Sends {
+		sent += n
+		duplicates += max(0, n-1)
+	}
+	if e.Duplicates && duplicates == 0 {
+		duplicates = 1 // the record says so, whatever its counts lost
+	}
+	return sent, duplicates
+}
+
+// latestOf is the execution last updated among xs (the earliest listed on
+// a tie); ok is false when there is none.
+func latestOf(xs []Execution) (Execution, bool) {
+	if len(xs) == 0 {
+		return Execution{}, false
+	}
+	latest := xs[0]
+	for _, x := range xs[1:] {
+		if x.Updated.After(latest.Updated) {
+			latest = x
+		}
+	}
+	return latest, true
+}
+
+// tallyScenarios adds one participant's executions to the class's tally
+// by scenario: the participant counts once per scenario it ran, as
+// duplicated when its latest run of that scenario sent a duplicate.
+func tallyScenarios(by map[string]*ScenarioTally, xs []Execution) map[string]*ScenarioTally {
+	per := map[string][]Execution{}
+	for _, x := range xs {
+		if x.Scenario != "" {
+			per[x.Scenario] = append(per[x.Scenario], x)
+		}
+	}
+	for name, runs := range per {
+		t := by[name]
+		if t == nil {
+			t = &ScenarioTally{Scenario: name}
+			by[name] = t
+		}
+		t.Participants++
+		if x, _ := latestOf(runs); x.hasDuplicate() {
+			t.Duplicated++
+		}
+	}
+	return by
+}
+
+// hasDuplicate says whether the execution sent one message twice.
+func (e Execution) hasDuplicate() bool {
+	_, dup := e.outbox()
+	return dup > 0
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ caller) {
