@@ -204,7 +204,23 @@ func (r *roomPane) tally() []string {
 }
 
 // rows is how many participants fit on screen.
-func (r *roomPane) rows() int { return max(1, r.height-3-min(len(r.tally()), 4)-2-r.joinLines()) }
+func (r *roomPane) rows() int { return max(1, r.height-3-len(r.shownTally())-2-r.joinLines()) }
+
+// minTally is how many of the class's lines show however many
+// participants want the screen.
+const minTally = 4
+
+// shownTally is the class's lines that fit: all of them where the rows
+// leave room, else at least minTally (the rows scroll).
+func (r *roomPane) shownTally() []string {
+	t := r.tally()
+	// Around the rows: the footer, the Class title, the box's borders, the
+	// join line and the header.
+	fixed := 1 + 1 + 2 + r.joinLines() + 1
+	room := max(minTally, r.height-fixed-max(1, len(r.st.Participants)))
+	room = max(0, min(room, r.height-fixed-1))
+	return t[:min(len(t), room)]
+}
 
 // joinLines is how many lines the join line takes at the box's top.
 func (r *roomPane) joinLines() int {
@@ -225,10 +241,7 @@ func roomColumns(width int) (name, scenario int) {
 // View is the room view: the box of rows, the tally, the footer.
 func (r *roomPane) View() string {
 	nameW, scenW := roomColumns(r.width)
-	tally := r.tally()
-	if len(tally) > 4 {
-		tally = tally[:4]
-	}
+	tally := r.shownTally()
 	head := "  " + fit("participant", nameW) + fit("scenario", scenW) + fit("outcome", 13) + fit("outbox", 8) + "guessed"
 	var lines []string
 	if r.join != "" {

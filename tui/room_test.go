@@ -64,6 +64,8 @@ func classRoom() *fakeRoom {
 		{Scenario: "invoice-crm", Participants: 1},
 		{Scenario: "naive", Participants: 3, Duplicated: 2},
 		{Scenario: "safe", Participants: 1},
+	}, Lessons: []room.LessonTally{
+		{Lesson: "naive", Asked: 3, Right: 1, Answers: map[string]int{"1": 2, "2": 1}, Actual: 2},
 	}}}
 }
 
@@ -95,7 +97,8 @@ func TestGoldenRoomAt80x24(t *testing.T) {
 	t.Parallel()
 	v := roomView(t, &snapshot{}, classRoom(), 80, 24)
 	mustShow(t, v, "room at 80×24", "Room · 5 participants", "retrylab join http://192.168.1.20:7420 --code K7QX-3M9P --name YOUR-NAME", "ada", "2 ⚠", "1/2", "☠ killed",
-		"naive: 2 of 3 sent a duplicate", "crash: 1 of 1 sent a duplicate")
+		"naive: 2 of 3 sent a duplicate", "crash: 1 of 1 sent a duplicate",
+		"lesson naive: 1 of 3 right; 2 said 1, 1 said 2; it was 2", "predictions: 3 of 5 right, from 3 participants")
 	fits(t, v, 80, 24)
 	golden.RequireEqual(t, []byte(v))
 }
@@ -106,6 +109,27 @@ func TestGoldenRoomAt160x45(t *testing.T) {
 	mustShow(t, v, "room at 160×45", "margaret-hamilton-apollo", "› grace", "invoice-crm: 0 of 1 sent a duplicate")
 	fits(t, v, 160, 45)
 	golden.RequireEqual(t, []byte(v))
+}
+
+// The Class grows to the lines it holds where the rows leave room (a
+// lesson, four scenarios and the predictions: six), and gives way to the
+// rows on a small screen (four lines at least, the rows scrolling).
+func TestRoomClassGrowsWhereThereIsRoom(t *testing.T) {
+	t.Parallel()
+	all := []string{"lesson naive: 1 of 3 right", "crash: 1 of 1", "invoice-crm: 0 of 1", "naive: 2 of 3", "safe: 0 of 1",
+		"predictions: 3 of 5 right, from 3 participants"}
+	v := roomView(t, &snapshot{}, classRoom(), 120, 45)
+	mustShow(t, v, "room at 120×45", all...)
+	fits(t, v, 120, 45)
+
+	// At 80×16 the five rows take what the Class cannot have: it shows
+	// five of its six lines, every participant still on screen.
+	v = roomView(t, &snapshot{}, classRoom(), 80, 16)
+	fits(t, v, 80, 16)
+	mustShow(t, v, "room at 80×16", append([]string{"› ada", "ken"}, all[:5]...)...)
+	if strings.Contains(v, "predictions: ") {
+		t.Errorf("at 80×16 the rows need the screen: the Class should show five lines:\n%s", v)
+	}
 }
 
 func TestGoldenRoomSlideAt80x24(t *testing.T) {
