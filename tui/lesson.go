@@ -309,6 +309,7 @@ func (m *Model) useSource(src Source) tea.Cmd {
 	m.execs.Reset()
 	m.selID = ""
 	m.trace.Reset()
+	m.trace.ShowOwner("") // the explorer's own, unless the caller says whose
 	m.forgetFilterAndMark()
 	m.runs.follow, m.runs.started = "", ""
 	m.outbox.Clear()

@@ -399,7 +399,9 @@ func (m *Model) onParticipant(msg participantMsg) tea.Cmd {
 	}
 	m.focus = paneTrace
 	m.setFlash(msg.name+"'s runs, as the room holds them: P goes back to the room", false)
-	return m.useSource(msg.src)
+	cmd := m.useSource(msg.src)
+	m.trace.ShowOwner(msg.name)
+	return cmd
 }
 
 // slideMode is the slide view (s): it takes every key but quit's.

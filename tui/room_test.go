@@ -272,7 +272,7 @@ func TestEnterOpensAParticipantsRuns(t *testing.T) {
 	if m.room.Shown() {
 		t.Fatalf("enter should leave the room view for ada's runs:\n%s", v)
 	}
-	mustShow(t, v, "ada's runs", "ada's runs, as the room holds them", "exec_7K2Q", "2 messages ← duplicate send", "◆ timeout")
+	mustShow(t, v, "ada's runs", "ada's runs, as the room holds them", "Trace  ada · exec_7K2Q · naive", "2 messages ← duplicate send", "◆ timeout")
 	if strings.Contains(v, "exec_01H8") {
 		t.Errorf("the explorer's own run shows among ada's:\n%s", v)
 	}
@@ -281,7 +281,7 @@ func TestEnterOpensAParticipantsRuns(t *testing.T) {
 		t.Fatal("P should go back to the room")
 	}
 	press(t, m, "P")
-	if v := m.View(); !strings.Contains(v, "exec_01H8") || strings.Contains(v, "exec_7K2Q") {
+	if v := m.View(); !strings.Contains(v, "exec_01H8") || strings.Contains(v, "exec_7K2Q") || strings.Contains(v, "Trace  ada") {
 		t.Errorf("after the room, the explorer's own runs should be back:\n%s", v)
 	}
 	// A participant whose runs cannot be opened: said, and the room stays.

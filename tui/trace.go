@@ -548,7 +548,11 @@ func eventName(v *trace.Note) string {
 // shown.
 type tracePane struct {
 	*Context
-	tr        *traceView
+	tr *traceView
+	// owner is whose runs the pane shows when not the explorer's own (a
+	// room participant's, opened by enter in the room view): its title
+	// names them.
+	owner     string
 	rows      []row
 	sel, top  int
 	collapsed map[string]bool
@@ -762,6 +766,10 @@ func (t *tracePane) Held() int {
 // Forget shows no trace: no execution is selected.
 func (t *tracePane) Forget() { t.tr, t.rows, t.unreadable = nil, nil, "" }
 
+// ShowOwner names whose runs the pane shows in its title ("": the
+// explorer's own).
+func (t *tracePane) ShowOwner(name string) { t.owner = name }
+
 // Reset forgets the trace and how it was shown (another source shows).
 func (t *tracePane) Reset() {
 	t.tr, t.rows, t.sel, t.top = nil, nil, 0, 0
@@ -883,6 +891,9 @@ func (t *tracePane) lines(height, width int) (string, []string) {
 	}
 	x := t.tr.exec
 	title := fmt.Sprintf("Trace  %s · %s · %s", x.ID, x.Scenario, t.tr.policies())
+	if t.owner != "" {
+		title = fmt.Sprintf("Trace  %s · %s · %s · %s", t.owner, x.ID, x.Scenario, t.tr.policies())
+	}
 	if t.finalOnly {
 		title += " · final attempts only"
 	}
