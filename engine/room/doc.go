@@ -15,9 +15,11 @@
 //
 // Every request but join carries a participant token (or the teacher's) as
 // a bearer token; join carries the code. Both are compared in constant
-// time, a refusal is a 401, and an address that keeps failing is refused
-// with a 429 for a while (joins, and requests without a valid token). The teacher's control API (reset, clock, faults)
-// is not served here: it stays on the host's loopback control address.
+// time, a refusal is a 401, and a name that keeps giving a wrong code
+// from one address, or an address that keeps failing, is refused with a
+// 429 for a while (that name's joins; all joins and requests without a
+// valid token). The teacher's control API (reset, clock, faults) is not
+// served here: it stays on the host's loopback control address.
 //
 // The mirror is durable: its cursor (the last event of each execution the
 // room acknowledged) lives in the participant's database, in this

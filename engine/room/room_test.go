@@ -260,7 +260,7 @@ func TestTwoParticipantsAndAnAgent(t *testing.T) {
 func TestAttacker(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{MaxBody: 4096, MaxFailures: 5})
+	r := openRoom(t, filepath.Join(dir, "room.db"), "127.0.0.1:0", room.Config{MaxBody: 4096, MaxFailures: 5, MaxAddressFailures: 5})
 	mallory := join(t, r, filepath.Join(dir, "mallory.db"), "\x1b[2J\x1b]0;pwned\x07mal\tlory\u200b"+strings.Repeat("y", 100))
 	if strings.ContainsAny(mallory.Name, "\x1b\x07\t\u200b") || len([]rune(mallory.Name)) > room.MaxNameLen {
 		t.Errorf("the name was not sanitised: %q", mallory.Name)

@@ -51,10 +51,17 @@ type Config struct {
 	TeacherToken string
 	// MaxBody bounds a request's body. Default: DefaultMaxBody.
 	MaxBody int64
-	// MaxFailures refusals from one address within FailureWindow make its
-	// requests refused (429) until the window passed. Defaults: 5, 1m.
-	MaxFailures   int
-	FailureWindow time.Duration
+	// MaxFailures wrong join codes for one name from one address within
+	// FailureWindow make that name's joins from there refused (429) until
+	// the window passed; MaxAddressFailures refusals of any kind (wrong
+	// codes under any name, unknown tokens) from one address make all its
+	// joins and unknown tokens refused. A classroom behind one address (a
+	// NAT, a loopback workshop) is not locked out by one typist, and a
+	// guesser of the code is still held to MaxAddressFailures a window.
+	// Defaults: 5, 50, 1m.
+	MaxFailures        int
+	MaxAddressFailures int
+	FailureWindow      time.Duration
 }
 
 // DefaultMaxBody bounds a request's body unless Config.MaxBody says
@@ -71,11 +78,13 @@ const (
 
 // Server is the room: its HTTP API (Handler) and its read API (Status).
 type Server struct {
-	cfg     Config
-	limiter *failureLimiter
-	mail    *httputil.ReverseProxy
-	crm     *httputil.ReverseProxy
-	joinMu  sync.Mutex // one join at a time: names stay unique
+	cfg Config
+	// limiter counts an address's refusals, names the joins under one
+	// name from one address that gave a wrong code (nameKey).
+	limiter, names *failureLimiter
+	mail           *httputil.ReverseProxy
+	crm            *httputil.ReverseProxy
+	joinMu         sync.Mutex // one join at a time: names stay unique
 }
 
 // NewServer makes the room on a host.
@@ -89,10 +98,14 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxFailures <= 0 {
 		cfg.MaxFailures = 5
 	}
+	if cfg.MaxAddressFailures <= 0 {
+		cfg.MaxAddressFailures = 50
+	}
 	if cfg.FailureWindow <= 0 {
 		cfg.FailureWindow = time.Minute
 	}
-	s := &Server{cfg: cfg, limiter: newFailureLimiter(cfg.MaxFailures, cfg.FailureWindow, cfg.Host.Now)}
+	s := &Server{cfg: cfg, limiter: newFailureLimiter(cfg.MaxAddressFailures, cfg.FailureWindow, cfg.Host.Now),
+		names: newFailureLimiter(cfg.MaxFailures, cfg.FailureWindow, cfg.Host.Now)}
 	var err error
 	if s.mail, err = s.proxy(cfg.Services.MailURL(), "/v1/room/mail"); err != nil {
 		return nil, err
@@ -162,12 +175,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// until its window passed: guessing the code is slowed down. A valid
 	// token still passes (256 random bits are not guessed): participants
 	// behind one address, all of a loopback workshop, are not locked out
-	// by one of them mistyping.
+	// by one of them mistyping (nor are they by one name's wrong codes,
+	// which hold back that name's joins first: join).
 	blocked, wait := s.limiter.blocked(addr)
-	tooMany := func() {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		writeError(w, http.StatusTooManyRequests, "too many refused requests from this address: wait and try again")
-	}
+	tooMany := func() { refuseTooMany(w, wait, "too many refused requests from this address: wait and try again") }
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	path := strings.TrimPrefix(r.URL.Path, "/v1/room")
 	if path == "/join" {
@@ -219,6 +230,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, "no such room request: "+r.Method+" "+r.URL.Path+" (the teacher's control API is on the host's loopback address only)")
 	}
+}
+
+// refuseTooMany answers 429 with msg, to come back after wait.
+func refuseTooMany(w http.ResponseWriter, wait time.Duration, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+	writeError(w, http.StatusTooManyRequests, msg)
+}
+
+// nameKey is what the joins under one name from one address are counted
+// by: the name as the room would keep it, case aside.
+func nameKey(addr, name string) string {
+	return addr + "\x00" + strings.ToLower(SanitiseName(name))
 }
 
 // remoteHost is the address a request came from, without its port.
@@ -290,8 +313,16 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
+	// A name that keeps giving a wrong code from this address waits, its
+	// code unchecked; the others behind the address do not.
+	key := nameKey(addr, req.Name)
+	if blocked, wait := s.names.blocked(key); blocked {
+		refuseTooMany(w, wait, "too many wrong codes for this name from this address: wait and try again")
+		return
+	}
 	if !sameSecret(normaliseCode(req.Code), normaliseCode(s.cfg.Code)) {
 		s.limiter.fail(addr)
+		s.names.fail(key)
 		writeError(w, http.StatusUnauthorized, "wrong join code")
 		return
 	}
