@@ -282,6 +282,10 @@ func (r *roomPane) View() string {
 func (r *roomPane) row(p room.ParticipantStatus, sel bool, nameW, scenW int) string {
 	badge, mk := roomBadge(p)
 	outcome := orDash(p.Outcome)
+	if p.Left {
+		// Gone (retrylab leave): its runs stay, its name is free.
+		badge, mk, outcome = "⏏", markNone, "left"
+	}
 	box := fmt.Sprintf("%d", p.LatestOutbox)
 	if p.LatestDuplicates > 0 {
 		box += " ⚠"

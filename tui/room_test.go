@@ -338,3 +338,23 @@ func TestRoomOrdersByActivityAndTalliesTheLesson(t *testing.T) {
 		t.Errorf("the selection moved off ada: %+v", p)
 	}
 }
+
+// A participant who left says so in its row: its scenario stays, its
+// outcome is that it left.
+func TestRoomRowSaysLeft(t *testing.T) {
+	t.Parallel()
+	r := &fakeRoom{st: room.Status{Participants: []room.ParticipantStatus{
+		{Name: "ada", Executions: 1, Scenario: "naive", Outcome: "completed", LatestOutbox: 2, LatestDuplicates: 1, Left: true},
+		{Name: "grace", Executions: 1, Scenario: "safe", Outcome: "completed", LatestOutbox: 1},
+	}}}
+	v := roomView(t, &snapshot{}, r, 80, 24)
+	fits(t, v, 80, 24)
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, "ada") && (!strings.Contains(l, "naive") || !strings.Contains(l, "⏏ left")) {
+			t.Errorf("ada's row should say she left: %q", l)
+		}
+		if strings.Contains(l, "grace") && strings.Contains(l, "left") {
+			t.Errorf("grace's row says she left: %q", l)
+		}
+	}
+}

@@ -101,12 +101,24 @@ func (e *StatusError) Error() string { return fmt.Sprintf("the room said %d: %s"
 // Join asks the room at c.URL to let name in with code. A wrong code is
 // ErrWrongCode.
 func (c *Client) Join(ctx context.Context, code, name string) (JoinResponse, error) {
+	return c.Rejoin(ctx, code, name, "")
+}
+
+// Rejoin is Join with the token this database was given before under
+// name: the room gives the participant its place back, the same token,
+// where an unproven join of a taken name is refused (409).
+func (c *Client) Rejoin(ctx context.Context, code, name, token string) (JoinResponse, error) {
 	var out JoinResponse
-	err := c.do(ctx, http.MethodPost, "/v1/room/join", JoinRequest{Code: code, Name: name}, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/room/join", JoinRequest{Code: code, Name: name, Token: token}, &out)
 	if errors.Is(err, ErrRefused) {
 		return out, ErrWrongCode
 	}
 	return out, err
+}
+
+// Leave tells the room the participant of c.Token left.
+func (c *Client) Leave(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/room/leave", struct{}{}, nil)
 }
 
 // Status reads the room's status.

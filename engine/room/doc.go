@@ -5,7 +5,8 @@
 //
 // The room's HTTP API lives under /v1/room/ on the room's address:
 //
-//	POST /v1/room/join          {"code", "name"} -> {"participant", "name", "token"}
+//	POST /v1/room/join          {"code", "name", "token"?} -> {"participant", "name", "token"}
+//	POST /v1/room/leave         the caller leaves: its name is free, its runs stay
 //	POST /v1/room/push          a participant's execution and its events (bearer token)
 //	GET  /v1/room/status        Status (participant or teacher token)
 //	GET  /v1/room/executions    the caller's own mirrored executions

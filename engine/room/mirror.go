@@ -3,11 +3,14 @@ package room
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/retrylab/retrylab/engine"
@@ -58,6 +61,11 @@ type MirrorOptions struct {
 	// ("lesson" gives "lesson:exec_7K2Q"): a participant's lessons run in
 	// a database of their own, under the same ids as its own runs.
 	Namespace string
+	// Warn, when set, is told in one line, when the mirror closes, that
+	// the room could not be reached or refused this database's token the
+	// last time it tried (Unreachable words it): what ran here is not in
+	// the room yet. Nothing is said while the room is fine.
+	Warn func(problem string)
 }
 
 // batchEvents is how many events one push carries at most.
@@ -74,9 +82,13 @@ type Mirror struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	warnOnce sync.Once
 	// passing holds a token while a pass runs: one at a time, the
 	// mirror's own and a Flush's from the host's goroutine before a reset.
 	passing chan struct{}
+	// failed is the last pass's error, nil after one that went through;
+	// guarded by passing.
+	failed error
 }
 
 // Companion is the engine.Config.Companion that mirrors a host's database
@@ -140,6 +152,31 @@ func (mi *Mirror) Flush() {
 func (mi *Mirror) Close() {
 	mi.stopOnce.Do(func() { close(mi.stop) })
 	<-mi.done
+	mi.passing <- struct{}{} // a Flush under way is done
+	failed := mi.failed
+	<-mi.passing
+	if failed != nil && mi.opts.Warn != nil {
+		mi.warnOnce.Do(func() { mi.opts.Warn(Unreachable(mi.m.URL, failed)) })
+	}
+}
+
+// Unreachable words, in one line, why the room at url did not take a
+// push: down or unreachable, a refused token, or what the room said.
+func Unreachable(url string, err error) string {
+	var se *StatusError
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrRefused):
+		return fmt.Sprintf("the room at %s refused this database's token: join it again (retrylab join %s --code CODE --name NAME)", url, url)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("the room at %s cannot be reached (connection refused): these runs are kept here and sent when it is back", url)
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("the room at %s did not answer in time: these runs are kept here and sent when it answers", url)
+	case errors.As(err, &se):
+		return fmt.Sprintf("the room at %s did not take these runs (%s): they are kept here", url, se.Error())
+	default:
+		return fmt.Sprintf("the room at %s cannot be reached: these runs are kept here and sent when it is back", url)
+	}
 }
 
 func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
@@ -161,6 +198,9 @@ func (mi *Mirror) run(notices <-chan notice.Notice, unsubscribe func()) {
 	for {
 		mi.passing <- struct{}{}
 		err := mi.pass(ctx, all, dirty)
+		if ctx.Err() == nil { // a pass cut short by Close says nothing of the room
+			mi.failed = err
+		}
 		<-mi.passing
 		if err == nil {
 			all, wait = false, mi.opts.Retry
@@ -233,7 +273,7 @@ func (mi *Mirror) drain() {
 		return
 	}
 	defer func() { <-mi.passing }()
-	_ = mi.pass(ctx, true, nil)
+	mi.failed = mi.pass(ctx, true, nil)
 }
 
 // cursor is what the room acknowledged of one execution: its events up

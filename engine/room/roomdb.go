@@ -27,7 +27,48 @@ const (
 	// BucketActivity: participant id -> the room's clock at its last push
 	// (8-byte Unix nanoseconds), which orders the room's list.
 	BucketActivity store.Bucket = "room_activity"
+	// BucketSettings: "room" -> Settings, what a restarted room keeps.
+	BucketSettings store.Bucket = "room_settings"
 )
+
+// Settings are what a room hosted on a database keeps across its
+// restarts: its address and its join code, so participants who joined
+// find it again where they left it.
+type Settings struct {
+	Address string `json:"address"`
+	Code    string `json:"code"`
+}
+
+var settingsKey = []byte("room")
+
+// LoadSettings reads the settings of the room last hosted on db; ok is
+// false when none was.
+func LoadSettings(db *store.DB) (st Settings, ok bool, err error) {
+	err = db.View(func(tx *store.Tx) error {
+		data := tx.Get(BucketSettings, settingsKey)
+		if data == nil {
+			return nil
+		}
+		ok = true
+		return json.Unmarshal(data, &st)
+	})
+	if err != nil {
+		return Settings{}, false, fmt.Errorf("read the room's settings: %w", err)
+	}
+	return st, ok, nil
+}
+
+// SaveSettings keeps the room's settings in db.
+func SaveSettings(db *store.DB, st Settings) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := db.Update(func(tx *store.Tx) error { return tx.Put(BucketSettings, settingsKey, data) }); err != nil {
+		return fmt.Errorf("keep the room's settings: %w", err)
+	}
+	return nil
+}
 
 // participant is one participant of the room.
 type participant struct {
@@ -35,6 +76,9 @@ type participant struct {
 	Name      string    `json:"name"`
 	TokenHash []byte    `json:"token_hash"`
 	Joined    time.Time `json:"joined"`
+	// Left is when the participant left (retrylab leave), by the room's
+	// clock; zero while it is in. Its name is free to join again under.
+	Left time.Time `json:"left,omitzero"`
 }
 
 // Execution is what the room keeps of a participant's execution: its
@@ -55,7 +99,7 @@ type Execution struct {
 
 // Buckets are the room's collections: the room's host keeps them across
 // resets of its world (engine.Config.KeepOnReset).
-var Buckets = []store.Bucket{BucketParticipants, BucketExecutions, BucketEvents, BucketPredictions, BucketAnswers, BucketActivity}
+var Buckets = []store.Bucket{BucketParticipants, BucketExecutions, BucketEvents, BucketPredictions, BucketAnswers, BucketActivity, BucketSettings}
 
 // Predictions is how a participant's predictions in the lessons went.
 type Predictions struct {

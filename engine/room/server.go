@@ -208,6 +208,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveStatus(w, c)
 	case path == "/push" && r.Method == http.MethodPost:
 		s.push(w, r, c)
+	case path == "/leave" && r.Method == http.MethodPost:
+		s.leave(w, c)
 	case path == "/executions" && r.Method == http.MethodGet:
 		s.serveExecutions(w, c)
 	case path == "/events" && r.Method == http.MethodGet:
@@ -295,10 +297,13 @@ func subtleEqual(a, b []byte) bool {
 	return len(a) == len(b) && sameSecret(string(a), string(b))
 }
 
-// JoinRequest is the body of POST /v1/room/join.
+// JoinRequest is the body of POST /v1/room/join. Token, when given, is
+// the token this name was given before: with it a participant joining
+// again (after the room restarted elsewhere, say) gets its place back.
 type JoinRequest struct {
-	Code string `json:"code"`
-	Name string `json:"name"`
+	Code  string `json:"code"`
+	Name  string `json:"name"`
+	Token string `json:"token,omitempty"`
 }
 
 // JoinResponse is the room's answer to a join.
@@ -331,32 +336,44 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
 		writeError(w, http.StatusBadRequest, "a name is required (printable characters)")
 		return
 	}
-	tok, err := newToken("rlp_")
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	idBytes, err := newToken("")
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	p := participant{ID: "p_" + idBytes[:12], Name: name, TokenHash: tokenHash(tok), Joined: s.cfg.Host.Now()}
 	s.joinMu.Lock()
 	defer s.joinMu.Unlock()
-	var taken, full bool
-	err = s.cfg.Host.Store().Update(func(tx *store.Tx) error {
+	var p participant
+	var taken, full, back bool
+	err := s.cfg.Host.Store().Update(func(tx *store.Tx) error {
 		ps, err := participants(tx)
 		if err != nil {
 			return err
 		}
-		if len(ps) >= maxParticipants {
-			full = true
-			return nil
-		}
-		if slices.ContainsFunc(ps, func(q participant) bool { return strings.EqualFold(q.Name, name) }) {
+		i := slices.IndexFunc(ps, func(q participant) bool { return strings.EqualFold(q.Name, name) })
+		switch {
+		case i >= 0 && req.Token != "" && subtleEqual(tokenHash(req.Token), ps[i].TokenHash):
+			// Its own token: the same place, the same token.
+			p, back = ps[i], true
+		case i >= 0 && !ps[i].Left.IsZero():
+			// It left: its place (its runs) back under a new token.
+			p = ps[i]
+		case i >= 0:
 			taken = true
 			return nil
+		case len(ps) >= maxParticipants:
+			full = true
+			return nil
+		default:
+			id, err := newToken("")
+			if err != nil {
+				return err
+			}
+			p = participant{ID: "p_" + id[:12], Name: name, Joined: s.cfg.Host.Now()}
+		}
+		p.Left = time.Time{}
+		if back {
+			req.Token = strings.TrimSpace(req.Token)
+		} else {
+			if req.Token, err = newToken("rlp_"); err != nil {
+				return err
+			}
+			p.TokenHash = tokenHash(req.Token)
 		}
 		data, err := json.Marshal(p)
 		if err != nil {
@@ -370,10 +387,36 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request, addr string) {
 	case full:
 		writeError(w, http.StatusForbidden, "the room is full")
 	case taken:
-		writeError(w, http.StatusConflict, fmt.Sprintf("the name %q is taken in this room: pick another", name))
+		writeError(w, http.StatusConflict, fmt.Sprintf("the name %q is taken in this room: pick another, or join from the database that joined under it (its token shows it is you)", name))
+	case back:
+		writeJSON(w, http.StatusOK, JoinResponse{Participant: p.ID, Name: p.Name, Token: req.Token})
 	default:
-		writeJSON(w, http.StatusCreated, JoinResponse{Participant: p.ID, Name: p.Name, Token: tok})
+		writeJSON(w, http.StatusCreated, JoinResponse{Participant: p.ID, Name: p.Name, Token: req.Token})
 	}
+}
+
+// leave marks the calling participant as gone: the room's row says so,
+// and its name is free to join again under (its runs stay in the room).
+// Its token no longer passes.
+func (s *Server) leave(w http.ResponseWriter, c caller) {
+	if c.teacher {
+		writeError(w, http.StatusForbidden, "only a participant leaves")
+		return
+	}
+	p := c.participant
+	p.Left = s.cfg.Host.Now()
+	p.TokenHash = nil
+	data, err := json.Marshal(p)
+	if err == nil {
+		s.joinMu.Lock()
+		err = s.cfg.Host.Store().Update(func(tx *store.Tx) error { return tx.Put(BucketParticipants, []byte(p.ID), data) })
+		s.joinMu.Unlock()
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "record the leave: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"left": p.Name})
 }
 
 // PushRequest is the body of POST /v1/room/push: one execution's record
@@ -605,6 +648,9 @@ type ParticipantStatus struct {
 	Predictions      Predictions `json:"predictions"`
 	// Lesson is the lesson the participant answered last, if any.
 	Lesson string `json:"lesson,omitempty"`
+	// Left says the participant left the room (retrylab leave); its runs
+	// stay, and its name is free to join again under.
+	Left bool `json:"left,omitempty"`
 	// Active is when the participant last pushed anything to the room (a
 	// run's events, its record, its predictions), else when it joined: by
 	// the room's clock.
@@ -658,7 +704,7 @@ func (s *Server) Status() (Status, error) {
 	answers := make([][]Answer, 0, len(parts))
 	scenarios := map[string]*ScenarioTally{}
 	for _, pt := range parts {
-		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred, Active: pt.active}
+		ps := ParticipantStatus{Name: pt.p.Name, Executions: len(pt.execs), Predictions: pt.pred, Active: pt.active, Left: !pt.p.Left.IsZero()}
 		if n := len(pt.answers); n > 0 {
 			ps.Lesson = pt.answers[n-1].Lesson
 			answers = append(answers, pt.answers)

@@ -23,7 +23,7 @@ func scratchOpener() verify.Opener {
 // openLessonHost opens the lessons' own database, beside --db.
 func (a *app) openLessonHost() (*control.Server, error) {
 	path := lesson.DBPath(a.dbPath)
-	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: a.imports, Companion: lessonRoomCompanion(a.dbPath)})
+	h, err := control.Open(engine.Config{DBPath: path, Scenarios: fixtures.FS, Imports: a.imports, Companion: a.lessonRoomCompanion(a.dbPath)})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, &exitError{code: 1, msg: "the lessons' database " + path + " is open in another retrylab (a lesson or the explorer's lesson mode): close it first"}
 	}

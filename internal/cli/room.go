@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,14 +30,22 @@ import (
 
 // roomCompanion mirrors a host on the database at dbPath to the room it
 // joined, if any (engine.Config.Companion).
-func roomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
-	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{})
+func (a *app) roomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
+	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Warn: a.roomWarning(dbPath)})
+}
+
+// roomWarning says on stderr, in one line, that the room --db joined did
+// not get this command's runs (down, moved, or refusing the token).
+func (a *app) roomWarning(dbPath string) func(string) {
+	return func(problem string) {
+		fmt.Fprintf(a.errOut, "room: %s ('retrylab --db %s room status' checks it)\n", problem, dbPath)
+	}
 }
 
 // lessonRoomCompanion mirrors the lessons' host of the database at dbPath
 // to the room it joined, its executions under "lesson:".
-func lessonRoomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
-	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson"})
+func (a *app) lessonRoomCompanion(dbPath string) func(*engine.Host) engine.CompanionHooks {
+	return room.Companion(room.MembershipFile(dbPath), room.MirrorOptions{Namespace: "lesson", Warn: a.roomWarning(dbPath)})
 }
 
 func (a *app) roomCommands() []*cobra.Command {
@@ -45,7 +54,7 @@ func (a *app) roomCommands() []*cobra.Command {
 
 func (a *app) roomCmd() *cobra.Command {
 	var listen, code string
-	var presenter bool
+	var presenter, newCode bool
 	cmd := &cobra.Command{
 		Use:   "room",
 		Short: "Host a workshop room: every participant's runs, live, on one screen",
@@ -54,7 +63,10 @@ it prints; from then on their runs, resumes, lessons and predictions are
 mirrored to it as they happen ('retrylab room status' shows them).
 
 It listens on 127.0.0.1 unless --listen names another address, and always
-requires the join code (one is generated unless --code gives it). The
+requires the join code (one is generated unless --code gives it). Started
+again on the same --db, it comes back at its last address (when that is
+free) with its last code, so participants who joined find it again:
+--listen, --code or --new-code ask for another. The
 room's API is under /v1/room/ on that address; participants' own agents use
 its mail API (POST /v1/room/mail/v1/send) and CRM (/v1/room/crm/v1/records)
 with the token 'join' prints. The teacher's control API stays on loopback.
@@ -66,12 +78,17 @@ it with Ctrl-C.`,
 		Example: "  retrylab room\n  retrylab room --listen 0.0.0.0:7420 --code K7QX-3M9P",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hostRoom(listen, code, presenter)
+			if newCode && code != "" {
+				return usageError("room: --code and --new-code ask for different codes: give one")
+			}
+			want := roomPlace{listen: listen, code: code, newCode: newCode, keepListen: !cmd.Flags().Changed("listen")}
+			return a.hostRoom(want, presenter)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the room's `address` (loopback unless this names another)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the room's `address` (loopback unless this names another; default: the room's last address on --db)")
+	cmd.Flags().BoolVar(&newCode, "new-code", false, "generate a new join code rather than keep the room's last one")
 	cmd.Flags().BoolVar(&presenter, "presenter", false, "high-contrast theme, for projectors (in a terminal)")
-	cmd.Flags().StringVar(&code, "code", "", "the join `code` (default: a new one, two groups of four letters and digits)")
+	cmd.Flags().StringVar(&code, "code", "", "the join `code` (default: the room's last one on --db, else a new one, two groups of four letters and digits)")
 	cmd.AddCommand(a.roomStatusCmd())
 	return cmd
 }
@@ -79,19 +96,65 @@ it with Ctrl-C.`,
 // minCode is the fewest letters and digits a --code may have.
 const minCode = 6
 
-func (a *app) hostRoom(listen, code string, presenter bool) error {
-	if code == "" {
-		var err error
-		if code, err = room.NewCode(); err != nil {
-			return err
-		}
-	} else if n := len(strings.Map(func(r rune) rune {
+// roomPlace is where the teacher asked the room to be and with which
+// code; keepListen: --listen was not given.
+type roomPlace struct {
+	listen, code        string
+	newCode, keepListen bool
+}
+
+// checkCode refuses a --code too short to keep strangers out.
+func checkCode(code string) error {
+	n := len(strings.Map(func(r rune) rune {
 		if r == '-' || r == ' ' {
 			return -1
 		}
 		return r
-	}, code)); n < minCode {
+	}, code))
+	if code != "" && n < minCode {
 		return &exitError{code: 2, msg: fmt.Sprintf("--code %q is too short to keep strangers out: give at least %d letters and digits, or none for a generated one", code, minCode)}
+	}
+	return nil
+}
+
+// roomCode is the join code: --code, else the room's last (unless
+// --new-code), else a new one.
+func roomCode(want roomPlace, last room.Settings) (string, error) {
+	switch {
+	case want.code != "":
+		return want.code, nil
+	case !want.newCode && last.Code != "":
+		return last.Code, nil
+	}
+	return room.NewCode()
+}
+
+// listenRoom listens where the room should: --listen, else its last
+// address when that is free, else on that host at any port (said in
+// a line to out).
+func listenRoom(out io.Writer, want roomPlace, last room.Settings) (net.Listener, error) {
+	addr := want.listen
+	if want.keepListen && last.Address != "" {
+		ln, err := net.Listen("tcp", last.Address)
+		if err == nil {
+			return ln, nil
+		}
+		host, _, _ := net.SplitHostPort(last.Address)
+		addr = net.JoinHostPort(host, "0")
+		defer func() {
+			fmt.Fprintf(out, "the room's last address %s is taken (%v): it moved; participants join again with the line below\n", last.Address, err)
+		}()
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("room: listen on %s: %v", addr, err)}
+	}
+	return ln, nil
+}
+
+func (a *app) hostRoom(want roomPlace, presenter bool) error {
+	if err := checkCode(want.code); err != nil {
+		return err
 	}
 	// The room's host: its collections outlive the resets of its world.
 	h, err := engine.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS, Imports: a.imports, KeepOnReset: room.Buckets})
@@ -112,13 +175,26 @@ func (a *app) hostRoom(listen, code string, presenter bool) error {
 	if err != nil {
 		return err
 	}
+	// A room started again on its database keeps its place and its code.
+	last, _, err := room.LoadSettings(h.Store())
+	if err != nil {
+		return err
+	}
+	code, err := roomCode(want, last)
+	if err != nil {
+		return err
+	}
 	srv, err := room.NewServer(room.Config{Host: h, Services: h.Providers(), Code: code, TeacherToken: teacher})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := listenRoom(a.out, want, last)
 	if err != nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("room: listen on %s: %v", listen, err)}
+		return err
+	}
+	if err := room.SaveSettings(h.Store(), room.Settings{Address: ln.Addr().String(), Code: code}); err != nil {
+		ln.Close()
+		return err
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
@@ -233,7 +309,11 @@ func writeRoomStatus(a *app, roomURL string, st room.Status) error {
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tEXECUTIONS\tSCENARIO\tOUTCOME\tOUTBOX\tDUPLICATES\tPREDICTIONS")
 	for _, p := range st.Participants {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d/%d right\n", p.Name, p.Executions, dash(p.Scenario), dash(p.Outcome),
+		name := p.Name
+		if p.Left {
+			name += " (left)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d/%d right\n", name, p.Executions, dash(p.Scenario), dash(p.Outcome),
 			p.Outbox, p.Duplicates, p.Predictions.Right, p.Predictions.Asked)
 	}
 	if err := tw.Flush(); err != nil {
@@ -277,7 +357,8 @@ the participant token your own agent uses with the room's mail API and CRM.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			c := &room.Client{URL: roomURL}
-			resp, err := c.Join(ctx, code, name)
+			prev := a.tokenFor(u, name)
+			resp, err := c.Rejoin(ctx, code, name, prev)
 			if errors.Is(err, room.ErrWrongCode) {
 				return &exitError{code: 1, msg: fmt.Sprintf("join: the room at %s refused the code %q: ask the teacher for it again", roomURL, code)}
 			}
@@ -288,7 +369,11 @@ the participant token your own agent uses with the room's mail API and CRM.
 			if err := room.SaveMembership(room.MembershipFile(a.dbPath), m); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "joined the room at %s as %s: the runs of %s are mirrored there from now on\n", roomURL, resp.Name, a.dbPath)
+			if prev != "" && resp.Token == prev {
+				fmt.Fprintf(a.out, "joined the room at %s again as %s: your place and your token are as before\n", roomURL, resp.Name)
+			} else {
+				fmt.Fprintf(a.out, "joined the room at %s as %s: the runs of %s are mirrored there from now on\n", roomURL, resp.Name, a.dbPath)
+			}
 			fmt.Fprintf(a.out, "your agent's token (bearer): %s\n", resp.Token)
 			fmt.Fprintf(a.out, "  mail API  POST %s/v1/room/mail/v1/send\n", roomURL)
 			fmt.Fprintf(a.out, "  CRM       %s/v1/room/crm/v1/records\n", roomURL)
@@ -300,21 +385,51 @@ the participant token your own agent uses with the room's mail API and CRM.
 	return cmd
 }
 
+// tokenFor is the token --db was given when it joined the room at u
+// under name, if it did: a join again sends it, so the room gives the
+// participant its place back. It goes only to the host it came from (the
+// room may have come back on another port).
+func (a *app) tokenFor(u *url.URL, name string) string {
+	m, ok, err := room.LoadMembership(room.MembershipFile(a.dbPath))
+	if err != nil || !ok || !strings.EqualFold(m.Name, room.SanitiseName(name)) {
+		return ""
+	}
+	was, err := url.Parse(m.URL)
+	if err != nil || was.Scheme != u.Scheme || was.Hostname() != u.Hostname() {
+		return ""
+	}
+	return m.Token
+}
+
 func (a *app) leaveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "leave",
-		Short: "Forget the room this database joined: its runs stay here only",
-		Args:  noArgs,
+		Short: "Leave the room this database joined: its runs stay here only",
+		Long: `Tell the room this database joined that its participant left (the room's
+row says so, and the name is free to join again under: 'retrylab join' with
+the code gives the place back), and forget the room: runs stay here only.
+When the room cannot be reached, it is forgotten all the same.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			forgot, err := room.Forget(room.MembershipFile(a.dbPath))
+			file := room.MembershipFile(a.dbPath)
+			m, ok, err := room.LoadMembership(file)
 			if err != nil {
 				return err
 			}
-			if !forgot {
+			if !ok {
 				fmt.Fprintf(a.out, "%s has joined no room\n", a.dbPath)
 				return nil
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			told := (&room.Client{URL: m.URL, Token: m.Token}).Leave(ctx)
+			if _, err := room.Forget(file); err != nil {
+				return err
+			}
 			fmt.Fprintf(a.out, "left the room: the runs of %s stay here only\n", a.dbPath)
+			if told != nil {
+				fmt.Fprintf(a.errOut, "the room was not told (%s): your row there does not say you left\n", oneLine(told.Error()))
+			}
 			return nil
 		},
 	}

@@ -118,7 +118,7 @@ func (a *app) withService(fn func(engine.Service) error) (err error) {
 // serves the control API for other processes.
 func (a *app) openHost() (*control.Server, error) {
 	h, err := control.Open(engine.Config{DBPath: a.dbPath, Scenarios: fixtures.FS,
-		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports, Companion: roomCompanion(a.dbPath)})
+		MailPort: a.mailPort, CRMPort: a.crmPort, ControlPort: a.controlPort, Imports: a.imports, Companion: a.roomCompanion(a.dbPath)})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("ports %d-%d: one is in use (by another serve?); pick another --port (%v)",
 			a.mailPort, a.controlPort, err)}
