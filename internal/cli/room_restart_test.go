@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +66,18 @@ func TestCLIRoomRestartJoinAgainAndLeave(t *testing.T) {
 	fresh := startRoom(t, roomDB, "--new-code")
 	if fresh.url != rm.url || fresh.code == rm.code {
 		t.Errorf("--new-code: at %s with %s, want %s with another code than %s", fresh.url, fresh.code, rm.url, rm.code)
+	}
+
+	// Its address taken meanwhile: the room moves to another port of the
+	// same host, its code kept.
+	fresh.kill()
+	ln, err := net.Listen("tcp", strings.TrimPrefix(fresh.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	moved := startRoom(t, roomDB)
+	if moved.url == fresh.url || !strings.HasPrefix(moved.url, "http://127.0.0.1:") || moved.code != fresh.code {
+		t.Errorf("its address taken: at %s with %s, want another port of 127.0.0.1 with %s", moved.url, moved.code, fresh.code)
 	}
 }
