@@ -61,6 +61,7 @@ func (m *Model) expireFlash() tea.Cmd {
 // right. The hints always show (all but the optional ones when narrow); a
 // status message goes beside the state, which shortens for it, and when it
 // still does not fit, on a line of its own above: the state always shows.
+// In lesson mode the policy is the lesson's, which its runs use.
 func (m *Model) statusBar() string {
 	t := m.theme
 	armed := "—"
@@ -82,7 +83,12 @@ func (m *Model) statusBar() string {
 	if f := m.filter.State(); f != "" {
 		full, compact, narrow = append(full, "filter "+f), append(compact, f), append(narrow, f)
 	}
-	if can.run != nil {
+	if keys, journal, ok := m.lesson.Policy(); ok && can.run != nil {
+		// A lesson's runs use its scenario's policy, whatever K and J
+		// were before L.
+		full = append(full, fmt.Sprintf("keys %s · journal %s (the lesson's)", onOff(keys), onOff(journal)))
+		compact = append(compact, fmt.Sprintf("keys %s  journal %s", onOff(keys), onOff(journal)))
+	} else if can.run != nil {
 		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.runs.keysOn), short(m.runs.journalOn)))
 		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.runs.keysOn), shorter(m.runs.journalOn)))
 	}
@@ -191,6 +197,9 @@ func (m *Model) footerHeight() int {
 	}
 	return strings.Count(m.statusBar(), "\n") + 1
 }
+
+// onOff says a policy's part: "on" or "off".
+func onOff(v bool) string { return short(&v) }
 
 // shorter is short for a narrow footer.
 func shorter(v *bool) string {

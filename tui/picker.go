@@ -382,7 +382,7 @@ func (p *scenarioPicker) FullHelp() [][]key.Binding {
 // catalogue is read (no key is dropped).
 func (m *Model) openPicker() tea.Cmd {
 	switch {
-	case m.picker.Open(m.runs.keysOn, m.runs.journalOn):
+	case m.picker.Open(m.runPolicy()):
 		m.modes.push(m.pickerMode())
 		// Keys typed while it waited for the catalogue go to it now.
 		var cmds []tea.Cmd
