@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -652,7 +653,6 @@ func TestLessonRefusesFaultAndPolicyKeys(t *testing.T) {
 	for _, k := range []string{"K", "K", "c"} {
 		tm.Send(keyMsg(k))
 	}
-	waitFor("c: not in lesson mode")
 	tm.Send(keyMsg("n"))
 	waitFor("now: worker killed") // paused before the rerun
 	tm.Send(keyMsg("n"))
@@ -660,6 +660,16 @@ func TestLessonRefusesFaultAndPolicyKeys(t *testing.T) {
 	tm.Send(settleMsg{})
 	tm.Quit()
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	var said []string
+	for _, e := range fm.msgs.entries {
+		said = append(said, e.text)
+	}
+	for _, k := range []string{"K", "c"} {
+		want := k + ": not in lesson mode, the lesson sets the faults and the policy; esc leaves to try your own"
+		if !slices.Contains(said, want) {
+			t.Errorf("%s in lesson mode did not say %q; the messages: %q", k, want, said)
+		}
+	}
 	for _, c := range lessons.Calls() {
 		if strings.HasPrefix(c, "arm") {
 			t.Fatalf("c armed a fault in lesson mode: %v", lessons.Calls())
