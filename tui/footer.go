@@ -58,8 +58,10 @@ func (m *Model) expireFlash() tea.Cmd {
 
 // statusBar is the footer: the policy for the next runs, armed faults and
 // world clock on the left, a status message, and the key hints on the
-// right. The hints always show (all but the optional ones when narrow); a status
-// message comes before the state, which shortens, then yields to it.
+// right. The hints always show (all but the optional ones when narrow); a
+// status message goes beside the state, which shortens for it, and when it
+// still does not fit, on a line of its own above: the state always shows.
+// In lesson mode the policy is the lesson's, which its runs use.
 func (m *Model) statusBar() string {
 	t := m.theme
 	armed := "—"
@@ -81,7 +83,12 @@ func (m *Model) statusBar() string {
 	if f := m.filter.State(); f != "" {
 		full, compact, narrow = append(full, "filter "+f), append(compact, f), append(narrow, f)
 	}
-	if can.run != nil {
+	if keys, journal, ok := m.lesson.Policy(); ok && can.run != nil {
+		// A lesson's runs use its scenario's policy, whatever K and J
+		// were before L.
+		full = append(full, fmt.Sprintf("keys %s · journal %s (the lesson's)", onOff(keys), onOff(journal)))
+		compact = append(compact, fmt.Sprintf("keys %s  journal %s", onOff(keys), onOff(journal)))
+	} else if can.run != nil {
 		full = append(full, fmt.Sprintf("keys %s · journal %s", short(m.runs.keysOn), short(m.runs.journalOn)))
 		compact = append(compact, fmt.Sprintf("keys %s  journal %s", shorter(m.runs.keysOn), shorter(m.runs.journalOn)))
 	}
@@ -143,9 +150,9 @@ func (m *Model) statusBar() string {
 	if m.status.text != "" {
 		flash = style.Render(m.status.text)
 	}
-	// The full state with the message; the compact state with it; the
-	// message alone; the compact state with the message cut to no less
-	// than 24 cells; the message cut.
+	// The full state with the message; the compact state with it; else
+	// the message on a line of its own above the state and the keys: the
+	// policy, the armed faults and the clock never give way to a message.
 	for _, state := range states[:2] {
 		left := state
 		switch {
@@ -158,42 +165,41 @@ func (m *Model) statusBar() string {
 			return fit(left, room) + right
 		}
 	}
+	state := narrowest
+	for _, s := range states[:2] {
+		if lipgloss.Width(s) <= room {
+			state = s
+			break
+		}
+	}
 	if flash == "" {
-		return fit(narrowest, room) + right
+		return fit(state, room) + right
 	}
-	if lipgloss.Width(flash)+1 <= room {
-		return fit(" "+flash, room) + right
-	}
-	return wrappedFlash(m.status.text, style, m.width, room) + right
+	return messageLine(m.status.text, style, m.width) + "\n" + fit(state, room) + right
 }
 
-// wrappedFlash is a status message too long for the footer's line, on two
-// lines while it shows: the first the whole width, the second beside the
-// key hints (room cells). What still does not fit ends in "… M: whole",
-// the message log's key.
-func wrappedFlash(text string, style lipgloss.Style, width, room int) string {
-	first, rest := text, ""
-	if lines := strings.SplitN(ansi.Wordwrap(text, width-2, " "), "\n", 2); len(lines) == 2 {
-		first, rest = lines[0], strings.Join(strings.Fields(lines[1]), " ")
-	}
-	if lipgloss.Width(first) > width-2 {
-		first, rest = ansi.Truncate(text, width-2, ""), ansi.Cut(text, width-2, lipgloss.Width(text))
-	}
+// messageLine is a status message too long to share the footer's line
+// with the state, on a line of its own the whole width; what still does
+// not fit ends in "… M: whole", the message log's key.
+func messageLine(text string, style lipgloss.Style, width int) string {
 	const more = "… M: whole"
-	if lipgloss.Width(rest)+1 > room {
-		rest = strings.TrimRight(ansi.Truncate(rest, max(0, room-1-len([]rune(more))), ""), " ") + more
+	if lipgloss.Width(text) > width-2 {
+		text = strings.TrimRight(ansi.Truncate(text, max(0, width-2-lipgloss.Width(more)), ""), " ") + more
 	}
-	return fit(" "+style.Render(first), width) + "\n" + fit(" "+style.Render(rest), room)
+	return fit(" "+style.Render(text), width)
 }
 
 // footerHeight is the footer's lines: two while a status message too long
-// for one shows (wrappedFlash), else one.
+// to share the line with the state shows (messageLine), else one.
 func (m *Model) footerHeight() int {
 	if m.status.text == "" {
 		return 1
 	}
 	return strings.Count(m.statusBar(), "\n") + 1
 }
+
+// onOff says a policy's part: "on" or "off".
+func onOff(v bool) string { return short(&v) }
 
 // shorter is short for a narrow footer.
 func shorter(v *bool) string {

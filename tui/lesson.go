@@ -470,16 +470,43 @@ func (l *lessonPane) bindings() []binding {
 		return []binding{do("enter", "start", l.begin), leave, jump, quitNow}
 	case phaseActing:
 		a := l.step.Actions[l.next]
-		return []binding{do(lessonKeyFor(a.Verb), strings.ToLower(a.Verb), l.act), leave, jump, help, quit, l.notNow()}
+		return []binding{do(lessonKeyFor(a.Verb), strings.ToLower(a.Verb), l.act), leave, jump, help, quit, l.notNow(), l.lessonSets()}
 	case phaseRunning:
-		return []binding{leave, quit, l.notNow()}
+		return []binding{leave, quit, l.notNow(), l.lessonSets()}
 	case phaseFeedback:
-		return []binding{do("enter", "next lesson", l.ask), leave, jump, help, quit}
+		return []binding{do("enter", "next lesson", l.ask), leave, jump, help, quit, l.lessonSets()}
 	case phaseFinished:
 		return []binding{do("r", "start over", l.startOver), do("enter", "back to your database", l.leave), jump, quit,
-			{Binding: key.NewBinding(key.WithKeys("esc")), action: func(tea.KeyMsg) tea.Cmd { return l.leave() }}}
+			{Binding: key.NewBinding(key.WithKeys("esc")), action: func(tea.KeyMsg) tea.Cmd { return l.leave() }}, l.lessonSets()}
 	}
 	return nil
+}
+
+// lessonSets refuses, in lesson mode, the keys that would change what a
+// step runs: the faults armed by hand (t T c C), the policy (K J) and the
+// kill (x). The lesson sets its scenario's faults and policy, and its
+// verdict is the scenario's; a crash armed before n would make the run
+// say one thing and the verdict another.
+func (l *lessonPane) lessonSets() binding {
+	k := l.keys
+	var keys []string
+	for _, b := range []key.Binding{k.TimeoutAfter, k.TimeoutBefore, k.CrashAfterEffect, k.CrashAfterRecord, k.ToggleKeys, k.ToggleJournal, k.KillNow} {
+		keys = append(keys, b.Keys()...)
+	}
+	return binding{Binding: key.NewBinding(key.WithKeys(keys...)), action: func(msg tea.KeyMsg) tea.Cmd {
+		return flash(fmt.Sprintf("%s: not in lesson mode, the lesson sets the faults and the policy; esc leaves to try your own", msg.String()), true)
+	}}
+}
+
+// Policy is the policy of the step in front, which its runs use: the
+// scenario's own, since lesson mode takes no overrides; ok is false
+// before a step is asked.
+func (l *lessonPane) Policy() (keys, journal bool, ok bool) {
+	if !l.on || l.step.Scenario == nil {
+		return false, false, false
+	}
+	p := l.step.Scenario.Policy
+	return p.Keys, p.Journal, true
 }
 
 // notNow takes the explorer's action keys while a step waits for its own

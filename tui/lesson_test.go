@@ -3,8 +3,12 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/teatest"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -614,5 +618,76 @@ func TestLessonKeysAreItsBindings(t *testing.T) {
 	press(t, m, "esc")
 	if m.lesson.Jumping() || !m.lesson.On() || m.lesson.phase != phaseActing {
 		t.Errorf("esc in the box closes it only: jumping %v, on %v, phase %d", m.lesson.Jumping(), m.lesson.On(), m.lesson.phase)
+	}
+}
+
+// TestLessonRefusesFaultAndPolicyKeys: in lesson 3 (safe), K K c before n
+// armed a crash on the lessons' database and left the footer saying "keys
+// off", while the run used the armed crash and keys+journal and the verdict
+// spoke of a journal replay that never happened. The lesson sets its
+// scenario: those keys are refused with one line, nothing is armed, the
+// step still plays, and the footer says the policy the run uses.
+func TestLessonRefusesFaultAndPolicyKeys(t *testing.T) {
+	t.Parallel()
+	fl := newFakeLessons(t)
+	fl.done["naive"] = lesson.Feedback{Correct: true}
+	fl.done["crash"] = lesson.Feedback{Correct: true}
+	openRoom, lessons := lessonRoom(t, fl)
+	m := New(Options{Source: article(t), Now: fixedNow, OpenLessons: openRoom})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	waitFor := func(want string) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitFor("execution completed")
+	for _, k := range []string{"K", "K", "L"} { // keys off for the user's own runs, then L
+		tm.Send(keyMsg(k))
+	}
+	waitFor("Predict:")
+	for _, k := range []string{"1", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor("press n")
+	for _, k := range []string{"K", "K", "c"} {
+		tm.Send(keyMsg(k))
+	}
+	tm.Send(keyMsg("n"))
+	waitFor("now: worker killed") // paused before the rerun
+	tm.Send(keyMsg("n"))
+	waitFor("Right: 1 message in the outbox")
+	tm.Send(settleMsg{})
+	tm.Quit()
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	var said []string
+	for _, e := range fm.msgs.entries {
+		said = append(said, e.text)
+	}
+	for _, k := range []string{"K", "c"} {
+		want := k + ": not in lesson mode, the lesson sets the faults and the policy; esc leaves to try your own"
+		if !slices.Contains(said, want) {
+			t.Errorf("%s in lesson mode did not say %q; the messages: %q", k, want, said)
+		}
+	}
+	for _, c := range lessons.Calls() {
+		if strings.HasPrefix(c, "arm") {
+			t.Fatalf("c armed a fault in lesson mode: %v", lessons.Calls())
+		}
+	}
+	if strings.Join(fl.ran, "|") != "begin safe|safe:run|safe:run" {
+		t.Fatalf("the step played: %v", fl.ran)
+	}
+	if keys, journal := fm.runPolicy(); keys != nil || journal != nil {
+		t.Fatalf("lesson mode runs with overrides: keys %v journal %v", keys, journal)
+	}
+	v := fm.View()
+	if lines := strings.Split(v, "\n"); len(lines) != 30 {
+		t.Fatalf("%d lines at 100×30", len(lines))
+	}
+	footer := v[strings.LastIndex(v, "\n")+1:]
+	mustShow(t, footer, "the footer: the lesson's policy", "keys on", "journal on", "armed —")
+	if strings.Contains(footer, "keys off") {
+		t.Fatalf("the footer says the policy K set before L, not the lesson's:\n%s", footer)
 	}
 }

@@ -47,3 +47,31 @@ func TestLongMessagesWrapAndStayInTheLog(t *testing.T) {
 		}
 	}
 }
+
+// TestLongMessageKeepsTheState: after T at 80×24 the message ("timeout
+// before the effect … armed for the next tool call") took the footer's
+// line, and the state (policy, what is armed, the clock) was gone until it
+// faded. The message now has a line of its own; the state stays under it.
+func TestLongMessageKeepsTheState(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {100, 30}} {
+		m := open(t, article(t), size[0], size[1])
+		press(t, m, "T")
+		if m.status.text == "" {
+			t.Fatalf("%v: T says nothing", size)
+		}
+		lines := strings.Split(m.View(), "\n")
+		if len(lines) != size[1] {
+			t.Fatalf("%v: %d lines on screen", size, len(lines))
+		}
+		msg, state := lines[len(lines)-2], lines[len(lines)-1]
+		if !strings.Contains(msg, "armed for the next tool call") {
+			t.Errorf("%v: the message's line: %q", size, msg)
+		}
+		for _, want := range []string{"timeout-before-effect", "+0h"} {
+			if !strings.Contains(state, want) {
+				t.Errorf("%v: the footer's state lacks %q while the message shows: %q", size, want, state)
+			}
+		}
+	}
+}

@@ -574,13 +574,23 @@ func (f *noticeFeed) grow(steady bool) {
 	}
 }
 
+// runPolicy is the policy overrides of the runs started here (K, J); none
+// in lesson mode, where each scenario runs with its own policy.
+func (m *Model) runPolicy() (keys, journal *bool) {
+	if m.lesson.On() {
+		return nil, nil
+	}
+	return m.runs.keysOn, m.runs.journalOn
+}
+
 // start runs scenario name, with the policy overrides set here.
 func (m *Model) start(name string) tea.Cmd {
 	src := m.can.run
 	if src == nil {
 		return nil
 	}
-	opts := engine.RunOptions{Keys: m.runs.keysOn, Journal: m.runs.journalOn}
+	keys, journal := m.runPolicy()
+	opts := engine.RunOptions{Keys: keys, Journal: journal}
 	return func() tea.Msg {
 		r, err := src.Start(name, opts)
 		if err != nil {

@@ -165,8 +165,10 @@ type scenarioPicker struct {
 	// info is how many lines tell of the selected scenario (see
 	// pickerInfoLines).
 	info int
-	// keysOn and journalOn are the policy of the run it starts.
+	// keysOn and journalOn are the policy of the run it starts; inLesson
+	// says they are the scenario's own, lesson mode's (K and J are off).
 	keysOn, journalOn *bool
+	inLesson          bool
 	// scenarios is the catalogue, once read (read); pending remembers an
 	// n pressed before it came, and typeahead the keys typed after that n
 	// (the picker's filter, enter), replayed into the picker when it opens:
@@ -196,6 +198,9 @@ func (p *scenarioPicker) bindings() []binding {
 				p.open = false
 				return func() tea.Msg { return pickedMsg{name: it.s.Name} }
 			}},
+		// While the filter is typed, enter keeps it (the list's own key);
+		// a second enter runs the scenario selected.
+		{Binding: hint("enter", "keep filter"), enabled: func() bool { return p.list.FilterState() == list.Filtering }},
 		{Binding: key.NewBinding(key.WithHelp("/", "filter"))},
 		{Binding: hint("esc", "cancel"), enabled: func() bool { return p.list.FilterState() == list.Unfiltered },
 			action: func(tea.KeyMsg) tea.Cmd {
@@ -249,10 +254,11 @@ func (p *scenarioPicker) Scenario(name string) *scenario.Scenario {
 	return nil
 }
 
-// Open shows the picker over the catalogue, for a run with this policy;
+// Open shows the picker over the catalogue, for a run with this policy
+// (inLesson: lesson mode's, the scenario's own);
 // false when it does not open: before the catalogue is read (it opens
 // then: SetCatalogue), or over an empty one (the footer says so).
-func (p *scenarioPicker) Open(keysOn, journalOn *bool) bool {
+func (p *scenarioPicker) Open(keysOn, journalOn *bool, inLesson bool) bool {
 	if !p.read {
 		p.pending = true
 		return false
@@ -262,7 +268,7 @@ func (p *scenarioPicker) Open(keysOn, journalOn *bool) bool {
 		return false
 	}
 	p.list, p.open = newPicker(p.scenarios), true
-	p.keysOn, p.journalOn = keysOn, journalOn
+	p.keysOn, p.journalOn, p.inLesson = keysOn, journalOn, inLesson
 	p.SetSize(p.width, p.height)
 	return true
 }
@@ -355,8 +361,22 @@ func (p *scenarioPicker) View() string {
 	for len(lines) < p.height-3 {
 		lines = append(lines, "")
 	}
-	lines = append(lines[:p.height-3], fmt.Sprintf("this run: keys %s · journal %s (K, J before n)", short(p.keysOn), short(p.journalOn)))
+	lines = append(lines[:p.height-3], p.lastLine())
 	return p.theme.box("Run a scenario", lines, p.width, p.height, true)
+}
+
+// lastLine is the picker's last line: while a filter is typed, what enter
+// does then (it keeps the filter; a second enter runs the scenario
+// selected); else the policy of the run it starts.
+func (p *scenarioPicker) lastLine() string {
+	if p.list.FilterState() == list.Filtering {
+		return p.theme.Bold.Render("enter: keep the filter, then enter: run · esc: clear it")
+	}
+	how := "(K, J before n)"
+	if p.inLesson {
+		how = "(lesson mode: the scenario's own)"
+	}
+	return fmt.Sprintf("this run: keys %s · journal %s %s", short(p.keysOn), short(p.journalOn), how)
 }
 
 // pageLine says which page of the list shows, of how many (of the list as
@@ -378,11 +398,18 @@ func (p *scenarioPicker) FullHelp() [][]key.Binding {
 	return [][]key.Binding{p.ShortHelp(), {p.list.KeyMap.CursorUp, p.list.KeyMap.CursorDown, p.list.KeyMap.NextPage, p.list.KeyMap.PrevPage}}
 }
 
+// pickerPolicy is the policy the picker's run takes, and whether it is
+// lesson mode's (each scenario's own).
+func (m *Model) pickerPolicy() (keysOn, journalOn *bool, inLesson bool) {
+	keysOn, journalOn = m.runPolicy()
+	return keysOn, journalOn, m.lesson.On()
+}
+
 // openPicker shows the picker over the scenario catalogue, or once the
 // catalogue is read (no key is dropped).
 func (m *Model) openPicker() tea.Cmd {
 	switch {
-	case m.picker.Open(m.runs.keysOn, m.runs.journalOn):
+	case m.picker.Open(m.pickerPolicy()):
 		m.modes.push(m.pickerMode())
 		// Keys typed while it waited for the catalogue go to it now.
 		var cmds []tea.Cmd

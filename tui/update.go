@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/internal/dur"
@@ -208,6 +209,9 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 	if msg.id != m.selID {
 		return nil // an answer for an execution no longer selected
 	}
+	if errors.Is(msg.err, engine.ErrNoExecution) {
+		return m.executionGone()
+	}
 	if msg.err != nil {
 		m.setFlash(oneLine(msg.err.Error()), true)
 		if msg.from == 0 {
@@ -229,6 +233,17 @@ func (m *Model) onTrace(msg traceMsg) tea.Cmd {
 		return m.readOn()
 	}
 	return nil
+}
+
+// executionGone takes a read of the selected execution that found it gone:
+// another terminal reset or erased the database (retrylab reset) while it
+// was shown. That is no error: the trace and its messages go, and the
+// list is read again, as it is for a run from another terminal.
+func (m *Model) executionGone() tea.Cmd {
+	m.selID = ""
+	m.trace.Forget()
+	m.outbox.SetDeliveries(nil)
+	return m.loadExecs()
 }
 
 // onNotices follows the source live. An event of the trace shown is

@@ -257,3 +257,43 @@ func TestPickerSaysItsPage(t *testing.T) {
 	press(t, m, "pgdown")
 	mustShow(t, m.View(), "picker's second page", "page 2 of ")
 }
+
+// TestPickerFilterEnterKeepsThenRuns: in the picker, / and a text, then
+// enter keeps the filter (the footer says so while it is typed) and a
+// second enter runs the scenario selected, as the docs say.
+func TestPickerFilterEnterKeepsThenRuns(t *testing.T) {
+	t.Parallel()
+	snap := record(t, []string{"naive", "run"})
+	m := New(Options{Source: snap, Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+	waitFor := func(want string) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), want) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitFor("execution completed")
+	for _, k := range []string{"n", "/", "retention"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor("enter: keep the filter, then enter: run")
+	tm.Send(keyMsg("enter"))
+	waitFor("“retention” 2 items")
+	tm.Send(keyMsg("enter"))
+	waitFor("snapshot: not started") // the start's answer, in the footer
+	tm.Send(settleMsg{})
+	tm.Quit()
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	if fm.picker.Shown() {
+		t.Fatal("the second enter did not run: the picker is still open")
+	}
+	var started []string
+	for _, c := range snap.Calls() {
+		if strings.HasPrefix(c, "start") {
+			started = append(started, c)
+		}
+	}
+	if len(started) != 1 || !strings.Contains(started[0], "key-retention") {
+		t.Fatalf("the second enter started %v, want key-retention", started)
+	}
+}

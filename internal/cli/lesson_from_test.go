@@ -28,3 +28,17 @@ func TestCLILessonFrom(t *testing.T) {
 		t.Errorf("lesson 0: %q, want %q…", msg, want)
 	}
 }
+
+// Lesson 21 said "The second start was deduplicated" under a narration
+// that shows one start and nothing about a second: its text now says what
+// the run shows, one start, the second having started nothing.
+func TestCLILessonRunLevelSaysWhatItShows(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	r := ok(t, db, "lesson", "--from", "run-level-idempotency", "--answers", "1")
+	if n := strings.Count(r.stdout, "started: scenario run-level-idempotency"); n != 1 {
+		t.Fatalf("the narration shows %d starts, want 1:\n%s", n, r.stdout)
+	}
+	has(t, r, "Watch how many starts the trace shows", "One start shows, not two", "started nothing")
+	hasNot(t, r, "The second start was deduplicated")
+}
