@@ -37,7 +37,7 @@ func readmeBlock(t *testing.T, after string) string {
 
 var (
 	pidRe      = regexp.MustCompile(`pid \d+`)
-	durationRe = regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|s)\b`)
+	durationRe = regexp.MustCompile(`<1ms|\b\d+(\.\d+)?(ms|µs|s)\b`)
 )
 
 // masked is text with pids and measured durations masked, trailing spaces
