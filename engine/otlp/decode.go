@@ -410,21 +410,29 @@ func parseJSON(doc []byte, line int) (ptrace.Traces, error) {
 		return td, atLine(line, err)
 	}
 	if err != nil {
-		// json-iterator quotes the bytes around the fault, new lines and all.
-		msg := strings.Join(strings.Fields(err.Error()), " ")
-		if cutShort(doc) {
-			msg = "the JSON ends early (cut short?)"
-		} else if at, what, ok := typeFault(doc); ok {
-			// A value of the wrong type: its line, span and field, not
-			// the parser's words.
-			msg = what
-			if line == 0 {
-				line = at
-			}
-		}
-		return td, atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
+		return td, jsonFault(doc, line, err)
 	}
 	return td, nil
+}
+
+// jsonFault says why pdata could not decode doc (line line of a JSON
+// Lines file, or a whole document: 0) in the user's words, where it can:
+// cut short, or the line, span and field of a value of the wrong type;
+// else in pdata's, on one line. It runs only once decoding has failed.
+func jsonFault(doc []byte, line int, err error) error {
+	// json-iterator quotes the bytes around the fault, new lines and all.
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if cutShort(doc) {
+		msg = "the JSON ends early (cut short?)"
+	} else if at, what, ok := typeFault(doc); ok {
+		// A value of the wrong type: its line, span and field, not
+		// the parser's words.
+		msg = what
+		if line == 0 {
+			line = at
+		}
+	}
+	return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 }
 
 // cutShort says whether doc is the start of a JSON value that stops before
