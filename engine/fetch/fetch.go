@@ -34,6 +34,11 @@ var ErrTooLarge = errors.New("answer too large")
 // longer than the client's Timeout.
 var ErrTimeout = errors.New("no complete answer in time")
 
+// ErrCutShort is the error of a body whose connection ended before the
+// body did (fewer bytes than its Content-Length, a chunked body without
+// its last chunk).
+var ErrCutShort = errors.New("the answer was cut short")
+
 // Client fetches URLs. Its zero value uses http.DefaultTransport,
 // DefaultTimeout and DefaultMaxBytes and sends no extra header.
 type Client struct {
@@ -265,7 +270,7 @@ func (b *body) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("%w: larger than %s", ErrTooLarge, sizeWords(b.max))
+			return 0, TooLarge(b.max)
 		}
 		return 0, b.readErr(err)
 	}
@@ -277,7 +282,8 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, b.readErr(err)
 }
 
-// readErr says a read that the deadline cut short as such.
+// readErr says a read that the deadline cut short as such, and one that
+// the connection's end cut short (ErrCutShort).
 func (b *body) readErr(err error) error {
 	if err == nil || err == io.EOF {
 		return err
@@ -285,7 +291,21 @@ func (b *body) readErr(err error) error {
 	if errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: the answer took longer than %v", ErrTimeout, b.timeout)
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w after %s (the connection closed before its end)", ErrCutShort, sizeWords(b.max-b.left))
+	}
 	return err
+}
+
+// AtLimit reports whether the body was read up to its MaxBytes: a reader
+// that failed then failed for the limit, whichever of its own bounds it
+// met first (the importer's on a document is the same 512 MiB).
+func (b *body) AtLimit() bool { return b.left <= 0 }
+
+// TooLarge is the error of an answer larger than limit bytes, as a body
+// read past it says it.
+func TooLarge(limit int64) error {
+	return fmt.Errorf("%w: larger than %s", ErrTooLarge, sizeWords(limit))
 }
 
 func (b *body) Close() error {

@@ -305,3 +305,21 @@ func TestURLSchemes(t *testing.T) {
 		}
 	}
 }
+
+// A body whose connection closes before its end is ErrCutShort, with how
+// much came.
+func TestGetSaysABodyCutShort(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	_, err := get(t, fetch.Client{}, srv.URL)
+	if !errors.Is(err, fetch.ErrCutShort) || err.Error() != "the answer was cut short after 10 bytes (the connection closed before its end)" {
+		t.Errorf("%v", err)
+	}
+}

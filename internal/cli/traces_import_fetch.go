@@ -146,6 +146,9 @@ func fetchErr(err error) error {
 	if errors.As(err, &se) && se.Unauthorized() {
 		return fmt.Errorf("%w (give --header 'Authorization: Bearer …' or $%s)", err, authEnv)
 	}
+	if errors.Is(err, fetch.ErrTooLarge) && !strings.Contains(err.Error(), "--max-mib") {
+		return fmt.Errorf("%w (--max-mib)", err)
+	}
 	return err
 }
 
@@ -164,6 +167,15 @@ func (a *app) importURL(ctx context.Context, t engine.Traces, c fetch.Client, u 
 	}
 	defer body.Close()
 	res, err := t.ImportStream(name, body)
+	if full, ok := body.(interface{ AtLimit() bool }); err != nil && ok && full.AtLimit() {
+		// The answer filled --max-mib: that is why it failed, whichever
+		// bound of the importer's it met first (its own is 512 MiB too).
+		limit := c.MaxBytes
+		if limit <= 0 {
+			limit = fetch.DefaultMaxBytes
+		}
+		err = fmt.Errorf("%s: %w", name, fetchErr(fetch.TooLarge(limit)))
+	}
 	return name, res, err
 }
 

@@ -99,7 +99,7 @@ func TestCLIImportURLRefusals(t *testing.T) {
 		{[]string{srv.URL + "/down"}, "retrylab: import HTTP 502 from " + srv.URL + "/down: server error: ingester unavailable", 0},
 		{[]string{"--max-mib", "2", srv.URL + "/big"}, "retrylab: import " + srv.URL + "/big: answer too large: larger than 2 MiB", 0},
 		{[]string{srv.URL + "/broken"}, "retrylab: import " + srv.URL + "/broken: line 2", 0},
-		{[]string{srv.URL + "/html"}, "retrylab: import " + srv.URL + "/html: neither OTLP/JSON", 0},
+		{[]string{srv.URL + "/html"}, "retrylab: import " + srv.URL + "/html: it is HTML (a web page: a UI's, a login's or an error page?), not a trace of any format retrylab reads", 0},
 		{[]string{"http:///x"}, "retrylab: http:///x: a URL without a host", 0},
 		{[]string{"--header", "Authorization Bearer", v1}, `retrylab: --header "Authorization Bearer": write it as 'Name: value' (see --help)`, 2},
 		{[]string{"--jaeger", srv.URL}, "retrylab: --jaeger: name the service whose traces to import with --service (see --help)", 2},

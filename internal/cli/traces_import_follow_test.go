@@ -165,3 +165,34 @@ func TestCLIImportSearchProgressOnATerminal(t *testing.T) {
 		t.Errorf("the terminal shows\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// An answer whose connection closes before its end is said as such, the
+// same alone and beside a running serve (before: "the compressed file
+// ends early" of a body never compressed, and "unexpected EOF").
+func TestCLIImportURLCutShort(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"resourceSpans": [`))
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	want := "retrylab: import " + srv.URL + "/cut: line 1: the answer was cut short after 19 bytes (the connection closed before its end)"
+	db := newDB(t)
+	if msg := fails(t, 1, db, "import", srv.URL+"/cut"); msg != want {
+		t.Errorf("alone: %q\nwant   %q", msg, want)
+	}
+	serve := background(t, db, "serve")
+	serve.banner(t)
+	if msg := fails(t, 1, db, "import", srv.URL+"/cut"); msg != want {
+		t.Errorf("beside serve: %q\nwant   %q", msg, want)
+	}
+	if s := serve.stop(t); s.code != 0 {
+		t.Errorf("serve\n%s", s)
+	}
+}
