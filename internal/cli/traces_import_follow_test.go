@@ -196,3 +196,12 @@ func TestCLIImportURLCutShort(t *testing.T) {
 		t.Errorf("serve\n%s", s)
 	}
 }
+
+// A URL's scheme is read in any case (it was looked for as a file).
+func TestCLIImportURLSchemeInCapitals(t *testing.T) {
+	t.Parallel()
+	tempo := fakebackend.Tempo(t, repoRoot, "")
+	db := newDB(t)
+	u := strings.Replace(tempo.URL, "http://", "HTTP://", 1) + "/api/traces/" + fakebackend.TempoV1ID
+	has(t, ok(t, db, "import", u), u+": Tempo JSON, 6 spans imported -> otlp-conv-tempo-mail-1\n")
+}
