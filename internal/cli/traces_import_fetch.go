@@ -87,6 +87,9 @@ var searchOnly = []string{"query", "service", "since", "limit", "follow", "every
 // ignored without a word.
 func (f *fetchFlags) checkUnused(cmd *cobra.Command) error {
 	if f.searching() {
+		if !f.follow && cmd.Flags().Changed("every") {
+			return usageError("--every is how often --follow searches: give --follow with it")
+		}
 		return nil
 	}
 	for _, name := range searchOnly {

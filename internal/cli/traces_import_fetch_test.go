@@ -111,6 +111,7 @@ func TestCLIImportURLRefusals(t *testing.T) {
 		{[]string{"--tempo", srv.URL, "--since", "-1h"}, "retrylab: --since -1h0m0s: give a duration above zero (see --help)", 2},
 		{[]string{"--follow", v1}, "retrylab: --follow is for a search: give --tempo URL or --jaeger URL with it (see --help)", 2},
 		{[]string{"--query", "{}", v1}, "retrylab: --query is for a search: give --tempo URL or --jaeger URL with it (see --help)", 2},
+		{[]string{"--tempo", srv.URL, "--every", "1s"}, "retrylab: --every is how often --follow searches: give --follow with it (see --help)", 2},
 		{[]string{"--tempo", srv.URL, "--jaeger", srv.URL, "--service", "s"}, "retrylab: --tempo and --jaeger: search one backend at a time (see --help)", 2},
 		{[]string{"--tempo", tempo.URL, "--header", auth, "--limit", "0"}, "retrylab: --limit 0: give a number above zero (see --help)", 2},
 		{[]string{"--tempo", srv.URL + "/nothing"}, "retrylab: HTTP 404 from " + srv.URL + "/nothing/api/search?end=", 0},
