@@ -187,6 +187,10 @@ func TestCLIImportURLCutShort(t *testing.T) {
 	if msg := fails(t, 1, db, "import", srv.URL+"/cut"); msg != want {
 		t.Errorf("alone: %q\nwant   %q", msg, want)
 	}
+	// Nothing was stored: no empty database file was left behind.
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a failed URL import left a database file (%v)", err)
+	}
 	serve := background(t, db, "serve")
 	serve.banner(t)
 	if msg := fails(t, 1, db, "import", srv.URL+"/cut"); msg != want {
