@@ -132,7 +132,8 @@ func BenchmarkAppendConcurrent64(b *testing.B) {
 
 // BenchmarkCheckAtOpen: what a read-write Open of a file within CheckUpTo
 // spends checking it, on a 32 MB file of 2 000 histories: the pages' bounds
-// walked from the file (walk), bbolt's consistency check (bbolt), and both
+// walked from the file (walk), and with the records' checksums
+// (walk-sums, what a writer's Open walks), bbolt's consistency check (bbolt), and both
 // as Open runs them (open, the whole Open). Each reports ms per MB.
 func BenchmarkCheckAtOpen(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "check.db")
@@ -172,6 +173,15 @@ func BenchmarkCheckAtOpen(b *testing.B) {
 		start := time.Now()
 		for range b.N {
 			if err := walkFile(path, os.Getpagesize()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perMB(b, start)
+	})
+	b.Run("walk-sums", func(b *testing.B) {
+		start := time.Now()
+		for range b.N {
+			if err := walkFileSums(path, os.Getpagesize(), sumAll); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -32,6 +32,15 @@ import (
 // The layout read here is bbolt's file format (go.etcd.io/bbolt, format
 // version 2), in the machine's byte order as bbolt writes it.
 func walkPages(data []byte, pageSize int) error {
+	return walkPagesSums(data, pageSize, sumNone)
+}
+
+// walkPagesSums is walkPages that also checks the checksums of the records
+// sums says on the leaves it walks (see checkRecord) when the file
+// is of schema v7 on (as its meta collection, met on the way, says): what
+// a writer's Open runs. A damaged page is reported before a damaged
+// record, wherever each lies.
+func walkPagesSums(data []byte, pageSize int, sums sumLevel) error {
 	if pageSize < pageHeaderSize+2*elementSize {
 		return fmt.Errorf("a page size of %d bytes", pageSize)
 	}
@@ -48,14 +57,20 @@ func walkPages(data []byte, pageSize int) error {
 	if m.pgid < 2 {
 		return fmt.Errorf("the meta page says the file holds %d pages", m.pgid)
 	}
-	w := &pageWalker{data: data, ps: uint64(m.pageSize), hwm: m.pgid, seen: make([]bool, m.pgid)}
+	w := &pageWalker{data: data, ps: uint64(m.pageSize), hwm: m.pgid, seen: make([]bool, m.pgid), sums: sums}
 	w.seen[0], w.seen[1] = true, true // the meta pages
 	if m.freelist != noFreelist {
 		if err := w.freelist(m.freelist); err != nil {
 			return err
 		}
 	}
-	return w.tree(m.root, 0, from{fixed: "its root bucket"})
+	if err := w.tree(m.root, 0, from{fixed: "its root bucket"}, collection{kind: collRoot}); err != nil {
+		return err
+	}
+	if w.schema >= sumsSince {
+		return w.badRecord
+	}
+	return nil
 }
 
 // Offsets and sizes of bbolt's file format.
@@ -180,6 +195,13 @@ type pageWalker struct {
 	ps   uint64
 	hwm  uint64 // pages below it are the file's, and lie inside data
 	seen []bool // pages reached (or listed free)
+	// sums says to check the sealed records' checksums too (checkRecord);
+	// badRecord is the first whose sum does not match, and schema the
+	// file's version, once its meta collection is walked: the sums count
+	// only in a file of v7 on.
+	sums      sumLevel
+	badRecord error
+	schema    uint64
 }
 
 // page reads page id, with its overflow, after checking that it lies below
@@ -241,7 +263,7 @@ func (w *pageWalker) freelist(id uint64) error {
 }
 
 // tree walks the B+tree whose root is page id, which f points to.
-func (w *pageWalker) tree(id uint64, depth int, f from) error {
+func (w *pageWalker) tree(id uint64, depth int, f from, coll collection) error {
 	if depth > maxNesting {
 		return fmt.Errorf("%s is damaged (pages nest more than %d deep under it)", f.what(), maxNesting)
 	}
@@ -251,9 +273,9 @@ func (w *pageWalker) tree(id uint64, depth int, f from) error {
 	}
 	switch flags := native.Uint16(b[8:]); flags {
 	case branchPage:
-		return w.branch(id, b, depth)
+		return w.branch(id, b, depth, coll)
 	case leafPage:
-		return w.leaf(id, "", b, depth)
+		return w.leaf(id, "", b, depth, coll)
 	default:
 		return fmt.Errorf("page %d is damaged (its header has no known page type: flags 0x%x)", id, flags)
 	}
@@ -272,7 +294,7 @@ func within(b []byte, off int, pos, n, m uint32) bool {
 	return end <= uint64(len(b))
 }
 
-func (w *pageWalker) branch(id uint64, b []byte, depth int) error {
+func (w *pageWalker) branch(id uint64, b []byte, depth int, coll collection) error {
 	what := func() string { return fmt.Sprintf("page %d", id) }
 	n, ok := elements(b)
 	if !ok {
@@ -290,7 +312,7 @@ func (w *pageWalker) branch(id uint64, b []byte, depth int) error {
 		children[i] = native.Uint64(b[off+8:])
 	}
 	for i, child := range children {
-		if err := w.tree(child, depth+1, from{page: id, elem: i}); err != nil {
+		if err := w.tree(child, depth+1, from{page: id, elem: i}, coll); err != nil {
 			return err
 		}
 	}
@@ -300,7 +322,7 @@ func (w *pageWalker) branch(id uint64, b []byte, depth int) error {
 // leaf checks the elements of a leaf page, page id or (when inline is
 // not "") an inline bucket's page in it, and walks the buckets it holds: a
 // bucket's value is its header, and an inline bucket's page follows it.
-func (w *pageWalker) leaf(id uint64, inline string, b []byte, depth int) error {
+func (w *pageWalker) leaf(id uint64, inline string, b []byte, depth int, coll collection) error {
 	what := func() string {
 		if inline != "" {
 			return fmt.Sprintf("%s of page %d", inline, id)
@@ -318,16 +340,21 @@ func (w *pageWalker) leaf(id uint64, inline string, b []byte, depth int) error {
 		if !within(b, off, pos, ksize, vsize) {
 			return fmt.Errorf("%s is damaged (the key or value of element %d lies outside the page)", what(), i)
 		}
+		kstart := uint64(off) + uint64(pos)
+		start := kstart + uint64(ksize)
+		value := b[start : start+uint64(vsize)]
 		if flags&bucketLeafFlag == 0 {
+			if w.sums != sumNone {
+				w.record(id, coll, b[kstart:start], value)
+			}
 			continue
 		}
-		start := uint64(off) + uint64(pos) + uint64(ksize)
-		value := b[start : start+uint64(vsize)]
+		inner := coll.nested(b[kstart:start])
 		if len(value) < bucketHeaderSize {
 			return fmt.Errorf("%s is damaged (element %d is a bucket of %d bytes)", what(), i, len(value))
 		}
 		if root := native.Uint64(value); root != 0 {
-			if err := w.tree(root, depth+1, from{page: id, inline: inline, elem: i, bucket: true}); err != nil {
+			if err := w.tree(root, depth+1, from{page: id, inline: inline, elem: i, bucket: true}, inner); err != nil {
 				return err
 			}
 			continue
@@ -346,7 +373,7 @@ func (w *pageWalker) leaf(id uint64, inline string, b []byte, depth int) error {
 		if inline != "" {
 			in += " of " + inline
 		}
-		if err := w.leaf(id, in, page, depth+1); err != nil {
+		if err := w.leaf(id, in, page, depth+1, inner); err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,11 @@ var ErrTooLarge = errors.New("answer too large")
 // longer than the client's Timeout.
 var ErrTimeout = errors.New("no complete answer in time")
 
+// ErrCutShort is the error of a body whose connection ended before the
+// body did (fewer bytes than its Content-Length, a chunked body without
+// its last chunk).
+var ErrCutShort = errors.New("the answer was cut short")
+
 // Client fetches URLs. Its zero value uses http.DefaultTransport,
 // DefaultTimeout and DefaultMaxBytes and sends no extra header.
 type Client struct {
@@ -84,24 +89,92 @@ func (e *StatusError) Unauthorized() bool {
 	return e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden
 }
 
-// CheckURL refuses what is not an absolute http or https URL with a host.
+// CheckURL refuses what is not an absolute http or https URL with a host
+// (the scheme in any case: HTTP:// is http://). Its words show the URL
+// with any password in it redacted (Redact).
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a URL: %w", raw, err)
+		return nil, fmt.Errorf("%s: not a URL: %w", Redact(raw), unwrapURLError(err))
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: not an http or https URL", raw)
+	switch {
+	case u.Scheme == "http" || u.Scheme == "https":
+	case u.Scheme != "" && strings.Contains(raw, "://"):
+		return nil, fmt.Errorf("%s: retrylab fetches only http and https URLs, not %s (a file: give its path)", Redact(raw), u.Scheme)
+	default:
+		return nil, fmt.Errorf("%s: not an http or https URL", Redact(raw))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%s: a URL without a host", raw)
+		return nil, fmt.Errorf("%s: a URL without a host", Redact(raw))
 	}
 	return u, nil
 }
 
-// IsURL reports whether s is meant as a URL rather than a file's name.
+// IsURL reports whether s is meant as a URL rather than a file's name:
+// it starts with a scheme and "://" (http, https, in any case, and the
+// schemes CheckURL refuses in words of their own, such as ftp or file).
 func IsURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, c := range scheme {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// Redact is raw with the password of its user information, if any,
+// replaced by "xxxxx": how a URL is shown, stored and said in errors. The
+// request is made with the password all the same.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); !has {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a port left out is its scheme's default).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if u.Scheme == "https" {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// maxRedirects is how many redirects a request follows, as Go's client.
+const maxRedirects = 10
+
+// checkRedirect lets a redirect carry the client's own headers (Header,
+// Authorization among them) and the URL's credentials only to the scheme,
+// host and port first asked: Go's client keeps every other header, and
+// Authorization on another port of the same host or from https to http.
+func (c Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if sameOrigin(via[0].URL, req.URL) {
+		return nil
+	}
+	for name := range c.Header {
+		req.Header.Del(name)
+	}
+	req.Header.Del("Authorization")
+	return nil
 }
 
 func (c Client) timeout() time.Duration {
@@ -127,11 +200,12 @@ func (c Client) Get(ctx context.Context, rawURL string) (io.ReadCloser, error) {
 	if _, err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
+	shown := Redact(rawURL)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("%s: %w", rawURL, err)
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
 	for k, vs := range c.Header {
 		for _, v := range vs {
@@ -139,19 +213,19 @@ func (c Client) Get(ctx context.Context, rawURL string) (io.ReadCloser, error) {
 		}
 	}
 	req.Header.Set("Accept", "application/json, application/x-protobuf;q=0.9, */*;q=0.1")
-	hc := http.Client{Transport: c.Transport}
+	hc := http.Client{Transport: c.Transport, CheckRedirect: c.checkRedirect}
 	resp, err := hc.Do(req)
 	if err != nil {
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("GET %s: %w (%v)", rawURL, ErrTimeout, c.timeout())
+			return nil, fmt.Errorf("GET %s: %w (%v)", shown, ErrTimeout, c.timeout())
 		}
-		return nil, fmt.Errorf("GET %s: %w", rawURL, unwrapURLError(err))
+		return nil, fmt.Errorf("GET %s: %w", shown, unwrapURLError(err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer cancel()
 		defer resp.Body.Close()
-		return nil, &StatusError{URL: resp.Request.URL.String(), From: rawURL, Code: resp.StatusCode, Detail: detail(resp.Body)}
+		return nil, &StatusError{URL: Redact(resp.Request.URL.String()), From: shown, Code: resp.StatusCode, Detail: detail(resp.Body)}
 	}
 	return &body{rc: resp.Body, left: c.maxBytes(), max: c.maxBytes(), ctx: ctx, cancel: cancel, timeout: c.timeout()}, nil
 }
@@ -196,7 +270,7 @@ func (b *body) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("%w: larger than %s", ErrTooLarge, sizeWords(b.max))
+			return 0, TooLarge(b.max)
 		}
 		return 0, b.readErr(err)
 	}
@@ -208,7 +282,8 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, b.readErr(err)
 }
 
-// readErr says a read that the deadline cut short as such.
+// readErr says a read that the deadline cut short as such, and one that
+// the connection's end cut short (ErrCutShort).
 func (b *body) readErr(err error) error {
 	if err == nil || err == io.EOF {
 		return err
@@ -216,7 +291,21 @@ func (b *body) readErr(err error) error {
 	if errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: the answer took longer than %v", ErrTimeout, b.timeout)
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w after %s (the connection closed before its end)", ErrCutShort, sizeWords(b.max-b.left))
+	}
 	return err
+}
+
+// AtLimit reports whether the body was read up to its MaxBytes: a reader
+// that failed then failed for the limit, whichever of its own bounds it
+// met first (the importer's on a document is the same 512 MiB).
+func (b *body) AtLimit() bool { return b.left <= 0 }
+
+// TooLarge is the error of an answer larger than limit bytes, as a body
+// read past it says it.
+func TooLarge(limit int64) error {
+	return fmt.Errorf("%w: larger than %s", ErrTooLarge, sizeWords(limit))
 }
 
 func (b *body) Close() error {

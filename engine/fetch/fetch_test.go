@@ -83,7 +83,7 @@ func TestGetSaysWhatWentWrong(t *testing.T) {
 		{c, srv.URL + "/down", "HTTP 503 from " + srv.URL + "/down: server error: ingester unavailable retry later", nil},
 		{fetch.Client{MaxBytes: 1 << 10}, srv.URL + "/big", "answer too large: larger than 1 KiB", fetch.ErrTooLarge},
 		{fetch.Client{Timeout: 50 * time.Millisecond}, srv.URL + "/slow", "no complete answer in time: the answer took longer than 50ms", fetch.ErrTimeout},
-		{c, "ftp://tempo/api/traces/1", "ftp://tempo/api/traces/1: not an http or https URL", nil},
+		{c, "ftp://tempo/api/traces/1", "ftp://tempo/api/traces/1: retrylab fetches only http and https URLs, not ftp (a file: give its path)", nil},
 		{c, "http:///api/traces/1", "http:///api/traces/1: a URL without a host", nil},
 	}
 	for _, tc := range cases {
@@ -186,5 +186,140 @@ func TestFollowerAnswersEachTraceOnce(t *testing.T) {
 	}
 	if got := tempo.Requests(); len(got) != 3 || !strings.Contains(got[1], "end=1796126415") {
 		t.Errorf("Tempo was asked %q", got)
+	}
+}
+
+// A trace whose import failed is answered again by the next searches that
+// find it, Tries times in all; one imported is not.
+func TestFollowerRetriesAFailedTraceBounded(t *testing.T) {
+	tempo := fakebackend.Tempo(t, root, "")
+	f := &fetch.Follower{Searcher: fetch.Tempo{Base: tempo.URL}, Since: time.Hour, Limit: 20, Tries: 2}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	poll := func(i int) []string {
+		t.Helper()
+		ids, err := f.Poll(context.Background(), now.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if got := poll(0); !slices.Equal(got, []string{fakebackend.TempoV1ID, fakebackend.TempoV2ID}) {
+		t.Fatalf("first poll: %q", got)
+	}
+	if left := f.Failed(fakebackend.TempoV1ID); left != 1 {
+		t.Errorf("after one failure: %d tries left, want 1", left)
+	}
+	if got := poll(1); !slices.Equal(got, []string{fakebackend.TempoV1ID}) {
+		t.Fatalf("after a failure the next poll answers %q, want the failed trace again", got)
+	}
+	if left := f.Failed(fakebackend.TempoV1ID); left != 0 {
+		t.Errorf("after two failures: %d tries left, want 0", left)
+	}
+	if got := poll(2); len(got) != 0 {
+		t.Fatalf("a trace given up is answered again: %q", got)
+	}
+}
+
+// Headers the client was given (Authorization and any other) and the
+// URL's credentials follow a redirect only to the same scheme, host and
+// port; a password in the URL is never in an error's words.
+func TestRedirectKeepsCredentialsOnlyOnTheSameOrigin(t *testing.T) {
+	type seen struct{ auth, key string }
+	got := make(chan seen, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")}
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer target.Close()
+	// The same host (127.0.0.1), another port; and another host name.
+	otherPort := target.URL
+	otherHost := strings.Replace(target.URL, "127.0.0.1", "localhost", 1)
+	var to string
+	from := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/self" {
+			http.Redirect(w, r, "/there", http.StatusFound)
+			return
+		}
+		if r.URL.Path == "/there" {
+			got <- seen{r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")}
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		http.Redirect(w, r, to+"/t", http.StatusFound)
+	}))
+	defer from.Close()
+	c := fetch.Client{Header: http.Header{"X-Api-Key": {"S"}, "Authorization": {"Bearer T"}}}
+	for _, dest := range []string{otherPort, otherHost} {
+		to = dest
+		_, err := get(t, c, from.URL+"/away")
+		if s := <-got; s.auth != "" || s.key != "" {
+			t.Errorf("a redirect to %s carried Authorization %q and X-Api-Key %q", dest, s.auth, s.key)
+		}
+		if err == nil {
+			t.Error("a 404 is not an error")
+		}
+	}
+	if _, err := get(t, c, from.URL+"/self"); err == nil {
+		t.Error("a 404 is not an error")
+	}
+	if s := <-got; s.auth != "Bearer T" || s.key != "S" {
+		t.Errorf("a redirect to the same origin dropped the headers: %+v", s)
+	}
+	// A password in the URL: sent, never shown.
+	withPassword := strings.Replace(from.URL, "http://", "http://admin:hunter2@", 1) + "/self"
+	_, err := get(t, fetch.Client{}, withPassword)
+	<-got
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "admin:xxxxx@") {
+		t.Errorf("an error of a URL with a password: %v", err)
+	}
+	if r := fetch.Redact(withPassword); strings.Contains(r, "hunter2") {
+		t.Errorf("Redact: %s", r)
+	}
+}
+
+// Only http and https URLs are fetched, their scheme in any case; any
+// other scheme is said as such, not looked for as a file.
+func TestURLSchemes(t *testing.T) {
+	for _, c := range []struct {
+		raw   string
+		isURL bool
+		err   string
+	}{
+		{"HTTP://tempo:3200/api/traces/1", true, ""},
+		{"Https://tempo/api/traces/1", true, ""},
+		{"ftp://a/x", true, "ftp://a/x: retrylab fetches only http and https URLs, not ftp (a file: give its path)"},
+		{"file:///tmp/x.json", true, "file:///tmp/x.json: retrylab fetches only http and https URLs, not file (a file: give its path)"},
+		{"traces.json", false, ""},
+		{"./a://b", false, ""},
+	} {
+		if got := fetch.IsURL(c.raw); got != c.isURL {
+			t.Errorf("IsURL(%q) = %v", c.raw, got)
+			continue
+		}
+		if !c.isURL {
+			continue
+		}
+		_, err := fetch.CheckURL(c.raw)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)) {
+			t.Errorf("CheckURL(%q) = %v, want %q", c.raw, err, c.err)
+		}
+	}
+}
+
+// A body whose connection closes before its end is ErrCutShort, with how
+// much came.
+func TestGetSaysABodyCutShort(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	_, err := get(t, fetch.Client{}, srv.URL)
+	if !errors.Is(err, fetch.ErrCutShort) || err.Error() != "the answer was cut short after 10 bytes (the connection closed before its end)" {
+		t.Errorf("%v", err)
 	}
 }

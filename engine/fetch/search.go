@@ -130,7 +130,7 @@ func (c Client) getJSON(ctx context.Context, u string, v any) error {
 	}
 	defer body.Close()
 	if err := json.NewDecoder(body).Decode(v); err != nil {
-		return fmt.Errorf("%s: not a search answer: %w", u, err)
+		return fmt.Errorf("%s: not a search answer: %w", Redact(u), err)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func checkIDs(u string, ids []string, limit int) ([]string, error) {
 	out := ids[:0]
 	for i, id := range ids {
 		if id == "" || len(id) > 32 || strings.Trim(strings.ToLower(id), "0123456789abcdef") != "" {
-			return nil, fmt.Errorf("%s: trace %d of the answer has id %q, not 1 to 32 hex digits", u, i+1, id)
+			return nil, fmt.Errorf("%s: trace %d of the answer has id %q, not 1 to 32 hex digits", Redact(u), i+1, id)
 		}
 		if seen[id] {
 			continue
@@ -156,17 +156,28 @@ func checkIDs(u string, ids []string, limit int) ([]string, error) {
 	return out, nil
 }
 
+// DefaultTries is how many times a Follower answers a trace whose import
+// fails (Failed) before it gives it up.
+const DefaultTries = 3
+
 // Follower asks a search again and again for the traces of the last Since,
-// and answers each trace once: the live-following form of a search.
+// and answers each trace once, or again at the next searches while its
+// import fails (Failed), Tries times in all: the live-following form of a
+// search.
 type Follower struct {
 	Searcher Searcher
 	Since    time.Duration
 	Limit    int
-	seen     map[string]bool
+	// Tries bounds how many times a trace is answered while its import
+	// fails; zero means DefaultTries.
+	Tries int
+	seen  map[string]bool
+	tries map[string]int // failed imports, by id
 }
 
 // Poll searches the window that ends at now and answers the ids it has
-// not answered before. A failed search answers none and forgets nothing.
+// not answered before, and those whose import failed fewer than Tries
+// times (Failed). A failed search answers none and forgets nothing.
 func (f *Follower) Poll(ctx context.Context, now time.Time) ([]string, error) {
 	ids, err := f.Searcher.Search(ctx, Window{Start: now.Add(-f.Since), End: now, Limit: f.Limit})
 	if err != nil {
@@ -183,4 +194,22 @@ func (f *Follower) Poll(ctx context.Context, now time.Time) ([]string, error) {
 		}
 	}
 	return fresh, nil
+}
+
+// Failed says the import of the trace id, answered by Poll, failed: the
+// next Poll that finds it answers it again, unless it has failed Tries
+// times. It returns how many tries are left (0: given up).
+func (f *Follower) Failed(id string) (left int) {
+	most := f.Tries
+	if most <= 0 {
+		most = DefaultTries
+	}
+	if f.tries == nil {
+		f.tries = map[string]int{}
+	}
+	f.tries[id]++
+	if left = most - f.tries[id]; left > 0 {
+		delete(f.seen, id)
+	}
+	return max(left, 0)
 }

@@ -109,6 +109,9 @@ func read(r io.Reader, maxLine int, fn func(Batch) error) (Format, error) {
 			if enc := byteOrderMark(data); enc != "" {
 				return FormatProto, fmt.Errorf("it starts with a %s byte order mark, which retrylab does not read: save it as UTF-8 without one (Windows PowerShell 5's '>' writes UTF-16 with one)", enc)
 			}
+			if looksLikeHTML(data) {
+				return FormatProto, errors.New("it is HTML (a web page: a UI's, a login's or an error page?), not a trace of any format retrylab reads")
+			}
 			return FormatProto, fmt.Errorf("neither OTLP/JSON (it does not start with '{') nor OTLP protobuf: %w", err)
 		}
 		return FormatProto, deliver(td, 0, fn)
@@ -410,21 +413,29 @@ func parseJSON(doc []byte, line int) (ptrace.Traces, error) {
 		return td, atLine(line, err)
 	}
 	if err != nil {
-		// json-iterator quotes the bytes around the fault, new lines and all.
-		msg := strings.Join(strings.Fields(err.Error()), " ")
-		if cutShort(doc) {
-			msg = "the JSON ends early (cut short?)"
-		} else if at, what, ok := typeFault(doc); ok {
-			// A value of the wrong type: its line, span and field, not
-			// the parser's words.
-			msg = what
-			if line == 0 {
-				line = at
-			}
-		}
-		return td, atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
+		return td, jsonFault(doc, line, err)
 	}
 	return td, nil
+}
+
+// jsonFault says why pdata could not decode doc (line line of a JSON
+// Lines file, or a whole document: 0) in the user's words, where it can:
+// cut short, or the line, span and field of a value of the wrong type;
+// else in pdata's, on one line. It runs only once decoding has failed.
+func jsonFault(doc []byte, line int, err error) error {
+	// json-iterator quotes the bytes around the fault, new lines and all.
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if cutShort(doc) {
+		msg = "the JSON ends early (cut short?)"
+	} else if at, what, ok := typeFault(doc); ok {
+		// A value of the wrong type: its line, span and field, not
+		// the parser's words.
+		msg = what
+		if line == 0 {
+			line = at
+		}
+	}
+	return atLine(line, fmt.Errorf("not OTLP/JSON: %s", msg))
 }
 
 // cutShort says whether doc is the start of a JSON value that stops before
@@ -635,6 +646,18 @@ func cutShortRead(err error) error {
 		return fmt.Errorf("the compressed file ends early (cut short?): %w", err)
 	}
 	return err
+}
+
+// looksLikeHTML reports whether data starts as an HTML page does: a
+// doctype, an <html> or <head> tag, or a comment, after white space.
+func looksLikeHTML(data []byte) bool {
+	head := bytes.ToLower(bytes.TrimLeft(data[:min(len(data), 512)], " \t\r\n"))
+	for _, start := range []string{"<!doctype html", "<html", "<head", "<!--", "<body"} {
+		if bytes.HasPrefix(head, []byte(start)) {
+			return true
+		}
+	}
+	return false
 }
 
 // byteOrderMark names the Unicode byte order mark data starts with, if any:

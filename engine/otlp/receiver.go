@@ -146,10 +146,12 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
 	size := int64(0) // the decompressed size, when known
+	compressed := false
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity":
 		size = r.ContentLength
 	case "gzip":
+		compressed = true
 		zr, err := gzip.NewReader(body)
 		if err != nil {
 			writeStatus(w, enc, http.StatusBadRequest, "gzip: "+err.Error())
@@ -172,6 +174,9 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeStatus(w, enc, http.StatusBadRequest, "read body: "+err.Error())
 		return
+	case !compressed && len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b:
+		writeStatus(w, enc, http.StatusBadRequest, "the body looks gzip-compressed (it starts as gzip does) but came without Content-Encoding: send it with Content-Encoding: gzip")
+		return
 	}
 	mem := rc.memory()
 	defer rc.release(mem)
@@ -185,7 +190,8 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	var refused *refusal
-	if errors.As(err, &refused) {
+	var bad *badRequest
+	if errors.As(err, &refused) || errors.As(err, &bad) {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -238,8 +244,18 @@ func exportResponse(enc encoding, rejected int, msg string) []byte {
 // SpansLenient makes of it.
 func jsonRequest(data []byte) (protoRequest, error) {
 	td, err := unmarshalJSON(data)
+	var refused *refusal
+	if err != nil && !errors.As(err, &refused) {
+		// The words 'retrylab import' says of the same document.
+		return protoRequest{}, &badRequest{jsonFault(data, 0, err)}
+	}
 	if err != nil {
 		return protoRequest{}, err
+	}
+	if td.ResourceSpans().Len() == 0 {
+		if what := foreignDocument(data); what != "" {
+			return protoRequest{}, &badRequest{fmt.Errorf("%s, not an OTLP trace export (no resourceSpans): import it with 'retrylab import FILE'", what)}
+		}
 	}
 	if n := td.SpanCount(); n > jsonlimit.MaxRequestSpans {
 		return protoRequest{count: n}, nil
@@ -464,4 +480,44 @@ func appendVarint(b []byte, v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
+}
+
+// badRequest is a request refused in the user's words, said as it is.
+type badRequest struct{ error }
+
+func (b *badRequest) Unwrap() error { return b.error }
+
+// foreignDocument names what a JSON document without resourceSpans is
+// when its top-level fields say (a Tempo or Jaeger download, a Temporal
+// history: files 'retrylab import' reads), or "" when they do not.
+func foreignDocument(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch key, _ := tok.(string); key {
+		case "resourceSpans":
+			return ""
+		case "batches":
+			return "a Tempo trace ({\"batches\": ...})"
+		case "trace":
+			return "a Tempo trace ({\"trace\": ...})"
+		case "data":
+			return "a Jaeger trace ({\"data\": ...})"
+		case "result":
+			return "a Jaeger trace ({\"result\": ...})"
+		case "events", "history":
+			return "a Temporal workflow history"
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
 }

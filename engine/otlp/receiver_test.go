@@ -184,3 +184,52 @@ func bomb(n int) []byte {
 	zw.Close()
 	return b.Bytes()
 }
+
+// A 400 answer says what is wrong in the words 'retrylab import' uses for
+// the same document, not the parser's; a gzip body without its
+// Content-Encoding, and a file of another format (a Tempo or Jaeger
+// download, a Temporal history) are refused, saying so, instead of
+// answered 200 with nothing stored.
+func TestReceiverRefusalsInTheUsersWords(t *testing.T) {
+	t.Parallel()
+	srv, db, _ := receiver(t, 1<<20)
+	badID := []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[` +
+		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"abc","name":"x","startTimeUnixNano":"1790607000000000000","endTimeUnixNano":"1790607001000000000"}]}]}]}`)
+	doc, err := os.ReadFile("../../fixtures/otlp/genai-semconv.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(doc)
+	zw.Close()
+	tempo, err := os.ReadFile("../../fixtures/tempo/mailer-api-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported := func(what string) string {
+		return what + ", not an OTLP trace export (no resourceSpans): import it with 'retrylab import FILE'"
+	}
+	for _, c := range []struct {
+		name, enc string
+		body      []byte
+		want      string
+	}{
+		{"an id of the wrong length", "", badID, "field spanId: expected 16 hex digits"},
+		{"gzip without Content-Encoding", "", gz.Bytes(), "the body looks gzip-compressed (it starts as gzip does) but came without Content-Encoding: send it with Content-Encoding: gzip"},
+		{"Tempo's download", "", tempo, imported(`a Tempo trace ({\"batches\": ...})`)},
+		{"a Temporal history", "", []byte(`{"events": [{"eventId": "1"}]}`), imported("a Temporal workflow history")},
+	} {
+		code, body := post(t, srv.URL, "application/json", c.enc, c.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, c.want) || strings.Contains(body, "UnmarshalJSON") || strings.Contains(body, "\\u001f") {
+			t.Errorf("%s: %d %s\nwant 400 with %q", c.name, code, body, c.want)
+		}
+	}
+	if n := len(folded(t, db)); n != 0 {
+		t.Errorf("%d executions stored, want none", n)
+	}
+	// An empty export is still one.
+	if code, body := post(t, srv.URL, "application/json", "", []byte(`{"resourceSpans": []}`)); code != http.StatusOK {
+		t.Errorf("an empty export: %d %s", code, body)
+	}
+}

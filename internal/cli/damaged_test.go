@@ -138,3 +138,55 @@ func TestExplorerOnADamagedDatabase(t *testing.T) {
 		t.Errorf("the explorer's screen does not say %q:\n%s", c.want, text)
 	}
 }
+
+// A record damaged inside its value (bytes a disk fault changed, the page
+// around them whole) passes the walk of the pages and bbolt's check: every
+// command that writes refused it all the same, by the record's checksum,
+// in one line that points to salvage, and writes nothing; before, an
+// import or a run wrote beside it and exited 0.
+func TestCLIWritersRefuseADamagedRecord(t *testing.T) {
+	t.Parallel()
+	db := writeDamaged(t, func(b []byte) []byte { return b })
+	if r := rl(t, db, "clock", "advance", "1h"); r.code != 0 { // raises the v5 fixture to sealed records
+		t.Fatalf("upgrade: %s", r)
+	}
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every copy of a CRM record's words (a free page may hold an older
+	// one, which nothing reads): the live one among them.
+	subject := []byte("March invoice sent")
+	if bytes.Count(b, subject) == 0 {
+		t.Fatal("the CRM record is not in the file")
+	}
+	for i := 0; ; {
+		at := bytes.Index(b[i:], subject)
+		if at < 0 {
+			break
+		}
+		b[i+at+3] ^= 0x20
+		i += at + len(subject)
+	}
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fixture, err := filepath.Abs(filepath.Join(repoRoot, "fixtures", "otlp", "adk-send-twice.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"import", fixture},
+		{"run", "safe"}, {"clock", "advance", "1h"}, {"serve", "--otlp", "127.0.0.1:0"},
+	} {
+		r := rl(t, db, args...)
+		line := strings.TrimSuffix(r.stderr, "\n")
+		if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "damaged record in ") ||
+			!strings.Contains(line, "nothing was written to it") || !strings.Contains(line, "run `retrylab salvage` to copy what is readable") {
+			t.Errorf("%s: want exit 1 and one line naming the damaged record and salvage; got\n%s", strings.Join(args, " "), r)
+		}
+		if after, _ := os.ReadFile(db); !bytes.Equal(b, after) {
+			t.Fatalf("%s wrote to the damaged file", strings.Join(args, " "))
+		}
+	}
+}

@@ -44,6 +44,9 @@ func Main(reg *imports.Registry, args []string) int {
 		if f := cmd.PersistentFlags().Lookup("db"); f != nil && !strings.Contains(msg, f.Value.String()) {
 			msg = f.Value.String() + ": " + msg
 		}
+		if !strings.Contains(msg, "retrylab salvage") {
+			msg += "; run `retrylab salvage` to copy what is readable into a new file"
+		}
 	}
 	// The code is the table's, for an error of this process or one that
 	// arrived from the host of the database (errkind keeps its sentinel).

@@ -20,11 +20,21 @@ func TestCLIServeOTLPOffLoopbackAsksToken(t *testing.T) {
 	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "0.0.0.0:4317"); msg != want {
 		t.Errorf("serve --otlp-grpc 0.0.0.0:4317: %q, want %q", msg, want)
 	}
+	// A token that guards nothing, or is short enough to guess, is
+	// refused (before, both were taken without a word).
+	want = "retrylab: --token is the OTLP receivers' token: give --otlp or --otlp-grpc with it"
+	if msg := fails(t, 2, db, "serve", "--token", "abcdefghijklmnopq"); msg != want {
+		t.Errorf("serve --token without a receiver: %q, want %q", msg, want)
+	}
+	want = "retrylab: --token is 1 character: give a token of at least 16, hard to guess (openssl rand -hex 16)"
+	if msg := fails(t, 2, db, "serve", "--otlp", "0.0.0.0:0", "--token", "x"); msg != want {
+		t.Errorf("serve --token x: %q, want %q", msg, want)
+	}
 	want = "retrylab: --otlp-grpc-max-in-flight 0: give a number above zero"
 	if msg := fails(t, 2, db, "serve", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "0"); msg != want {
 		t.Errorf("serve --otlp-grpc-max-in-flight 0: %q, want %q", msg, want)
 	}
-	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "8", "--token", "t0ken-for-test")
+	serve := background(t, db, "serve", "--otlp", "0.0.0.0:0", "--otlp-grpc", "127.0.0.1:0", "--otlp-grpc-max-in-flight", "8", "--token", "t0ken-for-test-16")
 	serve.banner(t)
 	out := serve.stdout.String()
 	m := regexp.MustCompile(`(?m)^  OTLP      POST http://(?:0\.0\.0\.0|\[::\]):(\d+)/v1/traces .*\n  OTLP      gRPC 127\.0\.0\.1:\d+ .*\n  OTLP      every request must carry "Authorization: Bearer <token>" .*\npress Ctrl-C to stop$`).FindStringSubmatch(out)
@@ -58,7 +68,7 @@ func TestCLIServeOTLPOffLoopbackAsksToken(t *testing.T) {
 	if r := must(t, 1, db, "show", "otlp-conv-sess-adk-mail-1"); !strings.Contains(r.stderr, "otlp-conv-sess-adk-mail-1") {
 		t.Errorf("a refused request was stored\n%s", r)
 	}
-	if code := post("Bearer t0ken-for-test"); code != http.StatusOK {
+	if code := post("Bearer t0ken-for-test-16"); code != http.StatusOK {
 		t.Fatalf("POST with the token: %d", code)
 	}
 	has(t, ok(t, db, "show", "otlp-conv-sess-adk-mail-1"), "send_email")

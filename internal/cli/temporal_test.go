@@ -172,8 +172,3 @@ func TestCLIShowTemporalTimesInOrder(t *testing.T) {
 		last = at
 	}
 }
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}

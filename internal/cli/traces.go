@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // otlpCommands are the commands for OpenTelemetry traces: import, audit, export.
@@ -38,7 +39,7 @@ func addOTLPFlag(cmd *cobra.Command, f *otlpFlags) {
 	cmd.Flags().StringVar(&f.http, "otlp", "", "also receive OpenTelemetry traces (OTLP/HTTP POST /v1/traces) on this address, e.g. 127.0.0.1:4318")
 	cmd.Flags().StringVar(&f.grpc, "otlp-grpc", "", "also receive OpenTelemetry traces (OTLP/gRPC) on this address, e.g. 127.0.0.1:4317")
 	cmd.Flags().IntVar(&f.grpcMaxInFlight, "otlp-grpc-max-in-flight", otlp.DefaultMaxInFlight, "the most OTLP/gRPC exports worked on at once; one more is refused as overload (ResourceExhausted, retried by exporters)")
-	cmd.Flags().StringVar(&f.token, "token", "", "bearer `token` the OTLP receivers ask of every request; needed off loopback (default: $"+otlpTokenEnv+")")
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer `token` the OTLP receivers ask of every request, 16 characters or more; needed off loopback (default: $"+otlpTokenEnv+")")
 	cmd.Long += `
 
 With --otlp 127.0.0.1:4318 it is also an OTLP/HTTP trace receiver: point any
@@ -59,16 +60,30 @@ Either may listen off loopback (0.0.0.0:4318, for agents in a container or a
 cluster) only with a token: --token or $` + otlpTokenEnv + `. Every request
 must then carry "Authorization: Bearer <token>" (exporters:
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"); one without it is
-answered 401 or Unauthenticated.`
+answered 401 or Unauthenticated. A token has at least 16 characters
+(openssl rand -hex 16 makes one); --token without a receiver is refused.`
 }
 
+// minTokenLen is the shortest token the OTLP receivers accept: one that
+// guards a receiver off loopback must not be guessed.
+const minTokenLen = 16
+
 // check checks the receivers' addresses before anything starts: a bad one,
-// or one off loopback without a token, is a usage error (exit 2), said
-// before any banner. The token comes from the environment if the flag
+// one off loopback without a token, a token shorter than minTokenLen, or
+// --token without a receiver, is a usage error (exit 2), said before any
+// banner. The token comes from the environment if the flag
 // did not give it.
 func (f *otlpFlags) check(getenv func(string) string) error {
+	if f.token != "" && f.http == "" && f.grpc == "" {
+		// It would guard nothing, and the user believes it does.
+		return &exitError{code: 2, msg: "--token is the OTLP receivers' token: give --otlp or --otlp-grpc with it"}
+	}
+	from := "--token"
 	if f.token == "" {
-		f.token = getenv(otlpTokenEnv)
+		f.token, from = getenv(otlpTokenEnv), "$"+otlpTokenEnv
+	}
+	if f.token != "" && len(f.token) < minTokenLen && (f.http != "" || f.grpc != "") {
+		return &exitError{code: 2, msg: fmt.Sprintf("%s is %s: give a token of at least %d, hard to guess (openssl rand -hex 16)", from, plural.Count(len(f.token), "character"), minTokenLen)}
 	}
 	for _, a := range []struct{ flag, addr, example string }{{"--otlp", f.http, "127.0.0.1:4318"}, {"--otlp-grpc", f.grpc, "127.0.0.1:4317"}} {
 		if a.addr == "" {

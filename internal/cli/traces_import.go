@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,6 +81,9 @@ other than 2xx is one line naming the URL ("HTTP 404 from URL: not
 found"), and nothing is stored. --header 'Authorization: Bearer TOKEN'
 (repeatable, any header) is sent with every request; $RETRYLAB_FETCH_AUTHORIZATION,
 when set, is the Authorization header's value unless --header gives one.
+A URL's user:password@ is sent as Basic authentication and shown and
+stored as user:xxxxx@. Headers and credentials follow a redirect only to
+the same scheme, host and port.
 
 --tempo URL searches Tempo (GET /api/search) with --query's TraceQL,
 --jaeger URL searches Jaeger (GET /api/traces) for --service's traces,
@@ -85,14 +91,16 @@ both over the last --since, --limit traces at most; each trace found is
 fetched by its id and imported on its own, whole or not at all, a line
 each (on a terminal, standard error shows which is being fetched). With
 --follow the search runs again every --every and imports each new trace
-until interrupted.
+until interrupted; a trace that failed is tried again when a later search
+finds it, 3 times in all. --query, --service, --since, --limit, --follow
+and --every are a search's only.
 
 While another retrylab holds the database (the explorer, serve), the files
 are sent to it as they are read and it imports them, under the same rules,
 with the same output; a running explorer shows the new executions arrive.
 
 Exit status: 0 when every file, URL and trace found was imported, 1 when
-any failed.`,
+any failed, 2 for a flag given wrongly, 130 when interrupted (Ctrl-C).`,
 		Example: "  retrylab import traces.json\n  retrylab import http://tempo:3200/api/traces/4bf92f3577b34da6a3ce929d0e0e4736\n  retrylab import --tempo http://tempo:3200 --query '{ span.gen_ai.operation.name = \"execute_tool\" }' --since 1h\n  retrylab import --jaeger http://jaeger:16686 --service mailer-agent --limit 50\n  retrylab import otel-export.jsonl.gz spans.pb\n  temporal workflow show -w order-1042 --output json > order.json && retrylab import order.json\n  retrylab export --otlp - | retrylab --db other.db import -",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if ff.searching() {
@@ -108,7 +116,7 @@ any failed.`,
 				debug.SetMemoryLimit(otlp.ImportMemoryLimit)
 			}
 			a.in = cmd.InOrStdin()
-			return a.importFiles(args, &ff)
+			return a.importFiles(cmd, args, &ff)
 		},
 	}
 	ff.add(cmd)
@@ -165,7 +173,10 @@ func (a *app) openTraces(readOnly bool) (engine.Traces, error) {
 	}
 }
 
-func (a *app) importFiles(paths []string, ff *fetchFlags) error {
+func (a *app) importFiles(cmd *cobra.Command, paths []string, ff *fetchFlags) error {
+	if err := ff.checkUnused(cmd); err != nil {
+		return err
+	}
 	c, err := ff.client()
 	if err != nil {
 		return err
@@ -182,34 +193,92 @@ func (a *app) importFiles(paths []string, ff *fetchFlags) error {
 			}
 		}
 	}
+	existed := fileExists(a.dbPath)
 	t, err := a.traces()
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-	failed := 0
-	if ff.searching() {
-		n, err := a.importSearch(t, c, ff)
-		if err != nil {
-			return err
+	imported, failed, err := a.importAll(t, c, paths, ff)
+	t.Close()
+	if _, hosted := t.(*control.Client); !existed && !hosted && imported == 0 {
+		// Nothing was stored: leave no empty database behind.
+		_ = os.Remove(a.dbPath)
+	}
+	switch {
+	case err != nil:
+		return err
+	case failed > 0:
+		return &exitError{code: 1, msg: ""}
+	}
+	return nil
+}
+
+// importAll imports what a search finds, then each of paths (files and
+// URLs), and says how many were imported and how many failed, each
+// failure said on its own line. Ctrl-C (or SIGTERM) ends it with
+// errInterrupted and no line: a fetch or search at once, a file's import
+// as the signal's default would (the process killed, nothing of the file
+// stored).
+func (a *app) importAll(t engine.Traces, c fetch.Client, paths []string, ff *fetchFlags) (imported, failed int, err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var fetching atomic.Bool // a fetch, which ends at ctx's end, is under way
+	fetching.Store(true)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if !fetching.Load() {
+				stop() // the signal's default again: end as an interrupted import always did
+				if p, err := os.FindProcess(os.Getpid()); err == nil {
+					_ = p.Signal(os.Interrupt)
+				}
+			}
+		case <-done:
 		}
-		failed += n
+	}()
+	if ff.searching() {
+		if imported, failed, err = a.importSearch(ctx, t, c, ff); err != nil {
+			return imported, failed, err
+		}
 	}
 	for _, p := range paths {
+		if ctx.Err() != nil {
+			return imported, failed, errInterrupted
+		}
 		if fetch.IsURL(p) {
-			err = a.importURL(context.Background(), t, c, p)
+			var name string
+			var res engine.ImportResult
+			name, res, err = a.importURL(ctx, t, c, p)
+			if ctx.Err() != nil {
+				return imported, failed, errInterrupted
+			}
+			if err == nil {
+				a.printImported(name, res)
+			}
 		} else {
+			fetching.Store(false)
+			if ctx.Err() != nil {
+				return imported, failed, errInterrupted
+			}
 			err = a.importOne(t, p)
+			fetching.Store(true)
 		}
 		if err != nil {
 			failed++
 			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+			continue
 		}
+		imported++
 	}
-	if failed > 0 {
-		return &exitError{code: 1, msg: ""}
-	}
-	return nil
+	return imported, failed, nil
+}
+
+// fileExists reports whether something is at path.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // fileError says err, the file p's that could not be opened, as the other

@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/fetch"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // authEnv names the environment variable whose value, when set and no
@@ -59,16 +58,16 @@ func (f *fetchFlags) searching() bool { return f.tempo != "" || f.jaeger != "" }
 func (f *fetchFlags) client() (fetch.Client, error) {
 	c := fetch.Client{Timeout: f.timeout, MaxBytes: f.maxMiB << 20, Header: http.Header{}}
 	if f.timeout <= 0 {
-		return c, fmt.Errorf("--timeout %v: give a duration above zero", f.timeout)
+		return c, usageError(fmt.Sprintf("--timeout %v: give a duration above zero", f.timeout))
 	}
 	if f.maxMiB <= 0 {
-		return c, fmt.Errorf("--max-mib %d: give a size above zero", f.maxMiB)
+		return c, usageError(fmt.Sprintf("--max-mib %d: give a size above zero", f.maxMiB))
 	}
 	for _, h := range f.headers {
 		name, value, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
-			return c, fmt.Errorf("--header %q: write it as 'Name: value'", h)
+			return c, usageError(fmt.Sprintf("--header %q: write it as 'Name: value'", h))
 		}
 		c.Header.Add(name, strings.TrimSpace(value))
 	}
@@ -81,8 +80,38 @@ func (f *fetchFlags) client() (fetch.Client, error) {
 	return c, nil
 }
 
-// searcher is the search the flags ask for.
+// searchOnly are the flags that only a search (--tempo, --jaeger) reads.
+var searchOnly = []string{"query", "service", "since", "limit", "follow", "every"}
+
+// checkUnused refuses a search's flag given without a search: it would be
+// ignored without a word.
+func (f *fetchFlags) checkUnused(cmd *cobra.Command) error {
+	if f.searching() {
+		if !f.follow && cmd.Flags().Changed("every") {
+			return usageError("--every is how often --follow searches: give --follow with it")
+		}
+		return nil
+	}
+	for _, name := range searchOnly {
+		if cmd.Flags().Changed(name) {
+			return usageError(fmt.Sprintf("--%s is for a search: give --tempo URL or --jaeger URL with it", name))
+		}
+	}
+	return nil
+}
+
+// searcher is the search the flags ask for; a flag given wrongly is a
+// usage error (exit 2).
 func (f *fetchFlags) searcher(c fetch.Client) (fetch.Searcher, error) {
+	s, err := f.search(c)
+	if err != nil {
+		return nil, usageError(err.Error())
+	}
+	return s, nil
+}
+
+// search is searcher, its refusals in plain errors.
+func (f *fetchFlags) search(c fetch.Client) (fetch.Searcher, error) {
 	switch {
 	case f.tempo != "" && f.jaeger != "":
 		return nil, errors.New("--tempo and --jaeger: search one backend at a time")
@@ -120,44 +149,59 @@ func fetchErr(err error) error {
 	if errors.As(err, &se) && se.Unauthorized() {
 		return fmt.Errorf("%w (give --header 'Authorization: Bearer …' or $%s)", err, authEnv)
 	}
+	if errors.Is(err, fetch.ErrTooLarge) && !strings.Contains(err.Error(), "--max-mib") {
+		return fmt.Errorf("%w (--max-mib)", err)
+	}
 	return err
 }
 
+// errInterrupted is what an import interrupted by Ctrl-C (or SIGTERM)
+// returns: exit 130, and no line, as for an interrupted run.
+var errInterrupted = &exitError{code: 130}
+
 // importURL fetches one URL and imports what it answers, sniffed as a
-// file is, whole or not at all.
-func (a *app) importURL(ctx context.Context, t engine.Traces, c fetch.Client, u string) error {
+// file is, whole or not at all. The URL is named, and stored as the
+// executions' source, with any password in it redacted.
+func (a *app) importURL(ctx context.Context, t engine.Traces, c fetch.Client, u string) (string, engine.ImportResult, error) {
+	name := fetch.Redact(u)
 	body, err := c.Get(ctx, u)
 	if err != nil {
-		return fetchErr(err)
+		return name, engine.ImportResult{}, fetchErr(err)
 	}
 	defer body.Close()
-	res, err := t.ImportStream(u, body)
-	if err != nil {
-		return err
+	res, err := t.ImportStream(name, body)
+	if full, ok := body.(interface{ AtLimit() bool }); err != nil && ok && full.AtLimit() {
+		// The answer filled --max-mib: that is why it failed, whichever
+		// bound of the importer's it met first (its own is 512 MiB too).
+		limit := c.MaxBytes
+		if limit <= 0 {
+			limit = fetch.DefaultMaxBytes
+		}
+		err = fmt.Errorf("%s: %w", name, fetchErr(fetch.TooLarge(limit)))
 	}
-	a.printImported(u, res)
-	return nil
+	return name, res, err
 }
 
 // importSearch imports each trace a search finds, one import per trace:
 // a trace that fails is said on a line and leaves nothing behind, and the
 // others are imported all the same. With --follow it searches again every
-// --every until interrupted. It says how many traces failed.
-func (a *app) importSearch(t engine.Traces, c fetch.Client, f *fetchFlags) (failed int, err error) {
+// --every until interrupted, and a trace that failed is tried again when a
+// later search finds it, fetch.DefaultTries times in all. It says how many
+// traces were imported and how many failed, and errInterrupted when
+// interrupted.
+func (a *app) importSearch(ctx context.Context, t engine.Traces, c fetch.Client, f *fetchFlags) (imported, failed int, err error) {
 	s, err := f.searcher(c)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	follower := &fetch.Follower{Searcher: s, Since: f.since, Limit: f.limit}
 	for round := 0; ; round++ {
 		ids, err := follower.Poll(ctx, time.Now())
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return failed, nil // interrupted while following
+		case ctx.Err() != nil:
+			return imported, failed, errInterrupted
 		case err != nil && !f.follow:
-			return failed, fetchErr(err)
+			return imported, failed, fetchErr(err)
 		case err != nil:
 			failed++ // the next search may do better
 			fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(fetchErr(err).Error()))
@@ -165,32 +209,43 @@ func (a *app) importSearch(t engine.Traces, c fetch.Client, f *fetchFlags) (fail
 			fmt.Fprintf(a.out, "no traces found in the last %v\n", f.since)
 		}
 		for i, id := range ids {
-			if ctx.Err() != nil {
-				return failed, nil
-			}
-			u := s.TraceURL(id)
-			a.searchProgress(i, len(ids), u)
-			err := a.importURL(ctx, t, c, u)
+			a.searchProgress(i, len(ids), fetch.Redact(s.TraceURL(id)))
+			name, res, err := a.importURL(ctx, t, c, s.TraceURL(id))
 			a.searchProgress(-1, 0, "")
-			if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return imported, failed, errInterrupted
+			case err != nil:
 				failed++
-				fmt.Fprintf(a.errOut, "retrylab: import %s\n", oneLine(err.Error()))
+				msg := oneLine(err.Error())
+				if f.follow {
+					if left := follower.Failed(id); left > 0 {
+						msg += fmt.Sprintf(" (tried again when a later search finds it, %s left)", plural.Count(left, "attempt"))
+					} else {
+						msg += fmt.Sprintf(" (given up after %s)", plural.Count(fetch.DefaultTries, "attempt"))
+					}
+				}
+				fmt.Fprintf(a.errOut, "retrylab: import %s\n", msg)
+			default:
+				imported++
+				a.printImported(name, res)
 			}
 		}
 		if !f.follow {
-			return failed, nil
+			return imported, failed, nil
 		}
 		select {
 		case <-ctx.Done():
-			return failed, nil
+			return imported, failed, errInterrupted
 		case <-time.After(f.every):
 		}
 	}
 }
 
 // searchProgress shows, on a terminal, which of a search's traces is being
-// fetched (i of n); i < 0 clears the line. Off a terminal it says nothing:
-// each trace's line on standard output is the progress.
+// fetched (i of n); i < 0 clears the line, which is done before the
+// trace's own line is printed. Off a terminal it says nothing: each
+// trace's line on standard output is the progress.
 func (a *app) searchProgress(i, n int, u string) {
 	if !onTerminal(a.errOut) {
 		return

@@ -92,26 +92,35 @@ func TestCLIImportURLRefusals(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
+		code int // 0: 1
 	}{
-		{[]string{v1}, "retrylab: import HTTP 401 from " + v1 + ": unauthorized: the server wants credentials: Unauthorized (give --header 'Authorization: Bearer …' or $RETRYLAB_FETCH_AUTHORIZATION)"},
-		{[]string{"--header", auth, tempo.URL + "/api/traces/0001"}, "retrylab: import HTTP 404 from " + tempo.URL + "/api/traces/0001: not found (no trace with that id, or no such API there): trace not found"},
-		{[]string{srv.URL + "/down"}, "retrylab: import HTTP 502 from " + srv.URL + "/down: server error: ingester unavailable"},
-		{[]string{"--max-mib", "2", srv.URL + "/big"}, "retrylab: import " + srv.URL + "/big: answer too large: larger than 2 MiB"},
-		{[]string{srv.URL + "/broken"}, "retrylab: import " + srv.URL + "/broken: line 2"},
-		{[]string{srv.URL + "/html"}, "retrylab: import " + srv.URL + "/html: neither OTLP/JSON"},
-		{[]string{"http:///x"}, "retrylab: http:///x: a URL without a host"},
-		{[]string{"--header", "Authorization Bearer", v1}, `retrylab: --header "Authorization Bearer": write it as 'Name: value'`},
-		{[]string{"--jaeger", srv.URL}, "retrylab: --jaeger: name the service whose traces to import with --service"},
-		{[]string{"--tempo", "tempo:3200"}, "retrylab: --tempo tempo:3200: not an http or https URL"},
-		{[]string{"--tempo", srv.URL, "--jaeger", srv.URL, "--service", "s"}, "retrylab: --tempo and --jaeger: search one backend at a time"},
-		{[]string{"--tempo", tempo.URL, "--header", auth, "--limit", "0"}, "retrylab: --limit 0: give a number above zero"},
-		{[]string{"--tempo", srv.URL + "/nothing"}, "retrylab: HTTP 404 from " + srv.URL + "/nothing/api/search?end="},
-		{[]string{"--tempo", srv.URL}, "retrylab: " + srv.URL + "/api/search?end="},
+		{[]string{v1}, "retrylab: import HTTP 401 from " + v1 + ": unauthorized: the server wants credentials: Unauthorized (give --header 'Authorization: Bearer …' or $RETRYLAB_FETCH_AUTHORIZATION)", 0},
+		{[]string{"--header", auth, tempo.URL + "/api/traces/0001"}, "retrylab: import HTTP 404 from " + tempo.URL + "/api/traces/0001: not found (no trace with that id, or no such API there): trace not found", 0},
+		{[]string{srv.URL + "/down"}, "retrylab: import HTTP 502 from " + srv.URL + "/down: server error: ingester unavailable", 0},
+		{[]string{"--max-mib", "2", srv.URL + "/big"}, "retrylab: import " + srv.URL + "/big: answer too large: larger than 2 MiB", 0},
+		{[]string{srv.URL + "/broken"}, "retrylab: import " + srv.URL + "/broken: line 2", 0},
+		{[]string{srv.URL + "/html"}, "retrylab: import " + srv.URL + "/html: it is HTML (a web page: a UI's, a login's or an error page?), not a trace of any format retrylab reads", 0},
+		{[]string{"http:///x"}, "retrylab: http:///x: a URL without a host", 0},
+		{[]string{"--header", "Authorization Bearer", v1}, `retrylab: --header "Authorization Bearer": write it as 'Name: value' (see --help)`, 2},
+		{[]string{"--jaeger", srv.URL}, "retrylab: --jaeger: name the service whose traces to import with --service (see --help)", 2},
+		{[]string{"--tempo", "tempo:3200"}, "retrylab: --tempo tempo:3200: not an http or https URL (see --help)", 2},
+		{[]string{"--tempo", "ftp://a"}, "retrylab: --tempo ftp://a: retrylab fetches only http and https URLs, not ftp (a file: give its path) (see --help)", 2},
+		{[]string{"ftp://a/x"}, "retrylab: ftp://a/x: retrylab fetches only http and https URLs, not ftp (a file: give its path)", 0},
+		{[]string{"--tempo", srv.URL, "--timeout", "0"}, "retrylab: --timeout 0s: give a duration above zero (see --help)", 2},
+		{[]string{"--tempo", srv.URL, "--max-mib", "-1"}, "retrylab: --max-mib -1: give a size above zero (see --help)", 2},
+		{[]string{"--tempo", srv.URL, "--since", "-1h"}, "retrylab: --since -1h0m0s: give a duration above zero (see --help)", 2},
+		{[]string{"--follow", v1}, "retrylab: --follow is for a search: give --tempo URL or --jaeger URL with it (see --help)", 2},
+		{[]string{"--query", "{}", v1}, "retrylab: --query is for a search: give --tempo URL or --jaeger URL with it (see --help)", 2},
+		{[]string{"--tempo", srv.URL, "--every", "1s"}, "retrylab: --every is how often --follow searches: give --follow with it (see --help)", 2},
+		{[]string{"--tempo", srv.URL, "--jaeger", srv.URL, "--service", "s"}, "retrylab: --tempo and --jaeger: search one backend at a time (see --help)", 2},
+		{[]string{"--tempo", tempo.URL, "--header", auth, "--limit", "0"}, "retrylab: --limit 0: give a number above zero (see --help)", 2},
+		{[]string{"--tempo", srv.URL + "/nothing"}, "retrylab: HTTP 404 from " + srv.URL + "/nothing/api/search?end=", 0},
+		{[]string{"--tempo", srv.URL}, "retrylab: " + srv.URL + "/api/search?end=", 0},
 		// The token goes to the host given, not to another that it
 		// redirects to (Go's client drops it).
-		{[]string{"--header", auth, srv.URL + "/api/traces/" + fakebackend.TempoV1ID}, "retrylab: import HTTP 401 from " + strings.Replace(tempo.URL, "127.0.0.1", "localhost", 1) + "/api/traces/" + fakebackend.TempoV1ID + " (redirected from " + srv.URL + "/api/traces/" + fakebackend.TempoV1ID + "): unauthorized"},
+		{[]string{"--header", auth, srv.URL + "/api/traces/" + fakebackend.TempoV1ID}, "retrylab: import HTTP 401 from " + strings.Replace(tempo.URL, "127.0.0.1", "localhost", 1) + "/api/traces/" + fakebackend.TempoV1ID + " (redirected from " + srv.URL + "/api/traces/" + fakebackend.TempoV1ID + "): unauthorized", 0},
 	} {
-		msg := fails(t, 1, db, append([]string{"import"}, c.args...)...)
+		msg := fails(t, max(c.code, 1), db, append([]string{"import"}, c.args...)...)
 		if !strings.HasPrefix(msg, c.want) {
 			t.Errorf("import %q: %s\nwant %s", c.args, msg, c.want)
 		}
