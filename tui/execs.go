@@ -206,12 +206,19 @@ func listTime(started, today time.Time) string {
 	return started.Format("2006-01-02 15:04")
 }
 
+// duration is how long an execution took, as its list row says it: to
+// its last activity; to now while retrylab runs it; for an imported
+// execution still running at its source, the span its history recorded
+// (start to last event), "recorded", never now minus a start that may be
+// months old.
 func (e *execsPane) duration(x history.Execution) string {
-	end := x.Updated
-	if x.Status == history.StatusRunning {
-		end = e.now()
+	switch {
+	case x.Status == history.StatusRunning && x.Imported != "":
+		return roundDur(x.Updated.Sub(x.Started)) + " recorded"
+	case x.Status == history.StatusRunning:
+		return roundDur(e.now().Sub(x.Started))
 	}
-	return roundDur(end.Sub(x.Started))
+	return roundDur(x.Updated.Sub(x.Started))
 }
 
 // ShortHelp is the pane's keys in the footer.
