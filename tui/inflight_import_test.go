@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/temporal"
+	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -58,4 +59,23 @@ func TestGoldenInFlightImport(t *testing.T) {
 		}
 		golden.RequireEqual(t, []byte(v))
 	})
+}
+
+// The trace's end row says the status the source gave, once, as show
+// does: "execution timed out", not "execution failed — workflow timed out".
+func TestEndRowSaysTheSourcesStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    trace.Note
+		want string
+	}{
+		{trace.Note{Kind: trace.ExecutionEnded, Mark: trace.MarkFailed, Text: "timed out", Error: "workflow timed out"}, "execution timed out"},
+		{trace.Note{Kind: trace.ExecutionEnded, Mark: trace.MarkFailed, Text: "cancelled", Error: "workflow cancelled"}, "execution cancelled"},
+		{trace.Note{Kind: trace.ExecutionEnded, Mark: trace.MarkFailed, Error: "send_invoice_email: 503"}, "execution failed — send_invoice_email: 503"},
+		{trace.Note{Kind: trace.ExecutionEnded, Mark: trace.MarkOK}, "execution completed"},
+	} {
+		if got := noteLine(&c.n); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
+		}
+	}
 }

@@ -144,15 +144,20 @@ func snakeCase(s string) string {
 
 // Evidence is one attempt of a finding.
 type Evidence struct {
-	Execution string    `json:"execution"`
-	Call      string    `json:"call"`
-	Attempt   int       `json:"attempt"`
-	Ref       string    `json:"ref"` // the span id (or history event) of the attempt
-	Started   time.Time `json:"started"`
-	Outcome   string    `json:"outcome"` // the fold's word for its mark
-	Mark      string    `json:"mark"`
-	Key       string    `json:"key,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	Execution string `json:"execution"`
+	Call      string `json:"call"`
+	Attempt   int    `json:"attempt"`
+	// NotKept > 0: the evidence stands for attempts the source did not
+	// keep, Attempt-NotKept+1 .. Attempt (Outcome "not-kept").
+	NotKept int       `json:"not_kept,omitempty"`
+	Ref     string    `json:"ref"` // the span id (or history event) of the attempt
+	Started time.Time `json:"started"`
+	// Outcome is the fold's word for its mark ("ok", "timeout", "in
+	// flight", ...), "not-kept" for attempts the source did not keep.
+	Outcome string `json:"outcome"`
+	Mark    string `json:"mark"`
+	Key     string `json:"key,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Finding is one effect that may have happened more than once.
@@ -191,7 +196,7 @@ type attempt struct {
 // seen is what the audit keeps of an attempt.
 type seen struct {
 	Call, Tool, Ref, Key, Error string
-	N                           int
+	N, NotKept                  int
 	Started                     time.Time
 	Deduplicated, ok, unknown   bool
 	failed                      bool // unknown: it failed, perhaps after it acted
@@ -289,7 +294,7 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 				failed := mayHaveActed(a)
 				unknown := (a.Unknown() || failed) && !delivered
 				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
-					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
+					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, NotKept: a.NotKept, Started: a.Started,
 					Deduplicated: a.Deduplicated, unknown: unknown, failed: failed, delivered: delivered, ownID: own, Mark: a.Mark(),
 					inflight: inFlight(a),
 					ok:       delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
@@ -597,12 +602,28 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 		if !involved[i] {
 			continue
 		}
-		m := x.a.Mark
-		f.Attempts = append(f.Attempts, Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, Ref: x.a.Ref,
-			Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error})
+		f.Attempts = append(f.Attempts, evidenceOf(x))
 	}
 	return f, true
 }
+
+// NotKeptOutcome is the outcome evidence gives attempts the source did
+// not keep: one word, as "ok" and "timeout" are.
+const NotKeptOutcome = "not-kept"
+
+// evidenceOf is the evidence of one attempt of a finding.
+func evidenceOf(x attempt) Evidence {
+	m := x.a.Mark
+	e := Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, NotKept: x.a.NotKept, Ref: x.a.Ref,
+		Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error}
+	if e.NotKept > 0 {
+		e.Outcome = NotKeptOutcome
+	}
+	return e
+}
+
+// Which are the attempt's numbers in words: "attempt 3", "attempts 1-2".
+func (e Evidence) Which() string { return trace.AttemptWords(e.Attempt, e.NotKept) }
 
 // defaultPatterns are DefaultEffects parsed, once; never changed.
 var defaultPatterns, _ = ParseEffects(DefaultEffects)
