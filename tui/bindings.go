@@ -47,6 +47,7 @@ func (m *Model) bindings() []binding {
 	world := can(func(r roles) bool { return r.world != nil })
 	erase := can(func(r roles) bool { return r.erase != nil })
 	pacer := can(func(r roles) bool { return r.pace != nil })
+	simulated := can(func(r roles) bool { return !r.importsOnly }) // an outbox and a CRM to show
 	arm := func(p fault.Point) func(tea.KeyMsg) tea.Cmd {
 		return func(tea.KeyMsg) tea.Cmd { return m.arm(p) }
 	}
@@ -88,7 +89,7 @@ func (m *Model) bindings() []binding {
 			}
 			return nil
 		}},
-		{Binding: k.OutboxTab, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+		{Binding: k.OutboxTab, group: groupRun, enabled: simulated, action: func(tea.KeyMsg) tea.Cmd {
 			if m.showsImported() {
 				m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
 				return nil

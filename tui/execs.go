@@ -151,7 +151,10 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		return title, lines
 	}
 	if e.total == 0 {
-		if e.can.run == nil {
+		switch {
+		case e.filter.text != "": // there are executions; the filter hides them
+			return title, append(lines, e.theme.Dim.Render(" none match the filter (/ to change it)"))
+		case e.can.run == nil:
 			return title, append(lines, e.theme.Dim.Render(" none yet"))
 		}
 		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))

@@ -44,7 +44,7 @@ func TestGoldenInFlightImport(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, temporalDB(t, "../fixtures/temporal/inflight-sendemail.cli.json"))
 	defer h.Close()
-	src := engine.ReadOnly(h)
+	src := engine.ImportsOnly(h)
 	t.Run("At200x30", func(t *testing.T) {
 		v := view(t, src, 200, 30, "POSSIBLE SendEmail")
 		mustShow(t, ansi.Strip(v), "a running import", "◇ temporal-5a7e9c20", "the repeat is in flight", "#3 … in flight")

@@ -67,7 +67,7 @@ func TestGoldenReadOnlyAt80x24(t *testing.T) {
 }
 
 // A database of imported traces only, as the CLI shows it
-// (engine.OnlyImported, then engine.ReadOnly) at 80×24: the imported trace
+// (engine.OnlyImported, then engine.ImportsOnly) at 80×24: the imported trace
 // with its inferred effects, and no key of an action that needs a run.
 func TestGoldenImportsOnlyAt80x24(t *testing.T) {
 	t.Parallel()
@@ -77,7 +77,7 @@ func TestGoldenImportsOnlyAt80x24(t *testing.T) {
 	if err != nil || !only {
 		t.Fatalf("OnlyImported of a database of imports = %v, %v", only, err)
 	}
-	v := view(t, engine.ReadOnly(h), 80, 24, "DUPLICATE send_invoice")
+	v := view(t, engine.ImportsOnly(h), 80, 24, "DUPLICATE send_invoice")
 	mustShow(t, v, "imports-only view", "Effects (inferred)", "? help", "q quit")
 	mustOfferNothingItCannotDo(t, v)
 	golden.RequireEqual(t, []byte(v))

@@ -870,6 +870,9 @@ func (t *tracePane) lines(height, width int) (string, []string) {
 			}
 			return "Trace  " + t.unreadable, lines
 		}
+		if t.can.run == nil { // n runs nothing here
+			return "Trace", []string{t.theme.Dim.Render("no execution selected")}
+		}
 		return "Trace", []string{t.theme.Dim.Render("no execution selected · n runs a scenario")}
 	}
 	x := t.tr.exec
