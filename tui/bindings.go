@@ -55,6 +55,12 @@ func (m *Model) bindings() []binding {
 		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
 		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
 		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
+		{Binding: k.Escape, group: groupMove, enabled: func() bool { return !faults() }, action: func(tea.KeyMsg) tea.Cmd {
+			if m.filter.Clear() {
+				return m.loadExecs()
+			}
+			return nil
+		}},
 		{Binding: k.ScrollDetail, group: groupMove, action: func(msg tea.KeyMsg) tea.Cmd {
 			m.sizePanes()
 			if msg.String() == "[" {
@@ -122,6 +128,7 @@ func (m *Model) bindings() []binding {
 			return nil
 		}},
 		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askQuit() }},
+		{Binding: k.QuitNow, group: groupRun}, // onKey quits on it first: listed only
 
 		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},
 		{Binding: k.TimeoutBefore, group: groupFaults, enabled: faults, action: arm(fault.TimeoutBeforeEffect)},

@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/retrylab/retrylab/engine"
 	"github.com/retrylab/retrylab/engine/otlp"
@@ -50,6 +53,19 @@ func TestFilterReopenedReplacesTheKeptFilter(t *testing.T) {
 	// An arrow keeps the selection to edit: the letters go after it.
 	v = ansi.Strip(view(t, engine.ImportsOnly(h), 160, 30, "◇ temporal-5a7e9c20", "/", "temp", "enter", "/", "end", "oral"))
 	mustShow(t, v, "the filter edited", "/temporal", "◇ temporal-5a7e9c20")
+	// esc on the list drops a kept filter, here too (no fault to disarm).
+	m := New(Options{Source: engine.ImportsOnly(h), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30))
+	waitFor(t, tm, "◇ temporal-5a7e9c20")
+	for _, k := range []string{"/", "zzz", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor(t, tm, "Executions /zzz 0")
+	tm.Send(keyMsg("esc"))
+	waitFor(t, tm, "Executions 2")
+	tm.Quit()
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	// Backspace on the selection clears it all.
 	v = ansi.Strip(view(t, engine.ImportsOnly(h), 160, 30, "◇ temporal-5a7e9c20", "/", "temporal", "enter", "/", "backspace", "enter"))
 	if strings.Contains(v, "/temporal") || strings.Contains(v, "/tempora") {
@@ -65,7 +81,18 @@ func TestGoldenImportsOnlyNothingMatches(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, importsDB(t))
 	defer h.Close()
-	v := view(t, engine.ImportsOnly(h), 160, 30, "◇ temporal-5a7e9c20", "/", "zzz", "enter", "tab")
+	m := New(Options{Source: engine.ImportsOnly(h), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30))
+	waitFor(t, tm, "◇ temporal-5a7e9c20")
+	for _, k := range []string{"/", "zzz", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor(t, tm, "Executions /zzz 0")
+	tm.Send(keyMsg("tab"))
+	tm.Send(settleMsg{})
+	tm.Quit()
+	v := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).View()
 	plain := ansi.Strip(v)
 	mustShow(t, plain, "nothing matched", "Executions /zzz 0", "none match the filter", "no execution selected", "Effects (inferred)")
 	for _, bad := range []string{"n runs a scenario", "Outbox", "provider's truth", "o: CRM", "whole outbox", "o outbox"} {
@@ -74,4 +101,11 @@ func TestGoldenImportsOnlyNothingMatches(t *testing.T) {
 		}
 	}
 	golden.RequireEqual(t, []byte(v))
+}
+
+// waitFor waits until the program's output has shown want.
+func waitFor(t *testing.T, tm *teatest.TestModel, want string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 }

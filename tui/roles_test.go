@@ -63,7 +63,8 @@ func TestGoldenReadOnlyAt80x24(t *testing.T) {
 			t.Errorf("the help of a read-only source lists %q:\n%s", desc, help)
 		}
 	}
-	mustShow(t, help, "read-only help", "final attempt only", "filter executions", "mark to compare")
+	mustShow(t, help, "read-only help", "final attempt only", "filter executions", "mark to compare",
+		"pgup/^u", "pgdn/^d", "esc     clear the filter / close", "ctrl+c  quit at once")
 }
 
 // A database of imported traces only, as the CLI shows it
