@@ -90,6 +90,17 @@ func ReadOnly(src Reader) Reader { return readOnly{src} }
 // readOnly hides every method of its Reader but Reader's.
 type readOnly struct{ Reader }
 
+// ImportsOnly is ReadOnly(src) for a source that holds imported traces
+// only (OnlyImported): it says so (ShowsImportsOnly), so a face names
+// nothing simulated there (no outbox, no CRM, no scenario to run).
+func ImportsOnly(src Reader) Reader { return importsOnly{src} }
+
+// importsOnly is readOnly that says it holds imports only.
+type importsOnly struct{ Reader }
+
+// ShowsImportsOnly says the source holds imported traces only.
+func (importsOnly) ShowsImportsOnly() bool { return true }
+
 // OnlyImported reports whether src holds executions and every one of them
 // is imported (engine/otlp, engine/temporal): a database of imported traces
 // only. It reads the list a page at a time and stops at the first

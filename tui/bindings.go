@@ -47,6 +47,7 @@ func (m *Model) bindings() []binding {
 	world := can(func(r roles) bool { return r.world != nil })
 	erase := can(func(r roles) bool { return r.erase != nil })
 	pacer := can(func(r roles) bool { return r.pace != nil })
+	simulated := can(func(r roles) bool { return !r.importsOnly }) // an outbox and a CRM to show
 	arm := func(p fault.Point) func(tea.KeyMsg) tea.Cmd {
 		return func(tea.KeyMsg) tea.Cmd { return m.arm(p) }
 	}
@@ -54,6 +55,12 @@ func (m *Model) bindings() []binding {
 		{Binding: k.NextPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(1); return nil }},
 		{Binding: k.PrevPane, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { m.focus = m.nextPane(-1); return nil }},
 		{Binding: k.Filter, group: groupMove, action: func(tea.KeyMsg) tea.Cmd { return m.openFilter() }},
+		{Binding: k.Escape, group: groupMove, enabled: func() bool { return !faults() }, action: func(tea.KeyMsg) tea.Cmd {
+			if m.filter.Clear() {
+				return m.loadExecs()
+			}
+			return nil
+		}},
 		{Binding: k.ScrollDetail, group: groupMove, action: func(msg tea.KeyMsg) tea.Cmd {
 			m.sizePanes()
 			if msg.String() == "[" {
@@ -88,7 +95,7 @@ func (m *Model) bindings() []binding {
 			}
 			return nil
 		}},
-		{Binding: k.OutboxTab, group: groupRun, action: func(tea.KeyMsg) tea.Cmd {
+		{Binding: k.OutboxTab, group: groupRun, enabled: simulated, action: func(tea.KeyMsg) tea.Cmd {
 			if m.showsImported() {
 				m.setFlash("no simulated outbox or CRM here: effects are inferred", false)
 				return nil
@@ -121,6 +128,7 @@ func (m *Model) bindings() []binding {
 			return nil
 		}},
 		{Binding: k.Quit, group: groupRun, action: func(tea.KeyMsg) tea.Cmd { return m.askQuit() }},
+		{Binding: k.QuitNow, group: groupRun}, // onKey quits on it first: listed only
 
 		{Binding: k.TimeoutAfter, group: groupFaults, enabled: faults, action: arm(fault.TimeoutAfterEffect)},
 		{Binding: k.TimeoutBefore, group: groupFaults, enabled: faults, action: arm(fault.TimeoutBeforeEffect)},

@@ -65,8 +65,8 @@ func (tv *traceView) effectLines(width int, today time.Time) []inferredLine {
 		for _, e := range f.Attempts {
 			at := &link{e.Call, e.Attempt}
 			out = append(out,
-				inferredLine{fit(fmt.Sprintf("  %s %s #%d  %s", e.Mark, e.Call, e.Attempt, stamp(e.Started, started, started)), width), at},
-				inferredLine{fit("    span "+e.Ref, width), at})
+				inferredLine{fit(fmt.Sprintf("  %s %s #%s  %s", e.Mark, e.Call, trace.AttemptNumbers(e.Attempt, e.NotKept), stamp(e.Started, started, started)), width), at},
+				inferredLine{fit("    "+refWords(e.Ref), width), at})
 		}
 		add("")
 	}
@@ -112,7 +112,7 @@ func (tv *traceView) importedAttemptDetail(a *trace.Attempt, today time.Time) []
 		return append([]string{fmt.Sprintf("%d attempts before this one left no record in the source; the last failed: %s", a.NotKept, orNotRecorded(a.Error))},
 			tv.inferredFor(a)...)
 	}
-	head := fmt.Sprintf("#%d %s  call %s  span %s", a.N, a.Tool, a.Call, orNotRecorded(a.Ref))
+	head := fmt.Sprintf("#%d %s  call %s  %s", a.N, a.Tool, a.Call, refWords(a.Ref))
 	if a.Key != "" {
 		head += "  key " + a.Key
 	}
@@ -235,4 +235,17 @@ func resultWords(raw []byte) string {
 		return ref
 	}
 	return compact(raw)
+}
+
+// refWords name where an imported attempt was recorded: a span id is
+// "span 5f2c…"; a Temporal history's ref is words already ("event 33",
+// "run 2 event 6"), no span.
+func refWords(ref string) string {
+	switch {
+	case ref == "":
+		return "span " + orNotRecorded(ref)
+	case strings.Contains(ref, " "):
+		return ref
+	}
+	return "span " + ref
 }

@@ -151,7 +151,10 @@ func (e *execsPane) lines(height, width int) (string, []string) {
 		return title, lines
 	}
 	if e.total == 0 {
-		if e.can.run == nil {
+		switch {
+		case e.filter.text != "": // there are executions; the filter hides them
+			return title, append(lines, e.theme.Dim.Render(" none match the filter (/ to change it)"))
+		case e.can.run == nil:
 			return title, append(lines, e.theme.Dim.Render(" none yet"))
 		}
 		return title, append(lines, e.theme.Dim.Render(" none yet: press n"))
@@ -206,12 +209,19 @@ func listTime(started, today time.Time) string {
 	return started.Format("2006-01-02 15:04")
 }
 
+// duration is how long an execution took, as its list row says it: to
+// its last activity; to now while retrylab runs it; for an imported
+// execution still running at its source, the span its history recorded
+// (start to last event), "recorded", never now minus a start that may be
+// months old.
 func (e *execsPane) duration(x history.Execution) string {
-	end := x.Updated
-	if x.Status == history.StatusRunning {
-		end = e.now()
+	switch {
+	case x.Status == history.StatusRunning && x.Imported != "":
+		return roundDur(x.Updated.Sub(x.Started)) + " recorded"
+	case x.Status == history.StatusRunning:
+		return roundDur(e.now().Sub(x.Started))
 	}
-	return roundDur(end.Sub(x.Started))
+	return roundDur(x.Updated.Sub(x.Started))
 }
 
 // ShortHelp is the pane's keys in the footer.

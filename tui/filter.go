@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // filterBox is the executions filter (/): a text box that applies as you
@@ -14,7 +15,9 @@ import (
 // FindExecutions, a few milliseconds at a million executions; the rule is
 // engine/execindex's), and an answer to text typed over since is dropped.
 // enter keeps the text and closes the box, esc restores the filter the box
-// opened with. text is the filter applied: the Model reads the list again
+// opened with. Opened again on a kept filter, the box shows it selected:
+// the first letter typed replaces it, backspace clears it, an arrow (or
+// home, end) edits it. text is the filter applied: the Model reads the list again
 // whenever an Update changes it.
 type filterBox struct {
 	*Context
@@ -33,6 +36,9 @@ type filterBox struct {
 	// they are not. undone says esc closed the box.
 	back   pane
 	undone bool
+	// selected says the kept filter the box opened with is selected: the
+	// next key typed replaces it (selectedStyle shows it so).
+	selected bool
 }
 
 func newFilterBox(ctx *Context) *filterBox {
@@ -51,12 +57,14 @@ func (f *filterBox) bindings() []binding {
 	return []binding{
 		{Binding: hint("enter", "keep"), action: func(tea.KeyMsg) tea.Cmd {
 			f.open = false
+			f.setSelected(false)
 			f.input.Blur()
 			f.text = f.input.Value()
 			return nil
 		}},
 		{Binding: hint("esc", "undo"), action: func(tea.KeyMsg) tea.Cmd {
 			f.open, f.undone = false, true
+			f.setSelected(false)
 			f.input.Blur()
 			f.text = f.before
 			return nil
@@ -71,7 +79,32 @@ func (f *filterBox) Open(from pane) tea.Cmd {
 	f.open, f.before = true, f.text
 	f.back, f.undone = from, false
 	f.input.SetValue(f.text)
+	f.setSelected(f.text != "")
 	return f.input.Focus()
+}
+
+// setSelected selects the box's text (the kept filter) or lets it go,
+// and draws it so.
+func (f *filterBox) setSelected(on bool) {
+	f.selected = on
+	f.input.TextStyle = lipgloss.NewStyle()
+	if on {
+		f.input.TextStyle = f.theme.Selected
+	}
+}
+
+// unselect is what a key does to the selected text before it edits: a
+// letter typed or backspace drops it (the letter then types on an empty
+// box); any other key (an arrow, home, end) keeps it, to edit.
+func (f *filterBox) unselect(km tea.KeyMsg) {
+	if !f.selected {
+		return
+	}
+	switch km.Type {
+	case tea.KeyRunes, tea.KeySpace, tea.KeyBackspace, tea.KeyDelete, tea.KeyCtrlU:
+		f.input.SetValue("")
+	}
+	f.setSelected(false)
 }
 
 // BackTo is the tab to show again once the box closed: the one it was
@@ -147,8 +180,12 @@ func (f *filterBox) Update(msg tea.Msg) tea.Cmd {
 	if cmd, ok := dispatch(f.bindings(), km); ok {
 		return cmd
 	}
+	del := f.selected && (km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete || km.Type == tea.KeyCtrlU)
+	f.unselect(km)
 	var cmd tea.Cmd
-	f.input, cmd = f.input.Update(km)
+	if !del { // backspace on the selection cleared it: no more to delete
+		f.input, cmd = f.input.Update(km)
+	}
 	f.text = f.input.Value()
 	return cmd
 }

@@ -165,16 +165,29 @@ func (h *helpPage) onKey(k tea.KeyMsg) bool {
 	return paged
 }
 
-// legendEntries is the help's marker legend: the trace's marks from the one
-// glyph table, then those the trace shows beside them in every workshop
-// (⚡ on each fault, ↻ on each retry, ✂ in the journal exercise, ┆ before
-// a resumed run), then the executions list's ● for a running execution
-// and ◇ for an imported one whose audit finds a possible duplicate.
+// legendEntries is the help's marker legend, each glyph once: the
+// trace's marks from the one glyph table, then those the trace shows
+// beside them in every workshop (⚡ on each fault, ↻ on each retry, ✂ in
+// the journal exercise, ┆ before a resumed run), then the executions
+// list's ● for a running execution and ◇ for an imported one whose audit
+// finds a possible duplicate. ⏱ and ↻ mean more in the list (an imported
+// workflow that timed out, or continued as new: listWords), and say so.
 func legendEntries() [][2]string {
 	ms := append(append([]trace.Mark(nil), trace.LegendMarks...), trace.MarkFault, trace.MarkRetry, trace.MarkDeleted, trace.MarkGap)
 	out := make([][2]string, 0, len(ms)+1)
 	for _, mk := range ms {
-		out = append(out, [2]string{mk.Glyph(), mk.Word()})
+		w := mk.Word()
+		if also, ok := listWords[mk]; ok {
+			w += "; " + also
+		}
+		out = append(out, [2]string{mk.Glyph(), w})
 	}
 	return append(out, [2]string{"●", "running"}, [2]string{possibleGlyph, "possible duplicate (audit)"})
+}
+
+// listWords are what a trace mark means besides in the executions list
+// (statusBadge), where an execution's status takes its glyph.
+var listWords = map[trace.Mark]string{
+	trace.MarkTimeout: "list: timed out",
+	trace.MarkRetry:   "list: continued as new",
 }

@@ -10,6 +10,9 @@ type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Expand, Collapse, Toggle                key.Binding
 	NextPane, PrevPane, Filter              key.Binding
+	// Escape is esc where no fault is to disarm: it clears a kept filter
+	// (and closes a box, as it does everywhere).
+	Escape key.Binding
 
 	Run, Resume, KillNow                       key.Binding
 	TimeoutAfter, TimeoutBefore                key.Binding
@@ -19,10 +22,13 @@ type KeyMap struct {
 	AdvanceClock, ResetWorld, FinalOnly      key.Binding
 	StartClean, NextGroup                    key.Binding
 	OutboxTab, Lesson, Help, Quit            key.Binding
-	MarkExec, Compare                        key.Binding
-	Slide, Room                              key.Binding
-	Messages, ScrollDetail                   key.Binding
-	Slow                                     key.Binding
+	// QuitNow is ctrl+c, which quits from anywhere without asking
+	// (Model.onKey reads it before any binding): listed for the help.
+	QuitNow                key.Binding
+	MarkExec, Compare      key.Binding
+	Slide, Room            key.Binding
+	Messages, ScrollDetail key.Binding
+	Slow                   key.Binding
 }
 
 // DefaultKeyMap is the explorer's keymap.
@@ -33,8 +39,8 @@ func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Up:       b("↑/k", "up", "up", "k"),
 		Down:     b("↓/j", "down", "down", "j"),
-		PageUp:   b("pgup", "page up", "pgup", "ctrl+u"),
-		PageDown: b("pgdn", "page down", "pgdown", "ctrl+d"),
+		PageUp:   b("pgup/^u", "page up", "pgup", "ctrl+u"),
+		PageDown: b("pgdn/^d", "page down", "pgdown", "ctrl+d"),
 		Top:      b("g/home", "first", "g", "home"),
 		Bottom:   b("G/end", "last", "G", "end"),
 		Expand:   b("→/l", "expand", "right", "l"),
@@ -43,6 +49,7 @@ func DefaultKeyMap() KeyMap {
 		NextPane: b("tab", "next pane", "tab"),
 		PrevPane: b("S-tab", "previous pane", "shift+tab"),
 		Filter:   b("/", "filter executions", "/"),
+		Escape:   b("esc", "clear the filter / close", "esc"),
 		// One binding, two keys: ] scrolls down, [ up.
 		ScrollDetail: b("]/[", "scroll the detail", "]", "["),
 
@@ -53,7 +60,7 @@ func DefaultKeyMap() KeyMap {
 		TimeoutBefore:    b("T", "arm: timeout before effect", "T"),
 		CrashAfterEffect: b("c", "arm: crash, effect unrecorded", "c"),
 		CrashAfterRecord: b("C", "arm: crash after recording", "C"),
-		Disarm:           b("esc", "disarm / close", "esc"),
+		Disarm:           b("esc", "clear filter / disarm / close", "esc"),
 
 		ToggleKeys:    b("K", "toggle idempotency keys", "K"),
 		ToggleJournal: b("J", "toggle journal", "J"),
@@ -68,6 +75,7 @@ func DefaultKeyMap() KeyMap {
 		Lesson:    b("L", "lesson mode: the guided path", "L"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q", "ctrl+c"),
+		QuitNow:   b("ctrl+c", "quit at once", "ctrl+c"),
 
 		MarkExec: b("m", "mark to compare", "m"),
 		Compare:  b("=", "compare with the marked one", "="),

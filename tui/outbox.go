@@ -167,7 +167,7 @@ func (o *outboxPane) View() string {
 // same, and more).
 func (o *outboxPane) Name() string {
 	switch {
-	case o.imported():
+	case o.imported(), o.can.importsOnly:
 		return "Effects"
 	case o.crmTab:
 		return "CRM"
@@ -187,6 +187,10 @@ func (o *outboxPane) lines(height, width int) (string, []string) {
 	// the pane infers them from its trace, whichever tab o last chose.
 	if lines, ok := o.inferredLines(width); ok {
 		return "Effects (inferred)", o.inferredWindow(lines, height, width, focused)
+	}
+	if o.can.importsOnly {
+		// Imports only: no simulated provider here to show the outbox of.
+		return "Effects (inferred)", []string{o.theme.Dim.Render(" no execution selected")}
 	}
 	if o.crmTab {
 		title := "CRM (provider's truth) · o: outbox"

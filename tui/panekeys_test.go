@@ -16,7 +16,7 @@ func TestPaneKeysAreTheirBindings(t *testing.T) {
 	for _, b := range m.helpColumns()[0] {
 		move = append(move, b.Help().Key)
 	}
-	if got, want := strings.Join(move, " "), "↑/k ↓/j pgup pgdn g/home G/end →/l ←/h enter tab S-tab / ]/["; got != want {
+	if got, want := strings.Join(move, " "), "↑/k ↓/j pgup/^u pgdn/^d g/home G/end →/l ←/h enter tab S-tab / ]/["; got != want {
 		t.Errorf("the help's Move column is %q, want %q", got, want)
 	}
 

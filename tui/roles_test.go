@@ -63,11 +63,12 @@ func TestGoldenReadOnlyAt80x24(t *testing.T) {
 			t.Errorf("the help of a read-only source lists %q:\n%s", desc, help)
 		}
 	}
-	mustShow(t, help, "read-only help", "final attempt only", "filter executions", "mark to compare")
+	mustShow(t, help, "read-only help", "final attempt only", "filter executions", "mark to compare",
+		"pgup/^u", "pgdn/^d", "esc     clear the filter / close", "ctrl+c  quit at once")
 }
 
 // A database of imported traces only, as the CLI shows it
-// (engine.OnlyImported, then engine.ReadOnly) at 80×24: the imported trace
+// (engine.OnlyImported, then engine.ImportsOnly) at 80×24: the imported trace
 // with its inferred effects, and no key of an action that needs a run.
 func TestGoldenImportsOnlyAt80x24(t *testing.T) {
 	t.Parallel()
@@ -77,7 +78,7 @@ func TestGoldenImportsOnlyAt80x24(t *testing.T) {
 	if err != nil || !only {
 		t.Fatalf("OnlyImported of a database of imports = %v, %v", only, err)
 	}
-	v := view(t, engine.ReadOnly(h), 80, 24, "DUPLICATE send_invoice")
+	v := view(t, engine.ImportsOnly(h), 80, 24, "DUPLICATE send_invoice")
 	mustShow(t, v, "imports-only view", "Effects (inferred)", "? help", "q quit")
 	mustOfferNothingItCannotDo(t, v)
 	golden.RequireEqual(t, []byte(v))

@@ -38,7 +38,7 @@ import (
 // Source is what the explorer needs of a source at least: its reads
 // (engine.Reader). What else the source can do, the explorer asks it by
 // type assertion (rolesOf) and offers only that: a Temporal cluster or a
-// database of imported traces only (engine.ReadOnly) gets no run, resume,
+// database of imported traces only (engine.ImportsOnly) gets no run, resume,
 // fault or world key, in the footer, the help or the dispatch.
 // *engine.Local (a host in this process), *control.Server (one other
 // processes attach to) and *control.Client (one in another process) do
@@ -64,7 +64,14 @@ type roles struct {
 	erase resetter
 	// pace sets slow motion for the runs to come (S).
 	pace engine.Pacer
+	// importsOnly: the source holds imported traces only (a database of
+	// imports, a Temporal cluster): no simulated outbox or CRM to name.
+	importsOnly bool
 }
+
+// importsOnlySource is a source that says it holds imported traces only
+// (engine.ImportsOnly).
+type importsOnlySource interface{ ShowsImportsOnly() bool }
 
 // resetter is a Source that can wipe its database (*engine.Local and
 // *control.Client): executions, histories, journals and the world.
@@ -80,6 +87,9 @@ func rolesOf(src Source) roles {
 	r.world, _ = src.(engine.WorldControl)
 	r.erase, _ = src.(resetter)
 	r.pace, _ = src.(engine.Pacer)
+	if io, ok := src.(importsOnlySource); ok {
+		r.importsOnly = io.ShowsImportsOnly()
+	}
 	return r
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
-	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // The trace pane shows the one model of a trace (engine/trace), kept live:
@@ -303,10 +302,11 @@ func noteLine(v *trace.Note) string {
 	case trace.JournalDeleted:
 		return fmt.Sprintf("journal record of %s deleted by hand", v.Call)
 	case trace.ExecutionEnded:
-		if v.Mark == trace.MarkOK {
-			return "execution completed"
+		status, why := v.EndWords()
+		if why == "" {
+			return "execution " + status
 		}
-		return "execution failed — " + trace.Headline(v.Error) // whole in the detail pane
+		return "execution " + status + " — " + trace.Headline(why) // whole in the detail pane
 	case trace.Noted, trace.RunEnded:
 		return v.Text
 	case trace.Paced:
@@ -324,7 +324,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%d %s %s not kept by the source · last error %s", a.N, a.Mark().Glyph(), plural.Count(a.NotKept, "earlier attempt"), trace.Headline(a.Error))
+		return a.Mark(), fmt.Sprintf("#%s %s not kept by the source · last error %s", trace.AttemptNumbers(a.N, a.NotKept), a.Mark().Glyph(), trace.Headline(a.Error))
 	}
 	key := ""
 	if a.Key != "" {
@@ -407,17 +407,8 @@ func resultRef(raw json.RawMessage) string {
 	return "result"
 }
 
-func roundDur(d time.Duration) string {
-	switch {
-	case d >= time.Minute:
-		return dur.Text(d.Round(time.Second))
-	case d >= time.Second:
-		return dur.Text(d.Round(100 * time.Millisecond))
-	case d < time.Millisecond:
-		return "<1ms"
-	}
-	return dur.Text(d.Round(time.Millisecond))
-}
+// roundDur is a duration as the screen says it (and show: dur.Short).
+func roundDur(d time.Duration) string { return dur.Short(d) }
 
 // row is one visible line of the flattened tree.
 type row struct {
@@ -886,6 +877,9 @@ func (t *tracePane) lines(height, width int) (string, []string) {
 				lines = append(lines, t.theme.Dim.Render(l))
 			}
 			return "Trace  " + t.unreadable, lines
+		}
+		if t.can.run == nil { // n runs nothing here
+			return "Trace", []string{t.theme.Dim.Render("no execution selected")}
 		}
 		return "Trace", []string{t.theme.Dim.Render("no execution selected · n runs a scenario")}
 	}

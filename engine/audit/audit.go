@@ -9,7 +9,9 @@
 //   - possible: an attempt whose outcome the caller never learnt (timeout,
 //     cancellation, a dead worker) was followed by another, or one that
 //     failed, not known to have failed before it acted (as a rejection, a
-//     4xx or a validation error, is), was repeated;
+//     4xx or a validation error, is), was repeated; or an attempt that
+//     acted was followed by one still in flight (started, with no answer
+//     yet: a history cut while it runs), which may act too;
 //   - absorbed: the repeat carried the same idempotency key (or the provider
 //     answered it from its key store), so it should have done nothing new.
 //
@@ -142,15 +144,20 @@ func snakeCase(s string) string {
 
 // Evidence is one attempt of a finding.
 type Evidence struct {
-	Execution string    `json:"execution"`
-	Call      string    `json:"call"`
-	Attempt   int       `json:"attempt"`
-	Ref       string    `json:"ref"` // the span id (or history event) of the attempt
-	Started   time.Time `json:"started"`
-	Outcome   string    `json:"outcome"` // the fold's word for its mark
-	Mark      string    `json:"mark"`
-	Key       string    `json:"key,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	Execution string `json:"execution"`
+	Call      string `json:"call"`
+	Attempt   int    `json:"attempt"`
+	// NotKept > 0: the evidence stands for attempts the source did not
+	// keep, Attempt-NotKept+1 .. Attempt (Outcome "not-kept").
+	NotKept int       `json:"not_kept,omitempty"`
+	Ref     string    `json:"ref"` // the span id (or history event) of the attempt
+	Started time.Time `json:"started"`
+	// Outcome is the fold's word for its mark ("ok", "timeout", "in
+	// flight", ...), "not-kept" for attempts the source did not keep.
+	Outcome string `json:"outcome"`
+	Mark    string `json:"mark"`
+	Key     string `json:"key,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Finding is one effect that may have happened more than once.
@@ -189,11 +196,14 @@ type attempt struct {
 // seen is what the audit keeps of an attempt.
 type seen struct {
 	Call, Tool, Ref, Key, Error string
-	N                           int
+	N, NotKept                  int
 	Started                     time.Time
 	Deduplicated, ok, unknown   bool
 	failed                      bool // unknown: it failed, perhaps after it acted
 	delivered                   bool // ok, though its caller saw no answer (◆)
+	// inflight: started, no answer yet, its worker not known dead: it may
+	// act, so repeating an attempt that acted is possible already.
+	inflight bool
 	// ownID: the call's id is its own, kept by its retries and by no other
 	// call (distinctIDs), so attempts of other ids are separate calls.
 	ownID bool
@@ -284,9 +294,10 @@ func (au *Auditor) add(t *trace.Trace, canonicalArgs bool) {
 				failed := mayHaveActed(a)
 				unknown := (a.Unknown() || failed) && !delivered
 				au.groups[k] = append(au.groups[k], attempt{exec: t.Execution, args: argStr, a: seen{
-					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, Started: a.Started,
+					Call: a.Call, Tool: c.Tool, Ref: a.Ref, Key: a.Key, Error: a.Error, N: a.N, NotKept: a.NotKept, Started: a.Started,
 					Deduplicated: a.Deduplicated, unknown: unknown, failed: failed, delivered: delivered, ownID: own, Mark: a.Mark(),
-					ok: delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
+					inflight: inFlight(a),
+					ok:       delivered || (!unknown && a.Finished && a.Outcome == trace.OutcomeOK && !a.Deduplicated)}})
 			}
 		})
 	}
@@ -304,6 +315,10 @@ func ArgsUnknown(args string) bool { return args == "" || args == "null" }
 func mayHaveActed(a *trace.Attempt) bool {
 	return a.Finished && a.Outcome == trace.OutcomeError && !a.Deduplicated
 }
+
+// inFlight says whether an attempt has started and has no answer yet, its
+// worker not known to have died: it may still act.
+func inFlight(a *trace.Attempt) bool { return !a.Finished && !a.Crashed && a.NotKept == 0 }
 
 // Run audits folded traces.
 func Run(traces []*trace.Trace, opts Options) Report {
@@ -403,6 +418,9 @@ const (
 	whyOneCallOK   = "two attempts of one call succeeded"
 	whySeparateOK  = "%d separate calls with the same arguments succeeded"
 	whySeparateUnk = "a call whose outcome is unknown was followed by a separate call with the same arguments"
+	// When the later attempt of the pair is in flight (seen.inflight):
+	whyOKThenInFlight = "an attempt succeeded and was repeated"
+	inFlightWords     = "; the repeat is in flight"
 )
 
 // succeededWords is whyTwoOK with the number of attempts of cl that
@@ -496,7 +514,7 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 	acted := false
 	for j := range cl {
 		b := cl[j].a
-		if j > 0 && (b.ok || b.unknown || b.Deduplicated) {
+		if j > 0 && (b.ok || b.unknown || b.Deduplicated || b.inflight) {
 			g, w, pair := Grade(""), "", -1
 			switch {
 			case b.Deduplicated && acted, b.Key != "" && actedKeys[b.Key]:
@@ -511,10 +529,15 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 					if cl[i].a.delivered || b.delivered {
 						w = whyDelivered
 					}
-				} else if i := otherKey(unknown, b.Key); i >= 0 && g.rank() < Possible.rank() {
-					g, w, pair = Possible, whyUnknown, i
-					if cl[i].a.failed {
-						w = whyFailed
+				} else if i := otherKey(unknown, b.Key); g.rank() < Possible.rank() && (i >= 0 || b.inflight) {
+					// One in flight pairs with the first that acted.
+					if o := otherKey(ok, b.Key); b.inflight && o >= 0 && (i < 0 || o < i) {
+						g, w, pair = Possible, whyOKThenInFlight, o
+					} else if i >= 0 {
+						g, w, pair = Possible, whyUnknown, i
+						if cl[i].a.failed {
+							w = whyFailed
+						}
 					}
 				}
 			}
@@ -544,22 +567,26 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 	if why == whyTwoOK {
 		why = succeededWords(cl)
 	}
+	if cl[whyJ].a.inflight {
+		why += inFlightWords
+	}
 	if !evidence {
 		return Finding{Grade: best, Why: why}, true
 	}
 	// Backward: an earlier attempt with an unknown outcome pairs with any
 	// later one that did not definitely fail; one that succeeded, with a
 	// later success, a deduplicated repeat or one carrying its key.
-	later, laterOK, laterDedup := false, false, false
+	later, laterOK, laterDedup, laterInFlight := false, false, false, false
 	laterKeys := map[string]bool{}
 	for i := len(cl) - 1; i >= 0; i-- {
 		a := cl[i].a
 		switch {
-		case a.unknown && later, a.ok && (laterOK || laterDedup || (a.Key != "" && laterKeys[a.Key])):
+		case a.unknown && later, a.ok && (laterOK || laterDedup || laterInFlight || (a.Key != "" && laterKeys[a.Key])):
 			involved[i] = true
 		}
-		if a.ok || a.unknown || a.Deduplicated {
+		if a.ok || a.unknown || a.Deduplicated || a.inflight {
 			later = true
+			laterInFlight = laterInFlight || a.inflight
 			laterOK = laterOK || a.ok
 			laterDedup = laterDedup || a.Deduplicated
 			if a.Key != "" {
@@ -575,12 +602,28 @@ func grade(cl []attempt, evidence bool) (Finding, bool) {
 		if !involved[i] {
 			continue
 		}
-		m := x.a.Mark
-		f.Attempts = append(f.Attempts, Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, Ref: x.a.Ref,
-			Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error})
+		f.Attempts = append(f.Attempts, evidenceOf(x))
 	}
 	return f, true
 }
+
+// NotKeptOutcome is the outcome evidence gives attempts the source did
+// not keep: one word, as "ok" and "timeout" are.
+const NotKeptOutcome = "not-kept"
+
+// evidenceOf is the evidence of one attempt of a finding.
+func evidenceOf(x attempt) Evidence {
+	m := x.a.Mark
+	e := Evidence{Execution: x.exec, Call: x.a.Call, Attempt: x.a.N, NotKept: x.a.NotKept, Ref: x.a.Ref,
+		Started: x.a.Started, Outcome: m.Word(), Mark: m.Glyph(), Key: x.a.Key, Error: x.a.Error}
+	if e.NotKept > 0 {
+		e.Outcome = NotKeptOutcome
+	}
+	return e
+}
+
+// Which are the attempt's numbers in words: "attempt 3", "attempts 1-2".
+func (e Evidence) Which() string { return trace.AttemptWords(e.Attempt, e.NotKept) }
 
 // defaultPatterns are DefaultEffects parsed, once; never changed.
 var defaultPatterns, _ = ParseEffects(DefaultEffects)

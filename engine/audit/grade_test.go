@@ -18,9 +18,10 @@ func gradePairs(cl []attempt) (Finding, bool) {
 	best := Grade("")
 	why := ""
 	involved := map[int]bool{}
+	whyJ := -1
 	for j := 1; j < len(cl); j++ {
-		bOK, bUnknown := cl[j].a.ok, cl[j].a.unknown
-		if !bOK && !bUnknown && !cl[j].a.Deduplicated {
+		bOK, bUnknown, bInFlight := cl[j].a.ok, cl[j].a.unknown, cl[j].a.inflight
+		if !bOK && !bUnknown && !cl[j].a.Deduplicated && !bInFlight {
 			continue
 		}
 		for i := 0; i < j; i++ {
@@ -39,6 +40,8 @@ func gradePairs(cl []attempt) (Finding, bool) {
 				g, w = Duplicate, whyTwoOK
 			case aUnknown:
 				g, w = Possible, whyUnknown
+			case aOK && bInFlight:
+				g, w = Possible, whyOKThenInFlight
 			default:
 				continue
 			}
@@ -47,7 +50,7 @@ func gradePairs(cl []attempt) (Finding, bool) {
 			}
 			involved[i], involved[j] = true, true
 			if g.rank() > best.rank() {
-				best, why = g, w
+				best, why, whyJ = g, w, j
 			}
 		}
 	}
@@ -56,6 +59,9 @@ func gradePairs(cl []attempt) (Finding, bool) {
 	}
 	if why == whyTwoOK {
 		why = succeededWords(cl) // the words, not the grade: the same count
+	}
+	if cl[whyJ].a.inflight {
+		why += inFlightWords
 	}
 	f := Finding{Grade: best, Tool: cl[0].a.Tool, Args: json.RawMessage(cl[0].args), Why: why}
 	if len(f.Args) == 0 {
@@ -72,7 +78,7 @@ func gradePairs(cl []attempt) (Finding, bool) {
 }
 
 // TestGradeAgreesWithEveryPair grades random clusters (outcomes, keys,
-// deduplication, ◆) both ways: the same finding, reason and evidence.
+// deduplication, ◆, attempts in flight) both ways: the same finding, reason and evidence.
 func TestGradeAgreesWithEveryPair(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	keys := []string{"", "", "k1", "k2", "k3"}
@@ -81,7 +87,7 @@ func TestGradeAgreesWithEveryPair(t *testing.T) {
 		for i := range cl {
 			s := seen{Call: "c" + strconv.Itoa(r.Intn(3)), Tool: "send_email", Ref: fmt.Sprintf("r%d", i), N: i + 1,
 				Key: keys[r.Intn(len(keys))], Started: t0.Add(time.Duration(i) * time.Second)}
-			switch r.Intn(6) {
+			switch r.Intn(7) {
 			case 0: // failed
 			case 1:
 				s.ok = true
@@ -93,6 +99,8 @@ func TestGradeAgreesWithEveryPair(t *testing.T) {
 				s.Deduplicated = true
 			case 5:
 				s.Deduplicated, s.unknown = true, true
+			case 6: // started, no answer yet
+				s.inflight = true
 			}
 			cl[i] = attempt{exec: "x", args: `{"to":"a"}`, a: s}
 		}
@@ -175,6 +183,8 @@ func TestSucceededTwiceIsTheDuplicateGrade(t *testing.T) {
 				s.Deduplicated = true
 			case 3:
 				s.ok, s.delivered = true, true
+			case 4:
+				s.inflight = true
 			}
 			cl[i] = attempt{exec: "x", args: `{"to":"a"}`, a: s}
 			if s.ok {

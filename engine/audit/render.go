@@ -48,7 +48,7 @@ func (l *Listing) Text(w io.Writer) error {
 		}
 		for _, e := range f.Attempts {
 			pad := strings.Repeat(" ", width-utf8.RuneCountInString(e.Outcome))
-			fmt.Fprintf(bw, "  %s %s%s  %s  %s  call %s attempt %d  ref %s", e.Mark, e.Outcome, pad, stamp(e.Started), e.Execution, e.Call, e.Attempt, e.Ref)
+			fmt.Fprintf(bw, "  %s %s%s  %s  %s  call %s %s  ref %s", e.Mark, e.Outcome, pad, stamp(e.Started), e.Execution, e.Call, e.Which(), e.Ref)
 			if e.Key != "" {
 				fmt.Fprintf(bw, "  key %s", e.Key)
 			}
@@ -83,8 +83,8 @@ func (l *Listing) Markdown(w io.Writer) error {
 			if e.Error != "" {
 				out += ": " + trace.Headline(e.Error)
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %d | %s | %s |\n", cell(out), stamp(e.Started), code(e.Execution),
-				code(e.Call), e.Attempt, code(e.Ref), code(e.Key))
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(out), stamp(e.Started), code(e.Execution),
+				code(e.Call), trace.AttemptNumbers(e.Attempt, e.NotKept), code(e.Ref), code(e.Key))
 		}
 		return nil
 	})

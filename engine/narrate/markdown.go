@@ -313,10 +313,14 @@ func (m *mdWriter) note(run *trace.Run, n *trace.Note, indent string) {
 	case trace.Escalated:
 		m.f("%s- %s %s escalated: %s\n", indent, at, trace.MarkEscalated.Glyph(), mdEscape(n.Error))
 	case trace.ExecutionEnded:
-		if n.Mark == trace.MarkOK {
+		status, why := n.EndWords()
+		switch {
+		case n.Mark == trace.MarkOK:
 			m.f("%s- %s %s execution completed\n", indent, at, trace.MarkOK.Glyph())
-		} else {
-			m.f("%s- %s %s execution failed: %s\n", indent, at, trace.MarkFailed.Glyph(), mdEscape(n.Error))
+		case why == "":
+			m.f("%s- %s %s execution %s\n", indent, at, trace.MarkFailed.Glyph(), status)
+		default:
+			m.f("%s- %s %s execution %s: %s\n", indent, at, trace.MarkFailed.Glyph(), status, mdEscape(why))
 		}
 	}
 }

@@ -452,3 +452,46 @@ func TestOwnExportAuditedInHand(t *testing.T) {
 		}
 	}
 }
+
+// The OpenTelemetry analogue of a Temporal activity whose retry is still
+// running: send_email timed out, and its repeat's span says it has no
+// answer yet (retrylab.outcome "none", its worker not dead; OpenTelemetry
+// exports only ended spans, so that attribute is how a trace says it). The
+// record (the fast path), the audit and its words agree: possible, the
+// repeat in flight.
+func TestInFlightRepeatIsPossible(t *testing.T) {
+	db := openDB(t)
+	spans := readFixture(t, "adk-send-twice.json")
+	var sends []int
+	for i := range spans {
+		if spans[i].Role() == RoleTool && spans[i].Tool() == "send_email" {
+			sends = append(sends, i)
+		}
+	}
+	if len(sends) != 2 {
+		t.Fatalf("fixture has %d send_email spans, want 2", len(sends))
+	}
+	first, second := &spans[sends[0]], &spans[sends[1]]
+	first.Status, first.Message = "error", "TimeoutError: response lost"
+	first.Attrs.Set("error.type", "TimeoutError")
+	second.Attrs.Set("retrylab.outcome", "none")
+	if err := db.Update(func(tx *store.Tx) error { _, err := Save(tx, spans, "receiver"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	const id = "otlp-conv-sess-adk-mail-1"
+	if got := recorded(record(t, db, id)); got != audit.Possible {
+		t.Errorf("record says %q, want possible", got)
+	}
+	loaded, err := LoadSpans(db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := audit.Run([]*trace.Trace{trace.Fold(id, Events(loaded))}, audit.Options{Effects: []string{"send_*"}})
+	const why = "an attempt with an unknown outcome was followed by another; the repeat is in flight"
+	if len(rep.Findings) != 1 || rep.Findings[0].Grade != audit.Possible || rep.Findings[0].Why != why {
+		t.Fatalf("findings %+v, want one possible: %q", rep.Findings, why)
+	}
+	if ev := rep.Findings[0].Attempts; len(ev) != 2 || ev[1].Outcome != "in flight" {
+		t.Errorf("evidence %+v, want the timeout and the repeat in flight", ev)
+	}
+}

@@ -40,8 +40,9 @@ import (
 //
 // A POSSIBLE duplicate needs more: an attempt whose outcome is unknown (a
 // timeout, a crash, an error that does not say it came before the effect)
-// followed by another of the same effect that succeeded or is unknown too,
-// with another idempotency key or none. The fast path grades it as the
+// followed by another of the same effect that succeeded, is unknown too or
+// is in flight (no answer, its worker not dead), with another idempotency
+// key or none; or one that succeeded followed by one in flight. The fast path grades it as the
 // audit does, on each effect's attempts in the order they started
 // (repeatsUnknown); two of them that started at the same instant, whose
 // order would be the fold's walk, are left to the fold.
@@ -108,6 +109,9 @@ type actedAttempt struct {
 	tool, args, key string
 	start           int64
 	ok              bool
+	// inflight: it never had an answer and its worker did not die: still
+	// running, it may act (neither ok nor unknown).
+	inflight bool
 }
 
 // flagSpan is what the fast path reads of a tool span, or of a root span
@@ -155,7 +159,8 @@ const (
 	attemptUnknown
 	// attemptUnknownIfCrashed: it never had an answer and has no
 	// recorded effects: unknown when its run's worker died at or after
-	// its start (else it is still running, and counts for nothing).
+	// its start (else it is still running: in flight, as with
+	// attemptOKIfCrashed).
 	attemptUnknownIfCrashed
 )
 
@@ -345,7 +350,7 @@ func (sc *flagScratch) verdictOf(spans []flagSpan) (v audit.Grade, sure bool) {
 		if !call.effect {
 			continue
 		}
-		ok, unknown := false, false
+		ok, unknown, inflight := false, false, false
 		switch s.state {
 		case attemptOK:
 			ok = true
@@ -358,18 +363,19 @@ func (sc *flagScratch) verdictOf(spans []flagSpan) (v audit.Grade, sure bool) {
 			r := sc.runs[s.trace]
 			crashed := r.crashed && r.crash >= s.start
 			ok, unknown = crashed && s.state == attemptOKIfCrashed, crashed && s.state == attemptUnknownIfCrashed
+			inflight = !crashed
 		case attemptUnknown:
 			unknown = true
 		case attemptToFold:
 			return "", false
 		}
-		if ok || unknown {
+		if ok || unknown || inflight {
 			args := call.args
 			if audit.ArgsUnknown(args) {
 				// The audit groups a call without arguments with no other.
 				args = "\x01" + strconv.Itoa(c)
 			}
-			sc.acted = append(sc.acted, actedAttempt{tool: call.tool, args: args, key: s.key, start: s.start, ok: ok})
+			sc.acted = append(sc.acted, actedAttempt{tool: call.tool, args: args, key: s.key, start: s.start, ok: ok, inflight: inflight})
 		}
 	}
 	// The audit's groups: one effect (tool and arguments) each, its
@@ -423,30 +429,46 @@ func (sc *flagScratch) verdictOf(spans []flagSpan) (v audit.Grade, sure bool) {
 
 // repeatsUnknown says whether the audit grades POSSIBLE one group of
 // attempts of one effect, in the order they started, that holds no
-// duplicate: an attempt that succeeded or whose outcome is unknown comes
-// after one whose outcome is unknown and whose idempotency key is not its
-// own (or it has none).
+// duplicate: an attempt that succeeded, whose outcome is unknown or that
+// is in flight comes after one whose outcome is unknown and whose
+// idempotency key is not its own (or it has none), or one in flight comes
+// after one that succeeded, its key not the in-flight one's.
 func repeatsUnknown(group []actedAttempt) bool {
-	first, other := -1, -1 // the first unknown attempt, and the first with another key than its
+	unknown, ok := keyFirsts{-1, -1}, keyFirsts{-1, -1}
 	for j, a := range group {
-		if first >= 0 {
-			i := first
-			if a.key != "" && group[first].key == a.key {
-				i = other
-			}
-			if i >= 0 {
-				return true
-			}
+		if unknown.other(group, a.key) >= 0 || (a.inflight && ok.other(group, a.key) >= 0) {
+			return true
 		}
 		switch {
 		case a.ok:
-		case first < 0:
-			first = j
-		case other < 0 && a.key != group[first].key:
-			other = j
+			ok.note(group, j)
+		case !a.inflight:
+			unknown.note(group, j)
 		}
 	}
 	return false
+}
+
+// keyFirsts are the first of some attempts of a group, and the first of
+// them whose idempotency key differs from its (-1: none yet).
+type keyFirsts struct{ first, second int }
+
+// note takes in attempt j of group.
+func (f *keyFirsts) note(group []actedAttempt, j int) {
+	switch {
+	case f.first < 0:
+		f.first = j
+	case f.second < 0 && group[j].key != group[f.first].key:
+		f.second = j
+	}
+}
+
+// other is the first attempt noted whose key is not key ("" matches none), or -1.
+func (f keyFirsts) other(group []actedAttempt, key string) int {
+	if f.first < 0 || key == "" || group[f.first].key != key {
+		return f.first
+	}
+	return f.second
 }
 
 // runsOf fills sc.runs with what spans (flagSpanOf's, of one execution

@@ -49,3 +49,27 @@ func lastLine(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// EndWords are how an execution's end (an ExecutionEnded note) reads, as
+// the source gave it: its status ("completed", "failed", or a source's
+// own: Temporal's "timed out", "cancelled", "terminated"), and what the
+// source said beyond the status ("" when the error only repeats it, as
+// Temporal's "workflow cancelled" does). The screen, show and the
+// Markdown handout say an end with them.
+func (n *Note) EndWords() (status, why string) {
+	status = n.Text
+	switch {
+	case n.Mark == MarkOK:
+		status = "completed"
+	case status == "":
+		status = "failed"
+	}
+	why = strings.TrimSpace(n.Error)
+	if why == status || why == "workflow "+status {
+		return status, ""
+	}
+	if rest, ok := strings.CutPrefix(why, "workflow "+status+" "); ok { // Temporal's "workflow terminated REASON"
+		why = strings.TrimSpace(rest)
+	}
+	return status, why
+}

@@ -17,3 +17,25 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 }
+
+// An execution's end reads as its source gave it, the status once:
+// Temporal's "timed out" with "workflow timed out" is "timed out", not
+// "failed — workflow timed out"; a reason beyond the status stays.
+func TestEndWordsSayTheSourcesStatusOnce(t *testing.T) {
+	for _, c := range []struct {
+		n           Note
+		status, why string
+	}{
+		{Note{Mark: MarkOK, Text: "completed"}, "completed", ""},
+		{Note{Mark: MarkOK}, "completed", ""},
+		{Note{Mark: MarkFailed, Text: "timed out", Error: "workflow timed out"}, "timed out", ""},
+		{Note{Mark: MarkFailed, Text: "cancelled", Error: "workflow cancelled"}, "cancelled", ""},
+		{Note{Mark: MarkFailed, Text: "terminated", Error: "workflow terminated by ops"}, "terminated", "by ops"},
+		{Note{Mark: MarkFailed, Text: "failed", Error: "boom"}, "failed", "boom"},
+		{Note{Mark: MarkFailed, Error: "failed to deliver"}, "failed", "failed to deliver"},
+	} {
+		if s, w := c.n.EndWords(); s != c.status || w != c.why {
+			t.Errorf("%+v: %q, %q; want %q, %q", c.n, s, w, c.status, c.why)
+		}
+	}
+}

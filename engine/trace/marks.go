@@ -1,6 +1,10 @@
 package trace
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Mark is the glyph a reader tells outcomes apart by. The screen, the CLI
 // and the Markdown handout all take glyphs and words from this one table.
@@ -89,4 +93,23 @@ func Legend(ms ...Mark) string {
 		parts[i] = m.Glyph() + " " + m.Word()
 	}
 	return strings.Join(parts, "  ")
+}
+
+// AttemptNumbers are attempt n's number as every view writes it: "3", or
+// for a row standing for attempts the source did not keep (notKept of
+// them, the last n) their range, "1-2". The trace's "#1-2", show's
+// "attempts 1-2" and the audit's "call 5 attempts 1-2" agree.
+func AttemptNumbers(n, notKept int) string {
+	if notKept > 1 {
+		return fmt.Sprintf("%d-%d", n-notKept+1, n)
+	}
+	return strconv.Itoa(n)
+}
+
+// AttemptWords are "attempt 3", or "attempts 1-2" for attempts not kept.
+func AttemptWords(n, notKept int) string {
+	if notKept > 1 {
+		return "attempts " + AttemptNumbers(n, notKept)
+	}
+	return "attempt " + AttemptNumbers(n, notKept)
 }

@@ -78,7 +78,7 @@ func (a *app) explore(f *exploreFlags) (err error) {
 	// never query it again.
 	// A database of imported traces only is shown read-only: no scenario
 	// of retrylab's ran there, so the explorer offers no run, resume, fault
-	// or world key (engine.ReadOnly).
+	// or world key, and names no simulated outbox (engine.ImportsOnly).
 	var src engine.Reader = h
 	if f.run == "" {
 		only, err := engine.OnlyImported(h)
@@ -86,7 +86,7 @@ func (a *app) explore(f *exploreFlags) (err error) {
 			return err
 		}
 		if only {
-			src = engine.ReadOnly(h)
+			src = engine.ImportsOnly(h)
 		}
 	}
 	opts := tui.Options{Source: src, Run: f.run, HighContrast: f.highContrast, Presenter: f.highContrast, Title: h.DBPath(), Lesson: f.lesson,

@@ -52,13 +52,9 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 				at, stamp := clock.at(v.Time)
 				fmt.Fprintf(a.out, "%s  %s%s %s  call %s%s\n", at, indent, v.Tool, v.Args, v.Call, stamp)
 				for _, at := range v.Attempts {
-					which := fmt.Sprintf("attempt %d", at.N)
-					if at.NotKept > 1 {
-						which = fmt.Sprintf("attempts %d-%d", at.N-at.NotKept+1, at.N)
-					}
 					col, stamp := clock.at(at.Started)
-					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", col, indent+"  ", at.Mark(), which,
-						at.Mark().Word(), dur.Text(at.Duration.Round(time.Millisecond)), refWord+at.Ref)
+					line := fmt.Sprintf("%s  %s  %s %s  %s  %s  %s", col, indent+"  ", at.Mark(), trace.AttemptWords(at.N, at.NotKept),
+						at.Mark().Word(), tookWords(at), refWord+at.Ref)
 					if at.Key != "" {
 						line += "  key " + at.Key
 					}
@@ -75,8 +71,7 @@ func (a *app) showImported(h engine.Service, x history.Execution, asJSON bool) e
 				}
 			case *trace.Note:
 				at, stamp := clock.at(v.Time)
-				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s %s %s", at, indent, v.Mark,
-					strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error), " ")+stamp)
+				fmt.Fprintln(a.out, strings.TrimRight(fmt.Sprintf("%s  %s%s %s", at, indent, v.Mark, noteWords(v)), " ")+stamp)
 			}
 		}
 	}
@@ -95,4 +90,29 @@ func sourceCount(events []trace.Event, unit string) string {
 		return "0"
 	}
 	return events[0].Attrs[unit]
+}
+
+// noteWords are what show says of a note of an imported trace: an
+// execution's end as its source gave it ("execution timed out", "execution
+// failed: boom"), any other note by its kind, text and error.
+func noteWords(v *trace.Note) string {
+	if v.Kind == trace.ExecutionEnded {
+		status, why := v.EndWords()
+		if why == "" {
+			return "execution " + status
+		}
+		return "execution " + status + ": " + why
+	}
+	return fmt.Sprintf("%s %s %s", strings.ReplaceAll(string(v.Kind), ".", " "), v.Text, v.Error)
+}
+
+// tookWords are how long an imported attempt took, as the explorer says it
+// (dur.Short: "<1ms" below a millisecond), or "—" when nothing says: the
+// source did not keep the attempts, or the attempt is in flight (its mark's
+// word says so).
+func tookWords(at *trace.Attempt) string {
+	if at.NotKept > 0 || !at.Finished {
+		return "—"
+	}
+	return dur.Short(at.Duration)
 }

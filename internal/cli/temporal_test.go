@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,14 +63,14 @@ func TestCLIShowTemporal(t *testing.T) {
 	ok(t, db, "import", temporalFixture(t, "order-run1.cli.json"), temporalFixture(t, "order-run2.ui.json"))
 	r := ok(t, db, "show", "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001")
 	has(t, r, "scenario OrderWorkflow  completed  runs 2  events 52",
-		"⋯ attempts 1-2  attempts the source did not keep  0s  event 7  HTTPError: card service answered 503",
+		"⋯ attempts 1-2  attempts the source did not keep  —  event 7  HTTPError: card service answered 503",
 		"✓ attempt 3  ok  400ms  event 7",
 		"⏱ attempt 4  timeout  2s  event 20  heartbeat timeout",
 		"noted RefundPayment timed out before an attempt started: schedule-to-close timeout",
 		"✓ run ended continued as new",
 		"+89.600s  run 2",
 		"✓ attempt 1  ok  300ms  run 2 event 6",
-		"✓ execution ended completed")
+		"✓ execution completed")
 }
 
 // The worker interceptor's spans of run 1, with a fault retrylab injected
@@ -112,7 +113,7 @@ func TestCLIShowTemporalRecordedFaults(t *testing.T) {
 	}
 	ok(t, db, "import", file, temporalFixture(t, "order-run1.cli.json"))
 	r := ok(t, db, "show", "temporal-"+run)
-	has(t, r, "⏱ attempt 1  timeout  0s  span c000000000000001  ⚡crash-after-effect  started, no end recorded (its worker died?)",
+	has(t, r, "⏱ attempt 1  timeout  <1ms  span c000000000000001  ⚡crash-after-effect  started, no end recorded (its worker died?)",
 		"✖ attempt 2  failed  1s  span c000000000000003  ⚡server-error",
 		"✓ attempt 3  ok  400ms  event 7")
 	hasNot(t, r, "⋯ attempts 1-2")
@@ -171,4 +172,62 @@ func TestCLIShowTemporalTimesInOrder(t *testing.T) {
 		}
 		last = at
 	}
+}
+
+// endedAs writes the in-flight SendEmail history of run id with a close
+// event of type kind (attributes attr) after it, and returns its path.
+func endedAs(t *testing.T, id, kind, attr string) string {
+	t.Helper()
+	var doc struct {
+		Events []map[string]any `json:"events"`
+	}
+	if err := json.Unmarshal(readFile(t, temporalFixture(t, "inflight-sendemail.cli.json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	started := doc.Events[0]["workflowExecutionStartedEventAttributes"].(map[string]any)
+	started["originalExecutionRunId"], started["firstExecutionRunId"] = id, id
+	doc.Events = append(doc.Events, map[string]any{"eventId": "7", "eventTime": "2026-03-02T10:00:20Z", "eventType": kind,
+		"taskId": "1048583", attr: map[string]any{}})
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), id+".json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// show says an imported workflow's end as Temporal gave it, once
+// ("execution cancelled", not "execution ended cancelled workflow
+// cancelled"), and an attempt's time only where the source kept one: "—"
+// for attempts not kept and the one in flight, not "0s".
+func TestCLIShowTemporalEndsAndAttempts(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const cancelled, timedOut = "5a7e9c20-1b2d-4e3f-8a90-0c1d2e3f7002", "5a7e9c20-1b2d-4e3f-8a90-0c1d2e3f7003"
+	ok(t, db, "import", endedAs(t, cancelled, "EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED", "workflowExecutionCanceledEventAttributes"),
+		endedAs(t, timedOut, "EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT", "workflowExecutionTimedOutEventAttributes"),
+		temporalFixture(t, "inflight-sendemail.cli.json"))
+	for id, end := range map[string]string{cancelled: "✖ execution cancelled\n", timedOut: "✖ execution timed out\n"} {
+		r := ok(t, db, "show", "temporal-"+id)
+		has(t, r, end, "⋯ attempts 1-2  attempts the source did not keep  —  event 6", "… attempt 3  in flight  —  event 6")
+		hasNot(t, r, "workflow cancelled", "workflow timed out", "execution ended", "  0s  ")
+	}
+	r := ok(t, db, "audit", "temporal-5a7e9c20-1b2d-4e3f-8a90-0c1d2e3f7001")
+	has(t, r, "POSSIBLE  SendEmail", "the repeat is in flight", "⋯ not-kept ", "call 5 attempts 1-2  ref event 6", "… in flight  ", "call 5 attempt 3  ref event 6")
+	r = ok(t, db, "audit", "--json", "temporal-5a7e9c20-1b2d-4e3f-8a90-0c1d2e3f7001")
+	has(t, r, `"attempt": 2,`, `"not_kept": 2,`, `"outcome": "not-kept"`, `"outcome": "in flight"`)
+	hasNot(t, r, "attempts the source did not keep")
+}
+
+// readFile is the file's bytes.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -33,13 +33,17 @@ attempts lie within --window of each other, and graded:
              attempt whose caller saw no answer but whose effect the trace
              records, ◆, counts as one that succeeded)
   possible   an attempt whose outcome is unknown (timeout, cancellation, a
-             dead worker) was followed by another
+             dead worker) was followed by another, or an attempt that acted
+             by one still in flight (started, no answer yet: "the repeat is
+             in flight")
   absorbed   the repeat carried the same idempotency key (read from
              retrylab.idempotency_key or http.request.header.idempotency-key),
              or the provider answered it from its key store
 
 Each finding shows its evidence: every attempt's outcome, start time,
-execution, call, attempt number and span id. Tool-call ids are not trusted to
+execution, call, attempt number and span id; attempts the source did not keep
+(Temporal's before the one it records) are "attempts 1-2", outcome
+"not-kept" (--json: "attempt" the last, "not_kept" how many). Tool-call ids are not trusted to
 tell calls apart (real frameworks give each retry a new one); the arguments
 are. Which tools have side effects is --effects: patterns of tool names,
 matched case-insensitively; tools whose names start with get_, list_, read_,

@@ -103,7 +103,7 @@ func TestCLIImportAndAudit(t *testing.T) {
 		"✖ attempt 1  failed  500ms  span d000000000000003  upstream unavailable",
 		"✓ attempt 1  ok  100ms  span d000000000000005  (orphan: parent d000000000000099 never arrived)",
 		" +60.000s  run 2\n", "⏱ attempt 1  timeout  2.9s  span e000000000000004  cancelled",
-		" +64.000s    ✓ execution ended\n")
+		" +64.000s    ✓ execution completed\n")
 	r = ok(t, db, "show", "otlp-conv-conv-9", "--json")
 	var shown struct {
 		Execution struct{ Imported, Source string }

@@ -19,3 +19,19 @@ func Text(d time.Duration) string {
 	}
 	return s
 }
+
+// Short is d as the explorer and show say an attempt's duration: to the
+// second from a minute, to a tenth of a second from a second, else to the
+// millisecond, and "<1ms" below one (never "0s" for a call that took
+// microseconds).
+func Short(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return Text(d.Round(time.Second))
+	case d >= time.Second:
+		return Text(d.Round(100 * time.Millisecond))
+	case d < time.Millisecond:
+		return "<1ms"
+	}
+	return Text(d.Round(time.Millisecond))
+}

@@ -96,6 +96,10 @@ type clusterSource struct {
 
 type runRef struct{ workflowID, runID string }
 
+// ShowsImportsOnly says the cluster's workflows are imported traces only:
+// the explorer names no simulated outbox or CRM for them.
+func (*clusterSource) ShowsImportsOnly() bool { return true }
+
 func newClusterSource(ctx context.Context, c client.Client, cf clusterFlags, every time.Duration) (*clusterSource, error) {
 	dir, err := os.MkdirTemp("", "retrylab-explore-")
 	if err != nil {
