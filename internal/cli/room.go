@@ -25,6 +25,7 @@ import (
 	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/room"
 	"github.com/retrylab/retrylab/fixtures"
+	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
 )
 
@@ -307,14 +308,16 @@ func writeRoomStatus(a *app, roomURL string, st room.Status) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tEXECUTIONS\tSCENARIO\tOUTCOME\tOUTBOX\tDUPLICATES\tPREDICTIONS")
+	// SCENARIO to DUPLICATES are the latest run's, as the teacher's row
+	// says them; ALL RUNS is the mail of every run.
+	fmt.Fprintln(tw, "NAME\tEXECUTIONS\tSCENARIO\tOUTCOME\tOUTBOX\tDUPLICATES\tALL RUNS\tPREDICTIONS")
 	for _, p := range st.Participants {
 		name := p.Name
 		if p.Left {
 			name += " (left)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d/%d right\n", name, p.Executions, dash(p.Scenario), dash(p.Outcome),
-			p.Outbox, p.Duplicates, p.Predictions.Right, p.Predictions.Asked)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s, %d dup\t%d/%d right\n", name, p.Executions, dash(p.Scenario), dash(p.Outcome),
+			p.LatestOutbox, p.LatestDuplicates, plural.Count(p.Outbox, "message"), p.Duplicates, p.Predictions.Right, p.Predictions.Asked)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

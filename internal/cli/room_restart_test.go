@@ -3,6 +3,7 @@ package cli
 import (
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,8 @@ func TestCLIRoomRestartJoinAgainAndLeave(t *testing.T) {
 	if g := statusOf(t, roomDB)["grace"]; !strings.Contains(g, `"executions":2`) {
 		t.Errorf("grace's runs did not reach the room back: %s", g)
 	}
-	if r := ok(t, graceDB, "room", "status"); !strings.Contains(r.stdout, "grace") {
+	// Her row says her latest run's mail (1 message), and all her runs'.
+	if r := ok(t, graceDB, "room", "status"); !regexp.MustCompile(`(?m)^grace +2 +one-send +completed +1 +0 +2 messages, 0 dup `).MatchString(r.stdout) {
 		t.Errorf("grace's room status:\n%s", r)
 	}
 
