@@ -145,6 +145,8 @@ func (tv *traceView) importedAttemptDetail(a *trace.Attempt, today time.Time) []
 		if a.Error != "" {
 			lines = append(lines, "error "+a.Error)
 		}
+	case !tv.exec.Status.Finished():
+		lines = append(lines, "→ in flight: no end recorded yet")
 	default:
 		lines = append(lines, "→ no end recorded")
 	}

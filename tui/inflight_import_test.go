@@ -47,7 +47,7 @@ func TestGoldenInFlightImport(t *testing.T) {
 	src := engine.ImportsOnly(h)
 	t.Run("At200x30", func(t *testing.T) {
 		v := view(t, src, 200, 30, "POSSIBLE SendEmail")
-		mustShow(t, ansi.Strip(v), "a running import", "◇ temporal-5a7e9c20", "the repeat is in flight", "#3 … in flight")
+		mustShow(t, ansi.Strip(v), "a running import", "◇ temporal-5a7e9c20", "the repeat is in flight", "#3 … in flight", "→ in flight: no end recorded yet")
 		golden.RequireEqual(t, []byte(v))
 	})
 	t.Run("ListAt80x24", func(t *testing.T) {
