@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrylab/retrylab/engine/audit"
 	"github.com/retrylab/retrylab/engine/trace"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // inferredLine is one row of the Effects (inferred) pane; at is the
@@ -74,7 +75,7 @@ func (tv *traceView) effectLines(width int, today time.Time) []inferredLine {
 		add("no repeated side effects")
 		add("")
 	}
-	add(fmt.Sprintf("%d side-effecting attempts", rep.Attempts))
+	add(plural.Count(rep.Attempts, "side-effecting attempt"))
 	counts := []string{fmt.Sprintf("%d duplicate", rep.Counts.Duplicate), fmt.Sprintf("%d possible", rep.Counts.Possible),
 		fmt.Sprintf("%d absorbed", rep.Counts.Absorbed)}
 	if line := strings.Join(counts, " · "); ansi.StringWidth(line) < width {
@@ -109,7 +110,7 @@ func (tv *traceView) inferredFor(a *trace.Attempt) []string {
 // what its span recorded, and no more (no HTTP exchange, no provider).
 func (tv *traceView) importedAttemptDetail(a *trace.Attempt, today time.Time) []string {
 	if a.NotKept > 0 {
-		return append([]string{fmt.Sprintf("%d attempts before this one left no record in the source; the last failed: %s", a.NotKept, orNotRecorded(a.Error))},
+		return append([]string{fmt.Sprintf("%s before this one left no record in the source; the last failed: %s", plural.Count(a.NotKept, "attempt"), orNotRecorded(a.Error))},
 			tv.inferredFor(a)...)
 	}
 	head := fmt.Sprintf("#%d %s  call %s  %s", a.N, a.Tool, a.Call, refWords(a.Ref))

@@ -161,6 +161,9 @@ func (h *helpPage) View() string {
 
 // onKey pages the help; false means the key closes it.
 func (h *helpPage) onKey(k tea.KeyMsg) bool {
+	if len(h.pages()) < 2 {
+		return false // one page: every key closes it, as its hint says
+	}
 	_, paged := dispatch(h.bindings(), k)
 	return paged
 }

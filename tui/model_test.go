@@ -131,3 +131,20 @@ func TestModelKeepsOutOfComponents(t *testing.T) {
 		}
 	}
 }
+
+// A help of one page says "any key: close": space and j close it too,
+// where on a help of pages they turn the page.
+func TestOnePageHelpClosesOnAnyKey(t *testing.T) {
+	t.Parallel()
+	m := open(t, record(t, []string{"naive", "run"}), 200, 80)
+	for _, k := range []string{" ", "j", "down"} {
+		press(t, m, "?")
+		if !m.help.open || len(m.help.pages()) != 1 {
+			t.Fatalf("the help at 200x80: open %v, %d pages, want one", m.help.open, len(m.help.pages()))
+		}
+		press(t, m, k)
+		if m.help.open {
+			t.Errorf("%q on a help of one page leaves it open", k)
+		}
+	}
+}

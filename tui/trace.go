@@ -18,6 +18,7 @@ import (
 	"github.com/retrylab/retrylab/engine/narrate"
 	"github.com/retrylab/retrylab/engine/trace"
 	"github.com/retrylab/retrylab/internal/dur"
+	"github.com/retrylab/retrylab/internal/plural"
 )
 
 // The trace pane shows the one model of a trace (engine/trace), kept live:
@@ -324,7 +325,7 @@ func noteLine(v *trace.Note) string {
 // effects its history records, not from today's outbox.
 func attemptLine(a *trace.Attempt) (marker, string) {
 	if a.NotKept > 0 {
-		return a.Mark(), fmt.Sprintf("#%s %s not kept by the source · last error %s", trace.AttemptNumbers(a.N, a.NotKept), a.Mark().Glyph(), trace.Headline(a.Error))
+		return a.Mark(), fmt.Sprintf("#%s %s not kept by the source · last error %s", trace.AttemptNumbers(a.N, a.NotKept), a.Mark().Glyph(), orNotRecorded(trace.Headline(a.Error)))
 	}
 	key := ""
 	if a.Key != "" {
@@ -464,7 +465,7 @@ func attemptDetail(a *trace.Attempt) []string {
 	lines := []string{req + "  body " + compact(body)}
 	switch {
 	case a.NotKept > 0:
-		lines = []string{fmt.Sprintf("%d attempts before this one left no record in the source; the last failed: %s", a.NotKept, a.Error)}
+		lines = []string{fmt.Sprintf("%s before this one left no record in the source; the last failed: %s", plural.Count(a.NotKept, "attempt"), orNotRecorded(a.Error))}
 	case a.Finished:
 		resp := fmt.Sprintf("→ %s in %s", a.Outcome, roundDur(a.Duration))
 		if f := a.Response; f != nil {
