@@ -77,5 +77,14 @@ func TestEndRowSaysTheSourcesStatus(t *testing.T) {
 		if got := noteLine(&c.n); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
 		}
+		// The run's row and the event's name say the same word.
+		status, _ := c.n.EndWords()
+		r := &trace.Run{Number: 1, End: &c.n}
+		if got := runLine(r, &trace.Trace{Runs: []*trace.Run{r}}, true); !strings.HasSuffix(got, " "+status) {
+			t.Errorf("%+v: the run's row %q does not end %q", c.n, got, status)
+		}
+		if got, want := eventName(&c.n), "execution "+status; status != "failed" && status != "completed" && got != want {
+			t.Errorf("%+v: the event is named %q, want %q", c.n, got, want)
+		}
 	}
 }

@@ -282,6 +282,9 @@ func runLine(r *trace.Run, t *trace.Trace, imported bool) string {
 		s += " · " + trace.MarkEscalated.Glyph() + " escalated"
 	case r.End.Mark == trace.MarkOK:
 		s += " · " + trace.MarkOK.Glyph() + " completed"
+	case r.End.Kind == trace.ExecutionEnded:
+		status, _ := r.End.EndWords() // as the source said it: cancelled, timed out, …
+		s += " · " + trace.MarkFailed.Glyph() + " " + status
 	default:
 		s += " · " + trace.MarkFailed.Glyph() + " failed"
 	}
@@ -527,6 +530,9 @@ func eventName(v *trace.Note) string {
 	case trace.ExecutionEnded:
 		if v.Mark == trace.MarkOK {
 			return string(history.ExecutionCompleted)
+		}
+		if status, _ := v.EndWords(); status != "failed" {
+			return "execution " + status // an imported workflow's own word
 		}
 		return string(history.ExecutionFailed)
 	}
