@@ -187,8 +187,11 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (er
 		return nil
 	}
 	n := narrate.New(run.Execution)
+	// SIGPIPE too: a reader that leaves (run … | head) must not kill this
+	// process mid-run, leaving the execution "running" and the database's
+	// host file behind; it stops the run as Ctrl-C does.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	// Events recorded before we subscribed cannot be missed: the subscription
 	// starts before the run does.
@@ -197,7 +200,7 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (er
 			fmt.Fprintln(a.out, l)
 		}
 	}
-	interrupted := false
+	var interrupted os.Signal
 	for done := false; !done; {
 		select {
 		case no, ok := <-notices:
@@ -208,11 +211,13 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (er
 			say(no)
 		case <-run.Done():
 			done = true
-		case <-sigs:
+		case sig := <-sigs:
 			// Ctrl-C kills the worker, as a crash would; the narration goes
 			// on until the host has recorded it.
-			interrupted = true
-			_ = h.Kill(run.Execution)
+			if interrupted == nil {
+				interrupted = sig
+				_ = h.Kill(run.Execution)
+			}
 		}
 	}
 	// Drain what was published before the run ended.
@@ -240,7 +245,11 @@ func (a *app) runAndNarrate(start func(engine.Service) (*engine.Run, error)) (er
 	if res.Err != nil {
 		return res.Err
 	}
-	if interrupted {
+	switch interrupted {
+	case nil:
+	case syscall.SIGPIPE:
+		return &exitError{code: 141, msg: fmt.Sprintf("the output was closed: worker of %s killed; resume it with 'retrylab resume %s'", run.Execution, run.Execution)}
+	default:
 		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: worker of %s killed; resume it with 'retrylab resume %s'", run.Execution, run.Execution)}
 	}
 	switch res.Status {
