@@ -14,6 +14,7 @@ import (
 	"github.com/retrylab/retrylab/engine/agent"
 	"github.com/retrylab/retrylab/engine/chaos"
 	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/fault"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/engine/scenario"
@@ -191,5 +192,26 @@ func TestChaosCatchesKeysDerivedFromTheAttempt(t *testing.T) {
 	}
 	if dup < exposed || res.Report.ByPolicy["keys+journal"].Classes[check.Duplicated] < exposed {
 		t.Fatalf("%d duplicated violations, want at least %d: %v", dup, exposed, res.Report.Violations)
+	}
+}
+
+// A chaos run interrupted (Ctrl-C cancels its context, and the runner
+// kills its host) leaves no host announcement beside the database, which
+// would name a dead process to every later command.
+func TestInterruptedChaosLeavesNoHostFile(t *testing.T) {
+	t.Parallel()
+	cfg := chaos.Config{Seed: 3, Runs: 200, Concurrency: 4, DB: filepath.Join(t.TempDir(), "chaos.db")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg.Progress = func(p chaos.Progress) {
+		if p.Runs >= 1 {
+			cancel()
+		}
+	}
+	if _, err := chaos.Run(ctx, cfg); err == nil {
+		t.Fatal("an interrupted chaos run reports no error")
+	}
+	if _, err := os.Stat(control.HostFile(cfg.DB)); err == nil {
+		t.Errorf("the interrupted run left %s behind", control.HostFile(cfg.DB))
 	}
 }

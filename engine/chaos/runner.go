@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retrylab/retrylab/engine/check"
+	"github.com/retrylab/retrylab/engine/control"
 	"github.com/retrylab/retrylab/engine/history"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/internal/tailbuf"
@@ -286,6 +287,9 @@ func (r *runner) host(ctx context.Context) (bool, error) {
 	}
 	killed.Wait()
 	werr := cmd.Wait()
+	// A host killed (by plan, or as the runner was interrupted) leaves its
+	// announcement beside the database: no command should find it.
+	control.RemoveHostFileOf(r.cfg.DB, cmd.Process.Pid)
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}

@@ -50,14 +50,19 @@ func (s *Server) writeHostFile() error {
 }
 
 // removeHostFile removes the announcement if it is still this host's.
-func (s *Server) removeHostFile() {
-	path := HostFile(s.dbPath)
+func (s *Server) removeHostFile() { RemoveHostFileOf(s.dbPath, os.Getpid()) }
+
+// RemoveHostFileOf removes dbPath's host announcement if process pid
+// wrote it: what a program that killed a host process (chaos's runner)
+// does, as the host would have on its way out.
+func RemoveHostFileOf(dbPath string, pid int) {
+	path := HostFile(dbPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
 	var info hostInfo
-	if json.Unmarshal(data, &info) == nil && info.PID == os.Getpid() {
+	if json.Unmarshal(data, &info) == nil && info.PID == pid {
 		_ = os.Remove(path)
 	}
 }
