@@ -95,3 +95,33 @@ func TestSelectionStaysAsExecutionsArrive(t *testing.T) {
 	const newest = "temporal-3f1c2a10-7d4e-4b8a-9c61-0e5f2b7a1001"
 	r.runUntil(t, "the selection on the first row following the newest", func() bool { return m.selID == newest })
 }
+
+// An explorer attached to another retrylab (serve, or the explorer that
+// holds the database) whose process goes away keeps its screen, and its
+// footer says, until it quits, that what shows is no longer live.
+func TestAttachedExplorerSaysItsHostIsGone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "live.db")
+	h := openHost(t, path)
+	c, err := control.Dial(path)
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ImportFile("../fixtures/otlp/openllmetry-ticket.json", "otlp"); err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	m, r, _ := openExplorer(t, c, 160, 48)
+	defer m.Close()
+	h.Close()
+	r.runUntilView(t, "not live")
+	r.send(flashExpiredMsg{seq: m.status.seq}) // the message does not fade
+	view := ansi.Strip(m.View())
+	for _, want := range []string{"not live: the retrylab that held", "quit or was killed", "otlp-4bf92f3577b34da6a3"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the explorer lacks %q:\n%s", want, view)
+		}
+	}
+}

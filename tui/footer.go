@@ -35,7 +35,10 @@ type statusLine struct {
 	armed       []fault.Point
 	worldOffset time.Duration
 	// pace is the source's slow motion for the runs to come (0: off).
-	pace   time.Duration
+	pace time.Duration
+	// gone is said, and stays, once the source's notices ended while the
+	// explorer ran: what shows is no longer live (its host quit or died).
+	gone   string
 	footer help.Model
 }
 

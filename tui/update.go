@@ -35,7 +35,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return m.Update(msg.msg)
 	case flashExpiredMsg:
 		if msg.seq == m.status.seq {
-			m.status.text, m.status.bad = "", false
+			m.status.text, m.status.bad = m.status.gone, m.status.gone != ""
 		}
 		return m, nil
 	case tea.WindowSizeMsg:
@@ -256,6 +256,12 @@ func (m *Model) onNotices(msg noticesMsg) tea.Cmd {
 	reload, outbox, mine, gap, changed := false, false, false, false, false
 	for _, n := range msg.batch {
 		switch {
+		case n.Gone:
+			// The retrylab this explorer is attached to quit or was
+			// killed: the screen stays as it was, and the footer says so
+			// until the explorer quits.
+			m.status.gone = n.Host
+			m.setFlash(n.Host, true)
 		case n.Host != "":
 			m.setFlash(n.Host, true) // the host's word: an import committed unseen
 		case n.Lagged:

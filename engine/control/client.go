@@ -338,6 +338,16 @@ func (c *Client) Subscribe(buffer int) (<-chan notice.Notice, func()) {
 				}
 			}
 		}
+		if ctx.Err() == nil {
+			// The stream ended without the reader leaving: the host quit
+			// or was killed. The reader's last notice says so.
+			gone := notice.Notice{Gone: true, Host: fmt.Sprintf("not live: the retrylab that held %s (pid %d) quit or was killed; "+
+				"what shows is as it was (quit, then run the command again)", c.dbPath, c.info.PID)}
+			select {
+			case ch <- gone:
+			case <-ctx.Done():
+			}
+		}
 	}()
 	return ch, cancel
 }

@@ -20,4 +20,8 @@ type Notice struct {
 	// in particular: an import committed after its client went away. The
 	// explorer shows it in its status line; serve prints it.
 	Host string `json:"host,omitempty"`
+	// Gone is the last notice a reader gets when the retrylab it watched
+	// through (an attached client's host) quit or was killed; Host says so
+	// in words. What the reader shows is no longer live.
+	Gone bool `json:"gone,omitempty"`
 }
