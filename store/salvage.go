@@ -40,6 +40,9 @@ func Salvage(src, dst string) (SalvageReport, error) {
 	}
 	defer unmap()
 	m, ps, err := salvageMeta(data)
+	if err != nil && !hasMetaPage(data) {
+		return rep, fmt.Errorf("salvage %s: %s is %w (no bbolt meta page in it); nothing can be copied", src, src, ErrNotDatabase)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("salvage %s: %w: %v; nothing can be copied", src, ErrCorrupt, err)
 	}
@@ -85,7 +88,7 @@ func Salvage(src, dst string) (SalvageReport, error) {
 // salvageMeta finds a valid meta page: at the page size the first one
 // names, or, when neither is valid there, at the usual page sizes.
 func salvageMeta(data []byte) (boltMeta, uint64, error) {
-	sizes := []int{4096, 8192, 16384, 65536, 1024, 2048}
+	sizes := metaPageSizes
 	if len(data) >= pageHeaderSize+64 {
 		if ps := int(native.Uint32(data[pageHeaderSize+8:])); ps >= 512 && ps <= 1<<20 {
 			sizes = append([]int{ps}, sizes...)

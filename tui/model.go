@@ -70,6 +70,11 @@ type Options struct {
 	// RoomJoin is the line participants type to join the room, which the
 	// room view shows.
 	RoomJoin string
+	// RoomMovedFrom is the room's last address when it could not come
+	// back there (taken) and listens on another, so participants must
+	// join again with RoomJoin: the room view says so until one is active
+	// again. Empty: the room is where it was.
+	RoomMovedFrom string
 }
 
 // DefaultNoticeWindow gathers the live notices of one frame.
@@ -207,6 +212,7 @@ func New(o Options) *Model {
 	m.detail = newDetailPane(m.Context, m.trace, m.outbox, m.scenarioOf, m.now)
 	m.execs = newExecsPane(m.Context, m.filter, m.now, m.cmp.Marked, m.execsMoved)
 	m.room = newRoomPane(m.Context, o.Room, o.RoomEvery, o.RoomJoin)
+	m.room.movedFrom = o.RoomMovedFrom
 	m.slide = newSlideView(m.Context)
 	m.showing(o.Source)
 	m.feed.notices, m.feed.unsubscribe = o.Source.Subscribe(4096)

@@ -52,9 +52,15 @@ type projector struct {
 // predictions, and the class tally under them.
 type roomPane struct {
 	*Context
-	src           RoomReader
-	every         time.Duration
-	join          string
+	src   RoomReader
+	every time.Duration
+	join  string
+	// movedFrom is the last address the room could not come back to,
+	// said under the join line until a participant is active after the
+	// first read (latest: the latest activity that read found).
+	movedFrom     string
+	latest        time.Time
+	seen          bool
 	shown         bool
 	st            room.Status
 	read          bool
@@ -124,6 +130,7 @@ func (r *roomPane) Update(msg tea.Msg) tea.Cmd {
 				was = p.Name
 			}
 			r.st, r.err = byActivity(msg.st), ""
+			r.clearMoved()
 			// The selection stays on its participant as the list reorders.
 			if i := slices.IndexFunc(r.st.Participants, func(p room.ParticipantStatus) bool { return p.Name == was }); i >= 0 {
 				r.sel = i
@@ -142,6 +149,29 @@ func (r *roomPane) Update(msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// clearMoved drops the notice that the room moved once a participant is active later
+// than at the first read (one joined again, or pushed a run): the room's
+// new address has reached them. The first read only notes the latest
+// activity, which came before the move.
+func (r *roomPane) clearMoved() {
+	if r.movedFrom == "" {
+		return
+	}
+	var latest time.Time
+	for _, p := range r.st.Participants {
+		if p.Active.After(latest) {
+			latest = p.Active
+		}
+	}
+	if r.seen && latest.After(r.latest) {
+		r.movedFrom = ""
+		return
+	}
+	if !r.seen {
+		r.seen, r.latest = true, latest
+	}
 }
 
 // byActivity is st with its participants in the order of their last
@@ -222,12 +252,17 @@ func (r *roomPane) shownTally() []string {
 	return t[:min(len(t), room)]
 }
 
-// joinLines is how many lines the join line takes at the box's top.
+// joinLines is how many lines the join line, and the notice that the
+// room moved, take at the box's top.
 func (r *roomPane) joinLines() int {
-	if r.join == "" {
-		return 0
+	n := 0
+	if r.join != "" {
+		n++
 	}
-	return 1
+	if r.movedFrom != "" {
+		n++
+	}
+	return n
 }
 
 // roomColumns are the room view's column widths at a screen width: the
@@ -246,6 +281,9 @@ func (r *roomPane) View() string {
 	var lines []string
 	if r.join != "" {
 		lines = append(lines, fit(" "+r.join, r.width-2))
+	}
+	if r.movedFrom != "" {
+		lines = append(lines, r.theme.Bad.Render(fit(" ⚠ moved from "+r.movedFrom+" (taken): join again with the line above", r.width-2)))
 	}
 	lines = append(lines, r.theme.Dim.Render(fit(head, r.width-2)))
 	ps := r.st.Participants

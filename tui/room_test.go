@@ -358,3 +358,44 @@ func TestRoomRowSaysLeft(t *testing.T) {
 		}
 	}
 }
+
+// A room that could not come back at its last address says so in the room
+// view, under the join line, where the teacher looks (the line the command
+// printed before the screen opened is covered at once); the notice stays
+// until a participant is active again after the room opened (one joined
+// at the new address), and not after.
+func TestRoomViewSaysTheRoomMoved(t *testing.T) {
+	t.Parallel()
+	const notice = "⚠ moved from 127.0.0.1:42907 (taken): join again with the line above"
+	joined := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	r := &fakeRoom{st: room.Status{Participants: []room.ParticipantStatus{
+		{Name: "ada", Executions: 1, Scenario: "naive", Outcome: "completed", LatestOutbox: 2, LatestDuplicates: 1, Active: joined},
+		{Name: "grace", Active: joined.Add(-time.Minute)},
+	}}}
+	m := New(Options{Source: &snapshot{}, Now: fixedNow, Room: r, RoomEvery: -1,
+		RoomJoin:      "retrylab join http://127.0.0.1:39739 --code K7QX-3M9P --name YOUR-NAME",
+		RoomMovedFrom: "127.0.0.1:42907"})
+	t.Cleanup(m.Close)
+	v := viewModel(t, m, 80, 24, "grace")
+	mustShow(t, v, "a moved room at 80×24", "retrylab join http://127.0.0.1:39739 --code K7QX-3M9P --name YOUR-NAME", notice, "Room · 2 participants")
+	fits(t, v, 80, 24)
+	if i, j := strings.Index(v, "retrylab join"), strings.Index(v, notice); i < 0 || j < i {
+		t.Errorf("the notice is not under the join line:\n%s", v)
+	}
+
+	// A read with nobody active since: the notice stays.
+	_, cmd := m.Update(roomTickMsg{})
+	drive(t, m, cmd)
+	mustShow(t, m.View(), "the room read again", notice)
+
+	// grace joins again at the new address: the notice goes.
+	st := r.st
+	st.Participants = slices.Clone(st.Participants)
+	st.Participants[1].Active = joined.Add(time.Minute)
+	r.set(st)
+	_, cmd = m.Update(roomTickMsg{})
+	drive(t, m, cmd)
+	if v := m.View(); strings.Contains(v, "moved from") {
+		t.Errorf("the notice stayed after grace joined again:\n%s", v)
+	}
+}

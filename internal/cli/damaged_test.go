@@ -190,3 +190,52 @@ func TestCLIWritersRefuseADamagedRecord(t *testing.T) {
 		}
 	}
 }
+
+// Salvage is suggested for a database with damage, and only there: a file
+// that is not a database (a text file given as --db) gets a line asking
+// whether --db is right, and salvage's own errors name its files, not
+// --db, and never send the user to the salvage that just failed.
+func TestCLISalvageIsSuggestedForDamagedDatabasesOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(text, []byte("hello, not a database\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "retrylab.db")
+
+	r := rl(t, text, "run", "naive")
+	line := oneLineError(t, r)
+	if r.code != 1 || strings.Contains(line, "salvage") ||
+		!strings.Contains(line, text+" does not look like a database file (no bbolt meta page; is --db the right file?)") {
+		t.Errorf("--db text.txt run naive: want exit 1, no salvage, and a line saying it is not a database; got\n%s", r)
+	}
+
+	r = rl(t, db, "salvage", text, filepath.Join(dir, "sal.db"))
+	line = oneLineError(t, r)
+	if want := "retrylab: salvage " + text + ": " + text + " is not a database file (no bbolt meta page in it); nothing can be copied"; r.code != 1 || line != want {
+		t.Errorf("salvage of a text file:\n got %s\nwant %s", line, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sal.db")); !os.IsNotExist(err) {
+		t.Errorf("salvage of a text file left sal.db behind (%v)", err)
+	}
+
+	// A database with damage: the command on it points to salvage; salvage
+	// of one it cannot read names that file only, and not itself.
+	damaged := writeDamaged(t, damagedCases[0].damage)
+	if line := oneLineError(t, rl(t, damaged, "show")); !strings.Contains(line, "run `retrylab salvage` to copy what is readable") {
+		t.Errorf("show on a damaged database does not point to salvage: %s", line)
+	}
+	unreadable := writeDamaged(t, func(b []byte) []byte {
+		for _, off := range []int{0, 4096} {
+			b[off+20] ^= 0xff // each meta page's checksum-covered bytes; the magic stays
+		}
+		return b
+	})
+	r = rl(t, db, "salvage", unreadable, filepath.Join(dir, "out.db"))
+	line = oneLineError(t, r)
+	if r.code != 1 || strings.Contains(line, "retrylab salvage") || strings.Contains(line, db) ||
+		!strings.HasPrefix(line, "retrylab: salvage "+unreadable+": ") || !strings.Contains(line, "nothing can be copied") {
+		t.Errorf("salvage of a database it cannot read: want exit 1 and a line naming only its file; got\n%s", r)
+	}
+}

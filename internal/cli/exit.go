@@ -39,14 +39,7 @@ func Main(reg *imports.Registry, args []string) int {
 	}
 	msg := oneLine(err.Error())
 	if errors.Is(err, store.ErrCorrupt) {
-		// A damaged record is found deep in a read that does not know the
-		// file's name: say which database it is in.
-		if f := cmd.PersistentFlags().Lookup("db"); f != nil && !strings.Contains(msg, f.Value.String()) {
-			msg = f.Value.String() + ": " + msg
-		}
-		if !strings.Contains(msg, "retrylab salvage") {
-			msg += "; run `retrylab salvage` to copy what is readable into a new file"
-		}
+		msg = corruptLine(msg, cmd.PersistentFlags().Lookup("db").Value.String())
 	}
 	// The code is the table's, for an error of this process or one that
 	// arrived from the host of the database (errkind keeps its sentinel).
@@ -62,3 +55,22 @@ func usageError(msg string) error {
 
 // notFound says err means the execution named is not in the database.
 func notFound(err error) bool { return errors.Is(err, engine.ErrNoExecution) }
+
+// corruptLine is the line for msg, an error that says the database at db
+// is damaged or not a database. A damaged record is found deep in a read
+// that does not know the file's name: the line says which database it is
+// in. Salvage is suggested for a database with damage only: a file that
+// is not a database at all (a text file given as --db) has nothing to
+// salvage, and the line asks whether --db names the right file.
+func corruptLine(msg, db string) string {
+	if !strings.Contains(msg, db) {
+		msg = db + ": " + msg
+	}
+	if strings.Contains(msg, "retrylab salvage") {
+		return msg
+	}
+	if _, err := os.Stat(db); err == nil && !store.IsDatabaseFile(db) {
+		return msg + "; " + db + " does not look like a database file (no bbolt meta page; is --db the right file?)"
+	}
+	return msg + "; run `retrylab salvage` to copy what is readable into a new file"
+}

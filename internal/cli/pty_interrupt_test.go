@@ -49,7 +49,7 @@ func TestExplorerInterruptedWhileAnImportWaits(t *testing.T) {
 	until(t, "the explorer's host importing", func() bool { return rl(t, db, "reset").code == 1 })
 
 	s.press("q")
-	s.waitFor("the wait for the import", "(1 attached); waiting for it before closing (Ctrl-C closes now")
+	s.waitFor("the wait for the import", "(1 attached); waiting for it to end or quit")
 	s.press("\x03") // the screen has closed: the terminal turns it into SIGINT
 	select {
 	case err := <-s.done:

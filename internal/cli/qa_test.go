@@ -273,6 +273,17 @@ func TestCLIControlAPIAnswersForScripts(t *testing.T) {
 	if code, out := call("events", `{"id": "nope"}`); code != 422 || !strings.Contains(out, "no such execution: nope") {
 		t.Errorf("events of no execution: %d %s", code, out)
 	}
+	// A body that does not decode is refused before the call: 400, as
+	// docs/cli.md says, naming what is wrong; a call without the token
+	// is a 401.
+	if code, out := call("advance", `{"duration": "banana"}`); code != 400 || !strings.Contains(out, `duration \"banana\"`) {
+		t.Errorf("advance banana: %d %s", code, out)
+	}
+	if resp, err := http.Post(m[1]+"/v1/control/executions", "application/json", strings.NewReader(`{}`)); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != 401 {
+		t.Errorf("a call without the token: %d, want 401", resp.StatusCode)
+	}
 	// A nesting bomb is a 400 of one line, to the control calls and to
 	// the traces endpoints alike, and the host goes on.
 	for _, name := range []string{"executions", "audit", "export_otlp"} {

@@ -131,26 +131,28 @@ func roomCode(want roomPlace, last room.Settings) (string, error) {
 }
 
 // listenRoom listens where the room should: --listen, else its last
-// address when that is free, else on that host at any port (said in
-// a line to out).
-func listenRoom(out io.Writer, want roomPlace, last room.Settings) (net.Listener, error) {
+// address when that is free, else on that host at any port, which a line
+// to out says; movedFrom is then the last address, for the room view to
+// say too (the screen covers out's lines as it opens).
+func listenRoom(out io.Writer, want roomPlace, last room.Settings) (ln net.Listener, movedFrom string, err error) {
 	addr := want.listen
 	if want.keepListen && last.Address != "" {
 		ln, err := net.Listen("tcp", last.Address)
 		if err == nil {
-			return ln, nil
+			return ln, "", nil
 		}
 		host, _, _ := net.SplitHostPort(last.Address)
 		addr = net.JoinHostPort(host, "0")
+		movedFrom = last.Address
 		defer func() {
 			fmt.Fprintf(out, "the room's last address %s is taken (%v): it moved; participants join again with the line below\n", last.Address, err)
 		}()
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err = net.Listen("tcp", addr)
 	if err != nil {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("room: listen on %s: %v", addr, err)}
+		return nil, "", &exitError{code: 1, msg: fmt.Sprintf("room: listen on %s: %v", addr, err)}
 	}
-	return ln, nil
+	return ln, movedFrom, nil
 }
 
 func (a *app) hostRoom(want roomPlace, presenter bool) error {
@@ -189,7 +191,7 @@ func (a *app) hostRoom(want roomPlace, presenter bool) error {
 	if err != nil {
 		return err
 	}
-	ln, err := listenRoom(a.out, want, last)
+	ln, movedFrom, err := listenRoom(a.out, want, last)
 	if err != nil {
 		return err
 	}
@@ -229,7 +231,7 @@ func (a *app) hostRoom(want roomPlace, presenter bool) error {
 	if roomHasTerminal() {
 		// In a terminal the room is on screen (the explorer's room view)
 		// until the teacher quits it.
-		if err := projectRoom(ctl, srv, h.Store().Path(), join, presenter); err != nil {
+		if err := projectRoom(ctl, srv, h.Store().Path(), join, movedFrom, presenter); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.out, "room closed")

@@ -22,11 +22,12 @@ func roomHasTerminal() bool {
 
 // projectRoom runs the explorer on the room's host (its control server
 // src) in its room view over srv, until the teacher quits it. join is the
-// line participants type, which the room view shows.
-func projectRoom(src *control.Server, srv tui.RoomReader, title, join string, presenter bool) error {
+// line participants type, which the room view shows, with the notice that
+// the room moved from movedFrom (its last address, taken) when it did.
+func projectRoom(src *control.Server, srv tui.RoomReader, title, join, movedFrom string, presenter bool) error {
 	if tui.NoColor() {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
 	return runOnTerminal(tui.Options{Source: src, Title: title, HighContrast: presenter, Presenter: presenter,
-		FlashFor: tui.DefaultFlashFor, Room: srv, RoomJoin: join})
+		FlashFor: tui.DefaultFlashFor, Room: srv, RoomJoin: join, RoomMovedFrom: movedFrom})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylab/retrylab/engine"
+	"github.com/retrylab/retrylab/engine/errkind"
 	"github.com/retrylab/retrylab/engine/otlp"
 	"github.com/retrylab/retrylab/internal/plural"
 	"github.com/retrylab/retrylab/store"
@@ -29,7 +30,7 @@ listed), 1 when nothing could be copied.`,
 		Example: "  retrylab salvage chaos.db chaos-salvaged.db",
 		Args:    exactArgs(2, "DB and OUT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.salvage(args[0], args[1])
+			return ownWords(a.salvage(args[0], args[1]))
 		},
 	}
 }
@@ -103,4 +104,14 @@ func (a *app) salvage(src, dst string) error {
 		fmt.Fprintf(a.out, "  %s\n", l)
 	}
 	return nil
+}
+
+// ownWords makes salvage's error the whole line printed, with its exit
+// code: it names salvage's own files, not --db, and does not send the user
+// to the salvage that just failed (as Main does for a damaged --db).
+func ownWords(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: errkind.ExitCode(err), msg: oneLine(err.Error())}
 }

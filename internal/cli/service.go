@@ -72,18 +72,7 @@ func (a *app) release(s engine.Service) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := s.CloseWhenIdle(ctx, func(running []string, holds int) {
-		if holds == 0 {
-			// Nothing attached: the runs are this process's own.
-			fmt.Fprintf(a.errOut, "retrylab: this process's runs on %s are not over (running %s); waiting for them before closing (Ctrl-C closes now and kills them)\n",
-				s.DBPath(), strings.Join(running, ", "))
-			return
-		}
-		what := fmt.Sprintf("%d attached", holds)
-		if len(running) > 0 {
-			what = "running " + strings.Join(running, ", ")
-		}
-		fmt.Fprintf(a.errOut, "retrylab: another retrylab works on %s through this process (%s); waiting for it before closing (Ctrl-C closes now and kills its runs)\n",
-			s.DBPath(), what)
+		fmt.Fprintln(a.errOut, waitLine(s.DBPath(), running, holds))
 	})
 	if errors.Is(err, context.Canceled) {
 		// The other process's work fails in its own terminal (an import
@@ -91,6 +80,25 @@ func (a *app) release(s engine.Service) error {
 		return &exitError{code: 130, msg: fmt.Sprintf("interrupted: closed %s without waiting; the work attached to it was cut short", s.DBPath())}
 	}
 	return err
+}
+
+// waitLine is what a host closing says while work goes on through it: the
+// runs of this process (holds 0), the runs another process started through
+// it, or another process attached to it that runs nothing (an idle
+// explorer, an import), which the wait lasts until it quits. Each says how
+// to stop waiting.
+func waitLine(db string, running []string, holds int) string {
+	switch {
+	case holds == 0:
+		// Nothing attached: the runs are this process's own.
+		return fmt.Sprintf("retrylab: this process's runs on %s are not over (running %s); waiting for them before closing (Ctrl-C closes now and kills them)",
+			db, strings.Join(running, ", "))
+	case len(running) > 0:
+		return fmt.Sprintf("retrylab: another retrylab works on %s through this process (running %s); waiting for it before closing (Ctrl-C closes now and kills its runs)",
+			db, strings.Join(running, ", "))
+	}
+	return fmt.Sprintf("retrylab: another retrylab works on %s through this process (%d attached); waiting for it to end or quit before closing (quit the other retrylab, or Ctrl-C closes now and cuts its work short)",
+		db, holds)
 }
 
 // releaseInto releases s, for a deferred call in a command that returns
