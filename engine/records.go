@@ -95,7 +95,9 @@ func checkRecords(tx *store.Tx, max int, more []func(tx *store.Tx, max int) ([]e
 				return nil
 			}
 			var bad error
+			events := 0
 			err := tx.EventsInPlace(id, 0, func(seq uint64, data []byte) bool {
+				events++
 				if _, err := history.Decode(data); err != nil {
 					bad = tx.EventDamaged(id, seq, err)
 					return false
@@ -104,6 +106,11 @@ func checkRecords(tx *store.Tx, max int, more []func(tx *store.Tx, max int) ([]e
 			})
 			if err == nil {
 				err = bad
+			}
+			if err == nil && events == 0 {
+				// An execution that ran has events: its history
+				// number, or its chunks, are lost (as readers say).
+				err = lostHistory(tx, id)
 			}
 			if err != nil {
 				var d *store.DamagedRecord

@@ -17,6 +17,10 @@ type SalvageReport struct {
 	// Lost says, one line each, what could not be read: a page, and the
 	// bucket it held records of.
 	Lost []string
+	// Histories are the history numbers one of whose chunks was not
+	// copied (its checksum did not match): their executions' histories
+	// are not whole, and RepairExecutions drops them.
+	Histories [][]byte
 }
 
 // Salvage copies every record it can read from the file at src into a new
@@ -65,15 +69,24 @@ func Salvage(src, dst string) (SalvageReport, error) {
 		}
 		// Without its schema record the copy would not open: it gets
 		// this build's, which reads every older layout.
-		meta, err := tx.CreateBucketIfNotExists([]byte(bucketMeta))
-		if err != nil {
-			return err
+		// A collection whose page was lost is made again, empty, as a
+		// writer's Open makes it: readers need every one.
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
 		}
+		meta := tx.Bucket([]byte(bucketMeta))
 		if len(meta.Get([]byte("schema"))) != 8 {
 			rep.Lost = append(rep.Lost, fmt.Sprintf("the schema version (the copy says v%d)", SchemaVersion))
-			return meta.Put([]byte("schema"), U64(SchemaVersion))
+			if err := meta.Put([]byte("schema"), U64(SchemaVersion)); err != nil {
+				return err
+			}
 		}
-		return nil
+		if DecodeU64(meta.Get([]byte("schema"))) < sumsSince {
+			return nil // no checksums to check
+		}
+		return dropBadSums(tx, &rep)
 	})
 	if cerr := out.Close(); err == nil {
 		err = cerr
@@ -262,6 +275,59 @@ func (s *salvager) leaf(id uint64, b []byte, path []string, t target, depth int)
 			continue
 		}
 		if err := s.leaf(id, page, sub, inner, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropBadSums deletes from the copy in tx every record whose checksum does
+// not match (collection.checkRecord, the check a writer's Open makes as it
+// walks the pages), and lists each as lost: its bytes are not those
+// written, and the copy would be refused by every writer with it in.
+func dropBadSums(tx *bolt.Tx, rep *SalvageReport) error {
+	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		coll := collection{kind: collRoot}.nested(name)
+		return dropBadSumsIn(b, coll, []string{string(name)}, rep, 0)
+	})
+}
+
+// dropBadSumsIn is dropBadSums inside bucket b of collection coll, at path.
+func dropBadSumsIn(b *bolt.Bucket, coll collection, path []string, rep *SalvageReport, depth int) error {
+	var bad [][]byte
+	type sub struct {
+		name []byte
+		b    *bolt.Bucket
+	}
+	var subs []sub
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			if nb := b.Bucket(k); nb != nil {
+				subs = append(subs, sub{append([]byte(nil), k...), nb})
+			}
+			continue
+		}
+		if err := coll.checkRecord(k, v, sumAll); err != nil {
+			bad = append(bad, append([]byte(nil), k...))
+			if (coll.kind == collChunks || coll.kind == collTails) && len(k) >= historyKeyLen {
+				rep.Histories = append(rep.Histories, append([]byte(nil), k[:historyKeyLen]...))
+			}
+			rep.Lost = append(rep.Lost, fmt.Sprintf("record %s of bucket %v: %v", QuoteKey(k), path, err))
+		}
+	}
+	for _, k := range bad {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		rep.Records--
+	}
+	if depth >= maxNesting {
+		return nil
+	}
+	for _, s := range subs {
+		p := append(append([]string(nil), path...), string(s.name))
+		if err := dropBadSumsIn(s.b, coll.nested(s.name), p, rep, depth+1); err != nil {
 			return err
 		}
 	}

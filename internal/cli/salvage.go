@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +23,11 @@ func (a *app) salvageCmd() *cobra.Command {
 list what could not be read: the way out of a file that 'retrylab check' (or
 any command) reports damaged. DB's pages are read one by one, each checked
 before it is followed, so a damaged page costs only the records on it and
-under it. Records that bbolt reads but retrylab cannot decode are left out of
-OUT too (a history is kept whole or not at all), and listed. DB is opened
-read-only and never written; OUT must not exist.
+under it. Records whose checksum does not match, or that retrylab cannot
+decode, are left out of OUT too (a history, or an imported trace, is kept
+whole or not at all), and listed; the creation order and execution count are
+rebuilt, so every command opens OUT. DB is opened read-only and never
+written; OUT must not exist, and is left only once complete.
 
 Exit status: 0 when OUT was written (even with records lost: they are
 listed), 1 when nothing could be copied.`,
@@ -36,37 +40,71 @@ listed), 1 when nothing could be copied.`,
 }
 
 // salvage copies src into dst (store.Salvage), then drops from dst the
-// records that do not decode (engine.CheckRecords), and says what it lost.
-func (a *app) salvage(src, dst string) error {
-	rep, err := store.Salvage(src, dst)
+// records that do not decode (engine.CheckRecords) and the imported
+// executions whose spans do not read whole (otlp.Unreadable), rebuilds
+// the executions' creation order and count (store.Tx.RepairExecutions),
+// and says what it lost. It works on a file beside dst, renamed to dst
+// only once the copy passes the checks: a failure leaves no dst.
+func (a *app) salvage(src, dst string) (err error) {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("salvage: %s exists; name a new file", dst)
+	}
+	work := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".salvaging")
+	_ = os.Remove(work) // left by a salvage killed before it was done
+	defer func() {
+		if err != nil {
+			_ = os.Remove(work)
+		}
+	}()
+	rep, err := store.Salvage(src, work)
 	if err != nil {
 		return err
 	}
-	// The copy is read first on its own: a handle that met damage
-	// refuses writes, and the drops below are the repair.
-	ro, err := store.Open(dst, store.Options{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("salvage: open the copy %s: %w", dst, err)
-	}
-	damaged, err := engine.CheckRecords(ro, a.imports, 0, otlp.CheckRecords)
-	ro.Close()
-	if err != nil {
-		return fmt.Errorf("salvage: read the copy %s: %w", dst, err)
-	}
-	db, err := store.Open(dst, store.Options{})
-	if err != nil {
-		return fmt.Errorf("salvage: open the copy %s: %w", dst, err)
-	}
-	defer db.Close()
-	dropped := 0
 	var lost []string
-	if len(damaged) > 0 {
+	for round := 0; ; round++ {
+		// The copy is read first on its own: a handle that met damage
+		// refuses writes, and the drops below are the repair.
+		ro, err := store.Open(work, store.Options{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("salvage: open the copy %s: %w", dst, err)
+		}
+		damaged, err := engine.CheckRecords(ro, a.imports, 0, otlp.CheckRecords)
+		var broken []string
+		var why []error
+		if err == nil {
+			err = ro.View(func(tx *store.Tx) error {
+				var err error
+				broken, why, err = otlp.Unreadable(tx)
+				return err
+			})
+		}
+		ro.Close()
+		if err != nil {
+			return fmt.Errorf("salvage: read the copy %s: %w", dst, err)
+		}
+		if round > 0 && len(damaged)+len(broken) == 0 {
+			break
+		}
+		if round == maxSalvageRounds {
+			return fmt.Errorf("salvage: the copy %s is still damaged after %d rounds of repair: %w", dst, round, errors.Join(append(damaged, why...)...))
+		}
+		db, err := store.Open(work, store.Options{})
+		if err != nil {
+			return fmt.Errorf("salvage: open the copy %s: %w", dst, err)
+		}
+		var dropped []string
 		err = db.Update(func(tx *store.Tx) error {
-			dropped, lost = 0, lost[:0]
+			dropped = dropped[:0]
+			for i, id := range broken {
+				if err := otlp.DropExecution(tx, id); err != nil {
+					return err
+				}
+				dropped = append(dropped, fmt.Sprintf("dropped imported execution %s (its spans do not read whole: %s)", id, oneLine(why[i].Error())))
+			}
 			for _, e := range damaged {
 				var d *store.DamagedRecord
 				if !errors.As(e, &d) {
-					lost = append(lost, oneLine(e.Error()))
+					dropped = append(dropped, oneLine(e.Error()))
 					continue
 				}
 				var err error
@@ -78,18 +116,30 @@ func (a *app) salvage(src, dst string) error {
 				if err != nil {
 					return err
 				}
-				dropped++
 				what := fmt.Sprintf("%s key %s: %v", d.Bucket, store.QuoteKey(d.Key), d.Err)
 				if d.Execution != "" {
 					what = fmt.Sprintf("execution %s (its record or history does not decode: %v)", d.Execution, d.Err)
 				}
-				lost = append(lost, "dropped "+what)
+				dropped = append(dropped, "dropped "+what)
 			}
-			return nil
+			var histories [][]byte
+			if round == 0 {
+				histories = rep.Histories
+			}
+			more, err := tx.RepairExecutions(histories)
+			dropped = append(dropped, more...)
+			return err
 		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return fmt.Errorf("salvage: drop undecodable records from %s: %w", dst, err)
 		}
+		lost = append(lost, dropped...)
+	}
+	if err := publish(work, dst); err != nil {
+		return fmt.Errorf("salvage: %w", err)
 	}
 	fmt.Fprintf(a.out, "salvaged %s in %s from %s into %s\n", plural.Count(rep.Records, "record"), plural.Count(rep.Buckets, "bucket"), src, dst)
 	if len(rep.Lost)+len(lost) == 0 {
@@ -114,4 +164,22 @@ func ownWords(err error) error {
 		return nil
 	}
 	return &exitError{code: errkind.ExitCode(err), msg: oneLine(err.Error())}
+}
+
+// maxSalvageRounds bounds the rounds of check and repair: a drop can
+// leave what named the dropped record (an index entry, a history number)
+// to drop in the next round; a few rounds suffice.
+const maxSalvageRounds = 5
+
+// publish gives the finished copy at work its name dst, which must not
+// exist: a hard link, which fails rather than replace a file made
+// meanwhile, then the work file removed.
+func publish(work, dst string) error {
+	if err := os.Link(work, dst); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists; name a new file", dst)
+		}
+		return os.Rename(work, dst)
+	}
+	return os.Remove(work)
 }
