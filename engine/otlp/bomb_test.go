@@ -2,7 +2,6 @@ package otlp_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,14 +24,11 @@ func TestReceiverRefusesBombs(t *testing.T) {
 	t.Parallel()
 	srv, db, stored := receiver(t, 0)
 	doc := tracetest.NestingBomb(1_000_000)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(doc)
-	zw.Close()
+	gzDoc := gzipped(doc)
 	for _, c := range []struct {
 		name, enc string
 		body      []byte
-	}{{"plain", "", doc}, {"gzip", "gzip", gz.Bytes()}} {
+	}{{"plain", "", doc}, {"gzip", "gzip", gzDoc}} {
 		code, body := post(t, srv.URL, "application/json", c.enc, c.body)
 		if code != 400 || !strings.Contains(body, refusedDepth) || strings.Count(body, "\n") != 1 {
 			t.Errorf("%s bomb (%d bytes): %d %q, want 400 naming the depth", c.name, len(c.body), code, body)
@@ -86,14 +82,11 @@ func TestImportRefusesBombs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(doc)
-	zw.Close()
+	gzDoc := gzipped(doc)
 	files := map[string][]byte{
 		"bomb.json":    doc,
 		"bomb.jsonl":   append(append(bytes.Join(bytes.Fields(good), nil), '\n'), tracetest.NestingBomb(5_000)...),
-		"bomb.json.gz": gz.Bytes(),
+		"bomb.json.gz": gzDoc,
 	}
 	db, err := store.Open(filepath.Join(dir, "i.db"), store.Options{})
 	if err != nil {

@@ -2,7 +2,6 @@ package otlp_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,13 +24,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
+	gz := gzipped
 	line := bytes.Join(bytes.Fields(good), []byte(" "))
 	return [][]byte{
 		good,

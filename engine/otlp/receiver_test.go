@@ -135,10 +135,7 @@ func TestReceiverStatusCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(doc)
-	zw.Close()
+	gzDoc := gzipped(doc)
 	bad := `{"resourceSpans":[{"scopeSpans":[{"spans":[` +
 		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001","name":"x","startTimeUnixNano":"1790607000000000000","endTimeUnixNano":"1790607001000000000"},` +
 		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000002","name":"x","startTimeUnixNano":"5","endTimeUnixNano":"1790607001000000000"}]}]}]}`
@@ -148,7 +145,7 @@ func TestReceiverStatusCodes(t *testing.T) {
 		code             int
 		want             string
 	}{
-		{"JSON, gzip", "application/json", "gzip", gz.Bytes(), 200, "{}"},
+		{"JSON, gzip", "application/json", "gzip", gzDoc, 200, "{}"},
 		{"the same again: nothing new, still 200", "application/json", "", doc, 200, "{}"},
 		{"one span refused", "application/json; charset=utf-8", "", []byte(bad), 200, `{"partialSuccess":{"rejectedSpans":"1","errorMessage":"span a000000000000002: start time 1970-01-01T00:00:00Z is outside 2000-2200`},
 		{"malformed JSON", "application/json", "", []byte(`{"resourceSpans":[`), 400, `"code":3`},
@@ -177,12 +174,15 @@ func TestReceiverStatusCodes(t *testing.T) {
 	}
 }
 
-func bomb(n int) []byte {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write(bytes.Repeat([]byte(" "), n))
+func bomb(n int) []byte { return gzipped(bytes.Repeat([]byte(" "), n)) }
+
+// gzipped is b compressed with gzip, as an exporter or a .gz file sends it.
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
 	zw.Close()
-	return b.Bytes()
+	return buf.Bytes()
 }
 
 // A 400 answer says what is wrong in the words 'retrylab import' uses for
@@ -199,10 +199,7 @@ func TestReceiverRefusalsInTheUsersWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(doc)
-	zw.Close()
+	gzDoc := gzipped(doc)
 	tempo, err := os.ReadFile("../../fixtures/tempo/mailer-api-v1.json")
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +213,7 @@ func TestReceiverRefusalsInTheUsersWords(t *testing.T) {
 		want      string
 	}{
 		{"an id of the wrong length", "", badID, "field spanId: expected 16 hex digits"},
-		{"gzip without Content-Encoding", "", gz.Bytes(), "the body looks gzip-compressed (it starts as gzip does) but came without Content-Encoding: send it with Content-Encoding: gzip"},
+		{"gzip without Content-Encoding", "", gzDoc, "the body looks gzip-compressed (it starts as gzip does) but came without Content-Encoding: send it with Content-Encoding: gzip"},
 		{"Tempo's download", "", tempo, imported(`a Tempo trace ({\"batches\": ...})`)},
 		{"a Temporal history", "", []byte(`{"events": [{"eventId": "1"}]}`), imported("a Temporal workflow history")},
 	} {
