@@ -1,14 +1,11 @@
 package tui
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/exp/golden"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
-	"github.com/retrylab/retrylab/store"
 )
 
 // An imported attempt's Detail says what its span recorded and what the
@@ -71,18 +68,7 @@ func TestCompactKeepsWhatWasRecorded(t *testing.T) {
 // audit quotes them; "args not recorded" would contradict it.
 func TestTemporalAttemptDetailShowsTheActivitysInput(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "temporal.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := temporal.ImportFile(db, "../fixtures/temporal/order-run1.cli.json"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h := openHost(t, path)
+	h := openHost(t, importedDB(t, "../fixtures/temporal/order-run1.cli.json"))
 	defer h.Close()
 	m, _, _ := openExplorer(t, h, 160, 48)
 	defer m.Close()

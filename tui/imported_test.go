@@ -15,11 +15,13 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/retrylab/retrylab/engine/otlp"
+	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/store"
 )
 
-// importedDB is a new database file holding the executions of the OTLP
-// trace files, closed again so a host can open it.
+// importedDB is a new database file holding the executions of the trace
+// files (OpenTelemetry, or Temporal histories from fixtures/temporal),
+// closed again so a host can open it.
 func importedDB(t *testing.T, files ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "imported.db")
@@ -28,7 +30,13 @@ func importedDB(t *testing.T, files ...string) string {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if _, err := otlp.ImportFile(db, f); err != nil {
+		var err error
+		if filepath.Base(filepath.Dir(f)) == "temporal" {
+			_, err = temporal.ImportFile(db, f)
+		} else {
+			_, err = otlp.ImportFile(db, f)
+		}
+		if err != nil {
 			db.Close()
 			t.Fatal(err)
 		}

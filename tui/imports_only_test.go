@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,31 +11,13 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/retrylab/retrylab/engine"
-	"github.com/retrylab/retrylab/engine/otlp"
-	"github.com/retrylab/retrylab/engine/temporal"
-	"github.com/retrylab/retrylab/store"
 )
 
 // importsDB is a new database file holding an OpenTelemetry trace and the
-// Temporal history of a workflow still running, closed again so a host
-// can open it.
+// Temporal history of a workflow still running.
 func importsDB(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "imports.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := otlp.ImportFile(db, "../fixtures/otlp/genai-semconv.json"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := temporal.ImportFile(db, "../fixtures/temporal/inflight-sendemail.cli.json"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return importedDB(t, "../fixtures/otlp/genai-semconv.json", "../fixtures/temporal/inflight-sendemail.cli.json")
 }
 
 // On a database of imports only, / opened again on a kept filter shows
@@ -54,14 +35,7 @@ func TestFilterReopenedReplacesTheKeptFilter(t *testing.T) {
 	v = ansi.Strip(view(t, engine.ImportsOnly(h), 160, 30, "◇ temporal-5a7e9c20", "/", "temp", "enter", "/", "end", "oral"))
 	mustShow(t, v, "the filter edited", "/temporal", "◇ temporal-5a7e9c20")
 	// esc on the list drops a kept filter, here too (no fault to disarm).
-	m := New(Options{Source: engine.ImportsOnly(h), Now: fixedNow})
-	t.Cleanup(m.Close)
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30))
-	waitFor(t, tm, "◇ temporal-5a7e9c20")
-	for _, k := range []string{"/", "zzz", "enter"} {
-		tm.Send(keyMsg(k))
-	}
-	waitFor(t, tm, "Executions /zzz 0")
+	tm := filteredToNothing(t, h)
 	tm.Send(keyMsg("esc"))
 	waitFor(t, tm, "Executions 2")
 	tm.Quit()
@@ -81,14 +55,7 @@ func TestGoldenImportsOnlyNothingMatches(t *testing.T) {
 	t.Parallel()
 	h := openHost(t, importsDB(t))
 	defer h.Close()
-	m := New(Options{Source: engine.ImportsOnly(h), Now: fixedNow})
-	t.Cleanup(m.Close)
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30))
-	waitFor(t, tm, "◇ temporal-5a7e9c20")
-	for _, k := range []string{"/", "zzz", "enter"} {
-		tm.Send(keyMsg(k))
-	}
-	waitFor(t, tm, "Executions /zzz 0")
+	tm := filteredToNothing(t, h)
 	tm.Send(keyMsg("tab"))
 	tm.Send(settleMsg{})
 	tm.Quit()
@@ -104,6 +71,21 @@ func TestGoldenImportsOnlyNothingMatches(t *testing.T) {
 }
 
 // waitFor waits until the program's output has shown want.
+// filteredToNothing is an explorer on h, read as a database of imports
+// only, at 160x30, whose filter /zzz matches nothing.
+func filteredToNothing(t *testing.T, h engine.Reader) *teatest.TestModel {
+	t.Helper()
+	m := New(Options{Source: engine.ImportsOnly(h), Now: fixedNow})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30))
+	waitFor(t, tm, "◇ temporal-5a7e9c20")
+	for _, k := range []string{"/", "zzz", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	waitFor(t, tm, "Executions /zzz 0")
+	return tm
+}
+
 func waitFor(t *testing.T, tm *teatest.TestModel, want string) {
 	t.Helper()
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },

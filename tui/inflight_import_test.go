@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,31 +8,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/retrylab/retrylab/engine"
-	"github.com/retrylab/retrylab/engine/temporal"
 	"github.com/retrylab/retrylab/engine/trace"
-	"github.com/retrylab/retrylab/store"
 )
-
-// temporalDB is a new database file holding the Temporal histories in
-// files, closed again so a host can open it.
-func temporalDB(t *testing.T, files ...string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "temporal.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if _, err := temporal.ImportFile(db, f); err != nil {
-			db.Close()
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // A workflow still running at its source (its history cut while SendEmail's
 // attempt 3 runs, after two start-to-close timeouts), on a database of
@@ -42,7 +18,7 @@ func temporalDB(t *testing.T, files ...string) string {
 // and its Effects pane and the list's ◇ say so.
 func TestGoldenInFlightImport(t *testing.T) {
 	t.Parallel()
-	h := openHost(t, temporalDB(t, "../fixtures/temporal/inflight-sendemail.cli.json"))
+	h := openHost(t, importedDB(t, "../fixtures/temporal/inflight-sendemail.cli.json"))
 	defer h.Close()
 	src := engine.ImportsOnly(h)
 	t.Run("At200x30", func(t *testing.T) {
